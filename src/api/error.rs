@@ -1,0 +1,84 @@
+//! Errors at the HTTP edge, rendered once in the client's API format (OpenAI's error shape).
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answer in OpenAI's shape: `{"error":{"message","type","param","code"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub kind: &'static str,
+    pub param: Option<String>,
+    pub code: &'static str,
+    pub retry_after_secs: Option<u64>,
+    pub headers: HeaderMap,
+}
+
+impl ApiError {
+    pub fn new(
+        status: StatusCode,
+        kind: &'static str,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            kind,
+            param: None,
+            code,
+            retry_after_secs: None,
+            headers: HeaderMap::new(),
+        }
+    }
+
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_request",
+            message,
+        );
+        e.param = Some(param.into());
+        e
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "invalid_api_key",
+            "Missing or wrong gateway key. Send it as `Authorization: Bearer <key>` or `x-api-key: <key>`; `baton serve` printed it on first start and keeps it in the data directory (gateway.key).",
+        )
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs.max(1));
+        self
+    }
+
+    pub fn with_headers(mut self, headers: HeaderMap) -> Self {
+        self.headers.extend(headers);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }});
+        let mut resp = (self.status, axum::Json(body)).into_response();
+        resp.headers_mut().extend(self.headers);
+        if let Some(s) = self.retry_after_secs {
+            resp.headers_mut()
+                .insert("retry-after", HeaderValue::from(s));
+        }
+        resp
+    }
+}

@@ -1,0 +1,174 @@
+//! The HTTP surface: inbound OpenAI API, models, health, and the guards in front of them
+//! (DNS-rebinding Host check, gateway-key auth).
+
+pub mod error;
+pub mod openai;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::config::validate::is_loopback_host;
+use crate::gateway::Core;
+use error::ApiError;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub core: Arc<Core>,
+    allowed_hosts: Arc<Vec<String>>,
+}
+
+/// The complete router.
+pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
+    let mut allowed: Vec<String> = core
+        .server
+        .allowed_hosts
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    allowed.push(core.server.host.to_ascii_lowercase());
+    allowed.push(addr.ip().to_string());
+    let state = AppState {
+        core,
+        allowed_hosts: Arc::new(allowed),
+    };
+    Router::new()
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::models))
+        .route("/health", get(health))
+        .route("/", get(root).head(root))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), host_guard))
+        .with_state(state)
+}
+
+/// Rejects requests whose `Host` is not this machine or a configured name, so that a web page
+/// on another origin cannot reach the gateway through DNS rebinding.
+async fn host_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_string()));
+    let Some(host) = host else {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "missing_host",
+            "The request has no Host header.",
+        )
+        .into_response();
+    };
+    let name = strip_port(&host).to_ascii_lowercase();
+    if is_loopback_host(&name) || state.allowed_hosts.iter().any(|h| *h == name) {
+        return next.run(req).await;
+    }
+    tracing::warn!(host = %name, "request refused: Host header not allowed");
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "permission_error",
+        "host_not_allowed",
+        format!("Host `{name}` is not allowed. Use 127.0.0.1 or localhost, or add the name to server.allowedHosts."),
+    )
+    .into_response()
+}
+
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    }
+}
+
+/// The client label for a valid gateway key, or a 401.
+pub fn authenticate<'a>(core: &'a Core, headers: &HeaderMap) -> Result<&'a str, ApiError> {
+    crate::auth::presented_key(headers)
+        .and_then(|k| core.keys.client(k))
+        .ok_or_else(ApiError::unauthorized)
+}
+
+async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let core = &state.core;
+    let snap = core.snapshot.load();
+    let enabled: Vec<_> = snap.enabled().collect();
+    let cooling: std::collections::HashSet<String> = core
+        .cooldowns
+        .active()
+        .into_iter()
+        .filter(|c| c.scope.key.is_none() && c.scope.model.is_none())
+        .map(|c| c.scope.provider)
+        .collect();
+    let unavailable = enabled.iter().filter(|p| p.unavailable().is_some()).count();
+    let cooling_n = enabled.iter().filter(|p| cooling.contains(p.id())).count();
+    let ready = enabled.len() - unavailable - cooling_n.min(enabled.len() - unavailable);
+    let summary = if snap.providers.is_empty() {
+        "no providers configured".to_string()
+    } else {
+        format!(
+            "{} provider{} enabled: {ready} ready, {cooling_n} cooling, {unavailable} unavailable",
+            enabled.len(),
+            if enabled.len() == 1 { "" } else { "s" }
+        )
+    };
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "summary": summary,
+    }))
+}
+
+async fn root() -> Json<serde_json::Value> {
+    Json(json!({
+        "name": "Baton",
+        "version": env!("CARGO_PKG_VERSION"),
+        "openai_base_url": "/v1",
+    }))
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        "unknown_url",
+        format!(
+            "Unknown path {} {}. Baton serves POST /v1/chat/completions and GET /v1/models.",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        "method_not_allowed",
+        format!("{} is not allowed on {}.", req.method(), req.uri().path()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_port;
+
+    #[test]
+    fn ports_are_stripped() {
+        assert_eq!(strip_port("127.0.0.1:8787"), "127.0.0.1");
+        assert_eq!(strip_port("localhost"), "localhost");
+        assert_eq!(strip_port("[::1]:80"), "::1");
+        assert_eq!(strip_port("evil.example:80"), "evil.example");
+    }
+}

@@ -1,0 +1,275 @@
+//! Inbound OpenAI Chat Completions (`POST /v1/chat/completions`) and `GET /v1/models`.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::{authenticate, AppState};
+use crate::canonical::openai::request_from_openai;
+use crate::router::record::Record;
+use crate::router::snapshot::ResolveError;
+use crate::router::{self, Failure, Inbound, Served};
+
+pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
+    let request_id = new_request_id();
+    let mut base = HeaderMap::new();
+    base.insert("x-request-id", header_value(&request_id));
+    match handle(&state, req, &request_id, &mut base).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
+                tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
+            }
+            e.with_headers(base).into_response()
+        }
+    }
+}
+
+async fn handle(
+    state: &AppState,
+    req: Request,
+    request_id: &str,
+    base: &mut HeaderMap,
+) -> Result<Response, ApiError> {
+    let core = &state.core;
+    let client = authenticate(core, req.headers())?.to_string();
+    let max = core.server.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
+        )
+    };
+    if req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > max)
+    {
+        return Err(too_large());
+    }
+    let bytes: Bytes = axum::body::to_bytes(req.into_body(), max)
+        .await
+        .map_err(|e| {
+            if std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+                || e.to_string().contains("length limit")
+            {
+                too_large()
+            } else {
+                ApiError::invalid("body", format!("Could not read the request body: {e}"))
+            }
+        })?;
+    let body = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(ApiError::invalid(
+                "body",
+                "The request body must be a JSON object.",
+            ))
+        }
+        Err(e) => {
+            let mut err =
+                ApiError::invalid("body", format!("The request body is not valid JSON: {e}"));
+            err.code = "invalid_json";
+            return Err(err);
+        }
+    };
+    let canonical =
+        request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
+    let snap = core.snapshot.load_full();
+    let (targets, selection) = snap.resolve(&canonical.model).map_err(|e| match e {
+        ResolveError::UnknownModel { .. } => {
+            let mut err = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                e.to_string(),
+            );
+            err.param = Some("model".into());
+            err
+        }
+        ResolveError::Disabled(m) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "provider_disabled",
+            m,
+        ),
+    })?;
+    let stream = canonical.stream;
+    let requested = canonical.model.clone();
+    let needs = canonical.needs();
+    let inbound = Inbound {
+        body,
+        canonical,
+        needs,
+    };
+    let mut rec = Record::new(
+        request_id.to_string(),
+        core.clock.now_ms(),
+        client,
+        requested,
+        stream,
+        core.store.writer().clone(),
+        core.events.clone(),
+    );
+    let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
+    base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
+    match result {
+        Ok(Served::Complete { target, body, slot }) => {
+            drop(slot);
+            gateway_headers(base, target.provider.id(), &target.model.id);
+            rec.served_by(target.provider.id(), &target.model.id);
+            rec.first_byte();
+            if let Some(u) = router::usage_of(&body) {
+                rec.usage(u);
+            }
+            rec.finish(200, None);
+            let mut resp = (StatusCode::OK, body).into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            resp.headers_mut().extend(base.clone());
+            Ok(resp)
+        }
+        Ok(Served::Stream {
+            target,
+            reader,
+            prelude,
+            slot,
+        }) => {
+            gateway_headers(base, target.provider.id(), &target.model.id);
+            rec.served_by(target.provider.id(), &target.model.id);
+            let body = crate::router::stream::openai_body(reader, prelude, slot, target, rec);
+            let mut resp = Response::new(Body::from_stream(body));
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+            h.extend(base.clone());
+            Ok(resp)
+        }
+        Err(f) => {
+            let now = core.clock.now_ms();
+            let (status, err) = failure_to_error(f, now);
+            if let Some(last) = rec.attempts().iter().rev().find(|a| a.class != "skipped") {
+                gateway_headers(base, &last.provider, &last.model);
+            }
+            rec.finish(status, Some(err.message.clone()));
+            if matches!(
+                err.code,
+                "all_providers_rate_limited" | "all_providers_failed"
+            ) {
+                core.events.emit(crate::events::Event::AllExhausted {
+                    request_id: request_id.to_string(),
+                    requested_model: inbound.canonical.model.clone(),
+                    retry_at_ms: err.retry_after_secs.map(|s| now + s as i64 * 1000),
+                });
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Passes an upstream's own 4xx through when it is already an OpenAI error; wraps it otherwise.
+fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
+    match f {
+        Failure::Client { status, body } => {
+            let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+            let message = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
+            let param = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/param").and_then(Value::as_str).map(str::to_string));
+            let code = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/code").and_then(Value::as_str))
+                .map(|c| if c == "context_length_exceeded" { "context_length_exceeded" } else { "upstream_rejected" })
+                .unwrap_or("upstream_rejected");
+            let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            let mut e = ApiError::new(st, "invalid_request_error", code, message);
+            e.param = param;
+            (status, e)
+        }
+        Failure::Exhausted { retry_at_ms: Some(at), summary } => {
+            let secs = ((at - now_ms).max(0) as u64).div_ceil(1000);
+            let e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "all_providers_rate_limited",
+                format!("Every candidate provider is rate-limited; the soonest is back in {secs} s. {summary}"),
+            )
+            .retry_after(secs);
+            (429, e)
+        }
+        Failure::Exhausted { retry_at_ms: None, summary } => (
+            502,
+            ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", "all_providers_failed", format!("Every candidate provider failed: {summary}")),
+        ),
+        Failure::NoProvider(m) => (503, ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "no_provider", m)),
+        Failure::Unsupported(m) => {
+            let mut e = ApiError::invalid("messages", m);
+            e.code = "unsupported_request";
+            (400, e)
+        }
+        Failure::Busy { retry_after_ms, message } => (
+            429,
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "gateway_busy", message).retry_after(retry_after_ms.div_ceil(1000)),
+        ),
+        Failure::Deadline(ms) => (
+            504,
+            ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timeout_error",
+                "deadline_exceeded",
+                format!("No provider answered within the request deadline ({ms} ms, routing.requestTimeoutMs)."),
+            ),
+        ),
+    }
+}
+
+fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
+    h.insert("x-gateway-provider", header_value(provider));
+    h.insert("x-gateway-model", header_value(model));
+}
+
+fn header_value(s: &str) -> HeaderValue {
+    HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+fn new_request_id() -> String {
+    format!("req_{:016x}", rand::random::<u64>())
+}
+
+pub async fn models(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    authenticate(&state.core, &headers)?;
+    let snap = state.core.snapshot.load();
+    let mut data =
+        vec![json!({"id": "auto", "object": "model", "created": 0, "owned_by": "baton"})];
+    for r in snap.routes.keys() {
+        data.push(json!({"id": r, "object": "model", "created": 0, "owned_by": "baton"}));
+    }
+    for p in snap.enabled() {
+        data.push(json!({"id": p.id(), "object": "model", "created": 0, "owned_by": p.id()}));
+        for m in &p.models {
+            data.push(json!({"id": format!("{}/{}", p.id(), m.id), "object": "model", "created": 0, "owned_by": p.id()}));
+        }
+    }
+    Ok(Json(json!({"object": "list", "data": data})))
+}

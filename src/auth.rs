@@ -1,0 +1,168 @@
+//! Gateway and admin keys: loaded from the environment variables the config names, or generated
+//! once into the data directory (mode 0600). Keys are compared in constant time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rand::Rng;
+use subtle::ConstantTimeEq;
+
+use crate::config::ConfigFile;
+use crate::providers::Secret;
+
+pub const GATEWAY_KEY_FILE: &str = "gateway.key";
+pub const ADMIN_KEY_FILE: &str = "admin.key";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error(
+        "gatewayKeys[{index}]: environment variable {env} is not set; set it or remove the entry"
+    )]
+    MissingEnv { index: usize, env: String },
+    #[error("key file {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A client key and the non-secret label that identifies it in logs.
+#[derive(Debug)]
+pub struct ClientKey {
+    pub label: String,
+    secret: Secret,
+}
+
+#[derive(Debug)]
+pub struct Keys {
+    gateway: Vec<ClientKey>,
+    admin: Secret,
+}
+
+impl Keys {
+    /// Returns the keys and, when the gateway key was generated just now, its value.
+    pub fn load(config: &ConfigFile, data_dir: &Path) -> Result<(Self, Option<String>), AuthError> {
+        let mut gateway = Vec::new();
+        for (index, k) in config.gateway_keys.iter().enumerate() {
+            let v = std::env::var(&k.env).ok().filter(|v| !v.trim().is_empty());
+            let v = v.ok_or_else(|| AuthError::MissingEnv {
+                index,
+                env: k.env.clone(),
+            })?;
+            gateway.push(ClientKey {
+                label: k.label(),
+                secret: Secret::new(v.trim()),
+            });
+        }
+        let mut generated = None;
+        if gateway.is_empty() {
+            let (key, fresh) = load_or_create(&data_dir.join(GATEWAY_KEY_FILE), "bt-")?;
+            if fresh {
+                generated = Some(key.expose().to_string());
+            }
+            gateway.push(ClientKey {
+                label: "generated".into(),
+                secret: key,
+            });
+        }
+        let (admin, _) = load_or_create(&data_dir.join(ADMIN_KEY_FILE), "bta-")?;
+        Ok((Self { gateway, admin }, generated))
+    }
+
+    /// The label of the gateway key `presented` matches, if any.
+    pub fn client(&self, presented: &str) -> Option<&str> {
+        let p = presented.as_bytes();
+        let mut found = None;
+        // Check every key so timing does not reveal which one matched.
+        for k in &self.gateway {
+            if bool::from(k.secret.expose().as_bytes().ct_eq(p)) {
+                found = Some(k.label.as_str());
+            }
+        }
+        found
+    }
+
+    pub fn is_admin(&self, presented: &str) -> bool {
+        bool::from(self.admin.expose().as_bytes().ct_eq(presented.as_bytes()))
+    }
+}
+
+fn load_or_create(path: &Path, prefix: &str) -> Result<(Secret, bool), AuthError> {
+    let err = |source| AuthError::File {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(s) if !s.trim().is_empty() => return Ok((Secret::new(s.trim()), false)),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err(e)),
+    }
+    let key = generate(prefix);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(err)?;
+    f.write_all(key.as_bytes()).map_err(err)?;
+    f.write_all(b"\n").map_err(err)?;
+    Ok((Secret::new(key), true))
+}
+
+fn generate(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let body: String = (0..40)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{body}")
+}
+
+/// The credential a request presents: `Authorization: Bearer …` or `x-api-key`.
+pub fn presented_key(headers: &http::HeaderMap) -> Option<&str> {
+    if let Some(v) = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let v = v.trim();
+        if let Some(t) = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+        {
+            return Some(t.trim());
+        }
+    }
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_persist_with_private_mode() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (k1, first) = Keys::load(&ConfigFile::default(), dir.path()).expect("keys");
+        let gen = first.expect("generated on first start");
+        let (k2, second) = Keys::load(&ConfigFile::default(), dir.path()).expect("keys");
+        assert!(second.is_none(), "not regenerated");
+        assert_eq!(k1.client(&gen), Some("generated"));
+        assert_eq!(k2.client(&gen), Some("generated"));
+        assert_eq!(k2.client("bt-wrong"), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(GATEWAY_KEY_FILE))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

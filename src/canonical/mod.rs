@@ -1,0 +1,198 @@
+//! The one internal chat model. Every inbound API converts into it and every upstream kind out of
+//! it, so the router never sees a wire format. Same-format hops (OpenAI in, OpenAI-compatible out)
+//! skip the conversion and forward the client's body with only `model` rewritten.
+
+pub mod openai;
+
+use serde_json::{Map, Value};
+
+/// A chat request in Baton's internal form.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    pub model: String,
+    /// System / developer instructions, in order.
+    pub system: Vec<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Tool>,
+    pub tool_choice: Option<Value>,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    /// Ask for a final usage chunk when streaming.
+    pub stream_usage: bool,
+    /// Fields this model has no slot for, kept so that same-format upstreams receive them.
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Part>,
+    /// Sender name (OpenAI `name`), when given.
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    /// An image by URL (`https:` or `data:` URL).
+    Image {
+        url: String,
+        detail: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        /// JSON text, as the model produced it.
+        arguments: String,
+    },
+    ToolResult {
+        call_id: String,
+        content: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: Option<String>,
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Other(String),
+}
+
+impl StopReason {
+    pub fn from_openai(s: &str) -> Self {
+        match s {
+            "stop" => StopReason::Stop,
+            "length" => StopReason::Length,
+            "tool_calls" | "function_call" => StopReason::ToolCalls,
+            "content_filter" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_openai(&self) -> &str {
+        match self {
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolCalls => "tool_calls",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::Other(s) => s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+}
+
+/// A complete (non-streamed) answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub id: String,
+    pub model: String,
+    pub created: i64,
+    pub content: Vec<Part>,
+    pub stop: Option<StopReason>,
+    pub usage: Option<Usage>,
+}
+
+/// One increment of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ToolCallStart {
+        index: u32,
+        id: String,
+        name: String,
+    },
+    ToolCallDelta {
+        index: u32,
+        arguments: String,
+    },
+    Finish(StopReason),
+    Usage(Usage),
+}
+
+impl StreamEvent {
+    /// Whether this event carries part of the answer (as opposed to bookkeeping).
+    pub fn is_content(&self) -> bool {
+        match self {
+            StreamEvent::TextDelta(t) => !t.is_empty(),
+            StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } => true,
+            StreamEvent::Finish(_) => true,
+            StreamEvent::Usage(_) => false,
+        }
+    }
+}
+
+/// What a request needs from a provider; used to skip candidates that cannot serve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    pub tools: bool,
+    pub images: bool,
+    /// More than one user turn, or any assistant/tool turn.
+    pub multi_turn: bool,
+    /// Rough prompt size in tokens (4 characters a token), for context-window checks.
+    pub estimated_tokens: u64,
+}
+
+impl ChatRequest {
+    pub fn needs(&self) -> Needs {
+        let mut needs = Needs {
+            tools: !self.tools.is_empty(),
+            ..Needs::default()
+        };
+        let mut chars: u64 = self.system.iter().map(|s| s.len() as u64).sum();
+        let mut user_turns = 0;
+        for m in &self.messages {
+            match m.role {
+                Role::User => user_turns += 1,
+                Role::Assistant | Role::Tool => needs.multi_turn = true,
+            }
+            for p in &m.content {
+                match p {
+                    Part::Text(t) => chars += t.len() as u64,
+                    Part::Image { .. } => {
+                        needs.images = true;
+                        chars += 1000 * 4;
+                    }
+                    Part::ToolCall { arguments, .. } => {
+                        needs.tools = true;
+                        chars += arguments.len() as u64;
+                    }
+                    Part::ToolResult { content, .. } => {
+                        needs.tools = true;
+                        chars += content.len() as u64;
+                    }
+                }
+            }
+        }
+        for t in &self.tools {
+            chars += t.parameters.to_string().len() as u64;
+        }
+        needs.multi_turn |= user_turns > 1;
+        needs.estimated_tokens = chars / 4 + self.max_tokens.unwrap_or(0);
+        needs
+    }
+}

@@ -1,0 +1,419 @@
+//! Configuration: the JSON file format (serde + JSON schema), loading with precise error paths,
+//! and validation. Everything the router reads is built from these types into a `Snapshot`.
+
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use validate::validate;
+
+/// Default listen port.
+pub const DEFAULT_PORT: u16 = 8787;
+
+/// The whole configuration file (`config.example.json` documents every field).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Path or URL of the JSON schema; ignored by Baton, used by editors.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Listener and request-size settings.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Keys that clients must present (`Authorization: Bearer` or `x-api-key`). When empty,
+    /// Baton generates one on first start and keeps it in the data directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateway_keys: Vec<SecretRef>,
+    /// Failover, cooldown and queueing behaviour.
+    #[serde(default)]
+    pub routing: RoutingConfig,
+    /// Request-log retention.
+    #[serde(default)]
+    pub log: LogConfig,
+    /// Upstream providers. Lower `priority` is tried first for `auto`.
+    #[serde(default)]
+    pub providers: Vec<ProviderConfig>,
+    /// Named routes: ordered fallback chains of `provider`, `provider/model` or other route names.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routes: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on. Loopback by default; any other address requires `gatewayKeys`.
+    #[serde(default = "default_host")]
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Largest request body accepted, in bytes (413 above it).
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// Extra `Host` header names accepted besides loopback names and `host` (DNS-rebinding guard).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// How long a shutdown waits for in-flight requests before cutting them off.
+    #[serde(default = "default_grace")]
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            host: default_host(),
+            port: default_port(),
+            max_body_bytes: default_max_body(),
+            allowed_hosts: Vec::new(),
+            shutdown_grace_ms: default_grace(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// Cooldown after a 429/503 that states no reset time.
+    #[serde(default = "default_cooldown")]
+    pub default_cooldown_ms: u64,
+    /// How long a request may wait for a free concurrency slot before 429.
+    #[serde(default = "default_queue_timeout")]
+    pub queue_timeout_ms: u64,
+    /// How many requests may wait for a slot at once; more get 429 at once.
+    #[serde(default = "default_max_queued")]
+    pub max_queued: usize,
+    /// Upper bound for the whole fallback chain of one request.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Send a context-length error once to a candidate with a larger (or unknown) context window.
+    #[serde(default = "default_true")]
+    pub context_fallback: bool,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        Self {
+            default_cooldown_ms: default_cooldown(),
+            queue_timeout_ms: default_queue_timeout(),
+            max_queued: default_max_queued(),
+            request_timeout_ms: default_request_timeout(),
+            context_fallback: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LogConfig {
+    /// Request-log rows older than this are deleted.
+    #[serde(default = "default_retention_days")]
+    pub retention_days: u32,
+    /// At most this many request-log rows are kept.
+    #[serde(default = "default_max_rows")]
+    pub max_rows: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            retention_days: default_retention_days(),
+            max_rows: default_max_rows(),
+        }
+    }
+}
+
+/// Where a secret comes from. Secrets are never written into the configuration file itself.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretRef {
+    /// Name of the environment variable that holds the secret.
+    pub env: String,
+}
+
+impl SecretRef {
+    /// A stable, non-secret identifier used in logs, cooldowns and the admin API.
+    pub fn label(&self) -> String {
+        format!("env:{}", self.env)
+    }
+}
+
+/// Upstream API kinds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).
+    OpenaiCompatible,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiCompatible => "openai-compatible",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Unique id: lowercase letters, digits, `-`, `_`, `.`; used in `provider/model` names.
+    pub id: String,
+    /// Display name (defaults to the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub kind: ProviderKind,
+    /// Base URL up to and including the version segment, e.g. `https://api.groq.com/openai/v1`.
+    pub base_url: String,
+    /// API keys, tried round-robin. Empty for keyless servers such as a local Ollama.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<SecretRef>,
+    /// Models in preference order: names, or objects with capabilities.
+    pub models: Vec<ModelEntry>,
+    /// Lower is tried first for `auto`.
+    #[serde(default = "default_priority")]
+    pub priority: i64,
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Whether `auto` may use this provider (it can still be pinned or used in routes).
+    #[serde(default = "default_true")]
+    pub auto: bool,
+    /// Requests in flight at once; unlimited when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    /// Extra headers sent upstream (e.g. OpenRouter's `HTTP-Referer`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Capabilities that apply to every model unless the model entry overrides them.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+}
+
+impl ProviderConfig {
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Name(String),
+    Detailed(ModelDetail),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelDetail {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+}
+
+impl ModelEntry {
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Name(n) => n,
+            ModelEntry::Detailed(d) => &d.id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capabilities {
+    /// Accepts `tools` / tool messages.
+    #[serde(default = "default_true")]
+    pub tools: bool,
+    /// Accepts image content parts.
+    #[serde(default = "default_true")]
+    pub images: bool,
+    /// Context window in tokens; unknown when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Self {
+            tools: true,
+            images: true,
+            context_window: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timeouts {
+    /// TCP/TLS connect.
+    #[serde(default = "default_connect")]
+    pub connect_ms: u64,
+    /// From sending the request to the response headers and, when streaming, the first event.
+    #[serde(default = "default_first_byte")]
+    pub first_byte_ms: u64,
+    /// Longest silence between two stream chunks (or while reading a non-streamed body).
+    #[serde(default = "default_idle")]
+    pub idle_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect_ms: default_connect(),
+            first_byte_ms: default_first_byte(),
+            idle_ms: default_idle(),
+        }
+    }
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_port() -> u16 {
+    DEFAULT_PORT
+}
+fn default_max_body() -> usize {
+    20 * 1024 * 1024
+}
+fn default_grace() -> u64 {
+    10_000
+}
+fn default_cooldown() -> u64 {
+    60_000
+}
+fn default_queue_timeout() -> u64 {
+    30_000
+}
+fn default_max_queued() -> usize {
+    1024
+}
+fn default_request_timeout() -> u64 {
+    600_000
+}
+fn default_retention_days() -> u32 {
+    30
+}
+fn default_max_rows() -> u64 {
+    200_000
+}
+fn default_priority() -> i64 {
+    100
+}
+fn default_true() -> bool {
+    true
+}
+fn default_connect() -> u64 {
+    10_000
+}
+fn default_first_byte() -> u64 {
+    120_000
+}
+fn default_idle() -> u64 {
+    120_000
+}
+
+/// A configuration problem, located as precisely as possible.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: line {line}, column {column}: not valid JSON: {message}")]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {path}: {message}")]
+    Field {
+        file: PathBuf,
+        path: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    pub fn field(file: &Path, path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError::Field {
+            file: file.to_path_buf(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads, parses and validates a configuration file.
+pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    parse_str(&text, path)
+}
+
+/// Parses and validates configuration text; `file` only names the source in errors.
+pub fn parse_str(text: &str, file: &Path) -> Result<ConfigFile, ConfigError> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            file: file.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+    strip_comments(&mut value);
+    let config: ConfigFile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        ConfigError::field(file, path, e.into_inner().to_string())
+    })?;
+    validate(&config, file)?;
+    Ok(config)
+}
+
+/// JSON has no comments, so the example configuration documents itself with `"$comment"`
+/// members (the JSON-Schema convention); they are removed before the typed parse.
+fn strip_comments(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("$comment");
+            map.values_mut().for_each(strip_comments);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_comments),
+        _ => {}
+    }
+}
+
+/// The JSON schema of the configuration file, as committed in `config.schema.json`.
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(ConfigFile)).unwrap_or_default();
+    allow_comments(&mut schema);
+    schema
+}
+
+/// Every object in the file may carry a `"$comment"` string (see [`strip_comments`]).
+fn allow_comments(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
+                props.insert(
+                    "$comment".into(),
+                    serde_json::json!({"type": "string", "description": "Free text, ignored."}),
+                );
+            }
+            map.values_mut().for_each(allow_comments);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(allow_comments),
+        _ => {}
+    }
+}

@@ -1,0 +1,249 @@
+//! Semantic checks that serde cannot express; every error names the JSON path and what is allowed.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::path::Path;
+
+use super::{ConfigError, ConfigFile, ProviderConfig};
+
+/// Names that cannot be provider ids or route names because requests use them.
+pub const RESERVED_MODEL_NAMES: &[&str] = &["auto"];
+
+pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
+    let err = |path: String, msg: String| ConfigError::field(file, path, msg);
+
+    let server = &config.server;
+    if server.host.trim().is_empty() {
+        return Err(err("server.host".into(), "must not be empty".into()));
+    }
+    if server.max_body_bytes < 1024 {
+        return Err(err(
+            "server.maxBodyBytes".into(),
+            "must be at least 1024 bytes".into(),
+        ));
+    }
+    if !is_loopback_host(&server.host) && config.gateway_keys.is_empty() {
+        return Err(err(
+            "server.host".into(),
+            format!(
+                "`{}` is not a loopback address; listening beyond this machine requires `gatewayKeys` so that nobody else can use your providers",
+                server.host
+            ),
+        ));
+    }
+    if is_unspecified(&server.host) && server.allowed_hosts.is_empty() {
+        return Err(err(
+            "server.allowedHosts".into(),
+            format!(
+                "listening on `{}` requires the host names clients use (e.g. [\"gateway.example.lan\"]) so that the DNS-rebinding guard can check the Host header",
+                server.host
+            ),
+        ));
+    }
+    for (i, k) in config.gateway_keys.iter().enumerate() {
+        check_env_name(&k.env).map_err(|m| err(format!("gatewayKeys[{i}].env"), m))?;
+    }
+    let r = &config.routing;
+    if r.default_cooldown_ms == 0 {
+        return Err(err(
+            "routing.defaultCooldownMs".into(),
+            "must be at least 1".into(),
+        ));
+    }
+    if r.request_timeout_ms < 1000 {
+        return Err(err(
+            "routing.requestTimeoutMs".into(),
+            "must be at least 1000 (one second)".into(),
+        ));
+    }
+
+    let mut ids = HashSet::new();
+    for (i, p) in config.providers.iter().enumerate() {
+        validate_provider(p, &format!("providers[{i}]"), file)?;
+        if !ids.insert(p.id.as_str()) {
+            return Err(err(
+                format!("providers[{i}].id"),
+                format!(
+                    "`{}` is used by more than one provider; ids must be unique",
+                    p.id
+                ),
+            ));
+        }
+    }
+
+    for (name, entries) in &config.routes {
+        let path = format!("routes.{name}");
+        check_id(name).map_err(|m| err(path.clone(), format!("route name {m}")))?;
+        if RESERVED_MODEL_NAMES.contains(&name.as_str()) {
+            return Err(err(
+                path,
+                format!("`{name}` is built in and cannot be redefined"),
+            ));
+        }
+        if ids.contains(name.as_str()) {
+            return Err(err(
+                path,
+                format!("`{name}` is already a provider id; pick another route name"),
+            ));
+        }
+        if entries.is_empty() {
+            return Err(err(
+                path,
+                "must list at least one provider or provider/model".into(),
+            ));
+        }
+        for (j, entry) in entries.iter().enumerate() {
+            let head = entry.split('/').next().unwrap_or_default();
+            let known = ids.contains(head)
+                || (!entry.contains('/')
+                    && config.routes.contains_key(entry.as_str())
+                    && entry != name)
+                || entry == "auto";
+            if !known {
+                return Err(err(
+                    format!("{path}[{j}]"),
+                    format!(
+                        "`{entry}` names no provider or route; use `provider`, `provider/model` or a route name (providers: {})",
+                        list(ids.iter().copied())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<(), ConfigError> {
+    let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
+    check_id(&p.id).map_err(|m| err("id", m))?;
+    if RESERVED_MODEL_NAMES.contains(&p.id.as_str()) {
+        return Err(err("id", format!("`{}` is reserved", p.id)));
+    }
+    let url = p.base_url.trim();
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Err(err(
+            "baseUrl",
+            format!("`{url}` must start with https:// (or http:// for local servers)"),
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
+        return Err(err("baseUrl", format!("`{url}` has no host")));
+    }
+    if url.ends_with("/chat/completions") {
+        return Err(err(
+            "baseUrl",
+            "give the base URL without `/chat/completions` (e.g. https://api.openai.com/v1)".into(),
+        ));
+    }
+    if p.models.is_empty() {
+        return Err(err("models", "list at least one model".into()));
+    }
+    let mut seen = HashSet::new();
+    for (i, m) in p.models.iter().enumerate() {
+        let id = m.id();
+        if id.trim().is_empty() {
+            return Err(err(
+                &format!("models[{i}]"),
+                "model name must not be empty".into(),
+            ));
+        }
+        if !seen.insert(id) {
+            return Err(err(
+                &format!("models[{i}]"),
+                format!("`{id}` is listed twice"),
+            ));
+        }
+    }
+    for (i, k) in p.keys.iter().enumerate() {
+        check_env_name(&k.env).map_err(|m| err(&format!("keys[{i}].env"), m))?;
+    }
+    if p.max_concurrency == Some(0) {
+        return Err(err(
+            "maxConcurrency",
+            "must be at least 1 (leave it out for no limit)".into(),
+        ));
+    }
+    for (name, value) in &p.headers {
+        if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(err(
+                &format!("headers.{name}"),
+                "is not a valid header name".into(),
+            ));
+        }
+        if http::HeaderValue::from_str(value).is_err() {
+            return Err(err(
+                &format!("headers.{name}"),
+                "value must be visible ASCII".into(),
+            ));
+        }
+    }
+    let t = &p.timeouts;
+    for (field, v) in [
+        ("timeouts.connectMs", t.connect_ms),
+        ("timeouts.firstByteMs", t.first_byte_ms),
+        ("timeouts.idleMs", t.idle_ms),
+    ] {
+        if v < 100 {
+            return Err(err(field, "must be at least 100 ms".into()));
+        }
+    }
+    Ok(())
+}
+
+fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
+        ))
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else if name.len() > 20 && !name.contains('_') {
+        Err("looks like a secret, not a variable name: put the key in an environment variable and name that variable here".into())
+    } else {
+        Err(format!(
+            "`{name}` is not an environment variable name (letters, digits and `_`)"
+        ))
+    }
+}
+
+fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut v: Vec<&str> = items.collect();
+    v.sort_unstable();
+    if v.is_empty() {
+        "none configured".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// True for `localhost`, `127.0.0.0/8` and `::1`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_unspecified(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified())
+}

@@ -1,0 +1,73 @@
+//! Gateway events on a broadcast channel. The tray, the UI and tests subscribe; the core never
+//! knows who listens.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+const CAPACITY: usize = 1024;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A request finished (any status).
+    Request {
+        id: String,
+        requested_model: String,
+        provider: Option<String>,
+        model: Option<String>,
+        status: u16,
+        attempts: usize,
+        total_ms: u64,
+    },
+    /// An upstream target failed and the request moved on to the next one.
+    Failover {
+        request_id: String,
+        from: String,
+        to: String,
+        class: String,
+        reason: String,
+        reset_at_ms: Option<i64>,
+    },
+    /// A scope was taken out of rotation until `until_ms`.
+    CooldownStarted {
+        provider: String,
+        key: Option<String>,
+        model: Option<String>,
+        class: String,
+        reason: String,
+        until_ms: i64,
+    },
+    /// A scope is usable again (by success or by hand).
+    CooldownEnded {
+        provider: String,
+        key: Option<String>,
+        model: Option<String>,
+    },
+    /// No candidate could take a request.
+    AllExhausted {
+        request_id: String,
+        requested_model: String,
+        retry_at_ms: Option<i64>,
+    },
+}
+
+/// Sending half, cheap to clone. Sending never blocks and never fails the caller.
+#[derive(Clone)]
+pub struct Events(broadcast::Sender<Event>);
+
+impl Default for Events {
+    fn default() -> Self {
+        Self(broadcast::channel(CAPACITY).0)
+    }
+}
+
+impl Events {
+    pub fn emit(&self, event: Event) {
+        // No subscribers is normal; the result only says how many received it.
+        let _ = self.0.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.0.subscribe()
+    }
+}

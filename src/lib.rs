@@ -1,0 +1,27 @@
+//! Baton: one local endpoint for every LLM a developer pays for or gets free.
+//!
+//! The gateway core: inbound APIs, the canonical chat model, upstream adapters, routing with safe
+//! failover, limit handling, SQLite state and events. Shells (the `baton` binary, the Tauri tray
+//! app) only wire it up.
+
+pub mod api;
+pub mod auth;
+pub mod canonical;
+pub mod clock;
+pub mod config;
+pub mod events;
+pub mod gateway;
+pub mod limits;
+pub mod providers;
+pub mod router;
+pub mod store;
+
+pub use gateway::{start, Core, GatewayHandle, StartError, StartOptions};
+
+/// The platform's data directory for Baton (`~/.local/share/baton` on Linux).
+pub fn default_data_dir() -> std::path::PathBuf {
+    dirs::data_dir()
+        .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+        .join("baton")
+}

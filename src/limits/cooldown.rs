@@ -1,0 +1,243 @@
+//! The cooldown table: which provider / key / model scopes are out of rotation until when.
+//! Lives in memory for the request path; every change is also written to SQLite so cooldowns
+//! survive a restart.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::clock::Clock;
+use crate::events::{Event, Events};
+use crate::store::{CooldownRow, StoreWriter, WriteOp};
+
+/// What a cooldown covers. `None` means every key / every model of the provider.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub provider: String,
+    pub key: Option<String>,
+    pub model: Option<String>,
+}
+
+impl Scope {
+    fn covers(&self, key: Option<&str>, model: &str) -> bool {
+        self.key.as_deref().is_none_or(|k| Some(k) == key)
+            && self.model.as_deref().is_none_or(|m| m == model)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CooldownEntry {
+    pub scope: Scope,
+    pub until_ms: i64,
+    pub class: String,
+    pub reason: String,
+}
+
+/// Cooldowns by provider; each provider holds a short list, scanned without allocation.
+pub struct Cooldowns {
+    map: RwLock<HashMap<String, Vec<CooldownEntry>>>,
+    clock: Arc<dyn Clock>,
+    writer: Option<StoreWriter>,
+    events: Events,
+}
+
+impl Cooldowns {
+    pub fn new(clock: Arc<dyn Clock>, writer: Option<StoreWriter>, events: Events) -> Self {
+        Self {
+            map: RwLock::new(HashMap::new()),
+            clock,
+            writer,
+            events,
+        }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Restores persisted cooldowns (already filtered to unexpired ones).
+    pub fn load(&self, rows: Vec<CooldownRow>) {
+        let Ok(mut map) = self.map.write() else {
+            return;
+        };
+        for r in rows {
+            let entry = CooldownEntry {
+                scope: Scope {
+                    provider: r.provider.clone(),
+                    key: Some(r.key_id).filter(|s| !s.is_empty()),
+                    model: Some(r.model).filter(|s| !s.is_empty()),
+                },
+                until_ms: r.until_ms,
+                class: r.class,
+                reason: r.reason,
+            };
+            map.entry(r.provider).or_default().push(entry);
+        }
+    }
+
+    /// The cooldown that blocks this key/model now, if any (the one lasting longest).
+    pub fn blocking(
+        &self,
+        provider: &str,
+        key: Option<&str>,
+        model: &str,
+    ) -> Option<CooldownEntry> {
+        let now = self.clock.now_ms();
+        let map = self.map.read().ok()?;
+        map.get(provider)?
+            .iter()
+            .filter(|e| e.until_ms > now && e.scope.covers(key, model))
+            .max_by_key(|e| e.until_ms)
+            .cloned()
+    }
+
+    /// Starts (or replaces) a cooldown on exactly this scope.
+    pub fn start(&self, scope: Scope, until_ms: i64, class: &str, reason: &str) {
+        let entry = CooldownEntry {
+            scope: scope.clone(),
+            until_ms,
+            class: class.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Ok(mut map) = self.map.write() {
+            let list = map.entry(scope.provider.clone()).or_default();
+            let now = self.clock.now_ms();
+            list.retain(|e| e.scope != scope && e.until_ms > now);
+            list.push(entry);
+        }
+        if let Some(w) = &self.writer {
+            w.send(WriteOp::SetCooldown(CooldownRow {
+                provider: scope.provider.clone(),
+                key_id: scope.key.clone().unwrap_or_default(),
+                model: scope.model.clone().unwrap_or_default(),
+                until_ms,
+                class: class.to_string(),
+                reason: reason.to_string(),
+            }));
+        }
+        tracing::info!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, class, until_ms, %reason, "cooldown started");
+        self.events.emit(Event::CooldownStarted {
+            provider: scope.provider,
+            key: scope.key,
+            model: scope.model,
+            class: class.to_string(),
+            reason: reason.to_string(),
+            until_ms,
+        });
+    }
+
+    /// A success proves the scope healthy: drop cooldowns that covered it.
+    pub fn clear_covering(&self, provider: &str, key: Option<&str>, model: &str) {
+        let any = self
+            .map
+            .read()
+            .ok()
+            .and_then(|m| {
+                m.get(provider)
+                    .map(|l| l.iter().any(|e| e.scope.covers(key, model)))
+            })
+            .unwrap_or(false);
+        if !any {
+            return;
+        }
+        let removed: Vec<CooldownEntry> = match self.map.write() {
+            Ok(mut map) => match map.get_mut(provider) {
+                Some(list) => {
+                    let (gone, kept) = std::mem::take(list)
+                        .into_iter()
+                        .partition(|e| e.scope.covers(key, model));
+                    *list = kept;
+                    gone
+                }
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        for e in removed {
+            self.forget(e.scope);
+        }
+    }
+
+    /// Clears one scope by hand.
+    pub fn clear(&self, scope: &Scope) -> bool {
+        let found = match self.map.write() {
+            Ok(mut map) => map.get_mut(&scope.provider).is_some_and(|list| {
+                let before = list.len();
+                list.retain(|e| &e.scope != scope);
+                list.len() != before
+            }),
+            Err(_) => false,
+        };
+        if found {
+            self.forget(scope.clone());
+        }
+        found
+    }
+
+    fn forget(&self, scope: Scope) {
+        if let Some(w) = &self.writer {
+            w.send(WriteOp::ClearCooldown {
+                provider: scope.provider.clone(),
+                key_id: scope.key.clone().unwrap_or_default(),
+                model: scope.model.clone().unwrap_or_default(),
+            });
+        }
+        self.events.emit(Event::CooldownEnded {
+            provider: scope.provider,
+            key: scope.key,
+            model: scope.model,
+        });
+    }
+
+    /// Every unexpired cooldown, for the admin API and tests.
+    pub fn active(&self) -> Vec<CooldownEntry> {
+        let now = self.clock.now_ms();
+        self.map
+            .read()
+            .map(|m| {
+                m.values()
+                    .flatten()
+                    .filter(|e| e.until_ms > now)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    #[test]
+    fn scopes_cover_and_expire() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let c = Cooldowns::new(clock.clone(), None, Events::default());
+        let scope = Scope {
+            provider: "p".into(),
+            key: Some("k1".into()),
+            model: None,
+        };
+        c.start(scope.clone(), 5_000, "rate", "429");
+        assert!(c.blocking("p", Some("k1"), "m").is_some());
+        assert!(
+            c.blocking("p", Some("k2"), "m").is_none(),
+            "other key unaffected"
+        );
+        assert!(
+            c.blocking("q", Some("k1"), "m").is_none(),
+            "other provider unaffected"
+        );
+        clock.set(5_000);
+        assert!(
+            c.blocking("p", Some("k1"), "m").is_none(),
+            "expired at the reset instant"
+        );
+        clock.set(1_000);
+        c.clear_covering("p", Some("k1"), "m");
+        assert!(c.blocking("p", Some("k1"), "m").is_none(), "success clears");
+        c.start(scope.clone(), 9_000, "rate", "again");
+        assert!(c.clear(&scope));
+        assert!(c.active().is_empty());
+    }
+}

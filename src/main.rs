@@ -1,0 +1,184 @@
+//! The headless `baton` binary: `baton serve` runs the gateway without any GUI.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "baton",
+    version,
+    about = "One local endpoint for every LLM you pay for or get free",
+    long_about = "Baton is an OpenAI-compatible LLM gateway on 127.0.0.1:8787. Point any OpenAI client's base URL at http://127.0.0.1:8787/v1, ask for model \"auto\", and Baton sends each request to the best provider that can take it now, failing over on rate limits and outages.",
+    after_help = "Examples:\n  baton serve --config config.json\n  baton serve --port 9000 --data-dir /tmp/baton\n  baton config schema > config.schema.json"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway in the foreground (no tray, no window).
+    Serve(ServeArgs),
+    /// Work with configuration files.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// JSON configuration file; its providers are (re)defined from it at every start.
+    #[arg(long, short, env = "BATON_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the database and generated keys live [default: the platform data dir, e.g. ~/.local/share/baton].
+    #[arg(long, env = "BATON_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address to listen on (overrides server.host).
+    #[arg(long)]
+    host: Option<String>,
+    /// Port to listen on (overrides server.port; 0 picks a free port).
+    #[arg(long)]
+    port: Option<u16>,
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file and report the first problem with its JSON path.
+    Check { file: PathBuf },
+    /// Print the JSON schema of the configuration file.
+    Schema,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("BATON_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Config { command } => match command {
+            ConfigCommand::Check { file } => match baton::config::load_file(&file) {
+                Ok(c) => {
+                    println!(
+                        "{}: OK ({} providers, {} routes)",
+                        file.display(),
+                        c.providers.len(),
+                        c.routes.len()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            },
+            ConfigCommand::Schema => {
+                let schema = baton::config::json_schema();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&schema).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+        },
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let mut config = match &args.config {
+        Some(path) => match baton::config::load_file(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => baton::config::ConfigFile::default(),
+    };
+    if let Some(h) = args.host {
+        config.server.host = h;
+    }
+    if let Some(p) = args.port {
+        config.server.port = p;
+    }
+    let origin = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("<command line>"));
+    if let Err(e) = baton::config::validate(&config, &origin) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let data_dir = args.data_dir.unwrap_or_else(baton::default_data_dir);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let addr = format!("{}:{}", config.server.host, config.server.port);
+        let listener = match tokio::net::TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {e}. Is another Baton running? Pick another port with --port.");
+                return ExitCode::FAILURE;
+            }
+        };
+        let opts = baton::StartOptions { config, data_dir: data_dir.clone(), clock: None };
+        let handle = match baton::start(opts, listener).await {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Some(key) = &handle.generated_key {
+            eprintln!(
+                "\nA gateway key was generated for this machine (shown once; also in {}):\n\n    {key}\n\nPoint clients at http://{}/v1 with this key as their API key.\n",
+                data_dir.join(baton::auth::GATEWAY_KEY_FILE).display(),
+                handle.addr
+            );
+        }
+        // Machine-readable line for scripts and tests that start Baton on port 0.
+        println!("listening on http://{}", handle.addr);
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        handle.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

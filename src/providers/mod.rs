@@ -1,0 +1,236 @@
+//! Upstream providers: resolved definitions (keys read from the environment), their run-time
+//! state (concurrency limit, key cursor) and one adapter per upstream kind.
+
+pub mod openai_compat;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use crate::config::{ModelEntry, ProviderConfig};
+
+/// A secret string whose `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    /// `sk-…abcd`: enough to recognise a key, never enough to use it.
+    pub fn masked(&self) -> String {
+        let s = &self.0;
+        let tail: String = s
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let head: String = s.chars().take(3).collect();
+        if s.chars().count() <= 8 {
+            "…".into()
+        } else {
+            format!("{head}…{tail}")
+        }
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(*****)")
+    }
+}
+
+/// One usable API key of a provider.
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    /// Stable, non-secret id (`env:GROQ_API_KEY`).
+    pub id: String,
+    pub secret: Secret,
+}
+
+/// Per-provider state that outlives configuration swaps (so in-flight counts stay right).
+#[derive(Debug)]
+pub struct ProviderRuntime {
+    pub limit: Option<u32>,
+    pub semaphore: Option<Arc<Semaphore>>,
+    key_cursor: AtomicUsize,
+    pub in_flight: AtomicUsize,
+}
+
+impl ProviderRuntime {
+    pub fn new(limit: Option<u32>) -> Self {
+        Self {
+            limit,
+            semaphore: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
+            key_cursor: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    /// Index of the key to try first (round-robin start).
+    pub fn key_start(&self) -> usize {
+        self.key_cursor.load(Ordering::Relaxed)
+    }
+
+    /// Records that key `i` was used, so the next request starts after it.
+    pub fn used_key(&self, i: usize) {
+        self.key_cursor.store(i.wrapping_add(1), Ordering::Relaxed);
+    }
+}
+
+/// Model facts the router needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    pub id: String,
+    pub context_window: Option<u64>,
+    pub tools: bool,
+    pub images: bool,
+}
+
+/// A provider ready for routing.
+#[derive(Debug)]
+pub struct ProviderEntry {
+    pub config: ProviderConfig,
+    pub models: Vec<ModelInfo>,
+    pub keys: Vec<ApiKey>,
+    /// Environment variables named in the config but not set.
+    pub missing_keys: Vec<String>,
+    pub runtime: Arc<ProviderRuntime>,
+    /// `base_url` + `/chat/completions`, computed once.
+    pub chat_url: String,
+}
+
+impl ProviderEntry {
+    pub fn id(&self) -> &str {
+        &self.config.id
+    }
+
+    /// Why this provider cannot be used at all right now, if so.
+    pub fn unavailable(&self) -> Option<String> {
+        if !self.config.keys.is_empty() && self.keys.is_empty() {
+            return Some(format!(
+                "no API key: environment variable{} {} not set",
+                if self.missing_keys.len() > 1 { "s" } else { "" },
+                self.missing_keys.join(", ")
+            ));
+        }
+        None
+    }
+
+    pub fn model(&self, id: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.id == id)
+    }
+
+    /// Facts for a model not in the list (pinned by name): provider-wide capabilities.
+    pub fn model_or_default(&self, id: &str) -> ModelInfo {
+        self.model(id).cloned().unwrap_or_else(|| ModelInfo {
+            id: id.to_string(),
+            context_window: self.config.capabilities.context_window,
+            tools: self.config.capabilities.tools,
+            images: self.config.capabilities.images,
+        })
+    }
+}
+
+/// Builds a routing-ready provider, reading its keys from the environment.
+pub fn resolve(
+    config: ProviderConfig,
+    runtime: Arc<ProviderRuntime>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> ProviderEntry {
+    let caps = &config.capabilities;
+    let models = config
+        .models
+        .iter()
+        .map(|m| match m {
+            ModelEntry::Name(n) => ModelInfo {
+                id: n.clone(),
+                context_window: caps.context_window,
+                tools: caps.tools,
+                images: caps.images,
+            },
+            ModelEntry::Detailed(d) => ModelInfo {
+                id: d.id.clone(),
+                context_window: d.context_window.or(caps.context_window),
+                tools: d.tools.unwrap_or(caps.tools),
+                images: d.images.unwrap_or(caps.images),
+            },
+        })
+        .collect();
+    let mut keys = Vec::new();
+    let mut missing_keys = Vec::new();
+    for k in &config.keys {
+        match env(&k.env).filter(|v| !v.trim().is_empty()) {
+            Some(v) => keys.push(ApiKey {
+                id: k.label(),
+                secret: Secret::new(v.trim()),
+            }),
+            None => missing_keys.push(k.env.clone()),
+        }
+    }
+    let chat_url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+    ProviderEntry {
+        config,
+        models,
+        keys,
+        missing_keys,
+        runtime,
+        chat_url,
+    }
+}
+
+/// Shared HTTP clients: one connection pool per distinct connect timeout (usually one).
+pub struct HttpClients {
+    clients: Mutex<HashMap<u64, reqwest::Client>>,
+}
+
+impl Default for HttpClients {
+    fn default() -> Self {
+        Self {
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl HttpClients {
+    pub fn get(&self, connect_ms: u64) -> Result<reqwest::Client, reqwest::Error> {
+        if let Ok(map) = self.clients.lock() {
+            if let Some(c) = map.get(&connect_ms) {
+                return Ok(c.clone());
+            }
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(connect_ms))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        if let Ok(mut map) = self.clients.lock() {
+            map.insert(connect_ms, client.clone());
+        }
+        Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked() {
+        let s = Secret::new("sk-proj-1234567890abcd");
+        assert_eq!(s.masked(), "sk-…abcd");
+        assert_eq!(format!("{s:?}"), "Secret(*****)");
+        assert_eq!(Secret::new("short").masked(), "…");
+    }
+}

@@ -1,0 +1,693 @@
+//! Candidate selection and the fallback loop: try targets in order, skip cooling or saturated
+//! ones, classify each failure, cool what the provider said, and stop at the first success or
+//! at an error the client must fix.
+
+pub mod record;
+pub mod snapshot;
+pub mod sse;
+pub mod stream;
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::timeout_at;
+
+use crate::canonical::{self, ChatRequest, Needs, Usage};
+use crate::gateway::Core;
+use crate::limits::{self, Classified, ErrorClass, Scope};
+use crate::providers::{openai_compat, ApiKey, ProviderEntry};
+use crate::store::AttemptRecord;
+use record::Record;
+use snapshot::{Selection, Snapshot, Target};
+use sse::{SseError, SseReader};
+
+/// Largest non-streamed upstream body accepted.
+const MAX_UPSTREAM_BODY: usize = 64 * 1024 * 1024;
+/// Longest error body read for classification.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Events buffered before the first content event; past this the stream is committed anyway.
+const MAX_PRELUDE_EVENTS: usize = 64;
+const LONG_COOLDOWN_MS: i64 = 3_600_000;
+
+/// A client request after parsing and authentication.
+pub struct Inbound {
+    pub body: Map<String, Value>,
+    pub canonical: ChatRequest,
+    pub needs: Needs,
+}
+
+/// A concurrency slot on a provider, released when the answer is complete.
+pub struct Slot {
+    _permit: Option<OwnedSemaphorePermit>,
+    provider: Arc<ProviderEntry>,
+}
+
+impl Slot {
+    fn new(provider: Arc<ProviderEntry>, permit: Option<OwnedSemaphorePermit>) -> Self {
+        provider.runtime.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self {
+            _permit: permit,
+            provider,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.provider
+            .runtime
+            .in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A successful upstream answer.
+pub enum Served {
+    Complete {
+        target: Target,
+        body: Bytes,
+        slot: Slot,
+    },
+    Stream {
+        target: Target,
+        reader: SseReader,
+        prelude: Vec<Bytes>,
+        slot: Slot,
+    },
+}
+
+/// Why no upstream answer can be given.
+#[derive(Debug)]
+pub enum Failure {
+    /// The upstream rejected the request itself; its own error goes back to the client.
+    Client { status: u16, body: Bytes },
+    /// Every candidate failed or is cooling; `retry_at_ms` is set when all were rate-limited.
+    Exhausted {
+        retry_at_ms: Option<i64>,
+        summary: String,
+    },
+    /// Nothing to route to (no providers, all disabled or unavailable).
+    NoProvider(String),
+    /// No candidate has the capabilities this request needs.
+    Unsupported(String),
+    /// Every candidate was busy for the whole queue wait, or the queue was full.
+    Busy {
+        retry_after_ms: u64,
+        message: String,
+    },
+    /// The request's deadline passed.
+    Deadline(u64),
+}
+
+/// What one attempt produced before the target and slot are attached.
+enum Answer {
+    Complete(Bytes),
+    Stream {
+        reader: SseReader,
+        prelude: Vec<Bytes>,
+    },
+}
+
+enum Attempt {
+    Served(Answer),
+    Failed {
+        classified: Classified,
+        status: Option<u16>,
+        body: Option<Bytes>,
+    },
+}
+
+enum Pick {
+    Go(usize),
+    Cooling(i64, String),
+}
+
+/// Runs the fallback loop for one request.
+pub async fn dispatch(
+    core: &Core,
+    snap: &Snapshot,
+    inbound: &Inbound,
+    mut targets: Vec<Target>,
+    selection: Selection,
+    rec: &mut Record,
+) -> Result<Served, Failure> {
+    if snap.enabled().next().is_none() {
+        return Err(Failure::NoProvider(if snap.providers.is_empty() {
+            "No provider is configured. Add one to the config file (see config.example.json) and restart, or add one in the UI.".into()
+        } else {
+            "Every provider is disabled. Enable one in the UI or the config file.".into()
+        }));
+    }
+    if !matches!(selection, Selection::Pinned | Selection::Provider) {
+        let needs = inbound.needs;
+        let before = targets.len();
+        targets.retain(|t| can_serve(&t.model, &needs));
+        if targets.is_empty() && before > 0 {
+            return Err(Failure::Unsupported(unsupported_message(&needs)));
+        }
+    }
+    if targets.is_empty() {
+        return Err(Failure::NoProvider(
+            "No enabled provider is available for this model.".into(),
+        ));
+    }
+
+    let deadline_ms = snap.routing.request_timeout_ms;
+    let deadline =
+        tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
+    let mut pending: VecDeque<Target> = targets.into();
+    let mut busy: Vec<Target> = Vec::new();
+    let mut soonest_reset: Option<i64> = None;
+    let mut all_limited = true;
+    let mut context_retry: Option<Option<u64>> = None;
+    let mut last_failure: Option<(String, Classified)> = None;
+    let mut summary: Vec<String> = Vec::new();
+
+    loop {
+        let (target, slot) = if let Some(t) = pending.pop_front() {
+            if let Some(window) = context_retry {
+                if !larger_window(t.model.context_window, window) {
+                    continue;
+                }
+            }
+            if let Some(reason) = t.provider.unavailable() {
+                all_limited = false;
+                summary.push(format!("{}: {reason}", t.label()));
+                rec.push_attempt(skipped(&t, None, "unavailable", Some(reason), None));
+                continue;
+            }
+            match try_slot(&t) {
+                Some(slot) => (t, slot),
+                None => {
+                    busy.push(t);
+                    continue;
+                }
+            }
+        } else if !busy.is_empty() {
+            match wait_for_slot(core, &mut busy, snap, deadline).await {
+                Ok(ts) => ts,
+                Err(f) => {
+                    if rec.sent_count() == 0 {
+                        return Err(f);
+                    }
+                    break;
+                }
+            }
+        } else {
+            break;
+        };
+
+        let key = match pick_key(core, &target) {
+            Pick::Go(i) => i,
+            Pick::Cooling(until, reason) => {
+                soonest_reset = Some(soonest_reset.map_or(until, |s| s.min(until)));
+                summary.push(format!(
+                    "{}: cooling until {} ({reason})",
+                    target.label(),
+                    fmt_ms(until)
+                ));
+                rec.push_attempt(skipped(&target, None, "cooling", Some(reason), Some(until)));
+                continue;
+            }
+        };
+        let api_key = target.provider.keys.get(key);
+        if api_key.is_some() {
+            target.provider.runtime.used_key(key);
+        }
+        if let Some((from, c)) = last_failure.take() {
+            core.events.emit(crate::events::Event::Failover {
+                request_id: rec.id().to_string(),
+                from,
+                to: target.label(),
+                class: c.class.as_str().into(),
+                reason: c.reason,
+                reset_at_ms: c.reset_at_ms,
+            });
+        }
+
+        let started = Instant::now();
+        let outcome =
+            match timeout_at(deadline, attempt(core, &target, api_key, inbound, rec.id())).await {
+                Ok(o) => o,
+                Err(_) => {
+                    rec.push_attempt(record(
+                        &target,
+                        api_key,
+                        &limits::classify_transport("request deadline reached"),
+                        None,
+                        started,
+                    ));
+                    return Err(Failure::Deadline(deadline_ms));
+                }
+            };
+        match outcome {
+            Attempt::Served(answer) => {
+                core.cooldowns.clear_covering(
+                    target.provider.id(),
+                    api_key.map(|k| k.id.as_str()),
+                    &target.model.id,
+                );
+                let mut ok = record(&target, api_key, &ok_classified(), Some(200), started);
+                ok.class = "ok".into();
+                rec.push_attempt(ok);
+                return Ok(match answer {
+                    Answer::Complete(body) => Served::Complete { target, body, slot },
+                    Answer::Stream { reader, prelude } => Served::Stream {
+                        target,
+                        reader,
+                        prelude,
+                        slot,
+                    },
+                });
+            }
+            Attempt::Failed {
+                classified,
+                status,
+                body,
+            } => {
+                rec.push_attempt(record(&target, api_key, &classified, status, started));
+                drop(slot);
+                tracing::info!(request_id = rec.id(), target = %target.label(), class = classified.class.as_str(), reason = %classified.reason, "attempt failed");
+                if classified.context_length
+                    && snap.routing.context_fallback
+                    && context_retry.is_none()
+                {
+                    context_retry = Some(target.model.context_window);
+                    all_limited = false;
+                    summary.push(format!("{}: {}", target.label(), classified.reason));
+                    last_failure = Some((target.label(), classified));
+                    continue;
+                }
+                if !classified.class.fails_over()
+                    || context_retry.is_some() && classified.context_length
+                {
+                    return Err(Failure::Client {
+                        status: status.unwrap_or(400),
+                        body: body.unwrap_or_default(),
+                    });
+                }
+                apply_cooldown(core, snap, &target, api_key, &classified);
+                if classified.class == ErrorClass::Rate {
+                    let until = cooldown_until(core, snap, &classified);
+                    soonest_reset = Some(soonest_reset.map_or(until, |s| s.min(until)));
+                } else {
+                    all_limited = false;
+                }
+                summary.push(format!("{}: {}", target.label(), classified.reason));
+                last_failure = Some((target.label(), classified));
+            }
+        }
+    }
+    Err(Failure::Exhausted {
+        retry_at_ms: if all_limited { soonest_reset } else { None },
+        summary: if summary.is_empty() {
+            "no candidate could be tried".into()
+        } else {
+            summary.join("; ")
+        },
+    })
+}
+
+fn ok_classified() -> Classified {
+    Classified {
+        class: ErrorClass::Transient,
+        reason: String::new(),
+        reset_at_ms: None,
+        context_length: false,
+    }
+}
+
+fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool {
+    match (candidate, failed) {
+        (Some(c), Some(f)) => c > f,
+        _ => true,
+    }
+}
+
+fn can_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> bool {
+    (!needs.tools || m.tools)
+        && (!needs.images || m.images)
+        && m.context_window.is_none_or(|w| needs.estimated_tokens <= w)
+}
+
+fn unsupported_message(needs: &Needs) -> String {
+    let mut wants = Vec::new();
+    if needs.tools {
+        wants.push("tool calls");
+    }
+    if needs.images {
+        wants.push("images");
+    }
+    if wants.is_empty() {
+        format!(
+            "No configured model has a context window large enough for this request (about {} tokens).",
+            needs.estimated_tokens
+        )
+    } else {
+        format!(
+            "No configured model for this route accepts {}, or none has a large enough context window; pin a provider that does with \"provider/model\".",
+            wants.join(" and ")
+        )
+    }
+}
+
+fn try_slot(t: &Target) -> Option<Slot> {
+    match &t.provider.runtime.semaphore {
+        None => Some(Slot::new(t.provider.clone(), None)),
+        Some(sem) => sem
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|p| Slot::new(t.provider.clone(), Some(p))),
+    }
+}
+
+/// Waits (bounded by the queue timeout and size) until any saturated candidate frees a slot.
+async fn wait_for_slot(
+    core: &Core,
+    busy: &mut Vec<Target>,
+    snap: &Snapshot,
+    deadline: tokio::time::Instant,
+) -> Result<(Target, Slot), Failure> {
+    let wait_ms = snap.routing.queue_timeout_ms;
+    let queued = core.queued.fetch_add(1, Ordering::SeqCst);
+    let _leave = scopeguard(&core.queued);
+    if queued >= snap.routing.max_queued {
+        return Err(Failure::Busy {
+            retry_after_ms: 1_000,
+            message: format!(
+                "Too many requests are waiting for a free provider slot ({queued} queued); retry shortly."
+            ),
+        });
+    }
+    let until = (tokio::time::Instant::now() + Duration::from_millis(wait_ms)).min(deadline);
+    let waits = busy.iter().enumerate().map(|(i, t)| {
+        let sem = t.provider.runtime.semaphore.clone();
+        Box::pin(async move {
+            match sem {
+                Some(s) => (i, s.acquire_owned().await.ok()),
+                None => (i, None),
+            }
+        })
+    });
+    match timeout_at(until, futures_util::future::select_all(waits)).await {
+        Ok(((i, permit), _, _)) => {
+            let t = busy.remove(i);
+            let slot = Slot::new(t.provider.clone(), permit);
+            Ok((t, slot))
+        }
+        Err(_) => Err(Failure::Busy {
+            retry_after_ms: 1_000,
+            message: format!(
+                "Every candidate provider was at its concurrency limit for {} ms ({}).",
+                wait_ms,
+                busy.iter()
+                    .map(Target::label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+struct QueueGuard<'a>(&'a std::sync::atomic::AtomicUsize);
+fn scopeguard(c: &std::sync::atomic::AtomicUsize) -> QueueGuard<'_> {
+    QueueGuard(c)
+}
+impl Drop for QueueGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Round-robin over the provider's keys that are not cooling, without sending anything to a
+/// cooling one.
+fn pick_key(core: &Core, t: &Target) -> Pick {
+    let p = &t.provider;
+    let n = p.keys.len();
+    if n == 0 {
+        return match core.cooldowns.blocking(p.id(), None, &t.model.id) {
+            Some(c) => Pick::Cooling(c.until_ms, c.reason),
+            None => Pick::Go(0),
+        };
+    }
+    let start = p.runtime.key_start();
+    let mut soonest: Option<(i64, String)> = None;
+    for i in 0..n {
+        let idx = (start + i) % n;
+        match core
+            .cooldowns
+            .blocking(p.id(), Some(&p.keys[idx].id), &t.model.id)
+        {
+            None => return Pick::Go(idx),
+            Some(c) => {
+                if soonest.as_ref().is_none_or(|(u, _)| c.until_ms < *u) {
+                    soonest = Some((c.until_ms, c.reason));
+                }
+            }
+        }
+    }
+    let (until, reason) = soonest.unwrap_or((0, String::new()));
+    Pick::Cooling(until, reason)
+}
+
+fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i64 {
+    let now = core.cooldowns.now_ms();
+    let default = match c.class {
+        ErrorClass::Billing | ErrorClass::Model | ErrorClass::Auth => LONG_COOLDOWN_MS,
+        _ => snap.routing.default_cooldown_ms as i64,
+    };
+    c.reset_at_ms
+        .unwrap_or(now + default)
+        .clamp(now + 1_000, now + 8 * 86_400_000)
+}
+
+fn apply_cooldown(core: &Core, snap: &Snapshot, t: &Target, key: Option<&ApiKey>, c: &Classified) {
+    let provider = t.provider.id().to_string();
+    let key_id = key.map(|k| k.id.clone());
+    let scope = match c.class {
+        ErrorClass::Rate | ErrorClass::Billing | ErrorClass::Auth => Scope {
+            provider,
+            key: key_id,
+            model: None,
+        },
+        ErrorClass::Overloaded => Scope {
+            provider,
+            key: None,
+            model: None,
+        },
+        ErrorClass::Model => Scope {
+            provider,
+            key: None,
+            model: Some(t.model.id.clone()),
+        },
+        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return,
+    };
+    let until = cooldown_until(core, snap, c);
+    core.cooldowns
+        .start(scope, until, c.class.as_str(), &c.reason);
+}
+
+fn record(
+    t: &Target,
+    key: Option<&ApiKey>,
+    c: &Classified,
+    status: Option<u16>,
+    started: Instant,
+) -> AttemptRecord {
+    AttemptRecord {
+        provider: t.provider.id().to_string(),
+        model: t.model.id.clone(),
+        key: key.map(|k| k.id.clone()),
+        class: c.class.as_str().to_string(),
+        status,
+        latency_ms: started.elapsed().as_millis() as u64,
+        reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
+        reset_at_ms: c.reset_at_ms,
+    }
+}
+
+fn skipped(
+    t: &Target,
+    key: Option<&ApiKey>,
+    why: &str,
+    reason: Option<String>,
+    until: Option<i64>,
+) -> AttemptRecord {
+    AttemptRecord {
+        provider: t.provider.id().to_string(),
+        model: t.model.id.clone(),
+        key: key.map(|k| k.id.clone()),
+        class: "skipped".into(),
+        status: None,
+        latency_ms: 0,
+        reason: Some(match reason {
+            Some(r) => format!("{why}: {r}"),
+            None => why.to_string(),
+        }),
+        reset_at_ms: until,
+    }
+}
+
+pub fn fmt_ms(unix_ms: i64) -> String {
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64))
+}
+
+/// One request to one target, up to the first content (streaming) or the whole body.
+async fn attempt(
+    core: &Core,
+    t: &Target,
+    key: Option<&ApiKey>,
+    inbound: &Inbound,
+    request_id: &str,
+) -> Attempt {
+    let p = &t.provider;
+    let timeouts = &p.config.timeouts;
+    let client = match core.http.get(timeouts.connect_ms) {
+        Ok(c) => c,
+        Err(e) => return failed(limits::classify_transport(format!("HTTP client: {e}"))),
+    };
+    let stream = inbound.canonical.stream;
+    let body = openai_compat::passthrough_body(&inbound.body, &t.model.id);
+    let rb = openai_compat::build(&client, p, key, body, stream, request_id);
+    let first_byte = Duration::from_millis(timeouts.first_byte_ms);
+    let idle = Duration::from_millis(timeouts.idle_ms);
+    let first_deadline = tokio::time::Instant::now() + first_byte;
+    let resp = match timeout_at(first_deadline, rb.send()).await {
+        Err(_) => {
+            return failed(limits::classify_transport(format!(
+                "no response within {} ms",
+                timeouts.first_byte_ms
+            )))
+        }
+        Ok(Err(e)) => return failed(limits::classify_transport(sse::describe(&e))),
+        Ok(Ok(r)) => r,
+    };
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let mut reader = SseReader::new(Box::pin(resp.bytes_stream()), idle);
+    if !(200..300).contains(&status) {
+        let body = read_all(&mut reader, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        let c = limits::classify_http(status, &headers, &body, core.cooldowns.now_ms());
+        return Attempt::Failed {
+            classified: c,
+            status: Some(status),
+            body: Some(body),
+        };
+    }
+    if !stream {
+        let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
+            Ok(b) => b,
+            Err(e) => return failed(limits::classify_transport(e.to_string())),
+        };
+        return match serde_json::from_slice::<Value>(&body) {
+            Ok(v) if v.get("choices").is_some() => Attempt::Served(Answer::Complete(body)),
+            Ok(v) if v.get("error").is_some() => error_in_body(core, &v, status),
+            _ => failed(limits::classify_transport(
+                "upstream answered 2xx with a body that is not a chat completion",
+            )),
+        };
+    }
+    // Streaming: hold everything until the first content event so a failure can still fall over.
+    let mut prelude = Vec::new();
+    loop {
+        let next = match timeout_at(first_deadline, reader.next_event()).await {
+            Err(_) => {
+                return failed(limits::classify_transport(format!(
+                    "no content within {} ms",
+                    timeouts.first_byte_ms
+                )))
+            }
+            Ok(r) => r,
+        };
+        let ev = match next {
+            Err(e) => return failed(limits::classify_transport(e.to_string())),
+            Ok(None) => {
+                return failed(limits::classify_transport(
+                    "stream ended before any content",
+                ))
+            }
+            Ok(Some(ev)) => ev,
+        };
+        let Some(data) = ev.data.as_ref() else {
+            continue; // comments and keep-alives before content are not forwarded
+        };
+        if ev.is_done() {
+            return failed(limits::classify_transport(
+                "stream ended before any content",
+            ));
+        }
+        let v: Value = match serde_json::from_slice(data) {
+            Ok(v) => v,
+            Err(_) => {
+                return failed(limits::classify_transport(
+                    "upstream sent an event that is not JSON",
+                ))
+            }
+        };
+        if v.get("error").is_some() && v.get("choices").is_none() {
+            return error_in_body(core, &v, status);
+        }
+        let content = canonical::openai::chunk_events(&v)
+            .iter()
+            .any(|e| e.is_content());
+        prelude.push(ev.raw);
+        if content || prelude.len() >= MAX_PRELUDE_EVENTS {
+            return Attempt::Served(Answer::Stream { reader, prelude });
+        }
+    }
+}
+
+fn failed(c: Classified) -> Attempt {
+    Attempt::Failed {
+        classified: c,
+        status: None,
+        body: None,
+    }
+}
+
+/// Some services answer 200 with an `{"error": …}` body; classify it by its own code.
+fn error_in_body(core: &Core, v: &Value, status: u16) -> Attempt {
+    let code = v
+        .pointer("/error/code")
+        .and_then(|c| {
+            c.as_u64()
+                .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+        })
+        .filter(|c| (400..600).contains(c))
+        .map(|c| c as u16)
+        .unwrap_or(if status >= 400 { status } else { 502 });
+    let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
+    let c = limits::classify_http(
+        code,
+        &http::HeaderMap::new(),
+        &body,
+        core.cooldowns.now_ms(),
+    );
+    Attempt::Failed {
+        classified: c,
+        status: Some(code),
+        body: Some(body),
+    }
+}
+
+async fn read_all(reader: &mut SseReader, max: usize) -> Result<Bytes, SseError> {
+    reader.read_to_end(max).await
+}
+
+/// Usage from a complete OpenAI response body.
+pub fn usage_of(body: &[u8]) -> Option<Usage> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        usage: Option<Value>,
+    }
+    let p: Peek = serde_json::from_slice(body).ok()?;
+    canonical::openai::usage_from_openai(p.usage.as_ref()?)
+}

@@ -1,0 +1,127 @@
+//! One request's record: its attempts, timing and usage. Finishing it writes the request-log row
+//! and emits the request event; dropping it unfinished (client went away) records a 499.
+
+use std::time::Instant;
+
+use crate::canonical::Usage;
+use crate::events::{Event, Events};
+use crate::store::{AttemptRecord, LogRow, StoreWriter, WriteOp};
+
+pub struct Record {
+    row: Option<LogRow>,
+    started: Instant,
+    writer: StoreWriter,
+    events: Events,
+}
+
+impl Record {
+    pub fn new(
+        id: String,
+        ts_ms: i64,
+        client: String,
+        requested_model: String,
+        stream: bool,
+        writer: StoreWriter,
+        events: Events,
+    ) -> Self {
+        Self {
+            row: Some(LogRow {
+                id,
+                ts_ms,
+                client,
+                requested_model,
+                provider: None,
+                model: None,
+                status: 0,
+                stream,
+                attempts: Vec::new(),
+                ttfb_ms: None,
+                total_ms: 0,
+                input_tokens: None,
+                output_tokens: None,
+                error: None,
+            }),
+            started: Instant::now(),
+            writer,
+            events,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        self.row.as_ref().map(|r| r.id.as_str()).unwrap_or_default()
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    pub fn push_attempt(&mut self, a: AttemptRecord) {
+        if let Some(r) = &mut self.row {
+            r.attempts.push(a);
+        }
+    }
+
+    pub fn attempts(&self) -> &[AttemptRecord] {
+        self.row
+            .as_ref()
+            .map(|r| r.attempts.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// Number of upstream requests actually sent (skipped candidates do not count).
+    pub fn sent_count(&self) -> usize {
+        self.attempts()
+            .iter()
+            .filter(|a| a.class != "skipped")
+            .count()
+    }
+
+    pub fn served_by(&mut self, provider: &str, model: &str) {
+        if let Some(r) = &mut self.row {
+            r.provider = Some(provider.to_string());
+            r.model = Some(model.to_string());
+        }
+    }
+
+    pub fn first_byte(&mut self) {
+        let ms = self.started.elapsed().as_millis() as u64;
+        if let Some(r) = &mut self.row {
+            r.ttfb_ms.get_or_insert(ms);
+        }
+    }
+
+    pub fn usage(&mut self, u: Usage) {
+        if let Some(r) = &mut self.row {
+            r.input_tokens = Some(u.input_tokens);
+            r.output_tokens = Some(u.output_tokens);
+        }
+    }
+
+    /// Writes the log row and emits the request event.
+    pub fn finish(&mut self, status: u16, error: Option<String>) {
+        let Some(mut row) = self.row.take() else {
+            return;
+        };
+        row.status = status;
+        row.error = error;
+        row.total_ms = self.started.elapsed().as_millis() as u64;
+        self.events.emit(Event::Request {
+            id: row.id.clone(),
+            requested_model: row.requested_model.clone(),
+            provider: row.provider.clone(),
+            model: row.model.clone(),
+            status,
+            attempts: row.attempts.iter().filter(|a| a.class != "skipped").count(),
+            total_ms: row.total_ms,
+        });
+        self.writer.send(WriteOp::Log(Box::new(row)));
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        if self.row.is_some() {
+            self.finish(499, Some("client closed the connection".into()));
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The immutable routing snapshot (providers in order, routes) and model-name resolution.
+//! A new snapshot is built on every configuration change and swapped in atomically; requests
+//! keep the snapshot they started with.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::config::{ProviderConfig, RoutingConfig};
+use crate::providers::{self, ModelInfo, ProviderEntry, ProviderRuntime};
+
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Every provider, enabled or not, in routing order (priority, then id).
+    pub providers: Vec<Arc<ProviderEntry>>,
+    pub routes: BTreeMap<String, Vec<String>>,
+    pub routing: RoutingConfig,
+}
+
+/// One provider + model to try.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub provider: Arc<ProviderEntry>,
+    pub model: ModelInfo,
+}
+
+impl Target {
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider.id(), self.model.id)
+    }
+}
+
+/// How the candidates were chosen: explicit pins are sent even when capabilities look wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    Auto,
+    Route,
+    Provider,
+    Pinned,
+    ModelName,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ResolveError {
+    #[error("The model `{requested}` does not exist on this gateway. Use one of: {available}")]
+    UnknownModel {
+        requested: String,
+        available: String,
+    },
+    #[error("{0}")]
+    Disabled(String),
+}
+
+impl Snapshot {
+    pub fn build(
+        configs: Vec<ProviderConfig>,
+        routes: BTreeMap<String, Vec<String>>,
+        routing: RoutingConfig,
+        runtimes: &mut HashMap<String, Arc<ProviderRuntime>>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Self {
+        let mut providers: Vec<Arc<ProviderEntry>> = configs
+            .into_iter()
+            .map(|c| {
+                let rt = runtimes
+                    .entry(c.id.clone())
+                    .and_modify(|rt| {
+                        if rt.limit != c.max_concurrency {
+                            *rt = Arc::new(ProviderRuntime::new(c.max_concurrency));
+                        }
+                    })
+                    .or_insert_with(|| Arc::new(ProviderRuntime::new(c.max_concurrency)))
+                    .clone();
+                Arc::new(providers::resolve(c, rt, env))
+            })
+            .collect();
+        providers.sort_by(|a, b| (a.config.priority, a.id()).cmp(&(b.config.priority, b.id())));
+        let live: Vec<&str> = providers.iter().map(|p| p.id()).collect();
+        runtimes.retain(|id, _| live.contains(&id.as_str()));
+        Self {
+            providers,
+            routes,
+            routing,
+        }
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&Arc<ProviderEntry>> {
+        self.providers.iter().find(|p| p.id() == id)
+    }
+
+    pub fn enabled(&self) -> impl Iterator<Item = &Arc<ProviderEntry>> {
+        self.providers.iter().filter(|p| p.config.enabled)
+    }
+
+    /// Every name a client may put in `model`, for `/v1/models` and error messages.
+    pub fn model_names(&self) -> Vec<String> {
+        let mut names = vec!["auto".to_string()];
+        names.extend(self.routes.keys().cloned());
+        for p in self.enabled() {
+            names.push(p.id().to_string());
+            names.extend(p.models.iter().map(|m| format!("{}/{}", p.id(), m.id)));
+        }
+        names
+    }
+
+    /// Turns a requested model name into an ordered, de-duplicated candidate list.
+    pub fn resolve(&self, requested: &str) -> Result<(Vec<Target>, Selection), ResolveError> {
+        let mut out = Vec::new();
+        let selection = if requested == "auto" {
+            self.push_auto(&mut out);
+            Selection::Auto
+        } else if self.routes.contains_key(requested) {
+            self.push_route(requested, &mut out, 0);
+            Selection::Route
+        } else if let Some(p) = self.provider(requested) {
+            self.check_enabled(p)?;
+            push_provider(p, &mut out);
+            Selection::Provider
+        } else if let Some((head, model)) = requested
+            .split_once('/')
+            .filter(|(h, m)| !m.is_empty() && self.provider(h).is_some())
+        {
+            let p = self.provider(head).ok_or_else(|| self.unknown(requested))?;
+            self.check_enabled(p)?;
+            out.push(Target {
+                provider: p.clone(),
+                model: p.model_or_default(model),
+            });
+            Selection::Pinned
+        } else {
+            for p in self.enabled() {
+                if let Some(m) = p.model(requested) {
+                    out.push(Target {
+                        provider: p.clone(),
+                        model: m.clone(),
+                    });
+                }
+            }
+            if out.is_empty() {
+                return Err(self.unknown(requested));
+            }
+            Selection::ModelName
+        };
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|t| seen.insert((t.provider.id().to_string(), t.model.id.clone())));
+        Ok((out, selection))
+    }
+
+    fn check_enabled(&self, p: &ProviderEntry) -> Result<(), ResolveError> {
+        if p.config.enabled {
+            Ok(())
+        } else {
+            Err(ResolveError::Disabled(format!(
+                "The provider `{}` is disabled; enable it or use \"auto\"",
+                p.id()
+            )))
+        }
+    }
+
+    fn unknown(&self, requested: &str) -> ResolveError {
+        let names = self.model_names();
+        let shown: Vec<&str> = names.iter().take(40).map(String::as_str).collect();
+        let more = names.len().saturating_sub(shown.len());
+        ResolveError::UnknownModel {
+            requested: requested.to_string(),
+            available: if more > 0 {
+                format!("{} (and {more} more: GET /v1/models)", shown.join(", "))
+            } else {
+                shown.join(", ")
+            },
+        }
+    }
+
+    fn push_auto(&self, out: &mut Vec<Target>) {
+        for p in self.enabled().filter(|p| p.config.auto) {
+            push_provider(p, out);
+        }
+    }
+
+    fn push_route(&self, name: &str, out: &mut Vec<Target>, depth: usize) {
+        let Some(entries) = self.routes.get(name) else {
+            return;
+        };
+        if depth > 8 {
+            return;
+        }
+        for e in entries {
+            if e == "auto" {
+                self.push_auto(out);
+            } else if let Some(p) = self.provider(e) {
+                if p.config.enabled {
+                    push_provider(p, out);
+                }
+            } else if self.routes.contains_key(e.as_str()) {
+                self.push_route(e, out, depth + 1);
+            } else if let Some((head, model)) = e.split_once('/') {
+                if let Some(p) = self.provider(head).filter(|p| p.config.enabled) {
+                    out.push(Target {
+                        provider: p.clone(),
+                        model: p.model_or_default(model),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn push_provider(p: &Arc<ProviderEntry>, out: &mut Vec<Target>) {
+    for m in &p.models {
+        out.push(Target {
+            provider: p.clone(),
+            model: m.clone(),
+        });
+    }
+}

@@ -1,0 +1,389 @@
+//! SQLite persistence: versioned migrations, the request log, cooldowns and the live provider
+//! table. Writes go through one background writer thread in batched transactions, so the request
+//! path never waits on the disk; reads open their own WAL connection.
+
+mod writer;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+pub use writer::{StoreWriter, WriteOp};
+
+use crate::config::ProviderConfig;
+
+const DB_FILE: &str = "baton.db";
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE request_log (
+    id TEXT PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    client TEXT NOT NULL,
+    requested_model TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    status INTEGER NOT NULL,
+    stream INTEGER NOT NULL,
+    attempts TEXT NOT NULL,
+    ttfb_ms INTEGER,
+    total_ms INTEGER NOT NULL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    error TEXT
+);
+CREATE INDEX request_log_ts ON request_log(ts_ms);
+CREATE INDEX request_log_provider ON request_log(provider, ts_ms);
+CREATE TABLE cooldowns (
+    provider TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    class TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (provider, key_id, model)
+);
+CREATE TABLE providers (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL CHECK (owner IN ('file', 'ui')),
+    definition TEXT NOT NULL,
+    enabled INTEGER,
+    priority INTEGER,
+    updated_ms INTEGER NOT NULL
+);
+"#];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database {path} was written by a newer Baton (schema {found}, this build knows {known}); upgrade Baton or use another --data-dir")]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("cannot create data directory {path}: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("stored provider `{id}` is unreadable: {message}")]
+    Corrupt { id: String, message: String },
+}
+
+/// One attempt of a request at one upstream target.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRecord {
+    pub provider: String,
+    pub model: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Error class (`rate`, `transient`, `request`…) or `ok`.
+    pub class: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unix ms when the limit resets, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset_at_ms: Option<i64>,
+}
+
+/// One row of the request log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LogRow {
+    pub id: String,
+    pub ts_ms: i64,
+    pub client: String,
+    pub requested_model: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub status: u16,
+    pub stream: bool,
+    pub attempts: Vec<AttemptRecord>,
+    pub ttfb_ms: Option<u64>,
+    pub total_ms: u64,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// A persisted cooldown. Empty `key_id` / `model` mean "any".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CooldownRow {
+    pub provider: String,
+    pub key_id: String,
+    pub model: String,
+    pub until_ms: i64,
+    pub class: String,
+    pub reason: String,
+}
+
+/// Who owns a provider definition: the config file (redefined at each start) or the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Owner {
+    File,
+    Ui,
+}
+
+/// A provider as stored: its definition plus the toggles and order the user set.
+#[derive(Debug, Clone)]
+pub struct StoredProvider {
+    pub config: ProviderConfig,
+    pub owner: Owner,
+    pub enabled_override: Option<bool>,
+    pub priority_override: Option<i64>,
+}
+
+impl StoredProvider {
+    /// The definition with the user's overrides applied.
+    pub fn effective(&self) -> ProviderConfig {
+        let mut c = self.config.clone();
+        if let Some(e) = self.enabled_override {
+            c.enabled = e;
+        }
+        if let Some(p) = self.priority_override {
+            c.priority = p;
+        }
+        c
+    }
+}
+
+/// Handle to the database: a path for readers plus the background writer.
+#[derive(Clone)]
+pub struct Store {
+    path: PathBuf,
+    writer: StoreWriter,
+}
+
+impl Store {
+    /// Opens (creating and migrating) `baton.db` in `data_dir` and starts the writer thread.
+    pub fn open(data_dir: &Path, log: &crate::config::LogConfig) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::Dir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let mut conn = open_conn(&path)?;
+        migrate(&mut conn, &path)?;
+        let writer = StoreWriter::start(conn, path.clone(), log.clone());
+        Ok(Self { path, writer })
+    }
+
+    pub fn writer(&self) -> &StoreWriter {
+        &self.writer
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Result<Connection, StoreError> {
+        open_conn(&self.path)
+    }
+
+    fn sql<T>(&self, r: rusqlite::Result<T>) -> Result<T, StoreError> {
+        r.map_err(|source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Cooldowns that have not yet expired at `now_ms`.
+    pub fn load_cooldowns(&self, now_ms: i64) -> Result<Vec<CooldownRow>, StoreError> {
+        let conn = self.read()?;
+        let mut stmt = self.sql(conn.prepare(
+            "SELECT provider, key_id, model, until_ms, class, reason FROM cooldowns WHERE until_ms > ?1",
+        ))?;
+        let rows = self.sql(stmt.query_map([now_ms], |r| {
+            Ok(CooldownRow {
+                provider: r.get(0)?,
+                key_id: r.get(1)?,
+                model: r.get(2)?,
+                until_ms: r.get(3)?,
+                class: r.get(4)?,
+                reason: r.get(5)?,
+            })
+        }))?;
+        self.sql(rows.collect())
+    }
+
+    /// The newest request-log rows, newest first.
+    pub fn recent_requests(&self, limit: usize) -> Result<Vec<LogRow>, StoreError> {
+        let conn = self.read()?;
+        let mut stmt = self.sql(conn.prepare(
+            "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
+                    ttfb_ms, total_ms, input_tokens, output_tokens, error
+             FROM request_log ORDER BY ts_ms DESC, rowid DESC LIMIT ?1",
+        ))?;
+        let rows = self.sql(stmt.query_map([limit as i64], |r| {
+            let attempts: String = r.get(8)?;
+            Ok(LogRow {
+                id: r.get(0)?,
+                ts_ms: r.get(1)?,
+                client: r.get(2)?,
+                requested_model: r.get(3)?,
+                provider: r.get(4)?,
+                model: r.get(5)?,
+                status: r.get(6)?,
+                stream: r.get(7)?,
+                attempts: serde_json::from_str(&attempts).unwrap_or_default(),
+                ttfb_ms: r.get::<_, Option<i64>>(9)?.map(|v| v as u64),
+                total_ms: r.get::<_, i64>(10)? as u64,
+                input_tokens: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+                output_tokens: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
+                error: r.get(13)?,
+            })
+        }))?;
+        self.sql(rows.collect())
+    }
+
+    /// Makes the stored providers match the config file: file-owned providers are (re)defined
+    /// from it, file-owned providers no longer in it are removed, and the user's enable/priority
+    /// overrides and UI-owned providers are kept. Returns every stored provider.
+    pub fn sync_file_providers(
+        &self,
+        file_providers: &[ProviderConfig],
+        now_ms: i64,
+    ) -> Result<Vec<StoredProvider>, StoreError> {
+        let mut conn = self.read()?;
+        let tx = self.sql(conn.transaction())?;
+        {
+            let ids: Vec<&str> = file_providers.iter().map(|p| p.id.as_str()).collect();
+            let mut existing =
+                self.sql(tx.prepare("SELECT id FROM providers WHERE owner = 'file'"))?;
+            let stale: Vec<String> = self.sql(
+                existing
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+            )?;
+            for id in stale.iter().filter(|id| !ids.contains(&id.as_str())) {
+                self.sql(tx.execute("DELETE FROM providers WHERE id = ?1", [id]))?;
+            }
+            for p in file_providers {
+                let def = serde_json::to_string(p).unwrap_or_default();
+                self.sql(tx.execute(
+                    "INSERT INTO providers (id, owner, definition, updated_ms) VALUES (?1, 'file', ?2, ?3)
+                     ON CONFLICT(id) DO UPDATE SET owner = 'file', definition = excluded.definition,
+                        updated_ms = excluded.updated_ms",
+                    params![p.id, def, now_ms],
+                ))?;
+            }
+        }
+        self.sql(tx.commit())?;
+        self.load_providers()
+    }
+
+    pub fn load_providers(&self) -> Result<Vec<StoredProvider>, StoreError> {
+        let conn = self.read()?;
+        let mut stmt = self.sql(conn.prepare(
+            "SELECT id, owner, definition, enabled, priority FROM providers ORDER BY id",
+        ))?;
+        let rows = self.sql(
+            stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<bool>>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+        )?;
+        rows.into_iter()
+            .map(|(id, owner, def, enabled, priority)| {
+                let config = serde_json::from_str(&def).map_err(|e| StoreError::Corrupt {
+                    id: id.clone(),
+                    message: e.to_string(),
+                })?;
+                Ok(StoredProvider {
+                    config,
+                    owner: if owner == "ui" {
+                        Owner::Ui
+                    } else {
+                        Owner::File
+                    },
+                    enabled_override: enabled,
+                    priority_override: priority,
+                })
+            })
+            .collect()
+    }
+
+    /// Records the user's enable toggle / priority for a provider (kept across restarts).
+    pub fn set_overrides(
+        &self,
+        id: &str,
+        enabled: Option<bool>,
+        priority: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let conn = self.read()?;
+        let n = self.sql(conn.execute(
+            "UPDATE providers SET enabled = COALESCE(?2, enabled), priority = COALESCE(?3, priority) WHERE id = ?1",
+            params![id, enabled, priority],
+        ))?;
+        Ok(n > 0)
+    }
+
+    /// Number of request-log rows (for tests and stats).
+    pub fn count_requests(&self) -> Result<u64, StoreError> {
+        let conn = self.read()?;
+        let n: Option<i64> = self.sql(
+            conn.query_row("SELECT COUNT(*) FROM request_log", [], |r| r.get(0))
+                .optional(),
+        )?;
+        Ok(n.unwrap_or(0) as u64)
+    }
+}
+
+fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let wrap = |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open(path).map_err(wrap)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(wrap)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(wrap)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(wrap)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(wrap)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let wrap = |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tx = conn.transaction().map_err(wrap)?;
+    let version: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(wrap)?;
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: version,
+            known,
+        });
+    }
+    for sql in &MIGRATIONS[version as usize..] {
+        tx.execute_batch(sql).map_err(wrap)?;
+    }
+    tx.pragma_update(None, "user_version", known)
+        .map_err(wrap)?;
+    tx.commit().map_err(wrap)
+}

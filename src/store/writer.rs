@@ -1,0 +1,187 @@
+//! The single writer thread: receives log rows and cooldown changes, writes them in batched
+//! transactions, prunes the log to its retention, and acknowledges flushes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{CooldownRow, LogRow};
+use crate::config::LogConfig;
+
+/// How many operations may wait for the writer; beyond this, senders wait (off the response path).
+const QUEUE: usize = 16_384;
+const BATCH: usize = 512;
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+pub enum WriteOp {
+    Log(Box<LogRow>),
+    SetCooldown(CooldownRow),
+    ClearCooldown {
+        provider: String,
+        key_id: String,
+        model: String,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// Cheap, cloneable sender to the writer thread.
+#[derive(Clone)]
+pub struct StoreWriter {
+    tx: mpsc::Sender<WriteOp>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl StoreWriter {
+    pub(super) fn start(conn: Connection, path: PathBuf, log: LogConfig) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("baton-store".into())
+            .spawn(move || run(conn, rx, path, log));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the database writer thread; request log disabled");
+        }
+        Self {
+            tx,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Queues a write without waiting. When the queue is full the write is handed to a task
+    /// that waits for room, so the request path never blocks and nothing is dropped.
+    pub fn send(&self, op: WriteOp) {
+        match self.tx.try_send(op) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(op)) => {
+                let tx = self.tx.clone();
+                let dropped = self.dropped.clone();
+                match tokio::runtime::Handle::try_current() {
+                    Ok(rt) => {
+                        rt.spawn(async move {
+                            if tx.send(op).await.is_err() {
+                                dropped.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    }
+                    Err(_) => {
+                        dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Waits until everything queued before this call is on disk.
+    pub async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(WriteOp::Flush(ack)).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteOp>, path: PathBuf, log: LogConfig) {
+    let mut last_prune = Instant::now() - PRUNE_EVERY;
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(op) = rx.blocking_recv() {
+        batch.push(op);
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        let mut acks = Vec::new();
+        if let Err(e) = write_batch(&mut conn, &mut batch, &mut acks) {
+            tracing::error!(db = %path.display(), error = %e, "database write failed");
+        }
+        if last_prune.elapsed() >= PRUNE_EVERY {
+            last_prune = Instant::now();
+            if let Err(e) = prune(&conn, &log) {
+                tracing::warn!(db = %path.display(), error = %e, "request-log pruning failed");
+            }
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+}
+
+fn write_batch(
+    conn: &mut Connection,
+    batch: &mut Vec<WriteOp>,
+    acks: &mut Vec<oneshot::Sender<()>>,
+) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut log_stmt = tx.prepare_cached(
+            "INSERT OR REPLACE INTO request_log (id, ts_ms, client, requested_model, provider, model,
+                status, stream, attempts, ttfb_ms, total_ms, input_tokens, output_tokens, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )?;
+        for op in batch.drain(..) {
+            match op {
+                WriteOp::Log(r) => {
+                    let attempts =
+                        serde_json::to_string(&r.attempts).unwrap_or_else(|_| "[]".into());
+                    log_stmt.execute(params![
+                        r.id,
+                        r.ts_ms,
+                        r.client,
+                        r.requested_model,
+                        r.provider,
+                        r.model,
+                        r.status,
+                        r.stream,
+                        attempts,
+                        r.ttfb_ms.map(|v| v as i64),
+                        r.total_ms as i64,
+                        r.input_tokens.map(|v| v as i64),
+                        r.output_tokens.map(|v| v as i64),
+                        r.error,
+                    ])?;
+                }
+                WriteOp::SetCooldown(c) => {
+                    tx.execute(
+                        "INSERT INTO cooldowns (provider, key_id, model, until_ms, class, reason)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                         ON CONFLICT(provider, key_id, model) DO UPDATE SET until_ms = excluded.until_ms,
+                            class = excluded.class, reason = excluded.reason",
+                        params![c.provider, c.key_id, c.model, c.until_ms, c.class, c.reason],
+                    )?;
+                }
+                WriteOp::ClearCooldown {
+                    provider,
+                    key_id,
+                    model,
+                } => {
+                    tx.execute(
+                        "DELETE FROM cooldowns WHERE provider = ?1 AND key_id = ?2 AND model = ?3",
+                        params![provider, key_id, model],
+                    )?;
+                }
+                WriteOp::Flush(ack) => acks.push(ack),
+            }
+        }
+    }
+    tx.commit()
+}
+
+fn prune(conn: &Connection, log: &LogConfig) -> rusqlite::Result<()> {
+    let now = crate::clock::unix_ms();
+    let cutoff = now - i64::from(log.retention_days) * 86_400_000;
+    conn.execute("DELETE FROM request_log WHERE ts_ms < ?1", [cutoff])?;
+    conn.execute(
+        "DELETE FROM request_log WHERE rowid IN (SELECT rowid FROM request_log ORDER BY ts_ms DESC
+            LIMIT -1 OFFSET ?1)",
+        [log.max_rows as i64],
+    )?;
+    conn.execute("DELETE FROM cooldowns WHERE until_ms <= ?1", [now])?;
+    Ok(())
+}

@@ -1,0 +1,569 @@
+//! Fake upstream providers for tests and benchmarks: real HTTP servers on loopback that speak the
+//! OpenAI Chat Completions API and follow a per-test script (200, 429, 5xx, resets, hangs, streams
+//! that die or never finish). They record what they received.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+
+/// What the fake does with one request.
+#[derive(Debug, Clone)]
+pub enum Behavior {
+    /// A normal answer ("<name>: <last user text>"), streamed when the request asks.
+    Ok,
+    /// A normal answer with this exact text.
+    Text(String),
+    /// A tool call to `name` with these JSON arguments.
+    ToolCall { name: String, arguments: String },
+    /// An error status with a JSON body and headers.
+    Status {
+        status: u16,
+        body: Value,
+        headers: Vec<(String, String)>,
+    },
+    /// Sends headers, then breaks the connection before any body.
+    Reset,
+    /// Never answers.
+    Hang,
+    /// Streams `n` content chunks, then closes without finishing.
+    StreamDies(usize),
+    /// Streams `n` content chunks, then stays silent forever.
+    StreamStalls(usize),
+    /// Streams the whole answer with a finish reason but never sends `[DONE]`.
+    StreamNoDone,
+    /// Streams `n` chunks `delay_ms` apart (for disconnect tests).
+    SlowStream { chunks: usize, delay_ms: u64 },
+    /// Waits this long, then answers normally.
+    Delay(u64),
+    /// Like a real model: calls the first tool when the request offers tools and the last turn
+    /// is the user's; otherwise answers like `Ok`.
+    Auto,
+}
+
+impl Behavior {
+    pub fn status(status: u16) -> Self {
+        Behavior::Status {
+            status,
+            body: json!({"error": {"message": format!("fake error {status}"), "type": "fake", "code": null}}),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn rate_limited(retry_after_secs: Option<u64>) -> Self {
+        Behavior::Status {
+            status: 429,
+            body: json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}),
+            headers: retry_after_secs
+                .map(|s| vec![("retry-after".to_string(), s.to_string())])
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A request as the fake received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    name: String,
+    script: Mutex<VecDeque<Behavior>>,
+    fallback: Mutex<Option<Behavior>>,
+    received: Mutex<Vec<Received>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    /// Responses whose body was dropped before it finished (the client went away).
+    abandoned: AtomicUsize,
+}
+
+/// A running fake upstream. Dropping it stops the server.
+pub struct FakeUpstream {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeUpstream {
+    /// Starts a fake named `name` on `127.0.0.1:0`; unscripted requests get `Behavior::Ok`.
+    pub async fn start(name: &str) -> Self {
+        Self::start_on(name, "127.0.0.1:0").await
+    }
+
+    pub async fn start_on(name: &str, addr: &str) -> Self {
+        let shared = Arc::new(Shared {
+            name: name.to_string(),
+            ..Shared::default()
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/models", get(models))
+            .route("/_script", post(control_script))
+            .route("/_stats", get(control_stats))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr, shared, task }
+    }
+
+    /// The base URL to put in a provider's `baseUrl`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues behaviours for the next requests, in order.
+    pub fn script(&self, behaviors: impl IntoIterator<Item = Behavior>) {
+        self.shared.script.lock().unwrap().extend(behaviors);
+    }
+
+    /// Behaviour for requests once the script is used up.
+    pub fn always(&self, b: Behavior) {
+        *self.shared.fallback.lock().unwrap() = Some(b);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.received.lock().unwrap().clone()
+    }
+
+    pub fn hits(&self) -> usize {
+        self.shared.received.lock().unwrap().len()
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    pub fn abandoned(&self) -> usize {
+        self.shared.abandoned.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts a request as in flight until dropped.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(s: Arc<Shared>) -> Self {
+        let n = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        s.max_in_flight.fetch_max(n, Ordering::SeqCst);
+        Self(s)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Marks a streamed body abandoned when dropped before `done` is set.
+struct Abandon {
+    shared: Arc<Shared>,
+    done: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if !self.done {
+            self.shared.abandoned.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Test control: `POST /_script` with a JSON list of mode names queues those behaviours.
+async fn control_script(
+    State(s): State<Arc<Shared>>,
+    axum::Json(modes): axum::Json<Vec<String>>,
+) -> Response {
+    let mut parsed = Vec::new();
+    for m in &modes {
+        match behavior_from_name(m) {
+            Some(b) => parsed.push(b),
+            None => return (StatusCode::BAD_REQUEST, format!("unknown mode {m}")).into_response(),
+        }
+    }
+    s.script.lock().unwrap().extend(parsed);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn control_stats(State(s): State<Arc<Shared>>) -> Response {
+    let received = s.received.lock().unwrap();
+    let last = received
+        .last()
+        .map(|r| r.body.clone())
+        .unwrap_or(Value::Null);
+    axum::Json(json!({"hits": received.len(), "last": last})).into_response()
+}
+
+async fn models(State(s): State<Arc<Shared>>) -> Response {
+    axum::Json(
+        json!({"object": "list", "data": [{"id": format!("{}-model", s.name), "object": "model"}]}),
+    )
+    .into_response()
+}
+
+async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    s.received.lock().unwrap().push(Received {
+        headers: headers.clone(),
+        body: body.clone(),
+    });
+    let guard = InFlight::new(s.clone());
+    let behavior = s
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or_else(|| s.fallback.lock().unwrap().clone())
+        .unwrap_or(Behavior::Ok);
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake")
+        .to_string();
+    let last_user = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let text = format!("{}: {}", s.name, last_user);
+    let behavior = match behavior {
+        Behavior::Auto => {
+            let first_tool = body
+                .pointer("/tools/0/function/name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let last_role = body
+                .get("messages")
+                .and_then(Value::as_array)
+                .and_then(|m| m.last())
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match first_tool {
+                Some(name) if last_role == "user" => Behavior::ToolCall {
+                    name,
+                    arguments: "{\"city\": \"Paris\"}".into(),
+                },
+                _ => Behavior::Ok,
+            }
+        }
+        b => b,
+    };
+    match behavior {
+        Behavior::Ok | Behavior::Auto => {
+            answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await
+        }
+        Behavior::Text(t) => answer(&s, guard, stream, usage, &model, Reply::Text(t), None).await,
+        Behavior::ToolCall { name, arguments } => {
+            answer(
+                &s,
+                guard,
+                stream,
+                usage,
+                &model,
+                Reply::Tool(name, arguments),
+                None,
+            )
+            .await
+        }
+        Behavior::Delay(ms) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await
+        }
+        Behavior::Status {
+            status,
+            body,
+            headers,
+        } => {
+            let mut resp =
+                (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
+            for (k, v) in headers {
+                resp.headers_mut().insert(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            resp
+        }
+        Behavior::Reset => {
+            let s = futures_util::stream::once(async {
+                Err::<Bytes, std::io::Error>(std::io::Error::other("reset"))
+            });
+            Response::new(Body::from_stream(s))
+        }
+        Behavior::Hang => {
+            let _g = guard;
+            std::future::pending::<()>().await;
+            StatusCode::OK.into_response()
+        }
+        Behavior::StreamDies(n) => {
+            answer(
+                &s,
+                guard,
+                true,
+                false,
+                &model,
+                Reply::Text(text),
+                Some(Cut::Die(n)),
+            )
+            .await
+        }
+        Behavior::StreamStalls(n) => {
+            answer(
+                &s,
+                guard,
+                true,
+                false,
+                &model,
+                Reply::Text(text),
+                Some(Cut::Stall(n)),
+            )
+            .await
+        }
+        Behavior::StreamNoDone => {
+            answer(
+                &s,
+                guard,
+                true,
+                usage,
+                &model,
+                Reply::Text(text),
+                Some(Cut::NoDone),
+            )
+            .await
+        }
+        Behavior::SlowStream { chunks, delay_ms } => {
+            let words: Vec<String> = (0..chunks).map(|i| format!("w{i} ")).collect();
+            slow_stream(s.clone(), guard, model, words, delay_ms)
+        }
+    }
+}
+
+enum Reply {
+    Text(String),
+    Tool(String, String),
+}
+
+#[derive(Clone, Copy)]
+enum Cut {
+    Die(usize),
+    Stall(usize),
+    NoDone,
+}
+
+fn chunk(model: &str, delta: Value, finish: Value) -> Bytes {
+    let c = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    Bytes::from(format!("data: {c}\n\n"))
+}
+
+async fn answer(
+    s: &Arc<Shared>,
+    guard: InFlight,
+    stream: bool,
+    usage: bool,
+    model: &str,
+    reply: Reply,
+    cut: Option<Cut>,
+) -> Response {
+    let usage_v = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
+    if !stream {
+        let (message, finish) = match &reply {
+            Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
+            Reply::Tool(name, args) => (
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_fake1", "type": "function",
+                    "function": {"name": name, "arguments": args}}]}),
+                "tool_calls",
+            ),
+        };
+        drop(guard);
+        return axum::Json(
+            json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage_v}),
+        )
+        .into_response();
+    }
+    let mut events = vec![chunk(
+        model,
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = match &reply {
+        Reply::Text(t) => {
+            for w in t.split_inclusive(' ') {
+                events.push(chunk(model, json!({"content": w}), Value::Null));
+            }
+            "stop"
+        }
+        Reply::Tool(name, args) => {
+            events.push(chunk(
+                model,
+                json!({"tool_calls": [{"index": 0, "id": "call_fake1", "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+                Value::Null,
+            ));
+            let mid = args.len() / 2;
+            for part in [&args[..mid], &args[mid..]] {
+                events.push(chunk(
+                    model,
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                    Value::Null,
+                ));
+            }
+            "tool_calls"
+        }
+    };
+    let mut tail = vec![chunk(model, json!({}), json!(finish))];
+    if usage {
+        let u = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+            "model": model, "choices": [], "usage": usage_v});
+        tail.push(Bytes::from(format!("data: {u}\n\n")));
+    }
+    let stall = match cut {
+        Some(Cut::Die(n)) => {
+            events.truncate(n + 1);
+            false
+        }
+        Some(Cut::Stall(n)) => {
+            events.truncate(n + 1);
+            true
+        }
+        Some(Cut::NoDone) => {
+            events.extend(tail);
+            false
+        }
+        None => {
+            events.extend(tail);
+            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            false
+        }
+    };
+    let abandon = Abandon {
+        shared: s.clone(),
+        done: false,
+    };
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon, stall),
+        |(mut it, guard, mut abandon, stall)| async move {
+            match it.next() {
+                Some(b) => Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon, stall))),
+                None => {
+                    if stall {
+                        std::future::pending::<()>().await;
+                    }
+                    abandon.done = true;
+                    drop(abandon);
+                    drop(guard);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
+}
+
+fn slow_stream(
+    s: Arc<Shared>,
+    guard: InFlight,
+    model: String,
+    words: Vec<String>,
+    delay_ms: u64,
+) -> Response {
+    let abandon = Abandon {
+        shared: s,
+        done: false,
+    };
+    let mut events = vec![chunk(
+        &model,
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    events.extend(
+        words
+            .iter()
+            .map(|w| chunk(&model, json!({"content": w}), Value::Null)),
+    );
+    events.push(chunk(&model, json!({}), json!("stop")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon, 0usize),
+        move |(mut it, guard, mut abandon, i)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            match it.next() {
+                Some(b) => Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon, i + 1))),
+                None => {
+                    abandon.done = true;
+                    drop(abandon);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
+}
+
+fn sse(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    resp.headers_mut()
+        .insert("content-type", "text/event-stream".parse().unwrap());
+    resp
+}
+
+/// Parses the mode names the `fake-upstream` binary accepts.
+pub fn behavior_from_name(name: &str) -> Option<Behavior> {
+    Some(match name {
+        "ok" => Behavior::Ok,
+        "auto" => Behavior::Auto,
+        "429" => Behavior::rate_limited(Some(30)),
+        "429-no-retry-after" => Behavior::rate_limited(None),
+        "500" => Behavior::status(500),
+        "503" => Behavior::status(503),
+        "400" => Behavior::status(400),
+        "401" => Behavior::status(401),
+        "reset" => Behavior::Reset,
+        "hang" => Behavior::Hang,
+        "tool" => Behavior::ToolCall {
+            name: "get_weather".into(),
+            arguments: "{\"city\":\"Paris\"}".into(),
+        },
+        _ => return None,
+    })
+}

@@ -1,0 +1,44 @@
+//! `fake-upstream`: a fake OpenAI-compatible provider on loopback for the Python end-to-end tests
+//! and the benchmark. Prints `listening on http://ADDR` once ready.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "Fake OpenAI-compatible upstream for Baton's tests and benchmarks")]
+struct Args {
+    /// Name used in answers ("NAME: <last user message>").
+    #[arg(long, default_value = "fake")]
+    name: String,
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Behaviour for every request: ok, auto (tool call when tools are offered), 429, 500, 503, 400, 401, reset, hang.
+    #[arg(long, default_value = "auto")]
+    mode: String,
+    /// Worker threads for the server.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+fn main() {
+    let args = Args::parse();
+    let behavior = testkit::behavior_from_name(&args.mode).unwrap_or_else(|| {
+        eprintln!("unknown mode {}", args.mode);
+        std::process::exit(2);
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let fake =
+            testkit::FakeUpstream::start_on(&args.name, &format!("{}:{}", args.host, args.port))
+                .await;
+        fake.always(behavior);
+        println!("listening on http://{}", fake.addr);
+        let _ = tokio::signal::ctrl_c().await;
+    });
+}

@@ -1,0 +1,127 @@
+//! Shared helpers: start a real gateway on 127.0.0.1:0 with a temporary data directory and
+//! talk to it over HTTP.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use baton::{GatewayHandle, StartOptions};
+use serde_json::{json, Value};
+
+pub struct Baton {
+    pub handle: GatewayHandle,
+    pub url: String,
+    pub key: String,
+    pub http: reqwest::Client,
+}
+
+impl Baton {
+    pub async fn start(dir: &Path, config: Value) -> Self {
+        let config: baton::config::ConfigFile =
+            baton::config::parse_str(&config.to_string(), Path::new("test.json"))
+                .expect("valid test config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let handle = baton::start(
+            StartOptions {
+                config,
+                data_dir: dir.to_path_buf(),
+                clock: None,
+            },
+            listener,
+        )
+        .await
+        .expect("gateway starts");
+        let key = std::fs::read_to_string(dir.join("gateway.key"))
+            .unwrap()
+            .trim()
+            .to_string();
+        Baton {
+            url: format!("http://{}", handle.addr),
+            key,
+            handle,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub fn post(&self, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/v1/chat/completions", self.url))
+            .bearer_auth(&self.key)
+            .json(&body)
+    }
+
+    pub async fn chat(&self, model: &str, text: &str) -> reqwest::Response {
+        self.post(chat_body(model, text, false))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn stop(self) {
+        self.handle.shutdown().await;
+    }
+
+    /// Waits until the writer has flushed, then returns the newest log rows.
+    pub async fn log(&self) -> Vec<baton::store::LogRow> {
+        self.handle.core.store.writer().flush().await;
+        self.handle.core.store.recent_requests(100).unwrap()
+    }
+}
+
+pub fn chat_body(model: &str, text: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": text}]})
+}
+
+pub fn provider(id: &str, base_url: &str, priority: i64) -> Value {
+    json!({"id": id, "kind": "openai-compatible", "baseUrl": base_url,
+        "models": [format!("{id}-model")], "priority": priority,
+        "timeouts": {"connectMs": 2000, "firstByteMs": 3000, "idleMs": 3000}})
+}
+
+pub fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
+    r.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Splits an SSE body into its `data:` payloads.
+pub fn sse_data(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .filter_map(|ev| {
+            ev.lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Concatenated `delta.content` of an OpenAI stream.
+pub fn stream_text(events: &[String]) -> String {
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .filter_map(|v| {
+            v.pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Polls `f` until it is true or `secs` pass; returns the last value.
+pub async fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if f() {
+            return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

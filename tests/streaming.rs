@@ -1,0 +1,219 @@
+//! Streaming safety: commit only after the first content, explicit error events after it,
+//! cancellation when the client goes away.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+async fn two() -> (tempfile::TempDir, FakeUpstream, FakeUpstream, Baton) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["timeouts"]["idleMs"] = json!(500);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    (dir, a, b, baton)
+}
+
+#[tokio::test]
+async fn streams_pass_through_with_done_and_usage() {
+    let (_d, _a, _b, baton) = two().await;
+    let mut body = chat_body("auto", "one two three", true);
+    body["stream_options"] = json!({"include_usage": true});
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "content-type"), "text/event-stream");
+    assert_eq!(header(&r, "x-gateway-provider"), "a");
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(stream_text(&events), "a: one two three");
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
+    assert_eq!(usage["usage"]["completion_tokens"], 7);
+    let log = baton.log().await;
+    assert_eq!((log[0].status, log[0].output_tokens), (200, Some(7)));
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn failure_before_first_content_falls_over_cleanly() {
+    let (_d, a, b, baton) = two().await;
+    // Role chunk only, then the connection closes: nothing was committed, so b answers.
+    a.script([Behavior::StreamDies(0)]);
+    let r = baton
+        .post(chat_body("auto", "hi", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "b");
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(
+        stream_text(&events),
+        "b: hi",
+        "no trace of a's aborted attempt"
+    );
+    assert_eq!(b.hits(), 1);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn stream_breaking_after_content_ends_with_an_error_event() {
+    let (_d, a, b, baton) = two().await;
+    a.script([Behavior::StreamDies(2)]);
+    let r = baton
+        .post(chat_body("auto", "one two three four", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let events = sse_data(&r.text().await.unwrap());
+    let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "stream_interrupted");
+    assert!(last["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("incomplete"));
+    assert!(
+        !events.iter().any(|e| e == "[DONE]"),
+        "a broken answer never looks complete"
+    );
+    assert_eq!(stream_text(&events), "a: one ");
+    assert_eq!(b.hits(), 0, "no fallback after the first byte");
+    let log = baton.log().await;
+    assert_eq!(log[0].status, 502);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn stalled_stream_hits_the_idle_timeout() {
+    let (_d, a, _b, baton) = two().await;
+    a.script([Behavior::StreamStalls(2)]);
+    let r = baton
+        .post(chat_body("auto", "one two three", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "stream_interrupted");
+    assert!(last["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("500 ms"));
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn missing_done_after_a_finish_is_completed_but_missing_finish_is_an_error() {
+    let (_d, a, _b, baton) = two().await;
+    a.script([Behavior::StreamNoDone]);
+    let r = baton
+        .post(chat_body("auto", "x y", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("[DONE]"),
+        "finished answer gets its terminator"
+    );
+    assert_eq!(stream_text(&events), "a: x y");
+    // Ends before any finish reason and without [DONE]: explicit error.
+    a.script([Behavior::StreamDies(3)]);
+    let r = baton
+        .post(chat_body("auto", "x y z", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(events.last().unwrap().contains("stream_interrupted"));
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_the_upstream() {
+    let (_d, a, _b, baton) = two().await;
+    a.script([Behavior::SlowStream {
+        chunks: 200,
+        delay_ms: 50,
+    }]);
+    let r = baton
+        .post(chat_body("auto", "x", true))
+        .send()
+        .await
+        .unwrap();
+    let mut body = r.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    drop(body);
+    assert!(
+        eventually(5, || a.abandoned() == 1).await,
+        "upstream stream dropped when the client left"
+    );
+    assert!(eventually(5, || a.in_flight() == 0).await);
+    let core = baton.handle.core.clone();
+    let mut status = 0;
+    for _ in 0..100 {
+        core.store.writer().flush().await;
+        if let Some(row) = core.store.recent_requests(1).unwrap().first() {
+            status = row.status;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 499, "recorded as cancelled by the client");
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_a_pending_non_streamed_request() {
+    let (_d, a, _b, baton) = two().await;
+    a.script([Behavior::Hang]);
+    let req = baton
+        .post(chat_body("auto", "x", false))
+        .timeout(std::time::Duration::from_millis(300));
+    assert!(req.send().await.is_err(), "client gave up");
+    assert!(
+        eventually(5, || a.in_flight() == 0).await,
+        "upstream request cancelled"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn streamed_tool_calls_pass_through() {
+    let (_d, a, _b, baton) = two().await;
+    a.script([Behavior::ToolCall {
+        name: "get_weather".into(),
+        arguments: "{\"city\":\"Paris\"}".into(),
+    }]);
+    let r = baton
+        .post(chat_body("auto", "weather?", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    let args: String = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .filter_map(|v| {
+            v.pointer("/choices/0/delta/tool_calls/0/function/arguments")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(args, "{\"city\":\"Paris\"}");
+    assert!(events
+        .iter()
+        .any(|e| e.contains("\"finish_reason\":\"tool_calls\"")));
+    baton.stop().await;
+}
