@@ -1,5 +1,5 @@
 //! Routing and failover through a real gateway in front of real fake upstreams on loopback.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,9 @@
 //! The HTTP surface: inbound OpenAI API, models, health, and the guards in front of them
 //! (DNS-rebinding Host check, gateway-key auth).
 
+// ApiError is built once per failed request, never on the hot path; boxing it buys nothing.
+#![allow(clippy::result_large_err)]
+
 pub mod error;
 pub mod openai;
 
@@ -70,7 +73,7 @@ async fn host_guard(State(state): State<AppState>, req: Request, next: Next) -> 
         .into_response();
     };
     let name = strip_port(&host).to_ascii_lowercase();
-    if is_loopback_host(&name) || state.allowed_hosts.iter().any(|h| *h == name) {
+    if is_loopback_host(&name) || state.allowed_hosts.contains(&name) {
         return next.run(req).await;
     }
     tracing::warn!(host = %name, "request refused: Host header not allowed");

@@ -1,0 +1,89 @@
+//! The configuration file: the shipped example parses, the committed schema is current, and
+//! every mistake is reported with its file, JSON path and what is allowed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use baton::config::{load_file, parse_str, ConfigError};
+
+fn root(file: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
+}
+
+#[test]
+fn example_config_parses_and_covers_every_section() {
+    let c = load_file(&root("config.example.json")).expect("config.example.json is valid");
+    assert_eq!(c.providers.len(), 3);
+    assert!(c.routes.contains_key("coding"));
+    assert_eq!(c.server.port, 8787);
+    assert!(!c.gateway_keys.is_empty());
+    assert!(
+        c.providers.iter().any(|p| !p.enabled),
+        "shows a disabled provider"
+    );
+}
+
+#[test]
+fn committed_schema_matches_the_code() {
+    let committed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root("config.schema.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        committed,
+        baton::config::json_schema(),
+        "config.schema.json is stale: run `baton config schema > config.schema.json`"
+    );
+}
+
+fn err(text: &str) -> String {
+    match parse_str(text, Path::new("my.json")) {
+        Ok(_) => panic!("expected an error for {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn errors_name_file_path_and_fix() {
+    let p = |extra: &str| {
+        format!(
+            r#"{{"providers":[{{"id":"a","kind":"openai-compatible","baseUrl":"https://x.example/v1","models":["m"]{extra}}}]}}"#
+        )
+    };
+    assert_eq!(
+        err(&p(r#","prority":1"#)),
+        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`"
+    );
+    assert!(
+        err(&p(r#","keys":[{"env":"sk-abcdefghijklmnopqrstuvwxyz"}]"#))
+            .contains("providers[0].keys[0].env")
+    );
+    assert!(err(&p(r#","maxConcurrency":0"#))
+        .contains("providers[0].maxConcurrency: must be at least 1"));
+    assert!(err(r#"{"providers":[{"id":"a","kind":"openai-compatible","baseUrl":"ftp://x","models":["m"]}]}"#)
+        .contains("providers[0].baseUrl: `ftp://x` must start with https://"));
+    assert!(err(
+        r#"{"providers":[{"id":"a","kind":"openai-compatible","baseUrl":"https://x","models":[]}]}"#
+    )
+    .contains("providers[0].models: list at least one model"));
+    assert!(err(r#"{"routes":{"r":["nope"]}}"#)
+        .contains("routes.r[0]: `nope` names no provider or route"));
+    assert!(err(r#"{"server":{"host":"0.0.0.0"}}"#).contains("server.host"));
+    assert!(err(r#"{"server":{"port":70000}}"#).starts_with("my.json: server.port:"));
+    let dup = r#"{"providers":[{"id":"a","kind":"openai-compatible","baseUrl":"https://x","models":["m"]},{"id":"a","kind":"openai-compatible","baseUrl":"https://y","models":["m"]}]}"#;
+    assert!(err(dup).contains("providers[1].id: `a` is used by more than one provider"));
+    match parse_str("{\n  \"server\": {,\n}", Path::new("my.json")) {
+        Err(ConfigError::Syntax { line, .. }) => assert_eq!(line, 2),
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+}
+
+#[test]
+fn non_loopback_listen_requires_keys_and_host_names() {
+    let ok =
+        r#"{"server":{"host":"0.0.0.0","allowedHosts":["gw.lan"]},"gatewayKeys":[{"env":"K"}]}"#;
+    assert!(parse_str(ok, Path::new("c.json")).is_ok());
+    assert!(
+        err(r#"{"server":{"host":"0.0.0.0"},"gatewayKeys":[{"env":"K"}]}"#)
+            .contains("server.allowedHosts")
+    );
+}
