@@ -1,0 +1,82 @@
+"""Fixtures that run the real `baton serve` binary in front of real fake upstreams."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+BATON = os.environ.get("BATON_BIN", str(TARGET / "debug" / "baton"))
+FAKE = os.environ.get("FAKE_UPSTREAM_BIN", str(TARGET / "debug" / "fake-upstream"))
+
+
+def _spawn(args, env=None):
+    """Starts a process that prints `listening on http://ADDR`; returns (proc, url)."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise RuntimeError(f"{args[0]} did not start: {line!r} {proc.stderr.read()}")
+    return proc, line.split()[-1].strip()
+
+
+class Fake:
+    def __init__(self, name):
+        self.proc, self.url = _spawn([FAKE, "--name", name, "--mode", "auto"])
+
+    def script(self, *modes):
+        req = urllib.request.Request(self.url + "/_script", data=json.dumps(list(modes)).encode(),
+                                     headers={"content-type": "application/json"}, method="POST")
+        urllib.request.urlopen(req).read()
+
+    def stats(self):
+        return json.loads(urllib.request.urlopen(self.url + "/_stats").read())
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Baton:
+    def __init__(self, tmp, providers):
+        self.data = tmp / "data"
+        cfg = {"providers": providers}
+        self.config = tmp / "config.json"
+        self.config.write_text(json.dumps(cfg))
+        env = dict(os.environ, BATON_LOG="info")
+        self.proc, self.url = _spawn([BATON, "serve", "--config", str(self.config), "--data-dir",
+                                      str(self.data), "--port", "0"], env=env)
+        self.key = (self.data / "gateway.key").read_text().strip()
+        self.base_url = self.url + "/v1"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return self.proc.returncode
+
+
+def provider(pid, fake, priority):
+    return {"id": pid, "kind": "openai-compatible", "baseUrl": fake.url + "/v1",
+            "models": [f"{pid}-model"], "priority": priority,
+            "timeouts": {"connectMs": 2000, "firstByteMs": 5000, "idleMs": 5000}}
+
+
+@pytest.fixture
+def gateway(tmp_path):
+    a, b = Fake("a"), Fake("b")
+    baton = Baton(tmp_path, [provider("a", a, 10), provider("b", b, 20)])
+    baton.a, baton.b = a, b
+    yield baton
+    if baton.proc.poll() is None:
+        baton.stop()
+    a.stop()
+    b.stop()
