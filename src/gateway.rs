@@ -165,6 +165,13 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     let app = crate::api::app(core.clone(), addr);
     let token = shutdown.clone();
     let server = tokio::spawn(async move {
+        // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm holds each
+        // chunk back until the client's delayed ACK (~40 ms).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         let serve = axum::serve(listener, app.into_make_service())
             .with_graceful_shutdown(async move { token.cancelled().await });
         if let Err(e) = serve.await {

@@ -123,12 +123,17 @@ async fn handle(
     let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
     match result {
-        Ok(Served::Complete { target, body, slot }) => {
+        Ok(Served::Complete {
+            target,
+            body,
+            usage,
+            slot,
+        }) => {
             drop(slot);
             gateway_headers(base, target.provider.id(), &target.model.id);
             rec.served_by(target.provider.id(), &target.model.id);
             rec.first_byte();
-            if let Some(u) = router::usage_of(&body) {
+            if let Some(u) = usage {
                 rec.usage(u);
             }
             rec.finish(200, None);

@@ -71,6 +71,7 @@ pub enum Served {
     Complete {
         target: Target,
         body: Bytes,
+        usage: Option<Usage>,
         slot: Slot,
     },
     Stream {
@@ -106,7 +107,7 @@ pub enum Failure {
 
 /// What one attempt produced before the target and slot are attached.
 enum Answer {
-    Complete(Bytes),
+    Complete(Bytes, Option<Usage>),
     Stream {
         reader: SseReader,
         prelude: Vec<Bytes>,
@@ -256,7 +257,12 @@ pub async fn dispatch(
                 ok.class = "ok".into();
                 rec.push_attempt(ok);
                 return Ok(match answer {
-                    Answer::Complete(body) => Served::Complete { target, body, slot },
+                    Answer::Complete(body, usage) => Served::Complete {
+                        target,
+                        body,
+                        usage,
+                        slot,
+                    },
                     Answer::Stream { reader, prelude } => Served::Stream {
                         target,
                         reader,
@@ -587,9 +593,27 @@ async fn attempt(
             Ok(b) => b,
             Err(e) => return failed(limits::classify_transport(e.to_string())),
         };
-        return match serde_json::from_slice::<Value>(&body) {
-            Ok(v) if v.get("choices").is_some() => Attempt::Served(Answer::Complete(body)),
-            Ok(v) if v.get("error").is_some() => error_in_body(core, &v, status),
+        // One light parse: is it a completion, an error in a 200, or garbage? And its usage.
+        #[derive(serde::Deserialize)]
+        struct Peek {
+            choices: Option<serde::de::IgnoredAny>,
+            error: Option<Value>,
+            usage: Option<Value>,
+        }
+        return match serde_json::from_slice::<Peek>(&body) {
+            Ok(Peek {
+                choices: Some(_),
+                usage,
+                ..
+            }) => {
+                let usage = usage
+                    .as_ref()
+                    .and_then(canonical::openai::usage_from_openai);
+                Attempt::Served(Answer::Complete(body, usage))
+            }
+            Ok(Peek { error: Some(e), .. }) => {
+                error_in_body(core, &serde_json::json!({ "error": e }), status)
+            }
             _ => failed(limits::classify_transport(
                 "upstream answered 2xx with a body that is not a chat completion",
             )),
@@ -680,14 +704,4 @@ fn error_in_body(core: &Core, v: &Value, status: u16) -> Attempt {
 
 async fn read_all(reader: &mut SseReader, max: usize) -> Result<Bytes, SseError> {
     reader.read_to_end(max).await
-}
-
-/// Usage from a complete OpenAI response body.
-pub fn usage_of(body: &[u8]) -> Option<Usage> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        usage: Option<Value>,
-    }
-    let p: Peek = serde_json::from_slice(body).ok()?;
-    canonical::openai::usage_from_openai(p.usage.as_ref()?)
 }

@@ -1,0 +1,323 @@
+//! Benchmark: direct-to-upstream vs through Baton, measured in the same run on the same fake
+//! upstream. Reports throughput, latency percentiles, time to first byte, Baton's CPU seconds per
+//! 1,000 requests and its memory, as ratios to direct. Run with `scripts/bench`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::json;
+use testkit::{Behavior, FakeUpstream};
+
+struct Stats {
+    count: usize,
+    secs: f64,
+    p50: f64,
+    p99: f64,
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn stats(mut lat_ms: Vec<f64>, secs: f64) -> Stats {
+    lat_ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Stats {
+        count: lat_ms.len(),
+        secs,
+        p50: pct(&lat_ms, 0.5),
+        p99: pct(&lat_ms, 0.99),
+    }
+}
+
+fn body(stream: bool) -> Vec<u8> {
+    serde_json::to_vec(&json!({"model": "auto", "stream": stream,
+        "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hello to the benchmark"}]}))
+    .unwrap()
+}
+
+fn proc_cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn proc_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Closed loop: `concurrency` workers send `total` requests as fast as answers come back.
+async fn closed_loop(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    total: usize,
+    concurrency: usize,
+) -> Stats {
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, key, next) = (
+            client.clone(),
+            url.to_string(),
+            key.to_string(),
+            next.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let payload = body(false);
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < total {
+                let t = Instant::now();
+                let r = client
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .header("content-type", "application/json")
+                    .body(payload.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                let _ = r.bytes().await.unwrap();
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            lat
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    stats(all, started.elapsed().as_secs_f64())
+}
+
+/// Open loop: one request every `1/rate` s for `secs` seconds.
+async fn fixed_rate(client: &reqwest::Client, url: &str, key: &str, rate: u64, secs: u64) -> Stats {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut tasks = Vec::new();
+    for _ in 0..rate * secs {
+        tick.tick().await;
+        let (client, url, key) = (client.clone(), url.to_string(), key.to_string());
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let r = client
+                .post(&url)
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .body(body(false))
+                .send()
+                .await
+                .unwrap();
+            let _ = r.bytes().await.unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.push(t.await.unwrap());
+    }
+    stats(all, started.elapsed().as_secs_f64())
+}
+
+/// Streams: time to first byte and full-stream time, `total` requests at `concurrency`.
+async fn streams(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    total: usize,
+    concurrency: usize,
+) -> (Stats, Stats) {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, key, next) = (
+            client.clone(),
+            url.to_string(),
+            key.to_string(),
+            next.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let (mut ttfb, mut full) = (Vec::new(), Vec::new());
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < total {
+                let t = Instant::now();
+                let r = client
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .header("content-type", "application/json")
+                    .body(body(true))
+                    .send()
+                    .await
+                    .unwrap();
+                let mut s = r.bytes_stream();
+                let mut first = true;
+                while let Some(c) = s.next().await {
+                    let c = c.unwrap();
+                    if first && !c.is_empty() {
+                        ttfb.push(t.elapsed().as_secs_f64() * 1000.0);
+                        first = false;
+                    }
+                }
+                full.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            (ttfb, full)
+        }));
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for t in tasks {
+        let (x, y) = t.await.unwrap();
+        a.extend(x);
+        b.extend(y);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    (stats(a, secs), stats(b, secs))
+}
+
+fn row(name: &str, direct: f64, baton: f64, unit: &str) {
+    println!(
+        "| {name} | {direct:.3} {unit} | {baton:.3} {unit} | {:.2}x |",
+        baton / direct
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let baton_bin = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "target/release/baton".into());
+    let n: usize = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = FakeUpstream::start("bench").await;
+    fake.always(Behavior::Ok);
+    let dir = tempfile_dir();
+    let cfg = dir.join("config.json");
+    std::fs::write(&cfg, json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
+        "log": {"retentionDays": 1}}).to_string()).unwrap();
+    let mut child = Command::new(&baton_bin)
+        .args([
+            "serve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            dir.join("data").to_str().unwrap(),
+            "--port",
+            "0",
+        ])
+        .env("BATON_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start baton");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let baton_url = format!(
+        "{}/v1/chat/completions",
+        line.split_whitespace().last().unwrap()
+    );
+    let key = std::fs::read_to_string(dir.join("data/gateway.key"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let direct_url = format!("{}/chat/completions", fake.base_url());
+    let pid = child.id();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(512)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+
+    // Warm up both paths.
+    closed_loop(&client, &direct_url, &key, 2_000, 16).await;
+    closed_loop(&client, &baton_url, &key, 2_000, 16).await;
+
+    println!("## Baton benchmark ({} requests; 2-core machine; fake upstream in the load generator's process)\n", n);
+    println!("| measure | direct | through Baton | ratio |\n|---|---|---|---|");
+    let d = closed_loop(&client, &direct_url, &key, n, 32).await;
+    let cpu0 = proc_cpu_secs(pid);
+    let b = closed_loop(&client, &baton_url, &key, n, 32).await;
+    let cpu_per_1000 = (proc_cpu_secs(pid) - cpu0) / b.count as f64 * 1000.0;
+    row(
+        "non-streaming throughput (32 conns)",
+        d.count as f64 / d.secs,
+        b.count as f64 / b.secs,
+        "req/s",
+    );
+    row("non-streaming p50 (32 conns)", d.p50, b.p50, "ms");
+    row("non-streaming p99 (32 conns)", d.p99, b.p99, "ms");
+
+    let d = fixed_rate(&client, &direct_url, &key, 1000, 5).await;
+    let b = fixed_rate(&client, &baton_url, &key, 1000, 5).await;
+    row("p50 at 1,000 req/s", d.p50, b.p50, "ms");
+    row("p99 at 1,000 req/s", d.p99, b.p99, "ms");
+    let added_p99 = b.p99 - d.p99;
+
+    let (dt, df) = streams(&client, &direct_url, &key, 2_000, 8).await;
+    let (bt, bf) = streams(&client, &baton_url, &key, 2_000, 8).await;
+    row("stream time to first byte p50", dt.p50, bt.p50, "ms");
+    row("stream time to first byte p99", dt.p99, bt.p99, "ms");
+    row("full stream p50", df.p50, bf.p50, "ms");
+    let added_ttfb = bt.p50 - dt.p50;
+
+    // 64 concurrent slow streams: sample Baton's resident memory while they run.
+    fake.always(Behavior::SlowStream {
+        chunks: 40,
+        delay_ms: 25,
+    });
+    let sampler = tokio::spawn(async move {
+        let mut peak = 0;
+        for _ in 0..150 {
+            peak = peak.max(proc_kb(pid, "VmRSS:"));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        peak
+    });
+    streams(&client, &baton_url, &key, 64, 64).await;
+    let rss_peak_64 = sampler.await.unwrap();
+    let hwm = proc_kb(pid, "VmHWM:");
+
+    println!("\n| Baton itself | value | target |\n|---|---|---|");
+    println!("| CPU seconds per 1,000 non-streaming requests | {cpu_per_1000:.4} | <= 0.08 |");
+    println!("| added p99 at 1,000 req/s | {added_p99:.3} ms | <= 0.3 ms |");
+    println!("| added time to first byte (p50) | {added_ttfb:.3} ms | <= 0.3 ms |");
+    println!(
+        "| RSS during 64 concurrent streams | {:.1} MB | <= 30 MB |",
+        rss_peak_64 as f64 / 1024.0
+    );
+    println!(
+        "| peak RSS over the whole run (VmHWM) | {:.1} MB | |",
+        hwm as f64 / 1024.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
