@@ -105,8 +105,8 @@ pub struct ProviderEntry {
     /// Environment variables named in the config but not set.
     pub missing_keys: Vec<String>,
     pub runtime: Arc<ProviderRuntime>,
-    /// `base_url` + `/chat/completions`, computed once.
-    pub chat_url: String,
+    /// `base_url` + `/chat/completions`, parsed once (URL parsing is not free per request).
+    pub chat_url: Option<reqwest::Url>,
 }
 
 impl ProviderEntry {
@@ -116,6 +116,12 @@ impl ProviderEntry {
 
     /// Why this provider cannot be used at all right now, if so.
     pub fn unavailable(&self) -> Option<String> {
+        if self.chat_url.is_none() {
+            return Some(format!(
+                "base URL `{}` is not a valid URL",
+                self.config.base_url
+            ));
+        }
         if !self.config.keys.is_empty() && self.keys.is_empty() {
             return Some(format!(
                 "no API key: environment variable{} {} not set",
@@ -177,7 +183,11 @@ pub fn resolve(
             None => missing_keys.push(k.env.clone()),
         }
     }
-    let chat_url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+    let chat_url = reqwest::Url::parse(&format!(
+        "{}/chat/completions",
+        config.base_url.trim_end_matches('/')
+    ))
+    .ok();
     ProviderEntry {
         config,
         models,

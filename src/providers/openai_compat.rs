@@ -32,6 +32,7 @@ pub fn passthrough_body(body: &Map<String, Value>, model: &str) -> Vec<u8> {
 /// Builds the upstream request (headers, auth, body).
 pub fn build(
     client: &reqwest::Client,
+    url: reqwest::Url,
     entry: &ProviderEntry,
     key: Option<&ApiKey>,
     body: Vec<u8>,
@@ -39,7 +40,7 @@ pub fn build(
     request_id: &str,
 ) -> reqwest::RequestBuilder {
     let mut rb = client
-        .post(&entry.chat_url)
+        .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(
             http::header::ACCEPT,

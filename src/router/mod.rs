@@ -560,7 +560,12 @@ async fn attempt(
     };
     let stream = inbound.canonical.stream;
     let body = openai_compat::passthrough_body(&inbound.body, &t.model.id);
-    let rb = openai_compat::build(&client, p, key, body, stream, request_id);
+    let Some(url) = p.chat_url.clone() else {
+        return failed(limits::classify_transport(
+            "provider base URL is not a valid URL",
+        ));
+    };
+    let rb = openai_compat::build(&client, url, p, key, body, stream, request_id);
     let first_byte = Duration::from_millis(timeouts.first_byte_ms);
     let idle = Duration::from_millis(timeouts.idle_ms);
     let first_deadline = tokio::time::Instant::now() + first_byte;

@@ -230,10 +230,12 @@ async fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start baton");
+    let stdout = child.stdout.take().unwrap();
+    let pid = child.id();
+    // Kill Baton even if the benchmark panics half-way.
+    let child = KillOnDrop(child);
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
     let baton_url = format!(
         "{}/v1/chat/completions",
         line.split_whitespace().last().unwrap()
@@ -243,7 +245,6 @@ async fn main() {
         .trim()
         .to_string();
     let direct_url = format!("{}/chat/completions", fake.base_url());
-    let pid = child.id();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(512)
         .tcp_nodelay(true)
@@ -311,9 +312,17 @@ async fn main() {
         "| peak RSS over the whole run (VmHWM) | {:.1} MB | |",
         hwm as f64 / 1024.0
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn tempfile_dir() -> std::path::PathBuf {
