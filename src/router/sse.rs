@@ -75,11 +75,23 @@ impl SseReader {
             if self.buf.len() > MAX_EVENT_BYTES {
                 return Err(SseError::TooLarge);
             }
-            match tokio::time::timeout(self.idle, self.body.next()).await {
-                Err(_) => return Err(SseError::Idle(self.idle.as_millis() as u64)),
-                Ok(None) => self.eof = true,
-                Ok(Some(Err(e))) => return Err(SseError::Transport(describe(&e))),
-                Ok(Some(Ok(chunk))) => self.buf.extend_from_slice(&chunk),
+            self.fill().await?;
+        }
+    }
+
+    /// Appends the next chunk of the body to the buffer, or notes its end; bounded by the idle
+    /// timeout.
+    async fn fill(&mut self) -> Result<(), SseError> {
+        match tokio::time::timeout(self.idle, self.body.next()).await {
+            Err(_) => Err(SseError::Idle(self.idle.as_millis() as u64)),
+            Ok(None) => {
+                self.eof = true;
+                Ok(())
+            }
+            Ok(Some(Err(e))) => Err(SseError::Transport(describe(&e))),
+            Ok(Some(Ok(chunk))) => {
+                self.buf.extend_from_slice(&chunk);
+                Ok(())
             }
         }
     }
@@ -90,12 +102,7 @@ impl SseReader {
             if self.buf.len() > max {
                 return Err(SseError::TooLarge);
             }
-            match tokio::time::timeout(self.idle, self.body.next()).await {
-                Err(_) => return Err(SseError::Idle(self.idle.as_millis() as u64)),
-                Ok(None) => self.eof = true,
-                Ok(Some(Err(e))) => return Err(SseError::Transport(describe(&e))),
-                Ok(Some(Ok(chunk))) => self.buf.extend_from_slice(&chunk),
-            }
+            self.fill().await?;
         }
         if self.buf.len() > max {
             return Err(SseError::TooLarge);
