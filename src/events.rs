@@ -67,6 +67,11 @@ impl Events {
         let _ = self.0.send(event);
     }
 
+    /// Whether anyone listens; lets hot paths skip building events nobody will read.
+    pub fn has_subscribers(&self) -> bool {
+        self.0.receiver_count() > 0
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.0.subscribe()
     }

@@ -223,6 +223,8 @@ impl HttpClients {
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true)
+            // An API answering with a redirect is misconfigured; never re-send a prompt elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
             .build()?;
         if let Ok(mut map) = self.clients.lock() {

@@ -105,15 +105,17 @@ impl Record {
         row.status = status;
         row.error = error;
         row.total_ms = self.started.elapsed().as_millis() as u64;
-        self.events.emit(Event::Request {
-            id: row.id.clone(),
-            requested_model: row.requested_model.clone(),
-            provider: row.provider.clone(),
-            model: row.model.clone(),
-            status,
-            attempts: row.attempts.iter().filter(|a| a.class != "skipped").count(),
-            total_ms: row.total_ms,
-        });
+        if self.events.has_subscribers() {
+            self.events.emit(Event::Request {
+                id: row.id.clone(),
+                requested_model: row.requested_model.clone(),
+                provider: row.provider.clone(),
+                model: row.model.clone(),
+                status,
+                attempts: row.attempts.iter().filter(|a| a.class != "skipped").count(),
+                total_ms: row.total_ms,
+            });
+        }
         self.writer.send(WriteOp::Log(Box::new(row)));
     }
 }

@@ -18,7 +18,10 @@ const DB_FILE: &str = "baton.db";
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 const MIGRATIONS: &[&str] = &[r#"
 CREATE TABLE request_log (
-    id TEXT PRIMARY KEY,
+    -- Rows are appended in time order: an integer key keeps inserts at the end of the b-tree
+    -- (a random text key costs a page split per row under load).
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
     ts_ms INTEGER NOT NULL,
     client TEXT NOT NULL,
     requested_model TEXT NOT NULL,
@@ -34,7 +37,6 @@ CREATE TABLE request_log (
     error TEXT
 );
 CREATE INDEX request_log_ts ON request_log(ts_ms);
-CREATE INDEX request_log_provider ON request_log(provider, ts_ms);
 CREATE TABLE cooldowns (
     provider TEXT NOT NULL,
     key_id TEXT NOT NULL,
@@ -223,7 +225,7 @@ impl Store {
         let mut stmt = self.sql(conn.prepare(
             "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
                     ttfb_ms, total_ms, input_tokens, output_tokens, error
-             FROM request_log ORDER BY ts_ms DESC, rowid DESC LIMIT ?1",
+             FROM request_log ORDER BY seq DESC LIMIT ?1",
         ))?;
         let rows = self.sql(stmt.query_map([limit as i64], |r| {
             let attempts: String = r.get(8)?;

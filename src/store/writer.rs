@@ -14,7 +14,10 @@ use crate::config::LogConfig;
 
 /// How many operations may wait for the writer; beyond this, senders wait (off the response path).
 const QUEUE: usize = 16_384;
-const BATCH: usize = 512;
+const BATCH: usize = 1024;
+/// After the first write of a batch arrives, wait this long for more before committing: one
+/// transaction per row costs more than the request itself under load (profiled: 18 % of CPU).
+const GATHER: Duration = Duration::from_millis(20);
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 pub enum WriteOp {
@@ -90,7 +93,11 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteOp>, path: PathBuf, log
     let mut last_prune = Instant::now() - PRUNE_EVERY;
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(op) = rx.blocking_recv() {
+        let flush_now = matches!(op, WriteOp::Flush(_));
         batch.push(op);
+        if !flush_now {
+            std::thread::sleep(GATHER);
+        }
         while batch.len() < BATCH {
             match rx.try_recv() {
                 Ok(op) => batch.push(op),
@@ -121,7 +128,7 @@ fn write_batch(
     let tx = conn.transaction()?;
     {
         let mut log_stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO request_log (id, ts_ms, client, requested_model, provider, model,
+            "INSERT INTO request_log (id, ts_ms, client, requested_model, provider, model,
                 status, stream, attempts, ttfb_ms, total_ms, input_tokens, output_tokens, error)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?;
@@ -178,8 +185,8 @@ fn prune(conn: &Connection, log: &LogConfig) -> rusqlite::Result<()> {
     let cutoff = now - i64::from(log.retention_days) * 86_400_000;
     conn.execute("DELETE FROM request_log WHERE ts_ms < ?1", [cutoff])?;
     conn.execute(
-        "DELETE FROM request_log WHERE rowid IN (SELECT rowid FROM request_log ORDER BY ts_ms DESC
-            LIMIT -1 OFFSET ?1)",
+        "DELETE FROM request_log WHERE seq <= (SELECT seq FROM request_log ORDER BY seq DESC
+            LIMIT 1 OFFSET ?1)",
         [log.max_rows as i64],
     )?;
     conn.execute("DELETE FROM cooldowns WHERE until_ms <= ?1", [now])?;
