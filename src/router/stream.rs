@@ -44,9 +44,14 @@ pub fn openai_body(
         finish_seen: false,
         ended: false,
     };
+    // The held-back events go out as one write: the client gets the first token in one packet.
+    let mut first = bytes::BytesMut::new();
     for ev in prelude {
         pump.inspect(&ev);
-        pump.queued.push_back(ev);
+        first.extend_from_slice(&ev);
+    }
+    if !first.is_empty() {
+        pump.queued.push_back(first.freeze());
     }
     futures_util::stream::unfold(pump, |mut p| async move {
         if let Some(b) = p.queued.pop_front() {
