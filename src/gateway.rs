@@ -33,11 +33,25 @@ pub struct Core {
     /// Requests currently waiting for a concurrency slot.
     pub queued: AtomicUsize,
     pub clock: Arc<dyn Clock>,
+    /// The machine's zone, for CLI messages that print local times.
+    pub local_tz: jiff::tz::TimeZone,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     file_config: ConfigFile,
 }
 
 impl Core {
+    /// "Now" and the zones reset times are read in, for errors from provider `p`.
+    pub fn reset_context(
+        &self,
+        p: &crate::providers::ProviderEntry,
+    ) -> crate::limits::ResetContext {
+        crate::limits::ResetContext {
+            now_ms: self.clock.now_ms(),
+            local_tz: self.local_tz.clone(),
+            day_reset: p.day_reset.clone(),
+        }
+    }
+
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {
@@ -156,6 +170,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         server: server_cfg,
         queued: AtomicUsize::new(0),
         clock,
+        local_tz: jiff::tz::TimeZone::system(),
         runtimes: Mutex::new(HashMap::new()),
         file_config: opts.config,
     });

@@ -191,6 +191,10 @@ pub struct ProviderConfig {
     /// Capabilities that apply to every model unless the model entry overrides them.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// IANA zone whose midnight resets this provider's daily quotas (Gemini:
+    /// `America/Los_Angeles`); UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day_reset: Option<String>,
 }
 
 impl ProviderConfig {

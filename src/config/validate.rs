@@ -180,6 +180,14 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
             ));
         }
     }
+    if let Some(zone) = &p.day_reset {
+        if jiff::tz::TimeZone::get(zone).is_err() {
+            return Err(err(
+                "dayReset",
+                format!("`{zone}` is not an IANA time zone (e.g. America/Los_Angeles, UTC)"),
+            ));
+        }
+    }
     let t = &p.timeouts;
     for (field, v) in [
         ("timeouts.connectMs", t.connect_ms),

@@ -105,6 +105,8 @@ pub struct ProviderEntry {
     /// Environment variables named in the config but not set.
     pub missing_keys: Vec<String>,
     pub runtime: Arc<ProviderRuntime>,
+    /// Zone of the daily quota reset.
+    pub day_reset: Option<jiff::tz::TimeZone>,
     /// `base_url` + `/chat/completions`, parsed once (URL parsing is not free per request).
     pub chat_url: Option<reqwest::Url>,
 }
@@ -188,7 +190,12 @@ pub fn resolve(
         config.base_url.trim_end_matches('/')
     ))
     .ok();
+    let day_reset = config
+        .day_reset
+        .as_deref()
+        .and_then(|z| jiff::tz::TimeZone::get(z).ok());
     ProviderEntry {
+        day_reset,
         config,
         models,
         keys,

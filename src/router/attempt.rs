@@ -57,7 +57,7 @@ pub(super) async fn attempt(
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
-        let c = limits::classify_http(status, &headers, &body, core.cooldowns.now_ms());
+        let c = limits::classify_http(status, &headers, &body, &core.reset_context(&t.provider));
         return Attempt::Failed {
             classified: c,
             status: Some(status),
@@ -88,7 +88,7 @@ pub(super) async fn attempt(
                 Attempt::Served(Answer::Complete(body, usage))
             }
             Ok(Peek { error: Some(e), .. }) => {
-                error_in_body(core, &serde_json::json!({ "error": e }), status)
+                error_in_body(core, t, &serde_json::json!({ "error": e }), status)
             }
             _ => failed(limits::classify_transport(
                 "upstream answered 2xx with a body that is not a chat completion",
@@ -133,7 +133,7 @@ pub(super) async fn attempt(
             }
         };
         if v.get("error").is_some() && v.get("choices").is_none() {
-            return error_in_body(core, &v, status);
+            return error_in_body(core, t, &v, status);
         }
         let content = canonical::openai::chunk_events(&v)
             .iter()
@@ -154,7 +154,7 @@ fn failed(c: Classified) -> Attempt {
 }
 
 /// Some services answer 200 with an `{"error": …}` body; classify it by its own code.
-fn error_in_body(core: &Core, v: &Value, status: u16) -> Attempt {
+fn error_in_body(core: &Core, t: &Target, v: &Value, status: u16) -> Attempt {
     let code = v
         .pointer("/error/code")
         .and_then(|c| {
@@ -169,7 +169,7 @@ fn error_in_body(core: &Core, v: &Value, status: u16) -> Attempt {
         code,
         &http::HeaderMap::new(),
         &body,
-        core.cooldowns.now_ms(),
+        &core.reset_context(&t.provider),
     );
     Attempt::Failed {
         classified: c,

@@ -1,0 +1,285 @@
+//! Error classification: structured fields first (HTTP status, the provider's error
+//! `type`/`code`/`status`/`details`), message text second. Covers OpenAI, Anthropic, Gemini,
+//! OpenRouter, Groq, Cerebras, Mistral and the subscription CLIs' output.
+
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::reset::{self, ResetContext};
+use super::{Classified, ErrorClass};
+
+/// The fields of an error body that decide its class.
+#[derive(Default)]
+struct Fields {
+    etype: String,
+    code: String,
+    status: String,
+    reasons: Vec<String>,
+    quota_ids: Vec<String>,
+    message: String,
+}
+
+fn fields(v: &Value) -> Fields {
+    let err = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+    let s = |k: &str| match err.get(k) {
+        Some(Value::String(s)) => s.to_ascii_lowercase(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let mut f = Fields {
+        etype: s("type"),
+        code: s("code"),
+        status: s("status"),
+        message: err
+            .get("message")
+            .and_then(Value::as_str)
+            .or_else(|| v.get("message").and_then(Value::as_str))
+            .or_else(|| err.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        ..Fields::default()
+    };
+    for d in err
+        .get("details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(r) = d.get("reason").and_then(Value::as_str) {
+            f.reasons.push(r.to_ascii_uppercase());
+        }
+        for viol in d
+            .get("violations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(q) = viol.get("quotaId").and_then(Value::as_str) {
+                f.quota_ids.push(q.to_string());
+            }
+        }
+    }
+    f
+}
+
+/// Classifies an HTTP error answer. `ctx` fixes "now" and the zones for reset times.
+pub fn classify_http(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    ctx: &ResetContext,
+) -> Classified {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let f = json.as_ref().map(fields).unwrap_or_else(|| Fields {
+        message: String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned(),
+        ..Fields::default()
+    });
+    let lower = f.message.to_ascii_lowercase();
+    let has = |w: &[&str]| w.iter().any(|x| lower.contains(x));
+
+    let context_length = f.code == "context_length_exceeded"
+        || has(&[
+            "maximum context length",
+            "context window",
+            "prompt is too long",
+            "context_length_exceeded",
+            "too many tokens in the prompt",
+        ]);
+    let resource_exhausted = f.status == "resource_exhausted";
+
+    // Structured verdicts, most specific first.
+    let structured = if f.code == "insufficient_quota" || f.etype == "insufficient_quota" {
+        Some(ErrorClass::Billing)
+    } else if f
+        .reasons
+        .iter()
+        .any(|r| r == "API_KEY_INVALID" || r == "API_KEY_EXPIRED")
+        || f.code == "invalid_api_key"
+        || f.etype == "authentication_error"
+        || f.etype == "permission_error"
+    {
+        Some(ErrorClass::Auth)
+    } else if resource_exhausted
+        || f.etype == "rate_limit_error"
+        || f.code == "rate_limit_exceeded"
+        || f.etype == "too_many_requests_error"
+        || f.code == "request_quota_exceeded"
+    {
+        Some(ErrorClass::Rate)
+    } else if f.etype == "overloaded_error" {
+        Some(ErrorClass::Overloaded)
+    } else if f.code == "content_policy_violation" || f.code == "content_filter" {
+        Some(ErrorClass::ContentPolicy)
+    } else if f.code == "model_not_found" || f.etype == "not_found_error" && has(&["model"]) {
+        Some(ErrorClass::Model)
+    } else if context_length {
+        Some(ErrorClass::Request)
+    } else {
+        None
+    };
+    let class = structured.unwrap_or_else(|| match status {
+        402 => ErrorClass::Billing,
+        _ if has(&[
+            "credit balance is too low",
+            "check your plan and billing",
+            "insufficient balance",
+            "insufficient credits",
+        ]) =>
+        {
+            ErrorClass::Billing
+        }
+        429 => ErrorClass::Rate,
+        401 => ErrorClass::Auth,
+        403 if has(&["quota", "rate limit"]) => ErrorClass::Rate,
+        403 => ErrorClass::Auth,
+        404 => ErrorClass::Model,
+        400 if has(&[
+            "model not found",
+            "does not exist",
+            "decommissioned",
+            "not a valid model",
+            "no such model",
+        ]) =>
+        {
+            ErrorClass::Model
+        }
+        408 => ErrorClass::Transient,
+        503 if has(&["overload", "capacity", "unavailable"]) => ErrorClass::Overloaded,
+        529 => ErrorClass::Overloaded,
+        503 => ErrorClass::Overloaded,
+        500..=599 => ErrorClass::Transient,
+        _ if has(&[
+            "safety system",
+            "content policy",
+            "content management policy",
+        ]) =>
+        {
+            ErrorClass::ContentPolicy
+        }
+        _ => ErrorClass::Request,
+    });
+
+    let reset_at_ms = if matches!(
+        class,
+        ErrorClass::Rate | ErrorClass::Overloaded | ErrorClass::Billing
+    ) {
+        reset::from_headers(headers, ctx.now_ms)
+            .or_else(|| json.as_ref().and_then(|v| reset::from_body(v, ctx.now_ms)))
+            .or_else(|| {
+                if class == ErrorClass::Billing {
+                    None
+                } else {
+                    reset::from_text(&f.message, ctx)
+                }
+            })
+            .or_else(|| {
+                if class != ErrorClass::Rate {
+                    return None;
+                }
+                let words = format!("{} {} {}", f.quota_ids.join(" "), f.etype, f.message);
+                reset::from_window(&words, ctx)
+            })
+    } else {
+        None
+    };
+    Classified {
+        class,
+        reason: format!("HTTP {status}: {}", super::truncate(f.message.trim(), 240)),
+        reset_at_ms,
+        context_length: context_length && class == ErrorClass::Request,
+    }
+}
+
+/// Classifies what a subscription CLI printed when it failed: JSON event lines (Claude's
+/// `rate_limit_event` / `result`, Codex's `turn.failed` / `error`, Gemini's `error`) or plain text.
+pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) -> Classified {
+    let mut texts: Vec<String> = Vec::new();
+    let mut reset_at_ms = None;
+    let mut api_status: Option<u16> = None;
+    for line in output.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
+            if !line.trim().is_empty() {
+                texts.push(line.trim().to_string());
+            }
+            continue;
+        };
+        match v.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "rate_limit_event" => {
+                let info = v.get("rate_limit_info").unwrap_or(&Value::Null);
+                if info.get("status").and_then(Value::as_str) == Some("rejected") {
+                    reset_at_ms = info
+                        .get("resetsAt")
+                        .and_then(Value::as_i64)
+                        .map(|s| s * 1000);
+                    api_status.get_or_insert(429);
+                }
+            }
+            "result" if v.get("is_error").and_then(Value::as_bool) == Some(true) => {
+                if let Some(s) = v.get("api_error_status").and_then(Value::as_u64) {
+                    api_status = Some(s as u16);
+                }
+                if let Some(r) = v.get("result").and_then(Value::as_str) {
+                    texts.push(r.to_string());
+                }
+            }
+            "turn.failed" | "error" => {
+                let msg = v
+                    .pointer("/error/message")
+                    .or_else(|| v.get("message"))
+                    .and_then(Value::as_str);
+                if let Some(m) = msg {
+                    texts.push(m.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    let text = texts.join("\n");
+    let lower = text.to_ascii_lowercase();
+    let has = |w: &[&str]| w.iter().any(|x| lower.contains(x));
+    let class = if has(&[
+        "not logged in",
+        "please run /login",
+        "set an auth method",
+        "invalid api key",
+        "authentication_error",
+        "please login",
+        "run `codex login`",
+    ]) || exit_code == Some(41)
+    {
+        ErrorClass::Auth
+    } else if has(&[
+        "quota exceeded. check your plan and billing",
+        "credit balance is too low",
+    ]) {
+        ErrorClass::Billing
+    } else if api_status == Some(429)
+        || has(&[
+            "usage limit",
+            "session limit",
+            "weekly limit",
+            "limit reached",
+            "exhausted your",
+            "rate limit",
+            "quota will reset",
+            "hit your limit",
+        ])
+        || exit_code == Some(173)
+    {
+        ErrorClass::Rate
+    } else if has(&["overloaded", "529", "capacity"]) || api_status == Some(529) {
+        ErrorClass::Overloaded
+    } else {
+        ErrorClass::Transient
+    };
+    if class == ErrorClass::Rate && reset_at_ms.is_none() {
+        reset_at_ms = reset::from_text(&text, ctx).or_else(|| reset::from_window(&text, ctx));
+    }
+    let first = texts.first().map(String::as_str).unwrap_or("no output");
+    Classified {
+        class,
+        reason: super::truncate(first, 240).to_string(),
+        reset_at_ms,
+        context_length: false,
+    }
+}
