@@ -43,6 +43,20 @@ pub enum Event {
         key: Option<String>,
         model: Option<String>,
     },
+    /// Too many transient failures: the provider is out until `until_ms`, then gets one trial.
+    BreakerOpened {
+        provider: String,
+        until_ms: i64,
+        reason: String,
+    },
+    /// A trial request succeeded; the provider is back in rotation.
+    BreakerClosed { provider: String },
+    /// A key was rejected (invalid, revoked) and is out of rotation until it is changed.
+    KeyDisabled {
+        provider: String,
+        key: String,
+        reason: String,
+    },
     /// No candidate could take a request.
     AllExhausted {
         request_id: String,

@@ -120,8 +120,10 @@ async fn transient_failures_fail_over() {
             json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
         )
         .await;
+        // A lone 500 or reset is retried once on the same target, so script it twice.
+        let twice = |b: Behavior| vec![b.clone(), b];
         if let Some(bh) = behavior {
-            a.script([bh]);
+            a.script(twice(bh));
         }
         for stream in [false, true] {
             let r = baton
@@ -137,8 +139,8 @@ async fn transient_failures_fail_over() {
             );
             let _ = r.text().await;
             a.script(match name {
-                "500" => vec![Behavior::status(500)],
-                "reset" => vec![Behavior::Reset],
+                "500" => twice(Behavior::status(500)),
+                "reset" => twice(Behavior::Reset),
                 "hang" => vec![Behavior::Hang],
                 "408" => vec![Behavior::status(408)],
                 _ => vec![],
@@ -275,7 +277,8 @@ async fn every_candidate_rate_limited_gives_429_with_soonest_reset() {
 #[tokio::test]
 async fn every_candidate_failing_gives_502_listing_attempts() {
     let (_d, a, b, baton) = two(10).await;
-    a.script([Behavior::status(500)]);
+    // A lone 500 is retried once on the same target; the second 500 moves on.
+    a.script([Behavior::status(500), Behavior::status(500)]);
     b.script([Behavior::status(502)]);
     let r = baton.chat("auto", "x").await;
     assert_eq!(r.status(), 502);

@@ -45,8 +45,9 @@ async fn streams_pass_through_with_done_and_usage() {
 #[tokio::test]
 async fn failure_before_first_content_falls_over_cleanly() {
     let (_d, a, b, baton) = two().await;
-    // Role chunk only, then the connection closes: nothing was committed, so b answers.
-    a.script([Behavior::StreamDies(0)]);
+    // Role chunk only, then the connection closes: nothing was committed, so after the one
+    // same-target retry (which dies the same way) b answers.
+    a.script([Behavior::StreamDies(0), Behavior::StreamDies(0)]);
     let r = baton
         .post(chat_body("auto", "hi", true))
         .send()

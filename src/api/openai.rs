@@ -37,6 +37,18 @@ async fn handle(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?.to_string();
+    let deadline_ms = match req.headers().get("x-gateway-timeout-ms") {
+        None => None,
+        Some(v) => match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            Some(ms) if (1..=86_400_000).contains(&ms) => Some(ms),
+            _ => {
+                return Err(ApiError::invalid(
+                    "x-gateway-timeout-ms",
+                    "The x-gateway-timeout-ms header must be a whole number of milliseconds between 1 and 86400000.",
+                ))
+            }
+        },
+    };
     let max = core.server.max_body_bytes;
     let too_large = || {
         ApiError::new(
@@ -110,6 +122,7 @@ async fn handle(
         body,
         canonical,
         needs,
+        deadline_ms,
     };
     let mut rec = Record::new(
         request_id.to_string(),

@@ -91,6 +91,17 @@ pub struct RoutingConfig {
     /// Send a context-length error once to a candidate with a larger (or unknown) context window.
     #[serde(default = "default_true")]
     pub context_fallback: bool,
+    /// A rate limit that lifts within this long is waited out on the same target (which the
+    /// user ranked first) instead of failing over, when the deadline allows.
+    #[serde(default = "default_short_wait")]
+    pub short_wait_ms: u64,
+    /// When every candidate is rate-limited and the soonest reset is within this long, hold
+    /// the request until then instead of answering 429. 0 turns this off.
+    #[serde(default)]
+    pub wait_for_reset_ms: u64,
+    /// Circuit breaker for transient failures.
+    #[serde(default)]
+    pub breaker: crate::limits::breaker::BreakerConfig,
 }
 
 impl Default for RoutingConfig {
@@ -101,6 +112,9 @@ impl Default for RoutingConfig {
             max_queued: default_max_queued(),
             request_timeout_ms: default_request_timeout(),
             context_fallback: true,
+            short_wait_ms: default_short_wait(),
+            wait_for_reset_ms: 0,
+            breaker: Default::default(),
         }
     }
 }
@@ -195,6 +209,30 @@ pub struct ProviderConfig {
     /// `America/Los_Angeles`); UTC when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day_reset: Option<String>,
+    /// What a rate limit applies to. When absent, Baton cools the key, or the key and model
+    /// when the error names a per-model limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_scope: Option<LimitScope>,
+    /// After a per-model limit, try this provider's next model before leaving the provider.
+    #[serde(default = "default_true")]
+    pub model_fallback: bool,
+    /// Immediate retries on the same target after a lone 500 or connection reset.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+}
+
+/// The scope a provider's rate limits apply to.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitScope {
+    /// Each API key separately (most providers).
+    Key,
+    /// Each key and model separately (e.g. Groq: per organization and model).
+    KeyModel,
+    /// Each model, across keys.
+    Model,
+    /// The whole provider (e.g. OpenRouter free models: per account).
+    Provider,
 }
 
 impl ProviderConfig {
@@ -302,6 +340,12 @@ fn default_max_queued() -> usize {
 }
 fn default_request_timeout() -> u64 {
     600_000
+}
+fn default_short_wait() -> u64 {
+    3_000
+}
+fn default_retries() -> u32 {
+    1
 }
 fn default_retention_days() -> u32 {
     30

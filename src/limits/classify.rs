@@ -187,6 +187,9 @@ pub fn classify_http(
         reason: format!("HTTP {status}: {}", super::truncate(f.message.trim(), 240)),
         reset_at_ms,
         context_length: context_length && class == ErrorClass::Request,
+        per_model: f.quota_ids.iter().any(|q| q.contains("PerModel"))
+            || has(&["for model", "on model", "for this model", "on this model"]),
+        timeout: false,
     }
 }
 
@@ -281,5 +284,7 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
         reason: super::truncate(first, 240).to_string(),
         reset_at_ms,
         context_length: false,
+        per_model: false,
+        timeout: false,
     }
 }

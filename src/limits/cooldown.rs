@@ -60,6 +60,11 @@ impl Cooldowns {
             return;
         };
         for r in rows {
+            // A rejected key stays out until the user changes it — and a restart is when a
+            // changed environment variable takes effect, so auth verdicts are not restored.
+            if r.class == "auth" {
+                continue;
+            }
             let entry = CooldownEntry {
                 scope: Scope {
                     provider: r.provider.clone(),

@@ -1,5 +1,6 @@
 //! Upstream error classification, reset-time parsing and the cooldown table.
 
+pub mod breaker;
 mod classify;
 mod cooldown;
 pub mod reset;
@@ -59,6 +60,10 @@ pub struct Classified {
     pub reset_at_ms: Option<i64>,
     /// A 400 because the prompt is longer than the model's context window.
     pub context_length: bool,
+    /// The limit is per model (Gemini `PerModel` quotas, Groq "for model …").
+    pub per_model: bool,
+    /// The attempt timed out (such a target is not retried; the next candidate is).
+    pub timeout: bool,
 }
 
 /// A transport-level failure (no usable HTTP answer).
@@ -68,6 +73,16 @@ pub fn classify_transport(reason: impl Into<String>) -> Classified {
         reason: reason.into(),
         reset_at_ms: None,
         context_length: false,
+        per_model: false,
+        timeout: false,
+    }
+}
+
+/// No answer (or no next chunk) within the configured time.
+pub fn classify_timeout(reason: impl Into<String>) -> Classified {
+    Classified {
+        timeout: true,
+        ..classify_transport(reason)
     }
 }
 

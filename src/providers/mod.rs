@@ -64,6 +64,7 @@ pub struct ProviderRuntime {
     pub semaphore: Option<Arc<Semaphore>>,
     key_cursor: AtomicUsize,
     pub in_flight: AtomicUsize,
+    pub breaker: crate::limits::breaker::Breaker,
 }
 
 impl ProviderRuntime {
@@ -73,6 +74,7 @@ impl ProviderRuntime {
             semaphore: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
             key_cursor: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            breaker: Default::default(),
         }
     }
 

@@ -42,7 +42,7 @@ pub(super) async fn attempt(
     let first_deadline = tokio::time::Instant::now() + first_byte;
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
-            return failed(limits::classify_transport(format!(
+            return failed(limits::classify_timeout(format!(
                 "no response within {} ms",
                 timeouts.first_byte_ms
             )))
@@ -67,7 +67,7 @@ pub(super) async fn attempt(
     if !stream {
         let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
             Ok(b) => b,
-            Err(e) => return failed(limits::classify_transport(e.to_string())),
+            Err(e) => return failed(sse_failure(&e)),
         };
         // One light parse: is it a completion, an error in a 200, or garbage? And its usage.
         #[derive(serde::Deserialize)]
@@ -100,7 +100,7 @@ pub(super) async fn attempt(
     loop {
         let next = match timeout_at(first_deadline, reader.next_event()).await {
             Err(_) => {
-                return failed(limits::classify_transport(format!(
+                return failed(limits::classify_timeout(format!(
                     "no content within {} ms",
                     timeouts.first_byte_ms
                 )))
@@ -108,7 +108,7 @@ pub(super) async fn attempt(
             Ok(r) => r,
         };
         let ev = match next {
-            Err(e) => return failed(limits::classify_transport(e.to_string())),
+            Err(e) => return failed(sse_failure(&e)),
             Ok(None) => {
                 return failed(limits::classify_transport(
                     "stream ended before any content",
@@ -142,6 +142,13 @@ pub(super) async fn attempt(
         if content || prelude.len() >= MAX_PRELUDE_EVENTS {
             return Attempt::Served(Answer::Stream { reader, prelude });
         }
+    }
+}
+
+fn sse_failure(e: &SseError) -> Classified {
+    match e {
+        SseError::Idle(_) => limits::classify_timeout(e.to_string()),
+        _ => limits::classify_transport(e.to_string()),
     }
 }
 

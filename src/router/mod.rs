@@ -3,6 +3,7 @@
 //! at an error the client must fix.
 
 mod attempt;
+mod failure;
 pub mod record;
 pub mod snapshot;
 pub mod sse;
@@ -20,9 +21,11 @@ use tokio::time::timeout_at;
 
 use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::gateway::Core;
-use crate::limits::{self, Classified, ErrorClass, Scope};
+use crate::limits::{self, Classified, ErrorClass};
 use crate::providers::{ApiKey, ProviderEntry};
 use crate::store::AttemptRecord;
+use failure::{cooldown_until, on_failure, Next};
+use limits::breaker::Admit;
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 use sse::SseReader;
@@ -33,13 +36,14 @@ const MAX_UPSTREAM_BODY: usize = 64 * 1024 * 1024;
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Events buffered before the first content event; past this the stream is committed anyway.
 const MAX_PRELUDE_EVENTS: usize = 64;
-const LONG_COOLDOWN_MS: i64 = 3_600_000;
 
 /// A client request after parsing and authentication.
 pub struct Inbound {
     pub body: Map<String, Value>,
     pub canonical: ChatRequest,
     pub needs: Needs,
+    /// Per-request deadline from `x-gateway-timeout-ms`, overriding `routing.requestTimeoutMs`.
+    pub deadline_ms: Option<u64>,
 }
 
 /// A concurrency slot on a provider, released when the answer is complete.
@@ -158,28 +162,86 @@ pub async fn dispatch(
             "No enabled provider is available for this model.".into(),
         ));
     }
-
-    let deadline_ms = snap.routing.request_timeout_ms;
+    let deadline_ms = inbound
+        .deadline_ms
+        .unwrap_or(snap.routing.request_timeout_ms);
     let deadline =
         tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
+    let mut waited_for_reset = false;
+    loop {
+        let result = run_candidates(
+            core,
+            snap,
+            inbound,
+            targets.clone(),
+            rec,
+            deadline,
+            deadline_ms,
+        )
+        .await;
+        // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
+        if let Err(Failure::Exhausted {
+            retry_at_ms: Some(at),
+            ..
+        }) = &result
+        {
+            let wait = at - core.clock.now_ms();
+            let bound = snap.routing.wait_for_reset_ms as i64;
+            let fits =
+                tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64) < deadline;
+            if !waited_for_reset && bound > 0 && wait <= bound && fits {
+                waited_for_reset = true;
+                tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
+                continue;
+            }
+        }
+        return result;
+    }
+}
+
+/// Per-target bookkeeping within one pass over the candidates.
+#[derive(Default)]
+struct Pass {
+    soonest_reset: Option<i64>,
+    all_limited: bool,
+    context_retry: Option<Option<u64>>,
+    last_failure: Option<(String, Classified)>,
+    summary: Vec<String>,
+    /// Targets already retried on the spot (lone 500 / reset, or a short rate-limit wait).
+    retried: std::collections::HashSet<String>,
+}
+
+impl Pass {
+    fn limited_until(&mut self, until: i64) {
+        self.soonest_reset = Some(self.soonest_reset.map_or(until, |s| s.min(until)));
+    }
+}
+
+async fn run_candidates(
+    core: &Core,
+    snap: &Snapshot,
+    inbound: &Inbound,
+    targets: Vec<Target>,
+    rec: &mut Record,
+    deadline: tokio::time::Instant,
+    deadline_ms: u64,
+) -> Result<Served, Failure> {
     let mut pending: VecDeque<Target> = targets.into();
     let mut busy: Vec<Target> = Vec::new();
-    let mut soonest_reset: Option<i64> = None;
-    let mut all_limited = true;
-    let mut context_retry: Option<Option<u64>> = None;
-    let mut last_failure: Option<(String, Classified)> = None;
-    let mut summary: Vec<String> = Vec::new();
-
+    let mut pass = Pass {
+        all_limited: true,
+        ..Pass::default()
+    };
     loop {
         let (target, slot) = if let Some(t) = pending.pop_front() {
-            if let Some(window) = context_retry {
+            if let Some(window) = pass.context_retry {
                 if !larger_window(t.model.context_window, window) {
                     continue;
                 }
             }
             if let Some(reason) = t.provider.unavailable() {
-                all_limited = false;
-                summary.push(format!("{}: {reason}", t.label()));
+                pass.all_limited = false;
+                pass.summary.push(format!("{}: {reason}", t.label()));
                 rec.push_attempt(skipped(&t, None, "unavailable", Some(reason), None));
                 continue;
             }
@@ -207,8 +269,8 @@ pub async fn dispatch(
         let key = match pick_key(core, &target) {
             Pick::Go(i) => i,
             Pick::Cooling(until, reason) => {
-                soonest_reset = Some(soonest_reset.map_or(until, |s| s.min(until)));
-                summary.push(format!(
+                pass.limited_until(until);
+                pass.summary.push(format!(
                     "{}: cooling until {} ({reason})",
                     target.label(),
                     fmt_ms(until)
@@ -217,19 +279,29 @@ pub async fn dispatch(
                 continue;
             }
         };
+        let now = core.clock.now_ms();
+        if let Admit::Open(until) = target.provider.runtime.breaker.admit(now) {
+            pass.all_limited = false;
+            pass.summary
+                .push(format!("{}: circuit breaker open", target.label()));
+            rec.push_attempt(skipped(&target, None, "breaker open", None, Some(until)));
+            continue;
+        }
         let api_key = target.provider.keys.get(key);
         if api_key.is_some() {
             target.provider.runtime.used_key(key);
         }
-        if let Some((from, c)) = last_failure.take() {
-            core.events.emit(crate::events::Event::Failover {
-                request_id: rec.id().to_string(),
-                from,
-                to: target.label(),
-                class: c.class.as_str().into(),
-                reason: c.reason,
-                reset_at_ms: c.reset_at_ms,
-            });
+        if let Some((from, c)) = pass.last_failure.take() {
+            if from != target.label() {
+                core.events.emit(crate::events::Event::Failover {
+                    request_id: rec.id().to_string(),
+                    from,
+                    to: target.label(),
+                    class: c.class.as_str().into(),
+                    reason: c.reason,
+                    reset_at_ms: c.reset_at_ms,
+                });
+            }
         }
 
         let started = Instant::now();
@@ -241,23 +313,24 @@ pub async fn dispatch(
         {
             Ok(o) => o,
             Err(_) => {
-                rec.push_attempt(record(
-                    &target,
-                    api_key,
-                    &limits::classify_transport("request deadline reached"),
-                    None,
-                    started,
-                ));
+                let c = limits::classify_timeout("request deadline reached");
+                rec.push_attempt(record(&target, api_key, &c, None, started));
                 return Err(Failure::Deadline(deadline_ms));
             }
         };
         match outcome {
             Attempt::Served(answer) => {
+                let p = &target.provider;
                 core.cooldowns.clear_covering(
-                    target.provider.id(),
+                    p.id(),
                     api_key.map(|k| k.id.as_str()),
                     &target.model.id,
                 );
+                if p.runtime.breaker.success(core.clock.now_ms()) {
+                    core.events.emit(crate::events::Event::BreakerClosed {
+                        provider: p.id().to_string(),
+                    });
+                }
                 let mut ok = record(&target, api_key, &ok_classified(), Some(200), started);
                 ok.class = "ok".into();
                 rec.push_attempt(ok);
@@ -286,51 +359,79 @@ pub async fn dispatch(
                 tracing::info!(request_id = rec.id(), target = %target.label(), class = classified.class.as_str(), reason = %classified.reason, "attempt failed");
                 if classified.context_length
                     && snap.routing.context_fallback
-                    && context_retry.is_none()
+                    && pass.context_retry.is_none()
                 {
-                    context_retry = Some(target.model.context_window);
-                    all_limited = false;
-                    summary.push(format!("{}: {}", target.label(), classified.reason));
-                    last_failure = Some((target.label(), classified));
+                    pass.context_retry = Some(target.model.context_window);
+                    pass.all_limited = false;
+                    pass.summary
+                        .push(format!("{}: {}", target.label(), classified.reason));
+                    pass.last_failure = Some((target.label(), classified));
                     continue;
                 }
                 if !classified.class.fails_over()
-                    || context_retry.is_some() && classified.context_length
+                    || pass.context_retry.is_some() && classified.context_length
                 {
                     return Err(Failure::Client {
                         status: status.unwrap_or(400),
                         body: body.unwrap_or_default(),
                     });
                 }
-                apply_cooldown(core, snap, &target, api_key, &classified);
-                if classified.class == ErrorClass::Rate {
-                    let until = cooldown_until(core, snap, &classified);
-                    soonest_reset = Some(soonest_reset.map_or(until, |s| s.min(until)));
-                } else {
-                    all_limited = false;
+                let label = target.label();
+                let first_retry = !pass.retried.contains(&label);
+                match on_failure(
+                    core,
+                    snap,
+                    &target,
+                    api_key,
+                    &classified,
+                    status,
+                    first_retry,
+                    deadline,
+                )
+                .await
+                {
+                    Next::SameTarget => {
+                        pass.retried.insert(label);
+                        pending.push_front(target);
+                        continue;
+                    }
+                    Next::OtherKey => {
+                        pending.push_front(target);
+                        continue;
+                    }
+                    Next::DropProvider => {
+                        let id = target.provider.id().to_string();
+                        pending.retain(|t| t.provider.id() != id);
+                    }
+                    Next::Move => {}
                 }
-                summary.push(format!("{}: {}", target.label(), classified.reason));
-                last_failure = Some((target.label(), classified));
+                if classified.class == ErrorClass::Rate {
+                    pass.limited_until(cooldown_until(core, snap, &classified));
+                } else {
+                    pass.all_limited = false;
+                }
+                pass.summary
+                    .push(format!("{}: {}", target.label(), classified.reason));
+                pass.last_failure = Some((label, classified));
             }
         }
     }
     Err(Failure::Exhausted {
-        retry_at_ms: if all_limited { soonest_reset } else { None },
-        summary: if summary.is_empty() {
+        retry_at_ms: if pass.all_limited {
+            pass.soonest_reset
+        } else {
+            None
+        },
+        summary: if pass.summary.is_empty() {
             "no candidate could be tried".into()
         } else {
-            summary.join("; ")
+            pass.summary.join("; ")
         },
     })
 }
 
 fn ok_classified() -> Classified {
-    Classified {
-        class: ErrorClass::Transient,
-        reason: String::new(),
-        reset_at_ms: None,
-        context_length: false,
-    }
+    limits::classify_transport("")
 }
 
 fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool {
@@ -465,43 +566,6 @@ fn pick_key(core: &Core, t: &Target) -> Pick {
     }
     let (until, reason) = soonest.unwrap_or((0, String::new()));
     Pick::Cooling(until, reason)
-}
-
-fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i64 {
-    let now = core.cooldowns.now_ms();
-    let default = match c.class {
-        ErrorClass::Billing | ErrorClass::Model | ErrorClass::Auth => LONG_COOLDOWN_MS,
-        _ => snap.routing.default_cooldown_ms as i64,
-    };
-    c.reset_at_ms
-        .unwrap_or(now + default)
-        .clamp(now + 1_000, now + 8 * 86_400_000)
-}
-
-fn apply_cooldown(core: &Core, snap: &Snapshot, t: &Target, key: Option<&ApiKey>, c: &Classified) {
-    let provider = t.provider.id().to_string();
-    let key_id = key.map(|k| k.id.clone());
-    let scope = match c.class {
-        ErrorClass::Rate | ErrorClass::Billing | ErrorClass::Auth => Scope {
-            provider,
-            key: key_id,
-            model: None,
-        },
-        ErrorClass::Overloaded => Scope {
-            provider,
-            key: None,
-            model: None,
-        },
-        ErrorClass::Model => Scope {
-            provider,
-            key: None,
-            model: Some(t.model.id.clone()),
-        },
-        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return,
-    };
-    let until = cooldown_until(core, snap, c);
-    core.cooldowns
-        .start(scope, until, c.class.as_str(), &c.reason);
 }
 
 fn record(

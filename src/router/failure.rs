@@ -1,0 +1,201 @@
+//! What a failed attempt does to the provider's state (cooldowns, breaker, disabled keys) and
+//! where the request goes next: the same target again, the next candidate, or past the rest of
+//! this provider.
+
+use std::time::Duration;
+
+use super::snapshot::{Snapshot, Target};
+use crate::config::LimitScope;
+use crate::events::Event;
+use crate::gateway::Core;
+use crate::limits::{Classified, ErrorClass, Scope};
+use crate::providers::ApiKey;
+
+/// Billing and model verdicts: waiting a minute cannot fix them.
+const LONG_COOLDOWN_MS: i64 = 3_600_000;
+/// The longest any cooldown lasts (weekly subscription windows exist).
+const MAX_COOLDOWN_MS: i64 = 8 * 86_400_000;
+
+pub(super) enum Next {
+    /// Try the same target again now (after a short wait, if any).
+    SameTarget,
+    /// Try the same target with another of the provider's keys (this one is now cooling).
+    OtherKey,
+    /// Skip the provider's remaining candidates.
+    DropProvider,
+    /// Go on to the next candidate.
+    Move,
+}
+
+/// Records the failure's consequences and decides the next step.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn on_failure(
+    core: &Core,
+    snap: &Snapshot,
+    t: &Target,
+    key: Option<&ApiKey>,
+    c: &Classified,
+    status: Option<u16>,
+    first_retry: bool,
+    deadline: tokio::time::Instant,
+) -> Next {
+    let p = &t.provider;
+    let now = core.clock.now_ms();
+    match c.class {
+        ErrorClass::Transient => {
+            if let Some(until) = p.runtime.breaker.failure(now, &snap.routing.breaker) {
+                let scope = Scope {
+                    provider: p.id().to_string(),
+                    key: None,
+                    model: None,
+                };
+                core.cooldowns.start(scope, until, "breaker", &c.reason);
+                core.events.emit(Event::BreakerOpened {
+                    provider: p.id().to_string(),
+                    until_ms: until,
+                    reason: c.reason.clone(),
+                });
+                return Next::Move;
+            }
+            // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
+            let lone = status.is_none_or(|s| s == 500) && !c.timeout;
+            if lone && first_retry && p.config.retries > 0 {
+                return Next::SameTarget;
+            }
+            Next::Move
+        }
+        ErrorClass::Rate => {
+            apply_cooldown(core, snap, t, key, c);
+            if c.reset_at_ms.is_some() {
+                // Wait for the cooldown as recorded (clamped to at least a second).
+                let wait = cooldown_until(core, snap, c) - now;
+                let fits = tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64)
+                    < deadline;
+                if first_retry && (0..=snap.routing.short_wait_ms as i64).contains(&wait) && fits {
+                    tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
+                    return Next::SameTarget;
+                }
+            }
+            if other_key_free(core, t, key) {
+                return Next::OtherKey;
+            }
+            let per_model = matches!(
+                p.config.limit_scope,
+                Some(LimitScope::KeyModel | LimitScope::Model)
+            ) || p.config.limit_scope.is_none() && c.per_model;
+            if per_model && !p.config.model_fallback {
+                Next::DropProvider
+            } else {
+                Next::Move
+            }
+        }
+        ErrorClass::Auth => {
+            apply_cooldown(core, snap, t, key, c);
+            core.events.emit(Event::KeyDisabled {
+                provider: p.id().to_string(),
+                key: key
+                    .map(|k| k.id.clone())
+                    .unwrap_or_else(|| "(no key)".into()),
+                reason: c.reason.clone(),
+            });
+            if other_key_free(core, t, key) {
+                return Next::OtherKey;
+            }
+            Next::Move
+        }
+        ErrorClass::Billing => {
+            apply_cooldown(core, snap, t, key, c);
+            if other_key_free(core, t, key) {
+                return Next::OtherKey;
+            }
+            Next::Move
+        }
+        _ => {
+            apply_cooldown(core, snap, t, key, c);
+            Next::Move
+        }
+    }
+}
+
+/// Whether the provider has another key that is not cooling for this model.
+fn other_key_free(core: &Core, t: &Target, used: Option<&ApiKey>) -> bool {
+    let Some(used) = used else { return false };
+    t.provider.keys.iter().any(|k| {
+        k.id != used.id
+            && core
+                .cooldowns
+                .blocking(t.provider.id(), Some(&k.id), &t.model.id)
+                .is_none()
+    })
+}
+
+pub(super) fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i64 {
+    let now = core.cooldowns.now_ms();
+    let default = match c.class {
+        ErrorClass::Billing | ErrorClass::Model => LONG_COOLDOWN_MS,
+        // Out until the user changes the key (or restarts with a new one).
+        ErrorClass::Auth => MAX_COOLDOWN_MS,
+        // Overload is the provider's momentary state: keep it short.
+        ErrorClass::Overloaded => (snap.routing.default_cooldown_ms as i64).min(30_000),
+        _ => snap.routing.default_cooldown_ms as i64,
+    };
+    c.reset_at_ms
+        .unwrap_or(now + default)
+        .clamp(now + 1_000, now + MAX_COOLDOWN_MS)
+}
+
+pub(super) fn apply_cooldown(
+    core: &Core,
+    snap: &Snapshot,
+    t: &Target,
+    key: Option<&ApiKey>,
+    c: &Classified,
+) {
+    let provider = t.provider.id().to_string();
+    let key_id = key.map(|k| k.id.clone());
+    let model = Some(t.model.id.clone());
+    let scope = match c.class {
+        // The narrowest scope the provider's limit applies to.
+        ErrorClass::Rate => match (t.provider.config.limit_scope, c.per_model) {
+            (Some(LimitScope::Provider), _) => Scope {
+                provider,
+                key: None,
+                model: None,
+            },
+            (Some(LimitScope::Model), _) => Scope {
+                provider,
+                key: None,
+                model,
+            },
+            (Some(LimitScope::KeyModel), _) | (None, true) => Scope {
+                provider,
+                key: key_id,
+                model,
+            },
+            (Some(LimitScope::Key), _) | (None, false) => Scope {
+                provider,
+                key: key_id,
+                model: None,
+            },
+        },
+        ErrorClass::Billing | ErrorClass::Auth => Scope {
+            provider,
+            key: key_id,
+            model: None,
+        },
+        ErrorClass::Overloaded => Scope {
+            provider,
+            key: None,
+            model: None,
+        },
+        ErrorClass::Model => Scope {
+            provider,
+            key: None,
+            model,
+        },
+        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return,
+    };
+    let until = cooldown_until(core, snap, c);
+    core.cooldowns
+        .start(scope, until, c.class.as_str(), &c.reason);
+}

@@ -1,0 +1,348 @@
+//! Limit intelligence end to end: key rotation, per-key and per-model cooldowns, same-target
+//! retries, the circuit breaker, deadlines and waiting for a reset.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use baton::events::Event;
+use common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+fn keyed(id: &str, fake: &FakeUpstream, prio: i64, vars: &[(&str, &str)]) -> Value {
+    for (name, value) in vars {
+        std::env::set_var(name, value);
+    }
+    let mut p = provider(id, &fake.base_url(), prio);
+    p["keys"] = json!(vars
+        .iter()
+        .map(|(n, _)| json!({"env": n}))
+        .collect::<Vec<_>>());
+    p
+}
+
+fn auths(f: &FakeUpstream) -> Vec<String> {
+    f.received()
+        .iter()
+        .map(|r| {
+            r.headers["authorization"]
+                .to_str()
+                .unwrap()
+                .trim_start_matches("Bearer ")
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn keys_rotate_fairly_and_a_limited_key_is_not_called_before_its_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let pa = keyed(
+        "a",
+        &a,
+        10,
+        &[("BT_ROT_K1", "k-one"), ("BT_ROT_K2", "k-two")],
+    );
+    let baton = Baton::start(dir.path(), json!({"providers": [pa]})).await;
+    for _ in 0..4 {
+        assert_eq!(baton.chat("auto", "x").await.status(), 200);
+    }
+    assert_eq!(
+        auths(&a),
+        ["k-one", "k-two", "k-one", "k-two"],
+        "round-robin"
+    );
+    a.script([Behavior::rate_limited(Some(120))]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(
+        (r.status().as_u16(), header(&r, "x-gateway-attempts")),
+        (200, "2"),
+        "the other key of the same provider answers"
+    );
+    for _ in 0..3 {
+        assert_eq!(baton.chat("auto", "x").await.status(), 200);
+    }
+    assert_eq!(
+        &auths(&a)[4..],
+        ["k-one", "k-two", "k-two", "k-two", "k-two"],
+        "k-one rests until its reset"
+    );
+    let cd = baton.handle.core.cooldowns.active();
+    assert_eq!(cd.len(), 1);
+    assert_eq!(cd[0].scope.key.as_deref(), Some("env:BT_ROT_K1"));
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_rejected_key_is_disabled_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let pa = keyed(
+        "a",
+        &a,
+        10,
+        &[("BT_AUTH_K1", "bad-key"), ("BT_AUTH_K2", "good-key")],
+    );
+    let baton = Baton::start(dir.path(), json!({"providers": [pa]})).await;
+    let mut rx = baton.handle.events().subscribe();
+    a.script([Behavior::Status { status: 401, body: json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}), headers: vec![] }]);
+    assert_eq!(baton.chat("auto", "x").await.status(), 200);
+    assert_eq!(baton.chat("auto", "x").await.status(), 200);
+    assert_eq!(auths(&a), ["bad-key", "good-key", "good-key"]);
+    let mut disabled = false;
+    while let Ok(ev) = rx.try_recv() {
+        disabled |= matches!(ev, Event::KeyDisabled { ref key, .. } if key == "env:BT_AUTH_K1");
+    }
+    assert!(disabled, "KeyDisabled event");
+    baton.stop().await;
+}
+
+fn gemini_per_model_429() -> Behavior {
+    Behavior::Status {
+        status: 429,
+        body: json!({"error": {"code": 429, "message": "You exceeded your current quota", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+                        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "45s"}]}}),
+        headers: vec![],
+    }
+}
+
+#[tokio::test]
+async fn per_model_limit_moves_to_the_next_model_on_the_same_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let mut pa = keyed("a", &a, 10, &[("BT_PM_K1", "only-key")]);
+    pa["models"] = json!(["m1", "m2"]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([gemini_per_model_429()]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(
+        (
+            header(&r, "x-gateway-provider"),
+            header(&r, "x-gateway-model")
+        ),
+        ("a", "m2")
+    );
+    assert_eq!(auths(&a), ["only-key", "only-key"]);
+    let cd = baton.handle.core.cooldowns.active();
+    assert_eq!(
+        (cd[0].scope.key.as_deref(), cd[0].scope.model.as_deref()),
+        (Some("env:BT_PM_K1"), Some("m1"))
+    );
+    let left = cd[0].until_ms - baton::clock::unix_ms();
+    assert!(
+        (40_000..=45_500).contains(&left),
+        "RetryInfo.retryDelay honoured: {left}"
+    );
+    assert_eq!(b.hits(), 0);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn model_fallback_off_leaves_the_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["models"] = json!(["m1", "m2"]);
+    pa["modelFallback"] = json!(false);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([gemini_per_model_429()]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "b");
+    assert_eq!(a.hits(), 1);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn declared_provider_scope_cools_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let mut pa = keyed("a", &a, 10, &[("BT_PS_K1", "p1"), ("BT_PS_K2", "p2")]);
+    pa["limitScope"] = json!("provider");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([Behavior::rate_limited(Some(60))]);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "b"
+    );
+    assert_eq!(
+        a.hits(),
+        1,
+        "an account-wide limit is not retried with the other key"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn lone_500_is_retried_once_on_the_same_target() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([Behavior::status(500)]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(
+        (
+            header(&r, "x-gateway-provider"),
+            header(&r, "x-gateway-attempts")
+        ),
+        ("a", "2")
+    );
+    assert_eq!(b.hits(), 0);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_short_reset_is_waited_out_on_the_first_choice() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([Behavior::Status {
+        status: 429,
+        body: json!({"error": {"message": "slow down"}}),
+        headers: vec![("retry-after-ms".into(), "300".into())],
+    }]);
+    let t = std::time::Instant::now();
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(
+        (
+            header(&r, "x-gateway-provider"),
+            header(&r, "x-gateway-attempts")
+        ),
+        ("a", "2")
+    );
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(300),
+        "waited for the reset"
+    );
+    assert_eq!(b.hits(), 0);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn breaker_opens_half_opens_with_one_trial_and_closes() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let baton = std::sync::Arc::new(
+        Baton::start(
+            dir.path(),
+            json!({"routing": {"breaker": {"failures": 3, "cooldownMs": 300, "maxCooldownMs": 5000}},
+                "providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+        )
+        .await,
+    );
+    let mut rx = baton.handle.events().subscribe();
+    a.always(Behavior::status(502));
+    for _ in 0..3 {
+        assert_eq!(
+            header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+            "b"
+        );
+    }
+    assert_eq!(a.hits(), 3);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "b"
+    );
+    assert_eq!(a.hits(), 3, "open: not called");
+    // After the open period, parallel requests send exactly one trial.
+    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    a.always(Behavior::Delay(200));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let bt = baton.clone();
+        tasks.push(tokio::spawn(async move {
+            header(&bt.chat("auto", "x").await, "x-gateway-provider").to_string()
+        }));
+    }
+    let mut served = Vec::new();
+    for t in tasks {
+        served.push(t.await.unwrap());
+    }
+    assert_eq!(a.hits(), 4, "exactly one trial request");
+    assert_eq!(served.iter().filter(|p| *p == "a").count(), 1);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "a",
+        "closed after a good trial"
+    );
+    let (mut opened, mut closed) = (false, false);
+    while let Ok(ev) = rx.try_recv() {
+        opened |= matches!(ev, Event::BreakerOpened { ref provider, .. } if provider == "a");
+        closed |= matches!(ev, Event::BreakerClosed { ref provider } if provider == "a");
+    }
+    assert!(opened && closed);
+}
+
+#[tokio::test]
+async fn deadline_header_bounds_the_whole_chain() {
+    let (dir, a) = (tempfile::tempdir().unwrap(), FakeUpstream::start("a").await);
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["timeouts"]["firstByteMs"] = json!(60_000);
+    let baton = Baton::start(dir.path(), json!({"providers": [pa]})).await;
+    a.script([Behavior::Hang]);
+    let r = baton
+        .post(chat_body("auto", "x", false))
+        .header("x-gateway-timeout-ms", "300")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "deadline_exceeded");
+    let r = baton
+        .post(chat_body("auto", "x", false))
+        .header("x-gateway-timeout-ms", "soon")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn wait_for_reset_holds_the_request_when_the_reset_is_near() {
+    let (dir, a) = (tempfile::tempdir().unwrap(), FakeUpstream::start("a").await);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"routing": {"waitForResetMs": 3000, "shortWaitMs": 0}, "providers": [provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    a.script([Behavior::rate_limited(Some(1))]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(r.status(), 200, "held until the reset, then served");
+    assert_eq!(a.hits(), 2);
+    baton.stop().await;
+}
