@@ -346,3 +346,65 @@ async fn wait_for_reset_holds_the_request_when_the_reset_is_near() {
     assert_eq!(a.hits(), 2);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn nearly_exhausted_quota_is_demoted_before_any_429() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    a.script([Behavior::OkHeaders(vec![
+        ("x-ratelimit-remaining-requests".into(), "2".into()),
+        ("x-ratelimit-limit-requests".into(), "100".into()),
+    ])]);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "a"
+    );
+    // 2 % left on a: b goes first, with no failed attempt.
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(
+        (
+            header(&r, "x-gateway-provider"),
+            header(&r, "x-gateway-attempts")
+        ),
+        ("b", "1")
+    );
+    assert_eq!(a.hits(), 1);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn declared_rpm_is_counted_locally() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["limits"] = json!({"rpm": 2});
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    let served: Vec<String> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(header(&baton.chat("auto", "x").await, "x-gateway-provider").to_string());
+        }
+        v
+    };
+    assert_eq!(
+        served,
+        ["a", "a", "b", "b"],
+        "a's two requests per minute are used, then b"
+    );
+    baton.stop().await;
+}

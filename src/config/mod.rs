@@ -219,6 +219,13 @@ pub struct ProviderConfig {
     /// Immediate retries on the same target after a lone 500 or connection reset.
     #[serde(default = "default_retries")]
     pub retries: u32,
+    /// Per-key limits of a free tier, counted locally to demote a key before it hits them.
+    #[serde(default, skip_serializing_if = "is_default_limits")]
+    pub limits: crate::limits::quota::DeclaredLimits,
+}
+
+fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {
+    *l == crate::limits::quota::DeclaredLimits::default()
 }
 
 /// The scope a provider's rate limits apply to.

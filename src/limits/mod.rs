@@ -3,6 +3,7 @@
 pub mod breaker;
 mod classify;
 mod cooldown;
+pub mod quota;
 pub mod reset;
 
 pub use classify::{classify_cli, classify_http};

@@ -65,6 +65,7 @@ pub struct ProviderRuntime {
     key_cursor: AtomicUsize,
     pub in_flight: AtomicUsize,
     pub breaker: crate::limits::breaker::Breaker,
+    pub quota: crate::limits::quota::Quota,
 }
 
 impl ProviderRuntime {
@@ -75,6 +76,7 @@ impl ProviderRuntime {
             key_cursor: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             breaker: Default::default(),
+            quota: Default::default(),
         }
     }
 

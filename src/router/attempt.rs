@@ -40,6 +40,11 @@ pub(super) async fn attempt(
     let first_byte = Duration::from_millis(timeouts.first_byte_ms);
     let idle = Duration::from_millis(timeouts.idle_ms);
     let first_deadline = tokio::time::Instant::now() + first_byte;
+    p.runtime.quota.sent(
+        key.map(|k| k.id.as_str()).unwrap_or_default(),
+        core.clock.now_ms(),
+        &p.config.limits,
+    );
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
             return failed(limits::classify_timeout(format!(
@@ -52,6 +57,10 @@ pub(super) async fn attempt(
     };
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
+    let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
+    p.runtime
+        .quota
+        .observe(key_id, &headers, core.clock.now_ms());
     let mut reader = SseReader::new(Box::pin(resp.bytes_stream()), idle);
     if !(200..300).contains(&status) {
         let body = read_all(&mut reader, MAX_ERROR_BODY)

@@ -26,6 +26,7 @@ use crate::providers::{ApiKey, ProviderEntry};
 use crate::store::AttemptRecord;
 use failure::{cooldown_until, on_failure, Next};
 use limits::breaker::Admit;
+use limits::quota::DEMOTE_BELOW;
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 use sse::SseReader;
@@ -161,6 +162,11 @@ pub async fn dispatch(
         return Err(Failure::NoProvider(
             "No enabled provider is available for this model.".into(),
         ));
+    }
+    if matches!(selection, Selection::Auto) {
+        // Proactive: providers about to run out go behind the others (order otherwise kept).
+        let now = core.clock.now_ms();
+        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
     }
     let deadline_ms = inbound
         .deadline_ms
@@ -538,7 +544,7 @@ impl Drop for QueueGuard<'_> {
 }
 
 /// Round-robin over the provider's keys that are not cooling, without sending anything to a
-/// cooling one.
+/// cooling one; keys whose quota score is nearly exhausted are used only when no other is free.
 fn pick_key(core: &Core, t: &Target) -> Pick {
     let p = &t.provider;
     let n = p.keys.len();
@@ -548,15 +554,27 @@ fn pick_key(core: &Core, t: &Target) -> Pick {
             None => Pick::Go(0),
         };
     }
+    let now = core.clock.now_ms();
     let start = p.runtime.key_start();
     let mut soonest: Option<(i64, String)> = None;
+    let mut low: Option<usize> = None;
     for i in 0..n {
         let idx = (start + i) % n;
         match core
             .cooldowns
             .blocking(p.id(), Some(&p.keys[idx].id), &t.model.id)
         {
-            None => return Pick::Go(idx),
+            None => {
+                let score = p
+                    .runtime
+                    .quota
+                    .score(&p.keys[idx].id, now, &p.config.limits);
+                if score.is_some_and(|s| s < DEMOTE_BELOW) {
+                    low.get_or_insert(idx);
+                } else {
+                    return Pick::Go(idx);
+                }
+            }
             Some(c) => {
                 if soonest.as_ref().is_none_or(|(u, _)| c.until_ms < *u) {
                     soonest = Some((c.until_ms, c.reason));
@@ -564,8 +582,26 @@ fn pick_key(core: &Core, t: &Target) -> Pick {
             }
         }
     }
+    if let Some(idx) = low {
+        return Pick::Go(idx);
+    }
     let (until, reason) = soonest.unwrap_or((0, String::new()));
     Pick::Cooling(until, reason)
+}
+
+/// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.
+fn nearly_exhausted(p: &ProviderEntry, now: i64) -> bool {
+    let low = |key: &str| {
+        p.runtime
+            .quota
+            .score(key, now, &p.config.limits)
+            .is_some_and(|s| s < DEMOTE_BELOW)
+    };
+    if p.keys.is_empty() {
+        low("")
+    } else {
+        p.keys.iter().all(|k| low(&k.id))
+    }
 }
 
 fn record(

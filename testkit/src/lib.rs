@@ -47,6 +47,8 @@ pub enum Behavior {
     SlowStream { chunks: usize, delay_ms: u64 },
     /// Waits this long, then answers normally.
     Delay(u64),
+    /// A normal answer carrying these extra response headers (e.g. rate-limit counters).
+    OkHeaders(Vec<(String, String)>),
     /// Like a real model: calls the first tool when the request offers tools and the last turn
     /// is the user's; otherwise answers like `Ok`.
     Auto,
@@ -288,6 +290,16 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         b => b,
     };
     match behavior {
+        Behavior::OkHeaders(extra) => {
+            let mut resp = answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await;
+            for (k, v) in extra {
+                resp.headers_mut().insert(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            resp
+        }
         Behavior::Ok | Behavior::Auto => {
             answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await
         }

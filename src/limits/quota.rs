@@ -1,0 +1,195 @@
+//! Proactive quota awareness: a 0..1 score per provider key from the remaining/limit headers
+//! providers send on every answer (and from local counters for limits declared in the config), so
+//! `auto` can move away from a nearly exhausted key before it ever answers 429.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use http::HeaderMap;
+use serde::{Deserialize, Serialize};
+
+/// A header reading stays trusted this long (windows are usually a minute).
+const FRESH_MS: i64 = 60_000;
+/// Below this, a key is demoted behind the others.
+pub const DEMOTE_BELOW: f64 = 0.05;
+
+/// Limits a provider declares for each key (free tiers), counted locally.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeclaredLimits {
+    /// Requests per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    /// Requests per day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpd: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct KeyQuota {
+    header_score: Option<(f64, i64)>,
+    sent: VecDeque<i64>,
+}
+
+/// Quota state of one provider, by key id ("" for a keyless provider).
+#[derive(Debug, Default)]
+pub struct Quota(Mutex<HashMap<String, KeyQuota>>);
+
+impl Quota {
+    /// Reads remaining/limit headers from an answer.
+    pub fn observe(&self, key: &str, headers: &HeaderMap, now: i64) {
+        if let Some(score) = header_score(headers) {
+            if let Ok(mut m) = self.0.lock() {
+                m.entry(key.to_string()).or_default().header_score = Some((score, now));
+            }
+        }
+    }
+
+    /// Counts a request sent with `key` against the declared limits.
+    pub fn sent(&self, key: &str, now: i64, declared: &DeclaredLimits) {
+        if declared.rpm.is_none() && declared.rpd.is_none() {
+            return;
+        }
+        if let Ok(mut m) = self.0.lock() {
+            let q = m.entry(key.to_string()).or_default();
+            q.sent.push_back(now);
+            while q.sent.front().is_some_and(|t| now - t > 86_400_000) {
+                q.sent.pop_front();
+            }
+        }
+    }
+
+    /// The key's score (1 = plenty left, 0 = exhausted); `None` when nothing is known.
+    pub fn score(&self, key: &str, now: i64, declared: &DeclaredLimits) -> Option<f64> {
+        let m = self.0.lock().ok()?;
+        let q = m.get(key)?;
+        let mut score: Option<f64> = q
+            .header_score
+            .filter(|(_, at)| now - at < FRESH_MS)
+            .map(|(s, _)| s);
+        let mut local = |limit: Option<u32>, window: i64| {
+            if let Some(l) = limit.filter(|l| *l > 0) {
+                let used = q.sent.iter().filter(|t| now - **t < window).count() as f64;
+                let s = (1.0 - used / f64::from(l)).max(0.0);
+                score = Some(score.map_or(s, |x| x.min(s)));
+            }
+        };
+        local(declared.rpm, 60_000);
+        local(declared.rpd, 86_400_000);
+        score
+    }
+}
+
+fn num(headers: &HeaderMap, name: &str) -> Option<f64> {
+    headers.get(name)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// The lowest remaining/limit ratio among the headers present.
+pub fn header_score(headers: &HeaderMap) -> Option<f64> {
+    let mut score: Option<f64> = None;
+    let mut take = |s: f64| score = Some(score.map_or(s, |x: f64| x.min(s)).clamp(0.0, 1.0));
+    for kind in ["requests", "tokens"] {
+        let remaining = num(headers, &format!("x-ratelimit-remaining-{kind}"));
+        let limit = num(headers, &format!("x-ratelimit-limit-{kind}"));
+        if let (Some(r), Some(l)) = (remaining, limit) {
+            if l > 0.0 {
+                take(r / l);
+            }
+        }
+    }
+    for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
+        let remaining = num(headers, &format!("anthropic-ratelimit-{kind}-remaining"));
+        let limit = num(headers, &format!("anthropic-ratelimit-{kind}-limit"));
+        if let (Some(r), Some(l)) = (remaining, limit) {
+            if l > 0.0 {
+                take(r / l);
+            }
+        }
+    }
+    for window in ["5h", "7d"] {
+        if let Some(u) = num(
+            headers,
+            &format!("anthropic-ratelimit-unified-{window}-utilization"),
+        ) {
+            // Sent as a fraction (0.93) by current versions; accept percentages too.
+            let u = if u > 1.0 { u / 100.0 } else { u };
+            take(1.0 - u);
+        }
+    }
+    if let Some(status) = headers
+        .get("anthropic-ratelimit-unified-status")
+        .and_then(|v| v.to_str().ok())
+    {
+        match status {
+            "allowed_warning" => take(DEMOTE_BELOW / 2.0),
+            "rejected" => take(0.0),
+            _ => {}
+        }
+    }
+    score
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (k, v) in pairs {
+            m.insert(*k, v.parse().expect("value"));
+        }
+        m
+    }
+
+    #[test]
+    fn scores_from_headers_and_counters() {
+        let s = header_score(&h(&[
+            ("x-ratelimit-remaining-requests", "2"),
+            ("x-ratelimit-limit-requests", "100"),
+            ("x-ratelimit-remaining-tokens", "9000"),
+            ("x-ratelimit-limit-tokens", "10000"),
+        ]));
+        assert_eq!(s, Some(0.02));
+        assert_eq!(
+            header_score(&h(&[(
+                "anthropic-ratelimit-unified-status",
+                "allowed_warning"
+            )])),
+            Some(0.025)
+        );
+        assert_eq!(
+            header_score(&h(&[("anthropic-ratelimit-unified-5h-utilization", "0.5")])),
+            Some(0.5)
+        );
+        assert_eq!(header_score(&HeaderMap::new()), None);
+
+        let q = Quota::default();
+        let declared = DeclaredLimits {
+            rpm: Some(4),
+            rpd: None,
+        };
+        for t in 0..3 {
+            q.sent("k", t, &declared);
+        }
+        assert_eq!(q.score("k", 10, &declared), Some(0.25));
+        assert_eq!(
+            q.score("k", 70_000, &declared),
+            Some(1.0),
+            "the minute has passed"
+        );
+        q.observe(
+            "k",
+            &h(&[
+                ("x-ratelimit-remaining-requests", "1"),
+                ("x-ratelimit-limit-requests", "10"),
+            ]),
+            0,
+        );
+        assert_eq!(q.score("k", 10, &declared), Some(0.1));
+        assert_eq!(
+            q.score("k", 61_000, &declared),
+            Some(1.0),
+            "stale header readings expire"
+        );
+    }
+}
