@@ -33,6 +33,8 @@ pub struct Core {
     /// Requests currently waiting for a concurrency slot.
     pub queued: AtomicUsize,
     pub clock: Arc<dyn Clock>,
+    /// Health counters per provider / key / model.
+    pub stats: Arc<crate::stats::Stats>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
@@ -170,6 +172,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         server: server_cfg,
         queued: AtomicUsize::new(0),
         clock,
+        stats: Default::default(),
         local_tz: jiff::tz::TimeZone::system(),
         runtimes: Mutex::new(HashMap::new()),
         file_config: opts.config,

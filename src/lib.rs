@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod limits;
 pub mod providers;
 pub mod router;
+pub mod stats;
 pub mod store;
 
 pub use gateway::{start, Core, GatewayHandle, StartError, StartOptions};

@@ -4,6 +4,7 @@
 // ApiError is built once per failed request, never on the hot path; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod admin;
 pub mod error;
 pub mod openai;
 
@@ -47,6 +48,11 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(openai::models))
         .route("/health", get(health))
+        .route("/admin/state", get(admin::state))
+        .route(
+            "/admin/cooldowns",
+            axum::routing::delete(admin::clear_cooldowns),
+        )
         .route("/", get(root).head(root))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -132,6 +132,7 @@ async fn handle(
         stream,
         core.store.writer().clone(),
         core.events.clone(),
+        core.stats.clone(),
     );
     let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));

@@ -131,6 +131,13 @@ impl Breaker {
         Some(until)
     }
 
+    /// Closes the breaker by hand (admin).
+    pub fn reset(&self) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = State::default();
+        }
+    }
+
     /// `(open_until, consecutive failures)` for the admin state.
     pub fn snapshot(&self) -> (Option<i64>, u32) {
         self.0

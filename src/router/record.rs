@@ -1,10 +1,12 @@
 //! One request's record: its attempts, timing and usage. Finishing it writes the request-log row
 //! and emits the request event; dropping it unfinished (client went away) records a 499.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::canonical::Usage;
 use crate::events::{Event, Events};
+use crate::stats::Stats;
 use crate::store::{AttemptRecord, LogRow, StoreWriter, WriteOp};
 
 pub struct Record {
@@ -12,6 +14,7 @@ pub struct Record {
     started: Instant,
     writer: StoreWriter,
     events: Events,
+    stats: Arc<Stats>,
 }
 
 impl Record {
@@ -23,6 +26,7 @@ impl Record {
         stream: bool,
         writer: StoreWriter,
         events: Events,
+        stats: Arc<Stats>,
     ) -> Self {
         Self {
             row: Some(LogRow {
@@ -44,6 +48,7 @@ impl Record {
             started: Instant::now(),
             writer,
             events,
+            stats,
         }
     }
 
@@ -105,6 +110,7 @@ impl Record {
         row.status = status;
         row.error = error;
         row.total_ms = self.started.elapsed().as_millis() as u64;
+        self.stats.observe(&row);
         if self.events.has_subscribers() {
             self.events.emit(Event::Request {
                 id: row.id.clone(),

@@ -12,6 +12,7 @@ pub struct Baton {
     pub handle: GatewayHandle,
     pub url: String,
     pub key: String,
+    pub admin_key: String,
     pub http: reqwest::Client,
 }
 
@@ -35,9 +36,14 @@ impl Baton {
             .unwrap()
             .trim()
             .to_string();
+        let admin_key = std::fs::read_to_string(dir.join("admin.key"))
+            .unwrap()
+            .trim()
+            .to_string();
         Baton {
             url: format!("http://{}", handle.addr),
             key,
+            admin_key,
             handle,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
@@ -58,6 +64,18 @@ impl Baton {
             .send()
             .await
             .unwrap()
+    }
+
+    pub async fn admin_state(&self) -> serde_json::Value {
+        let r = self
+            .http
+            .get(format!("{}/admin/state", self.url))
+            .bearer_auth(&self.admin_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.json().await.unwrap()
     }
 
     pub async fn stop(self) {

@@ -1,0 +1,159 @@
+//! Admin API (admin key in `Authorization: Bearer` or `x-admin-key`; never a cookie, never
+//! permissive CORS): live routing state and clearing cooldowns by hand.
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::AppState;
+use crate::gateway::Core;
+use crate::limits::CooldownEntry;
+
+fn require_admin(core: &Core, headers: &HeaderMap) -> Result<(), ApiError> {
+    let presented = headers
+        .get("x-admin-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .or_else(|| crate::auth::presented_key(headers));
+    if presented.is_some_and(|k| core.keys.is_admin(k)) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "invalid_admin_key",
+            "The admin API needs the admin key (admin.key in the data directory) as `Authorization: Bearer <key>` or `x-admin-key`.",
+        ))
+    }
+}
+
+fn cooldown_json(c: &CooldownEntry, now: i64) -> Value {
+    json!({
+        "key": c.scope.key, "model": c.scope.model, "class": c.class, "reason": c.reason,
+        "untilMs": c.until_ms, "remainingMs": (c.until_ms - now).max(0),
+    })
+}
+
+/// `GET /admin/state`: every provider in routing order with keys (masked), models, cooldowns,
+/// breaker, concurrency, quota scores and health counters.
+pub async fn state(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let now = core.clock.now_ms();
+    let snap = core.snapshot.load();
+    let cooldowns = core.cooldowns.active();
+    let mut providers = Vec::new();
+    for p in &snap.providers {
+        let id = p.id();
+        let mine: Vec<&CooldownEntry> = cooldowns
+            .iter()
+            .filter(|c| c.scope.provider == id)
+            .collect();
+        let (open_until, consecutive) = p.runtime.breaker.snapshot();
+        let breaker = match open_until {
+            None => "closed",
+            Some(u) if u > now => "open",
+            Some(_) => "half-open",
+        };
+        let keys: Vec<Value> = p
+            .keys
+            .iter()
+            .map(|k| {
+                let cd = mine.iter().find(|c| c.scope.key.as_deref() == Some(&k.id));
+                json!({
+                    "id": k.id,
+                    "masked": k.secret.masked(),
+                    "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits),
+                    "cooldown": cd.map(|c| cooldown_json(c, now)),
+                    "disabled": cd.is_some_and(|c| c.class == "auth"),
+                    "health": core.stats.health(id, Some(&k.id), None),
+                })
+            })
+            .chain(p.missing_keys.iter().map(|env| {
+                json!({"id": format!("env:{env}"), "masked": null, "missing": true,
+                    "reason": format!("environment variable {env} is not set")})
+            }))
+            .collect();
+        let models: Vec<Value> = p
+            .models
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id, "contextWindow": m.context_window, "tools": m.tools, "images": m.images,
+                    "cooldowns": mine.iter().filter(|c| c.scope.model.as_deref() == Some(&m.id))
+                        .map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
+                    "health": core.stats.health(id, None, Some(&m.id)),
+                })
+            })
+            .collect();
+        providers.push(json!({
+            "id": id,
+            "name": p.config.display_name(),
+            "kind": p.config.kind.as_str(),
+            "enabled": p.config.enabled,
+            "auto": p.config.auto,
+            "priority": p.config.priority,
+            "unavailable": p.unavailable(),
+            "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
+            "maxConcurrency": p.config.max_concurrency,
+            "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive},
+            "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
+            "keys": keys,
+            "models": models,
+            "health": core.stats.health(id, None, None),
+        }));
+    }
+    Ok(Json(json!({"nowMs": now, "providers": providers})))
+}
+
+#[derive(Deserialize)]
+pub struct ClearQuery {
+    provider: String,
+    key: Option<String>,
+    model: Option<String>,
+}
+
+/// `DELETE /admin/cooldowns?provider=ID[&key=KEY_ID][&model=M]`: clears the matching cooldowns
+/// (all of the provider's when no key or model is given) and closes its breaker.
+pub async fn clear_cooldowns(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<ClearQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let snap = core.snapshot.load();
+    let Some(p) = snap.provider(&q.provider) else {
+        let mut e = ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "provider_not_found",
+            format!("No provider `{}`.", q.provider),
+        );
+        e.param = Some("provider".into());
+        return Err(e);
+    };
+    let mut cleared = 0;
+    for c in core.cooldowns.active() {
+        let matches = c.scope.provider == q.provider
+            && q.key
+                .as_ref()
+                .is_none_or(|k| c.scope.key.as_ref() == Some(k))
+            && q.model
+                .as_ref()
+                .is_none_or(|m| c.scope.model.as_ref() == Some(m));
+        if matches && core.cooldowns.clear(&c.scope) {
+            cleared += 1;
+        }
+    }
+    if q.key.is_none() && q.model.is_none() {
+        p.runtime.breaker.reset();
+    }
+    Ok(Json(json!({"cleared": cleared})))
+}

@@ -1,0 +1,123 @@
+//! In-memory health counters per provider / key / model, fed by every finished request's
+//! attempts: calls, successes, failures by class, latency percentiles, tokens, last error.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::store::LogRow;
+
+/// Latencies kept per entry for percentiles.
+const LATENCY_SAMPLES: usize = 512;
+
+#[derive(Debug, Default, Clone)]
+struct Entry {
+    calls: u64,
+    successes: u64,
+    failures: BTreeMap<String, u64>,
+    latencies: VecDeque<u64>,
+    input_tokens: u64,
+    output_tokens: u64,
+    last_error: Option<(i64, String)>,
+}
+
+/// What the admin API shows for a key, a model or a provider.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub calls: u64,
+    pub successes: u64,
+    pub failures: BTreeMap<String, u64>,
+    pub p50_ms: Option<u64>,
+    pub p95_ms: Option<u64>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error_at_ms: Option<i64>,
+}
+
+type Key = (String, String, String);
+
+#[derive(Debug, Default)]
+pub struct Stats(Mutex<HashMap<Key, Entry>>);
+
+impl Stats {
+    /// Counts every attempt that was actually sent; tokens go to the attempt that served.
+    pub fn observe(&self, row: &LogRow) {
+        let Ok(mut map) = self.0.lock() else { return };
+        let served = row.attempts.iter().rposition(|a| a.class == "ok");
+        for (i, a) in row.attempts.iter().enumerate() {
+            if a.class == "skipped" {
+                continue;
+            }
+            let e = map
+                .entry((
+                    a.provider.clone(),
+                    a.key.clone().unwrap_or_default(),
+                    a.model.clone(),
+                ))
+                .or_default();
+            e.calls += 1;
+            if a.class == "ok" {
+                e.successes += 1;
+            } else {
+                *e.failures.entry(a.class.clone()).or_default() += 1;
+                e.last_error = Some((
+                    row.ts_ms,
+                    a.reason.clone().unwrap_or_else(|| a.class.clone()),
+                ));
+            }
+            e.latencies.push_back(a.latency_ms);
+            if e.latencies.len() > LATENCY_SAMPLES {
+                e.latencies.pop_front();
+            }
+            if Some(i) == served {
+                e.input_tokens += row.input_tokens.unwrap_or(0);
+                e.output_tokens += row.output_tokens.unwrap_or(0);
+            }
+        }
+    }
+
+    /// Health of everything matching the filter (`None` = any), merged.
+    pub fn health(&self, provider: &str, key: Option<&str>, model: Option<&str>) -> Health {
+        let Ok(map) = self.0.lock() else {
+            return Health::default();
+        };
+        let mut merged = Entry::default();
+        for ((p, k, m), e) in map.iter() {
+            if p != provider || key.is_some_and(|x| x != k) || model.is_some_and(|x| x != m) {
+                continue;
+            }
+            merged.calls += e.calls;
+            merged.successes += e.successes;
+            for (c, n) in &e.failures {
+                *merged.failures.entry(c.clone()).or_default() += n;
+            }
+            merged.latencies.extend(e.latencies.iter().copied());
+            merged.input_tokens += e.input_tokens;
+            merged.output_tokens += e.output_tokens;
+            if e.last_error.as_ref().map(|(t, _)| *t) > merged.last_error.as_ref().map(|(t, _)| *t)
+            {
+                merged.last_error = e.last_error.clone();
+            }
+        }
+        let mut lat: Vec<u64> = merged.latencies.into_iter().collect();
+        lat.sort_unstable();
+        let pct =
+            |p: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * p).round() as usize]);
+        Health {
+            calls: merged.calls,
+            successes: merged.successes,
+            failures: merged.failures,
+            p50_ms: pct(0.5),
+            p95_ms: pct(0.95),
+            input_tokens: merged.input_tokens,
+            output_tokens: merged.output_tokens,
+            last_error_at_ms: merged.last_error.as_ref().map(|(t, _)| *t),
+            last_error: merged.last_error.map(|(_, m)| m),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The admin state view and clearing cooldowns by hand.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+#[tokio::test]
+async fn state_shows_keys_masked_cooldowns_and_health_and_cooldowns_clear_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    std::env::set_var("BT_ADM_K1", "sk-first-secret-aaaa");
+    std::env::set_var("BT_ADM_K2", "sk-second-secret-bbbb");
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["keys"] = json!([{"env": "BT_ADM_K1"}, {"env": "BT_ADM_K2"}, {"env": "BT_ADM_MISSING"}]);
+    let baton = Baton::start(dir.path(), json!({"providers": [pa]})).await;
+
+    let url = format!("{}/admin/state", baton.url);
+    assert_eq!(baton.http.get(&url).send().await.unwrap().status(), 401);
+    assert_eq!(
+        baton
+            .http
+            .get(&url)
+            .bearer_auth(&baton.key)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401,
+        "the gateway key is not the admin key"
+    );
+
+    a.script([Behavior::rate_limited(Some(600))]);
+    assert_eq!(baton.chat("auto", "x").await.status(), 200);
+    let state = baton.admin_state().await;
+    let text = state.to_string();
+    assert!(
+        !text.contains("first-secret") && !text.contains("second-secret"),
+        "secrets never in admin answers"
+    );
+    let p = &state["providers"][0];
+    assert_eq!(p["id"], "a");
+    let keys = p["keys"].as_array().unwrap();
+    assert_eq!(keys[0]["masked"], "sk-…aaaa");
+    assert_eq!(keys[0]["cooldown"]["class"], "rate");
+    assert!(keys[0]["cooldown"]["remainingMs"].as_i64().unwrap() > 590_000);
+    assert_eq!(keys[0]["health"]["failures"]["rate"], 1);
+    assert_eq!(keys[1]["health"]["successes"], 1);
+    assert_eq!(keys[1]["cooldown"], Value::Null);
+    assert_eq!(keys[2]["missing"], true);
+    assert_eq!(p["health"]["calls"], 2);
+    assert_eq!(p["breaker"]["state"], "closed");
+    assert_eq!(p["models"][0]["health"]["outputTokens"], 7);
+
+    // Clear by hand: the key is used again on the next request.
+    let r = baton
+        .http
+        .delete(format!(
+            "{}/admin/cooldowns?provider=a&key=env:BT_ADM_K1",
+            baton.url
+        ))
+        .header("x-admin-key", &baton.admin_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["cleared"], 1);
+    let before = a.hits();
+    let _ = baton.chat("auto", "x").await;
+    let _ = baton.chat("auto", "x").await;
+    let used: Vec<String> = a.received()[before..]
+        .iter()
+        .map(|r| r.headers["authorization"].to_str().unwrap().to_string())
+        .collect();
+    assert!(
+        used.iter().any(|h| h.ends_with("sk-first-secret-aaaa")),
+        "cleared key back in rotation: {used:?}"
+    );
+    let r = baton
+        .http
+        .delete(format!("{}/admin/cooldowns?provider=nope", baton.url))
+        .header("x-admin-key", &baton.admin_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    baton.stop().await;
+}
