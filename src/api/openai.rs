@@ -130,9 +130,7 @@ async fn handle(
         client,
         requested,
         stream,
-        core.store.writer().clone(),
-        core.events.clone(),
-        core.stats.clone(),
+        core,
     );
     let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));

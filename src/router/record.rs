@@ -24,9 +24,7 @@ impl Record {
         client: String,
         requested_model: String,
         stream: bool,
-        writer: StoreWriter,
-        events: Events,
-        stats: Arc<Stats>,
+        core: &crate::gateway::Core,
     ) -> Self {
         Self {
             row: Some(LogRow {
@@ -46,9 +44,9 @@ impl Record {
                 error: None,
             }),
             started: Instant::now(),
-            writer,
-            events,
-            stats,
+            writer: core.store.writer().clone(),
+            events: core.events.clone(),
+            stats: core.stats.clone(),
         }
     }
 
