@@ -264,8 +264,20 @@ async fn every_candidate_rate_limited_gives_429_with_soonest_reset() {
     assert_eq!(r.status(), 429);
     let ra: u64 = header(&r, "retry-after").parse().unwrap();
     assert!((38..=40).contains(&ra), "soonest reset, got {ra}");
+    let details = header(&r, "x-gateway-attempt-details").to_string();
+    assert!(
+        details.starts_with("a/a-model=rate@") && details.contains(", b/b-model=rate@"),
+        "{details}"
+    );
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "all_providers_rate_limited");
+    let c = v["error"]["candidates"].as_array().unwrap();
+    assert_eq!(c.len(), 2);
+    assert_eq!(
+        (c[1]["target"].as_str(), c[1]["state"].as_str()),
+        (Some("b/b-model"), Some("rate"))
+    );
+    assert!(c[1]["resetAt"].is_string());
     // While both cool, nothing is sent upstream and the answer stays 429.
     let r = baton.chat("auto", "x").await;
     assert_eq!(r.status(), 429);

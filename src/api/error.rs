@@ -14,6 +14,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub retry_after_secs: Option<u64>,
     pub headers: HeaderMap,
+    /// Each candidate's state when routing gave up (`error.candidates`).
+    pub candidates: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -31,6 +33,7 @@ impl ApiError {
             code,
             retry_after_secs: None,
             headers: HeaderMap::new(),
+            candidates: None,
         }
     }
 
@@ -67,12 +70,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {
+        let mut body = json!({"error": {
             "message": self.message,
             "type": self.kind,
             "param": self.param,
             "code": self.code,
         }});
+        if let Some(c) = self.candidates {
+            body["error"]["candidates"] = c;
+        }
         let mut resp = (self.status, axum::Json(body)).into_response();
         resp.headers_mut().extend(self.headers);
         if let Some(s) = self.retry_after_secs {

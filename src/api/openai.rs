@@ -134,6 +134,12 @@ async fn handle(
     );
     let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
+    if !rec.attempts().is_empty() {
+        base.insert(
+            "x-gateway-attempt-details",
+            header_value(&attempt_details(rec.attempts())),
+        );
+    }
     match result {
         Ok(Served::Complete {
             target,
@@ -179,7 +185,13 @@ async fn handle(
         }
         Err(f) => {
             let now = core.clock.now_ms();
-            let (status, err) = failure_to_error(f, now);
+            let (status, mut err) = failure_to_error(f, now);
+            if matches!(
+                err.code,
+                "all_providers_rate_limited" | "all_providers_failed"
+            ) {
+                err.candidates = Some(candidates(rec.attempts()));
+            }
             if let Some(last) = rec.attempts().iter().rev().find(|a| a.class != "skipped") {
                 gateway_headers(base, &last.provider, &last.model);
             }
@@ -256,6 +268,49 @@ fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
             ),
         ),
     }
+}
+
+/// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
+fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
+    let mut out = String::new();
+    for a in attempts {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        let class = if a.class == "skipped" {
+            "skipped"
+        } else {
+            a.class.as_str()
+        };
+        out.push_str(&format!("{}/{}={class}", a.provider, a.model));
+        if let Some(at) = a
+            .reset_at_ms
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        {
+            out.push_str(&format!("@{}", at.round(jiff::Unit::Second).unwrap_or(at)));
+        }
+        if out.len() > 2000 {
+            out.push_str(", …");
+            break;
+        }
+    }
+    out.retain(|c| c.is_ascii() && !c.is_ascii_control());
+    out
+}
+
+/// Each candidate's last state, for the body of a 429/502 when routing gave up.
+fn candidates(attempts: &[crate::store::AttemptRecord]) -> Value {
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    for a in attempts {
+        let target = format!("{}/{}", a.provider, a.model);
+        let v = json!({"target": target, "state": a.class, "status": a.status, "reason": a.reason,
+            "resetAt": a.reset_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|t| t.to_string())});
+        match seen.iter_mut().find(|(t, _)| *t == target) {
+            Some(slot) => slot.1 = v,
+            None => seen.push((target, v)),
+        }
+    }
+    Value::Array(seen.into_iter().map(|(_, v)| v).collect())
 }
 
 fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
