@@ -218,3 +218,70 @@ async fn streamed_tool_calls_pass_through() {
         .any(|e| e.contains("\"finish_reason\":\"tool_calls\"")));
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn resume_on_break_continues_on_a_prefill_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+        FakeUpstream::start("c").await,
+    );
+    let mut pb = provider("b", &b.base_url(), 20);
+    pb["capabilities"] = json!({"prefill": true});
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), pb, provider("c", &c.base_url(), 30)],
+            "routes": {"resilient": {"targets": ["a", "c", "b"], "resumeOnBreak": true}, "plain": ["a", "b"]}}),
+    )
+    .await;
+    let mut rx = baton.handle.events().subscribe();
+    a.script([Behavior::StreamDies(2)]);
+    b.script([Behavior::Text("three four".into())]);
+    let r = baton
+        .post(chat_body("resilient", "one two three four", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&r, "x-gateway-provider"), "a");
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("[DONE]"),
+        "completed, no error event"
+    );
+    assert!(!events.iter().any(|e| e.contains("stream_interrupted")));
+    assert_eq!(
+        stream_text(&events),
+        "a: one three four",
+        "a's part, then b's continuation"
+    );
+    assert_eq!(c.hits(), 0, "c declares no prefill support");
+    let sent = &b.received()[0].body["messages"];
+    assert_eq!(
+        sent.as_array().unwrap().last().unwrap(),
+        &json!({"role": "assistant", "content": "a: one "})
+    );
+    let log = baton.log().await;
+    assert_eq!(
+        (log[0].status, log[0].provider.as_deref()),
+        (200, Some("b"))
+    );
+    let mut resumed = false;
+    while let Ok(ev) = rx.try_recv() {
+        resumed |= matches!(ev, baton::events::Event::Failover { ref from, ref to, .. } if from == "a/a-model" && to == "b/b-model");
+    }
+    assert!(resumed);
+
+    // Without resumeOnBreak on the route, the break ends with the explicit error event.
+    a.script([Behavior::StreamDies(2)]);
+    let r = baton
+        .post(chat_body("plain", "one two three", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(events.last().unwrap().contains("stream_interrupted"));
+    assert_eq!(b.hits(), 1);
+    baton.stop().await;
+}

@@ -168,10 +168,17 @@ async fn handle(
             reader,
             prelude,
             slot,
+            resume,
         }) => {
             gateway_headers(base, target.provider.id(), &target.model.id);
             rec.served_by(target.provider.id(), &target.model.id);
-            let body = crate::router::stream::openai_body(reader, prelude, slot, target, rec);
+            let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
+                core: state.core.clone(),
+                body: inbound.body.clone(),
+                targets: resume.into(),
+            });
+            let body =
+                crate::router::stream::openai_body(reader, prelude, slot, target, rec, resume);
             let mut resp = Response::new(Body::from_stream(body));
             let h = resp.headers_mut();
             h.insert(

@@ -37,9 +37,10 @@ pub struct ConfigFile {
     /// Upstream providers. Lower `priority` is tried first for `auto`.
     #[serde(default)]
     pub providers: Vec<ProviderConfig>,
-    /// Named routes: ordered fallback chains of `provider`, `provider/model` or other route names.
+    /// Named routes: ordered fallback chains of `provider`, `provider/model` or other route
+    /// names; a list, or an object with `targets` and options.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub routes: BTreeMap<String, Vec<String>>,
+    pub routes: BTreeMap<String, RouteConfig>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -136,6 +137,37 @@ impl Default for LogConfig {
             retention_days: default_retention_days(),
             max_rows: default_max_rows(),
         }
+    }
+}
+
+/// A named route.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum RouteConfig {
+    Chain(Vec<String>),
+    Detailed(RouteDetail),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteDetail {
+    pub targets: Vec<String>,
+    /// When a stream breaks after content was sent, continue on the next candidate that
+    /// declares `capabilities.prefill`, sending the partial answer as an assistant prefill.
+    #[serde(default)]
+    pub resume_on_break: bool,
+}
+
+impl RouteConfig {
+    pub fn targets(&self) -> &[String] {
+        match self {
+            RouteConfig::Chain(t) => t,
+            RouteConfig::Detailed(d) => &d.targets,
+        }
+    }
+
+    pub fn resume_on_break(&self) -> bool {
+        matches!(self, RouteConfig::Detailed(d) if d.resume_on_break)
     }
 }
 
@@ -288,6 +320,9 @@ pub struct Capabilities {
     /// Context window in tokens; unknown when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Continues a trailing assistant message (needed to resume a broken stream here).
+    #[serde(default)]
+    pub prefill: bool,
 }
 
 impl Default for Capabilities {
@@ -296,6 +331,7 @@ impl Default for Capabilities {
             tools: true,
             images: true,
             context_window: None,
+            prefill: false,
         }
     }
 }

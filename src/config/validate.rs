@@ -71,7 +71,8 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
         }
     }
 
-    for (name, entries) in &config.routes {
+    for (name, route) in &config.routes {
+        let entries = route.targets();
         let path = format!("routes.{name}");
         check_id(name).map_err(|m| err(path.clone(), format!("route name {m}")))?;
         if RESERVED_MODEL_NAMES.contains(&name.as_str()) {

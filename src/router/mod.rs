@@ -85,6 +85,8 @@ pub enum Served {
         reader: SseReader,
         prelude: Vec<Bytes>,
         slot: Slot,
+        /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
+        resume: Vec<Target>,
     },
 }
 
@@ -347,12 +349,28 @@ async fn run_candidates(
                         usage,
                         slot,
                     },
-                    Answer::Stream { reader, prelude } => Served::Stream {
-                        target,
-                        reader,
-                        prelude,
-                        slot,
-                    },
+                    Answer::Stream { reader, prelude } => {
+                        let resume = if snap.resumes_on_break(&inbound.canonical.model) {
+                            pending
+                                .iter()
+                                .chain(busy.iter())
+                                .filter(|t| {
+                                    t.provider.config.capabilities.prefill
+                                        && t.provider.id() != target.provider.id()
+                                })
+                                .cloned()
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
+                        Served::Stream {
+                            target,
+                            reader,
+                            prelude,
+                            slot,
+                            resume,
+                        }
+                    }
                 });
             }
             Attempt::Failed {

@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::config::{ProviderConfig, RoutingConfig};
+use crate::config::{ProviderConfig, RouteConfig, RoutingConfig};
 use crate::providers::{self, ModelInfo, ProviderEntry, ProviderRuntime};
 
 #[derive(Debug)]
 pub struct Snapshot {
     /// Every provider, enabled or not, in routing order (priority, then id).
     pub providers: Vec<Arc<ProviderEntry>>,
-    pub routes: BTreeMap<String, Vec<String>>,
+    pub routes: BTreeMap<String, RouteConfig>,
     pub routing: RoutingConfig,
 }
 
@@ -53,7 +53,7 @@ pub enum ResolveError {
 impl Snapshot {
     pub fn build(
         configs: Vec<ProviderConfig>,
-        routes: BTreeMap<String, Vec<String>>,
+        routes: BTreeMap<String, RouteConfig>,
         routing: RoutingConfig,
         runtimes: &mut HashMap<String, Arc<ProviderRuntime>>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -81,6 +81,13 @@ impl Snapshot {
             routes,
             routing,
         }
+    }
+
+    /// Whether a broken stream for this requested model may resume on another candidate.
+    pub fn resumes_on_break(&self, requested: &str) -> bool {
+        self.routes
+            .get(requested)
+            .is_some_and(RouteConfig::resume_on_break)
     }
 
     pub fn provider(&self, id: &str) -> Option<&Arc<ProviderEntry>> {
@@ -177,7 +184,7 @@ impl Snapshot {
     }
 
     fn push_route(&self, name: &str, out: &mut Vec<Target>, depth: usize) {
-        let Some(entries) = self.routes.get(name) else {
+        let Some(entries) = self.routes.get(name).map(RouteConfig::targets) else {
             return;
         };
         if depth > 8 {

@@ -5,16 +5,27 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::record::Record;
 use super::snapshot::Target;
 use super::sse::SseReader;
 use super::Slot;
 use crate::canonical::openai::usage_from_openai;
+
+/// What a stream needs to continue elsewhere after a break (route `resumeOnBreak`).
+pub struct Resume {
+    pub core: Arc<crate::gateway::Core>,
+    /// The client's original request body.
+    pub body: Map<String, Value>,
+    /// Candidates that declared prefill support, in order.
+    pub targets: VecDeque<Target>,
+}
 
 struct Pump {
     reader: SseReader,
@@ -24,6 +35,9 @@ struct Pump {
     _slot: Slot,
     finish_seen: bool,
     ended: bool,
+    resume: Option<Resume>,
+    /// Text forwarded so far (kept only when the stream may resume).
+    partial: String,
 }
 
 /// The client-facing body of a streamed answer (OpenAI SSE format).
@@ -33,6 +47,7 @@ pub fn openai_body(
     slot: Slot,
     target: Target,
     mut rec: Record,
+    resume: Option<Resume>,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     rec.first_byte();
     let mut pump = Pump {
@@ -43,6 +58,8 @@ pub fn openai_body(
         _slot: slot,
         finish_seen: false,
         ended: false,
+        resume,
+        partial: String::new(),
     };
     // The held-back events go out as one write: the client gets the first token in one packet.
     let mut first = bytes::BytesMut::new();
@@ -75,6 +92,16 @@ impl Pump {
         let Some(data) = data else { return };
         if data.starts_with(b"[DONE]") {
             return;
+        }
+        if self.resume.is_some() {
+            if let Ok(v) = serde_json::from_slice::<Value>(data) {
+                if let Some(t) = v
+                    .pointer("/choices/0/delta/content")
+                    .and_then(Value::as_str)
+                {
+                    self.partial.push_str(t);
+                }
+            }
         }
         // Cheap checks first: most chunks carry neither a finish reason nor usage.
         let has_finish = memchr::memmem::find(data, b"\"finish_reason\"").is_some();
@@ -124,18 +151,94 @@ impl Pump {
                 ev.raw
             }
             Ok(None) => {
-                self.ended = true;
                 if self.finish_seen {
                     // Complete answer without the terminator some servers omit: add it.
+                    self.ended = true;
                     self.rec.finish(200, None);
                     Bytes::from_static(b"data: [DONE]\n\n")
                 } else {
-                    self.fail("the upstream stream ended before the answer was finished".into())
+                    self.broke("the upstream stream ended before the answer was finished".into())
+                        .await
                 }
             }
-            Err(e) => {
-                self.ended = true;
-                self.fail(e.to_string())
+            Err(e) => self.broke(e.to_string()).await,
+        }
+    }
+
+    /// The stream broke mid-answer: continue on a prefill-capable candidate when the route
+    /// allows it, else end with the explicit error event.
+    async fn broke(&mut self, why: String) -> Bytes {
+        if let Some(mut resume) = self.resume.take() {
+            while let Some(next) = resume.targets.pop_front() {
+                if let Some(first) = self.continue_on(&resume, next, &why).await {
+                    self.resume = Some(resume);
+                    return first;
+                }
+            }
+        }
+        self.ended = true;
+        self.fail(why)
+    }
+
+    /// Sends the original request plus the partial answer as an assistant prefill to `next`;
+    /// on success swaps the upstream and returns the continuation's first bytes.
+    async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
+        let core = &resume.core;
+        let key = match super::pick_key(core, &next) {
+            super::Pick::Go(i) => i,
+            super::Pick::Cooling(..) => return None,
+        };
+        let slot = super::try_slot(&next)?;
+        let api_key = next.provider.keys.get(key);
+        let mut body = resume.body.clone();
+        if let Some(Value::Array(messages)) = body.get_mut("messages") {
+            messages.push(json!({"role": "assistant", "content": self.partial}));
+        }
+        let inbound = super::Inbound {
+            body,
+            canonical: crate::canonical::ChatRequest {
+                stream: true,
+                ..Default::default()
+            },
+            needs: Default::default(),
+            deadline_ms: None,
+        };
+        let started = Instant::now();
+        let outcome = super::attempt::attempt(core, &next, api_key, &inbound, self.rec.id()).await;
+        match outcome {
+            super::Attempt::Served(super::Answer::Stream { reader, prelude }) => {
+                tracing::info!(request_id = self.rec.id(), from = %self.target.label(), to = %next.label(), %why, "stream resumed on another provider");
+                core.events.emit(crate::events::Event::Failover {
+                    request_id: self.rec.id().to_string(),
+                    from: self.target.label(),
+                    to: next.label(),
+                    class: "transient".into(),
+                    reason: format!("stream broke mid-answer ({why}); resumed with the partial answer as prefill"),
+                    reset_at_ms: None,
+                });
+                let mut ok =
+                    super::record(&next, api_key, &super::ok_classified(), Some(200), started);
+                ok.class = "ok".into();
+                self.rec.push_attempt(ok);
+                self.rec.served_by(next.provider.id(), &next.model.id);
+                self.reader = reader;
+                self._slot = slot;
+                self.target = next;
+                self.finish_seen = false;
+                let mut first = bytes::BytesMut::new();
+                for ev in prelude {
+                    self.inspect(&ev);
+                    first.extend_from_slice(&ev);
+                }
+                Some(first.freeze())
+            }
+            super::Attempt::Served(super::Answer::Complete(..)) => None,
+            super::Attempt::Failed {
+                classified, status, ..
+            } => {
+                self.rec
+                    .push_attempt(super::record(&next, api_key, &classified, status, started));
+                None
             }
         }
     }
