@@ -3,6 +3,7 @@
 //! at an error the client must fix.
 
 mod attempt;
+mod candidates;
 mod failure;
 pub mod record;
 pub mod snapshot;
@@ -22,11 +23,10 @@ use tokio::time::timeout_at;
 use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::gateway::Core;
 use crate::limits::{self, Classified, ErrorClass};
-use crate::providers::{ApiKey, ProviderEntry};
-use crate::store::AttemptRecord;
+use crate::providers::ProviderEntry;
+use candidates::*;
 use failure::{cooldown_until, on_failure, Next};
 use limits::breaker::Admit;
-use limits::quota::DEMOTE_BELOW;
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 use sse::SseReader;
@@ -452,217 +452,4 @@ async fn run_candidates(
             pass.summary.join("; ")
         },
     })
-}
-
-fn ok_classified() -> Classified {
-    limits::classify_transport("")
-}
-
-fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool {
-    match (candidate, failed) {
-        (Some(c), Some(f)) => c > f,
-        _ => true,
-    }
-}
-
-fn can_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> bool {
-    (!needs.tools || m.tools)
-        && (!needs.images || m.images)
-        && m.context_window.is_none_or(|w| needs.estimated_tokens <= w)
-}
-
-fn unsupported_message(needs: &Needs) -> String {
-    let mut wants = Vec::new();
-    if needs.tools {
-        wants.push("tool calls");
-    }
-    if needs.images {
-        wants.push("images");
-    }
-    if wants.is_empty() {
-        format!(
-            "No configured model has a context window large enough for this request (about {} tokens).",
-            needs.estimated_tokens
-        )
-    } else {
-        format!(
-            "No configured model for this route accepts {}, or none has a large enough context window; pin a provider that does with \"provider/model\".",
-            wants.join(" and ")
-        )
-    }
-}
-
-fn try_slot(t: &Target) -> Option<Slot> {
-    match &t.provider.runtime.semaphore {
-        None => Some(Slot::new(t.provider.clone(), None)),
-        Some(sem) => sem
-            .clone()
-            .try_acquire_owned()
-            .ok()
-            .map(|p| Slot::new(t.provider.clone(), Some(p))),
-    }
-}
-
-/// Waits (bounded by the queue timeout and size) until any saturated candidate frees a slot.
-async fn wait_for_slot(
-    core: &Core,
-    busy: &mut Vec<Target>,
-    snap: &Snapshot,
-    deadline: tokio::time::Instant,
-) -> Result<(Target, Slot), Failure> {
-    let wait_ms = snap.routing.queue_timeout_ms;
-    let queued = core.queued.fetch_add(1, Ordering::SeqCst);
-    let _leave = scopeguard(&core.queued);
-    if queued >= snap.routing.max_queued {
-        return Err(Failure::Busy {
-            retry_after_ms: 1_000,
-            message: format!(
-                "Too many requests are waiting for a free provider slot ({queued} queued); retry shortly."
-            ),
-        });
-    }
-    let until = (tokio::time::Instant::now() + Duration::from_millis(wait_ms)).min(deadline);
-    let waits = busy.iter().enumerate().map(|(i, t)| {
-        let sem = t.provider.runtime.semaphore.clone();
-        Box::pin(async move {
-            match sem {
-                Some(s) => (i, s.acquire_owned().await.ok()),
-                None => (i, None),
-            }
-        })
-    });
-    match timeout_at(until, futures_util::future::select_all(waits)).await {
-        Ok(((i, permit), _, _)) => {
-            let t = busy.remove(i);
-            let slot = Slot::new(t.provider.clone(), permit);
-            Ok((t, slot))
-        }
-        Err(_) => Err(Failure::Busy {
-            retry_after_ms: 1_000,
-            message: format!(
-                "Every candidate provider was at its concurrency limit for {} ms ({}).",
-                wait_ms,
-                busy.iter()
-                    .map(Target::label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
-    }
-}
-
-struct QueueGuard<'a>(&'a std::sync::atomic::AtomicUsize);
-fn scopeguard(c: &std::sync::atomic::AtomicUsize) -> QueueGuard<'_> {
-    QueueGuard(c)
-}
-impl Drop for QueueGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Round-robin over the provider's keys that are not cooling, without sending anything to a
-/// cooling one; keys whose quota score is nearly exhausted are used only when no other is free.
-fn pick_key(core: &Core, t: &Target) -> Pick {
-    let p = &t.provider;
-    let n = p.keys.len();
-    if n == 0 {
-        return match core.cooldowns.blocking(p.id(), None, &t.model.id) {
-            Some(c) => Pick::Cooling(c.until_ms, c.reason),
-            None => Pick::Go(0),
-        };
-    }
-    let now = core.clock.now_ms();
-    let start = p.runtime.key_start();
-    let mut soonest: Option<(i64, String)> = None;
-    let mut low: Option<usize> = None;
-    for i in 0..n {
-        let idx = (start + i) % n;
-        match core
-            .cooldowns
-            .blocking(p.id(), Some(&p.keys[idx].id), &t.model.id)
-        {
-            None => {
-                let score = p
-                    .runtime
-                    .quota
-                    .score(&p.keys[idx].id, now, &p.config.limits);
-                if score.is_some_and(|s| s < DEMOTE_BELOW) {
-                    low.get_or_insert(idx);
-                } else {
-                    return Pick::Go(idx);
-                }
-            }
-            Some(c) => {
-                if soonest.as_ref().is_none_or(|(u, _)| c.until_ms < *u) {
-                    soonest = Some((c.until_ms, c.reason));
-                }
-            }
-        }
-    }
-    if let Some(idx) = low {
-        return Pick::Go(idx);
-    }
-    let (until, reason) = soonest.unwrap_or((0, String::new()));
-    Pick::Cooling(until, reason)
-}
-
-/// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.
-fn nearly_exhausted(p: &ProviderEntry, now: i64) -> bool {
-    let low = |key: &str| {
-        p.runtime
-            .quota
-            .score(key, now, &p.config.limits)
-            .is_some_and(|s| s < DEMOTE_BELOW)
-    };
-    if p.keys.is_empty() {
-        low("")
-    } else {
-        p.keys.iter().all(|k| low(&k.id))
-    }
-}
-
-fn record(
-    t: &Target,
-    key: Option<&ApiKey>,
-    c: &Classified,
-    status: Option<u16>,
-    started: Instant,
-) -> AttemptRecord {
-    AttemptRecord {
-        provider: t.provider.id().to_string(),
-        model: t.model.id.clone(),
-        key: key.map(|k| k.id.clone()),
-        class: c.class.as_str().to_string(),
-        status,
-        latency_ms: started.elapsed().as_millis() as u64,
-        reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
-        reset_at_ms: c.reset_at_ms,
-    }
-}
-
-fn skipped(
-    t: &Target,
-    key: Option<&ApiKey>,
-    why: &str,
-    reason: Option<String>,
-    until: Option<i64>,
-) -> AttemptRecord {
-    AttemptRecord {
-        provider: t.provider.id().to_string(),
-        model: t.model.id.clone(),
-        key: key.map(|k| k.id.clone()),
-        class: "skipped".into(),
-        status: None,
-        latency_ms: 0,
-        reason: Some(match reason {
-            Some(r) => format!("{why}: {r}"),
-            None => why.to_string(),
-        }),
-        reset_at_ms: until,
-    }
-}
-
-pub fn fmt_ms(unix_ms: i64) -> String {
-    httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64))
 }
