@@ -39,10 +39,20 @@ pub struct Health {
     pub last_error_at_ms: Option<i64>,
 }
 
-type Key = (String, String, String);
+/// provider -> key -> model: nested so that steady-state updates look up by `&str` and
+/// allocate nothing.
+type Tree = HashMap<String, HashMap<String, HashMap<String, Entry>>>;
 
 #[derive(Debug, Default)]
-pub struct Stats(Mutex<HashMap<Key, Entry>>);
+pub struct Stats(Mutex<Tree>);
+
+/// The entry for `k`, created on first use; only the first use allocates the key.
+fn slot<'a, V: Default>(m: &'a mut HashMap<String, V>, k: &str) -> Option<&'a mut V> {
+    if !m.contains_key(k) {
+        m.insert(k.to_string(), V::default());
+    }
+    m.get_mut(k)
+}
 
 impl Stats {
     /// Counts every attempt that was actually sent; tokens go to the attempt that served.
@@ -53,13 +63,12 @@ impl Stats {
             if a.class == "skipped" {
                 continue;
             }
-            let e = map
-                .entry((
-                    a.provider.clone(),
-                    a.key.clone().unwrap_or_default(),
-                    a.model.clone(),
-                ))
-                .or_default();
+            let Some(e) = slot(&mut map, &a.provider)
+                .and_then(|by_key| slot(by_key, a.key.as_deref().unwrap_or_default()))
+                .and_then(|by_model| slot(by_model, &a.model))
+            else {
+                continue;
+            };
             e.calls += 1;
             if a.class == "ok" {
                 e.successes += 1;
@@ -87,10 +96,14 @@ impl Stats {
             return Health::default();
         };
         let mut merged = Entry::default();
-        for ((p, k, m), e) in map.iter() {
-            if p != provider || key.is_some_and(|x| x != k) || model.is_some_and(|x| x != m) {
-                continue;
-            }
+        let entries = map.get(provider).into_iter().flat_map(|keys| {
+            keys.iter()
+                .filter(|(k, _)| key.is_none_or(|x| x == k.as_str()))
+                .flat_map(|(_, models)| models.iter())
+                .filter(|(m, _)| model.is_none_or(|x| x == m.as_str()))
+                .map(|(_, e)| e)
+        });
+        for e in entries {
             merged.calls += e.calls;
             merged.successes += e.successes;
             for (c, n) in &e.failures {

@@ -84,33 +84,48 @@ fn num(headers: &HeaderMap, name: &str) -> Option<f64> {
     headers.get(name)?.to_str().ok()?.trim().parse().ok()
 }
 
+/// `(remaining, limit)` header pairs, spelled out so that the per-answer check allocates nothing.
+const PAIRS: &[(&str, &str)] = &[
+    (
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-limit-requests",
+    ),
+    ("x-ratelimit-remaining-tokens", "x-ratelimit-limit-tokens"),
+    (
+        "anthropic-ratelimit-requests-remaining",
+        "anthropic-ratelimit-requests-limit",
+    ),
+    (
+        "anthropic-ratelimit-tokens-remaining",
+        "anthropic-ratelimit-tokens-limit",
+    ),
+    (
+        "anthropic-ratelimit-input-tokens-remaining",
+        "anthropic-ratelimit-input-tokens-limit",
+    ),
+    (
+        "anthropic-ratelimit-output-tokens-remaining",
+        "anthropic-ratelimit-output-tokens-limit",
+    ),
+];
+const UTILIZATION: &[&str] = &[
+    "anthropic-ratelimit-unified-5h-utilization",
+    "anthropic-ratelimit-unified-7d-utilization",
+];
+
 /// The lowest remaining/limit ratio among the headers present.
 pub fn header_score(headers: &HeaderMap) -> Option<f64> {
     let mut score: Option<f64> = None;
     let mut take = |s: f64| score = Some(score.map_or(s, |x: f64| x.min(s)).clamp(0.0, 1.0));
-    for kind in ["requests", "tokens"] {
-        let remaining = num(headers, &format!("x-ratelimit-remaining-{kind}"));
-        let limit = num(headers, &format!("x-ratelimit-limit-{kind}"));
-        if let (Some(r), Some(l)) = (remaining, limit) {
+    for (remaining, limit) in PAIRS {
+        if let (Some(r), Some(l)) = (num(headers, remaining), num(headers, limit)) {
             if l > 0.0 {
                 take(r / l);
             }
         }
     }
-    for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
-        let remaining = num(headers, &format!("anthropic-ratelimit-{kind}-remaining"));
-        let limit = num(headers, &format!("anthropic-ratelimit-{kind}-limit"));
-        if let (Some(r), Some(l)) = (remaining, limit) {
-            if l > 0.0 {
-                take(r / l);
-            }
-        }
-    }
-    for window in ["5h", "7d"] {
-        if let Some(u) = num(
-            headers,
-            &format!("anthropic-ratelimit-unified-{window}-utilization"),
-        ) {
+    for name in UTILIZATION {
+        if let Some(u) = num(headers, name) {
             // Sent as a fraction (0.93) by current versions; accept percentages too.
             let u = if u > 1.0 { u / 100.0 } else { u };
             take(1.0 - u);
