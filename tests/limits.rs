@@ -408,3 +408,66 @@ async fn declared_rpm_is_counted_locally() {
     );
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn declared_tpm_counts_the_tokens_answers_used() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["limits"] = json!({"tpm": 30});
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa, provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    // Each fake answer uses 18 tokens: after two, a's 30 tokens a minute are gone.
+    let mut served = Vec::new();
+    for stream in [false, true, false] {
+        let mut body = chat_body("auto", "x", stream);
+        if stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        let r = baton.post(body).send().await.unwrap();
+        served.push(header(&r, "x-gateway-provider").to_string());
+        let _ = r.text().await;
+    }
+    assert_eq!(served, ["a", "a", "b"]);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn content_policy_refusals_go_back_unless_configured_to_fall_over() {
+    let refusal = || Behavior::Status {
+        status: 400,
+        body: json!({"error": {"message": "Your request was rejected as a result of our safety system.", "code": "content_policy_violation"}}),
+        headers: vec![],
+    };
+    for (fallback, want_status, want_b_hits) in [(false, 400, 0), (true, 200, 1)] {
+        let (dir, a, b) = (
+            tempfile::tempdir().unwrap(),
+            FakeUpstream::start("a").await,
+            FakeUpstream::start("b").await,
+        );
+        let baton = Baton::start(
+            dir.path(),
+            json!({"routing": {"contentPolicyFallback": fallback},
+                "providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+        )
+        .await;
+        a.script([refusal()]);
+        assert_eq!(
+            baton.chat("auto", "x").await.status(),
+            want_status,
+            "fallback={fallback}"
+        );
+        assert_eq!(b.hits(), want_b_hits);
+        assert!(
+            baton.handle.core.cooldowns.active().is_empty(),
+            "a refusal cools nothing"
+        );
+        baton.stop().await;
+    }
+}

@@ -153,6 +153,13 @@ async fn handle(
             rec.first_byte();
             if let Some(u) = usage {
                 rec.usage(u);
+                let p = &target.provider;
+                p.runtime.quota.tokens(
+                    rec.served_key().unwrap_or_default(),
+                    core.clock.now_ms(),
+                    u.input_tokens + u.output_tokens,
+                    &p.config.limits,
+                );
             }
             rec.finish(200, None);
             let mut resp = (StatusCode::OK, body).into_response();

@@ -103,6 +103,10 @@ pub struct RoutingConfig {
     /// Circuit breaker for transient failures.
     #[serde(default)]
     pub breaker: crate::limits::breaker::BreakerConfig,
+    /// A provider's content-policy refusal goes back to the client (false) or the request
+    /// tries the next candidate (true).
+    #[serde(default)]
+    pub content_policy_fallback: bool,
 }
 
 impl Default for RoutingConfig {
@@ -116,6 +120,7 @@ impl Default for RoutingConfig {
             short_wait_ms: default_short_wait(),
             wait_for_reset_ms: 0,
             breaker: Default::default(),
+            content_policy_fallback: false,
         }
     }
 }

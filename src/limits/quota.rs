@@ -23,12 +23,16 @@ pub struct DeclaredLimits {
     /// Requests per day.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpd: Option<u32>,
+    /// Tokens (prompt + completion) per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<u32>,
 }
 
 #[derive(Debug, Default)]
 struct KeyQuota {
     header_score: Option<(f64, i64)>,
     sent: VecDeque<i64>,
+    tokens: VecDeque<(i64, u64)>,
 }
 
 /// Quota state of one provider, by key id ("" for a keyless provider).
@@ -47,7 +51,7 @@ impl Quota {
 
     /// Counts a request sent with `key` against the declared limits.
     pub fn sent(&self, key: &str, now: i64, declared: &DeclaredLimits) {
-        if declared.rpm.is_none() && declared.rpd.is_none() {
+        if declared.rpm.is_none() && declared.rpd.is_none() && declared.tpm.is_none() {
             return;
         }
         if let Ok(mut m) = self.0.lock() {
@@ -55,6 +59,20 @@ impl Quota {
             q.sent.push_back(now);
             while q.sent.front().is_some_and(|t| now - t > 86_400_000) {
                 q.sent.pop_front();
+            }
+        }
+    }
+
+    /// Counts the tokens an answer used against a declared `tpm`.
+    pub fn tokens(&self, key: &str, now: i64, n: u64, declared: &DeclaredLimits) {
+        if declared.tpm.is_none() || n == 0 {
+            return;
+        }
+        if let Ok(mut m) = self.0.lock() {
+            let q = m.entry(key.to_string()).or_default();
+            q.tokens.push_back((now, n));
+            while q.tokens.front().is_some_and(|(t, _)| now - t > 60_000) {
+                q.tokens.pop_front();
             }
         }
     }
@@ -76,6 +94,16 @@ impl Quota {
         };
         local(declared.rpm, 60_000);
         local(declared.rpd, 86_400_000);
+        if let Some(l) = declared.tpm.filter(|l| *l > 0) {
+            let used: u64 = q
+                .tokens
+                .iter()
+                .filter(|(t, _)| now - t < 60_000)
+                .map(|(_, n)| n)
+                .sum();
+            let s = (1.0 - used as f64 / f64::from(l)).max(0.0);
+            score = Some(score.map_or(s, |x| x.min(s)));
+        }
         score
     }
 }
@@ -182,6 +210,7 @@ mod tests {
         let declared = DeclaredLimits {
             rpm: Some(4),
             rpd: None,
+            tpm: None,
         };
         for t in 0..3 {
             q.sent("k", t, &declared);

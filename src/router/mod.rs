@@ -392,7 +392,9 @@ async fn run_candidates(
                     pass.last_failure = Some((target.label(), classified));
                     continue;
                 }
-                if !classified.class.fails_over()
+                let policy_fallback = classified.class == ErrorClass::ContentPolicy
+                    && snap.routing.content_policy_fallback;
+                if !classified.class.fails_over() && !policy_fallback
                     || pass.context_retry.is_some() && classified.context_length
                 {
                     return Err(Failure::Client {

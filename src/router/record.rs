@@ -100,6 +100,23 @@ impl Record {
         }
     }
 
+    /// The key of the attempt that served, if any.
+    pub fn served_key(&self) -> Option<&str> {
+        self.attempts()
+            .iter()
+            .rev()
+            .find(|a| a.class == "ok")
+            .and_then(|a| a.key.as_deref())
+    }
+
+    /// Tokens of the answer so far (prompt + completion).
+    pub fn total_tokens(&self) -> u64 {
+        self.row
+            .as_ref()
+            .map(|r| r.input_tokens.unwrap_or(0) + r.output_tokens.unwrap_or(0))
+            .unwrap_or(0)
+    }
+
     /// Writes the log row and emits the request event.
     pub fn finish(&mut self, status: u16, error: Option<String>) {
         let Some(mut row) = self.row.take() else {

@@ -127,6 +127,7 @@ impl Pump {
             Ok(Some(ev)) => {
                 if ev.is_done() {
                     self.ended = true;
+                    self.count_tokens();
                     self.rec.finish(200, None);
                     return ev.raw;
                 }
@@ -154,6 +155,7 @@ impl Pump {
                 if self.finish_seen {
                     // Complete answer without the terminator some servers omit: add it.
                     self.ended = true;
+                    self.count_tokens();
                     self.rec.finish(200, None);
                     Bytes::from_static(b"data: [DONE]\n\n")
                 } else {
@@ -241,6 +243,17 @@ impl Pump {
                 None
             }
         }
+    }
+
+    /// Counts the answer's tokens against the serving key's declared `tpm`.
+    fn count_tokens(&self) {
+        let p = &self.target.provider;
+        p.runtime.quota.tokens(
+            self.rec.served_key().unwrap_or_default(),
+            crate::clock::unix_ms(),
+            self.rec.total_tokens(),
+            &p.config.limits,
+        );
     }
 
     fn fail(&mut self, why: String) -> Bytes {
