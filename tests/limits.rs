@@ -255,11 +255,14 @@ async fn breaker_opens_half_opens_with_one_trial_and_closes() {
         FakeUpstream::start("a").await,
         FakeUpstream::start("b").await,
     );
+    // The test moves the clock instead of sleeping through the open period.
+    let clock = std::sync::Arc::new(baton::clock::ManualClock::new(baton::clock::unix_ms()));
     let baton = std::sync::Arc::new(
-        Baton::start(
+        Baton::start_with_clock(
             dir.path(),
-            json!({"routing": {"breaker": {"failures": 3, "cooldownMs": 300, "maxCooldownMs": 5000}},
+            json!({"routing": {"breaker": {"failures": 3, "cooldownMs": 30000, "maxCooldownMs": 300000}},
                 "providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+            Some(clock.clone()),
         )
         .await,
     );
@@ -278,7 +281,13 @@ async fn breaker_opens_half_opens_with_one_trial_and_closes() {
     );
     assert_eq!(a.hits(), 3, "open: not called");
     // After the open period, parallel requests send exactly one trial.
-    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    clock.advance(29_000);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "b"
+    );
+    assert_eq!(a.hits(), 3, "still open a second before the end");
+    clock.advance(1_001);
     a.always(Behavior::Delay(200));
     let mut tasks = Vec::new();
     for _ in 0..4 {
@@ -470,4 +479,39 @@ async fn content_policy_refusals_go_back_unless_configured_to_fall_over() {
         );
         baton.stop().await;
     }
+}
+
+#[tokio::test]
+async fn a_cooldown_ends_exactly_at_its_reset() {
+    let (dir, a, b) = (
+        tempfile::tempdir().unwrap(),
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+    );
+    let clock = std::sync::Arc::new(baton::clock::ManualClock::new(baton::clock::unix_ms()));
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+        Some(clock.clone()),
+    )
+    .await;
+    a.script([Behavior::rate_limited(Some(120))]);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "b"
+    );
+    clock.advance(119_000);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "b",
+        "still cooling"
+    );
+    clock.advance(1_000);
+    assert_eq!(
+        header(&baton.chat("auto", "x").await, "x-gateway-provider"),
+        "a",
+        "eligible at the reset instant"
+    );
+    assert_eq!(a.hits(), 2);
+    baton.stop().await;
 }

@@ -18,6 +18,15 @@ pub struct Baton {
 
 impl Baton {
     pub async fn start(dir: &Path, config: Value) -> Self {
+        Self::start_with_clock(dir, config, None).await
+    }
+
+    /// Starts with a clock the test moves by hand (cooldowns, breaker, resets never wait).
+    pub async fn start_with_clock(
+        dir: &Path,
+        config: Value,
+        clock: Option<std::sync::Arc<dyn baton::clock::Clock>>,
+    ) -> Self {
         let config: baton::config::ConfigFile =
             baton::config::parse_str(&config.to_string(), Path::new("test.json"))
                 .expect("valid test config");
@@ -26,7 +35,7 @@ impl Baton {
             StartOptions {
                 config,
                 data_dir: dir.to_path_buf(),
-                clock: None,
+                clock,
             },
             listener,
         )
