@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Run the gateway in the foreground (no tray, no window).
     Serve(ServeArgs),
+    /// Show a running Baton's providers in routing order: state, cooldowns, quota, in-flight.
+    Status(StatusArgs),
     /// Work with configuration files.
     Config {
         #[command(subcommand)]
@@ -46,6 +48,22 @@ struct ServeArgs {
     port: Option<u16>,
 }
 
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// Base URL of the running Baton.
+    #[arg(long, env = "BATON_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// Data directory holding admin.key [default: the platform data dir].
+    #[arg(long, env = "BATON_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The admin key itself (instead of reading admin.key).
+    #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
+    admin_key: Option<String>,
+    /// Print stable JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Check a configuration file and report the first problem with its JSON path.
@@ -64,6 +82,7 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Status(args) => status(args),
         Command::Config { command } => match command {
             ConfigCommand::Check { file } => match baton::config::load_file(&file) {
                 Ok(c) => {
@@ -89,6 +108,65 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         },
+    }
+}
+
+/// Exit status: 0 when some enabled provider is ready, 1 when none is, 2 when Baton could not
+/// be asked.
+fn status(args: StatusArgs) -> ExitCode {
+    use baton::cli::status;
+    let key = match args.admin_key {
+        Some(k) => k,
+        None => {
+            let path = args
+                .data_dir
+                .unwrap_or_else(baton::default_data_dir)
+                .join(baton::auth::ADMIN_KEY_FILE);
+            match std::fs::read_to_string(&path) {
+                Ok(k) => k.trim().to_string(),
+                Err(e) => {
+                    let err = status::StatusError::Key {
+                        path: path.display().to_string(),
+                        reason: e.to_string(),
+                    };
+                    eprintln!("error: {err}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let state = match rt.block_on(status::fetch(&args.url, &key)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rows = status::rows(&state);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else if rows.is_empty() {
+        println!("No providers configured.");
+    } else {
+        print!("{}", status::render(&rows, status::use_color()));
+    }
+    if rows.iter().any(|r| r.state == "ready") {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

@@ -1,0 +1,246 @@
+//! `baton status`: asks a running Baton for its routing state and prints providers in routing
+//! order — state, cooldown and reset time, quota, in-flight, last error — as aligned columns
+//! (coloured on a terminal) or as stable JSON.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Why the state could not be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("cannot reach Baton at {url}: {reason}. Is `baton serve` (or the tray app) running? Pass --url if it listens elsewhere.")]
+    Unreachable { url: String, reason: String },
+    #[error("Baton at {url} refused the admin key ({status}). The key is in admin.key in the data directory; pass --data-dir or --admin-key.")]
+    Refused { url: String, status: u16 },
+    #[error("cannot read the admin key {path}: {reason}. Pass --data-dir or --admin-key.")]
+    Key { path: String, reason: String },
+    #[error("unexpected answer from Baton: {0}")]
+    Answer(String),
+}
+
+/// Fetches `/admin/state`.
+pub async fn fetch(url: &str, admin_key: &str) -> Result<Value, StatusError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| StatusError::Answer(e.to_string()))?;
+    let endpoint = format!("{}/admin/state", url.trim_end_matches('/'));
+    let resp = client
+        .get(&endpoint)
+        .header("x-admin-key", admin_key)
+        .send()
+        .await
+        .map_err(|e| StatusError::Unreachable {
+            url: url.to_string(),
+            reason: crate::router::sse::describe(&e),
+        })?;
+    let status = resp.status().as_u16();
+    if status == 401 || status == 403 {
+        return Err(StatusError::Refused {
+            url: url.to_string(),
+            status,
+        });
+    }
+    let body = resp
+        .bytes()
+        .await
+        .map_err(|e| StatusError::Answer(e.to_string()))?;
+    if status != 200 {
+        return Err(StatusError::Answer(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        )));
+    }
+    serde_json::from_slice(&body).map_err(|e| StatusError::Answer(e.to_string()))
+}
+
+/// One provider's line, as data (the JSON output and the table come from this).
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub id: String,
+    pub kind: String,
+    /// ready | cooling | breaker-open | unavailable | disabled
+    pub state: String,
+    pub detail: Option<String>,
+    pub reset_at_ms: Option<i64>,
+    pub keys_ready: usize,
+    pub keys_total: usize,
+    pub quota: Option<f64>,
+    pub in_flight: u64,
+    pub max_concurrency: Option<u64>,
+    pub last_error: Option<String>,
+}
+
+/// Turns `/admin/state` into rows, in routing order.
+pub fn rows(state: &Value) -> Vec<Row> {
+    let now = state["nowMs"].as_i64().unwrap_or(0);
+    let mut out = Vec::new();
+    for p in state["providers"].as_array().into_iter().flatten() {
+        let keys = p["keys"].as_array().cloned().unwrap_or_default();
+        let usable: Vec<&Value> = keys.iter().filter(|k| k["missing"] != true).collect();
+        let keys_ready = usable.iter().filter(|k| k["cooldown"].is_null()).count();
+        let provider_cooldowns: Vec<&Value> = p["cooldowns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["key"].is_null() && c["model"].is_null())
+            .collect();
+        let key_cooldowns: Vec<&Value> = usable
+            .iter()
+            .filter_map(|k| k.get("cooldown"))
+            .filter(|c| !c.is_null())
+            .collect();
+        let soonest = |cs: &[&Value]| {
+            cs.iter()
+                .min_by_key(|c| c["untilMs"].as_i64().unwrap_or(i64::MAX))
+                .map(|c| {
+                    (
+                        c["untilMs"].as_i64(),
+                        format!(
+                            "{}: {}",
+                            c["class"].as_str().unwrap_or("?"),
+                            c["reason"].as_str().unwrap_or("")
+                        ),
+                    )
+                })
+        };
+        let breaker_open = p["breaker"]["state"] == "open";
+        let (state_name, detail, reset) = if p["enabled"] == false {
+            ("disabled", None, None)
+        } else if let Some(why) = p["unavailable"].as_str() {
+            ("unavailable", Some(why.to_string()), None)
+        } else if breaker_open {
+            (
+                "breaker-open",
+                Some(format!(
+                    "{} transient failures in a row",
+                    p["breaker"]["consecutiveFailures"]
+                )),
+                p["breaker"]["openUntilMs"].as_i64(),
+            )
+        } else if let Some((until, why)) = soonest(&provider_cooldowns) {
+            ("cooling", Some(why), until)
+        } else if !usable.is_empty() && keys_ready == 0 {
+            let (until, why) = soonest(&key_cooldowns).unwrap_or((None, String::new()));
+            let all_auth = usable.iter().all(|k| k["disabled"] == true);
+            (
+                if all_auth { "unavailable" } else { "cooling" },
+                Some(why),
+                until,
+            )
+        } else {
+            ("ready", None, None)
+        };
+        let quota = usable
+            .iter()
+            .filter_map(|k| k["quotaScore"].as_f64())
+            .fold(None, |acc: Option<f64>, s| {
+                Some(acc.map_or(s, |a| a.max(s)))
+            });
+        out.push(Row {
+            id: p["id"].as_str().unwrap_or("?").to_string(),
+            kind: p["kind"].as_str().unwrap_or("?").to_string(),
+            state: state_name.to_string(),
+            detail,
+            reset_at_ms: reset.filter(|r| *r > now),
+            keys_ready,
+            keys_total: usable.len(),
+            quota,
+            in_flight: p["inFlight"].as_u64().unwrap_or(0),
+            max_concurrency: p["maxConcurrency"].as_u64(),
+            last_error: p["health"]["lastError"].as_str().map(str::to_string),
+        });
+    }
+    out
+}
+
+/// Renders the table; `color` adds ANSI colours to the state column.
+pub fn render(rows: &[Row], color: bool) -> String {
+    let local = jiff::tz::TimeZone::system();
+    let when = |ms: i64| {
+        jiff::Timestamp::from_millisecond(ms)
+            .map(|t| {
+                t.to_zoned_datetime(local.clone())
+                    .strftime("%H:%M:%S")
+                    .to_string()
+            })
+            .unwrap_or_default()
+    };
+    let mut table: Vec<[String; 6]> = vec![[
+        "PROVIDER".into(),
+        "STATE".into(),
+        "KEYS".into(),
+        "QUOTA".into(),
+        "IN-FLIGHT".into(),
+        "DETAIL".into(),
+    ]];
+    for r in rows {
+        let state = match r.reset_at_ms {
+            Some(ms) => format!("{} until {}", r.state, when(ms)),
+            None => r.state.clone(),
+        };
+        let keys = if r.keys_total == 0 {
+            "-".to_string()
+        } else {
+            format!("{}/{}", r.keys_ready, r.keys_total)
+        };
+        let quota = r
+            .quota
+            .map(|q| format!("{:.0}%", q * 100.0))
+            .unwrap_or_else(|| "-".into());
+        let in_flight = match r.max_concurrency {
+            Some(m) => format!("{}/{m}", r.in_flight),
+            None => r.in_flight.to_string(),
+        };
+        let detail = r
+            .detail
+            .clone()
+            .or_else(|| r.last_error.clone().map(|e| format!("last error: {e}")))
+            .unwrap_or_default();
+        let detail: String = detail.chars().take(100).collect();
+        table.push([r.id.clone(), state, keys, quota, in_flight, detail]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| {
+            table
+                .iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, row) in table.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            let text = if color && i > 0 && c == 1 {
+                let code = match rows[i - 1].state.as_str() {
+                    "ready" => "32",
+                    "cooling" | "breaker-open" => "33",
+                    "disabled" => "90",
+                    _ => "31",
+                };
+                format!("\x1b[{code}m{cell}\x1b[0m")
+            } else {
+                cell.clone()
+            };
+            line.push_str(&text);
+            if c < 5 {
+                line.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether to colour: a terminal, and `NO_COLOR` unset.
+pub fn use_color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
