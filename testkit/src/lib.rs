@@ -574,6 +574,7 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "400" => Behavior::status(400),
         "401" => Behavior::status(401),
         "reset" => Behavior::Reset,
+        "stream-dies" => Behavior::StreamDies(2),
         "hang" => Behavior::Hang,
         "tool" => Behavior::ToolCall {
             name: "get_weather".into(),

@@ -127,3 +127,18 @@ def test_example_config_matches_schema():
     schema = json.loads((ROOT / "config.schema.json").read_text())
     example = json.loads((ROOT / "config.example.json").read_text())
     jsonschema.validate(example, schema)
+
+
+def test_stream_broken_after_content_raises_in_the_sdk(gateway):
+    """A stream that breaks mid-answer must not look complete: the SDK raises."""
+    gateway.a.script("stream-dies")
+    stream = client(gateway).chat.completions.create(
+        model="auto", stream=True, messages=[{"role": "user", "content": "one two three four"}])
+    received = ""
+    with pytest.raises(openai.APIError) as e:
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                received += chunk.choices[0].delta.content
+    assert received == "a: one "
+    assert "incomplete" in str(e.value)
+    assert gateway.b.stats()["hits"] == 0, "no fallback after the first byte"
