@@ -2,6 +2,7 @@
 //! it, so the router never sees a wire format. Same-format hops (OpenAI in, OpenAI-compatible out)
 //! skip the conversion and forward the client's body with only `model` rewritten.
 
+pub mod anthropic;
 pub mod openai;
 
 use serde_json::{Map, Value};

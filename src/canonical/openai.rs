@@ -353,22 +353,19 @@ fn message_to_openai(m: &Message) -> Vec<Value> {
                     Part::ToolResult { .. } => {}
                 }
             }
-            out["content"] = if texts_only {
-                let text: Vec<&str> = m
-                    .content
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text(t) => Some(t.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if text.is_empty() && !calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text.join(""))
-                }
-            } else {
-                Value::Array(parts)
+            let texts = m
+                .content
+                .iter()
+                .filter(|p| matches!(p, Part::Text(_)))
+                .count();
+            out["content"] = match (&m.content.first(), texts_only, texts) {
+                // No text at all: `null` beside tool calls, "" otherwise.
+                (_, true, 0) if !calls.is_empty() => Value::Null,
+                (_, true, 0) => json!(""),
+                // One text part: the plain string every server accepts.
+                (Some(Part::Text(t)), true, 1) => json!(t),
+                // Several parts keep their boundaries.
+                _ => Value::Array(parts),
             };
             if !calls.is_empty() {
                 out["tool_calls"] = Value::Array(calls);

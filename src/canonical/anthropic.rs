@@ -1,0 +1,431 @@
+//! Anthropic Messages API <-> canonical model: requests, complete answers, and the streaming
+//! event sequence (`message_start` … `message_stop`) built from canonical stream events.
+
+use serde_json::{json, Map, Value};
+
+use super::openai::InvalidRequest;
+use super::{ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage};
+
+fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
+    InvalidRequest {
+        param: param.into(),
+        message: message.into(),
+    }
+}
+
+/// Fields with a canonical slot; the rest go to `extra` (kept for Anthropic upstreams).
+const KNOWN: &[&str] = &[
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop_sequences",
+    "stream",
+];
+
+fn text_of_blocks(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, InvalidRequest> {
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        _ => {
+            return Err(invalid(
+                "model",
+                "model: Field required (a model name or a Baton route)",
+            ))
+        }
+    };
+    let messages = match body.get("messages") {
+        Some(Value::Array(m)) if !m.is_empty() => m,
+        Some(Value::Array(_)) => {
+            return Err(invalid(
+                "messages",
+                "messages: at least one message is required",
+            ))
+        }
+        _ => return Err(invalid("messages", "messages: Field required")),
+    };
+    let mut req = ChatRequest {
+        model,
+        ..ChatRequest::default()
+    };
+    match body.get("system") {
+        None | Some(Value::Null) => {}
+        Some(s @ (Value::String(_) | Value::Array(_))) => req.system.push(text_of_blocks(s)),
+        Some(_) => {
+            return Err(invalid(
+                "system",
+                "system: must be a string or a list of text blocks",
+            ))
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        let content = m.get("content").unwrap_or(&Value::Null);
+        let role = match role {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            // Claude Code sends a system message inside `messages`.
+            "system" => {
+                req.system.push(text_of_blocks(content));
+                continue;
+            }
+            other => {
+                return Err(invalid(
+                    format!("messages.{i}.role"),
+                    format!("messages.{i}.role: unexpected role `{other}`; use user or assistant"),
+                ))
+            }
+        };
+        let mut parts = Vec::new();
+        let mut results = Vec::new();
+        match content {
+            Value::String(s) => parts.push(Part::Text(s.clone())),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str).unwrap_or("text") {
+                        "text" => parts.push(Part::Text(
+                            b.get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                        )),
+                        "image" => {
+                            let src = b.get("source").unwrap_or(&Value::Null);
+                            let url = match src.get("type").and_then(Value::as_str) {
+                                Some("base64") => format!(
+                                    "data:{};base64,{}",
+                                    src.get("media_type")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("image/png"),
+                                    src.get("data").and_then(Value::as_str).unwrap_or_default()
+                                ),
+                                _ => src
+                                    .get("url")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_string(),
+                            };
+                            parts.push(Part::Image { url, detail: None });
+                        }
+                        "tool_use" => parts.push(Part::ToolCall {
+                            id: b
+                                .get("id")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                            name: b
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                            arguments: b
+                                .get("input")
+                                .map(Value::to_string)
+                                .unwrap_or_else(|| "{}".into()),
+                        }),
+                        "tool_result" => results.push(Part::ToolResult {
+                            call_id: b
+                                .get("tool_use_id")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                            content: text_of_blocks(b.get("content").unwrap_or(&Value::Null)),
+                        }),
+                        // Thinking blocks and unknown blocks have no place in other formats.
+                        _ => {}
+                    }
+                }
+            }
+            Value::Null => {}
+            _ => {
+                return Err(invalid(
+                    format!("messages.{i}.content"),
+                    format!("messages.{i}.content: must be a string or a list of content blocks"),
+                ))
+            }
+        }
+        // Tool results are their own turns in the canonical (and OpenAI) model.
+        if !results.is_empty() {
+            req.messages.push(Message {
+                role: Role::Tool,
+                content: results,
+                name: None,
+            });
+        }
+        if !parts.is_empty() {
+            req.messages.push(Message {
+                role,
+                content: parts,
+                name: None,
+            });
+        }
+    }
+    for (i, t) in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
+            invalid(
+                format!("tools.{i}.name"),
+                format!("tools.{i}.name: Field required"),
+            )
+        })?;
+        req.tools.push(Tool {
+            name: name.to_string(),
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            parameters: t
+                .get("input_schema")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"})),
+        });
+    }
+    req.tool_choice =
+        body.get("tool_choice")
+            .and_then(|tc| match tc.get("type").and_then(Value::as_str) {
+                Some("auto") => Some(json!("auto")),
+                Some("any") => Some(json!("required")),
+                Some("none") => Some(json!("none")),
+                Some("tool") => tc
+                    .get("name")
+                    .map(|n| json!({"type": "function", "function": {"name": n}})),
+                _ => None,
+            });
+    req.max_tokens = body.get("max_tokens").and_then(Value::as_u64);
+    req.temperature = body.get("temperature").and_then(Value::as_f64);
+    req.top_p = body.get("top_p").and_then(Value::as_f64);
+    req.stop = body
+        .get("stop_sequences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    req.stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    // A translated stream needs the upstream's usage for message_delta.
+    req.stream_usage = req.stream;
+    for (k, v) in body {
+        if !KNOWN.contains(&k.as_str()) {
+            req.extra.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(req)
+}
+
+pub fn stop_reason(s: &StopReason) -> &'static str {
+    match s {
+        StopReason::Stop | StopReason::Other(_) => "end_turn",
+        StopReason::Length => "max_tokens",
+        StopReason::ToolCalls => "tool_use",
+        StopReason::ContentFilter => "refusal",
+    }
+}
+
+/// Canonical answer -> Anthropic `message`.
+pub fn response_to_anthropic(r: &ChatResponse, model: &str) -> Value {
+    let content: Vec<Value> = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) if !t.is_empty() => Some(json!({"type": "text", "text": t})),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some(json!({"type": "tool_use", "id": id, "name": name,
+                "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))})),
+            _ => None,
+        })
+        .collect();
+    let usage = r.usage.unwrap_or_default();
+    json!({
+        "id": anthropic_id(&r.id),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": r.stop.as_ref().map(stop_reason).unwrap_or("end_turn"),
+        "stop_sequence": null,
+        "usage": usage_json(&usage),
+    })
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens.saturating_sub(u.cached_input_tokens),
+        "output_tokens": u.output_tokens,
+        "cache_read_input_tokens": u.cached_input_tokens,
+    })
+}
+
+fn anthropic_id(id: &str) -> String {
+    if id.starts_with("msg_") {
+        id.to_string()
+    } else {
+        format!("msg_{}", id.trim_start_matches("chatcmpl-"))
+    }
+}
+
+/// Builds Anthropic SSE frames from canonical stream events.
+pub struct StreamEncoder {
+    id: String,
+    model: String,
+    started: bool,
+    /// Index of the open content block and whether it is text.
+    open: Option<(usize, bool)>,
+    next_index: usize,
+    /// canonical tool index -> Anthropic block index
+    tools: Vec<(u32, usize)>,
+    stop: Option<StopReason>,
+    usage: Usage,
+}
+
+fn frame(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+impl StreamEncoder {
+    pub fn new(id: &str, model: &str) -> Self {
+        Self {
+            id: anthropic_id(id),
+            model: model.to_string(),
+            started: false,
+            open: None,
+            next_index: 0,
+            tools: Vec::new(),
+            stop: None,
+            usage: Usage::default(),
+        }
+    }
+
+    fn start(&mut self, out: &mut String) {
+        if !self.started {
+            self.started = true;
+            out.push_str(&frame(
+                "message_start",
+                &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+            ));
+            out.push_str(&frame("ping", &json!({"type": "ping"})));
+        }
+    }
+
+    fn close(&mut self, out: &mut String) {
+        if let Some((i, _)) = self.open.take() {
+            out.push_str(&frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": i}),
+            ));
+        }
+    }
+
+    /// Frames for one canonical event.
+    pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        self.start(out);
+        match ev {
+            StreamEvent::TextDelta(t) => {
+                if !matches!(self.open, Some((_, true))) {
+                    self.close(out);
+                    let i = self.next_index;
+                    self.next_index += 1;
+                    self.open = Some((i, true));
+                    out.push_str(&frame(
+                        "content_block_start",
+                        &json!({"type": "content_block_start", "index": i,
+                        "content_block": {"type": "text", "text": ""}}),
+                    ));
+                }
+                let i = self.open.map(|(i, _)| i).unwrap_or(0);
+                out.push_str(&frame(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": t}}),
+                ));
+            }
+            StreamEvent::ToolCallStart { index, id, name } => {
+                self.close(out);
+                let i = self.next_index;
+                self.next_index += 1;
+                self.open = Some((i, false));
+                self.tools.push((*index, i));
+                out.push_str(&frame(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+            }
+            StreamEvent::ToolCallDelta { index, arguments } => {
+                if let Some((_, i)) = self.tools.iter().find(|(t, _)| t == index) {
+                    out.push_str(&frame(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                    ));
+                }
+            }
+            StreamEvent::Finish(r) => self.stop = Some(r.clone()),
+            StreamEvent::Usage(u) => self.usage = *u,
+        }
+    }
+
+    /// The closing frames of a complete answer.
+    pub fn finish(&mut self, out: &mut String) {
+        self.start(out);
+        self.close(out);
+        let reason = self.stop.as_ref().map(stop_reason).unwrap_or("end_turn");
+        out.push_str(&frame("message_delta", &json!({"type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": null},
+            "usage": {"output_tokens": self.usage.output_tokens,
+                "input_tokens": self.usage.input_tokens.saturating_sub(self.usage.cached_input_tokens)}})));
+        out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
+    }
+
+    pub fn saw_finish(&self) -> bool {
+        self.stop.is_some()
+    }
+}
+
+/// Anthropic's `event: error` frame.
+pub fn error_frame(kind: &str, message: &str) -> String {
+    frame(
+        "error",
+        &json!({"type": "error", "error": {"type": kind, "message": message}}),
+    )
+}
+
+/// A documented estimate of prompt tokens (about four characters a token) for non-Anthropic
+/// upstreams.
+pub fn estimate_tokens(req: &ChatRequest) -> u64 {
+    let n = req
+        .needs()
+        .estimated_tokens
+        .saturating_sub(req.max_tokens.unwrap_or(0));
+    n.max(1)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+use super::*;
+use serde_json::json;
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The request bodies the real Claude Code CLI sent (tests/fixtures/claude-code).
+fn claude_code_bodies() -> Vec<Map<String, Value>> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-code");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("fixtures") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).expect("json line");
+            if let Value::Object(b) = &v["body"] {
+                out.push(b.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn real_claude_code_requests_translate_to_openai_and_back() {
+    let bodies = claude_code_bodies();
+    assert!(bodies.len() >= 3);
+    for body in bodies {
+        let req = request_from_anthropic(&body).expect("Claude Code's request is accepted");
+        assert!(req.stream, "Claude Code streams");
+        assert!(!req.system.is_empty(), "system prompt kept");
+        assert_eq!(
+            req.tools.len(),
+            body.get("tools")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len)
+        );
+        assert!(
+            req.extra.contains_key("metadata"),
+            "unknown fields kept for Anthropic upstreams"
+        );
+        let openai = crate::canonical::openai::request_to_openai(&req);
+        let again =
+            crate::canonical::openai::request_from_openai(&openai).expect("valid OpenAI body");
+        assert_eq!(
+            again.messages, req.messages,
+            "messages survive the OpenAI hop"
+        );
+        assert_eq!(again.tools, req.tools);
+        assert_eq!(openai["stream_options"], json!({"include_usage": true}));
+    }
+}
+
+#[test]
+fn blocks_map_to_canonical_parts() {
+    let body = obj(json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 100, "stop_sequences": ["X"],
+        "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
+                {"type": "tool_use", "id": "toolu_1", "name": "get", "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "18 C"}]}]},
+            {"role": "system", "content": "mid-conversation note"}
+        ],
+        "tools": [{"name": "get", "description": "d", "input_schema": {"type": "object"}}],
+        "tool_choice": {"type": "any"}
+    }));
+    let req = request_from_anthropic(&body).expect("valid");
+    assert_eq!(
+        req.system,
+        vec!["be brief".to_string(), "mid-conversation note".to_string()]
+    );
+    assert_eq!(req.messages.len(), 3);
+    assert_eq!(
+        req.messages[0].content[1],
+        Part::Image {
+            url: "data:image/png;base64,AAAA".into(),
+            detail: None
+        }
+    );
+    assert_eq!(
+        req.messages[1].content,
+        vec![Part::ToolCall {
+            id: "toolu_1".into(),
+            name: "get".into(),
+            arguments: "{\"city\":\"Paris\"}".into()
+        }]
+    );
+    assert_eq!(req.messages[2].role, Role::Tool);
+    assert_eq!(req.tool_choice, Some(json!("required")));
+    assert_eq!(
+        (req.max_tokens, req.stop.clone()),
+        (Some(100), vec!["X".to_string()])
+    );
+    let e = request_from_anthropic(&obj(
+        json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}),
+    ))
+    .expect_err("bad role");
+    assert_eq!(e.param, "messages.0.role");
+}
+
+#[test]
+fn answers_and_streams_encode_in_anthropic_shape() {
+    let r = ChatResponse {
+        id: "chatcmpl-1".into(),
+        model: "m".into(),
+        created: 0,
+        content: vec![
+            Part::Text("hi".into()),
+            Part::ToolCall {
+                id: "c1".into(),
+                name: "f".into(),
+                arguments: "{\"a\":1}".into(),
+            },
+        ],
+        stop: Some(StopReason::ToolCalls),
+        usage: Some(Usage {
+            input_tokens: 10,
+            output_tokens: 3,
+            cached_input_tokens: 4,
+        }),
+    };
+    let v = response_to_anthropic(&r, "served-model");
+    assert_eq!(v["id"], "msg_1");
+    assert_eq!(v["stop_reason"], "tool_use");
+    assert_eq!(
+        v["content"][1],
+        json!({"type": "tool_use", "id": "c1", "name": "f", "input": {"a": 1}})
+    );
+    assert_eq!(
+        v["usage"],
+        json!({"input_tokens": 6, "output_tokens": 3, "cache_read_input_tokens": 4})
+    );
+
+    let mut enc = StreamEncoder::new("chatcmpl-2", "m");
+    let mut out = String::new();
+    for ev in [
+        StreamEvent::TextDelta("Hel".into()),
+        StreamEvent::TextDelta("lo".into()),
+        StreamEvent::ToolCallStart {
+            index: 0,
+            id: "c1".into(),
+            name: "f".into(),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            arguments: "{\"a\"".into(),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            arguments: ":1}".into(),
+        },
+        StreamEvent::Finish(StopReason::ToolCalls),
+        StreamEvent::Usage(Usage {
+            input_tokens: 5,
+            output_tokens: 2,
+            cached_input_tokens: 0,
+        }),
+    ] {
+        enc.push(&ev, &mut out);
+    }
+    enc.finish(&mut out);
+    let events: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert!(
+        out.contains(r#""delta":{"partial_json":"{\"a\"","type":"input_json_delta"}"#),
+        "{out}"
+    );
+    assert!(out.contains(r#""stop_reason":"tool_use""#));
+}
