@@ -60,7 +60,7 @@ impl Core {
         let stored = self.store.load_providers()?;
         let configs = stored.iter().map(|s| s.effective()).collect();
         let env = |name: &str| std::env::var(name).ok();
-        let snap = {
+        let mut snap = {
             let mut rt = self
                 .runtimes
                 .lock()
@@ -73,6 +73,7 @@ impl Core {
                 &env,
             )
         };
+        snap.set_model_map(&self.file_config.model_map);
         for p in &snap.providers {
             if let Some(why) = p.unavailable() {
                 tracing::warn!(provider = p.id(), "provider unavailable: {why}");

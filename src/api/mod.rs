@@ -5,6 +5,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod admin;
+pub mod anthropic;
 pub mod error;
 pub mod openai;
 
@@ -47,6 +48,8 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(openai::models))
+        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/health", get(health))
         .route("/admin/state", get(admin::state))
         .route(
@@ -153,7 +156,7 @@ async fn not_found(req: Request) -> ApiError {
         "invalid_request_error",
         "unknown_url",
         format!(
-            "Unknown path {} {}. Baton serves POST /v1/chat/completions and GET /v1/models.",
+            "Unknown path {} {}. Baton serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models.",
             req.method(),
             req.uri().path()
         ),

@@ -14,11 +14,18 @@ use crate::router::record::Record;
 use crate::router::snapshot::ResolveError;
 use crate::router::{self, Failure, Inbound, Served};
 
+/// The client's API format; the router in between is the same.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
 pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
     let request_id = new_request_id();
     let mut base = HeaderMap::new();
     base.insert("x-request-id", header_value(&request_id));
-    match handle(&state, req, &request_id, &mut base).await {
+    match handle(&state, req, &request_id, &mut base, Format::OpenAi).await {
         Ok(resp) => resp,
         Err(e) => {
             if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
@@ -29,11 +36,12 @@ pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Re
     }
 }
 
-async fn handle(
+pub(super) async fn handle(
     state: &AppState,
     req: Request,
     request_id: &str,
     base: &mut HeaderMap,
+    format: Format,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?.to_string();
@@ -94,27 +102,41 @@ async fn handle(
             return Err(err);
         }
     };
-    let canonical =
-        request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
-    let snap = core.snapshot.load_full();
-    let (targets, selection) = snap.resolve(&canonical.model).map_err(|e| match e {
-        ResolveError::UnknownModel { .. } => {
-            let mut err = ApiError::new(
-                StatusCode::NOT_FOUND,
-                "invalid_request_error",
-                "model_not_found",
-                e.to_string(),
-            );
-            err.param = Some("model".into());
-            err
+    let (canonical, body) = match format {
+        Format::OpenAi => {
+            let c =
+                request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
+            (c, body)
         }
-        ResolveError::Disabled(m) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "provider_disabled",
-            m,
-        ),
-    })?;
+        Format::Anthropic => {
+            let c = crate::canonical::anthropic::request_from_anthropic(&body)
+                .map_err(|e| ApiError::invalid(e.param, e.message))?;
+            // The router speaks OpenAI to openai-compatible upstreams.
+            let openai = crate::canonical::openai::request_to_openai(&c);
+            (c, openai)
+        }
+    };
+    let snap = core.snapshot.load_full();
+    let (targets, selection) =
+        snap.resolve(snap.map_model(&canonical.model))
+            .map_err(|e| match e {
+                ResolveError::UnknownModel { .. } => {
+                    let mut err = ApiError::new(
+                        StatusCode::NOT_FOUND,
+                        "invalid_request_error",
+                        "model_not_found",
+                        e.to_string(),
+                    );
+                    err.param = Some("model".into());
+                    err
+                }
+                ResolveError::Disabled(m) => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable",
+                    "provider_disabled",
+                    m,
+                ),
+            })?;
     let stream = canonical.stream;
     let requested = canonical.model.clone();
     let needs = canonical.needs();
@@ -162,6 +184,26 @@ async fn handle(
                 );
             }
             rec.finish(200, None);
+            let body = match format {
+                Format::OpenAi => body,
+                Format::Anthropic => {
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer =
+                        crate::canonical::openai::response_from_openai(&v).ok_or_else(|| {
+                            ApiError::new(
+                                StatusCode::BAD_GATEWAY,
+                                "upstream_error",
+                                "malformed_upstream_answer",
+                                "The provider's answer could not be translated.",
+                            )
+                        })?;
+                    let out = crate::canonical::anthropic::response_to_anthropic(
+                        &answer,
+                        &target.model.id,
+                    );
+                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+                }
+            };
             let mut resp = (StatusCode::OK, body).into_response();
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,
@@ -184,8 +226,13 @@ async fn handle(
                 body: inbound.body.clone(),
                 targets: resume.into(),
             });
-            let body =
-                crate::router::stream::openai_body(reader, prelude, slot, target, rec, resume);
+            let out = match format {
+                Format::OpenAi => crate::router::stream::Out::OpenAi,
+                Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
+                    crate::canonical::anthropic::StreamEncoder::new(request_id, &target.model.id),
+                )),
+            };
+            let body = crate::router::stream::body(reader, prelude, slot, target, rec, resume, out);
             let mut resp = Response::new(Body::from_stream(body));
             let h = resp.headers_mut();
             h.insert(
@@ -226,7 +273,7 @@ async fn handle(
 }
 
 /// Passes an upstream's own 4xx through when it is already an OpenAI error; wraps it otherwise.
-fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
+pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
     match f {
         Failure::Client { status, body } => {
             let parsed: Option<Value> = serde_json::from_slice(&body).ok();
@@ -285,7 +332,7 @@ fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
 }
 
 /// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
-fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
+pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
     let mut out = String::new();
     for a in attempts {
         if !out.is_empty() {
@@ -313,7 +360,7 @@ fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
 }
 
 /// Each candidate's last state, for the body of a 429/502 when routing gave up.
-fn candidates(attempts: &[crate::store::AttemptRecord]) -> Value {
+pub(super) fn candidates(attempts: &[crate::store::AttemptRecord]) -> Value {
     let mut seen: Vec<(String, Value)> = Vec::new();
     for a in attempts {
         let target = format!("{}/{}", a.provider, a.model);
@@ -327,25 +374,34 @@ fn candidates(attempts: &[crate::store::AttemptRecord]) -> Value {
     Value::Array(seen.into_iter().map(|(_, v)| v).collect())
 }
 
-fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
+pub(super) fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
     h.insert("x-gateway-provider", header_value(provider));
     h.insert("x-gateway-model", header_value(model));
 }
 
-fn header_value(s: &str) -> HeaderValue {
+pub(super) fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
 }
 
-fn new_request_id() -> String {
+pub(super) fn new_request_id() -> String {
     format!("req_{:016x}", rand::random::<u64>())
 }
 
-pub async fn models(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    authenticate(&state.core, &headers)?;
+/// `GET /v1/models`: OpenAI's list shape, or Anthropic's when the request carries
+/// `anthropic-version`.
+pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let anthropic = headers.contains_key("anthropic-version");
+    if let Err(e) = authenticate(&state.core, &headers) {
+        return if anthropic {
+            super::anthropic::anthropic_error(e)
+        } else {
+            e.into_response()
+        };
+    }
     let snap = state.core.snapshot.load();
+    if anthropic {
+        return super::anthropic::models(snap.model_names()).into_response();
+    }
     let mut data =
         vec![json!({"id": "auto", "object": "model", "created": 0, "owned_by": "baton"})];
     for r in snap.routes.keys() {
@@ -357,5 +413,5 @@ pub async fn models(
             data.push(json!({"id": format!("{}/{}", p.id(), m.id), "object": "model", "created": 0, "owned_by": p.id()}));
         }
     }
-    Ok(Json(json!({"object": "list", "data": data})))
+    Json(json!({"object": "list", "data": data})).into_response()
 }

@@ -41,6 +41,10 @@ pub struct ConfigFile {
     /// names; a list, or an object with `targets` and options.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routes: BTreeMap<String, RouteConfig>,
+    /// Model names clients send (exact, or globs with `*`) mapped to what Baton routes them to,
+    /// e.g. `{"claude-haiku-*": "fast", "claude-*": "auto"}`. The most specific pattern wins.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_map: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

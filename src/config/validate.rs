@@ -111,6 +111,21 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             }
         }
     }
+    for (pattern, target) in &config.model_map {
+        let path = format!("modelMap.{pattern}");
+        if pattern.trim().is_empty() {
+            return Err(err(path, "the model name pattern must not be empty".into()));
+        }
+        let head = target.split('/').next().unwrap_or_default();
+        let known =
+            target == "auto" || ids.contains(head) || config.routes.contains_key(target.as_str());
+        if !known {
+            return Err(err(
+                path,
+                format!("`{target}` names no provider or route; map to \"auto\", a route, a provider or \"provider/model\""),
+            ));
+        }
+    }
     Ok(())
 }
 

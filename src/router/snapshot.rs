@@ -14,6 +14,8 @@ pub struct Snapshot {
     pub providers: Vec<Arc<ProviderEntry>>,
     pub routes: BTreeMap<String, RouteConfig>,
     pub routing: RoutingConfig,
+    /// `modelMap`, most specific pattern first.
+    pub model_map: Vec<(String, String)>,
 }
 
 /// One provider + model to try.
@@ -80,7 +82,33 @@ impl Snapshot {
             providers,
             routes,
             routing,
+            model_map: Vec::new(),
         }
+    }
+
+    /// Orders `modelMap` so that the most specific pattern is tried first: exact names, then
+    /// globs with the most literal characters.
+    pub fn set_model_map(&mut self, map: &BTreeMap<String, String>) {
+        let mut v: Vec<(String, String)> =
+            map.iter().map(|(k, t)| (k.clone(), t.clone())).collect();
+        v.sort_by_key(|(k, _)| (k.contains('*'), std::cmp::Reverse(k.replace('*', "").len())));
+        self.model_map = v;
+    }
+
+    /// What a client's model name routes to: an exact `modelMap` entry, else the name itself
+    /// when it resolves, else the most specific matching glob.
+    pub fn map_model<'a>(&'a self, requested: &'a str) -> &'a str {
+        if let Some((_, t)) = self.model_map.iter().find(|(k, _)| k == requested) {
+            return t;
+        }
+        if self.resolve(requested).is_ok() {
+            return requested;
+        }
+        self.model_map
+            .iter()
+            .find(|(k, _)| k.contains('*') && glob_match(k, requested))
+            .map(|(_, t)| t.as_str())
+            .unwrap_or(requested)
     }
 
     /// Whether a broken stream for this requested model may resume on another candidate.
@@ -217,5 +245,38 @@ fn push_provider(p: &Arc<ProviderEntry>, out: &mut Vec<Target>) {
             provider: p.clone(),
             model: m.clone(),
         });
+    }
+}
+
+/// `*` matches any run of characters; everything else literally.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("claude-*", "claude-sonnet-4-5-20250929"));
+        assert!(glob_match("claude-haiku-*", "claude-haiku-4-5"));
+        assert!(!glob_match("claude-haiku-*", "claude-sonnet-4-5"));
+        assert!(glob_match("*-mini", "gpt-4o-mini"));
+        assert!(glob_match("a*b*c", "a-x-b-y-c"));
+        assert!(!glob_match("a*b*c", "a-x-c"));
+        assert!(glob_match("*", "anything"));
     }
 }

@@ -38,16 +38,26 @@ struct Pump {
     resume: Option<Resume>,
     /// Text forwarded so far (kept only when the stream may resume).
     partial: String,
+    out: Out,
 }
 
-/// The client-facing body of a streamed answer (OpenAI SSE format).
-pub fn openai_body(
+/// The client's wire format.
+pub enum Out {
+    /// OpenAI chunks, forwarded as the upstream sent them.
+    OpenAi,
+    /// Anthropic Messages events, translated from the upstream's OpenAI chunks.
+    Anthropic(Box<crate::canonical::anthropic::StreamEncoder>),
+}
+
+/// The client-facing body of a streamed answer, in the client's format.
+pub fn body(
     reader: SseReader,
     prelude: Vec<Bytes>,
     slot: Slot,
     target: Target,
     mut rec: Record,
     resume: Option<Resume>,
+    out: Out,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     rec.first_byte();
     let mut pump = Pump {
@@ -60,12 +70,14 @@ pub fn openai_body(
         ended: false,
         resume,
         partial: String::new(),
+        out,
     };
     // The held-back events go out as one write: the client gets the first token in one packet.
     let mut first = bytes::BytesMut::new();
     for ev in prelude {
         pump.inspect(&ev);
-        first.extend_from_slice(&ev);
+        let b = pump.translate(ev);
+        first.extend_from_slice(&b);
     }
     if !first.is_empty() {
         pump.queued.push_back(first.freeze());
@@ -123,13 +135,24 @@ impl Pump {
     }
 
     async fn next_output(&mut self) -> Bytes {
+        loop {
+            let out = self.next_event_output().await;
+            // Events with nothing to say in the client's format (keep-alives when translating)
+            // are skipped rather than sent as empty chunks.
+            if !out.is_empty() || self.ended {
+                return out;
+            }
+        }
+    }
+
+    async fn next_event_output(&mut self) -> Bytes {
         match self.reader.next_event().await {
             Ok(Some(ev)) => {
                 if ev.is_done() {
                     self.ended = true;
                     self.count_tokens();
                     self.rec.finish(200, None);
-                    return ev.raw;
+                    return self.done(Some(ev.raw));
                 }
                 if let Some(data) = &ev.data {
                     if memchr::memmem::find(data, b"\"error\"").is_some() {
@@ -143,13 +166,18 @@ impl Pump {
                                 self.ended = true;
                                 self.rec
                                     .finish(502, Some(format!("upstream error mid-stream: {msg}")));
-                                return ev.raw;
+                                return match &self.out {
+                                    Out::OpenAi => ev.raw,
+                                    Out::Anthropic(_) => Bytes::from(
+                                        crate::canonical::anthropic::error_frame("api_error", &msg),
+                                    ),
+                                };
                             }
                         }
                     }
                 }
                 self.inspect(&ev.raw);
-                ev.raw
+                self.translate(ev.raw)
             }
             Ok(None) => {
                 if self.finish_seen {
@@ -157,13 +185,44 @@ impl Pump {
                     self.ended = true;
                     self.count_tokens();
                     self.rec.finish(200, None);
-                    Bytes::from_static(b"data: [DONE]\n\n")
+                    self.done(None)
                 } else {
                     self.broke("the upstream stream ended before the answer was finished".into())
                         .await
                 }
             }
             Err(e) => self.broke(e.to_string()).await,
+        }
+    }
+
+    /// One upstream (OpenAI) event in the client's format.
+    fn translate(&mut self, raw: Bytes) -> Bytes {
+        let Out::Anthropic(enc) = &mut self.out else {
+            return raw;
+        };
+        let data = raw
+            .split(|b| *b == b'\n')
+            .find_map(|l| l.strip_prefix(b"data:"))
+            .map(|d| d.strip_prefix(b" ").unwrap_or(d));
+        let Some(v) = data.and_then(|d| serde_json::from_slice::<Value>(d).ok()) else {
+            return Bytes::new();
+        };
+        let mut out = String::new();
+        for ev in crate::canonical::openai::chunk_events(&v) {
+            enc.push(&ev, &mut out);
+        }
+        Bytes::from(out)
+    }
+
+    /// The end of a complete answer in the client's format.
+    fn done(&mut self, raw: Option<Bytes>) -> Bytes {
+        match &mut self.out {
+            Out::OpenAi => raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n")),
+            Out::Anthropic(enc) => {
+                let mut out = String::new();
+                enc.finish(&mut out);
+                Bytes::from(out)
+            }
         }
     }
 
@@ -230,7 +289,8 @@ impl Pump {
                 let mut first = bytes::BytesMut::new();
                 for ev in prelude {
                     self.inspect(&ev);
-                    first.extend_from_slice(&ev);
+                    let b = self.translate(ev);
+                    first.extend_from_slice(&b);
                 }
                 Some(first.freeze())
             }
@@ -263,8 +323,16 @@ impl Pump {
         );
         tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), %why, "stream broke after content was sent");
         self.rec.finish(502, Some(message.clone()));
-        let body = json!({"error": {"message": message, "type": "upstream_error", "param": null,
-            "code": "stream_interrupted"}});
-        Bytes::from(format!("data: {body}\n\n"))
+        match &self.out {
+            Out::OpenAi => {
+                let body = json!({"error": {"message": message, "type": "upstream_error",
+                    "param": null, "code": "stream_interrupted"}});
+                Bytes::from(format!("data: {body}\n\n"))
+            }
+            Out::Anthropic(_) => Bytes::from(crate::canonical::anthropic::error_frame(
+                "api_error",
+                &message,
+            )),
+        }
     }
 }

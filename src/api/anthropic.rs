@@ -1,0 +1,96 @@
+//! Inbound Anthropic Messages API: `POST /v1/messages` (Claude Code, the anthropic SDK),
+//! `POST /v1/messages/count_tokens`, and errors in Anthropic's shape.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::openai::{handle, header_value, new_request_id, Format};
+use super::{authenticate, AppState};
+
+pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
+    let request_id = new_request_id();
+    let mut base = HeaderMap::new();
+    base.insert("x-request-id", header_value(&request_id));
+    base.insert("request-id", header_value(&request_id));
+    match handle(&state, req, &request_id, &mut base, Format::Anthropic).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            let mut resp = anthropic_error(e);
+            resp.headers_mut().extend(base);
+            resp
+        }
+    }
+}
+
+/// The Anthropic error `type` for an HTTP status.
+fn error_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 405 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// Renders an error as `{"type":"error","error":{"type","message"}}` with its headers.
+pub fn anthropic_error(e: ApiError) -> Response {
+    let body =
+        json!({"type": "error", "error": {"type": error_type(e.status), "message": e.message}});
+    let mut resp = (e.status, Json(body)).into_response();
+    resp.headers_mut().extend(e.headers);
+    if let Some(s) = e.retry_after_secs {
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from(s));
+    }
+    resp
+}
+
+/// `POST /v1/messages/count_tokens`: a documented estimate (about four characters a token over
+/// system, messages and tools) — exact counts need an Anthropic upstream.
+pub async fn count_tokens(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(e) = authenticate(&state.core, &headers) {
+        return anthropic_error(e);
+    }
+    let parsed = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(m)) => m,
+        _ => {
+            return anthropic_error(ApiError::invalid(
+                "body",
+                "The request body must be a JSON object.",
+            ))
+        }
+    };
+    match crate::canonical::anthropic::request_from_anthropic(&parsed) {
+        Ok(req) => {
+            Json(json!({"input_tokens": crate::canonical::anthropic::estimate_tokens(&req)}))
+                .into_response()
+        }
+        Err(e) => anthropic_error(ApiError::invalid(e.param, e.message)),
+    }
+}
+
+/// `GET /v1/models` in Anthropic's list shape.
+pub fn models(names: Vec<String>) -> Json<Value> {
+    let data: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}))
+        .collect();
+    Json(json!({
+        "data": data,
+        "has_more": false,
+        "first_id": names.first(),
+        "last_id": names.last(),
+    }))
+}
