@@ -45,7 +45,7 @@ class Fake:
 class Baton:
     def __init__(self, tmp, providers):
         self.data = tmp / "data"
-        cfg = {"providers": providers}
+        cfg = {"providers": providers, "modelMap": {"claude-*": "auto"}}
         self.config = tmp / "config.json"
         self.config.write_text(json.dumps(cfg))
         env = dict(os.environ, BATON_LOG="info")
