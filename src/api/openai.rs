@@ -111,8 +111,12 @@ pub(super) async fn handle(
         Format::Anthropic => {
             let c = crate::canonical::anthropic::request_from_anthropic(&body)
                 .map_err(|e| ApiError::invalid(e.param, e.message))?;
-            // The router speaks OpenAI to openai-compatible upstreams.
-            let openai = crate::canonical::openai::request_to_openai(&c);
+            // The router speaks OpenAI to openai-compatible upstreams. Anthropic-only fields
+            // (metadata, thinking, context_management…) stay in the canonical request for
+            // Anthropic upstreams; an OpenAI server would reject them.
+            let mut for_openai = c.clone();
+            for_openai.extra.clear();
+            let openai = crate::canonical::openai::request_to_openai(&for_openai);
             (c, openai)
         }
     };

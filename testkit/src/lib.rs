@@ -257,14 +257,21 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         .and_then(Value::as_str)
         .unwrap_or("fake")
         .to_string();
+    // The last user text: a string, or the last text part of a parts array.
     let last_user = body
         .get("messages")
         .and_then(Value::as_array)
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
         .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+        .and_then(|c| match c {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(parts) => parts
+                .iter()
+                .rev()
+                .find_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string)),
+            _ => None,
+        })
+        .unwrap_or_default();
     let text = format!("{}: {}", s.name, last_user);
     let behavior = match behavior {
         Behavior::Auto => {
@@ -580,6 +587,14 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
             name: "get_weather".into(),
             arguments: "{\"city\":\"Paris\"}".into(),
         },
-        _ => return None,
+        other => {
+            // "tool:NAME:{json arguments}" answers with that tool call.
+            let rest = other.strip_prefix("tool:")?;
+            let (name, args) = rest.split_once(':')?;
+            Behavior::ToolCall {
+                name: name.to_string(),
+                arguments: args.to_string(),
+            }
+        }
     })
 }

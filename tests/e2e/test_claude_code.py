@@ -1,0 +1,69 @@
+"""The real Claude Code CLI (npm @anthropic-ai/claude-code) pointed at Baton with
+ANTHROPIC_BASE_URL, served by fake OpenAI-compatible upstreams."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+CLAUDE = os.environ.get("CLAUDE_BIN") or str(
+    pathlib.Path.home() / ".cache/baton-npm/node_modules/.bin/claude")
+
+
+def claude(gateway, tmp_path, prompt):
+    if not os.path.exists(CLAUDE):
+        if os.environ.get("CI"):
+            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+        pytest.skip("Claude Code not installed (scripts/test installs it)")
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir(exist_ok=True)
+    work.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home),
+        "ANTHROPIC_BASE_URL": gateway.url, "ANTHROPIC_API_KEY": gateway.key,
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout), work
+
+
+def test_claude_code_gets_the_upstream_answer(gateway, tmp_path):
+    result, _ = claude(gateway, tmp_path, "say hi")
+    assert result["is_error"] is False
+    assert result["result"] == "a: say hi"
+    sent = gateway.a.stats()["last"]
+    assert sent["model"] == "a-model"
+    assert sent["messages"][0]["role"] == "system", "Claude Code's system prompt became a system message"
+    assert sent["tools"] == [] or all(t["type"] == "function" for t in sent["tools"])
+    for anthropic_only in ("metadata", "thinking", "context_management"):
+        assert anthropic_only not in sent, f"{anthropic_only} is not sent to an OpenAI server"
+
+
+def test_claude_code_tool_turn_translates_both_ways(gateway, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "note.txt").write_text("the secret word is baton\n")
+    args = json.dumps({"file_path": str(work / "note.txt")})
+    gateway.a.script(f"tool:Read:{args}")
+    result, _ = claude(gateway, tmp_path, "read note.txt")
+    assert result["is_error"] is False, result
+    assert result["num_turns"] >= 2, "Claude Code ran the tool and asked again"
+    sent = gateway.a.stats()["last"]
+    tool_msgs = [m for m in sent["messages"] if m["role"] == "tool"]
+    assert tool_msgs, "the tool result reached the upstream as an OpenAI tool message"
+    assert "the secret word is baton" in json.dumps(tool_msgs[-1]["content"])
+    calls = [m for m in sent["messages"] if m.get("tool_calls")]
+    assert calls[-1]["tool_calls"][0]["function"]["name"] == "Read"
+
+
+def test_claude_code_survives_a_429(gateway, tmp_path):
+    gateway.a.script("429")
+    result, _ = claude(gateway, tmp_path, "say hi")
+    assert result["is_error"] is False
+    assert result["result"] == "b: say hi"
