@@ -340,3 +340,26 @@ async fn count_tokens_models_and_probes() {
     }
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn claude_codes_large_max_tokens_is_capped_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["models"] = json!([{"id": "small", "contextWindow": 32768, "maxOutputTokens": 8192}]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [pa], "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    let mut body = ask("claude-opus-4-8", "hi", false);
+    body["max_tokens"] = json!(64000);
+    let r = messages(&baton, body).send().await.unwrap();
+    assert_eq!(
+        r.status(),
+        200,
+        "not filtered out for a window smaller than the asked max_tokens"
+    );
+    assert_eq!(a.received()[0].body["max_tokens"], 8192);
+    baton.stop().await;
+}

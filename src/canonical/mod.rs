@@ -156,6 +156,8 @@ pub struct Needs {
     pub multi_turn: bool,
     /// Rough prompt size in tokens (4 characters a token), for context-window checks.
     pub estimated_tokens: u64,
+    /// The `max_tokens` asked for (part of `estimated_tokens`; models may cap it).
+    pub max_tokens: u64,
 }
 
 impl ChatRequest {
@@ -193,7 +195,8 @@ impl ChatRequest {
             chars += t.parameters.to_string().len() as u64;
         }
         needs.multi_turn |= user_turns > 1;
-        needs.estimated_tokens = chars / 4 + self.max_tokens.unwrap_or(0);
+        needs.max_tokens = self.max_tokens.unwrap_or(0);
+        needs.estimated_tokens = chars / 4 + needs.max_tokens;
         needs
     }
 }

@@ -306,6 +306,9 @@ pub struct ModelDetail {
     pub tools: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<bool>,
+    /// Largest `max_tokens` the model accepts; larger requests are capped to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
 }
 
 impl ModelEntry {
@@ -332,6 +335,10 @@ pub struct Capabilities {
     /// Continues a trailing assistant message (needed to resume a broken stream here).
     #[serde(default)]
     pub prefill: bool,
+    /// Largest `max_tokens` the provider's models accept; larger requests (Claude Code asks
+    /// for 32k-64k) are capped to it instead of being rejected upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
 }
 
 impl Default for Capabilities {
@@ -341,6 +348,7 @@ impl Default for Capabilities {
             images: true,
             context_window: None,
             prefill: false,
+            max_output_tokens: None,
         }
     }
 }

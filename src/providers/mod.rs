@@ -98,6 +98,7 @@ pub struct ModelInfo {
     pub context_window: Option<u64>,
     pub tools: bool,
     pub images: bool,
+    pub max_output_tokens: Option<u64>,
 }
 
 /// A provider ready for routing.
@@ -149,6 +150,7 @@ impl ProviderEntry {
             context_window: self.config.capabilities.context_window,
             tools: self.config.capabilities.tools,
             images: self.config.capabilities.images,
+            max_output_tokens: self.config.capabilities.max_output_tokens,
         })
     }
 }
@@ -169,12 +171,14 @@ pub fn resolve(
                 context_window: caps.context_window,
                 tools: caps.tools,
                 images: caps.images,
+                max_output_tokens: caps.max_output_tokens,
             },
             ModelEntry::Detailed(d) => ModelInfo {
                 id: d.id.clone(),
                 context_window: d.context_window.or(caps.context_window),
                 tools: d.tools.unwrap_or(caps.tools),
                 images: d.images.unwrap_or(caps.images),
+                max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
             },
         })
         .collect();

@@ -9,6 +9,7 @@ use super::{ApiKey, ProviderEntry};
 struct WithModel<'a> {
     body: &'a Map<String, Value>,
     model: &'a str,
+    max_tokens_cap: Option<u64>,
 }
 
 impl Serialize for WithModel<'_> {
@@ -16,8 +17,16 @@ impl Serialize for WithModel<'_> {
         let mut map = s.serialize_map(Some(self.body.len()))?;
         map.serialize_entry("model", self.model)?;
         for (k, v) in self.body {
-            if k != "model" {
-                map.serialize_entry(k, v)?;
+            if k == "model" {
+                continue;
+            }
+            let capped = matches!(k.as_str(), "max_tokens" | "max_completion_tokens")
+                .then(|| self.max_tokens_cap.zip(v.as_u64()))
+                .flatten()
+                .filter(|(cap, asked)| asked > cap);
+            match capped {
+                Some((cap, _)) => map.serialize_entry(k, &cap)?,
+                None => map.serialize_entry(k, v)?,
             }
         }
         map.end()
@@ -25,8 +34,17 @@ impl Serialize for WithModel<'_> {
 }
 
 /// Body for the fast path: the OpenAI request exactly as the client sent it, model rewritten.
-pub fn passthrough_body(body: &Map<String, Value>, model: &str) -> Vec<u8> {
-    serde_json::to_vec(&WithModel { body, model }).unwrap_or_default()
+pub fn passthrough_body(
+    body: &Map<String, Value>,
+    model: &str,
+    max_tokens_cap: Option<u64>,
+) -> Vec<u8> {
+    serde_json::to_vec(&WithModel {
+        body,
+        model,
+        max_tokens_cap,
+    })
+    .unwrap_or_default()
 }
 
 /// Builds the upstream request (headers, auth, body).
@@ -72,11 +90,25 @@ mod tests {
         let Value::Object(map) = body else {
             unreachable!()
         };
-        let out: Value = serde_json::from_slice(&passthrough_body(&map, "llama")).expect("json");
+        let out: Value =
+            serde_json::from_slice(&passthrough_body(&map, "llama", None)).expect("json");
         assert_eq!(out["model"], "llama");
         assert_eq!(out["x_unknown"], json!({"a": [1, 2]}));
         assert_eq!(out["seed"], 7);
         assert_eq!(out["temperature"], 0.2);
         assert_eq!(out.as_object().map(|m| m.len()), Some(5));
+    }
+
+    #[test]
+    fn max_tokens_is_capped_only_when_larger() {
+        let Value::Object(map) = json!({"model": "x", "max_tokens": 64000, "messages": []}) else {
+            unreachable!()
+        };
+        let out: Value =
+            serde_json::from_slice(&passthrough_body(&map, "m", Some(8192))).expect("json");
+        assert_eq!(out["max_tokens"], 8192);
+        let out: Value =
+            serde_json::from_slice(&passthrough_body(&map, "m", Some(100_000))).expect("json");
+        assert_eq!(out["max_tokens"], 64000);
     }
 }

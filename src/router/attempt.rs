@@ -30,7 +30,8 @@ pub(super) async fn attempt(
         Err(e) => return failed(limits::classify_transport(format!("HTTP client: {e}"))),
     };
     let stream = inbound.canonical.stream;
-    let body = openai_compat::passthrough_body(&inbound.body, &t.model.id);
+    let body =
+        openai_compat::passthrough_body(&inbound.body, &t.model.id, t.model.max_output_tokens);
     let Some(url) = p.chat_url.clone() else {
         return failed(limits::classify_transport(
             "provider base URL is not a valid URL",

@@ -29,7 +29,12 @@ pub(super) fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool
 pub(super) fn can_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> bool {
     (!needs.tools || m.tools)
         && (!needs.images || m.images)
-        && m.context_window.is_none_or(|w| needs.estimated_tokens <= w)
+        && m.context_window.is_none_or(|w| {
+            // A capped max_tokens only needs the cap's room in the window.
+            let asked = needs.max_tokens;
+            let room = m.max_output_tokens.map_or(asked, |cap| asked.min(cap));
+            needs.estimated_tokens - asked + room <= w
+        })
 }
 
 pub(super) fn unsupported_message(needs: &Needs) -> String {
