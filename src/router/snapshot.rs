@@ -101,7 +101,7 @@ impl Snapshot {
         if let Some((_, t)) = self.model_map.iter().find(|(k, _)| k == requested) {
             return t;
         }
-        if self.resolve(requested).is_ok() {
+        if self.model_map.is_empty() || self.resolvable(requested) {
             return requested;
         }
         self.model_map
@@ -109,6 +109,17 @@ impl Snapshot {
             .find(|(k, _)| k.contains('*') && glob_match(k, requested))
             .map(|(_, t)| t.as_str())
             .unwrap_or(requested)
+    }
+
+    /// Whether `resolve` would find something for this name (without building the list).
+    fn resolvable(&self, name: &str) -> bool {
+        name == "auto"
+            || self.routes.contains_key(name)
+            || self.provider(name).is_some()
+            || name
+                .split_once('/')
+                .is_some_and(|(h, m)| !m.is_empty() && self.provider(h).is_some())
+            || self.enabled().any(|p| p.model(name).is_some())
     }
 
     /// Whether a broken stream for this requested model may resume on another candidate.
