@@ -25,6 +25,8 @@ enum Command {
     Serve(ServeArgs),
     /// Show a running Baton's providers in routing order: state, cooldowns, quota, in-flight.
     Status(StatusArgs),
+    /// Send one cheap real request per provider key and model; print latency or the classified error.
+    Probe(ProbeArgs),
     /// Work with configuration files.
     Config {
         #[command(subcommand)]
@@ -64,6 +66,28 @@ struct StatusArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct ProbeArgs {
+    /// Configuration file whose providers to probe [default: the live providers in the data directory].
+    #[arg(long, short, env = "BATON_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory holding the live configuration [default: the platform data dir].
+    #[arg(long, env = "BATON_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Only these providers (repeatable).
+    #[arg(long = "provider", value_name = "ID")]
+    providers: Vec<String>,
+    /// Probe every model, not just each provider's first.
+    #[arg(long)]
+    all_models: bool,
+    /// Print stable JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Probe again every SECS seconds until interrupted.
+    #[arg(long, value_name = "SECS")]
+    watch: Option<u64>,
+}
+
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Check a configuration file and report the first problem with its JSON path.
@@ -83,6 +107,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Status(args) => status(args),
+        Command::Probe(args) => probe(args),
         Command::Config { command } => match command {
             ConfigCommand::Check { file } => match baton::config::load_file(&file) {
                 Ok(c) => {
@@ -167,6 +192,115 @@ fn status(args: StatusArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// Exit status: 0 when every probe succeeded, 1 when any failed, 2 on a configuration error.
+fn probe(args: ProbeArgs) -> ExitCode {
+    use baton::cli::probe;
+    use std::io::{IsTerminal, Write};
+    let mut providers = match &args.config {
+        Some(path) => match baton::config::load_file(path) {
+            Ok(c) => c.providers,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let dir = args
+                .data_dir
+                .clone()
+                .unwrap_or_else(baton::default_data_dir);
+            if !dir.join("baton.db").exists() {
+                eprintln!("error: no configuration: pass --config FILE, or --data-dir of a Baton that has run ({} has no baton.db)", dir.display());
+                return ExitCode::from(2);
+            }
+            let store = match baton::store::Store::open(&dir, &Default::default()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match store.load_providers() {
+                Ok(p) => p.iter().map(|s| s.effective()).collect(),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    if !args.providers.is_empty() {
+        let unknown: Vec<&String> = args
+            .providers
+            .iter()
+            .filter(|id| !providers.iter().any(|p| &p.id == *id))
+            .collect();
+        if !unknown.is_empty() {
+            let known: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
+            eprintln!(
+                "error: unknown provider {unknown:?}; configured: {}",
+                known.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+        providers.retain(|p| args.providers.contains(&p.id));
+    }
+    providers.retain(|p| p.enabled || args.providers.contains(&p.id));
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tty = std::io::stderr().is_terminal();
+    loop {
+        let results = rt.block_on(probe::run(
+            &providers,
+            args.all_models,
+            |done, total, what| {
+                if tty {
+                    let line = if done < total {
+                        format!("probing [{}/{total}] {what}", done + 1)
+                    } else {
+                        String::new()
+                    };
+                    eprint!("\r\x1b[2K{line}");
+                    let _ = std::io::stderr().flush();
+                }
+            },
+        ));
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&results).unwrap_or_default()
+            );
+        } else {
+            print!(
+                "{}",
+                probe::render(&results, baton::cli::status::use_color())
+            );
+        }
+        let failed = results.iter().any(|r| !r.ok());
+        match args.watch {
+            Some(secs) => {
+                std::thread::sleep(std::time::Duration::from_secs(secs.max(1)));
+                println!();
+            }
+            None => {
+                return if failed {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+        }
     }
 }
 

@@ -1,3 +1,4 @@
 //! Command-line features of the `baton` binary that talk to a running Baton.
 
+pub mod probe;
 pub mod status;

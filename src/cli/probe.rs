@@ -1,0 +1,218 @@
+//! `baton probe`: one cheap real request per provider key and model (a one-token answer),
+//! with its latency or the classified error — the same classification routing uses.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::config::ProviderConfig;
+use crate::limits::{self, ResetContext};
+use crate::providers::{self, openai_compat, ProviderRuntime};
+
+/// The outcome for one key and model.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResult {
+    pub provider: String,
+    pub key: Option<String>,
+    pub model: String,
+    /// `ok` or an error class (`rate`, `auth`, `transient`…).
+    pub class: String,
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    pub reason: Option<String>,
+    pub reset_at_ms: Option<i64>,
+}
+
+impl ProbeResult {
+    pub fn ok(&self) -> bool {
+        self.class == "ok"
+    }
+}
+
+/// Probes every key × model of `providers` (only the first model of each unless `all_models`).
+pub async fn run(
+    providers: &[ProviderConfig],
+    all_models: bool,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> Vec<ProbeResult> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let clients = providers::HttpClients::default();
+    let env = |name: &str| std::env::var(name).ok();
+    let mut jobs = Vec::new();
+    for cfg in providers {
+        let entry = providers::resolve(
+            cfg.clone(),
+            std::sync::Arc::new(ProviderRuntime::new(None)),
+            &env,
+        );
+        let models: Vec<String> = entry
+            .models
+            .iter()
+            .take(if all_models { usize::MAX } else { 1 })
+            .map(|m| m.id.clone())
+            .collect();
+        let keys: Vec<Option<usize>> = if entry.keys.is_empty() {
+            vec![None]
+        } else {
+            (0..entry.keys.len()).map(Some).collect()
+        };
+        let entry = std::sync::Arc::new(entry);
+        for m in &models {
+            for k in &keys {
+                jobs.push((entry.clone(), *k, m.clone()));
+            }
+        }
+    }
+    let total = jobs.len();
+    let mut out = Vec::new();
+    for (i, (entry, key, model)) in jobs.into_iter().enumerate() {
+        progress(i, total, &format!("{}/{}", entry.id(), model));
+        let api_key = key.and_then(|k| entry.keys.get(k));
+        let started = Instant::now();
+        let mut result = ProbeResult {
+            provider: entry.id().to_string(),
+            key: api_key.map(|k| k.id.clone()),
+            model: model.clone(),
+            class: "ok".into(),
+            status: None,
+            latency_ms: 0,
+            reason: None,
+            reset_at_ms: None,
+        };
+        if let Some(why) = entry.unavailable() {
+            result.class = "auth".into();
+            result.reason = Some(why);
+            out.push(result);
+            continue;
+        }
+        let Some(url) = entry.chat_url.clone() else {
+            result.class = "request".into();
+            result.reason = Some("base URL is not a valid URL".into());
+            out.push(result);
+            continue;
+        };
+        let body = json!({"model": model, "max_tokens": 1, "stream": false,
+            "messages": [{"role": "user", "content": "ping"}]});
+        let Ok(client) = clients.get(entry.config.timeouts.connect_ms) else {
+            continue;
+        };
+        let Some(map) = body.as_object() else {
+            continue;
+        };
+        let rb = openai_compat::build(
+            &client,
+            url,
+            &entry,
+            api_key,
+            openai_compat::passthrough_body(map, &model, None),
+            false,
+            "probe",
+        );
+        let timeout = Duration::from_millis(entry.config.timeouts.first_byte_ms);
+        let classified = match tokio::time::timeout(timeout, rb.send()).await {
+            Err(_) => Some((
+                limits::classify_timeout(format!("no response within {} ms", timeout.as_millis())),
+                None,
+            )),
+            Ok(Err(e)) => Some((
+                limits::classify_transport(crate::router::sse::describe(&e)),
+                None,
+            )),
+            Ok(Ok(resp)) => {
+                let status = resp.status().as_u16();
+                let headers = resp.headers().clone();
+                let bytes = tokio::time::timeout(timeout, resp.bytes())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_default();
+                if (200..300).contains(&status) {
+                    None
+                } else {
+                    let ctx = ResetContext {
+                        now_ms: crate::clock::unix_ms(),
+                        local_tz: jiff::tz::TimeZone::system(),
+                        day_reset: entry.day_reset.clone(),
+                    };
+                    Some((
+                        limits::classify_http(status, &headers, &bytes, &ctx),
+                        Some(status),
+                    ))
+                }
+            }
+        };
+        result.latency_ms = started.elapsed().as_millis() as u64;
+        if let Some((c, status)) = classified {
+            result.class = c.class.as_str().into();
+            result.status = status;
+            result.reason = Some(c.reason);
+            result.reset_at_ms = c.reset_at_ms;
+        } else {
+            result.status = Some(200);
+        }
+        out.push(result);
+    }
+    progress(total, total, "");
+    out
+}
+
+/// Aligned table of results.
+pub fn render(results: &[ProbeResult], color: bool) -> String {
+    let mut rows: Vec<[String; 5]> = vec![[
+        "TARGET".into(),
+        "KEY".into(),
+        "RESULT".into(),
+        "LATENCY".into(),
+        "DETAIL".into(),
+    ]];
+    for r in results {
+        let detail: String = r
+            .reason
+            .clone()
+            .unwrap_or_default()
+            .chars()
+            .take(100)
+            .collect();
+        rows.push([
+            format!("{}/{}", r.provider, r.model),
+            r.key.clone().unwrap_or_else(|| "-".into()),
+            r.class.clone(),
+            if r.latency_ms > 0 {
+                format!("{} ms", r.latency_ms)
+            } else {
+                "-".into()
+            },
+            detail,
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if color && i > 0 && c == 2 {
+                let code = if cell == "ok" {
+                    "32"
+                } else if cell == "rate" || cell == "overloaded" {
+                    "33"
+                } else {
+                    "31"
+                };
+                line.push_str(&format!("\x1b[{code}m{cell}\x1b[0m"));
+            } else {
+                line.push_str(cell);
+            }
+            if c < 4 {
+                line.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,165 @@
+//! `baton probe` against fake upstreams (healthy, rate-limited, rejected key): printed
+//! classification, JSON and exit status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+async fn run(args: Vec<String>, envs: Vec<(&'static str, &'static str)>) -> (i32, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.args(&args).env("NO_COLOR", "1");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
+    let (a, b, c) = (
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+        FakeUpstream::start("c").await,
+    );
+    b.always(Behavior::rate_limited(Some(30)));
+    c.always(Behavior::Status { status: 401, body: json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}), headers: vec![] });
+    let mut pc = provider("c", &c.base_url(), 30);
+    pc["keys"] = json!([{"env": "BT_PROBE_C_KEY"}]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.json");
+    std::fs::write(&cfg, json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20), pc]}).to_string()).unwrap();
+    let cfg = cfg.display().to_string();
+    let env = vec![("BT_PROBE_C_KEY", "sk-probe-secret-9999")];
+
+    let (code, out, err) = run(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg.clone(),
+            "--json".into(),
+        ],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(
+        code, 1,
+        "a failing target makes the exit status non-zero: {err}"
+    );
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let classes: Vec<(&str, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["provider"].as_str().unwrap(),
+                r["class"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(classes, [("a", "ok"), ("b", "rate"), ("c", "auth")]);
+    assert!(
+        results[1]["resetAtMs"].as_i64().unwrap() > baton::clock::unix_ms() + 25_000,
+        "reset instant from Retry-After"
+    );
+    assert_eq!(results[2]["key"], "env:BT_PROBE_C_KEY");
+    assert_eq!(a.received()[0].body["max_tokens"], 1, "a cheap request");
+    assert_eq!(
+        c.received()[0].headers["authorization"],
+        "Bearer sk-probe-secret-9999"
+    );
+
+    let (code, out, _) = run(
+        vec!["probe".into(), "--config".into(), cfg.clone()],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(out.starts_with("TARGET"));
+    let row = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap().to_string();
+    assert!(row("a/a-model").contains(" ok "));
+    assert!(row("b/b-model").contains("rate") && row("b/b-model").contains("HTTP 429"));
+    assert!(row("c/c-model").contains("auth"));
+    assert!(!out.contains("sk-probe-secret"));
+
+    let (code, _, _) = run(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg.clone(),
+            "--provider".into(),
+            "a".into(),
+        ],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(code, 0, "only the healthy provider");
+    let (code, _, err) = run(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg,
+            "--provider".into(),
+            "zzz".into(),
+        ],
+        env,
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown provider"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_reads_the_live_providers_from_the_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    let (code, out, err) = run(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()[0]["class"],
+        "ok"
+    );
+    assert!(
+        baton.handle.core.cooldowns.active().is_empty(),
+        "probing changes no cooldowns"
+    );
+    baton.stop().await;
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            empty.path().display().to_string(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no configuration"), "{err}");
+}
