@@ -94,6 +94,23 @@ enum ConfigCommand {
     Check { file: PathBuf },
     /// Print the JSON schema of the configuration file.
     Schema,
+    /// Print the live configuration (providers as stored, with your toggles and order) as JSON.
+    /// Secrets are never included: keys appear as the environment variables they come from.
+    Export {
+        /// Data directory of the Baton to export [default: the platform data dir].
+        #[arg(long, env = "BATON_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// Configuration file for the settings that are not stored (server, routing, routes, modelMap).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Add the providers of FILE to the live configuration (validated first; nothing changes on
+    /// error). Takes effect at the next start.
+    Import {
+        file: PathBuf,
+        #[arg(long, env = "BATON_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -124,6 +141,8 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
             },
+            ConfigCommand::Export { data_dir, config } => config_export(data_dir, config),
+            ConfigCommand::Import { file, data_dir } => config_import(&file, data_dir),
             ConfigCommand::Schema => {
                 let schema = baton::config::json_schema();
                 println!(
@@ -300,6 +319,84 @@ fn probe(args: ProbeArgs) -> ExitCode {
                     ExitCode::SUCCESS
                 }
             }
+        }
+    }
+}
+
+fn open_store(data_dir: Option<PathBuf>) -> Result<baton::store::Store, String> {
+    let dir = data_dir.unwrap_or_else(baton::default_data_dir);
+    if !dir.join("baton.db").exists() {
+        return Err(format!(
+            "{} holds no Baton database; pass --data-dir of a Baton that has run",
+            dir.display()
+        ));
+    }
+    baton::store::Store::open(&dir, &Default::default()).map_err(|e| e.to_string())
+}
+
+fn config_export(data_dir: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
+    let mut out = match &config {
+        Some(path) => match baton::config::load_file(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => baton::config::ConfigFile::default(),
+    };
+    let store = match open_store(data_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match store.load_providers() {
+        Ok(stored) => {
+            let mut providers: Vec<_> = stored.iter().map(|s| s.effective()).collect();
+            providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+            out.providers = providers;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    out.schema = Some("./config.schema.json".into());
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    ExitCode::SUCCESS
+}
+
+fn config_import(file: &std::path::Path, data_dir: Option<PathBuf>) -> ExitCode {
+    let config = match baton::config::load_file(file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}\nnothing was imported");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = data_dir.unwrap_or_else(baton::default_data_dir);
+    let store = match baton::store::Store::open(&dir, &Default::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match store.import_providers(&config.providers, baton::clock::unix_ms()) {
+        Ok(()) => {
+            let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
+            println!(
+                "imported {} provider(s): {} — Baton uses them from its next start",
+                ids.len(),
+                ids.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}\nnothing was imported");
+            ExitCode::from(2)
         }
     }
 }

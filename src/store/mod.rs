@@ -285,6 +285,27 @@ impl Store {
         self.load_providers()
     }
 
+    /// Adds or replaces providers as UI-owned (kept across starts, not tied to a file), in one
+    /// transaction: all of them or none.
+    pub fn import_providers(
+        &self,
+        providers: &[ProviderConfig],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.read()?;
+        let tx = self.sql(conn.transaction())?;
+        for p in providers {
+            let def = serde_json::to_string(p).unwrap_or_default();
+            self.sql(tx.execute(
+                "INSERT INTO providers (id, owner, definition, updated_ms) VALUES (?1, 'ui', ?2, ?3)
+                 ON CONFLICT(id) DO UPDATE SET owner = 'ui', definition = excluded.definition,
+                    enabled = NULL, priority = NULL, updated_ms = excluded.updated_ms",
+                params![p.id, def, now_ms],
+            ))?;
+        }
+        self.sql(tx.commit())
+    }
+
     pub fn load_providers(&self) -> Result<Vec<StoredProvider>, StoreError> {
         let conn = self.read()?;
         let mut stmt = self.sql(conn.prepare(
