@@ -42,6 +42,30 @@ pub struct Core {
 }
 
 impl Core {
+    /// Asks every enabled provider (or just `only`) for its model list, concurrently.
+    pub async fn discover_models(
+        &self,
+        only: Option<&str>,
+    ) -> Vec<(String, crate::providers::discovery::Discovered)> {
+        let snap = self.snapshot.load_full();
+        let now = self.clock.now_ms();
+        let jobs = snap
+            .providers
+            .iter()
+            .filter(|p| {
+                p.config.enabled && only.is_none_or(|id| id == p.id()) && p.unavailable().is_none()
+            })
+            .filter_map(|p| {
+                let client = self.http.get(p.config.timeouts.connect_ms).ok()?;
+                let p = p.clone();
+                Some(async move {
+                    let d = crate::providers::discovery::discover(&client, &p, now).await;
+                    (p.id().to_string(), d)
+                })
+            });
+        futures_util::future::join_all(jobs).await
+    }
+
     /// "Now" and the zones reset times are read in, for errors from provider `p`.
     pub fn reset_context(
         &self,
@@ -179,6 +203,12 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         file_config: opts.config,
     });
     core.reload()?;
+
+    // Discover models in the background: start-up never waits on a slow provider.
+    let discovering = core.clone();
+    tokio::spawn(async move {
+        discovering.discover_models(None).await;
+    });
 
     let shutdown = CancellationToken::new();
     let app = crate::api::app(core.clone(), addr);

@@ -88,3 +88,51 @@ async fn state_shows_keys_masked_cooldowns_and_health_and_cooldowns_clear_by_han
     assert_eq!(r.status(), 404);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn model_discovery_finds_configured_models_that_disappeared() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["models"] = json!(["a-model", "retired-model"]);
+    let baton = Baton::start(dir.path(), json!({"providers": [pa]})).await;
+    // Start-up discovery runs in the background; wait for it through the admin state.
+    let mut found = Value::Null;
+    for _ in 0..100 {
+        found = baton.admin_state().await["providers"][0]["discovery"].clone();
+        if !found.is_null() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(found["models"], json!(["a-model"]));
+    assert_eq!(found["missing"], json!(["retired-model"]));
+    // On demand, for one provider.
+    let r = baton
+        .http
+        .post(format!("{}/admin/discover?provider=a", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["a"]["missing"], json!(["retired-model"]));
+    let r = baton
+        .http
+        .post(format!("{}/admin/discover?provider=nope", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = baton
+        .http
+        .post(format!("{}/admin/discover", baton.url))
+        .bearer_auth(&baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "admin key only");
+    baton.stop().await;
+}

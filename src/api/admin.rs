@@ -107,6 +107,7 @@ pub async fn state(
             "keys": keys,
             "models": models,
             "health": core.stats.health(id, None, None),
+            "discovery": p.runtime.discovery.get(),
         }));
     }
     Ok(Json(json!({"nowMs": now, "providers": providers})))
@@ -156,4 +157,37 @@ pub async fn clear_cooldowns(
         p.runtime.breaker.reset();
     }
     Ok(Json(json!({"cleared": cleared})))
+}
+
+#[derive(Deserialize)]
+pub struct DiscoverQuery {
+    provider: Option<String>,
+}
+
+/// `POST /admin/discover[?provider=ID]`: asks providers for their model lists now.
+pub async fn discover(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<DiscoverQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    if let Some(id) = &q.provider {
+        if core.snapshot.load().provider(id).is_none() {
+            let mut e = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "provider_not_found",
+                format!("No provider `{id}`."),
+            );
+            e.param = Some("provider".into());
+            return Err(e);
+        }
+    }
+    let results = core.discover_models(q.provider.as_deref()).await;
+    let map: serde_json::Map<String, Value> = results
+        .into_iter()
+        .map(|(id, d)| (id, serde_json::to_value(d).unwrap_or(Value::Null)))
+        .collect();
+    Ok(Json(Value::Object(map)))
 }

@@ -52,6 +52,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/health", get(health))
         .route("/admin/state", get(admin::state))
+        .route("/admin/discover", post(admin::discover))
         .route(
             "/admin/cooldowns",
             axum::routing::delete(admin::clear_cooldowns),

@@ -1,6 +1,7 @@
 //! Upstream providers: resolved definitions (keys read from the environment), their run-time
 //! state (concurrency limit, key cursor) and one adapter per upstream kind.
 
+pub mod discovery;
 pub mod openai_compat;
 
 use std::collections::HashMap;
@@ -66,6 +67,7 @@ pub struct ProviderRuntime {
     pub in_flight: AtomicUsize,
     pub breaker: crate::limits::breaker::Breaker,
     pub quota: crate::limits::quota::Quota,
+    pub discovery: discovery::DiscoveryCache,
 }
 
 impl ProviderRuntime {
@@ -77,6 +79,7 @@ impl ProviderRuntime {
             in_flight: AtomicUsize::new(0),
             breaker: Default::default(),
             quota: Default::default(),
+            discovery: Default::default(),
         }
     }
 
