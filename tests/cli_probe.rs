@@ -8,24 +8,6 @@ use common::*;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
 
-async fn run(args: Vec<String>, envs: Vec<(&'static str, &'static str)>) -> (i32, String, String) {
-    tokio::task::spawn_blocking(move || {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
-        cmd.args(&args).env("NO_COLOR", "1");
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
     let (a, b, c) = (
@@ -43,7 +25,7 @@ async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
     let cfg = cfg.display().to_string();
     let env = vec![("BT_PROBE_C_KEY", "sk-probe-secret-9999")];
 
-    let (code, out, err) = run(
+    let (code, out, err) = run_baton(
         vec![
             "probe".into(),
             "--config".into(),
@@ -81,7 +63,7 @@ async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
         "Bearer sk-probe-secret-9999"
     );
 
-    let (code, out, _) = run(
+    let (code, out, _) = run_baton(
         vec!["probe".into(), "--config".into(), cfg.clone()],
         env.clone(),
     )
@@ -94,7 +76,7 @@ async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
     assert!(row("c/c-model").contains("auth"));
     assert!(!out.contains("sk-probe-secret"));
 
-    let (code, _, _) = run(
+    let (code, _, _) = run_baton(
         vec![
             "probe".into(),
             "--config".into(),
@@ -106,7 +88,7 @@ async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
     )
     .await;
     assert_eq!(code, 0, "only the healthy provider");
-    let (code, _, err) = run(
+    let (code, _, err) = run_baton(
         vec![
             "probe".into(),
             "--config".into(),
@@ -130,7 +112,7 @@ async fn probe_reads_the_live_providers_from_the_data_directory() {
         json!({"providers": [provider("a", &a.base_url(), 10)]}),
     )
     .await;
-    let (code, out, err) = run(
+    let (code, out, err) = run_baton(
         vec![
             "probe".into(),
             "--data-dir".into(),
@@ -151,7 +133,7 @@ async fn probe_reads_the_live_providers_from_the_data_directory() {
     );
     baton.stop().await;
     let empty = tempfile::tempdir().unwrap();
-    let (code, _, err) = run(
+    let (code, _, err) = run_baton(
         vec![
             "probe".into(),
             "--data-dir".into(),

@@ -8,24 +8,6 @@ use common::*;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
 
-async fn run(args: Vec<String>) -> (i32, String, String) {
-    tokio::task::spawn_blocking(move || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(&args)
-            .env_remove("BATON_ADMIN_KEY")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_each_provider_state_and_exits_by_readiness() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,7 +35,7 @@ async fn status_shows_each_provider_state_and_exits_by_readiness() {
         "--data-dir".into(),
         dir.path().display().to_string(),
     ];
-    let (code, out, err) = run(base.clone()).await;
+    let (code, out, err) = run_baton(base.clone(), vec![]).await;
     assert_eq!(code, 0, "a provider is ready: {err}");
     assert!(!out.contains('\x1b'), "no colour when piped");
     let line = |id: &str| {
@@ -79,7 +61,7 @@ async fn status_shows_each_provider_state_and_exits_by_readiness() {
 
     let mut json_args = base.clone();
     json_args.push("--json".into());
-    let (code, out, _) = run(json_args).await;
+    let (code, out, _) = run_baton(json_args, vec![]).await;
     assert_eq!(code, 0);
     let rows: Value = serde_json::from_str(&out).unwrap();
     let states: Vec<(&str, &str)> = rows
@@ -100,23 +82,29 @@ async fn status_shows_each_provider_state_and_exits_by_readiness() {
     assert!(rows[1]["resetAtMs"].as_i64().unwrap() > baton::clock::unix_ms() + 590_000);
 
     // Wrong key and nothing listening: exit 2 with a message saying what to do.
-    let (code, _, err) = run(vec![
-        "status".into(),
-        "--url".into(),
-        baton.url.clone(),
-        "--admin-key".into(),
-        "bta-wrong".into(),
-    ])
+    let (code, _, err) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            baton.url.clone(),
+            "--admin-key".into(),
+            "bta-wrong".into(),
+        ],
+        vec![],
+    )
     .await;
     assert_eq!(code, 2);
     assert!(err.contains("refused the admin key"), "{err}");
-    let (code, _, err) = run(vec![
-        "status".into(),
-        "--url".into(),
-        "http://127.0.0.1:9".into(),
-        "--admin-key".into(),
-        "x".into(),
-    ])
+    let (code, _, err) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            "http://127.0.0.1:9".into(),
+            "--admin-key".into(),
+            "x".into(),
+        ],
+        vec![],
+    )
     .await;
     assert_eq!(code, 2);
     assert!(err.contains("cannot reach Baton"), "{err}");
@@ -134,13 +122,16 @@ async fn status_exits_1_when_nothing_is_ready() {
     .await;
     a.script([Behavior::rate_limited(Some(600))]);
     assert_eq!(baton.chat("auto", "x").await.status(), 429);
-    let (code, out, _) = run(vec![
-        "status".into(),
-        "--url".into(),
-        baton.url.clone(),
-        "--data-dir".into(),
-        dir.path().display().to_string(),
-    ])
+    let (code, out, _) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            baton.url.clone(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+        ],
+        vec![],
+    )
     .await;
     assert_eq!(code, 1, "{out}");
     baton.stop().await;

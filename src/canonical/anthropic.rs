@@ -3,15 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::openai::InvalidRequest;
-use super::{ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage};
-
-fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
-    InvalidRequest {
-        param: param.into(),
-        message: message.into(),
-    }
-}
+use super::{
+    invalid, ChatRequest, ChatResponse, InvalidRequest, Message, Part, Role, StopReason,
+    StreamEvent, Tool, Usage,
+};
 
 /// Fields with a canonical slot; the rest go to `extra` (kept for Anthropic upstreams).
 const KNOWN: &[&str] = &[

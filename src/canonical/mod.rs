@@ -7,6 +7,21 @@ pub mod openai;
 
 use serde_json::{Map, Value};
 
+/// A request the client must fix; `param` is the offending field's path.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidRequest {
+    pub param: String,
+    pub message: String,
+}
+
+pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
+    InvalidRequest {
+        param: param.into(),
+        message: message.into(),
+    }
+}
+
 /// A chat request in Baton's internal form.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {

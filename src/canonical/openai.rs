@@ -4,20 +4,8 @@ use serde_json::{json, Map, Value};
 
 use super::{ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage};
 
-/// A request the client must fix; `param` is the offending field's path.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct InvalidRequest {
-    pub param: String,
-    pub message: String,
-}
-
-fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
-    InvalidRequest {
-        param: param.into(),
-        message: message.into(),
-    }
-}
+use super::invalid;
+pub use super::InvalidRequest;
 
 /// Fields with a canonical slot; everything else goes to `extra`.
 const KNOWN: &[&str] = &[

@@ -187,32 +187,14 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
             detail,
         ]);
     }
-    let widths: Vec<usize> = (0..5)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let pad = widths[c] - cell.chars().count();
-            if color && i > 0 && c == 2 {
-                let code = if cell == "ok" {
-                    "32"
-                } else if cell == "rate" || cell == "overloaded" {
-                    "33"
-                } else {
-                    "31"
-                };
-                line.push_str(&format!("\x1b[{code}m{cell}\x1b[0m"));
-            } else {
-                line.push_str(cell);
-            }
-            if c < 4 {
-                line.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    let code = |row: usize| match results[row].class.as_str() {
+        "ok" => "32",
+        "rate" | "overloaded" => "33",
+        _ => "31",
+    };
+    let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+    super::table::render(
+        &rows,
+        color.then_some((2, &code as &dyn Fn(usize) -> &'static str)),
+    )
 }

@@ -204,40 +204,17 @@ pub fn render(rows: &[Row], color: bool) -> String {
         let detail: String = detail.chars().take(100).collect();
         table.push([r.id.clone(), state, keys, quota, in_flight, detail]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|c| {
-            table
-                .iter()
-                .map(|row| row[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for (i, row) in table.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let pad = widths[c] - cell.chars().count();
-            let text = if color && i > 0 && c == 1 {
-                let code = match rows[i - 1].state.as_str() {
-                    "ready" => "32",
-                    "cooling" | "breaker-open" => "33",
-                    "disabled" => "90",
-                    _ => "31",
-                };
-                format!("\x1b[{code}m{cell}\x1b[0m")
-            } else {
-                cell.clone()
-            };
-            line.push_str(&text);
-            if c < 5 {
-                line.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    let code = |row: usize| match rows[row].state.as_str() {
+        "ready" => "32",
+        "cooling" | "breaker-open" => "33",
+        "disabled" => "90",
+        _ => "31",
+    };
+    let table: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
+    super::table::render(
+        &table,
+        color.then_some((1, &code as &dyn Fn(usize) -> &'static str)),
+    )
 }
 
 /// Whether to colour: a terminal, and `NO_COLOR` unset.

@@ -152,3 +152,28 @@ pub async fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Runs the real `baton` binary off the async runtime (a gateway in this process keeps
+/// serving); returns exit code, stdout, stderr.
+pub async fn run_baton(
+    args: Vec<String>,
+    envs: Vec<(&'static str, &'static str)>,
+) -> (i32, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.args(&args)
+            .env("NO_COLOR", "1")
+            .env_remove("BATON_ADMIN_KEY");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
