@@ -121,284 +121,36 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match cli.command {
-        Command::Serve(args) => serve(args),
-        Command::Status(args) => status(args),
-        Command::Probe(args) => probe(args),
+    use baton::cli::commands;
+    let result = match cli.command {
+        Command::Serve(args) => return serve(args),
+        Command::Status(a) => commands::status(&a.url, a.data_dir, a.admin_key, a.json),
+        Command::Probe(a) => commands::probe(commands::ProbeOptions {
+            config: a.config,
+            data_dir: a.data_dir,
+            providers: a.providers,
+            all_models: a.all_models,
+            json: a.json,
+            watch: a.watch,
+        }),
         Command::Config { command } => match command {
-            ConfigCommand::Check { file } => match baton::config::load_file(&file) {
-                Ok(c) => {
-                    println!(
-                        "{}: OK ({} providers, {} routes)",
-                        file.display(),
-                        c.providers.len(),
-                        c.routes.len()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
-            },
-            ConfigCommand::Export { data_dir, config } => config_export(data_dir, config),
-            ConfigCommand::Import { file, data_dir } => config_import(&file, data_dir),
+            ConfigCommand::Check { file } => commands::config_check(&file),
+            ConfigCommand::Export { data_dir, config } => commands::config_export(data_dir, config),
+            ConfigCommand::Import { file, data_dir } => commands::config_import(&file, data_dir),
             ConfigCommand::Schema => {
                 let schema = baton::config::json_schema();
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&schema).unwrap_or_default()
                 );
-                ExitCode::SUCCESS
+                Ok(ExitCode::SUCCESS)
             }
         },
-    }
-}
-
-/// Exit status: 0 when some enabled provider is ready, 1 when none is, 2 when Baton could not
-/// be asked.
-fn status(args: StatusArgs) -> ExitCode {
-    use baton::cli::status;
-    let key = match args.admin_key {
-        Some(k) => k,
-        None => {
-            let path = args
-                .data_dir
-                .unwrap_or_else(baton::default_data_dir)
-                .join(baton::auth::ADMIN_KEY_FILE);
-            match std::fs::read_to_string(&path) {
-                Ok(k) => k.trim().to_string(),
-                Err(e) => {
-                    let err = status::StatusError::Key {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    };
-                    eprintln!("error: {err}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let state = match rt.block_on(status::fetch(&args.url, &key)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let rows = status::rows(&state);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
-    } else if rows.is_empty() {
-        println!("No providers configured.");
-    } else {
-        print!("{}", status::render(&rows, status::use_color()));
-    }
-    if rows.iter().any(|r| r.state == "ready") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-/// Exit status: 0 when every probe succeeded, 1 when any failed, 2 on a configuration error.
-fn probe(args: ProbeArgs) -> ExitCode {
-    use baton::cli::probe;
-    use std::io::{IsTerminal, Write};
-    let mut providers = match &args.config {
-        Some(path) => match baton::config::load_file(path) {
-            Ok(c) => c.providers,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => {
-            let dir = args
-                .data_dir
-                .clone()
-                .unwrap_or_else(baton::default_data_dir);
-            if !dir.join("baton.db").exists() {
-                eprintln!("error: no configuration: pass --config FILE, or --data-dir of a Baton that has run ({} has no baton.db)", dir.display());
-                return ExitCode::from(2);
-            }
-            let store = match baton::store::Store::open(&dir, &Default::default()) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match store.load_providers() {
-                Ok(p) => p.iter().map(|s| s.effective()).collect(),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-    };
-    if !args.providers.is_empty() {
-        let unknown: Vec<&String> = args
-            .providers
-            .iter()
-            .filter(|id| !providers.iter().any(|p| &p.id == *id))
-            .collect();
-        if !unknown.is_empty() {
-            let known: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
-            eprintln!(
-                "error: unknown provider {unknown:?}; configured: {}",
-                known.join(", ")
-            );
-            return ExitCode::from(2);
-        }
-        providers.retain(|p| args.providers.contains(&p.id));
-    }
-    providers.retain(|p| p.enabled || args.providers.contains(&p.id));
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let tty = std::io::stderr().is_terminal();
-    loop {
-        let results = rt.block_on(probe::run(
-            &providers,
-            args.all_models,
-            |done, total, what| {
-                if tty {
-                    let line = if done < total {
-                        format!("probing [{}/{total}] {what}", done + 1)
-                    } else {
-                        String::new()
-                    };
-                    eprint!("\r\x1b[2K{line}");
-                    let _ = std::io::stderr().flush();
-                }
-            },
-        ));
-        if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&results).unwrap_or_default()
-            );
-        } else {
-            print!(
-                "{}",
-                probe::render(&results, baton::cli::status::use_color())
-            );
-        }
-        let failed = results.iter().any(|r| !r.ok());
-        match args.watch {
-            Some(secs) => {
-                std::thread::sleep(std::time::Duration::from_secs(secs.max(1)));
-                println!();
-            }
-            None => {
-                return if failed {
-                    ExitCode::from(1)
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
-        }
-    }
-}
-
-fn open_store(data_dir: Option<PathBuf>) -> Result<baton::store::Store, String> {
-    let dir = data_dir.unwrap_or_else(baton::default_data_dir);
-    if !dir.join("baton.db").exists() {
-        return Err(format!(
-            "{} holds no Baton database; pass --data-dir of a Baton that has run",
-            dir.display()
-        ));
-    }
-    baton::store::Store::open(&dir, &Default::default()).map_err(|e| e.to_string())
-}
-
-fn config_export(data_dir: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
-    let mut out = match &config {
-        Some(path) => match baton::config::load_file(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => baton::config::ConfigFile::default(),
-    };
-    let store = match open_store(data_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match store.load_providers() {
-        Ok(stored) => {
-            let mut providers: Vec<_> = stored.iter().map(|s| s.effective()).collect();
-            providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
-            out.providers = providers;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    out.schema = Some("./config.schema.json".into());
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-    ExitCode::SUCCESS
-}
-
-fn config_import(file: &std::path::Path, data_dir: Option<PathBuf>) -> ExitCode {
-    let config = match baton::config::load_file(file) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}\nnothing was imported");
-            return ExitCode::from(2);
-        }
-    };
-    let dir = data_dir.unwrap_or_else(baton::default_data_dir);
-    let store = match baton::store::Store::open(&dir, &Default::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match store.import_providers(&config.providers, baton::clock::unix_ms()) {
-        Ok(()) => {
-            let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
-            println!(
-                "imported {} provider(s): {} — Baton uses them from its next start",
-                ids.len(),
-                ids.join(", ")
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}\nnothing was imported");
-            ExitCode::from(2)
-        }
-    }
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

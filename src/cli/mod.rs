@@ -1,5 +1,6 @@
 //! Command-line features of the `baton` binary that talk to a running Baton.
 
+pub mod commands;
 pub mod probe;
 pub mod status;
 pub mod table;

@@ -1,0 +1,194 @@
+//! The `baton` subcommands other than `serve`. Each returns the exit status, or an error message
+//! that the binary prints once (exit status 2).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::config::{self, ConfigFile, ProviderConfig};
+use crate::store::Store;
+
+pub type CmdResult = Result<ExitCode, String>;
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn data_dir(dir: Option<PathBuf>) -> PathBuf {
+    dir.unwrap_or_else(crate::default_data_dir)
+}
+
+/// Opens the database of a Baton that has run in `dir`.
+fn existing_store(dir: &Path) -> Result<Store, String> {
+    if !dir.join("baton.db").exists() {
+        return Err(format!(
+            "no configuration: {} holds no Baton database; pass --config FILE or the --data-dir of a Baton that has run",
+            dir.display()
+        ));
+    }
+    Store::open(dir, &Default::default()).map_err(|e| e.to_string())
+}
+
+fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
+    let store = existing_store(dir)?;
+    let stored = store.load_providers().map_err(|e| e.to_string())?;
+    let mut providers: Vec<ProviderConfig> = stored.iter().map(|s| s.effective()).collect();
+    providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+    Ok(providers)
+}
+
+/// `baton status`: 0 when some enabled provider is ready, 1 when none is.
+pub fn status(url: &str, dir: Option<PathBuf>, admin_key: Option<String>, json: bool) -> CmdResult {
+    use super::status;
+    let key = match admin_key {
+        Some(k) => k,
+        None => {
+            let path = data_dir(dir).join(crate::auth::ADMIN_KEY_FILE);
+            let k = std::fs::read_to_string(&path).map_err(|e| {
+                status::StatusError::Key {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                }
+                .to_string()
+            })?;
+            k.trim().to_string()
+        }
+    };
+    let state = runtime()?
+        .block_on(status::fetch(url, &key))
+        .map_err(|e| e.to_string())?;
+    let rows = status::rows(&state);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else if rows.is_empty() {
+        println!("No providers configured.");
+    } else {
+        print!("{}", status::render(&rows, status::use_color()));
+    }
+    Ok(if rows.iter().any(|r| r.state == "ready") {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// What `baton probe` should probe.
+pub struct ProbeOptions {
+    pub config: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub providers: Vec<String>,
+    pub all_models: bool,
+    pub json: bool,
+    pub watch: Option<u64>,
+}
+
+/// `baton probe`: 0 when every probe succeeded, 1 when any failed.
+pub fn probe(o: ProbeOptions) -> CmdResult {
+    use super::probe;
+    let mut providers = match &o.config {
+        Some(path) => {
+            config::load_file(path)
+                .map_err(|e| e.to_string())?
+                .providers
+        }
+        None => live_providers(&data_dir(o.data_dir.clone()))?,
+    };
+    let unknown: Vec<&String> = o
+        .providers
+        .iter()
+        .filter(|id| !providers.iter().any(|p| &p.id == *id))
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
+        return Err(format!(
+            "unknown provider {unknown:?}; configured: {}",
+            known.join(", ")
+        ));
+    }
+    if !o.providers.is_empty() {
+        providers.retain(|p| o.providers.contains(&p.id));
+    }
+    providers.retain(|p| p.enabled || o.providers.contains(&p.id));
+    let rt = runtime()?;
+    let tty = std::io::stderr().is_terminal();
+    loop {
+        let results = rt.block_on(probe::run(&providers, o.all_models, |done, total, what| {
+            if tty {
+                let line = if done < total {
+                    format!("probing [{}/{total}] {what}", done + 1)
+                } else {
+                    String::new()
+                };
+                eprint!("\r\x1b[2K{line}");
+                let _ = std::io::stderr().flush();
+            }
+        }));
+        if o.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&results).unwrap_or_default()
+            );
+        } else {
+            print!("{}", probe::render(&results, super::status::use_color()));
+        }
+        match o.watch {
+            Some(secs) => {
+                std::thread::sleep(std::time::Duration::from_secs(secs.max(1)));
+                println!();
+            }
+            None => {
+                return Ok(if results.iter().all(probe::ProbeResult::ok) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                })
+            }
+        }
+    }
+}
+
+/// `baton config check FILE`.
+pub fn config_check(file: &Path) -> CmdResult {
+    let c = config::load_file(file).map_err(|e| e.to_string())?;
+    println!(
+        "{}: OK ({} providers, {} routes)",
+        file.display(),
+        c.providers.len(),
+        c.routes.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `baton config export`: the live providers plus the settings of `--config`, without secrets.
+pub fn config_export(dir: Option<PathBuf>, config_file: Option<PathBuf>) -> CmdResult {
+    let mut out = match &config_file {
+        Some(path) => config::load_file(path).map_err(|e| e.to_string())?,
+        None => ConfigFile::default(),
+    };
+    out.providers = live_providers(&data_dir(dir))?;
+    out.schema = Some("./config.schema.json".into());
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `baton config import FILE`: validated first; nothing changes on error.
+pub fn config_import(file: &Path, dir: Option<PathBuf>) -> CmdResult {
+    let config = config::load_file(file).map_err(|e| format!("{e}\nnothing was imported"))?;
+    let store = Store::open(&data_dir(dir), &Default::default()).map_err(|e| e.to_string())?;
+    store
+        .import_providers(&config.providers, crate::clock::unix_ms())
+        .map_err(|e| format!("{e}\nnothing was imported"))?;
+    let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
+    println!(
+        "imported {} provider(s): {} — Baton uses them from its next start",
+        ids.len(),
+        ids.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
+}
