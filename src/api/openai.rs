@@ -12,7 +12,7 @@ use super::{authenticate, AppState};
 use crate::canonical::openai::request_from_openai;
 use crate::router::record::Record;
 use crate::router::snapshot::ResolveError;
-use crate::router::{self, Failure, Inbound, Served};
+use crate::router::{self, Failure, Inbound, Served, Wire};
 
 /// The client's API format; the router in between is the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,11 @@ pub(super) async fn handle(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?.to_string();
+    let anthropic_beta = req
+        .headers()
+        .get("anthropic-beta")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let deadline_ms = match req.headers().get("x-gateway-timeout-ms") {
         None => None,
         Some(v) => match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
@@ -102,11 +107,11 @@ pub(super) async fn handle(
             return Err(err);
         }
     };
-    let (canonical, body) = match format {
+    let (canonical, body, anthropic_body) = match format {
         Format::OpenAi => {
             let c =
                 request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
-            (c, body)
+            (c, body, None)
         }
         Format::Anthropic => {
             let c = crate::canonical::anthropic::request_from_anthropic(&body)
@@ -117,7 +122,7 @@ pub(super) async fn handle(
             let mut for_openai = c.clone();
             for_openai.extra.clear();
             let openai = crate::canonical::openai::request_to_openai(&for_openai);
-            (c, openai)
+            (c, openai, Some(body))
         }
     };
     let snap = core.snapshot.load_full();
@@ -146,6 +151,8 @@ pub(super) async fn handle(
     let needs = canonical.needs();
     let inbound = Inbound {
         body,
+        anthropic_body,
+        anthropic_beta,
         canonical,
         needs,
         deadline_ms,
@@ -172,6 +179,7 @@ pub(super) async fn handle(
             body,
             usage,
             slot,
+            wire,
         }) => {
             drop(slot);
             gateway_headers(base, target.provider.id(), &target.model.id);
@@ -188,23 +196,32 @@ pub(super) async fn handle(
                 );
             }
             rec.finish(200, None);
-            let body = match format {
-                Format::OpenAi => body,
-                Format::Anthropic => {
+            let untranslatable = || {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "upstream_error",
+                    "malformed_upstream_answer",
+                    "The provider's answer could not be translated.",
+                )
+            };
+            let body = match (wire, format) {
+                (Wire::OpenAi, Format::OpenAi) | (Wire::Anthropic, Format::Anthropic) => body,
+                (Wire::OpenAi, Format::Anthropic) => {
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let answer =
-                        crate::canonical::openai::response_from_openai(&v).ok_or_else(|| {
-                            ApiError::new(
-                                StatusCode::BAD_GATEWAY,
-                                "upstream_error",
-                                "malformed_upstream_answer",
-                                "The provider's answer could not be translated.",
-                            )
-                        })?;
+                    let answer = crate::canonical::openai::response_from_openai(&v)
+                        .ok_or_else(untranslatable)?;
                     let out = crate::canonical::anthropic::response_to_anthropic(
                         &answer,
                         &target.model.id,
                     );
+                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+                }
+                (Wire::Anthropic, Format::OpenAi) => {
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let mut answer = crate::canonical::anthropic::response_from_anthropic(&v)
+                        .ok_or_else(untranslatable)?;
+                    answer.created = core.clock.now_ms() / 1000;
+                    let out = crate::canonical::openai::response_to_openai(&answer);
                     Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
                 }
             };
@@ -221,6 +238,7 @@ pub(super) async fn handle(
             reader,
             prelude,
             slot,
+            wire,
             resume,
         }) => {
             gateway_headers(base, target.provider.id(), &target.model.id);
@@ -236,7 +254,18 @@ pub(super) async fn handle(
                     crate::canonical::anthropic::StreamEncoder::new(request_id, &target.model.id),
                 )),
             };
-            let body = crate::router::stream::body(reader, prelude, slot, target, rec, resume, out);
+            let body = crate::router::stream::body(
+                crate::router::stream::Upstream {
+                    reader,
+                    prelude,
+                    wire,
+                },
+                slot,
+                target,
+                rec,
+                resume,
+                out,
+            );
             let mut resp = Response::new(Body::from_stream(body));
             let h = resp.headers_mut();
             h.insert(

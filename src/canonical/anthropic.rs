@@ -404,6 +404,282 @@ impl StreamEncoder {
     }
 }
 
+/// Canonical request -> Anthropic Messages body (for `anthropic` upstreams). Consecutive
+/// same-role turns are merged (the API requires alternation); tool results become `tool_result`
+/// blocks in a user turn; `max_tokens` is filled in when the client left it out.
+pub fn request_to_anthropic(
+    req: &ChatRequest,
+    model: &str,
+    default_max_tokens: u64,
+) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let system = req.system.join("\n\n");
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in &req.messages {
+        let role = if m.role == Role::Assistant {
+            "assistant"
+        } else {
+            "user"
+        };
+        let blocks: Vec<Value> = m
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) if !t.is_empty() => Some(json!({"type": "text", "text": t})),
+                Part::Text(_) => None,
+                Part::Image { url, .. } => Some(image_block(url)),
+                Part::ToolCall { id, name, arguments } => Some(json!({"type": "tool_use", "id": id, "name": name,
+                    "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))})),
+                Part::ToolResult { call_id, content } => {
+                    Some(json!({"type": "tool_result", "tool_use_id": call_id, "content": content}))
+                }
+            })
+            .collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((r, b)) if *r == role => b.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut v = json!({"name": t.name, "input_schema": t.parameters});
+                if let Some(d) = &t.description {
+                    v["description"] = json!(d);
+                }
+                v
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(tc) = &req.tool_choice {
+        let mapped = match tc {
+            Value::String(s) if s == "auto" => Some(json!({"type": "auto"})),
+            Value::String(s) if s == "required" => Some(json!({"type": "any"})),
+            Value::String(s) if s == "none" => Some(json!({"type": "none"})),
+            v => v
+                .pointer("/function/name")
+                .map(|n| json!({"type": "tool", "name": n})),
+        };
+        if let Some(m) = mapped {
+            body.insert("tool_choice".into(), m);
+        }
+    }
+    body.insert(
+        "max_tokens".into(),
+        json!(req.max_tokens.unwrap_or(default_max_tokens)),
+    );
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = req.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !req.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(req.stop));
+    }
+    if req.stream {
+        body.insert("stream".into(), json!(true));
+    }
+    body
+}
+
+fn image_block(url: &str) -> Value {
+    match url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+    {
+        Some((media_type, data)) => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }
+        None => json!({"type": "image", "source": {"type": "url", "url": url}}),
+    }
+}
+
+fn stop_from_anthropic(s: &str) -> StopReason {
+    match s {
+        "end_turn" | "stop_sequence" | "pause_turn" => StopReason::Stop,
+        "max_tokens" => StopReason::Length,
+        "tool_use" => StopReason::ToolCalls,
+        "refusal" => StopReason::ContentFilter,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+pub fn usage_from_anthropic(u: &Value) -> Usage {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let cached = n("cache_read_input_tokens");
+    Usage {
+        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        output_tokens: n("output_tokens"),
+        cached_input_tokens: cached,
+    }
+}
+
+/// Anthropic `message` -> canonical answer.
+pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
+    if v.get("type").and_then(Value::as_str) != Some("message") {
+        return None;
+    }
+    let content = v
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => Some(Part::Text(
+                b.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            )),
+            Some("tool_use") => Some(Part::ToolCall {
+                id: b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                name: b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments: b
+                    .get("input")
+                    .map(Value::to_string)
+                    .unwrap_or_else(|| "{}".into()),
+            }),
+            _ => None,
+        })
+        .collect();
+    Some(ChatResponse {
+        id: v
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        model: v
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        created: 0,
+        content,
+        stop: v
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(stop_from_anthropic),
+        usage: v.get("usage").map(usage_from_anthropic),
+    })
+}
+
+/// Anthropic stream events -> canonical events.
+#[derive(Default)]
+pub struct StreamDecoder {
+    /// Anthropic block index -> canonical tool index.
+    tools: Vec<(u64, u32)>,
+    input: Usage,
+}
+
+impl StreamDecoder {
+    pub fn push(&mut self, data: &Value) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message_start" => {
+                if let Some(u) = data.pointer("/message/usage") {
+                    self.input = usage_from_anthropic(u);
+                }
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let n = self.tools.len() as u32;
+                        self.tools.push((index, n));
+                        out.push(StreamEvent::ToolCallStart {
+                            index: n,
+                            id: block
+                                .get("id")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                            name: block
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                        });
+                    }
+                    Some("text") => {
+                        if let Some(t) = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
+                            out.push(StreamEvent::TextDelta(t.to_string()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => out.push(StreamEvent::TextDelta(
+                        delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    )),
+                    Some("input_json_delta") => {
+                        if let Some((_, n)) = self.tools.iter().find(|(i, _)| *i == index) {
+                            out.push(StreamEvent::ToolCallDelta {
+                                index: *n,
+                                arguments: delta
+                                    .get("partial_json")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_string(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    out.push(StreamEvent::Finish(stop_from_anthropic(r)));
+                }
+                if let Some(u) = data.get("usage") {
+                    let mut usage = self.input;
+                    usage.output_tokens =
+                        u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+                    out.push(StreamEvent::Usage(usage));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
 /// Anthropic's `event: error` frame.
 pub fn error_frame(kind: &str, message: &str) -> String {
     frame(

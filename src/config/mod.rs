@@ -201,12 +201,15 @@ impl SecretRef {
 pub enum ProviderKind {
     /// Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).
     OpenaiCompatible,
+    /// Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).
+    Anthropic,
 }
 
 impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenaiCompatible => "openai-compatible",
+            ProviderKind::Anthropic => "anthropic",
         }
     }
 }

@@ -148,10 +148,10 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
         return Err(err("baseUrl", format!("`{url}` has no host")));
     }
-    if url.ends_with("/chat/completions") {
+    if url.ends_with("/chat/completions") || url.ends_with("/messages") {
         return Err(err(
             "baseUrl",
-            "give the base URL without `/chat/completions` (e.g. https://api.openai.com/v1)".into(),
+            "give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)".into(),
         ));
     }
     if p.models.is_empty() {

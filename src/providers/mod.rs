@@ -196,11 +196,12 @@ pub fn resolve(
             None => missing_keys.push(k.env.clone()),
         }
     }
-    let chat_url = reqwest::Url::parse(&format!(
-        "{}/chat/completions",
-        config.base_url.trim_end_matches('/')
-    ))
-    .ok();
+    let path = match config.kind {
+        crate::config::ProviderKind::OpenaiCompatible => "chat/completions",
+        crate::config::ProviderKind::Anthropic => "messages",
+    };
+    let chat_url =
+        reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok();
     let day_reset = config
         .day_reset
         .as_deref()

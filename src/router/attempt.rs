@@ -9,8 +9,11 @@ use tokio::time::timeout_at;
 
 use super::snapshot::Target;
 use super::sse::{self, SseError, SseReader};
-use super::{Answer, Attempt, Inbound, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY};
+use super::{
+    Answer, Attempt, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
+};
 use crate::canonical;
+use crate::config::ProviderKind;
 use crate::gateway::Core;
 use crate::limits::{self, Classified};
 use crate::providers::{openai_compat, ApiKey};
@@ -30,14 +33,54 @@ pub(super) async fn attempt(
         Err(e) => return failed(limits::classify_transport(format!("HTTP client: {e}"))),
     };
     let stream = inbound.canonical.stream;
-    let body =
-        openai_compat::passthrough_body(&inbound.body, &t.model.id, t.model.max_output_tokens);
     let Some(url) = p.chat_url.clone() else {
         return failed(limits::classify_transport(
             "provider base URL is not a valid URL",
         ));
     };
-    let rb = openai_compat::build(&client, url, p, key, body, stream, request_id);
+    let wire = match p.config.kind {
+        ProviderKind::OpenaiCompatible => Wire::OpenAi,
+        ProviderKind::Anthropic => Wire::Anthropic,
+    };
+    let cap = t.model.max_output_tokens;
+    let rb = match wire {
+        Wire::OpenAi => {
+            let body = openai_compat::passthrough_body(&inbound.body, &t.model.id, cap);
+            openai_compat::build(&client, url, p, key, body, stream, request_id)
+        }
+        Wire::Anthropic => {
+            let body = match &inbound.anthropic_body {
+                // Same format both sides: the client's body, model rewritten.
+                Some(b) => openai_compat::passthrough_body(b, &t.model.id, cap),
+                None => {
+                    let mut b = canonical::anthropic::request_to_anthropic(
+                        &inbound.canonical,
+                        &t.model.id,
+                        cap.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS),
+                    );
+                    if let Some(c) = cap {
+                        if b.get("max_tokens")
+                            .and_then(Value::as_u64)
+                            .is_some_and(|m| m > c)
+                        {
+                            b.insert("max_tokens".into(), c.into());
+                        }
+                    }
+                    serde_json::to_vec(&b).unwrap_or_default()
+                }
+            };
+            anthropic_request(
+                &client,
+                url,
+                p,
+                key,
+                body,
+                stream,
+                request_id,
+                inbound.anthropic_beta.as_deref(),
+            )
+        }
+    };
     let first_byte = Duration::from_millis(timeouts.first_byte_ms);
     let idle = Duration::from_millis(timeouts.idle_ms);
     let first_deadline = tokio::time::Instant::now() + first_byte;
@@ -86,6 +129,22 @@ pub(super) async fn attempt(
             error: Option<Value>,
             usage: Option<Value>,
         }
+        if wire == Wire::Anthropic {
+            return match serde_json::from_slice::<Value>(&body) {
+                Ok(v) if v.get("type").and_then(Value::as_str) == Some("message") => {
+                    let usage = v
+                        .get("usage")
+                        .map(canonical::anthropic::usage_from_anthropic);
+                    Attempt::Served(Answer::Complete(body, usage, Wire::Anthropic))
+                }
+                Ok(v) if v.get("type").and_then(Value::as_str) == Some("error") => {
+                    anthropic_error(core, t, &v)
+                }
+                _ => failed(limits::classify_transport(
+                    "upstream answered 2xx with a body that is not a message",
+                )),
+            };
+        }
         return match serde_json::from_slice::<Peek>(&body) {
             Ok(Peek {
                 choices: Some(_),
@@ -95,7 +154,7 @@ pub(super) async fn attempt(
                 let usage = usage
                     .as_ref()
                     .and_then(canonical::openai::usage_from_openai);
-                Attempt::Served(Answer::Complete(body, usage))
+                Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi))
             }
             Ok(Peek { error: Some(e), .. }) => {
                 error_in_body(core, t, &serde_json::json!({ "error": e }), status)
@@ -107,6 +166,7 @@ pub(super) async fn attempt(
     }
     // Streaming: hold everything until the first content event so a failure can still fall over.
     let mut prelude = Vec::new();
+    let mut decoder = canonical::anthropic::StreamDecoder::default();
     loop {
         let next = match timeout_at(first_deadline, reader.next_event()).await {
             Err(_) => {
@@ -142,16 +202,102 @@ pub(super) async fn attempt(
                 ))
             }
         };
-        if v.get("error").is_some() && v.get("choices").is_none() {
-            return error_in_body(core, t, &v, status);
-        }
-        let content = canonical::openai::chunk_events(&v)
-            .iter()
-            .any(|e| e.is_content());
+        let content = match wire {
+            Wire::OpenAi => {
+                if v.get("error").is_some() && v.get("choices").is_none() {
+                    return error_in_body(core, t, &v, status);
+                }
+                canonical::openai::chunk_events(&v)
+                    .iter()
+                    .any(|e| e.is_content())
+            }
+            Wire::Anthropic => {
+                let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
+                if kind == "error" {
+                    return anthropic_error(core, t, &v);
+                }
+                kind == "message_stop" || decoder.push(&v).iter().any(|e| e.is_content())
+            }
+        };
         prelude.push(ev.raw);
         if content || prelude.len() >= MAX_PRELUDE_EVENTS {
-            return Attempt::Served(Answer::Stream { reader, prelude });
+            return Attempt::Served(Answer::Stream {
+                reader,
+                prelude,
+                wire,
+            });
         }
+    }
+}
+
+/// `max_tokens` for Anthropic upstreams when neither the client nor the config gave one (the
+/// Messages API requires it).
+const DEFAULT_ANTHROPIC_MAX_TOKENS: u64 = 4096;
+
+/// A Messages API request: `x-api-key`, `anthropic-version`, the client's `anthropic-beta`.
+#[allow(clippy::too_many_arguments)]
+fn anthropic_request(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    p: &crate::providers::ProviderEntry,
+    key: Option<&ApiKey>,
+    body: Vec<u8>,
+    stream: bool,
+    request_id: &str,
+    beta: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut rb = client
+        .post(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(
+            http::header::ACCEPT,
+            if stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            },
+        )
+        .header("anthropic-version", "2023-06-01")
+        .header("x-request-id", request_id);
+    if let Some(k) = key {
+        rb = rb.header("x-api-key", k.secret.expose());
+    }
+    if let Some(b) = beta {
+        rb = rb.header("anthropic-beta", b);
+    }
+    for (name, value) in &p.config.headers {
+        rb = rb.header(name.as_str(), value.as_str());
+    }
+    rb.body(body)
+}
+
+/// An Anthropic `{"type":"error"}` answer (in a 200 body or mid-stream), classified by its type.
+fn anthropic_error(core: &Core, t: &Target, v: &Value) -> Attempt {
+    let status = match v
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "rate_limit_error" => 429,
+        "overloaded_error" => 529,
+        "authentication_error" => 401,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "invalid_request_error" => 400,
+        "request_too_large" => 413,
+        _ => 500,
+    };
+    let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
+    let c = limits::classify_http(
+        status,
+        &http::HeaderMap::new(),
+        &body,
+        &core.reset_context(&t.provider),
+    );
+    Attempt::Failed {
+        classified: c,
+        status: Some(status),
+        body: Some(body),
     }
 }
 

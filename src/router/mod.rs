@@ -39,8 +39,21 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 const MAX_PRELUDE_EVENTS: usize = 64;
 
 /// A client request after parsing and authentication.
+/// The wire format of a request or answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
 pub struct Inbound {
+    /// The request in OpenAI form (the client's own body when it spoke OpenAI).
     pub body: Map<String, Value>,
+    /// The client's own body when it spoke Anthropic: sent unchanged (but for the model) to
+    /// Anthropic upstreams, keeping thinking signatures, cache control and betas.
+    pub anthropic_body: Option<Map<String, Value>>,
+    /// `anthropic-beta` from the client, passed to Anthropic upstreams.
+    pub anthropic_beta: Option<String>,
     pub canonical: ChatRequest,
     pub needs: Needs,
     /// Per-request deadline from `x-gateway-timeout-ms`, overriding `routing.requestTimeoutMs`.
@@ -79,12 +92,15 @@ pub enum Served {
         body: Bytes,
         usage: Option<Usage>,
         slot: Slot,
+        /// The answer's format (the upstream's API).
+        wire: Wire,
     },
     Stream {
         target: Target,
         reader: SseReader,
         prelude: Vec<Bytes>,
         slot: Slot,
+        wire: Wire,
         /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
         resume: Vec<Target>,
     },
@@ -115,10 +131,11 @@ pub enum Failure {
 
 /// What one attempt produced before the target and slot are attached.
 enum Answer {
-    Complete(Bytes, Option<Usage>),
+    Complete(Bytes, Option<Usage>, Wire),
     Stream {
         reader: SseReader,
         prelude: Vec<Bytes>,
+        wire: Wire,
     },
 }
 
@@ -343,13 +360,18 @@ async fn run_candidates(
                 ok.class = "ok".into();
                 rec.push_attempt(ok);
                 return Ok(match answer {
-                    Answer::Complete(body, usage) => Served::Complete {
+                    Answer::Complete(body, usage, wire) => Served::Complete {
+                        wire,
                         target,
                         body,
                         usage,
                         slot,
                     },
-                    Answer::Stream { reader, prelude } => {
+                    Answer::Stream {
+                        reader,
+                        prelude,
+                        wire,
+                    } => {
                         let resume = if snap.resumes_on_break(&inbound.canonical.model) {
                             pending
                                 .iter()
@@ -357,6 +379,9 @@ async fn run_candidates(
                                 .filter(|t| {
                                     t.provider.config.capabilities.prefill
                                         && t.provider.id() != target.provider.id()
+                                        && t.provider.config.kind
+                                            == crate::config::ProviderKind::OpenaiCompatible
+                                        && wire == Wire::OpenAi
                                 })
                                 .cloned()
                                 .collect()
@@ -368,6 +393,7 @@ async fn run_candidates(
                             reader,
                             prelude,
                             slot,
+                            wire,
                             resume,
                         }
                     }

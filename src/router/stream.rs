@@ -39,6 +39,18 @@ struct Pump {
     /// Text forwarded so far (kept only when the stream may resume).
     partial: String,
     out: Out,
+    upstream: super::Wire,
+    /// Anthropic upstream events -> canonical (when the client speaks OpenAI).
+    decoder: crate::canonical::anthropic::StreamDecoder,
+    /// Prompt tokens from an Anthropic `message_start`, for the usage at the end.
+    input_usage: crate::canonical::Usage,
+}
+
+/// The committed upstream stream and the format it speaks.
+pub struct Upstream {
+    pub reader: SseReader,
+    pub prelude: Vec<Bytes>,
+    pub wire: super::Wire,
 }
 
 /// The client's wire format.
@@ -51,8 +63,7 @@ pub enum Out {
 
 /// The client-facing body of a streamed answer, in the client's format.
 pub fn body(
-    reader: SseReader,
-    prelude: Vec<Bytes>,
+    up: Upstream,
     slot: Slot,
     target: Target,
     mut rec: Record,
@@ -60,7 +71,15 @@ pub fn body(
     out: Out,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     rec.first_byte();
+    let Upstream {
+        reader,
+        prelude,
+        wire,
+    } = up;
     let mut pump = Pump {
+        upstream: wire,
+        decoder: Default::default(),
+        input_usage: Default::default(),
         reader,
         queued: VecDeque::new(),
         rec,
@@ -105,6 +124,10 @@ impl Pump {
         if data.starts_with(b"[DONE]") {
             return;
         }
+        if self.upstream == super::Wire::Anthropic {
+            self.inspect_anthropic(data);
+            return;
+        }
         if self.resume.is_some() {
             if let Ok(v) = serde_json::from_slice::<Value>(data) {
                 if let Some(t) = v
@@ -134,6 +157,37 @@ impl Pump {
         }
     }
 
+    /// Usage and the stop reason from Anthropic `message_start` / `message_delta`.
+    fn inspect_anthropic(&mut self, data: &[u8]) {
+        let is = |t: &[u8]| memchr::memmem::find(data, t).is_some();
+        if !is(b"\"message_start\"") && !is(b"\"message_delta\"") {
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(data) else {
+            return;
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("message_start") => {
+                if let Some(u) = v.pointer("/message/usage") {
+                    self.input_usage = crate::canonical::anthropic::usage_from_anthropic(u);
+                }
+            }
+            Some("message_delta") => {
+                if v.pointer("/delta/stop_reason")
+                    .is_some_and(|r| !r.is_null())
+                {
+                    self.finish_seen = true;
+                }
+                if let Some(out) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    let mut u = self.input_usage;
+                    u.output_tokens = out;
+                    self.rec.usage(u);
+                }
+            }
+            _ => {}
+        }
+    }
+
     async fn next_output(&mut self) -> Bytes {
         loop {
             let out = self.next_event_output().await;
@@ -148,11 +202,41 @@ impl Pump {
     async fn next_event_output(&mut self) -> Bytes {
         match self.reader.next_event().await {
             Ok(Some(ev)) => {
-                if ev.is_done() {
+                let anthropic_kind = (self.upstream == super::Wire::Anthropic)
+                    .then(|| {
+                        ev.data
+                            .as_ref()
+                            .and_then(|d| serde_json::from_slice::<Value>(d).ok())
+                    })
+                    .flatten();
+                let kind = anthropic_kind
+                    .as_ref()
+                    .and_then(|v| v.get("type"))
+                    .and_then(Value::as_str);
+                if ev.is_done() || kind == Some("message_stop") {
                     self.ended = true;
                     self.count_tokens();
                     self.rec.finish(200, None);
                     return self.done(Some(ev.raw));
+                }
+                if kind == Some("error") {
+                    let msg = anthropic_kind
+                        .as_ref()
+                        .and_then(|v| v.pointer("/error/message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("upstream error")
+                        .to_string();
+                    self.ended = true;
+                    self.rec
+                        .finish(502, Some(format!("upstream error mid-stream: {msg}")));
+                    return match &self.out {
+                        Out::Anthropic(_) => ev.raw,
+                        Out::OpenAi => {
+                            let body = json!({"error": {"message": msg, "type": "upstream_error",
+                                "param": null, "code": "stream_interrupted"}});
+                            Bytes::from(format!("data: {body}\n\n"))
+                        }
+                    };
                 }
                 if let Some(data) = &ev.data {
                     if memchr::memmem::find(data, b"\"error\"").is_some() {
@@ -195,11 +279,15 @@ impl Pump {
         }
     }
 
-    /// One upstream (OpenAI) event in the client's format.
+    /// One upstream event in the client's format.
     fn translate(&mut self, raw: Bytes) -> Bytes {
-        let Out::Anthropic(enc) = &mut self.out else {
+        let same = matches!(
+            (self.upstream, &self.out),
+            (super::Wire::OpenAi, Out::OpenAi) | (super::Wire::Anthropic, Out::Anthropic(_))
+        );
+        if same {
             return raw;
-        };
+        }
         let data = raw
             .split(|b| *b == b'\n')
             .find_map(|l| l.strip_prefix(b"data:"))
@@ -208,17 +296,35 @@ impl Pump {
             return Bytes::new();
         };
         let mut out = String::new();
-        for ev in crate::canonical::openai::chunk_events(&v) {
-            enc.push(&ev, &mut out);
+        match &mut self.out {
+            Out::Anthropic(enc) => {
+                for ev in crate::canonical::openai::chunk_events(&v) {
+                    enc.push(&ev, &mut out);
+                }
+            }
+            Out::OpenAi => {
+                let id = self.rec.id().to_string();
+                let model = self.target.model.id.clone();
+                for ev in self.decoder.push(&v) {
+                    let chunk = crate::canonical::openai::event_to_chunk(&ev, &id, &model, 0);
+                    out.push_str(&format!("data: {chunk}\n\n"));
+                }
+            }
         }
         Bytes::from(out)
     }
 
     /// The end of a complete answer in the client's format.
     fn done(&mut self, raw: Option<Bytes>) -> Bytes {
-        match &mut self.out {
-            Out::OpenAi => raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n")),
-            Out::Anthropic(enc) => {
+        match (&mut self.out, self.upstream) {
+            (Out::OpenAi, super::Wire::OpenAi) => {
+                raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n"))
+            }
+            (Out::OpenAi, super::Wire::Anthropic) => Bytes::from_static(b"data: [DONE]\n\n"),
+            (Out::Anthropic(_), super::Wire::Anthropic) => raw.unwrap_or_else(|| {
+                Bytes::from_static(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+            }),
+            (Out::Anthropic(enc), super::Wire::OpenAi) => {
                 let mut out = String::new();
                 enc.finish(&mut out);
                 Bytes::from(out)
@@ -257,6 +363,8 @@ impl Pump {
         }
         let inbound = super::Inbound {
             body,
+            anthropic_body: None,
+            anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {
                 stream: true,
                 ..Default::default()
@@ -267,7 +375,9 @@ impl Pump {
         let started = Instant::now();
         let outcome = super::attempt::attempt(core, &next, api_key, &inbound, self.rec.id()).await;
         match outcome {
-            super::Attempt::Served(super::Answer::Stream { reader, prelude }) => {
+            super::Attempt::Served(super::Answer::Stream {
+                reader, prelude, ..
+            }) => {
                 tracing::info!(request_id = self.rec.id(), from = %self.target.label(), to = %next.label(), %why, "stream resumed on another provider");
                 core.events.emit(crate::events::Event::Failover {
                     request_id: self.rec.id().to_string(),
