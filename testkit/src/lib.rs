@@ -18,6 +18,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
+mod anthropic;
+
 /// What the fake does with one request.
 #[derive(Debug, Clone)]
 pub enum Behavior {
@@ -82,7 +84,7 @@ pub struct Received {
 }
 
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     name: String,
     script: Mutex<VecDeque<Behavior>>,
     fallback: Mutex<Option<Behavior>>,
@@ -120,7 +122,7 @@ impl FakeUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
-            .route("/v1/messages", post(anthropic_messages))
+            .route("/v1/messages", post(anthropic::messages))
             .route("/_script", post(control_script))
             .route("/_stats", get(control_stats))
             .with_state(shared.clone());
@@ -172,10 +174,10 @@ impl FakeUpstream {
 }
 
 /// Counts a request as in flight until dropped.
-struct InFlight(Arc<Shared>);
+pub(crate) struct InFlight(Arc<Shared>);
 
 impl InFlight {
-    fn new(s: Arc<Shared>) -> Self {
+    pub(crate) fn new(s: Arc<Shared>) -> Self {
         let n = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         s.max_in_flight.fetch_max(n, Ordering::SeqCst);
         Self(s)
@@ -397,130 +399,6 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     }
 }
 
-/// The fake as an Anthropic Messages API: same script, Anthropic's shapes and event sequence.
-async fn anthropic_messages(
-    State(s): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().unwrap().push(Received {
-        headers,
-        body: body.clone(),
-    });
-    let _guard = InFlight::new(s.clone());
-    let behavior = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .or_else(|| s.fallback.lock().unwrap().clone())
-        .unwrap_or(Behavior::Ok);
-    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("fake")
-        .to_string();
-    let last_user = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| match &m["content"] {
-            Value::String(t) => Some(t.clone()),
-            Value::Array(blocks) => blocks
-                .iter()
-                .rev()
-                .find_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string)),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let (blocks, stop, cut) = match behavior {
-        Behavior::Status {
-            status,
-            body,
-            headers,
-        } => {
-            let mut resp =
-                (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
-            for (k, v) in headers {
-                resp.headers_mut().insert(
-                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    v.parse().unwrap(),
-                );
-            }
-            return resp;
-        }
-        Behavior::ToolCall { name, arguments } => (
-            vec![
-                json!({"type": "tool_use", "id": "toolu_fake1", "name": name,
-                "input": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}),
-            ],
-            "tool_use",
-            None,
-        ),
-        Behavior::Text(t) => (vec![json!({"type": "text", "text": t})], "end_turn", None),
-        Behavior::StreamDies(n) => (
-            vec![json!({"type": "text", "text": format!("{}: {}", s.name, last_user)})],
-            "end_turn",
-            Some(n),
-        ),
-        _ => (
-            vec![json!({"type": "text", "text": format!("{}: {}", s.name, last_user)})],
-            "end_turn",
-            None,
-        ),
-    };
-    let usage = json!({"input_tokens": 11, "output_tokens": 7});
-    if !stream {
-        return axum::Json(
-            json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-            "content": blocks, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
-        )
-        .into_response();
-    }
-    let frame = |ev: &str, data: Value| Bytes::from(format!("event: {ev}\ndata: {data}\n\n"));
-    let mut frames = vec![frame(
-        "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_fake",
-        "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null,
-        "usage": {"input_tokens": 11, "output_tokens": 0}}}),
-    )];
-    let mut deltas = 0;
-    for (i, b) in blocks.iter().enumerate() {
-        if b["type"] == "text" {
-            frames.push(frame("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})));
-            for w in b["text"].as_str().unwrap_or("").split_inclusive(' ') {
-                frames.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": w}})));
-                deltas += 1;
-                if cut == Some(deltas) {
-                    break;
-                }
-            }
-        } else {
-            frames.push(frame("content_block_start", json!({"type": "content_block_start", "index": i,
-                "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}})));
-            let args = b["input"].to_string();
-            let mid = args.len() / 2;
-            for part in [&args[..mid], &args[mid..]] {
-                frames.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": part}})));
-            }
-        }
-        if cut.is_none() {
-            frames.push(frame(
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": i}),
-            ));
-        }
-    }
-    if cut.is_none() {
-        frames.push(frame("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 7}})));
-        frames.push(frame("message_stop", json!({"type": "message_stop"})));
-    }
-    let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
-    sse(Body::from_stream(body))
-}
-
 enum Reply {
     Text(String),
     Tool(String, String),
@@ -687,7 +565,7 @@ fn slow_stream(
     sse(Body::from_stream(body))
 }
 
-fn sse(body: Body) -> Response {
+pub(crate) fn sse(body: Body) -> Response {
     let mut resp = Response::new(body);
     resp.headers_mut()
         .insert("content-type", "text/event-stream".parse().unwrap());

@@ -1,4 +1,5 @@
 use super::*;
+use crate::canonical::StreamEvent;
 use serde_json::json;
 
 fn obj(v: Value) -> Map<String, Value> {

@@ -1,0 +1,229 @@
+//! Anthropic streaming: canonical events -> Anthropic SSE frames (for Anthropic clients) and
+//! Anthropic upstream events -> canonical events (for other clients).
+
+use serde_json::{json, Value};
+
+use super::{anthropic_id, stop_from_anthropic, stop_reason, usage_from_anthropic};
+use crate::canonical::{StopReason, StreamEvent, Usage};
+
+/// Builds Anthropic SSE frames from canonical stream events.
+pub struct StreamEncoder {
+    id: String,
+    model: String,
+    started: bool,
+    /// Index of the open content block and whether it is text.
+    open: Option<(usize, bool)>,
+    next_index: usize,
+    /// canonical tool index -> Anthropic block index
+    tools: Vec<(u32, usize)>,
+    stop: Option<StopReason>,
+    usage: Usage,
+}
+
+fn frame(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+impl StreamEncoder {
+    pub fn new(id: &str, model: &str) -> Self {
+        Self {
+            id: anthropic_id(id),
+            model: model.to_string(),
+            started: false,
+            open: None,
+            next_index: 0,
+            tools: Vec::new(),
+            stop: None,
+            usage: Usage::default(),
+        }
+    }
+
+    fn start(&mut self, out: &mut String) {
+        if !self.started {
+            self.started = true;
+            out.push_str(&frame(
+                "message_start",
+                &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+            ));
+            out.push_str(&frame("ping", &json!({"type": "ping"})));
+        }
+    }
+
+    fn close(&mut self, out: &mut String) {
+        if let Some((i, _)) = self.open.take() {
+            out.push_str(&frame(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": i}),
+            ));
+        }
+    }
+
+    /// Frames for one canonical event.
+    pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        self.start(out);
+        match ev {
+            StreamEvent::TextDelta(t) => {
+                if !matches!(self.open, Some((_, true))) {
+                    self.close(out);
+                    let i = self.next_index;
+                    self.next_index += 1;
+                    self.open = Some((i, true));
+                    out.push_str(&frame(
+                        "content_block_start",
+                        &json!({"type": "content_block_start", "index": i,
+                        "content_block": {"type": "text", "text": ""}}),
+                    ));
+                }
+                let i = self.open.map(|(i, _)| i).unwrap_or(0);
+                out.push_str(&frame(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": t}}),
+                ));
+            }
+            StreamEvent::ToolCallStart { index, id, name } => {
+                self.close(out);
+                let i = self.next_index;
+                self.next_index += 1;
+                self.open = Some((i, false));
+                self.tools.push((*index, i));
+                out.push_str(&frame(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+            }
+            StreamEvent::ToolCallDelta { index, arguments } => {
+                if let Some((_, i)) = self.tools.iter().find(|(t, _)| t == index) {
+                    out.push_str(&frame(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                    ));
+                }
+            }
+            StreamEvent::Finish(r) => self.stop = Some(r.clone()),
+            StreamEvent::Usage(u) => self.usage = *u,
+        }
+    }
+
+    /// The closing frames of a complete answer.
+    pub fn finish(&mut self, out: &mut String) {
+        self.start(out);
+        self.close(out);
+        let reason = self.stop.as_ref().map(stop_reason).unwrap_or("end_turn");
+        out.push_str(&frame("message_delta", &json!({"type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": null},
+            "usage": {"output_tokens": self.usage.output_tokens,
+                "input_tokens": self.usage.input_tokens.saturating_sub(self.usage.cached_input_tokens)}})));
+        out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
+    }
+
+    pub fn saw_finish(&self) -> bool {
+        self.stop.is_some()
+    }
+}
+
+/// Anthropic stream events -> canonical events.
+#[derive(Default)]
+pub struct StreamDecoder {
+    /// Anthropic block index -> canonical tool index.
+    tools: Vec<(u64, u32)>,
+    input: Usage,
+}
+
+impl StreamDecoder {
+    pub fn push(&mut self, data: &Value) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message_start" => {
+                if let Some(u) = data.pointer("/message/usage") {
+                    self.input = usage_from_anthropic(u);
+                }
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let n = self.tools.len() as u32;
+                        self.tools.push((index, n));
+                        out.push(StreamEvent::ToolCallStart {
+                            index: n,
+                            id: block
+                                .get("id")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                            name: block
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string(),
+                        });
+                    }
+                    Some("text") => {
+                        if let Some(t) = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
+                            out.push(StreamEvent::TextDelta(t.to_string()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => out.push(StreamEvent::TextDelta(
+                        delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    )),
+                    Some("input_json_delta") => {
+                        if let Some((_, n)) = self.tools.iter().find(|(i, _)| *i == index) {
+                            out.push(StreamEvent::ToolCallDelta {
+                                index: *n,
+                                arguments: delta
+                                    .get("partial_json")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_string(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    out.push(StreamEvent::Finish(stop_from_anthropic(r)));
+                }
+                if let Some(u) = data.get("usage") {
+                    let mut usage = self.input;
+                    usage.output_tokens =
+                        u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+                    out.push(StreamEvent::Usage(usage));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// Anthropic's `event: error` frame.
+pub fn error_frame(kind: &str, message: &str) -> String {
+    frame(
+        "error",
+        &json!({"type": "error", "error": {"type": kind, "message": message}}),
+    )
+}
