@@ -67,3 +67,23 @@ def test_claude_code_survives_a_429(gateway, tmp_path):
     result, _ = claude(gateway, tmp_path, "say hi")
     assert result["is_error"] is False
     assert result["result"] == "b: say hi"
+
+
+def test_claude_code_through_an_anthropic_upstream(tmp_path):
+    """Anthropic in, Anthropic out: Claude Code's request reaches the Messages upstream with its
+    own fields (thinking, metadata, betas) intact."""
+    from conftest import Baton, Fake
+    up = Fake("claude")
+    gw = Baton(tmp_path, [{"id": "anthropic", "kind": "anthropic", "baseUrl": up.url + "/v1",
+                           "models": ["claude-real-model"]}])
+    try:
+        result, _ = claude(gw, tmp_path, "say hi")
+        assert result["is_error"] is False, result
+        assert result["result"] == "claude: say hi"
+        sent = up.stats()["last"]
+        assert sent["model"] == "claude-real-model"
+        assert "metadata" in sent, "Claude Code's own fields pass through to an Anthropic upstream"
+        assert isinstance(sent["system"], list), "system blocks (with cache_control) unchanged"
+    finally:
+        gw.stop()
+        up.stop()
