@@ -148,3 +148,22 @@ async fn anthropic_errors_are_classified_and_breaks_end_explicitly() {
     );
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn count_tokens_is_exact_through_an_anthropic_provider() {
+    let (_d, up, baton) = setup().await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages/count_tokens", baton.url))
+        .header("x-api-key", &baton.key)
+        .json(&json!({"model": "claude-x", "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["input_tokens"], 4242, "the provider's own count");
+    let got = up.received();
+    assert_eq!(got[0].body["model"], "claude-real-model");
+    assert_eq!(got[0].headers["x-api-key"], "sk-ant-upstream-secret");
+    baton.stop().await;
+}

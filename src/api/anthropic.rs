@@ -53,14 +53,16 @@ pub fn anthropic_error(e: ApiError) -> Response {
     resp
 }
 
-/// `POST /v1/messages/count_tokens`: a documented estimate (about four characters a token over
-/// system, messages and tools) — exact counts need an Anthropic upstream.
+/// `POST /v1/messages/count_tokens`: exact when the model routes to an `anthropic` provider (its
+/// own count_tokens answers), otherwise a documented estimate (about four characters a token
+/// over system, messages and tools).
 pub async fn count_tokens(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(e) = authenticate(&state.core, &headers) {
+    let core = &state.core;
+    if let Err(e) = authenticate(core, &headers) {
         return anthropic_error(e);
     }
     let parsed = match serde_json::from_slice::<Value>(&body) {
@@ -72,13 +74,63 @@ pub async fn count_tokens(
             ))
         }
     };
-    match crate::canonical::anthropic::request_from_anthropic(&parsed) {
-        Ok(req) => {
-            Json(json!({"input_tokens": crate::canonical::anthropic::estimate_tokens(&req)}))
-                .into_response()
+    let req = match crate::canonical::anthropic::request_from_anthropic(&parsed) {
+        Ok(r) => r,
+        Err(e) => return anthropic_error(ApiError::invalid(e.param, e.message)),
+    };
+    let snap = core.snapshot.load_full();
+    let first_anthropic = snap
+        .resolve(snap.map_model(&req.model))
+        .ok()
+        .and_then(|(targets, _)| {
+            targets.into_iter().find(|t| {
+                t.provider.config.kind == crate::config::ProviderKind::Anthropic
+                    && t.provider.unavailable().is_none()
+            })
+        });
+    if let Some(t) = first_anthropic {
+        if let Some(exact) = exact_count(core, &t, parsed, &headers).await {
+            return Json(exact).into_response();
         }
-        Err(e) => anthropic_error(ApiError::invalid(e.param, e.message)),
     }
+    Json(json!({"input_tokens": crate::canonical::anthropic::estimate_tokens(&req)}))
+        .into_response()
+}
+
+/// Asks an Anthropic provider's own `count_tokens`; `None` on any failure (the estimate is used).
+async fn exact_count(
+    core: &crate::gateway::Core,
+    t: &crate::router::snapshot::Target,
+    mut body: serde_json::Map<String, Value>,
+    headers: &HeaderMap,
+) -> Option<Value> {
+    let p = &t.provider;
+    body.insert("model".into(), json!(t.model.id));
+    let url = format!(
+        "{}/messages/count_tokens",
+        p.config.base_url.trim_end_matches('/')
+    );
+    let client = core.http.get(p.config.timeouts.connect_ms).ok()?;
+    let mut rb = client
+        .post(url)
+        .header("anthropic-version", "2023-06-01")
+        .timeout(std::time::Duration::from_millis(
+            p.config.timeouts.first_byte_ms,
+        ))
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(serde_json::to_vec(&body).ok()?);
+    if let Some(k) = p.keys.first() {
+        rb = rb.header("x-api-key", k.secret.expose());
+    }
+    if let Some(beta) = headers.get("anthropic-beta") {
+        rb = rb.header("anthropic-beta", beta);
+    }
+    let resp = rb.send().await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&resp.bytes().await.ok()?).ok()?;
+    v.get("input_tokens").and_then(Value::as_u64).map(|_| v)
 }
 
 /// `GET /v1/models` in Anthropic's list shape.

@@ -123,6 +123,7 @@ impl FakeUpstream {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
             .route("/v1/messages", post(anthropic::messages))
+            .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
             .route("/_script", post(control_script))
             .route("/_stats", get(control_stats))
             .with_state(shared.clone());
