@@ -19,6 +19,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 mod anthropic;
+mod control;
 
 /// What the fake does with one request.
 #[derive(Debug, Clone)]
@@ -124,8 +125,8 @@ impl FakeUpstream {
             .route("/v1/models", get(models))
             .route("/v1/messages", post(anthropic::messages))
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
-            .route("/_script", post(control_script))
-            .route("/_stats", get(control_stats))
+            .route("/_script", post(control::script))
+            .route("/_stats", get(control::stats))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -203,31 +204,6 @@ impl Drop for Abandon {
             self.shared.abandoned.fetch_add(1, Ordering::SeqCst);
         }
     }
-}
-
-/// Test control: `POST /_script` with a JSON list of mode names queues those behaviours.
-async fn control_script(
-    State(s): State<Arc<Shared>>,
-    axum::Json(modes): axum::Json<Vec<String>>,
-) -> Response {
-    let mut parsed = Vec::new();
-    for m in &modes {
-        match behavior_from_name(m) {
-            Some(b) => parsed.push(b),
-            None => return (StatusCode::BAD_REQUEST, format!("unknown mode {m}")).into_response(),
-        }
-    }
-    s.script.lock().unwrap().extend(parsed);
-    StatusCode::NO_CONTENT.into_response()
-}
-
-async fn control_stats(State(s): State<Arc<Shared>>) -> Response {
-    let received = s.received.lock().unwrap();
-    let last = received
-        .last()
-        .map(|r| r.body.clone())
-        .unwrap_or(Value::Null);
-    axum::Json(json!({"hits": received.len(), "last": last})).into_response()
 }
 
 async fn models(State(s): State<Arc<Shared>>) -> Response {

@@ -1,0 +1,35 @@
+//! Test control endpoints of the fake: queue behaviours by name, read what it received.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::{behavior_from_name, Shared};
+
+/// Test control: `POST /_script` with a JSON list of mode names queues those behaviours.
+pub(crate) async fn script(
+    State(s): State<Arc<Shared>>,
+    axum::Json(modes): axum::Json<Vec<String>>,
+) -> Response {
+    let mut parsed = Vec::new();
+    for m in &modes {
+        match behavior_from_name(m) {
+            Some(b) => parsed.push(b),
+            None => return (StatusCode::BAD_REQUEST, format!("unknown mode {m}")).into_response(),
+        }
+    }
+    s.script.lock().unwrap().extend(parsed);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+pub(crate) async fn stats(State(s): State<Arc<Shared>>) -> Response {
+    let received = s.received.lock().unwrap();
+    let last = received
+        .last()
+        .map(|r| r.body.clone())
+        .unwrap_or(Value::Null);
+    axum::Json(json!({"hits": received.len(), "last": last})).into_response()
+}
