@@ -216,6 +216,22 @@ pub(super) async fn handle(
                     );
                     Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
                 }
+                (Wire::Gemini, _) => {
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let mut answer = crate::canonical::gemini::response_from_gemini(&v)
+                        .ok_or_else(untranslatable)?;
+                    answer.created = core.clock.now_ms() / 1000;
+                    answer.id = request_id.to_string();
+                    answer.model = target.model.id.clone();
+                    let out = match format {
+                        Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
+                        Format::Anthropic => crate::canonical::anthropic::response_to_anthropic(
+                            &answer,
+                            &target.model.id,
+                        ),
+                    };
+                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+                }
                 (Wire::Anthropic, Format::OpenAi) => {
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let mut answer = crate::canonical::anthropic::response_from_anthropic(&v)

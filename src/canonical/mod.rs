@@ -3,6 +3,7 @@
 //! skip the conversion and forward the client's body with only `model` rewritten.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
 
 use serde_json::{Map, Value};

@@ -203,6 +203,8 @@ pub enum ProviderKind {
     OpenaiCompatible,
     /// Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).
     Anthropic,
+    /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
+    Gemini,
 }
 
 impl ProviderKind {
@@ -210,6 +212,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenaiCompatible => "openai-compatible",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
         }
     }
 }

@@ -199,6 +199,8 @@ pub fn resolve(
     let path = match config.kind {
         crate::config::ProviderKind::OpenaiCompatible => "chat/completions",
         crate::config::ProviderKind::Anthropic => "messages",
+        // Per model: `models/{model}:generateContent`; this base is completed per request.
+        crate::config::ProviderKind::Gemini => "models",
     };
     let chat_url =
         reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok();

@@ -41,6 +41,7 @@ pub(super) async fn attempt(
     let wire = match p.config.kind {
         ProviderKind::OpenaiCompatible => Wire::OpenAi,
         ProviderKind::Anthropic => Wire::Anthropic,
+        ProviderKind::Gemini => Wire::Gemini,
     };
     let cap = t.model.max_output_tokens;
     let rb = match wire {
@@ -79,6 +80,44 @@ pub(super) async fn attempt(
                 request_id,
                 inbound.anthropic_beta.as_deref(),
             )
+        }
+        Wire::Gemini => {
+            let mut body = canonical::gemini::request_to_gemini(&inbound.canonical);
+            if let (Some(c), Some(cfg)) = (cap, body.get_mut("generationConfig")) {
+                if cfg
+                    .get("maxOutputTokens")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|m| m > c)
+                {
+                    cfg["maxOutputTokens"] = c.into();
+                }
+            }
+            let action = if stream {
+                ":streamGenerateContent?alt=sse"
+            } else {
+                ":generateContent"
+            };
+            let Ok(url) = reqwest::Url::parse(&format!(
+                "{}/{}{action}",
+                url.as_str().trim_end_matches('/'),
+                t.model.id
+            )) else {
+                return failed(limits::classify_transport(
+                    "model name does not form a valid URL",
+                ));
+            };
+            let mut rb = client
+                .post(url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header("x-request-id", request_id)
+                .body(serde_json::to_vec(&body).unwrap_or_default());
+            if let Some(k) = key {
+                rb = rb.header("x-goog-api-key", k.secret.expose());
+            }
+            for (name, value) in &p.config.headers {
+                rb = rb.header(name.as_str(), value.as_str());
+            }
+            rb
         }
     };
     let first_byte = Duration::from_millis(timeouts.first_byte_ms);
@@ -129,6 +168,20 @@ pub(super) async fn attempt(
             error: Option<Value>,
             usage: Option<Value>,
         }
+        if wire == Wire::Gemini {
+            return match serde_json::from_slice::<Value>(&body) {
+                Ok(v) if v.get("candidates").is_some() => {
+                    let usage = v
+                        .get("usageMetadata")
+                        .map(canonical::gemini::usage_from_gemini);
+                    Attempt::Served(Answer::Complete(body, usage, Wire::Gemini))
+                }
+                Ok(v) if v.get("error").is_some() => error_in_body(core, t, &v, status),
+                _ => failed(limits::classify_transport(
+                    "upstream answered 2xx with a body that is not an answer",
+                )),
+            };
+        }
         if wire == Wire::Anthropic {
             return match serde_json::from_slice::<Value>(&body) {
                 Ok(v) if v.get("type").and_then(Value::as_str) == Some("message") => {
@@ -167,6 +220,7 @@ pub(super) async fn attempt(
     // Streaming: hold everything until the first content event so a failure can still fall over.
     let mut prelude = Vec::new();
     let mut decoder = canonical::anthropic::StreamDecoder::default();
+    let mut gemini = canonical::gemini::StreamDecoder::default();
     loop {
         let next = match timeout_at(first_deadline, reader.next_event()).await {
             Err(_) => {
@@ -210,6 +264,12 @@ pub(super) async fn attempt(
                 canonical::openai::chunk_events(&v)
                     .iter()
                     .any(|e| e.is_content())
+            }
+            Wire::Gemini => {
+                if v.get("error").is_some() && v.get("candidates").is_none() {
+                    return error_in_body(core, t, &v, status);
+                }
+                gemini.push(&v).iter().any(|e| e.is_content())
             }
             Wire::Anthropic => {
                 let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();

@@ -44,6 +44,7 @@ const MAX_PRELUDE_EVENTS: usize = 64;
 pub enum Wire {
     OpenAi,
     Anthropic,
+    Gemini,
 }
 
 pub struct Inbound {

@@ -42,6 +42,8 @@ struct Pump {
     upstream: super::Wire,
     /// Anthropic upstream events -> canonical (when the client speaks OpenAI).
     decoder: crate::canonical::anthropic::StreamDecoder,
+    /// Gemini upstream chunks -> canonical.
+    gemini: crate::canonical::gemini::StreamDecoder,
     /// Prompt tokens from an Anthropic `message_start`, for the usage at the end.
     input_usage: crate::canonical::Usage,
 }
@@ -79,6 +81,7 @@ pub fn body(
     let mut pump = Pump {
         upstream: wire,
         decoder: Default::default(),
+        gemini: Default::default(),
         input_usage: Default::default(),
         reader,
         queued: VecDeque::new(),
@@ -126,6 +129,20 @@ impl Pump {
         }
         if self.upstream == super::Wire::Anthropic {
             self.inspect_anthropic(data);
+            return;
+        }
+        if self.upstream == super::Wire::Gemini {
+            if let Ok(v) = serde_json::from_slice::<Value>(data) {
+                if v.pointer("/candidates/0/finishReason")
+                    .is_some_and(|r| !r.is_null())
+                {
+                    self.finish_seen = true;
+                }
+                if let Some(u) = v.get("usageMetadata") {
+                    self.rec
+                        .usage(crate::canonical::gemini::usage_from_gemini(u));
+                }
+            }
             return;
         }
         if self.resume.is_some() {
@@ -296,16 +313,21 @@ impl Pump {
             return Bytes::new();
         };
         let mut out = String::new();
+        let events = match self.upstream {
+            super::Wire::OpenAi => crate::canonical::openai::chunk_events(&v),
+            super::Wire::Anthropic => self.decoder.push(&v),
+            super::Wire::Gemini => self.gemini.push(&v),
+        };
         match &mut self.out {
             Out::Anthropic(enc) => {
-                for ev in crate::canonical::openai::chunk_events(&v) {
-                    enc.push(&ev, &mut out);
+                for ev in &events {
+                    enc.push(ev, &mut out);
                 }
             }
             Out::OpenAi => {
                 let id = self.rec.id().to_string();
                 let model = self.target.model.id.clone();
-                for ev in self.decoder.push(&v) {
+                for ev in events {
                     let chunk = crate::canonical::openai::event_to_chunk(&ev, &id, &model, 0);
                     out.push_str(&format!("data: {chunk}\n\n"));
                 }
@@ -320,11 +342,13 @@ impl Pump {
             (Out::OpenAi, super::Wire::OpenAi) => {
                 raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n"))
             }
-            (Out::OpenAi, super::Wire::Anthropic) => Bytes::from_static(b"data: [DONE]\n\n"),
+            (Out::OpenAi, super::Wire::Anthropic | super::Wire::Gemini) => {
+                Bytes::from_static(b"data: [DONE]\n\n")
+            }
             (Out::Anthropic(_), super::Wire::Anthropic) => raw.unwrap_or_else(|| {
                 Bytes::from_static(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
             }),
-            (Out::Anthropic(enc), super::Wire::OpenAi) => {
+            (Out::Anthropic(enc), super::Wire::OpenAi | super::Wire::Gemini) => {
                 let mut out = String::new();
                 enc.finish(&mut out);
                 Bytes::from(out)

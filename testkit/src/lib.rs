@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 mod anthropic;
 mod control;
+mod gemini;
 
 /// What the fake does with one request.
 #[derive(Debug, Clone)]
@@ -125,6 +126,7 @@ impl FakeUpstream {
             .route("/v1/models", get(models))
             .route("/v1/messages", post(anthropic::messages))
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+            .route("/v1beta/models/{*rest}", post(gemini::generate))
             .route("/_script", post(control::script))
             .route("/_stats", get(control::stats))
             .with_state(shared.clone());
@@ -137,6 +139,11 @@ impl FakeUpstream {
             let _ = axum::serve(listener, app).await;
         });
         Self { addr, shared, task }
+    }
+
+    /// The base URL for a `gemini` provider.
+    pub fn gemini_base_url(&self) -> String {
+        format!("http://{}/v1beta", self.addr)
     }
 
     /// The base URL to put in a provider's `baseUrl`.

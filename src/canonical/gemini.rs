@@ -1,0 +1,300 @@
+//! Gemini `generateContent` <-> canonical model: requests, answers and streamed chunks.
+
+use serde_json::{json, Map, Value};
+
+use super::{ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usage};
+
+/// Canonical request -> Gemini body: system prompt to `systemInstruction`, `assistant` to the
+/// `model` role, tools to `functionDeclarations`, images to `inlineData`, tool results to
+/// `functionResponse` (named after the call they answer).
+pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
+    let mut body = Map::new();
+    let system = req.system.join("\n\n");
+    if !system.is_empty() {
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system}]}),
+        );
+    }
+    // Tool results only carry the call id; Gemini wants the function's name.
+    let names: Vec<(&str, &str)> = req
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|p| match p {
+            Part::ToolCall { id, name, .. } => Some((id.as_str(), name.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut contents: Vec<(String, Vec<Value>)> = Vec::new();
+    for m in &req.messages {
+        let role = if m.role == Role::Assistant {
+            "model"
+        } else {
+            "user"
+        };
+        let parts: Vec<Value> = m
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) if !t.is_empty() => Some(json!({"text": t})),
+                Part::Text(_) => None,
+                Part::Image { url, .. } => Some(match url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+                    Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
+                    None => json!({"fileData": {"fileUri": url}}),
+                }),
+                Part::ToolCall { name, arguments, .. } => Some(json!({"functionCall": {"name": name,
+                    "args": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))}})),
+                Part::ToolResult { call_id, content } => {
+                    let name = names.iter().find(|(id, _)| id == call_id).map_or(call_id.as_str(), |(_, n)| n);
+                    Some(json!({"functionResponse": {"name": name, "response": {"content": content}}}))
+                }
+            })
+            .collect();
+        if parts.is_empty() {
+            continue;
+        }
+        match contents.last_mut() {
+            Some((r, p)) if r == role => p.extend(parts),
+            _ => contents.push((role.to_string(), parts)),
+        }
+    }
+    body.insert(
+        "contents".into(),
+        Value::Array(
+            contents
+                .into_iter()
+                .map(|(role, parts)| json!({"role": role, "parts": parts}))
+                .collect(),
+        ),
+    );
+    if !req.tools.is_empty() {
+        let decls: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut d = json!({"name": t.name, "parameters": t.parameters});
+                if let Some(desc) = &t.description {
+                    d["description"] = json!(desc);
+                }
+                d
+            })
+            .collect();
+        body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
+    }
+    let mut cfg = Map::new();
+    if let Some(n) = req.max_tokens {
+        cfg.insert("maxOutputTokens".into(), json!(n));
+    }
+    if let Some(t) = req.temperature {
+        cfg.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = req.top_p {
+        cfg.insert("topP".into(), json!(p));
+    }
+    if !req.stop.is_empty() {
+        cfg.insert("stopSequences".into(), json!(req.stop));
+    }
+    if !cfg.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(cfg));
+    }
+    body
+}
+
+fn stop_from_gemini(s: &str, has_calls: bool) -> StopReason {
+    match s {
+        _ if has_calls => StopReason::ToolCalls,
+        "STOP" => StopReason::Stop,
+        "MAX_TOKENS" => StopReason::Length,
+        "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "BLOCKLIST" | "SPII" => {
+            StopReason::ContentFilter
+        }
+        other => StopReason::Other(other.to_ascii_lowercase()),
+    }
+}
+
+pub fn usage_from_gemini(u: &Value) -> Usage {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n("promptTokenCount"),
+        output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
+        cached_input_tokens: n("cachedContentTokenCount"),
+    }
+}
+
+/// Gemini answer -> canonical (first candidate).
+pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
+    let cand = v.get("candidates")?.get(0)?;
+    let mut content = Vec::new();
+    for (i, p) in cand
+        .pointer("/content/parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(t) = p.get("text").and_then(Value::as_str) {
+            if p.get("thought").and_then(Value::as_bool) != Some(true) {
+                content.push(Part::Text(t.to_string()));
+            }
+        }
+        if let Some(fc) = p.get("functionCall") {
+            content.push(Part::ToolCall {
+                id: fc
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                name: fc
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments: fc.get("args").map_or_else(|| "{}".into(), Value::to_string),
+            });
+        }
+    }
+    let has_calls = content.iter().any(|p| matches!(p, Part::ToolCall { .. }));
+    Some(ChatResponse {
+        id: v
+            .get("responseId")
+            .and_then(Value::as_str)
+            .unwrap_or("gemini")
+            .to_string(),
+        model: v
+            .get("modelVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        created: 0,
+        stop: cand
+            .get("finishReason")
+            .and_then(Value::as_str)
+            .map(|r| stop_from_gemini(r, has_calls)),
+        content,
+        usage: v.get("usageMetadata").map(usage_from_gemini),
+    })
+}
+
+/// Streamed Gemini chunks -> canonical events.
+#[derive(Default)]
+pub struct StreamDecoder {
+    calls: u32,
+}
+
+impl StreamDecoder {
+    pub fn push(&mut self, v: &Value) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        let Some(resp) = response_from_gemini(v) else {
+            if let Some(u) = v.get("usageMetadata") {
+                out.push(StreamEvent::Usage(usage_from_gemini(u)));
+            }
+            return out;
+        };
+        for p in resp.content {
+            match p {
+                Part::Text(t) if !t.is_empty() => out.push(StreamEvent::TextDelta(t)),
+                Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let index = self.calls;
+                    self.calls += 1;
+                    out.push(StreamEvent::ToolCallStart { index, id, name });
+                    out.push(StreamEvent::ToolCallDelta { index, arguments });
+                }
+                _ => {}
+            }
+        }
+        if let Some(r) = resp.stop {
+            let r = if self.calls > 0 {
+                StopReason::ToolCalls
+            } else {
+                r
+            };
+            out.push(StreamEvent::Finish(r));
+        }
+        if let Some(u) = resp.usage {
+            out.push(StreamEvent::Usage(u));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::{Message, Tool};
+
+    #[test]
+    fn requests_and_answers_map_both_ways() {
+        let req = ChatRequest {
+            system: vec!["be brief".into()],
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        Part::Text("weather?".into()),
+                        Part::Image {
+                            url: "data:image/png;base64,AAAA".into(),
+                            detail: None,
+                        },
+                    ],
+                    name: None,
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Part::ToolCall {
+                        id: "c1".into(),
+                        name: "get".into(),
+                        arguments: "{\"city\":\"Paris\"}".into(),
+                    }],
+                    name: None,
+                },
+                Message {
+                    role: Role::Tool,
+                    content: vec![Part::ToolResult {
+                        call_id: "c1".into(),
+                        content: "18 C".into(),
+                    }],
+                    name: None,
+                },
+            ],
+            tools: vec![Tool {
+                name: "get".into(),
+                description: None,
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: Some(50),
+            ..ChatRequest::default()
+        };
+        let b = request_to_gemini(&req);
+        assert_eq!(
+            b["systemInstruction"],
+            json!({"parts": [{"text": "be brief"}]})
+        );
+        assert_eq!(
+            b["contents"][0]["parts"][1],
+            json!({"inlineData": {"mimeType": "image/png", "data": "AAAA"}})
+        );
+        assert_eq!(
+            b["contents"][1],
+            json!({"role": "model", "parts": [{"functionCall": {"name": "get", "args": {"city": "Paris"}}}]})
+        );
+        assert_eq!(
+            b["contents"][2]["parts"][0]["functionResponse"]["name"],
+            "get"
+        );
+        assert_eq!(b["tools"][0]["functionDeclarations"][0]["name"], "get");
+        assert_eq!(b["generationConfig"]["maxOutputTokens"], 50);
+
+        let v = json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "get", "args": {"city": "Paris"}}}]},
+            "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2}});
+        let r = response_from_gemini(&v).expect("answer");
+        assert_eq!(r.stop, Some(StopReason::ToolCalls));
+        assert_eq!(
+            r.usage.map(|u| (u.input_tokens, u.output_tokens)),
+            Some((5, 2))
+        );
+    }
+}

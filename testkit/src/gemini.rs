@@ -1,0 +1,86 @@
+//! The fake upstream as Gemini's native API: `models/{model}:generateContent` and
+//! `:streamGenerateContent?alt=sse`, same script, Gemini's shapes.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::{sse, Behavior, InFlight, Received, Shared};
+
+pub(crate) async fn generate(
+    State(s): State<Arc<Shared>>,
+    Path(rest): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    s.received.lock().unwrap().push(Received {
+        headers,
+        body: json!({"path": rest, "body": body.clone()}),
+    });
+    let _guard = InFlight::new(s.clone());
+    let stream = rest.ends_with(":streamGenerateContent");
+    let behavior = s
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or_else(|| s.fallback.lock().unwrap().clone())
+        .unwrap_or(Behavior::Ok);
+    let last_user = body
+        .get("contents")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["parts"].as_array())
+        .and_then(|p| {
+            p.iter()
+                .rev()
+                .find_map(|p| p.get("text").and_then(Value::as_str))
+        })
+        .unwrap_or("")
+        .to_string();
+    let usage = json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18});
+    let parts = match behavior {
+        Behavior::Status { status, body, .. } => {
+            return (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
+        }
+        Behavior::ToolCall { name, arguments } => vec![json!({"functionCall": {"name": name,
+            "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}})],
+        Behavior::Text(t) => vec![json!({"text": t})],
+        _ => vec![json!({"text": format!("{}: {}", s.name, last_user)})],
+    };
+    if !stream {
+        return axum::Json(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+            "usageMetadata": usage, "modelVersion": "gemini-fake"}))
+        .into_response();
+    }
+    // One chunk per text word (or the whole call), the last with the finish reason and usage.
+    let mut chunks = Vec::new();
+    for p in &parts {
+        match p.get("text").and_then(Value::as_str) {
+            Some(t) => chunks.extend(t.split_inclusive(' ').map(|w| json!({"text": w}))),
+            None => chunks.push(p.clone()),
+        }
+    }
+    let n = chunks.len();
+    let frames: Vec<Bytes> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [part]}}]});
+            if i + 1 == n {
+                c["candidates"][0]["finishReason"] = json!("STOP");
+                c["usageMetadata"] = usage.clone();
+            }
+            Bytes::from(format!("data: {c}\r\n\r\n"))
+        })
+        .collect();
+    sse(Body::from_stream(futures_util::stream::iter(
+        frames.into_iter().map(Ok::<Bytes, Infallible>),
+    )))
+}
