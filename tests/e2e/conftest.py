@@ -80,3 +80,16 @@ def gateway(tmp_path):
         baton.stop()
     a.stop()
     b.stop()
+
+
+@pytest.fixture
+def anthropic_gateway(tmp_path):
+    """Baton in front of a fake Anthropic Messages upstream (kind `anthropic`)."""
+    up = Fake("a")
+    baton = Baton(tmp_path, [{"id": "claude", "kind": "anthropic", "baseUrl": up.url + "/v1",
+                              "models": ["claude-real-model"]}])
+    baton.a = up
+    yield baton
+    if baton.proc.poll() is None:
+        baton.stop()
+    up.stop()

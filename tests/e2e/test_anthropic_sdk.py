@@ -92,3 +92,42 @@ def test_count_tokens(gateway):
     n = client(gateway).messages.count_tokens(model="claude-opus-4-8",
                                               messages=[{"role": "user", "content": "x" * 400}])
     assert n.input_tokens == 100
+
+
+# The same client against an Anthropic upstream: Baton passes the body through.
+
+def test_message_via_anthropic_upstream(anthropic_gateway):
+    gw = anthropic_gateway
+    msg = client(gw).messages.create(model="claude-opus-4-8", max_tokens=200, system="be brief",
+                                     messages=[{"role": "user", "content": "hello there"}])
+    assert msg.content[0].text == "a: hello there"
+    assert (msg.usage.input_tokens, msg.usage.output_tokens) == (11, 7)
+    assert gw.a.stats()["last"]["model"] == "claude-real-model"
+
+
+def test_stream_via_anthropic_upstream(anthropic_gateway):
+    with client(anthropic_gateway).messages.stream(
+            model="claude-opus-4-8", max_tokens=200,
+            messages=[{"role": "user", "content": "one two three"}]) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text == "a: one two three"
+    assert final.stop_reason == "end_turn"
+
+
+def test_tool_use_round_trip_via_anthropic_upstream(anthropic_gateway):
+    gw = anthropic_gateway
+    c = client(gw)
+    tools = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    gw.a.script('tool:get_weather:{"city": "Paris"}')
+    first = c.messages.create(model="claude-opus-4-8", max_tokens=200, tools=tools,
+                              messages=[{"role": "user", "content": "weather?"}])
+    call = next(b for b in first.content if b.type == "tool_use")
+    assert call.input == {"city": "Paris"} and first.stop_reason == "tool_use"
+    second = c.messages.create(model="claude-opus-4-8", max_tokens=200, tools=tools, messages=[
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "18 C"}]}])
+    assert second.content[0].type == "text"
+    sent = gw.a.stats()["last"]["messages"]
+    assert sent[-1]["content"][0]["type"] == "tool_result", "tool_result blocks reach the Anthropic upstream as sent"

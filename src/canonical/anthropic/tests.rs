@@ -193,3 +193,86 @@ fn answers_and_streams_encode_in_anthropic_shape() {
     );
     assert!(out.contains(r#""stop_reason":"tool_use""#));
 }
+
+#[test]
+fn parallel_tool_calls_and_every_stop_reason_translate() {
+    // Two tool calls interleaved in OpenAI chunks become two tool_use blocks.
+    let chunks = [
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g", "arguments": ""}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"x\":1}"}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 1, "function": {"arguments": "{\"y\":2}"}}]}}]}),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ];
+    let mut enc = StreamEncoder::new("id", "m");
+    let mut out = String::new();
+    for c in &chunks {
+        for ev in crate::canonical::openai::chunk_events(c) {
+            enc.push(&ev, &mut out);
+        }
+    }
+    enc.finish(&mut out);
+    let frames: Vec<Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("json"))
+        .collect();
+    let starts: Vec<(u64, &str)> = frames
+        .iter()
+        .filter(|f| f["type"] == "content_block_start")
+        .map(|f| {
+            (
+                f["index"].as_u64().unwrap_or(99),
+                f["content_block"]["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(starts, [(0, "f"), (1, "g")]);
+    let deltas: Vec<(u64, &str)> = frames
+        .iter()
+        .filter(|f| f["type"] == "content_block_delta")
+        .map(|f| {
+            (
+                f["index"].as_u64().unwrap_or(99),
+                f["delta"]["partial_json"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [(0, "{\"x\":1}"), (1, "{\"y\":2}")],
+        "each argument stream reaches its own block"
+    );
+
+    // Anthropic -> canonical -> OpenAI: parallel tool_use blocks keep separate indices.
+    let mut dec = StreamDecoder::default();
+    let mut events = Vec::new();
+    for f in [
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "a", "name": "f", "input": {}}}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "b", "name": "g", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 3}}),
+    ] {
+        events.extend(dec.push(&f));
+    }
+    assert!(events.contains(&StreamEvent::ToolCallDelta {
+        index: 1,
+        arguments: "{}".into()
+    }));
+    assert!(events.contains(&StreamEvent::Finish(StopReason::Length)));
+
+    // Stop reasons both ways.
+    for (openai, anthropic) in [
+        ("stop", "end_turn"),
+        ("length", "max_tokens"),
+        ("tool_calls", "tool_use"),
+    ] {
+        assert_eq!(stop_reason(&StopReason::from_openai(openai)), anthropic);
+        let back = response_from_anthropic(
+            &json!({"type": "message", "content": [], "stop_reason": anthropic}),
+        )
+        .and_then(|r| r.stop)
+        .map(|s| s.as_openai().to_string());
+        assert_eq!(back.as_deref(), Some(openai));
+    }
+}
