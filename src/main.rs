@@ -25,6 +25,13 @@ enum Command {
     Serve(ServeArgs),
     /// Show a running Baton's providers in routing order: state, cooldowns, quota, in-flight.
     Status(StatusArgs),
+    /// Which well-known providers have a key here, which subscription CLIs are installed, and where
+    /// to sign up for the rest (with their free tiers).
+    Keys {
+        /// Print stable JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Send one cheap real request per provider key and model; print latency or the classified error.
     Probe(ProbeArgs),
     /// Work with configuration files.
@@ -94,6 +101,8 @@ enum ConfigCommand {
     Check { file: PathBuf },
     /// Print the JSON schema of the configuration file.
     Schema,
+    /// Print the JSON schema of the provider catalog (catalog/providers.json).
+    CatalogSchema,
     /// Print the live configuration (providers as stored, with your toggles and order) as JSON.
     /// Secrets are never included: keys appear as the environment variables they come from.
     Export {
@@ -124,6 +133,7 @@ fn main() -> ExitCode {
     use baton::cli::commands;
     let result = match cli.command {
         Command::Serve(args) => return serve(args),
+        Command::Keys { json } => commands::keys(json),
         Command::Status(a) => commands::status(&a.url, a.data_dir, a.admin_key, a.json),
         Command::Probe(a) => commands::probe(commands::ProbeOptions {
             config: a.config,
@@ -137,6 +147,14 @@ fn main() -> ExitCode {
             ConfigCommand::Check { file } => commands::config_check(&file),
             ConfigCommand::Export { data_dir, config } => commands::config_export(data_dir, config),
             ConfigCommand::Import { file, data_dir } => commands::config_import(&file, data_dir),
+            ConfigCommand::CatalogSchema => {
+                let schema = baton::catalog::json_schema();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&schema).unwrap_or_default()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
             ConfigCommand::Schema => {
                 let schema = baton::config::json_schema();
                 println!(

@@ -192,3 +192,20 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>) -> CmdResult {
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// `baton keys`: always 0 (a report, not a check).
+pub fn keys(json: bool) -> CmdResult {
+    let catalog =
+        crate::catalog::load().map_err(|e| format!("the built-in catalog is unreadable: {e}"))?;
+    let env = |name: &str| std::env::var(name).ok();
+    let rows = super::keys::check(&catalog, &env, &super::keys::which);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else {
+        print!("{}", super::keys::render(&rows, super::status::use_color()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

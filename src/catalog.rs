@@ -1,0 +1,89 @@
+//! The provider catalog shipped with Baton (`catalog/providers.json`): well-known providers with
+//! their kind, base URL, key variable, models, sign-up page, free-tier limits and the flags a user
+//! should know. Defaults only — a user's configuration always wins.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The catalog file, embedded at build time.
+pub const CATALOG_JSON: &str = include_str!("../catalog/providers.json");
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Catalog {
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    pub about: String,
+    pub providers: Vec<CatalogEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CatalogEntry {
+    pub id: String,
+    pub name: String,
+    /// `openai-compatible`, `anthropic`, `gemini`, or a subscription CLI (`claude-cli`…).
+    pub kind: String,
+    /// API base URL; none for subscription CLIs.
+    pub base_url: Option<String>,
+    /// Environment variable the key conventionally lives in; none when no key is needed.
+    pub key_env: Option<String>,
+    /// Executable of a subscription CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli: Option<String>,
+    pub models: Vec<String>,
+    #[serde(default)]
+    pub fallback_models: Vec<String>,
+    pub signup: String,
+    pub free_tier: Option<FreeTier>,
+    /// IANA zone of the daily quota reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day_reset: Option<String>,
+    /// `card-required`, `phone-required`, `trial-only`, `may-train-on-prompts`,
+    /// `non-commercial`, `region-restricted`, `subscription`, `local`.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Where the numbers come from.
+    pub source: String,
+    /// When they were last checked (YYYY-MM-DD); `null` when not verified by Baton's maintainers.
+    pub checked: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FreeTier {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpd: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpd: Option<u32>,
+    /// What the limits apply to: `key`, `model`, `provider` (account / organization).
+    pub scope: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Allowed flag words.
+pub const FLAGS: &[&str] = &[
+    "card-required",
+    "phone-required",
+    "trial-only",
+    "may-train-on-prompts",
+    "non-commercial",
+    "region-restricted",
+    "subscription",
+    "local",
+];
+
+/// The shipped catalog.
+pub fn load() -> Result<Catalog, serde_json::Error> {
+    serde_json::from_str(CATALOG_JSON)
+}
+
+/// The JSON schema of the catalog file (`catalog/providers.schema.json`).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Catalog)).unwrap_or_default()
+}

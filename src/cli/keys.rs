@@ -1,0 +1,127 @@
+//! `baton keys`: which catalog providers have a key in the environment, which subscription CLIs
+//! are installed, and for the rest where to sign up and what their free tier gives.
+
+use serde::Serialize;
+
+use crate::catalog::{Catalog, CatalogEntry};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyStatus {
+    pub id: String,
+    pub name: String,
+    /// `key-found`, `no-key-needed`, `cli-installed`, `missing`.
+    pub status: String,
+    /// Where the key or executable was found.
+    pub found: Option<String>,
+    pub signup: String,
+    pub free_tier: Option<String>,
+    pub flags: Vec<String>,
+}
+
+fn free_tier(p: &CatalogEntry) -> Option<String> {
+    let t = p.free_tier.as_ref()?;
+    let mut parts = Vec::new();
+    for (n, unit) in [
+        (t.rpm, "req/min"),
+        (t.rpd, "req/day"),
+        (t.tpm, "tokens/min"),
+        (t.tpd, "tokens/day"),
+    ] {
+        if let Some(n) = n {
+            parts.push(format!("{n} {unit}"));
+        }
+    }
+    if parts.is_empty() {
+        t.note.clone()
+    } else {
+        Some(format!("{} (per {})", parts.join(", "), t.scope))
+    }
+}
+
+/// Looks each catalog entry up in `env` (variables) and `path` (executable search).
+pub fn check(
+    catalog: &Catalog,
+    env: &dyn Fn(&str) -> Option<String>,
+    which: &dyn Fn(&str) -> Option<std::path::PathBuf>,
+) -> Vec<KeyStatus> {
+    catalog
+        .providers
+        .iter()
+        .map(|p| {
+            let (status, found) = if let Some(cli) = &p.cli {
+                match which(cli) {
+                    Some(path) => ("cli-installed", Some(path.display().to_string())),
+                    None => ("missing", None),
+                }
+            } else if let Some(var) = &p.key_env {
+                match env(var).filter(|v| !v.trim().is_empty()) {
+                    Some(_) => ("key-found", Some(format!("${var}"))),
+                    None => ("missing", None),
+                }
+            } else {
+                ("no-key-needed", None)
+            };
+            KeyStatus {
+                id: p.id.clone(),
+                name: p.name.clone(),
+                status: status.into(),
+                found,
+                signup: p.signup.clone(),
+                free_tier: free_tier(p),
+                flags: p.flags.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Finds an executable on `PATH` (no shell involved).
+pub fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                p.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            }
+            #[cfg(not(unix))]
+            {
+                p.is_file()
+            }
+        })
+}
+
+pub fn render(rows: &[KeyStatus], color: bool) -> String {
+    let mut table = vec![vec![
+        "PROVIDER".to_string(),
+        "STATUS".into(),
+        "FREE TIER".into(),
+        "WHERE / SIGN UP".into(),
+    ]];
+    for r in rows {
+        let where_ = match (&r.found, r.status.as_str()) {
+            (Some(f), _) => f.clone(),
+            (None, "missing") => r.signup.clone(),
+            _ => String::new(),
+        };
+        let mut tier = r.free_tier.clone().unwrap_or_else(|| "-".into());
+        if tier.chars().count() > 60 {
+            tier = tier.chars().take(59).collect::<String>() + "…";
+        }
+        if !r.flags.is_empty() {
+            tier.push_str(&format!(" [{}]", r.flags.join(", ")));
+        }
+        table.push(vec![r.id.clone(), r.status.clone(), tier, where_]);
+    }
+    let code = |row: usize| match rows[row].status.as_str() {
+        "missing" => "90",
+        _ => "32",
+    };
+    super::table::render(
+        &table,
+        color.then_some((1, &code as &dyn Fn(usize) -> &'static str)),
+    )
+}
