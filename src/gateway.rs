@@ -39,9 +39,76 @@ pub struct Core {
     pub local_tz: jiff::tz::TimeZone,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     file_config: ConfigFile,
+    /// The detected local last-resort server, once found.
+    local: Mutex<Option<crate::config::ProviderConfig>>,
 }
 
 impl Core {
+    /// Looks for the local last-resort server (if enabled) and, when it answers, adds it as the
+    /// lowest-priority provider with the models it lists.
+    pub async fn detect_local(&self) {
+        let lf = &self.file_config.local_fallback;
+        if !lf.enabled {
+            return;
+        }
+        let Ok(client) = self.http.get(2_000) else {
+            return;
+        };
+        let url = format!("{}/models", lf.base_url.trim_end_matches('/'));
+        let models: Vec<String> = match client
+            .get(&url)
+            .timeout(Duration::from_secs(3))
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => r
+                .bytes()
+                .await
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v.get("data").and_then(|d| d.as_array()).cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if models.is_empty() {
+            tracing::info!(url = %lf.base_url, "no local last-resort server found");
+            return;
+        }
+        tracing::info!(url = %lf.base_url, models = models.len(), "local last-resort server found");
+        let config = crate::config::ProviderConfig {
+            id: crate::config::LOCAL_PROVIDER_ID.into(),
+            name: Some("Local server (last resort)".into()),
+            kind: crate::config::ProviderKind::OpenaiCompatible,
+            base_url: lf.base_url.clone(),
+            keys: Vec::new(),
+            models: models
+                .into_iter()
+                .map(crate::config::ModelEntry::Name)
+                .collect(),
+            priority: i64::MAX,
+            enabled: true,
+            auto: true,
+            max_concurrency: None,
+            headers: Default::default(),
+            timeouts: Default::default(),
+            capabilities: Default::default(),
+            day_reset: None,
+            limit_scope: None,
+            model_fallback: true,
+            retries: 1,
+            limits: Default::default(),
+        };
+        if let Ok(mut l) = self.local.lock() {
+            *l = Some(config);
+        }
+        if let Err(e) = self.reload() {
+            tracing::warn!(error = %e, "cannot add the local server");
+        }
+    }
+
     /// Asks every enabled provider (or just `only`) for its model list, concurrently.
     pub async fn discover_models(
         &self,
@@ -82,7 +149,11 @@ impl Core {
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {
         let stored = self.store.load_providers()?;
-        let configs = stored.iter().map(|s| s.effective()).collect();
+        let mut configs: Vec<crate::config::ProviderConfig> =
+            stored.iter().map(|s| s.effective()).collect();
+        if let Some(local) = self.local.lock().ok().and_then(|l| l.clone()) {
+            configs.push(local);
+        }
         let env = |name: &str| std::env::var(name).ok();
         let mut snap = {
             let mut rt = self
@@ -200,6 +271,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         stats: Default::default(),
         local_tz: jiff::tz::TimeZone::system(),
         runtimes: Mutex::new(HashMap::new()),
+        local: Mutex::new(None),
         file_config: opts.config,
     });
     core.reload()?;
@@ -208,6 +280,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     let discovering = core.clone();
     tokio::spawn(async move {
         discovering.discover_models(None).await;
+        discovering.detect_local().await;
     });
 
     let shutdown = CancellationToken::new();

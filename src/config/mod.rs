@@ -41,6 +41,10 @@ pub struct ConfigFile {
     /// names; a list, or an object with `targets` and options.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routes: BTreeMap<String, RouteConfig>,
+    /// A local OpenAI-compatible server (Ollama by default) used as the last resort when every
+    /// configured provider is cooling or failing — only when enabled.
+    #[serde(default, skip_serializing_if = "LocalFallback::is_default")]
+    pub local_fallback: LocalFallback,
     /// Model names clients send (exact, or globs with `*`) mapped to what Baton routes them to,
     /// e.g. `{"claude-haiku-*": "fast", "claude-*": "auto"}`. The most specific pattern wins.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -148,6 +152,38 @@ impl Default for LogConfig {
         }
     }
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalFallback {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Where to look for it.
+    #[serde(default = "default_local_url")]
+    pub base_url: String,
+}
+
+impl Default for LocalFallback {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            base_url: default_local_url(),
+        }
+    }
+}
+
+impl LocalFallback {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+fn default_local_url() -> String {
+    "http://127.0.0.1:11434/v1".into()
+}
+
+/// The provider id a detected local server gets.
+pub const LOCAL_PROVIDER_ID: &str = "local";
 
 /// A named route.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -111,6 +111,30 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             }
         }
     }
+    let lf = &config.local_fallback;
+    if lf.enabled {
+        let host = lf
+            .base_url
+            .strip_prefix("http://")
+            .or_else(|| lf.base_url.strip_prefix("https://"))
+            .and_then(|r| r.split(['/', ':']).next())
+            .unwrap_or_default();
+        if !is_loopback_host(host) {
+            return Err(err(
+                "localFallback.baseUrl".into(),
+                format!("`{}` must be a loopback address (127.0.0.1 or localhost): the last resort is a server on this machine", lf.base_url),
+            ));
+        }
+        if ids.contains(super::LOCAL_PROVIDER_ID) {
+            return Err(err(
+                "localFallback".into(),
+                format!(
+                    "a provider already has the id `{}`; rename it or turn localFallback off",
+                    super::LOCAL_PROVIDER_ID
+                ),
+            ));
+        }
+    }
     for (pattern, target) in &config.model_map {
         let path = format!("modelMap.{pattern}");
         if pattern.trim().is_empty() {
