@@ -93,6 +93,15 @@ struct ProbeArgs {
     /// Probe again every SECS seconds until interrupted.
     #[arg(long, value_name = "SECS")]
     watch: Option<u64>,
+    /// Put failed targets into cooldown in the running Baton (probing alone changes nothing).
+    #[arg(long)]
+    apply: bool,
+    /// Base URL of the running Baton, for --apply.
+    #[arg(long, env = "BATON_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// The admin key, for --apply (instead of reading admin.key).
+    #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
+    admin_key: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -142,6 +151,9 @@ fn main() -> ExitCode {
             all_models: a.all_models,
             json: a.json,
             watch: a.watch,
+            apply: a.apply,
+            url: a.url,
+            admin_key: a.admin_key,
         }),
         Command::Config { command } => match command {
             ConfigCommand::Check { file } => commands::config_check(&file),

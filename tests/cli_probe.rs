@@ -145,3 +145,55 @@ async fn probe_reads_the_live_providers_from_the_data_directory() {
     assert_eq!(code, 2);
     assert!(err.contains("no configuration"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_apply_cools_failed_targets_in_the_running_baton() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    b.always(Behavior::rate_limited(Some(300)));
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    let d = dir.path().display().to_string();
+    let (code, _, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            d.clone(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 1, "b failed: {err}");
+    assert!(err.contains("applied 1 cooldown(s)"), "{err}");
+    let cd = baton.handle.core.cooldowns.active();
+    assert_eq!(cd.len(), 1);
+    assert_eq!(
+        (cd[0].scope.provider.as_str(), cd[0].class.as_str()),
+        ("b", "rate")
+    );
+    assert!(
+        cd[0].until_ms > baton::clock::unix_ms() + 290_000,
+        "the provider's own reset"
+    );
+    // The admin endpoint validates what it is given.
+    let r = baton.http.post(format!("{}/admin/cooldowns", baton.url)).bearer_auth(&baton.admin_key)
+        .json(&json!({"provider": "nope", "untilMs": baton::clock::unix_ms() + 1000, "class": "rate", "reason": "x"})).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let r = baton
+        .http
+        .post(format!("{}/admin/cooldowns", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .json(&json!({"provider": "a", "untilMs": 1, "class": "rate", "reason": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    baton.stop().await;
+}

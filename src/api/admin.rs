@@ -191,3 +191,56 @@ pub async fn discover(
         .collect();
     Ok(Json(Value::Object(map)))
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetCooldown {
+    provider: String,
+    key: Option<String>,
+    model: Option<String>,
+    until_ms: i64,
+    class: String,
+    reason: String,
+}
+
+/// `POST /admin/cooldowns`: takes a scope out of rotation until `untilMs` (used by
+/// `baton probe --apply`).
+pub async fn set_cooldown(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let c: SetCooldown = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(
+            "body",
+            format!("Expected {{provider, key?, model?, untilMs, class, reason}}: {e}"),
+        )
+    })?;
+    if core.snapshot.load().provider(&c.provider).is_none() {
+        let mut e = ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "provider_not_found",
+            format!("No provider `{}`.", c.provider),
+        );
+        e.param = Some("provider".into());
+        return Err(e);
+    }
+    let now = core.clock.now_ms();
+    if c.until_ms <= now {
+        return Err(ApiError::invalid(
+            "untilMs",
+            "untilMs must be in the future",
+        ));
+    }
+    let until = c.until_ms.min(now + 8 * 86_400_000);
+    let scope = crate::limits::Scope {
+        provider: c.provider,
+        key: c.key,
+        model: c.model,
+    };
+    core.cooldowns.start(scope, until, &c.class, &c.reason);
+    Ok((StatusCode::CREATED, Json(json!({"untilMs": until}))))
+}

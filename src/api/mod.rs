@@ -55,7 +55,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/discover", post(admin::discover))
         .route(
             "/admin/cooldowns",
-            axum::routing::delete(admin::clear_cooldowns),
+            post(admin::set_cooldown).delete(admin::clear_cooldowns),
         )
         .route("/", get(root).head(root))
         .fallback(not_found)

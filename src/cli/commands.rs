@@ -86,6 +86,10 @@ pub struct ProbeOptions {
     pub all_models: bool,
     pub json: bool,
     pub watch: Option<u64>,
+    /// Put failed targets into cooldown in the Baton running at `url`.
+    pub apply: bool,
+    pub url: String,
+    pub admin_key: Option<String>,
 }
 
 /// `baton probe`: 0 when every probe succeeded, 1 when any failed.
@@ -136,6 +140,21 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
             );
         } else {
             print!("{}", probe::render(&results, super::status::use_color()));
+        }
+        if o.apply {
+            let key = match &o.admin_key {
+                Some(k) => k.clone(),
+                None => std::fs::read_to_string(
+                    data_dir(o.data_dir.clone()).join(crate::auth::ADMIN_KEY_FILE),
+                )
+                .map_err(|e| {
+                    format!("--apply needs the admin key (admin.key in the data directory, or --admin-key): {e}")
+                })?
+                .trim()
+                .to_string(),
+            };
+            let n = rt.block_on(probe::apply(&results, &o.url, &key))?;
+            eprintln!("applied {n} cooldown(s) to the Baton at {}", o.url);
         }
         match o.watch {
             Some(secs) => {

@@ -198,3 +198,61 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
         color.then_some((2, &code as &dyn Fn(usize) -> &'static str)),
     )
 }
+
+/// How long a probe's verdict keeps a scope out when the provider stated no reset.
+fn default_hold_ms(class: &str) -> Option<i64> {
+    match class {
+        "rate" => Some(60_000),
+        "overloaded" => Some(30_000),
+        "billing" | "model" => Some(3_600_000),
+        "auth" => Some(8 * 86_400_000),
+        _ => None,
+    }
+}
+
+/// `--apply`: sends each failed probe's cooldown to a running Baton (`POST /admin/cooldowns`).
+/// Returns how many were applied.
+pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Result<usize, String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let now = crate::clock::unix_ms();
+    let mut applied = 0;
+    for r in results.iter().filter(|r| !r.ok()) {
+        let Some(hold) = default_hold_ms(&r.class) else {
+            continue;
+        };
+        let until = r.reset_at_ms.filter(|t| *t > now).unwrap_or(now + hold);
+        // Model verdicts apply to the model on every key; the rest to the key.
+        let (key, model) = if r.class == "model" {
+            (None, Some(&r.model))
+        } else {
+            (r.key.as_ref(), None)
+        };
+        let body = json!({"provider": r.provider, "key": key, "model": model, "untilMs": until,
+            "class": r.class, "reason": format!("probe: {}", r.reason.clone().unwrap_or_default())});
+        let resp = client
+            .post(format!("{}/admin/cooldowns", url.trim_end_matches('/')))
+            .header("x-admin-key", admin_key)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot reach Baton at {url}: {}",
+                    crate::router::sse::describe(&e)
+                )
+            })?;
+        if !resp.status().is_success() {
+            return Err(format!(
+                "Baton at {url} refused the cooldown for {}: HTTP {}",
+                r.provider,
+                resp.status().as_u16()
+            ));
+        }
+        applied += 1;
+    }
+    Ok(applied)
+}
