@@ -87,3 +87,27 @@ fn non_loopback_listen_requires_keys_and_host_names() {
             .contains("server.allowedHosts")
     );
 }
+
+#[test]
+fn catalog_references_fill_what_the_provider_leaves_out() {
+    let c = parse_str(
+        r#"{"providers": [
+            {"id": "groq", "catalog": "groq"},
+            {"id": "my-openrouter", "catalog": "openrouter", "models": ["my/model:free"], "priority": 5}
+        ]}"#,
+        Path::new("c.json"),
+    )
+    .expect("valid");
+    let g = &c.providers[0];
+    assert_eq!(g.base_url, "https://api.groq.com/openai/v1");
+    assert_eq!(g.kind, baton::config::ProviderKind::OpenaiCompatible);
+    assert_eq!(g.keys[0].env, "GROQ_API_KEY");
+    assert_eq!(g.models[0].id(), "llama-3.3-70b-versatile");
+    assert_eq!(g.limit_scope, Some(baton::config::LimitScope::KeyModel));
+    let o = &c.providers[1];
+    assert_eq!(o.models.len(), 1, "the user's own models win");
+    assert_eq!(o.models[0].id(), "my/model:free");
+    assert_eq!(o.day_reset.as_deref(), Some("UTC"));
+    assert!(err(r#"{"providers": [{"id": "x", "catalog": "nope"}]}"#).contains("providers[0].catalog: `nope` is not in the catalog"));
+    assert!(err(r#"{"providers": [{"id": "x", "catalog": "claude-cli"}]}"#).contains("subscription CLI"));
+}

@@ -523,12 +523,95 @@ pub fn parse_str(text: &str, file: &Path) -> Result<ConfigFile, ConfigError> {
             message: e.to_string(),
         })?;
     strip_comments(&mut value);
+    apply_catalog(&mut value, file)?;
     let config: ConfigFile = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ConfigError::field(file, path, e.into_inner().to_string())
     })?;
     validate(&config, file)?;
     Ok(config)
+}
+
+/// A provider may name a catalog entry (`"catalog": "groq"`): the entry's kind, base URL,
+/// models, key variable, daily-reset zone and limit scope fill whatever the provider leaves out
+/// (the user's own fields always win).
+fn apply_catalog(value: &mut serde_json::Value, file: &Path) -> Result<(), ConfigError> {
+    use serde_json::{json, Value};
+    let Some(providers) = value.get_mut("providers").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    let mut catalog = None;
+    for (i, p) in providers.iter_mut().enumerate() {
+        let Some(obj) = p.as_object_mut() else {
+            continue;
+        };
+        let Some(reference) = obj.remove("catalog") else {
+            continue;
+        };
+        let path = format!("providers[{i}].catalog");
+        let Some(id) = reference.as_str() else {
+            return Err(ConfigError::field(
+                file,
+                path,
+                "must be a catalog id such as \"groq\"",
+            ));
+        };
+        if catalog.is_none() {
+            catalog = Some(crate::catalog::load().map_err(|e| {
+                ConfigError::field(
+                    file,
+                    &path,
+                    format!("the built-in catalog is unreadable: {e}"),
+                )
+            })?);
+        }
+        let Some(entry) = catalog
+            .as_ref()
+            .and_then(|c| c.providers.iter().find(|e| e.id == id))
+        else {
+            let known: Vec<String> = catalog
+                .iter()
+                .flat_map(|c| c.providers.iter().map(|e| e.id.clone()))
+                .collect();
+            return Err(ConfigError::field(
+                file,
+                path,
+                format!("`{id}` is not in the catalog; known: {}", known.join(", ")),
+            ));
+        };
+        let Some(base_url) = &entry.base_url else {
+            return Err(ConfigError::field(
+                file,
+                path,
+                format!("`{id}` is a subscription CLI; CLI providers are not supported yet"),
+            ));
+        };
+        obj.entry("kind").or_insert_with(|| json!(entry.kind));
+        obj.entry("baseUrl").or_insert_with(|| json!(base_url));
+        obj.entry("name").or_insert_with(|| json!(entry.name));
+        obj.entry("models").or_insert_with(|| {
+            json!(entry
+                .models
+                .iter()
+                .chain(&entry.fallback_models)
+                .collect::<Vec<_>>())
+        });
+        if let Some(env) = &entry.key_env {
+            obj.entry("keys").or_insert_with(|| json!([{"env": env}]));
+        }
+        if let Some(zone) = &entry.day_reset {
+            obj.entry("dayReset").or_insert_with(|| json!(zone));
+        }
+        if let Some(scope) = entry.free_tier.as_ref().map(|t| t.scope.as_str()) {
+            let s = match scope {
+                "model" => "key-model",
+                "provider" => "provider",
+                _ => "key",
+            };
+            obj.entry("limitScope").or_insert_with(|| json!(s));
+        }
+    }
+    Ok(())
 }
 
 /// JSON has no comments, so the example configuration documents itself with `"$comment"`
@@ -548,6 +631,16 @@ fn strip_comments(value: &mut serde_json::Value) {
 pub fn json_schema() -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(ConfigFile)).unwrap_or_default();
     allow_comments(&mut schema);
+    // `"catalog": "groq"` fills kind, baseUrl and models from the built-in catalog.
+    if let Some(p) = schema.pointer_mut("/$defs/ProviderConfig") {
+        if let Some(props) = p.get_mut("properties").and_then(|v| v.as_object_mut()) {
+            props.insert(
+                "catalog".into(),
+                serde_json::json!({"type": "string", "description": "Id of a built-in catalog entry whose kind, baseUrl, models, keys, dayReset and limitScope fill what this provider leaves out."}),
+            );
+        }
+        p["required"] = serde_json::json!(["id"]);
+    }
     schema
 }
 
