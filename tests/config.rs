@@ -108,6 +108,10 @@ fn catalog_references_fill_what_the_provider_leaves_out() {
     assert_eq!(o.models.len(), 1, "the user's own models win");
     assert_eq!(o.models[0].id(), "my/model:free");
     assert_eq!(o.day_reset.as_deref(), Some("UTC"));
-    assert!(err(r#"{"providers": [{"id": "x", "catalog": "nope"}]}"#).contains("providers[0].catalog: `nope` is not in the catalog"));
-    assert!(err(r#"{"providers": [{"id": "x", "catalog": "claude-cli"}]}"#).contains("subscription CLI"));
+    assert!(err(r#"{"providers": [{"id": "x", "catalog": "nope"}]}"#)
+        .contains("providers[0].catalog: `nope` is not in the catalog"));
+    assert!(
+        err(r#"{"providers": [{"id": "x", "catalog": "claude-cli"}]}"#)
+            .contains("subscription CLI")
+    );
 }
