@@ -117,22 +117,7 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
                             };
                             parts.push(Part::Image { url, detail: None });
                         }
-                        "tool_use" => parts.push(Part::ToolCall {
-                            id: b
-                                .get("id")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string(),
-                            name: b
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string(),
-                            arguments: b
-                                .get("input")
-                                .map(Value::to_string)
-                                .unwrap_or_else(|| "{}".into()),
-                        }),
+                        "tool_use" => parts.push(tool_use_part(b)),
                         "tool_result" => results.push(Part::ToolResult {
                             call_id: b
                                 .get("tool_use_id")
@@ -227,6 +212,24 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         }
     }
     Ok(req)
+}
+
+/// A `tool_use` block (in a request's history or an answer) as a canonical tool call.
+fn tool_use_part(b: &Value) -> Part {
+    let s = |k: &str| {
+        b.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Part::ToolCall {
+        id: s("id"),
+        name: s("name"),
+        arguments: b
+            .get("input")
+            .map(Value::to_string)
+            .unwrap_or_else(|| "{}".into()),
+    }
 }
 
 pub fn stop_reason(s: &StopReason) -> &'static str {
@@ -426,22 +429,7 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
                     .unwrap_or_default()
                     .to_string(),
             )),
-            Some("tool_use") => Some(Part::ToolCall {
-                id: b
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                name: b
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                arguments: b
-                    .get("input")
-                    .map(Value::to_string)
-                    .unwrap_or_else(|| "{}".into()),
-            }),
+            Some("tool_use") => Some(tool_use_part(b)),
             _ => None,
         })
         .collect();

@@ -24,13 +24,7 @@ pub(crate) async fn messages(
         body: body.clone(),
     });
     let _guard = InFlight::new(s.clone());
-    let behavior = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .or_else(|| s.fallback.lock().unwrap().clone())
-        .unwrap_or(Behavior::Ok);
+    let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body
         .get("model")

@@ -25,13 +25,7 @@ pub(crate) async fn generate(
     });
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
-    let behavior = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .or_else(|| s.fallback.lock().unwrap().clone())
-        .unwrap_or(Behavior::Ok);
+    let behavior = s.next_behavior();
     let last_user = body
         .get("contents")
         .and_then(Value::as_array)

@@ -182,6 +182,18 @@ impl FakeUpstream {
     }
 }
 
+impl Shared {
+    /// The next scripted behaviour, else the standing one, else a normal answer.
+    pub(crate) fn next_behavior(&self) -> Behavior {
+        self.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .or_else(|| self.fallback.lock().unwrap().clone())
+            .unwrap_or(Behavior::Ok)
+    }
+}
+
 /// Counts a request as in flight until dropped.
 pub(crate) struct InFlight(Arc<Shared>);
 
@@ -227,13 +239,7 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         body: body.clone(),
     });
     let guard = InFlight::new(s.clone());
-    let behavior = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .or_else(|| s.fallback.lock().unwrap().clone())
-        .unwrap_or(Behavior::Ok);
+    let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let usage = body
         .pointer("/stream_options/include_usage")
