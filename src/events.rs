@@ -27,6 +27,9 @@ pub enum Event {
         class: String,
         reason: String,
         reset_at_ms: Option<i64>,
+        /// One line for a notification: "Claude Code session limit reached — back at 01:19;
+        /// now using Codex".
+        message: String,
     },
     /// A scope was taken out of rotation until `until_ms`.
     CooldownStarted {
@@ -63,6 +66,54 @@ pub enum Event {
         requested_model: String,
         retry_at_ms: Option<i64>,
     },
+}
+
+/// The notification line for a failover from `from` to `to` (display names).
+pub fn failover_message(
+    from: &str,
+    to: &str,
+    c: &crate::limits::Classified,
+    tz: &jiff::tz::TimeZone,
+) -> String {
+    use crate::limits::ErrorClass;
+    let lower = c.reason.to_ascii_lowercase();
+    let what = match c.class {
+        ErrorClass::Rate => {
+            if lower.contains("session limit") || lower.contains("5-hour limit") {
+                "session limit reached"
+            } else if lower.contains("weekly limit") {
+                "weekly limit reached"
+            } else if lower.contains("daily quota") {
+                "daily quota used up"
+            } else if lower.contains("usage limit") {
+                "usage limit reached"
+            } else {
+                "rate limit reached"
+            }
+        }
+        ErrorClass::Auth => "is not logged in or its key was rejected",
+        ErrorClass::Billing => "is out of credit",
+        ErrorClass::Overloaded => "is overloaded",
+        ErrorClass::Model => "does not serve this model",
+        ErrorClass::ContentPolicy => "refused the request",
+        ErrorClass::Request | ErrorClass::Transient => "failed",
+    };
+    match c
+        .reset_at_ms
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+    {
+        Some(at) => {
+            let local = at.to_zoned_datetime(tz.clone());
+            let today = jiff::Timestamp::now().to_zoned_datetime(tz.clone()).date();
+            let when = if local.date() == today {
+                local.strftime("%H:%M").to_string()
+            } else {
+                local.strftime("%b %-d, %H:%M").to_string()
+            };
+            format!("{from} {what} — back at {when}; now using {to}")
+        }
+        None => format!("{from} {what}; now using {to}"),
+    }
 }
 
 /// Sending half, cheap to clone. Sending never blocks and never fails the caller.

@@ -37,6 +37,8 @@ pub struct Core {
     pub stats: Arc<crate::stats::Stats>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
+    /// Subscription CLIs running now (killed on shutdown).
+    pub cli_procs: Arc<crate::providers::cli::CliProcesses>,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     file_config: ConfigFile,
     /// The detected local last-resort server, once found.
@@ -83,6 +85,9 @@ impl Core {
             name: Some("Local server (last resort)".into()),
             kind: crate::config::ProviderKind::OpenaiCompatible,
             base_url: lf.base_url.clone(),
+            executable: None,
+            env: Default::default(),
+            flatten_history: false,
             keys: Vec::new(),
             models: models
                 .into_iter()
@@ -120,7 +125,10 @@ impl Core {
             .providers
             .iter()
             .filter(|p| {
-                p.config.enabled && only.is_none_or(|id| id == p.id()) && p.unavailable().is_none()
+                p.config.enabled
+                    && !p.config.kind.is_cli()
+                    && only.is_none_or(|id| id == p.id())
+                    && p.unavailable().is_none()
             })
             .filter_map(|p| {
                 let client = self.http.get(p.config.timeouts.connect_ms).ok()?;
@@ -131,6 +139,41 @@ impl Core {
                 })
             });
         futures_util::future::join_all(jobs).await
+    }
+
+    /// Checks every CLI provider's executable, version and login (in parallel, off the async
+    /// runtime) and records the result where routing and `/admin/state` read it.
+    pub async fn check_clis(&self) {
+        let snap = self.snapshot.load_full();
+        let now = self.clock.now_ms();
+        let jobs = snap
+            .providers
+            .iter()
+            .filter(|p| p.config.kind.is_cli())
+            .map(|p| {
+                let p = p.clone();
+                async move {
+                    let config = p.config.clone();
+                    let st = tokio::task::spawn_blocking(move || {
+                        crate::providers::cli::check_status(&config, now)
+                    })
+                    .await
+                    .unwrap_or_default();
+                    match &st.problem {
+                        Some(problem) => {
+                            tracing::warn!(provider = p.id(), %problem, "CLI provider unavailable")
+                        }
+                        None => tracing::info!(
+                            provider = p.id(),
+                            version = st.version.as_deref().unwrap_or("?"),
+                            logged_in = ?st.logged_in,
+                            "CLI provider ready"
+                        ),
+                    }
+                    p.runtime.cli_status.store(Some(Arc::new(st)));
+                }
+            });
+        futures_util::future::join_all(jobs).await;
     }
 
     /// "Now" and the zones reset times are read in, for errors from provider `p`.
@@ -197,6 +240,9 @@ pub struct StartOptions {
     pub clock: Option<Arc<dyn Clock>>,
 }
 
+/// How often CLI providers' logins are checked again.
+const CLI_RECHECK: Duration = Duration::from_secs(300);
+
 /// A running gateway.
 pub struct GatewayHandle {
     pub addr: std::net::SocketAddr,
@@ -226,6 +272,8 @@ impl GatewayHandle {
             server.abort();
             let _ = server.await;
         }
+        // A CLI still running belongs to a request that is gone now.
+        self.core.cli_procs.kill_all();
         self.core.store.writer().flush().await;
         tracing::info!("gateway stopped");
     }
@@ -270,6 +318,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         clock,
         stats: Default::default(),
         local_tz: jiff::tz::TimeZone::system(),
+        cli_procs: Default::default(),
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),
         file_config: opts.config,
@@ -281,6 +330,18 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     tokio::spawn(async move {
         discovering.discover_models(None).await;
         discovering.detect_local().await;
+    });
+    // CLI versions and logins: now, then every few minutes (a user may log in or out).
+    let checking = Arc::downgrade(&core);
+    tokio::spawn(async move {
+        loop {
+            let Some(core) = checking.upgrade() else {
+                return;
+            };
+            core.check_clis().await;
+            drop(core);
+            tokio::time::sleep(CLI_RECHECK).await;
+        }
     });
 
     let shutdown = CancellationToken::new();

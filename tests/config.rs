@@ -13,7 +13,13 @@ fn root(file: &str) -> std::path::PathBuf {
 #[test]
 fn example_config_parses_and_covers_every_section() {
     let c = load_file(&root("config.example.json")).expect("config.example.json is valid");
-    assert_eq!(c.providers.len(), 3);
+    assert_eq!(c.providers.len(), 6);
+    for kind in ["claude-cli", "codex-cli", "gemini-cli", "openai-compatible"] {
+        assert!(
+            c.providers.iter().any(|p| p.kind.as_str() == kind),
+            "shows a {kind} provider"
+        );
+    }
     assert!(c.routes.contains_key("coding"));
     assert_eq!(c.server.port, 8787);
     assert!(!c.gateway_keys.is_empty());
@@ -51,7 +57,7 @@ fn errors_name_file_path_and_fix() {
     };
     assert_eq!(
         err(&p(r#","prority":1"#)),
-        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `limits`"
+        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `executable`, `env`, `flattenHistory`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `limits`"
     );
     assert!(
         err(&p(r#","keys":[{"env":"sk-abcdefghijklmnopqrstuvwxyz"}]"#))
@@ -113,5 +119,29 @@ fn catalog_references_fill_what_the_provider_leaves_out() {
     assert!(
         err(r#"{"providers": [{"id": "x", "catalog": "claude-cli"}]}"#)
             .contains("subscription CLI")
+    );
+}
+
+#[test]
+fn cli_providers_take_an_executable_not_a_url_or_keys() {
+    let ok = r#"{"providers":[{"id":"claude","kind":"claude-cli","models":["sonnet"],"env":{"CLAUDE_CONFIG_DIR":"/home/u/.claude-work"}}]}"#;
+    let c = parse_str(ok, Path::new("c.json")).expect("valid");
+    assert_eq!(c.providers[0].concurrency(), Some(1), "one call at a time");
+    let cli = |extra: &str| {
+        format!(r#"{{"providers":[{{"id":"c","kind":"codex-cli","models":["gpt-5"]{extra}}}]}}"#)
+    };
+    assert!(err(&cli(r#","baseUrl":"https://x""#))
+        .contains("providers[0].baseUrl: a codex-cli provider runs the CLI and has no base URL"));
+    assert!(err(&cli(r#","keys":[{"env":"OPENAI_API_KEY"}]"#))
+        .contains("providers[0].keys: a codex-cli provider uses the CLI's own login"));
+    assert!(err(&cli(r#","executable":"bin/codex""#)).contains("is a relative path"));
+    assert!(err(&cli(r#","executable":"codex --yolo""#)).contains("arguments are not allowed"));
+    assert!(err(&cli(r#","env":{"BAD-NAME":"x"}"#)).contains("providers[0].env.BAD-NAME"));
+    // And the HTTP kinds refuse the CLI fields.
+    assert!(err(r#"{"providers":[{"id":"a","kind":"openai-compatible","baseUrl":"https://x","models":["m"],"executable":"claude"}]}"#)
+        .contains("providers[0].executable: only the CLI kinds"));
+    assert!(
+        err(r#"{"providers":[{"id":"a","kind":"openai-compatible","models":["m"]}]}"#)
+            .contains("providers[0].baseUrl: kind `openai-compatible` needs `baseUrl`")
     );
 }

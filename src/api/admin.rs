@@ -101,13 +101,14 @@ pub async fn state(
             "priority": p.config.priority,
             "unavailable": p.unavailable(),
             "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
-            "maxConcurrency": p.config.max_concurrency,
+            "maxConcurrency": p.config.concurrency(),
             "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive},
             "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
             "keys": keys,
             "models": models,
             "health": core.stats.health(id, None, None),
             "discovery": p.runtime.discovery.get(),
+            "cli": p.runtime.cli_status.load_full().map(|s| json!(*s)),
         }));
     }
     Ok(Json(json!({"nowMs": now, "providers": providers})))

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::catalog::{Catalog, CatalogEntry};
+use crate::providers::cli::{login_hint, login_state};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -57,7 +58,9 @@ pub fn check(
             let (status, found) = if let Some(cli) = &p.cli {
                 match which(cli) {
                     Some(path) => {
-                        let state = login_state(cli, &path, env);
+                        // `baton keys` asks as the user would in their shell: full environment.
+                        let full: Vec<_> = std::env::vars_os().collect();
+                        let state = login_state(cli, &path, &full, env);
                         if state == Some(false) {
                             hint = Some(login_hint(cli).to_string());
                         }
@@ -90,87 +93,6 @@ pub fn check(
             }
         })
         .collect()
-}
-
-fn login_hint(cli: &str) -> &'static str {
-    match cli {
-        "claude" => "run `claude` and log in with /login (or set ANTHROPIC_API_KEY)",
-        "codex" => "run `codex login`",
-        "gemini" => "run `gemini` once in a terminal to log in (or set GEMINI_API_KEY)",
-        _ => "log the CLI in",
-    }
-}
-
-/// Whether a subscription CLI is logged in: `claude auth status` (JSON `loggedIn`),
-/// `codex login status`, Gemini's key variables or stored OAuth credentials. `None` when unknown.
-fn login_state(
-    cli: &str,
-    path: &std::path::Path,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<bool> {
-    match cli {
-        "claude" => {
-            let (_, out) = run_quietly(path, &["auth", "status"])?;
-            serde_json::from_str::<serde_json::Value>(&out)
-                .ok()?
-                .get("loggedIn")?
-                .as_bool()
-        }
-        "codex" => {
-            let (ok, out) = run_quietly(path, &["login", "status"])?;
-            Some(ok && !out.to_ascii_lowercase().contains("not logged in"))
-        }
-        "gemini" => {
-            let key = [
-                "GEMINI_API_KEY",
-                "GOOGLE_API_KEY",
-                "GOOGLE_GENAI_USE_VERTEXAI",
-                "GOOGLE_GENAI_USE_GCA",
-            ]
-            .iter()
-            .any(|v| env(v).is_some_and(|x| !x.trim().is_empty()));
-            let creds = env("HOME")
-                .map(|h| {
-                    std::path::Path::new(&h)
-                        .join(".gemini/oauth_creds.json")
-                        .is_file()
-                })
-                .unwrap_or(false);
-            Some(key || creds)
-        }
-        _ => None,
-    }
-}
-
-/// Runs a status command directly (no shell), stdin closed, for at most ten seconds.
-/// Returns (exit success, stdout + stderr).
-fn run_quietly(path: &std::path::Path, args: &[&str]) -> Option<(bool, String)> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(path)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let out = child.wait_with_output().ok()?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Some((out.status.success(), text))
 }
 
 /// Finds an executable on `PATH` (no shell involved).

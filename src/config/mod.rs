@@ -244,6 +244,12 @@ pub enum ProviderKind {
     Anthropic,
     /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
     Gemini,
+    /// The Claude Code CLI (`claude -p`), using its own subscription login.
+    ClaudeCli,
+    /// The Codex CLI (`codex exec`), using its own ChatGPT login.
+    CodexCli,
+    /// The Gemini CLI (`gemini -p`), using its own Google login or key.
+    GeminiCli,
 }
 
 impl ProviderKind {
@@ -252,6 +258,24 @@ impl ProviderKind {
             ProviderKind::OpenaiCompatible => "openai-compatible",
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Gemini => "gemini",
+            ProviderKind::ClaudeCli => "claude-cli",
+            ProviderKind::CodexCli => "codex-cli",
+            ProviderKind::GeminiCli => "gemini-cli",
+        }
+    }
+
+    /// Whether this kind runs a local subscription CLI instead of calling an HTTP API.
+    pub fn is_cli(self) -> bool {
+        self.cli_program().is_some()
+    }
+
+    /// The CLI's program name on `PATH`, for the CLI kinds.
+    pub fn cli_program(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::ClaudeCli => Some("claude"),
+            ProviderKind::CodexCli => Some("codex"),
+            ProviderKind::GeminiCli => Some("gemini"),
+            _ => None,
         }
     }
 }
@@ -266,7 +290,21 @@ pub struct ProviderConfig {
     pub name: Option<String>,
     pub kind: ProviderKind,
     /// Base URL up to and including the version segment, e.g. `https://api.groq.com/openai/v1`.
+    /// Required for the HTTP kinds; CLI kinds have none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub base_url: String,
+    /// CLI kinds: the executable, a name looked up on `PATH` or an absolute path (default: the
+    /// CLI's own name on `PATH`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// CLI kinds: extra environment variables for the CLI (e.g. `CLAUDE_CONFIG_DIR`). The CLI
+    /// otherwise gets only PATH, HOME, TZ, locale and its own config variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// CLI kinds: render a multi-turn conversation into one transcript prompt instead of
+    /// refusing it (the CLI then sees earlier turns as text, not as real turns).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flatten_history: bool,
     /// API keys, tried round-robin. Empty for keyless servers such as a local Ollama.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<SecretRef>,
@@ -280,7 +318,7 @@ pub struct ProviderConfig {
     /// Whether `auto` may use this provider (it can still be pinned or used in routes).
     #[serde(default = "default_true")]
     pub auto: bool,
-    /// Requests in flight at once; unlimited when absent.
+    /// Requests in flight at once; unlimited when absent (1 for CLI kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
     /// Extra headers sent upstream (e.g. OpenRouter's `HTTP-Referer`).
@@ -331,6 +369,13 @@ pub enum LimitScope {
 impl ProviderConfig {
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.id)
+    }
+
+    /// `maxConcurrency`, defaulting to one call at a time for a CLI (each is a process on a
+    /// personal subscription).
+    pub fn concurrency(&self) -> Option<u32> {
+        self.max_concurrency
+            .or_else(|| self.kind.is_cli().then_some(1))
     }
 }
 

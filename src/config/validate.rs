@@ -159,24 +159,10 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     if RESERVED_MODEL_NAMES.contains(&p.id.as_str()) {
         return Err(err("id", format!("`{}` is reserved", p.id)));
     }
-    let url = p.base_url.trim();
-    let Some(rest) = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-    else {
-        return Err(err(
-            "baseUrl",
-            format!("`{url}` must start with https:// (or http:// for local servers)"),
-        ));
-    };
-    if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
-        return Err(err("baseUrl", format!("`{url}` has no host")));
-    }
-    if url.ends_with("/chat/completions") || url.ends_with("/messages") {
-        return Err(err(
-            "baseUrl",
-            "give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)".into(),
-        ));
+    if p.kind.is_cli() {
+        validate_cli(p, &err)?;
+    } else {
+        validate_url(p, &err)?;
     }
     if p.models.is_empty() {
         return Err(err("models", "list at least one model".into()));
@@ -236,6 +222,110 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     ] {
         if v < 100 {
             return Err(err(field, "must be at least 100 ms".into()));
+        }
+    }
+    Ok(())
+}
+
+fn validate_url(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let url = p.base_url.trim();
+    if url.is_empty() {
+        return Err(err(
+            "baseUrl",
+            format!(
+                "kind `{}` needs `baseUrl`, e.g. https://api.openai.com/v1",
+                p.kind.as_str()
+            ),
+        ));
+    }
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Err(err(
+            "baseUrl",
+            format!("`{url}` must start with https:// (or http:// for local servers)"),
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
+        return Err(err("baseUrl", format!("`{url}` has no host")));
+    }
+    if url.ends_with("/chat/completions") || url.ends_with("/messages") {
+        return Err(err(
+            "baseUrl",
+            "give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)".into(),
+        ));
+    }
+    for (field, set) in [
+        ("executable", p.executable.is_some()),
+        ("env", !p.env.is_empty()),
+        ("flattenHistory", p.flatten_history),
+    ] {
+        if set {
+            return Err(err(
+                field,
+                format!("only the CLI kinds (claude-cli, codex-cli, gemini-cli) take `{field}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The subscription CLI kinds: no URL or keys (the CLI has its own login), a sane executable
+/// and environment.
+fn validate_cli(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let kind = p.kind.as_str();
+    if !p.base_url.trim().is_empty() {
+        return Err(err(
+            "baseUrl",
+            format!("a {kind} provider runs the CLI and has no base URL; remove `baseUrl`"),
+        ));
+    }
+    if !p.keys.is_empty() {
+        return Err(err(
+            "keys",
+            format!("a {kind} provider uses the CLI's own login; remove `keys` (log the CLI in instead)"),
+        ));
+    }
+    if !p.headers.is_empty() {
+        return Err(err(
+            "headers",
+            format!("a {kind} provider sends no HTTP headers; remove `headers`"),
+        ));
+    }
+    if let Some(exe) = &p.executable {
+        if exe.trim().is_empty() || exe.contains('\0') {
+            return Err(err(
+                "executable",
+                "give a program name on PATH or an absolute path".into(),
+            ));
+        }
+        if exe.contains('/') && !exe.starts_with('/') {
+            return Err(err(
+                "executable",
+                format!("`{exe}` is a relative path; give an absolute path or a name on PATH"),
+            ));
+        }
+        if exe.contains(char::is_whitespace) && !exe.starts_with('/') {
+            return Err(err(
+                "executable",
+                format!("`{exe}` is one program, not a command line: arguments are not allowed"),
+            ));
+        }
+    }
+    for (name, value) in &p.env {
+        check_env_name(name).map_err(|m| err(&format!("env.{name}"), m))?;
+        if value.contains('\0') {
+            return Err(err(
+                &format!("env.{name}"),
+                "value must not contain NUL".into(),
+            ));
         }
     }
     Ok(())

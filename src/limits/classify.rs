@@ -225,6 +225,12 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
                     texts.push(r.to_string());
                 }
             }
+            // Gemini CLI: {"type":"result","status":"error","error":{"message":…}}
+            "result" if v.get("status").and_then(Value::as_str) == Some("error") => {
+                if let Some(m) = v.pointer("/error/message").and_then(Value::as_str) {
+                    texts.push(m.to_string());
+                }
+            }
             "turn.failed" | "error" => {
                 let msg = v
                     .pointer("/error/message")
@@ -248,6 +254,8 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
         "authentication_error",
         "please login",
         "run `codex login`",
+        "incorrect api key",
+        "401 unauthorized",
     ]) || exit_code == Some(41)
     {
         ErrorClass::Auth
@@ -284,7 +292,8 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
         reason: super::truncate(first, 240).to_string(),
         reset_at_ms,
         context_length: false,
-        per_model: false,
+        // Gemini CLI: "You have exhausted your daily quota on this model."
+        per_model: has(&["on this model", "for this model"]),
         timeout: false,
     }
 }

@@ -96,16 +96,23 @@ impl Cooldowns {
     }
 
     /// Starts (or replaces) a cooldown on exactly this scope.
-    pub fn start(&self, scope: Scope, until_ms: i64, class: &str, reason: &str) {
+    /// Cools `scope` until `until_ms`. Returns false (and tells no one) when the scope, or the
+    /// whole provider, was already cooling: a repeat of a limit already reported.
+    pub fn start(&self, scope: Scope, until_ms: i64, class: &str, reason: &str) -> bool {
         let entry = CooldownEntry {
             scope: scope.clone(),
             until_ms,
             class: class.to_string(),
             reason: reason.to_string(),
         };
+        let mut fresh = true;
         if let Ok(mut map) = self.map.write() {
             let list = map.entry(scope.provider.clone()).or_default();
             let now = self.clock.now_ms();
+            fresh = !list.iter().any(|e| {
+                e.until_ms > now
+                    && (e.scope == scope || e.scope.key.is_none() && e.scope.model.is_none())
+            });
             list.retain(|e| e.scope != scope && e.until_ms > now);
             list.push(entry);
         }
@@ -119,6 +126,10 @@ impl Cooldowns {
                 reason: reason.to_string(),
             }));
         }
+        if !fresh {
+            tracing::debug!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, until_ms, "cooldown extended");
+            return false;
+        }
         tracing::info!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, class, until_ms, %reason, "cooldown started");
         self.events.emit(Event::CooldownStarted {
             provider: scope.provider,
@@ -128,6 +139,7 @@ impl Cooldowns {
             reason: reason.to_string(),
             until_ms,
         });
+        true
     }
 
     /// A success proves the scope healthy: drop cooldowns that covered it.

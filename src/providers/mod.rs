@@ -1,6 +1,7 @@
 //! Upstream providers: resolved definitions (keys read from the environment), their run-time
 //! state (concurrency limit, key cursor) and one adapter per upstream kind.
 
+pub mod cli;
 pub mod discovery;
 pub mod openai_compat;
 
@@ -68,6 +69,8 @@ pub struct ProviderRuntime {
     pub breaker: crate::limits::breaker::Breaker,
     pub quota: crate::limits::quota::Quota,
     pub discovery: discovery::DiscoveryCache,
+    /// CLI kinds: executable, version and login state as last checked.
+    pub cli_status: arc_swap::ArcSwapOption<cli::CliStatus>,
 }
 
 impl ProviderRuntime {
@@ -80,6 +83,7 @@ impl ProviderRuntime {
             breaker: Default::default(),
             quota: Default::default(),
             discovery: Default::default(),
+            cli_status: Default::default(),
         }
     }
 
@@ -126,6 +130,14 @@ impl ProviderEntry {
 
     /// Why this provider cannot be used at all right now, if so.
     pub fn unavailable(&self) -> Option<String> {
+        if self.config.kind.is_cli() {
+            return self
+                .runtime
+                .cli_status
+                .load()
+                .as_ref()
+                .and_then(|s| s.problem.clone());
+        }
         if self.chat_url.is_none() {
             return Some(format!(
                 "base URL `{}` is not a valid URL",
@@ -196,17 +208,23 @@ pub fn resolve(
             None => missing_keys.push(k.env.clone()),
         }
     }
+    use crate::config::ProviderKind;
     let path = match config.kind {
-        crate::config::ProviderKind::OpenaiCompatible => "chat/completions",
-        crate::config::ProviderKind::Anthropic => "messages",
+        ProviderKind::OpenaiCompatible => Some("chat/completions"),
+        ProviderKind::Anthropic => Some("messages"),
         // Per model: `models/{model}:generateContent`; this base is completed per request.
-        crate::config::ProviderKind::Gemini => "models",
+        ProviderKind::Gemini => Some("models"),
+        ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
     };
-    let chat_url =
-        reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok();
+    let chat_url = path.and_then(|path| {
+        reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok()
+    });
+    // Gemini CLI's daily quotas reset at Pacific midnight, like the API's.
+    let default_zone = (config.kind == ProviderKind::GeminiCli).then_some("America/Los_Angeles");
     let day_reset = config
         .day_reset
         .as_deref()
+        .or(default_zone)
         .and_then(|z| jiff::tz::TimeZone::get(z).ok());
     ProviderEntry {
         day_reset,

@@ -27,6 +27,9 @@ pub(super) async fn attempt(
     request_id: &str,
 ) -> Attempt {
     let p = &t.provider;
+    if p.config.kind.is_cli() {
+        return super::cli::attempt(core, t, inbound, request_id).await;
+    }
     let timeouts = &p.config.timeouts;
     let client = match core.http.get(timeouts.connect_ms) {
         Ok(c) => c,
@@ -42,6 +45,9 @@ pub(super) async fn attempt(
         ProviderKind::OpenaiCompatible => Wire::OpenAi,
         ProviderKind::Anthropic => Wire::Anthropic,
         ProviderKind::Gemini => Wire::Gemini,
+        ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => {
+            return failed(limits::classify_transport("not an HTTP provider"))
+        }
     };
     let cap = t.model.max_output_tokens;
     let rb = match wire {
@@ -144,7 +150,9 @@ pub(super) async fn attempt(
     p.runtime
         .quota
         .observe(key_id, &headers, core.clock.now_ms());
-    let mut reader = SseReader::new(Box::pin(resp.bytes_stream()), idle);
+    let body =
+        futures_util::StreamExt::map(resp.bytes_stream(), |r| r.map_err(|e| sse::describe(&e)));
+    let mut reader = SseReader::new(Box::pin(body), idle);
     if !(200..300).contains(&status) {
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await

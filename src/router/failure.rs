@@ -38,6 +38,7 @@ pub(super) async fn on_failure(
     status: Option<u16>,
     first_retry: bool,
     deadline: tokio::time::Instant,
+    fresh: &mut bool,
 ) -> Next {
     let p = &t.provider;
     let now = core.clock.now_ms();
@@ -58,14 +59,16 @@ pub(super) async fn on_failure(
                 return Next::Move;
             }
             // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
-            let lone = status.is_none_or(|s| s == 500) && !c.timeout;
+            // (A CLI is not retried on the spot: its failures are a dead network or a crash,
+            // and each try is a new process.)
+            let lone = status.is_none_or(|s| s == 500) && !c.timeout && !p.config.kind.is_cli();
             if lone && first_retry && p.config.retries > 0 {
                 return Next::SameTarget;
             }
             Next::Move
         }
         ErrorClass::Rate => {
-            apply_cooldown(core, snap, t, key, c);
+            *fresh = apply_cooldown(core, snap, t, key, c);
             if c.reset_at_ms.is_some() {
                 // Wait for the cooldown as recorded (clamped to at least a second).
                 let wait = cooldown_until(core, snap, c) - now;
@@ -89,8 +92,11 @@ pub(super) async fn on_failure(
                 Next::Move
             }
         }
+        // A CLI's login is tracked as its status (unavailable until it is logged in again),
+        // not as a cooldown that would outlast the fix.
+        ErrorClass::Auth if p.config.kind.is_cli() => Next::DropProvider,
         ErrorClass::Auth => {
-            apply_cooldown(core, snap, t, key, c);
+            *fresh = apply_cooldown(core, snap, t, key, c);
             core.events.emit(Event::KeyDisabled {
                 provider: p.id().to_string(),
                 key: key
@@ -104,14 +110,14 @@ pub(super) async fn on_failure(
             Next::Move
         }
         ErrorClass::Billing => {
-            apply_cooldown(core, snap, t, key, c);
+            *fresh = apply_cooldown(core, snap, t, key, c);
             if other_key_free(core, t, key) {
                 return Next::OtherKey;
             }
             Next::Move
         }
         _ => {
-            apply_cooldown(core, snap, t, key, c);
+            *fresh = apply_cooldown(core, snap, t, key, c);
             Next::Move
         }
     }
@@ -144,13 +150,15 @@ pub(super) fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i6
         .clamp(now + 1_000, now + MAX_COOLDOWN_MS)
 }
 
+/// Cools the narrowest scope the failure applies to; false when that scope was already
+/// cooling (another request hit the same limit first).
 pub(super) fn apply_cooldown(
     core: &Core,
     snap: &Snapshot,
     t: &Target,
     key: Option<&ApiKey>,
     c: &Classified,
-) {
+) -> bool {
     let provider = t.provider.id().to_string();
     let key_id = key.map(|k| k.id.clone());
     let model = Some(t.model.id.clone());
@@ -193,9 +201,9 @@ pub(super) fn apply_cooldown(
             key: None,
             model,
         },
-        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return,
+        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return true,
     };
     let until = cooldown_until(core, snap, c);
     core.cooldowns
-        .start(scope, until, c.class.as_str(), &c.reason);
+        .start(scope, until, c.class.as_str(), &c.reason)
 }

@@ -4,6 +4,7 @@
 
 mod attempt;
 mod candidates;
+mod cli;
 mod failure;
 pub mod record;
 pub mod snapshot;
@@ -178,7 +179,28 @@ pub async fn dispatch(
             return Err(Failure::Unsupported(unsupported_message(&needs)));
         }
     }
+    // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot take,
+    // and a request pinned to one learns why it cannot go there.
+    let mut cli_problem = None;
+    targets.retain(|t| {
+        let p = &t.provider.config;
+        if !p.kind.is_cli() {
+            return true;
+        }
+        match crate::providers::cli::shape_problem(&inbound.canonical, p.flatten_history) {
+            Some(why) => {
+                cli_problem.get_or_insert(format!("`{}`: {why}", p.id));
+                false
+            }
+            None => true,
+        }
+    });
     if targets.is_empty() {
+        if let Some(why) = cli_problem {
+            return Err(Failure::Unsupported(format!(
+                "This request cannot go to a subscription CLI provider: {why}."
+            )));
+        }
         return Err(Failure::NoProvider(
             "No enabled provider is available for this model.".into(),
         ));
@@ -231,7 +253,9 @@ struct Pass {
     soonest_reset: Option<i64>,
     all_limited: bool,
     context_retry: Option<Option<u64>>,
-    last_failure: Option<(String, Classified)>,
+    /// The failure to announce as a failover when the next target is tried: label,
+    /// verdict, display name.
+    last_failure: Option<(String, Classified, String)>,
     summary: Vec<String>,
     /// Targets already retried on the spot (lone 500 / reset, or a short rate-limit wait).
     retried: std::collections::HashSet<String>,
@@ -241,6 +265,10 @@ impl Pass {
     fn limited_until(&mut self, until: i64) {
         self.soonest_reset = Some(self.soonest_reset.map_or(until, |s| s.min(until)));
     }
+}
+
+fn announce(t: &Target, c: Classified) -> Option<(String, Classified, String)> {
+    Some((t.label(), c, t.provider.config.display_name().to_string()))
 }
 
 async fn run_candidates(
@@ -317,10 +345,17 @@ async fn run_candidates(
         if api_key.is_some() {
             target.provider.runtime.used_key(key);
         }
-        if let Some((from, c)) = pass.last_failure.take() {
+        if let Some((from, c, from_name)) = pass.last_failure.take() {
             if from != target.label() {
+                let to_name = target.provider.config.display_name();
                 core.events.emit(crate::events::Event::Failover {
                     request_id: rec.id().to_string(),
+                    message: crate::events::failover_message(
+                        &from_name,
+                        to_name,
+                        &c,
+                        &core.local_tz,
+                    ),
                     from,
                     to: target.label(),
                     class: c.class.as_str().into(),
@@ -416,7 +451,7 @@ async fn run_candidates(
                     pass.all_limited = false;
                     pass.summary
                         .push(format!("{}: {}", target.label(), classified.reason));
-                    pass.last_failure = Some((target.label(), classified));
+                    pass.last_failure = announce(&target, classified);
                     continue;
                 }
                 let policy_fallback = classified.class == ErrorClass::ContentPolicy
@@ -431,6 +466,9 @@ async fn run_candidates(
                 }
                 let label = target.label();
                 let first_retry = !pass.retried.contains(&label);
+                // False when another request already put this target in cooldown for the
+                // same limit: that failover is announced once, not for every request.
+                let mut fresh = true;
                 match on_failure(
                     core,
                     snap,
@@ -440,6 +478,7 @@ async fn run_candidates(
                     status,
                     first_retry,
                     deadline,
+                    &mut fresh,
                 )
                 .await
                 {
@@ -465,7 +504,11 @@ async fn run_candidates(
                 }
                 pass.summary
                     .push(format!("{}: {}", target.label(), classified.reason));
-                pass.last_failure = Some((label, classified));
+                pass.last_failure = if fresh {
+                    announce(&target, classified)
+                } else {
+                    None
+                };
             }
         }
     }

@@ -66,11 +66,11 @@ impl Snapshot {
                 let rt = runtimes
                     .entry(c.id.clone())
                     .and_modify(|rt| {
-                        if rt.limit != c.max_concurrency {
-                            *rt = Arc::new(ProviderRuntime::new(c.max_concurrency));
+                        if rt.limit != c.concurrency() {
+                            *rt = Arc::new(ProviderRuntime::new(c.concurrency()));
                         }
                     })
-                    .or_insert_with(|| Arc::new(ProviderRuntime::new(c.max_concurrency)))
+                    .or_insert_with(|| Arc::new(ProviderRuntime::new(c.concurrency())))
                     .clone();
                 Arc::new(providers::resolve(c, rt, env))
             })

@@ -11,7 +11,8 @@ use futures_util::{Stream, StreamExt};
 /// Largest single event accepted from an upstream.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
-pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+/// An upstream body: HTTP (errors already described in words) or a CLI's translated output.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>;
 
 /// One complete event.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,7 +89,7 @@ impl SseReader {
                 self.eof = true;
                 Ok(())
             }
-            Ok(Some(Err(e))) => Err(SseError::Transport(describe(&e))),
+            Ok(Some(Err(e))) => Err(SseError::Transport(e)),
             Ok(Some(Ok(chunk))) => {
                 self.buf.extend_from_slice(&chunk);
                 Ok(())

@@ -410,6 +410,11 @@ impl Pump {
                     class: "transient".into(),
                     reason: format!("stream broke mid-answer ({why}); resumed with the partial answer as prefill"),
                     reset_at_ms: None,
+                    message: format!(
+                        "{} broke off mid-answer; {} finished it",
+                        self.target.provider.config.display_name(),
+                        next.provider.config.display_name()
+                    ),
                 });
                 let mut ok =
                     super::record(&next, api_key, &super::ok_classified(), Some(200), started);

@@ -1,0 +1,149 @@
+//! What Baton knows about an installed CLI: where it is, its version and whether it is logged
+//! in. Checked at start-up and again every few minutes, never on the request path.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::config::ProviderConfig;
+
+/// A CLI's state as last checked.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CliStatus {
+    /// The resolved executable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executable: Option<PathBuf>,
+    /// First line of `--version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `None` when the CLI gave no clear answer (it is then tried).
+    pub logged_in: Option<bool>,
+    /// Why the provider cannot be used (missing, refused, logged out), with what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub checked_at_ms: i64,
+}
+
+/// What to run to log a CLI in.
+pub fn login_hint(program: &str) -> &'static str {
+    match program {
+        "claude" => "run `claude` and log in with /login (or set ANTHROPIC_API_KEY)",
+        "codex" => "run `codex login`",
+        "gemini" => "run `gemini` once in a terminal to log in (or set GEMINI_API_KEY)",
+        _ => "log the CLI in",
+    }
+}
+
+/// Resolves, versions and login-checks one CLI provider (blocking: run it off the runtime).
+pub fn check(config: &ProviderConfig, now_ms: i64) -> CliStatus {
+    let kind = config.kind;
+    let Some(program) = kind.cli_program() else {
+        return CliStatus::default();
+    };
+    let mut st = CliStatus {
+        checked_at_ms: now_ms,
+        ..CliStatus::default()
+    };
+    let name = config.executable.as_deref().unwrap_or(program);
+    let path = match super::resolve_executable(name, std::env::var_os("PATH").as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            st.problem = Some(e);
+            return st;
+        }
+    };
+    let env = super::environment(kind, &config.env, &|k| std::env::var_os(k));
+    st.version = run_quietly(&path, &["--version"], &env)
+        .and_then(|(_, out)| out.lines().next().map(|l| l.trim().to_string()))
+        .filter(|v| !v.is_empty());
+    let lookup = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.to_str().map(str::to_string))
+    };
+    st.logged_in = login_state(program, &path, &env, &lookup);
+    if st.logged_in == Some(false) {
+        st.problem = Some(format!("not logged in: {}", login_hint(program)));
+    }
+    st.executable = Some(path);
+    st
+}
+
+/// Whether a subscription CLI is logged in: `claude auth status` (JSON `loggedIn`),
+/// `codex login status`, Gemini's key variables or stored OAuth credentials. `None` when unknown.
+pub fn login_state(
+    program: &str,
+    path: &Path,
+    env: &[(OsString, OsString)],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Option<bool> {
+    match program {
+        "claude" => {
+            let (_, out) = run_quietly(path, &["auth", "status"], env)?;
+            serde_json::from_str::<serde_json::Value>(&out)
+                .ok()?
+                .get("loggedIn")?
+                .as_bool()
+        }
+        "codex" => {
+            let (ok, out) = run_quietly(path, &["login", "status"], env)?;
+            Some(ok && !out.to_ascii_lowercase().contains("not logged in"))
+        }
+        "gemini" => {
+            let key = [
+                "GEMINI_API_KEY",
+                "GOOGLE_API_KEY",
+                "GOOGLE_GENAI_USE_VERTEXAI",
+                "GOOGLE_GENAI_USE_GCA",
+            ]
+            .iter()
+            .any(|v| lookup(v).is_some_and(|x| !x.trim().is_empty()));
+            let home = lookup("GEMINI_CLI_HOME").or_else(|| lookup("HOME"));
+            let creds = home.is_some_and(|h| {
+                let dir = Path::new(&h).join(".gemini");
+                dir.join("oauth_creds.json").is_file()
+            });
+            Some(key || creds)
+        }
+        _ => None,
+    }
+}
+
+/// Runs a status command directly (no shell) with `env` only, stdin closed, for at most ten
+/// seconds. Returns (exit success, stdout + stderr).
+pub fn run_quietly(
+    path: &Path,
+    args: &[&str],
+    env: &[(OsString, OsString)],
+) -> Option<(bool, String)> {
+    let mut cmd = Command::new(path);
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().ok()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Some((out.status.success(), text))
+}

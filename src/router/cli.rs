@@ -1,0 +1,266 @@
+//! One attempt at a subscription-CLI target: start the CLI, wait for its first output, and
+//! hand its answer on as an OpenAI-format body or stream (the stream pump translates it for
+//! Anthropic clients like any OpenAI-compatible upstream).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio::time::timeout;
+
+use super::snapshot::Target;
+use super::sse::SseReader;
+use super::{Answer, Attempt, Inbound, Wire, MAX_UPSTREAM_BODY};
+use crate::canonical::{openai, ChatResponse, Part, StreamEvent, Usage};
+use crate::gateway::Core;
+use crate::limits::{self, Classified, ErrorClass, ResetContext};
+use crate::providers::cli::{self, run, CliItem, CliStatus};
+
+pub(super) async fn attempt(
+    core: &Core,
+    t: &Target,
+    inbound: &Inbound,
+    request_id: &str,
+) -> Attempt {
+    let p = &t.provider;
+    let kind = p.config.kind;
+    if let Some(why) = cli::shape_problem(&inbound.canonical, p.config.flatten_history) {
+        return Attempt::Failed {
+            classified: Classified {
+                class: ErrorClass::Request,
+                ..limits::classify_transport(why)
+            },
+            status: Some(400),
+            body: None,
+        };
+    }
+    let program = match p.runtime.cli_status.load_full() {
+        Some(st) if st.executable.is_some() => st.executable.clone().unwrap_or_default(),
+        _ => {
+            let name = p
+                .config
+                .executable
+                .as_deref()
+                .or(kind.cli_program())
+                .unwrap_or_default();
+            match cli::resolve_executable(name, std::env::var_os("PATH").as_deref()) {
+                Ok(path) => path,
+                Err(e) => return failed(limits::classify_transport(e)),
+            }
+        }
+    };
+    let (stdin, system) = cli::stdin_and_system(kind, &inbound.canonical);
+    let spec = run::Spawn {
+        kind,
+        args: cli::command_args(kind, &t.model.id, system.as_deref()),
+        env: cli::environment(kind, &p.config.env, &|k| std::env::var_os(k)),
+        program,
+        stdin,
+        ctx: ResetContext {
+            now_ms: core.clock.now_ms(),
+            // The CLI runs with TZ=UTC, so the times it prints are UTC.
+            local_tz: jiff::tz::TimeZone::UTC,
+            day_reset: p.day_reset.clone(),
+        },
+    };
+    let mut run = match run::start(spec, core.cli_procs.clone()) {
+        Ok(r) => r,
+        Err(c) => return failed(c),
+    };
+    tracing::debug!(request_id, provider = p.id(), model = %t.model.id, "CLI started");
+    let first_byte = Duration::from_millis(p.config.timeouts.first_byte_ms);
+    let idle = Duration::from_millis(p.config.timeouts.idle_ms);
+    let mut usage: Option<Usage> = None;
+    // Up to the first content: a failure here still fails over.
+    let first = loop {
+        match timeout(first_byte, run.next()).await {
+            Err(_) => {
+                return failed(limits::classify_timeout(format!(
+                    "the CLI printed no answer within {} ms",
+                    first_byte.as_millis()
+                )))
+            }
+            Ok(None) => {
+                return failed(limits::classify_transport(
+                    "the CLI ended without an answer",
+                ))
+            }
+            Ok(Some(CliItem::Failed(c))) => return cli_failed(p, c),
+            Ok(Some(CliItem::Usage(u))) => usage = Some(u),
+            Ok(Some(item)) => break item,
+        }
+    };
+    let id = format!("chatcmpl-{request_id}");
+    let created = core.clock.now_ms() / 1000;
+    let model = t.model.id.clone();
+    if !inbound.canonical.stream {
+        let mut text = String::new();
+        let mut stop = None;
+        let mut item = first;
+        loop {
+            match item {
+                CliItem::Text(s) => {
+                    if text.len() + s.len() > MAX_UPSTREAM_BODY {
+                        return failed(limits::classify_transport(
+                            "the CLI's answer is larger than Baton accepts",
+                        ));
+                    }
+                    text.push_str(&s);
+                }
+                CliItem::Usage(u) => usage = Some(u),
+                CliItem::Finish(s) => {
+                    stop = Some(s);
+                }
+                CliItem::Failed(c) => return cli_failed(p, c),
+            }
+            if stop.is_some() {
+                break;
+            }
+            item = match timeout(idle, run.next()).await {
+                Err(_) => {
+                    return failed(limits::classify_timeout(format!(
+                        "the CLI went silent for {} ms",
+                        idle.as_millis()
+                    )))
+                }
+                Ok(None) => {
+                    return failed(limits::classify_transport("the CLI stopped mid-answer"))
+                }
+                Ok(Some(i)) => i,
+            };
+        }
+        let body = openai::response_to_openai(&ChatResponse {
+            id,
+            model,
+            created,
+            content: vec![Part::Text(text)],
+            stop,
+            usage,
+        });
+        let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+        return Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi));
+    }
+    // Streaming: the CLI's items become OpenAI chunks; the reader's idle timeout bounds
+    // silences, and dropping the reader (client gone) kills the CLI.
+    let enc = Encoder {
+        id,
+        model,
+        created,
+        usage,
+        include_usage: inbound.canonical.stream_usage,
+        first: true,
+    };
+    let state = (run, enc, Some(first), false);
+    let body =
+        futures_util::stream::unfold(state, |(mut run, mut enc, pending, done)| async move {
+            if done {
+                return None;
+            }
+            let item = match pending {
+                Some(i) => Some(i),
+                None => run.next().await,
+            };
+            let (bytes, done) = match item {
+                None => {
+                    return Some((
+                        Err("the CLI stopped mid-answer".to_string()),
+                        (run, enc, None, true),
+                    ))
+                }
+                Some(CliItem::Failed(c)) => {
+                    return Some((Err(c.reason), (run, enc, None, true)));
+                }
+                Some(item) => enc.encode(item),
+            };
+            Some((Ok(bytes), (run, enc, None, done)))
+        });
+    Attempt::Served(Answer::Stream {
+        reader: SseReader::new(Box::pin(body), idle),
+        prelude: Vec::new(),
+        wire: Wire::OpenAi,
+    })
+}
+
+/// CLI items as OpenAI `chat.completion.chunk` events.
+struct Encoder {
+    id: String,
+    model: String,
+    created: i64,
+    usage: Option<Usage>,
+    include_usage: bool,
+    first: bool,
+}
+
+impl Encoder {
+    /// The SSE bytes for one item, and whether the stream is complete.
+    fn encode(&mut self, item: CliItem) -> (Bytes, bool) {
+        let mut out = Vec::new();
+        let mut push = |v: &Value| {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(&serde_json::to_vec(v).unwrap_or_default());
+            out.extend_from_slice(b"\n\n");
+        };
+        let done = match item {
+            CliItem::Text(t) => {
+                let mut chunk = openai::event_to_chunk(
+                    &StreamEvent::TextDelta(t),
+                    &self.id,
+                    &self.model,
+                    self.created,
+                );
+                if std::mem::take(&mut self.first) {
+                    chunk["choices"][0]["delta"]["role"] = json!("assistant");
+                }
+                push(&chunk);
+                false
+            }
+            CliItem::Usage(u) => {
+                self.usage = Some(u);
+                false
+            }
+            CliItem::Finish(stop) => {
+                push(&openai::event_to_chunk(
+                    &StreamEvent::Finish(stop),
+                    &self.id,
+                    &self.model,
+                    self.created,
+                ));
+                if let (true, Some(u)) = (self.include_usage, self.usage) {
+                    push(&openai::event_to_chunk(
+                        &StreamEvent::Usage(u),
+                        &self.id,
+                        &self.model,
+                        self.created,
+                    ));
+                }
+                out.extend_from_slice(b"data: [DONE]\n\n");
+                true
+            }
+            CliItem::Failed(_) => true,
+        };
+        (Bytes::from(out), done)
+    }
+}
+
+/// A CLI failure; a login problem also marks the provider unavailable until the next check
+/// finds it logged in again.
+fn cli_failed(p: &crate::providers::ProviderEntry, c: Classified) -> Attempt {
+    if c.class == ErrorClass::Auth {
+        let program = p.config.kind.cli_program().unwrap_or_default();
+        let prev = p.runtime.cli_status.load_full();
+        let mut st: CliStatus = prev.as_deref().cloned().unwrap_or_default();
+        st.logged_in = Some(false);
+        st.problem = Some(format!("not logged in: {}", cli::login_hint(program)));
+        p.runtime.cli_status.store(Some(Arc::new(st)));
+    }
+    failed(c)
+}
+
+fn failed(c: Classified) -> Attempt {
+    Attempt::Failed {
+        classified: c,
+        status: None,
+        body: None,
+    }
+}

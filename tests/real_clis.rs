@@ -1,0 +1,196 @@
+//! Baton's exact invocation against the real CLIs from npm (`scripts/test` installs them and
+//! sets CLAUDE_BIN, CODEX_BIN, GEMINI_BIN): with an empty HOME and no login, each must get past
+//! its argument parser and end in its "no auth" outcome, which Baton classifies as auth — never
+//! in an unknown-option error.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::canonical::{ChatRequest, Message, Part, Role};
+use baton::config::ProviderKind;
+use baton::limits::{ErrorClass, ResetContext};
+use baton::providers::cli::{self, run, CliItem};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn bin(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("BATON_REQUIRE_REAL_CLIS").is_some() => {
+            panic!("{var} is not set but BATON_REQUIRE_REAL_CLIS is")
+        }
+        None => {
+            eprintln!("skipped: {var} not set (scripts/test installs the real CLIs)");
+            None
+        }
+    }
+}
+
+/// Answers every HTTP request with OpenAI's 401 (a key that does not work).
+async fn unauthorized_server() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = tokio::time::timeout(Duration::from_millis(500), s.read(&mut buf)).await;
+                let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+                let resp = format!("HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        model: "m".into(),
+        system: vec!["--help; be brief".into()],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![Part::Text("-x say hi".into())],
+            name: None,
+        }],
+        ..ChatRequest::default()
+    }
+}
+
+/// Runs `exe` exactly as Baton would and returns how the call ended.
+async fn run_like_baton(
+    kind: ProviderKind,
+    exe: PathBuf,
+    model: &str,
+    extra: BTreeMap<String, String>,
+) -> baton::limits::Classified {
+    let req = request();
+    let (stdin, system) = cli::stdin_and_system(kind, &req);
+    let spec = run::Spawn {
+        kind,
+        program: cli::resolve_executable(exe.to_str().unwrap(), None).expect("a runnable CLI"),
+        args: cli::command_args(kind, model, system.as_deref()),
+        env: cli::environment(kind, &extra, &|k| std::env::var_os(k)),
+        stdin,
+        ctx: ResetContext::new(baton::clock::unix_ms()),
+    };
+    let mut call = run::start(spec, Arc::new(run::CliProcesses::default())).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(90), async {
+        match call.next().await {
+            Some(CliItem::Failed(c)) => c,
+            Some(other) => panic!("{kind:?} answered without a login: {other:?}"),
+            None => panic!("{kind:?} ended without a verdict"),
+        }
+    })
+    .await;
+    ended.unwrap_or_else(|_| panic!("{kind:?} neither answered nor failed within 90 s"))
+}
+
+fn home(extra: &mut BTreeMap<String, String>) -> tempfile::TempDir {
+    let h = tempfile::tempdir().unwrap();
+    extra.insert("HOME".into(), h.path().display().to_string());
+    h
+}
+
+fn assert_auth(kind: ProviderKind, c: &baton::limits::Classified) {
+    let lower = c.reason.to_ascii_lowercase();
+    for parser_error in [
+        "unknown option",
+        "unexpected argument",
+        "unknown argument",
+        "not enough arguments",
+        "usage:",
+    ] {
+        assert!(
+            !lower.contains(parser_error),
+            "{kind:?} rejected Baton's arguments: {}",
+            c.reason
+        );
+    }
+    assert_eq!(c.class, ErrorClass::Auth, "{kind:?}: {}", c.reason);
+}
+
+#[tokio::test]
+async fn claude_accepts_batons_invocation() {
+    let Some(exe) = bin("CLAUDE_BIN") else { return };
+    let mut extra = BTreeMap::new();
+    let _h = home(&mut extra);
+    let c = run_like_baton(
+        ProviderKind::ClaudeCli,
+        exe.clone(),
+        "sonnet",
+        extra.clone(),
+    )
+    .await;
+    assert_auth(ProviderKind::ClaudeCli, &c);
+    assert!(c.reason.contains("Not logged in"), "{}", c.reason);
+    status_says_logged_out(ProviderKind::ClaudeCli, exe, extra, "/login");
+}
+
+#[tokio::test]
+async fn codex_accepts_batons_invocation() {
+    let Some(exe) = bin("CODEX_BIN") else { return };
+    let mut extra = BTreeMap::new();
+    let h = home(&mut extra);
+    // No network here: point Codex at a local server that refuses the (dummy) key.
+    let base = unauthorized_server().await;
+    std::fs::create_dir_all(h.path().join(".codex")).unwrap();
+    std::fs::write(
+        h.path().join(".codex/config.toml"),
+        format!("model_provider = \"local\"\n[model_providers.local]\nname = \"local\"\nbase_url = \"{base}\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"),
+    )
+    .unwrap();
+    let mut with_key = extra.clone();
+    with_key.insert("OPENAI_API_KEY".into(), "sk-test-not-a-real-key".into());
+    let c = run_like_baton(ProviderKind::CodexCli, exe.clone(), "gpt-5", with_key).await;
+    assert_auth(ProviderKind::CodexCli, &c);
+    status_says_logged_out(ProviderKind::CodexCli, exe, extra, "codex login");
+}
+
+#[tokio::test]
+async fn gemini_accepts_batons_invocation() {
+    let Some(exe) = bin("GEMINI_BIN") else { return };
+    let mut extra = BTreeMap::new();
+    let _h = home(&mut extra);
+    let c = run_like_baton(
+        ProviderKind::GeminiCli,
+        exe.clone(),
+        "gemini-2.5-pro",
+        extra.clone(),
+    )
+    .await;
+    assert_auth(ProviderKind::GeminiCli, &c);
+    status_says_logged_out(ProviderKind::GeminiCli, exe, extra, "gemini");
+}
+
+/// Baton's start-up check finds the version and that nobody is logged in.
+fn status_says_logged_out(
+    kind: ProviderKind,
+    exe: PathBuf,
+    env: BTreeMap<String, String>,
+    hint: &str,
+) {
+    let config = baton::config::ProviderConfig {
+        kind,
+        executable: Some(exe.display().to_string()),
+        env,
+        ..serde_json::from_value(
+            serde_json::json!({"id": "x", "kind": kind.as_str(), "models": ["m"]}),
+        )
+        .unwrap()
+    };
+    let st = cli::check_status(&config, 0);
+    assert!(
+        st.version
+            .as_deref()
+            .is_some_and(|v| v.chars().any(|c| c.is_ascii_digit())),
+        "{st:?}"
+    );
+    assert_eq!(st.logged_in, Some(false), "{st:?}");
+    assert!(
+        st.problem.as_deref().unwrap_or_default().contains(hint),
+        "{st:?}"
+    );
+}
