@@ -650,13 +650,21 @@ async fn shell_wrappers_are_refused() {
 async fn overloaded_cli_cools_briefly_and_fails_over() {
     let clis = FakeClis::new();
     clis.modes("claude", &["overloaded"]);
-    let (_d, baton, _c) = start(&clis, vec![clis.provider("claude", 1), clis.provider("codex", 2)]).await;
+    let (_d, baton, _c) = start(
+        &clis,
+        vec![clis.provider("claude", 1), clis.provider("codex", 2)],
+    )
+    .await;
     let r = baton.chat("auto", "hi").await;
     assert_eq!(header(&r, "x-gateway-provider"), "codex");
     let log = baton.log().await;
     assert_eq!(log[0].attempts[0].class, "overloaded");
     let cd = baton.handle.core.cooldowns.active();
     assert_eq!(cd.len(), 1);
-    assert!(cd[0].until_ms - NOW <= 30_000, "overload is momentary: {}", cd[0].until_ms - NOW);
+    assert!(
+        cd[0].until_ms - NOW <= 30_000,
+        "overload is momentary: {}",
+        cd[0].until_ms - NOW
+    );
     baton.stop().await;
 }

@@ -232,7 +232,8 @@ async fn resume_on_break_continues_on_a_prefill_candidate() {
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [provider("a", &a.base_url(), 10), pb, provider("c", &c.base_url(), 30)],
-            "routes": {"resilient": {"targets": ["a", "c", "b"], "resumeOnBreak": true}, "plain": ["a", "b"]}}),
+            "routes": {"resilient": {"targets": ["a", "c", "b"], "resumeOnBreak": true}, "plain": ["a", "b"]},
+            "modelMap": {"claude-*": "resilient"}}),
     )
     .await;
     let mut rx = baton.handle.events().subscribe();
@@ -273,6 +274,18 @@ async fn resume_on_break_continues_on_a_prefill_candidate() {
     }
     assert!(resumed);
 
+    // A client model name that modelMap sends to the route resumes the same way.
+    a.script([Behavior::StreamDies(2)]);
+    b.script([Behavior::Text("three four".into())]);
+    let r = baton
+        .post(chat_body("claude-sonnet-4-5", "one two three four", true))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(stream_text(&events), "a: one three four");
+
     // Without resumeOnBreak on the route, the break ends with the explicit error event.
     a.script([Behavior::StreamDies(2)]);
     let r = baton
@@ -282,6 +295,6 @@ async fn resume_on_break_continues_on_a_prefill_candidate() {
         .unwrap();
     let events = sse_data(&r.text().await.unwrap());
     assert!(events.last().unwrap().contains("stream_interrupted"));
-    assert_eq!(b.hits(), 1);
+    assert_eq!(b.hits(), 2);
     baton.stop().await;
 }

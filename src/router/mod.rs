@@ -408,22 +408,23 @@ async fn run_candidates(
                         prelude,
                         wire,
                     } => {
-                        let resume = if snap.resumes_on_break(&inbound.canonical.model) {
-                            pending
-                                .iter()
-                                .chain(busy.iter())
-                                .filter(|t| {
-                                    t.provider.config.capabilities.prefill
-                                        && t.provider.id() != target.provider.id()
-                                        && t.provider.config.kind
-                                            == crate::config::ProviderKind::OpenaiCompatible
-                                        && wire == Wire::OpenAi
-                                })
-                                .cloned()
-                                .collect()
-                        } else {
-                            Vec::new()
-                        };
+                        let resume =
+                            if snap.resumes_on_break(snap.map_model(&inbound.canonical.model)) {
+                                pending
+                                    .iter()
+                                    .chain(busy.iter())
+                                    .filter(|t| {
+                                        t.provider.config.capabilities.prefill
+                                            && t.provider.id() != target.provider.id()
+                                            && t.provider.config.kind
+                                                == crate::config::ProviderKind::OpenaiCompatible
+                                            && wire == Wire::OpenAi
+                                    })
+                                    .cloned()
+                                    .collect()
+                            } else {
+                                Vec::new()
+                            };
                         Served::Stream {
                             target,
                             reader,
