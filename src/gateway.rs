@@ -37,10 +37,13 @@ pub struct Core {
     pub stats: Arc<crate::stats::Stats>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
+    /// API keys typed into the UI.
+    pub secrets: crate::secrets::SecretStore,
+    /// The configuration file's settings (server, routing, routes) as loaded at start.
+    pub file_config: ConfigFile,
     /// Subscription CLIs running now (killed on shutdown).
     pub cli_procs: Arc<crate::providers::cli::CliProcesses>,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
-    file_config: ConfigFile,
     /// The detected local last-resort server, once found.
     local: Mutex<Option<crate::config::ProviderConfig>>,
 }
@@ -197,7 +200,10 @@ impl Core {
         if let Some(local) = self.local.lock().ok().and_then(|l| l.clone()) {
             configs.push(local);
         }
-        let env = |name: &str| std::env::var(name).ok();
+        let env = |name: &str| match name.strip_prefix(crate::secrets::LOOKUP_PREFIX) {
+            Some(id) => self.secrets.get(id),
+            None => std::env::var(name).ok(),
+        };
         let mut snap = {
             let mut rt = self
                 .runtimes
@@ -319,6 +325,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         stats: Default::default(),
         local_tz: jiff::tz::TimeZone::system(),
         cli_procs: Default::default(),
+        secrets: crate::secrets::SecretStore::new(&opts.data_dir),
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),
         file_config: opts.config,

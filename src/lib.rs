@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod limits;
 pub mod providers;
 pub mod router;
+pub mod secrets;
 pub mod stats;
 pub mod store;
 

@@ -12,7 +12,7 @@ use super::AppState;
 use crate::gateway::Core;
 use crate::limits::CooldownEntry;
 
-fn require_admin(core: &Core, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(super) fn require_admin(core: &Core, headers: &HeaderMap) -> Result<(), ApiError> {
     let presented = headers
         .get("x-admin-key")
         .and_then(|v| v.to_str().ok())
@@ -47,71 +47,103 @@ pub async fn state(
     require_admin(core, &headers)?;
     let now = core.clock.now_ms();
     let snap = core.snapshot.load();
-    let cooldowns = core.cooldowns.active();
-    let mut providers = Vec::new();
-    for p in &snap.providers {
-        let id = p.id();
-        let mine: Vec<&CooldownEntry> = cooldowns
-            .iter()
-            .filter(|c| c.scope.provider == id)
-            .collect();
-        let (open_until, consecutive) = p.runtime.breaker.snapshot();
-        let breaker = match open_until {
-            None => "closed",
-            Some(u) if u > now => "open",
-            Some(_) => "half-open",
-        };
-        let keys: Vec<Value> = p
-            .keys
-            .iter()
-            .map(|k| {
-                let cd = mine.iter().find(|c| c.scope.key.as_deref() == Some(&k.id));
-                json!({
-                    "id": k.id,
-                    "masked": k.secret.masked(),
-                    "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits),
-                    "cooldown": cd.map(|c| cooldown_json(c, now)),
-                    "disabled": cd.is_some_and(|c| c.class == "auth"),
-                    "health": core.stats.health(id, Some(&k.id), None),
-                })
-            })
-            .chain(p.missing_keys.iter().map(|env| {
-                json!({"id": format!("env:{env}"), "masked": null, "missing": true,
-                    "reason": format!("environment variable {env} is not set")})
-            }))
-            .collect();
-        let models: Vec<Value> = p
-            .models
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id, "contextWindow": m.context_window, "tools": m.tools, "images": m.images,
-                    "cooldowns": mine.iter().filter(|c| c.scope.model.as_deref() == Some(&m.id))
-                        .map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
-                    "health": core.stats.health(id, None, Some(&m.id)),
-                })
-            })
-            .collect();
-        providers.push(json!({
-            "id": id,
-            "name": p.config.display_name(),
-            "kind": p.config.kind.as_str(),
-            "enabled": p.config.enabled,
-            "auto": p.config.auto,
-            "priority": p.config.priority,
-            "unavailable": p.unavailable(),
-            "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
-            "maxConcurrency": p.config.concurrency(),
-            "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive},
-            "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
-            "keys": keys,
-            "models": models,
-            "health": core.stats.health(id, None, None),
-            "discovery": p.runtime.discovery.get(),
-            "cli": p.runtime.cli_status.load_full().map(|s| json!(*s)),
-        }));
-    }
+    let stored = core.store.load_providers().map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "store_failed",
+            e.to_string(),
+        )
+    })?;
+    let providers: Vec<Value> = snap
+        .providers
+        .iter()
+        .map(|p| provider_json(core, p, &stored, now))
+        .collect();
     Ok(Json(json!({"nowMs": now, "providers": providers})))
+}
+
+/// One provider's live state and definition (no secrets: keys are masked, the definition only
+/// names where keys come from).
+pub(super) fn provider_json(
+    core: &Core,
+    p: &crate::providers::ProviderEntry,
+    stored: &[crate::store::StoredProvider],
+    now: i64,
+) -> Value {
+    let cooldowns = core.cooldowns.active();
+    let owner = if p.id() == crate::config::LOCAL_PROVIDER_ID {
+        "detected"
+    } else if stored
+        .iter()
+        .any(|s| s.config.id == p.id() && s.owner == crate::store::Owner::File)
+    {
+        "file"
+    } else {
+        "ui"
+    };
+    let id = p.id();
+    let mine: Vec<&CooldownEntry> = cooldowns
+        .iter()
+        .filter(|c| c.scope.provider == id)
+        .collect();
+    let (open_until, consecutive) = p.runtime.breaker.snapshot();
+    let breaker = match open_until {
+        None => "closed",
+        Some(u) if u > now => "open",
+        Some(_) => "half-open",
+    };
+    let keys: Vec<Value> = p
+        .keys
+        .iter()
+        .map(|k| {
+            let cd = mine.iter().find(|c| c.scope.key.as_deref() == Some(&k.id));
+            json!({
+                "id": k.id,
+                "masked": k.secret.masked(),
+                "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits),
+                "cooldown": cd.map(|c| cooldown_json(c, now)),
+                "disabled": cd.is_some_and(|c| c.class == "auth"),
+                "health": core.stats.health(id, Some(&k.id), None),
+            })
+        })
+        .chain(p.missing_keys.iter().map(|env| {
+            json!({"id": format!("env:{env}"), "masked": null, "missing": true,
+                "reason": format!("environment variable {env} is not set")})
+        }))
+        .collect();
+    let models: Vec<Value> = p
+        .models
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id, "contextWindow": m.context_window, "tools": m.tools, "images": m.images,
+                "cooldowns": mine.iter().filter(|c| c.scope.model.as_deref() == Some(&m.id))
+                    .map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
+                "health": core.stats.health(id, None, Some(&m.id)),
+            })
+        })
+        .collect();
+    json!({
+        "id": id,
+        "name": p.config.display_name(),
+        "kind": p.config.kind.as_str(),
+        "enabled": p.config.enabled,
+        "auto": p.config.auto,
+        "priority": p.config.priority,
+        "unavailable": p.unavailable(),
+        "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
+        "maxConcurrency": p.config.concurrency(),
+        "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive},
+        "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
+        "keys": keys,
+        "models": models,
+        "health": core.stats.health(id, None, None),
+        "discovery": p.runtime.discovery.get(),
+        "cli": p.runtime.cli_status.load_full().map(|s| json!(*s)),
+        "owner": owner,
+        "config": p.config,
+    })
 }
 
 #[derive(Deserialize)]

@@ -4,10 +4,13 @@
 // ApiError is built once per failed request, never on the hot path; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod activity;
 pub mod admin;
 pub mod anthropic;
 pub mod error;
+pub mod manage;
 pub mod openai;
+pub mod ui;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +19,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -52,6 +55,24 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/health", get(health))
         .route("/admin/state", get(admin::state))
+        .route("/admin/providers", get(admin::state).post(manage::create))
+        .route(
+            "/admin/providers/{id}",
+            put(manage::update)
+                .patch(manage::patch)
+                .delete(manage::delete),
+        )
+        .route("/admin/providers/{id}/test", post(manage::test_saved))
+        .route("/admin/test", post(manage::test_unsaved))
+        .route("/admin/order", put(manage::order))
+        .route("/admin/export", get(manage::export))
+        .route("/admin/import", post(manage::import))
+        .route("/admin/log", get(activity::log))
+        .route("/admin/events", get(activity::events))
+        .route("/admin/setup", get(activity::setup))
+        .route("/ui", get(ui::redirect))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{file}", get(ui::asset))
         .route("/admin/discover", post(admin::discover))
         .route(
             "/admin/cooldowns",

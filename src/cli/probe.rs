@@ -69,90 +69,7 @@ pub async fn run(
     let mut out = Vec::new();
     for (i, (entry, key, model)) in jobs.into_iter().enumerate() {
         progress(i, total, &format!("{}/{}", entry.id(), model));
-        let api_key = key.and_then(|k| entry.keys.get(k));
-        let started = Instant::now();
-        let mut result = ProbeResult {
-            provider: entry.id().to_string(),
-            key: api_key.map(|k| k.id.clone()),
-            model: model.clone(),
-            class: "ok".into(),
-            status: None,
-            latency_ms: 0,
-            reason: None,
-            reset_at_ms: None,
-        };
-        if let Some(why) = entry.unavailable() {
-            result.class = "auth".into();
-            result.reason = Some(why);
-            out.push(result);
-            continue;
-        }
-        let Some(url) = entry.chat_url.clone() else {
-            result.class = "request".into();
-            result.reason = Some("base URL is not a valid URL".into());
-            out.push(result);
-            continue;
-        };
-        let body = json!({"model": model, "max_tokens": 1, "stream": false,
-            "messages": [{"role": "user", "content": "ping"}]});
-        let Ok(client) = clients.get(entry.config.timeouts.connect_ms) else {
-            continue;
-        };
-        let Some(map) = body.as_object() else {
-            continue;
-        };
-        let rb = openai_compat::build(
-            &client,
-            url,
-            &entry,
-            api_key,
-            openai_compat::passthrough_body(map, &model, None),
-            false,
-            "probe",
-        );
-        let timeout = Duration::from_millis(entry.config.timeouts.first_byte_ms);
-        let classified = match tokio::time::timeout(timeout, rb.send()).await {
-            Err(_) => Some((
-                limits::classify_timeout(format!("no response within {} ms", timeout.as_millis())),
-                None,
-            )),
-            Ok(Err(e)) => Some((
-                limits::classify_transport(crate::router::sse::describe(&e)),
-                None,
-            )),
-            Ok(Ok(resp)) => {
-                let status = resp.status().as_u16();
-                let headers = resp.headers().clone();
-                let bytes = tokio::time::timeout(timeout, resp.bytes())
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or_default();
-                if (200..300).contains(&status) {
-                    None
-                } else {
-                    let ctx = ResetContext {
-                        now_ms: crate::clock::unix_ms(),
-                        local_tz: jiff::tz::TimeZone::system(),
-                        day_reset: entry.day_reset.clone(),
-                    };
-                    Some((
-                        limits::classify_http(status, &headers, &bytes, &ctx),
-                        Some(status),
-                    ))
-                }
-            }
-        };
-        result.latency_ms = started.elapsed().as_millis() as u64;
-        if let Some((c, status)) = classified {
-            result.class = c.class.as_str().into();
-            result.status = status;
-            result.reason = Some(c.reason);
-            result.reset_at_ms = c.reset_at_ms;
-        } else {
-            result.status = Some(200);
-        }
-        out.push(result);
+        out.push(probe_one(&clients, &entry, key, &model).await);
     }
     progress(total, total, "");
     out
@@ -255,4 +172,98 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
         applied += 1;
     }
     Ok(applied)
+}
+
+/// One cheap request (a one-token answer) to one key and model of an HTTP provider.
+pub async fn probe_one(
+    clients: &providers::HttpClients,
+    entry: &providers::ProviderEntry,
+    key: Option<usize>,
+    model: &str,
+) -> ProbeResult {
+    let model = model.to_string();
+    let api_key = key.and_then(|k| entry.keys.get(k));
+    let started = Instant::now();
+    let mut result = ProbeResult {
+        provider: entry.id().to_string(),
+        key: api_key.map(|k| k.id.clone()),
+        model: model.clone(),
+        class: "ok".into(),
+        status: None,
+        latency_ms: 0,
+        reason: None,
+        reset_at_ms: None,
+    };
+    if let Some(why) = entry.unavailable() {
+        result.class = "auth".into();
+        result.reason = Some(why);
+        return result;
+    }
+    let Some(url) = entry.chat_url.clone() else {
+        result.class = "request".into();
+        result.reason = Some("base URL is not a valid URL".into());
+        return result;
+    };
+    let body = json!({"model": model, "max_tokens": 1, "stream": false,
+        "messages": [{"role": "user", "content": "ping"}]});
+    let Ok(client) = clients.get(entry.config.timeouts.connect_ms) else {
+        result.class = "transient".into();
+        result.reason = Some("cannot build an HTTP client".into());
+        return result;
+    };
+    let Some(map) = body.as_object() else {
+        return result;
+    };
+    let rb = openai_compat::build(
+        &client,
+        url,
+        entry,
+        api_key,
+        openai_compat::passthrough_body(map, &model, None),
+        false,
+        "probe",
+    );
+    let timeout = Duration::from_millis(entry.config.timeouts.first_byte_ms);
+    let classified = match tokio::time::timeout(timeout, rb.send()).await {
+        Err(_) => Some((
+            limits::classify_timeout(format!("no response within {} ms", timeout.as_millis())),
+            None,
+        )),
+        Ok(Err(e)) => Some((
+            limits::classify_transport(crate::router::sse::describe(&e)),
+            None,
+        )),
+        Ok(Ok(resp)) => {
+            let status = resp.status().as_u16();
+            let headers = resp.headers().clone();
+            let bytes = tokio::time::timeout(timeout, resp.bytes())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            if (200..300).contains(&status) {
+                None
+            } else {
+                let ctx = ResetContext {
+                    now_ms: crate::clock::unix_ms(),
+                    local_tz: jiff::tz::TimeZone::system(),
+                    day_reset: entry.day_reset.clone(),
+                };
+                Some((
+                    limits::classify_http(status, &headers, &bytes, &ctx),
+                    Some(status),
+                ))
+            }
+        }
+    };
+    result.latency_ms = started.elapsed().as_millis() as u64;
+    if let Some((c, status)) = classified {
+        result.class = c.class.as_str().into();
+        result.status = status;
+        result.reason = Some(c.reason);
+        result.reset_at_ms = c.reset_at_ms;
+    } else {
+        result.status = Some(200);
+    }
+    result
 }

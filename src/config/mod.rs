@@ -224,13 +224,37 @@ impl RouteConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretRef {
     /// Name of the environment variable that holds the secret.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub env: String,
+    /// Id of a secret typed into the UI and kept in the data directory's secret store (set by
+    /// Baton, not by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<String>,
 }
 
 impl SecretRef {
+    pub fn from_env(name: impl Into<String>) -> Self {
+        Self {
+            env: name.into(),
+            stored: None,
+        }
+    }
+
     /// A stable, non-secret identifier used in logs, cooldowns and the admin API.
     pub fn label(&self) -> String {
-        format!("env:{}", self.env)
+        match &self.stored {
+            Some(id) => format!("stored:{id}"),
+            None => format!("env:{}", self.env),
+        }
+    }
+
+    /// The name the secret is looked up by: the variable, or the stored secret's id behind
+    /// [`crate::secrets::LOOKUP_PREFIX`].
+    pub fn lookup_name(&self) -> String {
+        match &self.stored {
+            Some(id) => format!("{}{id}", crate::secrets::LOOKUP_PREFIX),
+            None => self.env.clone(),
+        }
     }
 }
 

@@ -41,6 +41,12 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
         ));
     }
     for (i, k) in config.gateway_keys.iter().enumerate() {
+        if k.stored.is_some() {
+            return Err(err(
+                format!("gatewayKeys[{i}].stored"),
+                "gateway keys come from environment variables".into(),
+            ));
+        }
         check_env_name(&k.env).map_err(|m| err(format!("gatewayKeys[{i}].env"), m))?;
     }
     let r = &config.routing;
@@ -184,7 +190,16 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         }
     }
     for (i, k) in p.keys.iter().enumerate() {
-        check_env_name(&k.env).map_err(|m| err(&format!("keys[{i}].env"), m))?;
+        match (&k.stored, k.env.is_empty()) {
+            (None, _) => check_env_name(&k.env).map_err(|m| err(&format!("keys[{i}].env"), m))?,
+            (Some(_), true) => {}
+            (Some(_), false) => {
+                return Err(err(
+                    &format!("keys[{i}]"),
+                    "give either `env` or `stored`, not both".into(),
+                ))
+            }
+        }
     }
     if p.max_concurrency == Some(0) {
         return Err(err(

@@ -200,12 +200,15 @@ pub fn resolve(
     let mut keys = Vec::new();
     let mut missing_keys = Vec::new();
     for k in &config.keys {
-        match env(&k.env).filter(|v| !v.trim().is_empty()) {
+        match env(&k.lookup_name()).filter(|v| !v.trim().is_empty()) {
             Some(v) => keys.push(ApiKey {
                 id: k.label(),
                 secret: Secret::new(v.trim()),
             }),
-            None => missing_keys.push(k.env.clone()),
+            None => missing_keys.push(match &k.stored {
+                Some(id) => format!("stored secret {id}"),
+                None => k.env.clone(),
+            }),
         }
     }
     use crate::config::ProviderKind;

@@ -39,7 +39,6 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Events buffered before the first content event; past this the stream is committed anyway.
 const MAX_PRELUDE_EVENTS: usize = 64;
 
-/// A client request after parsing and authentication.
 /// The wire format of a request or answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
@@ -48,6 +47,7 @@ pub enum Wire {
     Gemini,
 }
 
+/// A client request after parsing and authentication.
 pub struct Inbound {
     /// The request in OpenAI form (the client's own body when it spoke OpenAI).
     pub body: Map<String, Value>,
@@ -525,4 +525,41 @@ async fn run_candidates(
             pass.summary.join("; ")
         },
     })
+}
+
+/// The UI's "Test": one tiny real request (a one-word answer) to `target` through the same
+/// attempt path routing uses, with `key` (or none). Changes no routing state.
+pub async fn test_target(
+    core: &Core,
+    target: &Target,
+    key: Option<&crate::providers::ApiKey>,
+) -> Result<u64, Classified> {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(target.model.id.clone()));
+    body.insert(
+        "messages".into(),
+        serde_json::json!([{"role": "user", "content": "Reply with the single word: OK"}]),
+    );
+    body.insert("max_tokens".into(), Value::from(8));
+    let canonical = match crate::canonical::openai::request_from_openai(&body) {
+        Ok(c) => c,
+        Err(e) => return Err(limits::classify_transport(e.message)),
+    };
+    let inbound = Inbound {
+        needs: canonical.needs(),
+        canonical,
+        body,
+        anthropic_body: None,
+        anthropic_beta: None,
+        deadline_ms: None,
+    };
+    let started = Instant::now();
+    let limit = Duration::from_millis(
+        target.provider.config.timeouts.first_byte_ms + target.provider.config.timeouts.idle_ms,
+    );
+    match tokio::time::timeout(limit, attempt::attempt(core, target, key, &inbound, "test")).await {
+        Err(_) => Err(limits::classify_timeout("no answer in time")),
+        Ok(Attempt::Served(_)) => Ok(started.elapsed().as_millis() as u64),
+        Ok(Attempt::Failed { classified, .. }) => Err(classified),
+    }
 }

@@ -2,6 +2,7 @@
 //! table. Writes go through one background writer thread in batched transactions, so the request
 //! path never waits on the disk; reads open their own WAL connection.
 
+mod edit;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+pub use edit::EditError;
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
@@ -118,6 +120,25 @@ pub struct LogRow {
     pub error: Option<String>,
 }
 
+/// Which request-log rows to read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogFilter {
+    #[serde(default = "default_page")]
+    pub limit: usize,
+    #[serde(default)]
+    pub offset: usize,
+    pub provider: Option<String>,
+    /// `ok` (status below 400) or `error`.
+    pub outcome: Option<String>,
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+}
+
+fn default_page() -> usize {
+    50
+}
+
 /// A persisted cooldown. Empty `key_id` / `model` mean "any".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CooldownRow {
@@ -221,13 +242,49 @@ impl Store {
 
     /// The newest request-log rows, newest first.
     pub fn recent_requests(&self, limit: usize) -> Result<Vec<LogRow>, StoreError> {
+        self.query_requests(&LogFilter {
+            limit,
+            ..LogFilter::default()
+        })
+    }
+
+    /// A page of the request log, newest first, filtered.
+    pub fn query_requests(&self, f: &LogFilter) -> Result<Vec<LogRow>, StoreError> {
         let conn = self.read()?;
-        let mut stmt = self.sql(conn.prepare(
+        let mut sql = String::from(
             "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
                     ttfb_ms, total_ms, input_tokens, output_tokens, error
-             FROM request_log ORDER BY seq DESC LIMIT ?1",
-        ))?;
-        let rows = self.sql(stmt.query_map([limit as i64], |r| {
+             FROM request_log WHERE 1 = 1",
+        );
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(p) = &f.provider {
+            // Served by it, or tried on the way (its id appears in the attempt chain).
+            sql.push_str(" AND (provider = ? OR attempts LIKE ? ESCAPE '\\')");
+            args.push(p.clone().into());
+            let escaped = p
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            args.push(format!("%\"provider\":\"{escaped}\"%").into());
+        }
+        match f.outcome.as_deref() {
+            Some("ok") => sql.push_str(" AND status < 400"),
+            Some("error") => sql.push_str(" AND status >= 400"),
+            _ => {}
+        }
+        if let Some(since) = f.since_ms {
+            sql.push_str(" AND ts_ms >= ?");
+            args.push(since.into());
+        }
+        if let Some(until) = f.until_ms {
+            sql.push_str(" AND ts_ms < ?");
+            args.push(until.into());
+        }
+        sql.push_str(" ORDER BY seq DESC LIMIT ? OFFSET ?");
+        args.push((f.limit as i64).into());
+        args.push((f.offset as i64).into());
+        let mut stmt = self.sql(conn.prepare(&sql))?;
+        let rows = self.sql(stmt.query_map(rusqlite::params_from_iter(args), |r| {
             let attempts: String = r.get(8)?;
             Ok(LogRow {
                 id: r.get(0)?,

@@ -1,0 +1,184 @@
+//! What happened: the request log (paged, filtered) and a server-sent event stream of gateway
+//! events for live views; plus what the first-run view shows.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::Json;
+use futures_util::Stream;
+use serde_json::{json, Value};
+
+use super::admin::require_admin;
+use super::error::ApiError;
+use super::AppState;
+use crate::store::LogFilter;
+
+/// `GET /admin/log?limit=&offset=&provider=&outcome=ok|error&sinceMs=&untilMs=`: request-log
+/// rows, newest first, each with its attempt chain.
+pub async fn log(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(mut f): Query<LogFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    if f.limit == 0 || f.limit > 500 {
+        return Err(ApiError::invalid("limit", "limit must be 1-500"));
+    }
+    if let Some(o) = &f.outcome {
+        if o != "ok" && o != "error" {
+            return Err(ApiError::invalid(
+                "outcome",
+                "outcome must be `ok` or `error`",
+            ));
+        }
+    }
+    f.provider = f.provider.filter(|p| !p.is_empty());
+    // Rows written a moment ago are still in the writer's batch.
+    core.store.writer().flush().await;
+    let rows = core.store.query_requests(&f).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "store_failed",
+            e.to_string(),
+        )
+    })?;
+    Ok(Json(
+        json!({"rows": rows, "limit": f.limit, "offset": f.offset}),
+    ))
+}
+
+/// `GET /admin/events`: gateway events (request, failover, cooldown…) as server-sent events,
+/// `event:` the type and `data:` the JSON. A slow reader that falls behind is told how many
+/// it missed (`event: lagged`).
+pub async fn events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let rx = core.events.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        use tokio::sync::broadcast::error::RecvError;
+        match rx.recv().await {
+            Ok(ev) => {
+                let v = serde_json::to_value(&ev).unwrap_or_default();
+                let kind = v
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("event")
+                    .to_string();
+                let sse = SseEvent::default().event(kind).data(v.to_string());
+                Some((Ok(sse), rx))
+            }
+            Err(RecvError::Lagged(n)) => {
+                let sse = SseEvent::default()
+                    .event("lagged")
+                    .data(json!({"missed": n}).to_string());
+                Some((Ok(sse), rx))
+            }
+            Err(RecvError::Closed) => None,
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// `GET /admin/setup`: what the first-run view offers — subscription CLIs on PATH and whether
+/// they are logged in, provider key variables set in Baton's environment, a local Ollama —
+/// and what clients need (base URL; the gateway key itself stays in its file).
+pub async fn setup(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let catalog = crate::catalog::load().map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "catalog",
+            e.to_string(),
+        )
+    })?;
+    let found = tokio::task::spawn_blocking(move || {
+        let env = |name: &str| std::env::var(name).ok();
+        let rows = crate::cli::keys::check(&catalog, &env, &crate::cli::keys::which);
+        (catalog, rows)
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "setup",
+            e.to_string(),
+        )
+    })?;
+    let (catalog, rows) = found;
+    let configured: Vec<String> = core
+        .snapshot
+        .load()
+        .providers
+        .iter()
+        .map(|p| p.id().to_string())
+        .collect();
+    let suggestions: Vec<Value> = rows
+        .iter()
+        .filter(|r| r.status != "missing" && r.status != "no-key-needed")
+        .filter_map(|r| {
+            let entry = catalog.providers.iter().find(|p| p.id == r.id)?;
+            Some(json!({
+                "id": r.id, "name": r.name, "status": r.status, "found": r.found, "hint": r.hint,
+                "configured": configured.contains(&r.id),
+                "provider": suggestion(entry),
+            }))
+        })
+        .collect();
+    let ollama = ollama_models(core).await;
+    let addr = format!("{}:{}", core.server.host, core.server.port);
+    Ok(Json(json!({
+        "suggestions": suggestions,
+        "ollama": ollama.map(|models| json!({"baseUrl": "http://127.0.0.1:11434/v1", "models": models})),
+        "baseUrl": format!("http://{addr}/v1"),
+        "anthropicBaseUrl": format!("http://{addr}"),
+        "gatewayKeyFile": crate::auth::GATEWAY_KEY_FILE,
+    })))
+}
+
+/// A ready provider definition for a catalog entry.
+fn suggestion(entry: &crate::catalog::CatalogEntry) -> Value {
+    let mut p = json!({"id": entry.id, "name": entry.name, "kind": entry.kind,
+        "models": entry.models.iter().take(3).collect::<Vec<_>>()});
+    if let Some(url) = &entry.base_url {
+        p["baseUrl"] = json!(url);
+    }
+    if let Some(var) = &entry.key_env {
+        p["keys"] = json!([{"env": var}]);
+    }
+    p
+}
+
+async fn ollama_models(core: &crate::gateway::Core) -> Option<Vec<String>> {
+    let client = core.http.get(1_000).ok()?;
+    let r = client
+        .get("http://127.0.0.1:11434/v1/models")
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+    Some(
+        v.get("data")?
+            .as_array()?
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect(),
+    )
+}

@@ -1,0 +1,481 @@
+//! Admin API for editing the live configuration: providers (create, update, toggle, delete,
+//! reorder, test), export and import. Every change is validated (errors name the field in
+//! `error.param`), stored in one SQLite transaction and applied to routing at once; requests in
+//! flight finish on the snapshot they started with.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::admin::{provider_json, require_admin};
+use super::error::ApiError;
+use super::AppState;
+use crate::config::{ConfigError, ProviderConfig, SecretRef};
+use crate::gateway::Core;
+use crate::store::EditError;
+
+const REQUEST: &str = "request body";
+
+fn not_found(id: &str) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found_error",
+        "provider_not_found",
+        format!("No provider `{id}` (it may have been deleted; reload)."),
+    );
+    e.param = Some("id".into());
+    e
+}
+
+fn edit_error(e: EditError) -> ApiError {
+    match e {
+        EditError::NotFound(id) => not_found(&id),
+        EditError::Conflict(m) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", "conflict", m)
+        }
+        EditError::Store(e) => store_error(e),
+    }
+}
+
+fn store_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "configuration store failed");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "api_error",
+        "store_failed",
+        format!("Baton could not save the change: {e}"),
+    )
+}
+
+fn field_error(param: String, message: String) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request_error",
+        "invalid_field",
+        message,
+    );
+    e.param = Some(param);
+    e
+}
+
+/// A provider definition from a request body: the config-file format plus `newKeys`, API keys
+/// typed into the UI (stored in the secret store, never echoed back).
+struct ProviderBody {
+    config: ProviderConfig,
+    new_keys: Vec<String>,
+}
+
+fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
+    let mut v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid("body", format!("The body is not valid JSON: {e}")))?;
+    let Some(obj) = v.as_object_mut() else {
+        return Err(ApiError::invalid(
+            "body",
+            "Send a provider object, as in config.example.json.",
+        ));
+    };
+    let new_keys: Vec<String> = match obj.remove("newKeys") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .map(|k| match k {
+                Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+                _ => Err(field_error(
+                    "newKeys".into(),
+                    "each new key must be a non-empty string".into(),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(field_error(
+                "newKeys".into(),
+                "must be a list of keys".into(),
+            ))
+        }
+    };
+    if new_keys
+        .iter()
+        .any(|k| k.len() > 4096 || k.contains(char::is_whitespace))
+    {
+        return Err(field_error(
+            "newKeys".into(),
+            "a key is one line without spaces (paste only the key)".into(),
+        ));
+    }
+    let text = serde_json::to_string(&v).unwrap_or_default();
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let config: ProviderConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let param = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        field_error(param, e.into_inner().to_string())
+    })?;
+    crate::config::validate::validate_provider(&config, "provider", Path::new(REQUEST)).map_err(
+        |e| match e {
+            ConfigError::Field { path, message, .. } => {
+                field_error(path.trim_start_matches("provider.").to_string(), message)
+            }
+            other => ApiError::invalid("body", other.to_string()),
+        },
+    )?;
+    if config.id == crate::config::LOCAL_PROVIDER_ID {
+        return Err(field_error(
+            "id".into(),
+            format!(
+                "`{}` is reserved for the local last-resort server",
+                config.id
+            ),
+        ));
+    }
+    Ok(ProviderBody { config, new_keys })
+}
+
+/// Stores typed keys and adds references to them; returns the new secret ids (to undo).
+fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, ApiError> {
+    if !body.new_keys.is_empty() && body.config.kind.is_cli() {
+        return Err(field_error(
+            "newKeys".into(),
+            "a CLI provider uses the CLI's own login, not keys".into(),
+        ));
+    }
+    let mut ids = Vec::new();
+    for k in &body.new_keys {
+        match core.secrets.put(k) {
+            Ok(id) => {
+                body.config.keys.push(SecretRef {
+                    env: String::new(),
+                    stored: Some(id.clone()),
+                });
+                ids.push(id);
+            }
+            Err(e) => {
+                let _ = core.secrets.delete(&ids);
+                return Err(store_error(e));
+            }
+        }
+    }
+    Ok(ids)
+}
+
+fn applied(core: &Core, id: &str) -> Result<Value, ApiError> {
+    core.reload().map_err(store_error)?;
+    let stored = core.store.load_providers().map_err(store_error)?;
+    let snap = core.snapshot.load();
+    let p = snap.provider(id).ok_or_else(|| not_found(id))?;
+    Ok(provider_json(core, p, &stored, core.clock.now_ms()))
+}
+
+/// `POST /admin/providers`: adds a provider (201 with its state).
+pub async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let mut p = parse_provider(&body)?;
+    if core.snapshot.load().provider(&p.config.id).is_some() {
+        return Err(field_error(
+            "id".into(),
+            format!("a provider with id `{}` exists already", p.config.id),
+        ));
+    }
+    let secrets = store_new_keys(core, &mut p)?;
+    if let Err(e) = core.store.create_provider(&p.config, core.clock.now_ms()) {
+        let _ = core.secrets.delete(&secrets);
+        return Err(edit_error(e));
+    }
+    tracing::info!(provider = %p.config.id, kind = p.config.kind.as_str(), "provider added");
+    Ok((StatusCode::CREATED, Json(applied(core, &p.config.id)?)))
+}
+
+/// `PUT /admin/providers/{id}`: replaces a UI-owned provider's definition. Keys kept are the
+/// `keys` the body lists; stored keys it no longer lists are deleted.
+pub async fn update(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let mut p = parse_provider(&body)?;
+    let old = core
+        .store
+        .load_providers()
+        .map_err(store_error)?
+        .into_iter()
+        .find(|s| s.config.id == id)
+        .ok_or_else(|| not_found(&id))?;
+    let secrets = store_new_keys(core, &mut p)?;
+    if let Err(e) = core
+        .store
+        .update_provider(&id, &p.config, core.clock.now_ms())
+    {
+        let _ = core.secrets.delete(&secrets);
+        return Err(edit_error(e));
+    }
+    let dropped: Vec<String> = old
+        .config
+        .keys
+        .iter()
+        .filter_map(|k| k.stored.clone())
+        .filter(|s| !p.config.keys.iter().any(|k| k.stored.as_ref() == Some(s)))
+        .collect();
+    let _ = core.secrets.delete(&dropped);
+    Ok(Json(applied(core, &id)?))
+}
+
+/// `PATCH /admin/providers/{id}` with `{"enabled": bool}`: the toggle (also for providers from
+/// the config file; kept across restarts).
+pub async fn patch(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let v: Map<String, Value> = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::invalid("body", format!("Send {{\"enabled\": true|false}}: {e}")))?;
+    if let Some(k) = v.keys().find(|k| k.as_str() != "enabled") {
+        return Err(field_error(k.clone(), format!("`{k}` cannot be patched; only `enabled` can (use PUT for the definition, PUT /admin/order for the order)")));
+    }
+    let Some(enabled) = v.get("enabled").and_then(Value::as_bool) else {
+        return Err(field_error(
+            "enabled".into(),
+            "must be true or false".into(),
+        ));
+    };
+    core.store.set_enabled(&id, enabled).map_err(edit_error)?;
+    tracing::info!(provider = %id, enabled, "provider toggled");
+    Ok(Json(applied(core, &id)?))
+}
+
+/// `DELETE /admin/providers/{id}`: removes a UI-owned provider, its stored keys and cooldowns.
+pub async fn delete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Result<StatusCode, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let old = core
+        .store
+        .load_providers()
+        .map_err(store_error)?
+        .into_iter()
+        .find(|s| s.config.id == id);
+    core.store.delete_provider(&id).map_err(edit_error)?;
+    if let Some(old) = old {
+        let ids: Vec<String> = old
+            .config
+            .keys
+            .iter()
+            .filter_map(|k| k.stored.clone())
+            .collect();
+        let _ = core.secrets.delete(&ids);
+    }
+    for c in core
+        .cooldowns
+        .active()
+        .iter()
+        .filter(|c| c.scope.provider == id)
+    {
+        core.cooldowns.clear(&c.scope);
+    }
+    core.reload().map_err(store_error)?;
+    tracing::info!(provider = %id, "provider deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PUT /admin/order` with `{"order": [ids]}`: the whole routing order in one call.
+pub async fn order(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Order {
+        order: Vec<String>,
+    }
+    let o: Order = serde_json::from_slice(&body).map_err(|e| {
+        field_error(
+            "order".into(),
+            format!("Send {{\"order\": [provider ids in order]}}: {e}"),
+        )
+    })?;
+    core.store
+        .set_order(&o.order, core.clock.now_ms())
+        .map_err(edit_error)?;
+    core.reload().map_err(store_error)?;
+    tracing::info!(order = ?o.order, "providers reordered");
+    Ok(Json(json!({"order": o.order})))
+}
+
+async fn test_result(core: &Core, entry: Arc<crate::providers::ProviderEntry>) -> Value {
+    {
+        if let Some(why) = entry.unavailable() {
+            return json!({"ok": false, "class": "unavailable", "reason": why});
+        }
+        let Some(model) = entry.models.first().cloned() else {
+            return json!({"ok": false, "class": "request", "reason": "no model configured"});
+        };
+        let target = crate::router::snapshot::Target {
+            provider: entry.clone(),
+            model,
+        };
+        let key = entry.keys.first();
+        match crate::router::test_target(core, &target, key).await {
+            Ok(ms) => json!({"ok": true, "model": target.model.id, "latencyMs": ms}),
+            Err(c) => json!({"ok": false, "model": target.model.id, "class": c.class.as_str(),
+                "reason": c.reason, "resetAtMs": c.reset_at_ms}),
+        }
+    }
+}
+
+/// `POST /admin/providers/{id}/test`: one tiny real request through that provider.
+pub async fn test_saved(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let entry = core
+        .snapshot
+        .load()
+        .provider(&id)
+        .cloned()
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(test_result(core, entry).await))
+}
+
+/// `POST /admin/test`: validates a provider body and tests it without saving anything (the
+/// form's Test button); typed keys are used from memory only.
+pub async fn test_unsaved(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let mut p = parse_provider(&body)?;
+    let typed = std::mem::take(&mut p.new_keys);
+    for i in 0..typed.len() {
+        p.config.keys.insert(
+            i,
+            SecretRef {
+                env: String::new(),
+                stored: Some(format!("typed-{i}")),
+            },
+        );
+    }
+    let env = |name: &str| match name.strip_prefix(crate::secrets::LOOKUP_PREFIX) {
+        Some(id) => match id
+            .strip_prefix("typed-")
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            Some(i) => typed.get(i).cloned(),
+            None => core.secrets.get(id),
+        },
+        None => std::env::var(name).ok(),
+    };
+    let runtime = Arc::new(crate::providers::ProviderRuntime::new(None));
+    let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);
+    if p.config.kind.is_cli() {
+        let config = p.config.clone();
+        let now = core.clock.now_ms();
+        let st =
+            tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
+                .await
+                .unwrap_or_default();
+        runtime.cli_status.store(Some(Arc::new(st)));
+    }
+    Ok(Json(test_result(core, Arc::new(entry)).await))
+}
+
+/// The live configuration as a config file: the file's settings, the stored providers with the
+/// user's toggles and order, keys only as the variables they come from (typed keys are left
+/// out: they live in this machine's secret store).
+pub fn export_config(core: &Core) -> Result<crate::config::ConfigFile, ApiError> {
+    let mut out = core.file_config.clone();
+    let stored = core.store.load_providers().map_err(store_error)?;
+    let mut providers: Vec<ProviderConfig> = stored.iter().map(|s| s.effective()).collect();
+    providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+    for p in &mut providers {
+        p.keys.retain(|k| k.stored.is_none());
+    }
+    out.providers = providers;
+    out.schema = Some("./config.schema.json".into());
+    Ok(out)
+}
+
+/// `GET /admin/export`.
+pub async fn export(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let config = export_config(core)?;
+    let mut h = HeaderMap::new();
+    h.insert(
+        axum::http::header::CONTENT_DISPOSITION,
+        axum::http::HeaderValue::from_static("attachment; filename=\"baton-config.json\""),
+    );
+    Ok((h, Json(serde_json::to_value(config).unwrap_or_default())))
+}
+
+/// `POST /admin/import`: a config file's providers, validated as a whole first (nothing changes
+/// on error), added or replaced as UI-owned and applied at once.
+pub async fn import(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::invalid("body", "The file is not UTF-8 text."))?;
+    let config = crate::config::parse_str(text, Path::new("import")).map_err(|e| match e {
+        ConfigError::Field { path, message, .. } => {
+            field_error(path, format!("{message}; nothing was imported"))
+        }
+        other => ApiError::invalid("body", format!("{other}; nothing was imported")),
+    })?;
+    let file_owned: Vec<String> = core
+        .store
+        .load_providers()
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|s| s.owner == crate::store::Owner::File)
+        .map(|s| s.config.id)
+        .filter(|id| config.providers.iter().any(|p| &p.id == id))
+        .collect();
+    if !file_owned.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "conflict",
+            format!("{} come(s) from the config file, which wins at every start; rename them in the import or edit the file. Nothing was imported.", file_owned.join(", ")),
+        ));
+    }
+    core.store
+        .import_providers(&config.providers, core.clock.now_ms())
+        .map_err(store_error)?;
+    core.reload().map_err(store_error)?;
+    let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
+    tracing::info!(providers = ?ids, "configuration imported");
+    Ok(Json(json!({"imported": ids})))
+}

@@ -1,0 +1,81 @@
+//! The web UI (`ui/`), compiled into the binary so a headless install needs nothing beside it.
+//! Served with a strict Content-Security-Policy: scripts and styles from this origin only.
+
+use axum::extract::Path;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+
+const FILES: &[(&str, &str, &str)] = &[
+    (
+        "index.html",
+        "text/html; charset=utf-8",
+        include_str!("../../ui/index.html"),
+    ),
+    (
+        "app.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/app.js"),
+    ),
+    (
+        "api.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/api.js"),
+    ),
+    (
+        "views.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views.js"),
+    ),
+    (
+        "forms.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/forms.js"),
+    ),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("../../ui/style.css"),
+    ),
+    (
+        "icon.svg",
+        "image/svg+xml",
+        include_str!("../../ui/icon.svg"),
+    ),
+];
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+pub async fn redirect() -> Redirect {
+    Redirect::permanent("/ui/")
+}
+
+pub async fn index() -> Response {
+    file("index.html")
+}
+
+pub async fn asset(Path(name): Path<String>) -> Response {
+    file(&name)
+}
+
+fn file(name: &str) -> Response {
+    let Some((_, mime, body)) = FILES.iter().find(|(n, _, _)| *n == name) else {
+        return (StatusCode::NOT_FOUND, "no such file in the UI").into_response();
+    };
+    let mut h = HeaderMap::new();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(mime));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    (StatusCode::OK, h, *body).into_response()
+}
