@@ -1,0 +1,398 @@
+// Baton's web UI: providers (home), activity, connect, settings. Plain ES modules, no build.
+
+import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, setAdminKey, whenUnauthorized } from "./api.js";
+import { openProviderForm } from "./forms.js";
+import { chart, el, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns } from "./views.js";
+
+const $ = (id) => document.getElementById(id);
+const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
+
+function toast(text) {
+  const t = $("toast");
+  t.textContent = text;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), 3500);
+}
+
+function showError(e) {
+  toast(e instanceof ApiError ? e.message : `Baton did not answer: ${e.message || e}`);
+}
+
+// ---- navigation -------------------------------------------------------------------------
+
+const TABS = ["providers", "activity", "connect", "settings"];
+function currentTab() {
+  const t = location.hash.replace("#", "");
+  return TABS.includes(t) ? t : "providers";
+}
+
+function route() {
+  if (!adminKey()) {
+    for (const t of TABS) $(`view-${t}`).hidden = true;
+    $("login").hidden = false;
+    $("admin-key").focus();
+    return;
+  }
+  $("login").hidden = true;
+  const tab = currentTab();
+  for (const t of TABS) $(`view-${t}`).hidden = t !== tab;
+  for (const a of document.querySelectorAll("nav a")) {
+    if (a.dataset.tab === tab) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  document.title = `Baton · ${tab[0].toUpperCase()}${tab.slice(1)}`;
+  if (tab === "providers") loadProviders();
+  if (tab === "activity") loadLog(true);
+  if (tab === "connect") renderConnect();
+  if (tab === "settings") renderSettings();
+}
+
+// ---- providers --------------------------------------------------------------------------
+
+let loading = null;
+async function loadProviders() {
+  if (loading) return loading;
+  loading = (async () => {
+    try {
+      const s = await api("GET", "/admin/providers");
+      setServerNow(s.nowMs);
+      state.providers = s.providers;
+      renderProviders();
+      if (!state.providers.length) renderFirstRun();
+      else $("first-run").hidden = true;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 401)) showError(e);
+    } finally {
+      loading = null;
+    }
+  })();
+  return loading;
+}
+
+const handlers = {
+  testResults: state.testResults,
+  async toggle(p, on) {
+    try {
+      await api("PATCH", `/admin/providers/${encodeURIComponent(p.id)}`, { enabled: on });
+      toast(`${p.name} ${on ? "enabled" : "disabled"}.`);
+    } catch (e) {
+      showError(e);
+    }
+    loadProviders();
+  },
+  async move(p, delta) {
+    const ids = orderable();
+    const i = ids.indexOf(p.id);
+    const j = i + delta;
+    if (i < 0 || j < 0 || j >= ids.length) return;
+    [ids[i], ids[j]] = [ids[j], ids[i]];
+    await saveOrder(ids, p.id, delta < 0 ? "up" : "down");
+  },
+  async test(p) {
+    state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" }, `Testing ${p.name}…`));
+    renderProviders();
+    try {
+      const r = await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`);
+      const text = r.ok ? `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.` : `${p.name} failed (${r.class}): ${r.reason}${r.resetAtMs ? ` — back at ${fmtClock(r.resetAtMs)}` : ""}`;
+      state.testResults.set(p.id, el("div", { class: `test-result ${r.ok ? "ok" : "bad"} prov-detail`, role: "status" }, text));
+    } catch (e) {
+      state.testResults.delete(p.id);
+      showError(e);
+    }
+    renderProviders();
+    setTimeout(() => {
+      state.testResults.delete(p.id);
+      renderProviders();
+    }, 15000);
+  },
+  edit(p) {
+    openProviderForm({ p, presets: presets(), onSaved: loadProviders, toast });
+  },
+  async clear(p) {
+    try {
+      await api("DELETE", `/admin/cooldowns?provider=${encodeURIComponent(p.id)}`);
+      toast(`${p.name} is back in rotation.`);
+    } catch (e) {
+      showError(e);
+    }
+    loadProviders();
+  },
+};
+
+/** Providers the order covers (the detected local server always stays last). */
+function orderable() {
+  return state.providers.filter((p) => p.owner !== "detected").map((p) => p.id);
+}
+
+async function saveOrder(ids, focusId, dir) {
+  try {
+    await api("PUT", "/admin/order", { order: ids });
+    toast("Order saved — the next request uses it.");
+  } catch (e) {
+    showError(e);
+  }
+  await loadProviders();
+  if (focusId) {
+    const row = document.querySelector(`.prov[data-id="${CSS.escape(focusId)}"]`);
+    const btn = row && (row.querySelector(`[aria-label^="Move"][aria-label$="${dir}"]:not([disabled])`) || row.querySelector("[aria-label^='Move']:not([disabled])"));
+    if (btn) btn.focus();
+  }
+}
+
+function renderProviders() {
+  const list = $("provider-list");
+  const count = state.providers.length;
+  list.replaceChildren(...state.providers.map((p, i) => providerRow(p, i, count, handlers)));
+  for (const row of list.children) wireDrag(row);
+}
+
+let dragged = null;
+function wireDrag(row) {
+  row.addEventListener("dragstart", (e) => {
+    if (row.querySelector(".owner")?.textContent === "detected") return e.preventDefault();
+    dragged = row;
+    row.classList.add("dragging");
+    e.dataTransfer.effectAllowed = "move";
+    e.dataTransfer.setData("text/plain", row.dataset.id);
+  });
+  row.addEventListener("dragend", () => {
+    row.classList.remove("dragging");
+    for (const r of document.querySelectorAll(".drop-before, .drop-after")) r.classList.remove("drop-before", "drop-after");
+    dragged = null;
+  });
+  row.addEventListener("dragover", (e) => {
+    if (!dragged || dragged === row) return;
+    e.preventDefault();
+    const before = e.offsetY < row.offsetHeight / 2 || e.clientY < row.getBoundingClientRect().top + row.offsetHeight / 2;
+    row.classList.toggle("drop-before", before);
+    row.classList.toggle("drop-after", !before);
+  });
+  row.addEventListener("dragleave", () => row.classList.remove("drop-before", "drop-after"));
+  row.addEventListener("drop", (e) => {
+    e.preventDefault();
+    const id = e.dataTransfer.getData("text/plain") || (dragged && dragged.dataset.id);
+    const before = row.classList.contains("drop-before");
+    row.classList.remove("drop-before", "drop-after");
+    if (!id || id === row.dataset.id) return;
+    const ids = orderable().filter((x) => x !== id);
+    let at = ids.indexOf(row.dataset.id);
+    if (at < 0) return;
+    if (!before) at += 1;
+    ids.splice(at, 0, id);
+    saveOrder(ids);
+  });
+}
+
+function presets() {
+  return (state.setup && state.setup.presets) || [];
+}
+
+async function ensureSetup() {
+  if (!state.setup) state.setup = await api("GET", "/admin/setup");
+  return state.setup;
+}
+
+async function renderFirstRun() {
+  const box = $("first-run");
+  box.hidden = false;
+  box.replaceChildren(el("div", { class: "empty" }, "Looking for what this machine has…"));
+  let s;
+  try {
+    s = await ensureSetup();
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  const found = s.suggestions.filter((x) => !x.configured && x.status !== "cli-logged-out");
+  const items = found.map((x) =>
+    el("div", { class: "found" },
+      el("div", {}, el("strong", {}, x.name), el("div", { class: "muted small" },
+        x.status === "key-found" ? `key in ${x.found}` : x.status === "cli-logged-in" ? `logged in · ${x.found}` : `installed · ${x.found}`)),
+      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: x.id, provider: x.provider }, presets: presets(), onSaved: () => { state.setup = null; loadProviders(); }, toast }) }, "Add")));
+  const loggedOut = s.suggestions.filter((x) => x.status === "cli-logged-out");
+  if (s.ollama) {
+    items.push(el("div", { class: "found" },
+      el("div", {}, el("strong", {}, "Ollama on this machine"), el("div", { class: "muted small" }, `${s.ollama.models.length} models`)),
+      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: "ollama", provider: { id: "ollama", name: "Ollama", kind: "openai-compatible", baseUrl: s.ollama.baseUrl, models: s.ollama.models.slice(0, 5) } }, presets: presets(), onSaved: loadProviders, toast }) }, "Add")));
+  }
+  box.replaceChildren(
+    el("div", { class: "card stack" },
+      el("h2", {}, "Welcome — let's give Baton something to route to"),
+      items.length ? el("p", { class: "muted small" }, "Found on this machine (one click each):") : el("p", { class: "muted" }, "Nothing found yet: no subscription CLI logged in, no provider key variables, no local Ollama. Add a provider by hand, or see Connect for the catalog."),
+      ...items,
+      loggedOut.length ? el("p", { class: "muted small" }, "Installed but logged out: ", loggedOut.map((x) => `${x.name} (${x.hint})`).join("; ")) : null,
+      el("p", { class: "muted small" }, "Then point your tools at Baton: see ", el("a", { href: "#connect" }, "Connect"), ".")));
+}
+
+// ---- activity ---------------------------------------------------------------------------
+
+async function loadLog(reset) {
+  if (reset) {
+    state.logOffset = 0;
+    state.logRows = [];
+  }
+  const params = new URLSearchParams({ limit: "50", offset: String(state.logOffset) });
+  if ($("log-provider").value) params.set("provider", $("log-provider").value);
+  if ($("log-outcome").value) params.set("outcome", $("log-outcome").value);
+  try {
+    const r = await api("GET", `/admin/log?${params}`);
+    state.logRows = reset ? r.rows : state.logRows.concat(r.rows);
+    state.logOffset += r.rows.length;
+    $("log-more").hidden = r.rows.length < 50;
+    const body = $("log-rows");
+    body.replaceChildren(...state.logRows.map(logRow));
+    if (!state.logRows.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No requests yet.")));
+    chart(state.logRows, $("chart"), $("chart-legend"));
+    const sel = $("log-provider");
+    const known = new Set([...sel.options].map((o) => o.value));
+    for (const p of state.providers.length ? state.providers : (await api("GET", "/admin/providers")).providers) {
+      if (!known.has(p.id)) sel.append(el("option", { value: p.id }, p.name));
+    }
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) showError(e);
+  }
+}
+
+// ---- connect & settings -----------------------------------------------------------------
+
+async function renderConnect() {
+  const box = $("connect-body");
+  let s;
+  try {
+    s = await ensureSetup();
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  const keyNote = el("p", { class: "muted small" }, "Use the gateway key as the API key. It is in ", el("code", {}, s.gatewayKeyFile), " in Baton's data directory (", el("code", {}, "baton serve"), " prints it on first start); below it is ", el("code", {}, "$BATON_KEY"), ".");
+  box.replaceChildren(
+    el("div", { class: "card stack" },
+      el("h2", {}, "Base URL"),
+      snippet("OpenAI-compatible clients (Cursor, Continue, SDKs)", s.baseUrl),
+      keyNote),
+    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\nclient = OpenAI(base_url="${s.baseUrl}", api_key=os.environ["BATON_KEY"])\nprint(client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "Hello"}]).choices[0].message.content)`)),
+    el("div", { class: "card stack" }, snippet("Claude Code", `export ANTHROPIC_BASE_URL=${s.anthropicBaseUrl}\nexport ANTHROPIC_AUTH_TOKEN=$BATON_KEY\nclaude`)),
+    el("div", { class: "card stack" }, snippet("curl", `curl ${s.baseUrl}/chat/completions \\\n  -H "Authorization: Bearer $BATON_KEY" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
+    el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
+      el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
+      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: loadProviders, toast }) }, x.name)))),
+  );
+}
+
+function renderSettings() {
+  const info = $("server-info");
+  info.replaceChildren(
+    el("dt", {}, "Address"), el("dd", {}, location.host),
+    el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
+  );
+  $("desktop-settings").hidden = !window.__TAURI__;
+}
+
+async function exportConfig() {
+  try {
+    const r = await api("GET", "/admin/export", undefined, { raw: true });
+    if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
+    const blob = new Blob([await r.text()], { type: "application/json" });
+    const a = el("a", { href: URL.createObjectURL(blob), download: "baton-config.json" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    toast("Exported (no secrets inside).");
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function importConfig(file) {
+  const out = $("import-result");
+  try {
+    const text = await file.text();
+    const r = await api("POST", "/admin/import", text);
+    out.textContent = `Imported ${r.imported.length} provider(s): ${r.imported.join(", ")}.`;
+    loadProviders();
+  } catch (e) {
+    out.textContent = e instanceof ApiError ? `Not imported: ${e.param ? e.param + ": " : ""}${e.message}` : String(e);
+  }
+}
+
+// ---- live updates -----------------------------------------------------------------------
+
+let stopEvents = null;
+let refreshTimer = null;
+function refreshSoon() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => {
+    if (currentTab() === "providers") loadProviders();
+    if (currentTab() === "activity" && state.logOffset <= 50) loadLog(true);
+  }, 150);
+}
+
+function startLive() {
+  if (stopEvents) return;
+  stopEvents = followEvents(
+    (type, ev) => {
+      if (type === "failover" && ev.message) toast(ev.message);
+      refreshSoon();
+    },
+    (on) => {
+      const live = $("live");
+      live.classList.toggle("on", on);
+      live.textContent = on ? "live" : "reconnecting…";
+    },
+  );
+}
+
+// ---- start ------------------------------------------------------------------------------
+
+whenUnauthorized(() => {
+  setAdminKey(null);
+  if (stopEvents) stopEvents();
+  stopEvents = null;
+  $("login-error").textContent = "That key was not accepted.";
+  route();
+});
+
+$("login-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const key = $("admin-key").value.trim();
+  setAdminKey(key);
+  $("login-error").textContent = "";
+  try {
+    await api("GET", "/admin/providers");
+    $("admin-key").value = "";
+    startLive();
+    route();
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 401)) $("login-error").textContent = String(err.message || err);
+  }
+});
+
+$("add-provider").addEventListener("click", async () => {
+  try {
+    await ensureSetup();
+  } catch {
+    /* presets are a convenience */
+  }
+  openProviderForm({ presets: presets(), onSaved: loadProviders, toast });
+});
+$("log-provider").addEventListener("change", () => loadLog(true));
+$("log-outcome").addEventListener("change", () => loadLog(true));
+$("log-more").addEventListener("click", () => loadLog(false));
+$("export").addEventListener("click", exportConfig);
+$("import-file").addEventListener("change", (e) => e.target.files[0] && importConfig(e.target.files[0]));
+$("logout").addEventListener("click", () => {
+  setAdminKey(null);
+  location.hash = "#providers";
+  location.reload();
+});
+window.addEventListener("hashchange", route);
+
+adoptKeyFromUrl();
+startCountdowns();
+if (adminKey()) startLive();
+route();
+// Cooldowns end and breakers close without an event when nobody asks: refresh now and then.
+setInterval(() => {
+  if (adminKey() && currentTab() === "providers" && !document.hidden) loadProviders();
+}, 10000);

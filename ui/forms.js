@@ -1,0 +1,241 @@
+// The add / edit provider form: one form whose fields follow the kind, presets from the
+// built-in catalog, errors placed next to the field the API names.
+
+import { api, ApiError } from "./api.js";
+import { el, kindLabel } from "./views.js";
+
+const KINDS = ["openai-compatible", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
+const isCli = (k) => k.endsWith("-cli");
+const CLI_PROGRAM = { "claude-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini" };
+
+function field(id, label, input, hint) {
+  input.id = `f-${id}`;
+  const err = el("p", { class: "field-error", id: `e-${id}`, role: "alert" });
+  input.setAttribute("aria-describedby", `e-${id}${hint ? ` h-${id}` : ""}`);
+  return el("div", { class: "stack", "data-field": id },
+    el("label", { for: `f-${id}` }, label),
+    hint ? el("p", { class: "hint", id: `h-${id}` }, hint) : null,
+    input, err);
+}
+
+/** Opens the dialog for a new provider (`p` undefined, maybe a `preset`) or an existing one. */
+export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
+  const dialog = document.getElementById("provider-dialog");
+  const body = document.getElementById("form-body");
+  const formError = document.getElementById("form-error");
+  const testBox = document.getElementById("test-result");
+  const save = document.getElementById("form-save");
+  const editing = Boolean(p);
+  const readOnly = editing && p.owner === "file";
+  const base = editing ? structuredClone(p.config) : structuredClone((preset && preset.provider) || { kind: "openai-compatible", models: [] });
+  document.getElementById("dialog-title").textContent = readOnly ? `${p.name} (from the config file)` : editing ? `Edit ${p.name}` : "Add provider";
+  formError.textContent = "";
+  testBox.textContent = "";
+  testBox.className = "test-result";
+  save.hidden = readOnly;
+
+  const keptKeys = [...(base.keys || [])];
+  const inputs = {
+    preset: el("select", {}, el("option", { value: "" }, "Custom"), (presets || []).map((x) => el("option", { value: x.id }, `${x.name}`))),
+    kind: el("select", { required: true }, KINDS.map((k) => el("option", { value: k }, kindLabel(k)))),
+    id: el("input", { required: true, autocomplete: "off", spellcheck: "false", placeholder: "groq" }),
+    name: el("input", { autocomplete: "off", placeholder: "shown in the list" }),
+    baseUrl: el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://api.example.com/v1" }),
+    models: el("textarea", { spellcheck: "false", placeholder: "one model per line, preferred first" }),
+    envKey: el("input", { autocomplete: "off", spellcheck: "false", placeholder: "GROQ_API_KEY" }),
+    newKey: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: "paste a key (stored on this machine, never shown again)" }),
+    executable: el("input", { autocomplete: "off", spellcheck: "false" }),
+    flattenHistory: el("input", { type: "checkbox" }),
+    maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: "no limit" }),
+    firstByteMs: el("input", { type: "number", min: "100", step: "100" }),
+  };
+  inputs.kind.value = base.kind || "openai-compatible";
+  inputs.id.value = base.id || "";
+  inputs.id.disabled = editing;
+  inputs.name.value = base.name || "";
+  inputs.baseUrl.value = base.baseUrl || "";
+  inputs.models.value = (base.models || []).map((m) => (typeof m === "string" ? m : m.id)).join("\n");
+  inputs.executable.value = base.executable || "";
+  inputs.flattenHistory.checked = Boolean(base.flattenHistory);
+  inputs.maxConcurrency.value = base.maxConcurrency || "";
+  inputs.firstByteMs.value = (base.timeouts && base.timeouts.firstByteMs) || "";
+  if (preset) inputs.preset.value = preset.id;
+
+  const keyList = el("div", { class: "key-list", "data-field": "keys" });
+  function renderKeys() {
+    keyList.replaceChildren(
+      ...keptKeys.map((k, i) => {
+        const live = editing && (p.keys || []).find((x) => x.id === (k.stored ? `stored:${k.stored}` : `env:${k.env}`));
+        const label = k.stored ? `typed key ${live && live.masked ? live.masked : ""}` : `$${k.env}${live && live.missing ? " (not set)" : ""}`;
+        return el("div", { class: "key-item" }, el("span", {}, label),
+          readOnly ? null : el("button", { type: "button", class: "icon danger", "aria-label": `Remove key ${label}`, onclick: () => { keptKeys.splice(i, 1); renderKeys(); } }, "✕"));
+      }),
+    );
+    if (!keptKeys.length) keyList.append(el("p", { class: "hint" }, "No key yet (fine for a local server)."));
+  }
+  renderKeys();
+
+  const cliFacts = el("div", { class: "cli-facts", "data-testid": "cli-facts" });
+  function renderCliFacts(cli) {
+    if (!cli) {
+      cliFacts.textContent = "Baton looks for the CLI when you test or save.";
+      return;
+    }
+    cliFacts.replaceChildren(
+      ...[
+        el("div", {}, "Executable: ", el("code", {}, cli.executable || "not found")),
+        el("div", {}, "Version: ", cli.version || "unknown"),
+        el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "unknown"),
+        cli.problem ? el("div", { class: "field-error" }, cli.problem) : null,
+      ].filter(Boolean),
+    );
+  }
+  renderCliFacts(editing ? p.cli : null);
+
+  const groups = {
+    http: el("div", { class: "stack" },
+      field("baseUrl", "Base URL", inputs.baseUrl, "Up to and including the version, e.g. https://api.groq.com/openai/v1"),
+      el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
+        el("p", { class: "field-error", id: "e-keys", role: "alert" })),
+      readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "Baton reads the variable at start; the key never enters the configuration."),
+      readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey)),
+    cli: el("div", { class: "stack" },
+      field("executable", "Executable", inputs.executable, "A name on PATH or an absolute path; empty means the CLI's own name."),
+      cliFacts,
+      el("label", { class: "switch-row" }, inputs.flattenHistory, " Send multi-turn chats as one transcript (flattenHistory)")),
+  };
+  body.replaceChildren(...[
+    editing ? null : field("preset", "Start from", inputs.preset, "Known services fill in the URL, models and key variable."),
+    field("kind", "Kind", inputs.kind),
+    el("div", { class: "row" },
+      el("div", { style: "flex:1;min-width:10rem" }, field("id", "Id", inputs.id, "Lowercase; used as provider/model")),
+      el("div", { style: "flex:1;min-width:10rem" }, field("name", "Display name", inputs.name))),
+    groups.http,
+    groups.cli,
+    field("models", "Models", inputs.models),
+    el("details", {}, el("summary", {}, "Limits and timeouts"),
+      el("div", { class: "stack", style: "margin-top:.5rem" },
+        field("maxConcurrency", "Requests at once", inputs.maxConcurrency),
+        field("timeouts.firstByteMs", "First answer within (ms)", inputs.firstByteMs))),
+    readOnly ? el("p", { class: "hint" }, "This provider is defined in the config file, which wins at every start. Edit it there; here you can enable, disable, reorder and test it.") : null,
+  ].filter(Boolean));
+  for (const i of Object.values(inputs)) if (readOnly) i.disabled = true;
+
+  function syncKind() {
+    const k = inputs.kind.value;
+    groups.http.hidden = isCli(k);
+    groups.cli.hidden = !isCli(k);
+    inputs.executable.placeholder = CLI_PROGRAM[k] || "";
+  }
+  syncKind();
+  inputs.kind.addEventListener("change", syncKind);
+  inputs.preset.addEventListener("change", () => {
+    const x = (presets || []).find((y) => y.id === inputs.preset.value);
+    if (!x) return;
+    const pv = x.provider;
+    inputs.kind.value = pv.kind;
+    inputs.id.value = pv.id;
+    inputs.name.value = pv.name || "";
+    inputs.baseUrl.value = pv.baseUrl || "";
+    inputs.models.value = (pv.models || []).join("\n");
+    keptKeys.splice(0, keptKeys.length, ...(pv.keys || []));
+    renderKeys();
+    syncKind();
+  });
+
+  function clearErrors() {
+    formError.textContent = "";
+    for (const n of body.querySelectorAll("[aria-invalid]")) n.removeAttribute("aria-invalid");
+    for (const n of body.querySelectorAll(".field-error")) if (n.id) n.textContent = "";
+  }
+
+  function showError(e) {
+    const param = e.param || "";
+    const key = param.replace(/\[\d+\].*$/, "").replace(/^keys.*/, "keys");
+    const target = body.querySelector(`[data-field="${CSS.escape(param)}"]`) || body.querySelector(`[data-field="${CSS.escape(key)}"]`);
+    const errBox = target && (target.querySelector(".field-error") || document.getElementById(`e-${key}`));
+    if (target && errBox && !target.hidden) {
+      errBox.textContent = e.message;
+      const input = target.querySelector("input, select, textarea");
+      if (input) {
+        input.setAttribute("aria-invalid", "true");
+        input.focus();
+      }
+      target.closest("details")?.setAttribute("open", "");
+    } else {
+      formError.textContent = param ? `${param}: ${e.message}` : e.message;
+    }
+  }
+
+  function collect() {
+    const k = inputs.kind.value;
+    const out = editing ? structuredClone(p.config) : {};
+    out.id = inputs.id.value.trim();
+    out.kind = k;
+    const name = inputs.name.value.trim();
+    if (name) out.name = name; else delete out.name;
+    out.models = inputs.models.value.split("\n").map((s) => s.trim()).filter(Boolean);
+    const mc = inputs.maxConcurrency.value.trim();
+    if (mc) out.maxConcurrency = Number(mc); else delete out.maxConcurrency;
+    const fb = inputs.firstByteMs.value.trim();
+    if (fb) out.timeouts = { ...(out.timeouts || {}), firstByteMs: Number(fb) };
+    if (isCli(k)) {
+      delete out.baseUrl;
+      delete out.keys;
+      delete out.headers;
+      const exe = inputs.executable.value.trim();
+      if (exe) out.executable = exe; else delete out.executable;
+      if (inputs.flattenHistory.checked) out.flattenHistory = true; else delete out.flattenHistory;
+    } else {
+      out.baseUrl = inputs.baseUrl.value.trim();
+      delete out.executable;
+      delete out.env;
+      delete out.flattenHistory;
+      const keys = [...keptKeys];
+      const env = inputs.envKey.value.trim();
+      if (env) keys.push({ env });
+      out.keys = keys;
+      const typed = inputs.newKey.value.trim();
+      if (typed) out.newKeys = [typed];
+    }
+    if (!editing) out.enabled = true;
+    return out;
+  }
+
+  document.getElementById("form-test").onclick = async () => {
+    clearErrors();
+    testBox.className = "test-result wait";
+    testBox.textContent = "Sending one tiny request…";
+    try {
+      const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", collect());
+      testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
+      testBox.textContent = r.ok ? `Works: ${r.model} answered in ${r.latencyMs} ms.` : `Failed (${r.class}): ${r.reason}`;
+    } catch (e) {
+      testBox.textContent = "";
+      testBox.className = "test-result";
+      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+    }
+  };
+  document.getElementById("form-cancel").onclick = () => dialog.close();
+  document.getElementById("provider-form").onsubmit = async (ev) => {
+    ev.preventDefault();
+    if (readOnly) return dialog.close();
+    clearErrors();
+    save.disabled = true;
+    try {
+      const bodyJson = collect();
+      const saved = editing
+        ? await api("PUT", `/admin/providers/${encodeURIComponent(p.id)}`, bodyJson)
+        : await api("POST", "/admin/providers", bodyJson);
+      dialog.close();
+      toast(`${saved.name} saved — routing uses it now.`);
+      onSaved();
+    } catch (e) {
+      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+    } finally {
+      save.disabled = false;
+    }
+  };
+  dialog.showModal();
+  (editing ? inputs.name : preset ? inputs.id : inputs.preset).focus();
+}

@@ -1,0 +1,273 @@
+// Rendering helpers and the views. DOM is built with `el`, never from HTML strings, so a
+// provider name or an upstream error text can never inject markup.
+
+export function el(tag, attrs = {}, ...children) {
+  const n = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") n.className = v;
+    else if (k === "text") n.textContent = v;
+    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(n.dataset, v);
+    // Through the CSSOM: the UI's Content-Security-Policy forbids style attributes.
+    else if (k === "style") {
+      for (const decl of String(v).split(";")) {
+        const at = decl.indexOf(":");
+        if (at > 0) n.style.setProperty(decl.slice(0, at).trim(), decl.slice(at + 1).trim());
+      }
+    }
+    else n.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return n;
+}
+
+const KIND_LABEL = {
+  "openai-compatible": ["AI", "OpenAI-compatible API"],
+  anthropic: ["A", "Anthropic API"],
+  gemini: ["G", "Gemini API"],
+  "claude-cli": ["CC", "Claude Code CLI"],
+  "codex-cli": ["CX", "Codex CLI"],
+  "gemini-cli": ["GC", "Gemini CLI"],
+};
+
+export function kindLabel(kind) {
+  return (KIND_LABEL[kind] || ["?", kind])[1];
+}
+
+/** Server clock offset, so countdowns match Baton's idea of "now". */
+let skew = 0;
+export function setServerNow(ms) {
+  skew = ms - Date.now();
+}
+export function serverNow() {
+  return Date.now() + skew;
+}
+
+export function fmtLeft(ms) {
+  if (ms <= 0) return "now";
+  const s = Math.ceil(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h >= 24) return `${Math.floor(h / 24)}d ${h % 24}h`;
+  if (h > 0) return `${h}h ${String(m).padStart(2, "0")}m`;
+  return `${m}:${String(sec).padStart(2, "0")}`;
+}
+
+export function fmtClock(ms) {
+  const d = new Date(ms);
+  const sameDay = new Date().toDateString() === d.toDateString();
+  const t = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return sameDay ? t : `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${t}`;
+}
+
+/** Ticks every element with `data-until` once a second. */
+export function startCountdowns() {
+  setInterval(() => {
+    for (const n of document.querySelectorAll("[data-until]")) {
+      const left = Number(n.dataset.until) - serverNow();
+      n.textContent = left > 0 ? fmtLeft(left) : "any moment";
+    }
+  }, 1000);
+}
+
+/** What a provider's badge says: [label, tone, untilMs, detail]. */
+export function status(p) {
+  if (!p.enabled) return ["disabled", "off", null, null];
+  if (p.cli && p.cli.loggedIn === false) return ["logged out", "bad", null, p.unavailable];
+  if (p.unavailable) return [p.cli ? "unavailable" : "unavailable", "bad", null, p.unavailable];
+  if (p.breaker && p.breaker.state === "open") return ["breaker open", "bad", p.breaker.openUntilMs, "too many failures in a row"];
+  const wide = (p.cooldowns || []).filter((c) => !c.key && !c.model);
+  const keyed = p.keys || [];
+  const allKeysCooling = keyed.length > 0 && keyed.every((k) => k.cooldown || k.missing);
+  if (wide.length || allKeysCooling) {
+    const cds = wide.length ? wide : keyed.map((k) => k.cooldown).filter(Boolean);
+    const until = Math.min(...cds.map((c) => c.untilMs));
+    const c = cds.find((x) => x.untilMs === until) || cds[0];
+    return ["cooling", "warn", until, c ? `${c.class}: ${c.reason}` : null];
+  }
+  return ["ready", "ok", null, null];
+}
+
+function quotaOf(p) {
+  const scores = (p.keys || []).map((k) => k.quotaScore).filter((s) => typeof s === "number");
+  if (!scores.length) return null;
+  return Math.max(...scores);
+}
+
+export function providerRow(p, index, count, handlers) {
+  const [label, tone, until, detail] = status(p);
+  const [abbr, kindName] = KIND_LABEL[p.kind] || ["?", p.kind];
+  const badge = el("span", { class: `badge ${tone}`, "data-testid": "status" }, label);
+  if (until) {
+    badge.append(" · ", el("span", { dataset: { until: String(until) }, text: fmtLeft(until - serverNow()) }));
+    badge.title = `back at ${fmtClock(until)}`;
+  }
+  const partial = (p.cooldowns || []).filter((c) => c.key || c.model);
+  const q = quotaOf(p);
+  const models = (p.models || []).map((m) => m.id);
+  const toggle = el("input", {
+    type: "checkbox",
+    role: "switch",
+    "aria-label": `${p.enabled ? "Disable" : "Enable"} ${p.name}`,
+    checked: p.enabled,
+    onchange: (e) => handlers.toggle(p, e.target.checked),
+  });
+  const row = el(
+    "li",
+    {
+      class: `prov${p.enabled ? "" : " is-off"}`,
+      draggable: "true",
+      "data-id": p.id,
+      "aria-label": `${p.name}, ${label}, position ${index + 1} of ${count}`,
+    },
+    el("span", { class: "grip", "aria-hidden": "true", title: "Drag to reorder" }, "⠿"),
+    el("span", { class: `kind k-${p.kind}`, title: kindName, "aria-hidden": "true" }, abbr),
+    el(
+      "div",
+      { class: "prov-main" },
+      el("div", { class: "prov-name" }, el("span", { "data-testid": "name" }, p.name), badge,
+        p.owner === "file" ? el("span", { class: "owner", title: "Defined in the config file" }, "file") : null,
+        p.owner === "detected" ? el("span", { class: "owner", title: "Found at start-up" }, "detected") : null),
+      el("div", { class: "prov-sub", title: models.join(", ") }, `${kindName} · ${models.join(", ")}`),
+    ),
+    el(
+      "div",
+      { class: "prov-actions" },
+      el("button", { class: "icon", type: "button", "aria-label": `Move ${p.name} up`, disabled: index === 0 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, -1) }, "↑"),
+      el("button", { class: "icon", type: "button", "aria-label": `Move ${p.name} down`, disabled: index === count - 1 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, 1) }, "↓"),
+      el("label", { class: "switch" }, toggle, el("span", { "aria-hidden": "true" })),
+    ),
+  );
+  const facts = [];
+  facts.push(el("span", {}, `in flight ${p.inFlight}${p.maxConcurrency ? "/" + p.maxConcurrency : ""}`));
+  if (q !== null) {
+    const pct = Math.round(q * 100);
+    facts.push(
+      el("span", { class: "quota", title: "Quota left (best key)" }, "quota",
+        el("span", { class: `quota-bar${pct < 10 ? " empty" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": "Quota left" }, el("span", { style: `width:${pct}%` })),
+        `${pct}%`),
+    );
+  }
+  if ((p.keys || []).length) {
+    const ok = p.keys.filter((k) => !k.cooldown && !k.missing).length;
+    facts.push(el("span", {}, `keys ${ok}/${p.keys.length}`));
+  }
+  if (p.health && p.health.calls) {
+    const fails = Object.values(p.health.failures || {}).reduce((a, b) => a + b, 0);
+    facts.push(el("span", {}, `${p.health.calls} calls · ${fails} failed${p.health.p50Ms ? ` · p50 ${p.health.p50Ms} ms` : ""}`));
+  }
+  if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "" }, p.cli.version));
+  if (partial.length) {
+    const c = partial[0];
+    facts.push(el("span", { class: "badge warn" }, `${c.model || c.key} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
+  }
+  facts.push(el("button", { type: "button", onclick: () => handlers.test(p) }, "Test"));
+  if (p.owner !== "detected") facts.push(el("button", { type: "button", onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
+  if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
+    facts.push(el("button", { type: "button", onclick: () => handlers.clear(p) }, "Clear cooldown"));
+  }
+  row.append(el("div", { class: "prov-detail" }, facts));
+  if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));
+  const result = handlers.testResults.get(p.id);
+  if (result) row.append(result);
+  return row;
+}
+
+/** One log row's route: `claude ✗ rate (back 01:19) → codex ✓`; a provider skipped for
+ * several models shows once. */
+export function chain(row) {
+  const parts = [];
+  const hops = [];
+  for (const a of row.attempts || []) {
+    const prev = hops[hops.length - 1];
+    if (prev && a.class === "skipped" && prev.class === "skipped" && prev.provider === a.provider) continue;
+    hops.push(a);
+  }
+  hops.forEach((a, i) => {
+    if (i) parts.push(el("span", { class: "muted", "aria-hidden": "true" }, "→"));
+    if (a.class === "ok") {
+      parts.push(el("span", { class: "hop ok", title: `${a.latencyMs} ms` }, `${a.provider}/${a.model} ✓`));
+    } else if (a.class === "skipped") {
+      const why = (a.reason || "skipped").split(":")[0];
+      const until = a.resetAtMs ? ` until ${fmtClock(a.resetAtMs)}` : "";
+      parts.push(el("span", { class: "hop skip", title: a.reason || "" }, `${a.provider}: ${why}${until}`));
+    } else {
+      const reset = a.resetAtMs ? ` (back ${fmtClock(a.resetAtMs)})` : "";
+      parts.push(el("span", { class: "hop fail", title: a.reason || "" }, `${a.provider}/${a.model} ✗ ${a.class}${reset}`));
+    }
+  });
+  if (!parts.length) parts.push(el("span", { class: "muted" }, row.error || "not routed"));
+  return el("span", { class: "chain" }, parts);
+}
+
+export function logRow(r) {
+  const tokens = r.inputTokens != null ? `${r.inputTokens} → ${r.outputTokens ?? 0}` : "";
+  return el(
+    "tr",
+    {},
+    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString() }, new Date(r.tsMs).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" })),
+    el("td", {}, r.requestedModel, r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
+    el("td", {}, chain(r)),
+    el("td", { class: "num" }, `${r.totalMs} ms`),
+    el("td", { class: "num" }, tokens),
+  );
+}
+
+const COLORS = ["#3457d5", "#10a37f", "#c15f3c", "#8b5cf6", "#d97706", "#0891b2", "#be185d"];
+
+/** Requests per provider in 5-minute buckets over the last hour, failures in red on top. */
+export function chart(rows, box, legend) {
+  box.replaceChildren();
+  legend.replaceChildren();
+  const now = Date.now();
+  const buckets = Array.from({ length: 12 }, () => ({ byProvider: {}, fail: 0, failover: 0 }));
+  const providers = [];
+  for (const r of rows) {
+    const age = now - r.tsMs;
+    if (age < 0 || age >= 3600e3) continue;
+    const b = buckets[11 - Math.floor(age / 300e3)];
+    const p = r.provider || "not served";
+    if (r.status < 400 && !providers.includes(p)) providers.push(p);
+    if (r.status >= 400) {
+      b.fail++;
+      continue;
+    }
+    b.byProvider[p] = (b.byProvider[p] || 0) + 1;
+    if ((r.attempts || []).some((a) => a.class !== "ok" && a.class !== "skipped")) b.failover++;
+  }
+  const max = Math.max(1, ...buckets.map((b) => b.fail + Object.values(b.byProvider).reduce((x, y) => x + y, 0)));
+  for (const b of buckets) {
+    const col = el("div", { class: "col" });
+    providers.forEach((p, i) => {
+      const n = b.byProvider[p] || 0;
+      if (n) col.append(el("div", { class: "seg", style: `height:${(n / max) * 100}%;background:${COLORS[i % COLORS.length]}`, title: `${p}: ${n}` }));
+    });
+    if (b.fail) col.append(el("div", { class: "seg fail", style: `height:${(b.fail / max) * 100}%`, title: `failed: ${b.fail}` }));
+    // Failovers are part of the served counts: a marker above the column.
+    col.title = b.failover ? `${b.failover} served after a failover` : "";
+    if (b.failover) col.append(el("div", { class: "seg failover", style: "height:3px" }));
+    box.append(col);
+  }
+  providers.forEach((p, i) => legend.append(el("span", { class: "legend-swatch", style: `background:${COLORS[i % COLORS.length]}` }), p));
+  legend.append(el("span", { class: "legend-swatch", style: "background:var(--bad)" }), "failed");
+  legend.append(el("span", { class: "legend-swatch", style: "background:var(--warn)" }), "after a failover");
+  legend.append(el("span", { class: "muted" }, " · last hour, 5-minute steps"));
+}
+
+export function snippet(title, text) {
+  const copy = el("button", { type: "button", onclick: async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      copy.textContent = "Copied";
+    } catch {
+      copy.textContent = "Select and copy";
+    }
+    setTimeout(() => (copy.textContent = "Copy"), 1500);
+  } }, "Copy");
+  return el("div", { class: "stack" }, el("h2", {}, title), el("div", { class: "snippet" }, el("pre", {}, el("code", {}, text)), copy));
+}

@@ -138,10 +138,18 @@ pub async fn setup(
             }))
         })
         .collect();
+    // Every catalog entry as a ready form preset.
+    let presets: Vec<Value> = catalog
+        .providers
+        .iter()
+        .map(|e| json!({"id": e.id, "name": e.name, "kind": e.kind, "signup": e.signup,
+            "freeTier": e.free_tier, "provider": suggestion(e)}))
+        .collect();
     let ollama = ollama_models(core).await;
     let addr = format!("{}:{}", core.server.host, core.server.port);
     Ok(Json(json!({
         "suggestions": suggestions,
+        "presets": presets,
         "ollama": ollama.map(|models| json!({"baseUrl": "http://127.0.0.1:11434/v1", "models": models})),
         "baseUrl": format!("http://{addr}/v1"),
         "anthropicBaseUrl": format!("http://{addr}"),
