@@ -265,15 +265,17 @@ async function renderConnect() {
     showError(e);
     return;
   }
+  // The address this page came from is the one clients on this machine reach.
+  const base = `${location.origin}/v1`;
   const keyNote = el("p", { class: "muted small" }, "Use the gateway key as the API key. It is in ", el("code", {}, s.gatewayKeyFile), " in Baton's data directory (", el("code", {}, "baton serve"), " prints it on first start); below it is ", el("code", {}, "$BATON_KEY"), ".");
   box.replaceChildren(
     el("div", { class: "card stack" },
-      el("h2", {}, "Base URL"),
-      snippet("OpenAI-compatible clients (Cursor, Continue, SDKs)", s.baseUrl),
+      snippet("Base URL for OpenAI-compatible clients (Cursor, Continue, SDKs)", base),
+      snippet("Base URL for Anthropic clients", location.origin),
       keyNote),
-    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\nclient = OpenAI(base_url="${s.baseUrl}", api_key=os.environ["BATON_KEY"])\nprint(client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "Hello"}]).choices[0].message.content)`)),
-    el("div", { class: "card stack" }, snippet("Claude Code", `export ANTHROPIC_BASE_URL=${s.anthropicBaseUrl}\nexport ANTHROPIC_AUTH_TOKEN=$BATON_KEY\nclaude`)),
-    el("div", { class: "card stack" }, snippet("curl", `curl ${s.baseUrl}/chat/completions \\\n  -H "Authorization: Bearer $BATON_KEY" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
+    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=os.environ["BATON_KEY"])\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`)),
+    el("div", { class: "card stack" }, snippet("Claude Code", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN=$BATON_KEY\nclaude`)),
+    el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer $BATON_KEY" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
       el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
       el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: loadProviders, toast }) }, x.name)))),

@@ -146,7 +146,7 @@ pub async fn setup(
             "freeTier": e.free_tier, "provider": suggestion(e)}))
         .collect();
     let ollama = ollama_models(core).await;
-    let addr = format!("{}:{}", core.server.host, core.server.port);
+    let addr = state.addr;
     Ok(Json(json!({
         "suggestions": suggestions,
         "presets": presets,

@@ -30,6 +30,8 @@ use error::ApiError;
 #[derive(Clone)]
 pub struct AppState {
     pub core: Arc<Core>,
+    /// The address the gateway actually listens on (the config may say port 0).
+    pub addr: SocketAddr,
     allowed_hosts: Arc<Vec<String>>,
 }
 
@@ -45,6 +47,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     allowed.push(addr.ip().to_string());
     let state = AppState {
         core,
+        addr,
         allowed_hosts: Arc::new(allowed),
     };
     Router::new()

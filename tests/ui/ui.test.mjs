@@ -1,0 +1,206 @@
+// End-to-end tests of the web UI in a real headless Chromium (Debian's, driven by
+// playwright-core), against the real `baton serve` and two fake upstreams (real HTTP servers).
+// Every change made in the browser is checked with a real chat request.
+//
+// Needs: BATON_BIN, FAKE_UPSTREAM_BIN (built binaries), PLAYWRIGHT_CORE (module path),
+// CHROMIUM (default /usr/bin/chromium). Screenshots go to tests/ui/artifacts/.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = join(here, "artifacts");
+mkdirSync(artifacts, { recursive: true });
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
+
+const procs = [];
+function start(bin, args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    procs.push(p);
+    let out = "";
+    let err = "";
+    const timer = setTimeout(() => reject(new Error(`${bin} did not start: ${out}${err}`)), 20000);
+    p.stderr.on("data", (d) => (err += d));
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    p.on("exit", (code) => reject(new Error(`${bin} exited ${code}: ${err}`)));
+  });
+}
+
+let browser, page, baton, upA, upB, upC, dataDir, gatewayKey, adminKey;
+const errors = [];
+
+async function chat() {
+  const r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "auto", messages: [{ role: "user", content: "hi" }] }),
+  });
+  await r.text();
+  return { status: r.status, provider: r.headers.get("x-gateway-provider") };
+}
+
+async function script(upstream, modes) {
+  const r = await fetch(`${upstream.replace(/\/v1$/, "")}/_script`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(modes) });
+  assert.equal(r.status, 204);
+}
+
+const rowIds = () => page.$$eval("#provider-list > li", (ls) => ls.map((l) => l.dataset.id));
+const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+
+before(async () => {
+  const up = process.env.FAKE_UPSTREAM_BIN;
+  upA = (await start(up, ["--name", "alpha", "--mode", "ok"])) + "/v1";
+  upB = (await start(up, ["--name", "beta", "--mode", "ok"])) + "/v1";
+  upC = (await start(up, ["--name", "gamma", "--mode", "ok"])) + "/v1";
+  dataDir = mkdtempSync(join(tmpdir(), "baton-ui-"));
+  const config = join(dataDir, "config.json");
+  const fs = await import("node:fs");
+  fs.writeFileSync(config, JSON.stringify({
+    server: { port: 0 },
+    providers: [
+      { id: "alpha", name: "Alpha", kind: "openai-compatible", baseUrl: upA, models: ["alpha-model"], priority: 10 },
+      { id: "beta", name: "Beta", kind: "openai-compatible", baseUrl: upB, models: ["beta-model"], priority: 20 },
+    ],
+  }));
+  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dataDir, "data"), "--port", "0"]);
+  gatewayKey = readFileSync(join(dataDir, "data", "gateway.key"), "utf8").trim();
+  adminKey = readFileSync(join(dataDir, "data", "admin.key"), "utf8").trim();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of (401|422)/.test(m.text())) errors.push(m.text());
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const p of procs) p.kill("SIGTERM");
+});
+
+test("the admin key is asked for once, then the providers show", async () => {
+  await page.goto(`${baton}/ui/`);
+  await page.waitForSelector("#login:not([hidden])");
+  await shot("login");
+  await page.fill("#admin-key", "wrong-key");
+  await page.click("#login-form button[type=submit]");
+  await page.waitForSelector("#login-error:text('not accepted')");
+  await page.fill("#admin-key", adminKey);
+  await page.click("#login-form button[type=submit]");
+  await page.waitForSelector("#provider-list > li");
+  assert.deepEqual(await rowIds(), ["alpha", "beta"]);
+  await page.waitForSelector("#live.on");
+  assert.equal((await chat()).provider, "alpha");
+});
+
+test("a provider is added through the form: a wrong URL is refused next to the field", async () => {
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-kind", "openai-compatible");
+  await page.fill("#f-id", "gamma");
+  await page.fill("#f-name", "Gamma");
+  await page.fill("#f-baseUrl", "gamma.example/v1");
+  await page.fill("#f-models", "gamma-model");
+  await page.fill("#f-newKeys", "sk-gamma-typed-key-0001");
+  await page.click("#form-save");
+  const err = await page.waitForSelector("#e-baseUrl:text('https://')");
+  assert.match(await err.textContent(), /must start with https:\/\//);
+  assert.equal(await page.getAttribute("#f-baseUrl", "aria-invalid"), "true");
+  await shot("add-provider-error");
+  await page.fill("#f-baseUrl", upC);
+  await page.click("#form-test");
+  await page.waitForSelector("#test-result.ok");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-dialog", { state: "hidden" });
+  await page.waitForSelector("#provider-list > li[data-id=gamma]");
+  assert.deepEqual(await rowIds(), ["alpha", "beta", "gamma"]);
+  const html = await page.content();
+  assert.ok(!html.includes("sk-gamma-typed-key-0001"), "the typed key is never shown again");
+});
+
+test("toggling a provider off makes auto skip it on the next request", async () => {
+  await page.click("#provider-list > li[data-id=alpha] .switch input");
+  await page.waitForSelector("#provider-list > li[data-id=alpha] [data-testid=status]:text('disabled')");
+  assert.equal((await chat()).provider, "beta");
+  await page.click("#provider-list > li[data-id=alpha] .switch input");
+  await page.waitForSelector("#provider-list > li[data-id=alpha] [data-testid=status]:text('ready')");
+  assert.equal((await chat()).provider, "alpha");
+});
+
+test("dragging a provider to the top makes it serve the next request", async () => {
+  await page.dragAndDrop("#provider-list > li[data-id=gamma] .grip", "#provider-list > li[data-id=alpha]", { targetPosition: { x: 40, y: 6 } });
+  await page.waitForFunction(() => document.querySelector("#provider-list > li")?.dataset.id === "gamma");
+  assert.deepEqual(await rowIds(), ["gamma", "alpha", "beta"]);
+  assert.equal((await chat()).provider, "gamma");
+});
+
+test("the keyboard moves work too and keep focus on the moved row", async () => {
+  await page.focus("#provider-list > li[data-id=gamma] [aria-label='Move Gamma down']");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.querySelector("#provider-list > li")?.dataset.id === "alpha");
+  assert.deepEqual(await rowIds(), ["alpha", "gamma", "beta"]);
+  const focused = await page.evaluate(() => document.activeElement?.closest("li")?.dataset.id);
+  assert.equal(focused, "gamma");
+  assert.equal((await chat()).provider, "alpha");
+});
+
+test("a 429 shows a cooling countdown live, without a reload", async () => {
+  await script(upA, ["429"]);
+  assert.equal((await chat()).provider, "gamma");
+  const badge = await page.waitForSelector("#provider-list > li[data-id=alpha] [data-testid=status]:text('cooling')");
+  const first = await badge.textContent();
+  assert.match(first, /cooling · 0:(2|3)\d/);
+  await page.waitForTimeout(2100);
+  const later = await badge.textContent();
+  assert.notEqual(later, first, "the countdown ticks");
+  await shot("providers-cooling");
+});
+
+test("after a reload everything is still there", async () => {
+  await page.reload();
+  await page.waitForSelector("#provider-list > li");
+  assert.deepEqual(await rowIds(), ["alpha", "gamma", "beta"]);
+  await page.waitForSelector("#provider-list > li[data-id=alpha] [data-testid=status]:text('cooling')");
+  await page.waitForSelector("#provider-list > li[data-id=gamma] [data-testid=status]:text('ready')");
+});
+
+test("activity shows the route each request took", async () => {
+  await page.click("nav a[data-tab=activity]");
+  await page.waitForSelector("#log-rows tr .hop.fail");
+  const chainText = await page.textContent("#log-rows");
+  assert.match(chainText, /alpha\/alpha-model ✗ rate/);
+  assert.match(chainText, /gamma\/gamma-model ✓/);
+  await shot("activity");
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#connect-body pre");
+  await shot("connect");
+});
+
+test("narrow tray window and dark mode render without errors", async () => {
+  const small = await browser.newPage({ viewport: { width: 420, height: 720 }, colorScheme: "dark" });
+  small.on("pageerror", (e) => errors.push(String(e)));
+  await small.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
+  await small.waitForSelector("#provider-list > li");
+  assert.equal(await small.evaluate(() => location.hash), "#providers", "the key is taken out of the address bar");
+  const overflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(overflow, false, "no horizontal scrolling at 420 px");
+  await small.screenshot({ path: join(artifacts, "tray-dark.png"), fullPage: true });
+  await small.close();
+  assert.deepEqual(errors, []);
+});
