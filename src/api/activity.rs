@@ -142,8 +142,10 @@ pub async fn setup(
     let presets: Vec<Value> = catalog
         .providers
         .iter()
-        .map(|e| json!({"id": e.id, "name": e.name, "kind": e.kind, "signup": e.signup,
-            "freeTier": e.free_tier, "provider": suggestion(e)}))
+        .map(|e| {
+            json!({"id": e.id, "name": e.name, "kind": e.kind, "signup": e.signup,
+            "freeTier": e.free_tier, "provider": suggestion(e)})
+        })
         .collect();
     let ollama = ollama_models(core).await;
     let addr = state.addr;
