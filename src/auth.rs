@@ -36,7 +36,21 @@ pub struct ClientKey {
 #[derive(Debug)]
 pub struct Keys {
     gateway: Vec<ClientKey>,
+    /// Keys made in the UI: (label, SHA-256 of the key). Swapped whole on change.
+    ui: std::sync::RwLock<Vec<(String, Vec<u8>)>>,
     admin: Secret,
+}
+
+/// SHA-256 of a key: what is stored for UI-made gateway keys.
+pub fn key_hash(key: &str) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, key.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// A new random gateway key.
+pub fn new_gateway_key() -> String {
+    generate("bt-")
 }
 
 impl Keys {
@@ -66,20 +80,52 @@ impl Keys {
             });
         }
         let (admin, _) = load_or_create(&data_dir.join(ADMIN_KEY_FILE), "bta-")?;
-        Ok((Self { gateway, admin }, generated))
+        Ok((
+            Self {
+                gateway,
+                ui: Default::default(),
+                admin,
+            },
+            generated,
+        ))
     }
 
     /// The label of the gateway key `presented` matches, if any.
-    pub fn client(&self, presented: &str) -> Option<&str> {
+    pub fn client(&self, presented: &str) -> Option<String> {
         let p = presented.as_bytes();
         let mut found = None;
         // Check every key so timing does not reveal which one matched.
         for k in &self.gateway {
             if bool::from(k.secret.expose().as_bytes().ct_eq(p)) {
-                found = Some(k.label.as_str());
+                found = Some(k.label.clone());
+            }
+        }
+        if let Ok(ui) = self.ui.read() {
+            if !ui.is_empty() {
+                let h = key_hash(presented);
+                for (label, hash) in ui.iter() {
+                    if bool::from(hash.as_slice().ct_eq(&h)) {
+                        found = Some(label.clone());
+                    }
+                }
             }
         }
         found
+    }
+
+    /// Replaces the UI-made keys (after a create or revoke).
+    pub fn set_ui_keys(&self, keys: Vec<(String, Vec<u8>)>) {
+        if let Ok(mut ui) = self.ui.write() {
+            *ui = keys;
+        }
+    }
+
+    /// The keys that come from the configuration or the data directory: (label, masked).
+    pub fn fixed(&self) -> Vec<(String, String)> {
+        self.gateway
+            .iter()
+            .map(|k| (k.label.clone(), k.secret.masked()))
+            .collect()
     }
 
     pub fn is_admin(&self, presented: &str) -> bool {
@@ -152,8 +198,8 @@ mod tests {
         let gen = first.expect("generated on first start");
         let (k2, second) = Keys::load(&ConfigFile::default(), dir.path()).expect("keys");
         assert!(second.is_none(), "not regenerated");
-        assert_eq!(k1.client(&gen), Some("generated"));
-        assert_eq!(k2.client(&gen), Some("generated"));
+        assert_eq!(k1.client(&gen).as_deref(), Some("generated"));
+        assert_eq!(k2.client(&gen).as_deref(), Some("generated"));
         assert_eq!(k2.client("bt-wrong"), None);
         #[cfg(unix)]
         {

@@ -331,6 +331,13 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         file_config: opts.config,
     });
     core.reload()?;
+    core.keys.set_ui_keys(
+        core.store
+            .client_keys()?
+            .into_iter()
+            .map(|k| (format!("ui:{}", k.label), k.hash))
+            .collect(),
+    );
 
     // Discover models in the background: start-up never waits on a slow provider.
     let discovering = core.clone();

@@ -527,3 +527,152 @@ async fn admin_api_needs_the_admin_key_in_a_header_and_sends_no_cors() {
     assert!(header(&r, "content-security-policy").contains("script-src 'self'"));
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn gateway_keys_are_made_shown_once_and_revoked_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("x").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 10)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    let (st, v) = admin
+        .send(
+            Method::POST,
+            "/admin/keys",
+            Some(json!({"label": "laptop"})),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let key = v["key"].as_str().unwrap().to_string();
+    let id = v["id"].as_str().unwrap().to_string();
+    assert!(key.starts_with("bt-"));
+    let (st, _) = admin
+        .send(
+            Method::POST,
+            "/admin/keys",
+            Some(json!({"label": "laptop"})),
+        )
+        .await;
+    assert_eq!(st, 422, "labels are unique");
+    let (st, _) = admin
+        .send(Method::POST, "/admin/keys", Some(json!({"label": ""})))
+        .await;
+    assert_eq!(st, 422);
+    let (_, list) = admin.send(Method::GET, "/admin/keys", None).await;
+    assert!(
+        !list.to_string().contains(&key),
+        "listed only masked: {list}"
+    );
+    assert_eq!(list["ui"][0]["label"], "laptop");
+    assert_eq!(list["fixed"][0]["label"], "generated");
+    // The new key works at once, is logged under its label, and the hash alone is on disk.
+    let chat = |k: String| {
+        let b = &baton;
+        async move {
+            b.http
+                .post(format!("{}/v1/chat/completions", b.url))
+                .bearer_auth(k)
+                .json(&chat_body("auto", "hi", false))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(chat(key.clone()).await, 200);
+    assert_eq!(baton.log().await[0].client, "ui:laptop");
+    let db = std::fs::read(dir.path().join("baton.db")).unwrap();
+    assert!(
+        !db.windows(key.len()).any(|w| w == key.as_bytes()),
+        "the key itself is not stored"
+    );
+    let (st, _) = admin
+        .send(Method::DELETE, &format!("/admin/keys/{id}"), None)
+        .await;
+    assert_eq!(st, 204);
+    assert_eq!(chat(key.clone()).await, 401, "revoked at once");
+    let (st, _) = admin
+        .send(Method::DELETE, &format!("/admin/keys/{id}"), None)
+        .await;
+    assert_eq!(st, 404);
+    assert_eq!(
+        chat(baton.key.clone()).await,
+        200,
+        "the generated key still works"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn notification_settings_and_windowed_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    let (_, s) = admin.send(Method::GET, "/admin/settings", None).await;
+    assert_eq!(s["notifications"]["failover"], true);
+    assert_eq!(s["notifications"]["cooldownEnded"], false);
+    assert_eq!(s["server"]["address"], baton.handle.addr.to_string());
+    let (st, s) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"notifications": {"cooldownEnded": true}})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    assert_eq!(
+        (
+            s["notifications"]["cooldownEnded"].as_bool(),
+            s["notifications"]["failover"].as_bool()
+        ),
+        (Some(true), Some(true))
+    );
+    let (st, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"notifications": {"sometimes": true}})),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["param"].as_str()),
+        (422, Some("notifications.sometimes"))
+    );
+    let (st, _) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"notifications": {"failover": "yes"}})),
+        )
+        .await;
+    assert_eq!(st, 422);
+
+    a.script([Behavior::rate_limited(Some(60))]);
+    for _ in 0..3 {
+        served_by(&baton).await;
+    }
+    let (_, st) = admin.send(Method::GET, "/admin/stats", None).await;
+    assert_eq!(st["hour"]["a"]["calls"], 1);
+    assert_eq!(st["hour"]["a"]["failures"], 1);
+    assert_eq!(st["hour"]["b"]["served"], 3);
+    assert_eq!(st["day"]["b"]["calls"], 3);
+    assert!(st["hour"]["b"]["p50Ms"].is_u64());
+    baton.stop().await;
+    // Preferences persist.
+    let baton = Baton::start(dir.path(), json!({})).await;
+    let (_, s) = Admin(&baton)
+        .send(Method::GET, "/admin/settings", None)
+        .await;
+    assert_eq!(s["notifications"]["cooldownEnded"], true);
+    baton.stop().await;
+}

@@ -57,6 +57,10 @@ async function loadProviders() {
     try {
       const s = await api("GET", "/admin/providers");
       setServerNow(s.nowMs);
+      if (!state.statsAt || Date.now() - state.statsAt > 15000) {
+        state.statsAt = Date.now();
+        handlers.stats = await api("GET", "/admin/stats").catch(() => handlers.stats);
+      }
       state.providers = s.providers;
       renderProviders();
       if (!state.providers.length) renderFirstRun();
@@ -282,13 +286,61 @@ async function renderConnect() {
   );
 }
 
-function renderSettings() {
-  const info = $("server-info");
-  info.replaceChildren(
-    el("dt", {}, "Address"), el("dd", {}, location.host),
-    el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
-  );
+async function renderSettings() {
   $("desktop-settings").hidden = !window.__TAURI__;
+  let s, keys;
+  try {
+    [s, keys] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys")]);
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  $("server-info").replaceChildren(
+    el("dt", {}, "Listening on"), el("dd", {}, s.server.address),
+    el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
+    el("dt", {}, "To change"), el("dd", { class: "muted small" }, s.server.change),
+  );
+  const LABELS = { failover: "A subscription or provider hits a limit and Baton moves on", allExhausted: "Every provider is out and requests fail", cooldownEnded: "A provider is back after a cooldown", loggedOut: "A subscription CLI is logged out" };
+  $("notify-list").replaceChildren(...Object.entries(s.notifications).map(([k, on]) =>
+    el("label", { class: "switch-row" }, el("input", { type: "checkbox", checked: on, "data-key": k, onchange: async (e) => {
+      try {
+        await api("PUT", "/admin/settings", { notifications: { [k]: e.target.checked } });
+        toast("Saved.");
+      } catch (err) {
+        showError(err);
+        e.target.checked = !e.target.checked;
+      }
+    } }), LABELS[k] || k)));
+  const rows = [
+    ...keys.fixed.map((k) => el("div", { class: "key-item" }, el("span", {}, el("strong", {}, k.label), ` ${k.masked}`), el("span", { class: "muted small" }, `from ${k.from}`))),
+    ...keys.ui.map((k) => el("div", { class: "key-item", "data-key-id": k.id }, el("span", {}, el("strong", {}, k.label), ` ${k.hint}`, el("span", { class: "muted small" }, ` · made ${fmtClock(k.createdMs)}`)),
+      el("button", { type: "button", class: "danger", onclick: async () => {
+        if (!confirm(`Revoke the key "${k.label}"? Clients using it stop working at once.`)) return;
+        try {
+          await api("DELETE", `/admin/keys/${encodeURIComponent(k.id)}`);
+          toast(`Key "${k.label}" revoked.`);
+        } catch (e) {
+          showError(e);
+        }
+        renderSettings();
+      } }, "Revoke"))),
+  ];
+  $("key-list").replaceChildren(...rows);
+}
+
+async function createKey(ev) {
+  ev.preventDefault();
+  const label = $("key-label");
+  $("e-key-label").textContent = "";
+  try {
+    const k = await api("POST", "/admin/keys", { label: label.value });
+    label.value = "";
+    $("new-key").replaceChildren(snippet(`New key for ${k.label} — copy it now, it is not shown again`, k.key));
+    renderSettings();
+  } catch (e) {
+    $("e-key-label").textContent = e.message;
+    label.setAttribute("aria-invalid", "true");
+  }
 }
 
 async function exportConfig() {
@@ -382,6 +434,7 @@ $("log-provider").addEventListener("change", () => loadLog(true));
 $("log-outcome").addEventListener("change", () => loadLog(true));
 $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
+$("key-form").addEventListener("submit", createKey);
 $("import-file").addEventListener("change", (e) => e.target.files[0] && importConfig(e.target.files[0]));
 $("logout").addEventListener("click", () => {
   setAdminKey(null);

@@ -157,9 +157,13 @@ export function providerRow(p, index, count, handlers) {
     const ok = p.keys.filter((k) => !k.cooldown && !k.missing).length;
     facts.push(el("span", {}, `keys ${ok}/${p.keys.length}`));
   }
-  if (p.health && p.health.calls) {
-    const fails = Object.values(p.health.failures || {}).reduce((a, b) => a + b, 0);
-    facts.push(el("span", {}, `${p.health.calls} calls · ${fails} failed${p.health.p50Ms ? ` · p50 ${p.health.p50Ms} ms` : ""}`));
+  const hour = handlers.stats && handlers.stats.hour && handlers.stats.hour[p.id];
+  const day = handlers.stats && handlers.stats.day && handlers.stats.day[p.id];
+  if (hour || day) {
+    const h = hour || { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0 };
+    const d = day || h;
+    facts.push(el("span", { "data-testid": "stats", title: `Last day: ${d.calls} calls, ${d.failures} failed${d.p50Ms != null ? `, p50 ${d.p50Ms} ms` : ""}, ${d.inputTokens + d.outputTokens} tokens` },
+      `last hour: ${h.calls} calls · ${h.failures} failed${h.p50Ms != null ? ` · p50 ${h.p50Ms} ms` : ""} · ${h.inputTokens + h.outputTokens} tokens`));
   }
   if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "" }, p.cli.version));
   if (partial.length) {

@@ -192,3 +192,39 @@ async fn ollama_models(core: &crate::gateway::Core) -> Option<Vec<String>> {
             .collect(),
     )
 }
+
+/// `GET /admin/stats`: per provider, the last hour and the last day from the request log.
+pub async fn stats(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    core.store.writer().flush().await;
+    let now = core.clock.now_ms();
+    let store = core.store.clone();
+    let (hour, day) = tokio::task::spawn_blocking(move || {
+        Ok::<_, crate::store::StoreError>((
+            store.window_stats(now - 3_600_000)?,
+            store.window_stats(now - 86_400_000)?,
+        ))
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "stats",
+            e.to_string(),
+        )
+    })?
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "store_failed",
+            e.to_string(),
+        )
+    })?;
+    Ok(Json(json!({"hour": hour, "day": day})))
+}

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod error;
 pub mod manage;
 pub mod openai;
+pub mod settings;
 pub mod ui;
 
 use std::net::SocketAddr;
@@ -73,6 +74,16 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/log", get(activity::log))
         .route("/admin/events", get(activity::events))
         .route("/admin/setup", get(activity::setup))
+        .route("/admin/stats", get(activity::stats))
+        .route(
+            "/admin/keys",
+            get(settings::list_keys).post(settings::create_key),
+        )
+        .route(
+            "/admin/keys/{id}",
+            axum::routing::delete(settings::revoke_key),
+        )
+        .route("/admin/settings", get(settings::get).put(settings::put))
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
@@ -131,7 +142,7 @@ fn strip_port(host: &str) -> &str {
 }
 
 /// The client label for a valid gateway key, or a 401.
-pub fn authenticate<'a>(core: &'a Core, headers: &HeaderMap) -> Result<&'a str, ApiError> {
+pub fn authenticate(core: &Core, headers: &HeaderMap) -> Result<String, ApiError> {
     crate::auth::presented_key(headers)
         .and_then(|k| core.keys.client(k))
         .ok_or_else(ApiError::unauthorized)

@@ -44,7 +44,7 @@ pub(super) async fn handle(
     format: Format,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
-    let client = authenticate(core, req.headers())?.to_string();
+    let client = authenticate(core, req.headers())?;
     let anthropic_beta = req
         .headers()
         .get("anthropic-beta")

@@ -3,6 +3,7 @@
 //! path never waits on the disk; reads open their own WAL connection.
 
 mod edit;
+mod settings;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
+pub use settings::{ClientKeyRow, WindowStats};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
@@ -18,7 +20,8 @@ use crate::config::ProviderConfig;
 const DB_FILE: &str = "baton.db";
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE request_log (
     -- Rows are appended in time order: an integer key keeps inserts at the end of the b-tree
     -- (a random text key costs a page split per row under load).
@@ -56,7 +59,24 @@ CREATE TABLE providers (
     priority INTEGER,
     updated_ms INTEGER NOT NULL
 );
-"#];
+"#,
+    r#"
+-- Gateway keys made in the UI: only a SHA-256 of each key is kept, and a masked hint to
+-- recognise it by.
+CREATE TABLE client_keys (
+    id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    hash BLOB NOT NULL,
+    hint TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"#,
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -192,6 +192,60 @@ test("activity shows the route each request took", async () => {
   await shot("connect");
 });
 
+test("settings: a new gateway key works at once and is revoked at once", async () => {
+  await page.click("nav a[data-tab=settings]");
+  await page.waitForSelector("#key-list .key-item");
+  await page.fill("#key-label", "ci-bot");
+  await page.click("#key-form button[type=submit]");
+  const code = await page.waitForSelector("#new-key pre code");
+  const key = (await code.textContent()).trim();
+  assert.match(key, /^bt-/);
+  const use = async () => (await fetch(`${baton}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+  assert.equal(await use(), 200);
+  await shot("settings");
+  page.once("dialog", (d) => d.accept());
+  await page.click("#key-list [data-key-id] button.danger");
+  await page.waitForFunction(() => !document.querySelector("#key-list [data-key-id]"));
+  assert.equal(await use(), 401);
+  // Notification preferences persist.
+  await page.click("#notify-list input[data-key=cooldownEnded]");
+  await page.waitForSelector("#toast:text('Saved')");
+  const r = await fetch(`${baton}/admin/settings`, { headers: { "x-admin-key": adminKey } });
+  assert.equal((await r.json()).notifications.cooldownEnded, true);
+});
+
+test("first run: what Baton found is one click away", async () => {
+  const fresh = mkdtempSync(join(tmpdir(), "baton-ui-fresh-"));
+  const url = await new Promise((resolve, reject) => {
+    const p = spawn(process.env.BATON_BIN, ["serve", "--data-dir", fresh, "--port", "0"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, GROQ_API_KEY: "gsk-test-not-real" },
+    });
+    procs.push(p);
+    let out = "";
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    p.on("exit", (c) => reject(new Error(`exited ${c}`)));
+  });
+  const key = readFileSync(join(fresh, "admin.key"), "utf8").trim();
+  const p2 = await browser.newPage({ viewport: { width: 1000, height: 760 } });
+  p2.on("pageerror", (e) => errors.push(String(e)));
+  await p2.goto(`${url}/ui/#admin=${key}`);
+  const row = await p2.waitForSelector("#first-run .found:has-text('Groq')");
+  assert.match(await row.textContent(), /GROQ_API_KEY/);
+  await p2.screenshot({ path: join(artifacts, "first-run.png"), fullPage: true });
+  await (await row.$("button")).click();
+  await p2.waitForSelector("#provider-dialog[open]");
+  assert.equal(await p2.inputValue("#f-id"), "groq");
+  assert.match(await p2.textContent("#form-body .key-list"), /\$GROQ_API_KEY/);
+  await p2.click("#form-save");
+  await p2.waitForSelector("#provider-list > li[data-id=groq]");
+  await p2.close();
+});
+
 test("narrow tray window and dark mode render without errors", async () => {
   const small = await browser.newPage({ viewport: { width: 420, height: 720 }, colorScheme: "dark" });
   small.on("pageerror", (e) => errors.push(String(e)));
