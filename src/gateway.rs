@@ -37,6 +37,13 @@ pub struct Core {
     pub stats: Arc<crate::stats::Stats>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
+    /// Cancelled when shutdown begins: long-lived streams (the UI's event stream) end at once
+    /// instead of holding the graceful shutdown open.
+    pub stopping: CancellationToken,
+    /// Routing paused from the tray: requests get a 503 until resumed.
+    pub paused: std::sync::atomic::AtomicBool,
+    /// What the desktop shell offers the UI (start at login), when Baton runs inside it.
+    pub desktop: arc_swap::ArcSwapOption<DesktopLink>,
     /// API keys typed into the UI.
     pub secrets: crate::secrets::SecretStore,
     /// The configuration file's settings (server, routing, routes) as loaded at start.
@@ -246,6 +253,12 @@ pub struct StartOptions {
     pub clock: Option<Arc<dyn Clock>>,
 }
 
+/// Hooks the desktop shell registers so the web UI can reach what only the shell can do.
+pub struct DesktopLink {
+    pub autostart: Box<dyn Fn() -> bool + Send + Sync>,
+    pub set_autostart: Box<dyn Fn(bool) -> Result<(), String> + Send + Sync>,
+}
+
 /// How often CLI providers' logins are checked again.
 const CLI_RECHECK: Duration = Duration::from_secs(300);
 
@@ -268,6 +281,7 @@ impl GatewayHandle {
     /// Stops accepting connections, lets in-flight requests finish (bounded by
     /// `server.shutdownGraceMs`), then flushes the request log.
     pub async fn shutdown(self) {
+        self.core.stopping.cancel();
         self.shutdown.cancel();
         let mut server = self.server;
         if tokio::time::timeout(self.grace, &mut server).await.is_err() {
@@ -325,6 +339,9 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         stats: Default::default(),
         local_tz: jiff::tz::TimeZone::system(),
         cli_procs: Default::default(),
+        paused: Default::default(),
+        stopping: CancellationToken::new(),
+        desktop: Default::default(),
         secrets: crate::secrets::SecretStore::new(&opts.data_dir),
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),

@@ -17,10 +17,11 @@ pub mod limits;
 pub mod providers;
 pub mod router;
 pub mod secrets;
+pub mod serve;
 pub mod stats;
 pub mod store;
 
-pub use gateway::{start, Core, GatewayHandle, StartError, StartOptions};
+pub use gateway::{start, Core, DesktopLink, GatewayHandle, StartError, StartOptions};
 
 /// The platform's data directory for Baton (`~/.local/share/baton` on Linux).
 pub fn default_data_dir() -> std::path::PathBuf {

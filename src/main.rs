@@ -184,92 +184,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let mut config = match &args.config {
-        Some(path) => match baton::config::load_file(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => baton::config::ConfigFile::default(),
-    };
-    if let Some(h) = args.host {
-        config.server.host = h;
-    }
-    if let Some(p) = args.port {
-        config.server.port = p;
-    }
-    let origin = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("<command line>"));
-    if let Err(e) = baton::config::validate(&config, &origin) {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let data_dir = args.data_dir.unwrap_or_else(baton::default_data_dir);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    rt.block_on(async move {
-        let addr = format!("{}:{}", config.server.host, config.server.port);
-        let listener = match tokio::net::TcpListener::bind(&addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {addr}: {e}. Is another Baton running? Pick another port with --port.");
-                return ExitCode::FAILURE;
-            }
-        };
-        let opts = baton::StartOptions { config, data_dir: data_dir.clone(), clock: None };
-        let handle = match baton::start(opts, listener).await {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if let Some(key) = &handle.generated_key {
-            eprintln!(
-                "\nA gateway key was generated for this machine (shown once; also in {}):\n\n    {key}\n\nPoint clients at http://{}/v1 with this key as their API key.\n",
-                data_dir.join(baton::auth::GATEWAY_KEY_FILE).display(),
-                handle.addr
-            );
-        }
-        // Machine-readable line for scripts and tests that start Baton on port 0.
-        println!("listening on http://{}", handle.addr);
-        shutdown_signal().await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        handle.shutdown().await;
-        ExitCode::SUCCESS
+    baton::serve::run_headless(baton::serve::ServeOptions {
+        config: args.config,
+        data_dir: args.data_dir,
+        host: args.host,
+        port: args.port,
     })
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -676,3 +676,79 @@ async fn notification_settings_and_windowed_stats() {
     assert_eq!(s["notifications"]["cooldownEnded"], true);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("x").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 10)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    // Headless: no desktop, so no Start at login.
+    let (_, v) = admin.send(Method::GET, "/admin/desktop", None).await;
+    assert_eq!(v["present"], false);
+    let (st, _) = admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": true})),
+        )
+        .await;
+    assert_eq!(st, 409);
+    // The shell registers its hooks; the UI's toggle goes through them.
+    let on = Arc::new(AtomicBool::new(false));
+    let (get, set) = (on.clone(), on.clone());
+    baton
+        .handle
+        .core
+        .desktop
+        .store(Some(Arc::new(baton::DesktopLink {
+            autostart: Box::new(move || get.load(Ordering::SeqCst)),
+            set_autostart: Box::new(move |v| {
+                set.store(v, Ordering::SeqCst);
+                Ok(())
+            }),
+        })));
+    let (st, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": true})),
+        )
+        .await;
+    assert_eq!((st, v["autostart"].as_bool()), (200, Some(true)));
+    assert!(on.load(Ordering::SeqCst));
+    // Paused from the tray: a clear 503 in the client's format, then back.
+    baton.handle.core.paused.store(true, Ordering::SeqCst);
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(r.status(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "paused");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Resume routing"));
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "auto", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["type"], "error",
+        "Anthropic clients get Anthropic's error shape: {v}"
+    );
+    baton.handle.core.paused.store(false, Ordering::SeqCst);
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    baton.stop().await;
+}

@@ -287,14 +287,16 @@ async function renderConnect() {
 }
 
 async function renderSettings() {
-  $("desktop-settings").hidden = !window.__TAURI__;
-  let s, keys;
+  let s, keys, desktop;
   try {
-    [s, keys] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys")]);
+    [s, keys, desktop] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys"), api("GET", "/admin/desktop")]);
   } catch (e) {
     showError(e);
     return;
   }
+  // Start at login belongs to the desktop app; in a plain browser on a headless Baton it is hidden.
+  $("desktop-settings").hidden = !desktop.present;
+  $("autostart").checked = Boolean(desktop.autostart);
   $("server-info").replaceChildren(
     el("dt", {}, "Listening on"), el("dd", {}, s.server.address),
     el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
@@ -435,6 +437,16 @@ $("log-outcome").addEventListener("change", () => loadLog(true));
 $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
 $("key-form").addEventListener("submit", createKey);
+$("autostart").addEventListener("change", async (e) => {
+  try {
+    const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });
+    e.target.checked = r.autostart;
+    toast(r.autostart ? "Baton starts at login." : "Baton no longer starts at login.");
+  } catch (err) {
+    e.target.checked = !e.target.checked;
+    showError(err);
+  }
+});
 $("import-file").addEventListener("change", (e) => e.target.files[0] && importConfig(e.target.files[0]));
 $("logout").addEventListener("click", () => {
   setAdminKey(null);

@@ -62,9 +62,15 @@ pub async fn events(
     let core = &state.core;
     require_admin(core, &headers)?;
     let rx = core.events.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let stopping = core.stopping.clone();
+    let stream = futures_util::stream::unfold((rx, stopping), |(mut rx, stopping)| async move {
         use tokio::sync::broadcast::error::RecvError;
-        match rx.recv().await {
+        let next = tokio::select! {
+            _ = stopping.cancelled() => return None,
+            r = rx.recv() => r,
+        };
+        let rx = (rx, stopping);
+        match next {
             Ok(ev) => {
                 let v = serde_json::to_value(&ev).unwrap_or_default();
                 let kind = v

@@ -84,6 +84,10 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             axum::routing::delete(settings::revoke_key),
         )
         .route("/admin/settings", get(settings::get).put(settings::put))
+        .route(
+            "/admin/desktop",
+            get(settings::desktop).put(settings::set_desktop),
+        )
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))

@@ -45,6 +45,14 @@ pub(super) async fn handle(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?;
+    if core.paused.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "paused",
+            "Baton is paused: routing was paused from the tray menu. Choose Resume routing there to serve requests again.",
+        ));
+    }
     let anthropic_beta = req
         .headers()
         .get("anthropic-beta")

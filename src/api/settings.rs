@@ -217,3 +217,52 @@ pub async fn put(
         .map_err(internal)?;
     Ok(Json(json!({"notifications": current})))
 }
+
+/// `GET /admin/desktop`: whether Baton runs inside the desktop app, and its start-at-login state.
+pub async fn desktop(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let link = core.desktop.load();
+    Ok(Json(match link.as_deref() {
+        Some(l) => json!({"present": true, "autostart": (l.autostart)(),
+            "paused": core.paused.load(std::sync::atomic::Ordering::Relaxed)}),
+        None => json!({"present": false}),
+    }))
+}
+
+/// `PUT /admin/desktop` with `{"autostart": bool}`: the UI's Start at login toggle.
+pub async fn set_desktop(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let link = core.desktop.load_full().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "no_desktop",
+            "Start at login is set by the desktop app; this Baton runs headless (baton serve).",
+        )
+    })?;
+    let v: Map<String, Value> =
+        serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
+    let Some(on) = v.get("autostart").and_then(Value::as_bool) else {
+        return Err(invalid("autostart", "must be true or false"));
+    };
+    (link.set_autostart)(on).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "autostart",
+            e,
+        )
+    })?;
+    Ok(Json(
+        json!({"present": true, "autostart": (link.autostart)()}),
+    ))
+}

@@ -139,6 +139,7 @@ fn main() {
             limit(&me)
         }
         (_, "limit") => limit(&me),
+        ("claude", "limit-soon") => claude_limit_in(3600),
         ("claude", "nologin") => exit_with(CLAUDE_NOLOGIN, "", 1),
         ("codex", "nologin") => exit_with(CODEX_401, CODEX_401_ERR, 1),
         (_, "nologin") => exit_with("", GEMINI_NOLOGIN_ERR, 41),
@@ -202,6 +203,35 @@ fn limit(me: &str) -> ! {
         "codex" => exit_with(CODEX_LIMIT, "", 1),
         _ => exit_with(GEMINI_DAILY, GEMINI_DAILY_ERR, 173),
     }
+}
+
+/// Claude's subscription cap as the real CLI prints it, resetting `secs` from now (UTC).
+fn claude_limit_in(secs: u64) -> ! {
+    use serde_json::json;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let at = now + secs;
+    let (h, m) = ((at % 86_400) / 3600, (at % 3600) / 60);
+    let (h12, ampm) = match h {
+        0 => (12, "am"),
+        1..=11 => (h, "am"),
+        12 => (12, "pm"),
+        _ => (h - 12, "pm"),
+    };
+    let text = format!("You've hit your session limit · resets {h12}:{m:02}{ampm} (UTC)");
+    line(json!({"type":"system","subtype":"init","model":"claude-sonnet-5","tools":[]}));
+    line(
+        json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":at,"rateLimitType":"five_hour","isUsingOverage":false}}),
+    );
+    line(
+        json!({"type":"assistant","message":{"model":"<synthetic>","role":"assistant","content":[{"type":"text","text":text}]}}),
+    );
+    line(
+        json!({"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":text}),
+    );
+    std::process::exit(1);
 }
 
 fn line(v: serde_json::Value) {

@@ -1,0 +1,205 @@
+//! The app's life cycle: start the gateway on Tauri's async runtime, the hidden window with the
+//! web UI (already authorised), single instance, start at login, and a graceful Quit.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use baton::{Core, DesktopLink, GatewayHandle};
+use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+use tauri_plugin_autostart::{MacosLauncher, ManagerExt};
+
+pub const WINDOW: &str = "main";
+
+/// What the tray and menu handlers need.
+pub struct Shell {
+    pub handle: Mutex<Option<GatewayHandle>>,
+    pub core: Option<Arc<Core>>,
+    /// `http://127.0.0.1:8787`.
+    pub origin: String,
+    pub data_dir: PathBuf,
+    /// Why the gateway did not start (port taken), if so.
+    pub failed: Option<String>,
+}
+
+pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
+    let config = match opts.load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let data_dir = opts.data_dir();
+    let built = tauri::Builder::default()
+        // First: a second launch hands over to this one and exits.
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            tracing::info!("second launch: showing the running Baton");
+            show_window(app);
+        }))
+        .plugin(tauri_plugin_autostart::init(
+            MacosLauncher::LaunchAgent,
+            None,
+        ))
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .setup(move |app| {
+            setup(app.handle(), config.clone(), data_dir.clone());
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            // Closing the window hides it to the tray; Quit is in the tray menu.
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                api.prevent_close();
+                let _ = window.hide();
+            }
+        })
+        .build(tauri::generate_context!());
+    let app = match built {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: cannot start the desktop app: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    app.run(|_app, event| {
+        // The last window closing is not a reason to quit; only Quit (an explicit exit code) is.
+        if let RunEvent::ExitRequested { api, code, .. } = event {
+            if code.is_none() {
+                api.prevent_exit();
+            }
+        }
+    });
+    ExitCode::SUCCESS
+}
+
+fn setup(app: &AppHandle, config: baton::config::ConfigFile, data_dir: PathBuf) {
+    let addr = format!("{}:{}", config.server.host, config.server.port);
+    let opts = baton::StartOptions {
+        config,
+        data_dir: data_dir.clone(),
+        clock: None,
+    };
+    let started = tauri::async_runtime::block_on(async {
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| format!("Baton could not listen on {addr}: {e}"))?;
+        baton::start(opts, listener)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match started {
+        Ok(handle) => {
+            let core = handle.core.clone();
+            let origin = format!("http://{}", handle.addr);
+            link_desktop(app, &core);
+            let key = std::fs::read_to_string(data_dir.join(baton::auth::ADMIN_KEY_FILE))
+                .unwrap_or_default();
+            let url = format!("{origin}/ui/#admin={}", key.trim());
+            let target = match url.parse() {
+                Ok(u) => WebviewUrl::External(u),
+                Err(_) => WebviewUrl::App("port-busy.html".into()),
+            };
+            make_window(app, target, false);
+            app.manage(Shell {
+                handle: Mutex::new(Some(handle)),
+                core: Some(core.clone()),
+                origin,
+                data_dir,
+                failed: None,
+            });
+            crate::tray::create(app);
+            crate::notify::spawn(app.clone(), core.clone());
+            crate::tray::follow(app.clone(), core);
+            // Last: scripts and tests take "listening on" to mean everything is ready.
+            if let Some(shell) = app.try_state::<Shell>() {
+                if let Ok(h) = shell.handle.lock() {
+                    if let Some(h) = h.as_ref() {
+                        baton::serve::announce(h, &shell.data_dir);
+                    }
+                }
+            }
+        }
+        Err(why) => {
+            let taken = why.contains("in use");
+            let message = if taken {
+                format!("{why}. Another program (or another Baton) uses this port. Quit it, or start Baton with --port 8788 (or set server.port in the config file).")
+            } else {
+                why.clone()
+            };
+            tracing::error!("{message}");
+            crate::notify::show("Baton could not start", &message);
+            make_window(app, WebviewUrl::App("port-busy.html".into()), true);
+            app.manage(Shell {
+                handle: Mutex::new(None),
+                core: None,
+                origin: format!("http://{addr}"),
+                data_dir,
+                failed: Some(message),
+            });
+            crate::tray::create(app);
+        }
+    }
+}
+
+fn make_window(app: &AppHandle, url: WebviewUrl, visible: bool) {
+    let built = WebviewWindowBuilder::new(app, WINDOW, url)
+        .title("Baton")
+        .inner_size(480.0, 760.0)
+        .min_inner_size(380.0, 420.0)
+        .visible(visible)
+        .build();
+    if let Err(e) = built {
+        tracing::error!(error = %e, "cannot create the window");
+    }
+}
+
+pub fn show_window(app: &AppHandle) {
+    if let Some(w) = app.get_webview_window(WINDOW) {
+        let _ = w.show();
+        let _ = w.unminimize();
+        let _ = w.set_focus();
+    }
+}
+
+/// Lets the web UI's Start-at-login toggle reach the autostart plugin; tray and UI read the same
+/// state, so they agree.
+fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
+    let get = app.clone();
+    let set = app.clone();
+    core.desktop.store(Some(Arc::new(DesktopLink {
+        autostart: Box::new(move || get.autolaunch().is_enabled().unwrap_or(false)),
+        set_autostart: Box::new(move |on| {
+            let r = if on {
+                set.autolaunch().enable()
+            } else {
+                set.autolaunch().disable()
+            };
+            crate::tray::refresh(&set);
+            r.map_err(|e| e.to_string())
+        }),
+    })));
+}
+
+/// Quit: stop accepting, drain in-flight requests (bounded), flush the log, remove the tray.
+pub fn quit(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let handle = app
+            .try_state::<Shell>()
+            .and_then(|s| s.handle.lock().ok().and_then(|mut h| h.take()));
+        if let Some(h) = handle {
+            tracing::info!("quitting: finishing in-flight requests");
+            h.shutdown().await;
+        }
+        let _ = app.remove_tray_by_id(crate::tray::TRAY_ID);
+        app.exit(0);
+    });
+}
+
+/// The gateway key a client should use: the generated one in the data directory.
+pub fn gateway_key(data_dir: &Path) -> Option<String> {
+    std::fs::read_to_string(data_dir.join(baton::auth::GATEWAY_KEY_FILE))
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+}

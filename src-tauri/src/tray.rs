@@ -1,0 +1,297 @@
+//! The tray icon: its look and tooltip follow the gateway's state (all good / some providers
+//! cooling / nothing available / paused), and its menu is rebuilt from a state snapshot whenever
+//! something changes.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::Core;
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Manager};
+use tauri_plugin_autostart::ManagerExt;
+use tauri_plugin_clipboard_manager::ClipboardExt;
+
+use crate::shell::Shell;
+
+pub const TRAY_ID: &str = "main";
+const OPEN: &str = "open";
+const COPY_URL: &str = "copy-url";
+const COPY_KEY: &str = "copy-key";
+const PAUSE: &str = "pause";
+const AUTOSTART: &str = "autostart";
+const QUIT: &str = "quit";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    Ok,
+    Cooling,
+    Down,
+    Paused,
+}
+
+/// The tray's state line and look, from the routing snapshot.
+pub fn summary(core: &Core) -> (Look, String) {
+    if core.paused.load(Ordering::Relaxed) {
+        return (
+            Look::Paused,
+            "Paused — requests get 503 until you resume".into(),
+        );
+    }
+    let snap = core.snapshot.load();
+    let now = core.clock.now_ms();
+    let cooldowns = core.cooldowns.active();
+    let mut serving = None;
+    let mut out: Vec<(String, Option<i64>)> = Vec::new();
+    for p in snap.enabled() {
+        let wide = cooldowns
+            .iter()
+            .filter(|c| {
+                c.scope.provider == p.id() && c.scope.key.is_none() && c.scope.model.is_none()
+            })
+            .map(|c| c.until_ms)
+            .min();
+        let breaker = p.runtime.breaker.snapshot().0.filter(|u| *u > now);
+        let until = wide.or(breaker);
+        if until.is_none() && p.unavailable().is_none() {
+            serving.get_or_insert_with(|| p.config.display_name().to_string());
+        } else {
+            out.push((p.config.display_name().to_string(), until));
+        }
+    }
+    let back = out
+        .iter()
+        .filter_map(|(n, u)| u.map(|u| (n.clone(), u)))
+        .min_by_key(|(_, u)| *u)
+        .map(|(n, u)| format!("{n} back at {}", clock(u)));
+    match serving {
+        None if snap.enabled().next().is_none() => (Look::Down, "No provider enabled".into()),
+        None => (
+            Look::Down,
+            match back {
+                Some(b) => format!("Nothing available · {b}"),
+                None => "Nothing available".into(),
+            },
+        ),
+        Some(name) => {
+            let line = match back {
+                Some(b) => format!("Serving via {name} · {b}"),
+                None => format!("Serving via {name}"),
+            };
+            (
+                if out.is_empty() {
+                    Look::Ok
+                } else {
+                    Look::Cooling
+                },
+                line,
+            )
+        }
+    }
+}
+
+fn clock(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| {
+            t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                .strftime("%H:%M")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+fn icon(look: Look) -> Option<Image<'static>> {
+    let bytes: &'static [u8] = match look {
+        Look::Ok => include_bytes!("../icons/tray-ok.png"),
+        Look::Cooling => include_bytes!("../icons/tray-cooling.png"),
+        Look::Down => include_bytes!("../icons/tray-down.png"),
+        Look::Paused => include_bytes!("../icons/tray-paused.png"),
+    };
+    Image::from_bytes(bytes).ok()
+}
+
+fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
+    let shell = app.state::<Shell>();
+    let (look, line) = match (&shell.core, &shell.failed) {
+        (Some(core), _) => summary(core),
+        (None, Some(why)) => (Look::Down, format!("Not running: {why}")),
+        (None, None) => (Look::Down, "Not running".into()),
+    };
+    let running = shell.core.is_some();
+    let paused = shell
+        .core
+        .as_ref()
+        .is_some_and(|c| c.paused.load(Ordering::Relaxed));
+    let status = MenuItem::with_id(app, "status", truncate(&line, 80), false, None::<&str>)?;
+    let open = MenuItem::with_id(app, OPEN, "Open Baton", true, None::<&str>)?;
+    let copy_url = MenuItem::with_id(app, COPY_URL, "Copy base URL", running, None::<&str>)?;
+    let copy_key = MenuItem::with_id(app, COPY_KEY, "Copy gateway key", running, None::<&str>)?;
+    let pause = MenuItem::with_id(
+        app,
+        PAUSE,
+        if paused {
+            "Resume routing"
+        } else {
+            "Pause routing"
+        },
+        running,
+        None::<&str>,
+    )?;
+    let autostart_on = app.autolaunch().is_enabled().unwrap_or(false);
+    let autostart = CheckMenuItem::with_id(
+        app,
+        AUTOSTART,
+        "Start at login",
+        true,
+        autostart_on,
+        None::<&str>,
+    )?;
+    let quit = MenuItem::with_id(app, QUIT, "Quit Baton", true, None::<&str>)?;
+    let sep1 = PredefinedMenuItem::separator(app)?;
+    let sep2 = PredefinedMenuItem::separator(app)?;
+    let menu = Menu::with_items(
+        app,
+        &[
+            &status, &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2, &quit,
+        ],
+    )?;
+    Ok((menu, look, line))
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+pub fn create(app: &AppHandle) {
+    let (menu, look, line) = match menu(app) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the tray menu");
+            return;
+        }
+    };
+    let mut b = TrayIconBuilder::with_id(TRAY_ID)
+        .menu(&menu)
+        .tooltip(format!("Baton — {line}"))
+        .show_menu_on_left_click(true)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()));
+    if let Some(i) = icon(look) {
+        b = b.icon(i);
+    }
+    if let Err(e) = b.build(app) {
+        tracing::error!(error = %e, "cannot create the tray icon");
+    }
+    let key = state_key(app, look, &line);
+    app.manage(LastLook(std::sync::Mutex::new(Some(key))));
+}
+
+/// What the tray last showed; an unchanged state leaves the tray alone (replacing the menu
+/// while it is open would close it under the user's pointer).
+struct LastLook(std::sync::Mutex<Option<(Look, String, bool, bool)>>);
+
+fn state_key(app: &AppHandle, look: Look, line: &str) -> (Look, String, bool, bool) {
+    let paused = app
+        .try_state::<Shell>()
+        .and_then(|s| s.core.as_ref().map(|c| c.paused.load(Ordering::Relaxed)))
+        .unwrap_or(false);
+    let autostart = app.autolaunch().is_enabled().unwrap_or(false);
+    (look, line.to_string(), paused, autostart)
+}
+
+/// Rebuilds menu, icon and tooltip when the state they show has changed.
+pub fn refresh(app: &AppHandle) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    let Ok((menu, look, line)) = menu(app) else {
+        return;
+    };
+    let key = state_key(app, look, &line);
+    let changed = app
+        .try_state::<LastLook>()
+        .and_then(|l| {
+            l.0.lock().ok().map(|mut last| {
+                let changed = last.as_ref() != Some(&key);
+                *last = Some(key.clone());
+                changed
+            })
+        })
+        .unwrap_or(true);
+    if !changed {
+        return;
+    }
+    let _ = tray.set_menu(Some(menu));
+    let _ = tray.set_icon(icon(look));
+    let _ = tray.set_tooltip(Some(format!("Baton — {line}")));
+}
+
+/// Refreshes the tray on every gateway event (coalesced) and every few seconds (cooldowns end
+/// without an event when nobody asks).
+pub fn follow(app: AppHandle, core: Arc<Core>) {
+    let mut rx = core.events.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    if matches!(ev, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+                        return;
+                    }
+                    // A burst of events: one refresh.
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    while rx.try_recv().is_ok() {}
+                }
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            }
+            let a = app.clone();
+            let _ = app.run_on_main_thread(move || refresh(&a));
+        }
+    });
+}
+
+fn on_menu(app: &AppHandle, id: &str) {
+    tracing::info!(item = id, "tray menu");
+    let shell = app.state::<Shell>();
+    match id {
+        OPEN => crate::shell::show_window(app),
+        COPY_URL => {
+            let url = format!("{}/v1", shell.origin);
+            let _ = app.clipboard().write_text(url);
+        }
+        COPY_KEY => match crate::shell::gateway_key(&shell.data_dir) {
+            Some(k) => {
+                let _ = app.clipboard().write_text(k);
+            }
+            None => crate::notify::show(
+                "No generated gateway key",
+                "This Baton takes its gateway keys from environment variables (gatewayKeys in the config file); copy the key from there.",
+            ),
+        },
+        PAUSE => {
+            if let Some(core) = &shell.core {
+                let was = core.paused.fetch_xor(true, Ordering::Relaxed);
+                tracing::info!(paused = !was, "routing {}", if was { "resumed" } else { "paused" });
+            }
+            refresh(app);
+        }
+        AUTOSTART => {
+            let on = app.autolaunch().is_enabled().unwrap_or(false);
+            let r = if on {
+                app.autolaunch().disable()
+            } else {
+                app.autolaunch().enable()
+            };
+            if let Err(e) = r {
+                crate::notify::show("Start at login failed", &e.to_string());
+            }
+            refresh(app);
+        }
+        QUIT => crate::shell::quit(app),
+        _ => {}
+    }
+}

@@ -1,0 +1,232 @@
+"""The real desktop app under Xvfb with a real notification daemon (dunst) and tray host
+(trayer): the gateway serves while the tray app runs, a subscription-limit failover makes exactly
+one notification, start at login writes and removes its autostart entry, a second launch starts
+no second gateway, and Quit from the tray menu exits cleanly with the request log flushed.
+
+Run through tests/desktop/run.sh (it provides the display and the D-Bus session). Needs
+BATON_DESKTOP_BIN and FAKE_CLI_BIN; screenshots go to tests/desktop/artifacts/."""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ARTIFACTS = HERE / "artifacts"
+DESKTOP = os.environ.get("BATON_DESKTOP_BIN", "")
+FAKE_CLI = os.environ.get("FAKE_CLI_BIN", "")
+
+pytestmark = pytest.mark.skipif(
+    not (DESKTOP and FAKE_CLI and os.environ.get("DISPLAY")),
+    reason="run through tests/desktop/run.sh with BATON_DESKTOP_BIN and FAKE_CLI_BIN",
+)
+
+
+def wait_for(pred, timeout=15.0, step=0.1, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def sh(*args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+class App:
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.home = tmp / "home"
+        self.data = tmp / "data"
+        self.home.mkdir()
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        for cli in ("claude", "codex"):
+            shutil.copy(FAKE_CLI, bin_dir / cli)
+            (tmp / cli).mkdir()
+        (tmp / "claude" / "modes").write_text("limit-soon\n")
+        (tmp / "codex" / "modes").write_text("ok\n")
+        self.config = tmp / "config.json"
+        self.config.write_text(json.dumps({
+            "server": {"port": 0},
+            "providers": [
+                {"id": "claude-code", "name": "Claude Code", "kind": "claude-cli",
+                 "executable": str(bin_dir / "claude"), "models": ["sonnet"], "priority": 1,
+                 "env": {"FAKE_CLI_DIR": str(tmp / "claude")}},
+                {"id": "codex", "name": "Codex", "kind": "codex-cli",
+                 "executable": str(bin_dir / "codex"), "models": ["gpt-5"], "priority": 2,
+                 "env": {"FAKE_CLI_DIR": str(tmp / "codex")}},
+            ],
+        }))
+        self.env = {**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
+                    "BATON_LOG": "info"}
+        self.proc = None
+        self.url = None
+
+    def args(self):
+        return [DESKTOP, "--config", str(self.config), "--data-dir", str(self.data)]
+
+    def start(self):
+        self.log = open(self.tmp / "app.log", "w")
+        self.proc = subprocess.Popen(self.args(), env=self.env, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = wait_for(lambda: self.proc.stdout.readline(), timeout=60, what="the app to listen")
+        m = re.search(r"listening on (http://\S+)", line)
+        assert m, line
+        self.url = m.group(1)
+        self.gateway_key = (self.data / "gateway.key").read_text().strip()
+        self.admin_key = (self.data / "admin.key").read_text().strip()
+
+    def request(self, path, body=None, key=None, method=None, admin=False):
+        headers = {"content-type": "application/json"}
+        if admin:
+            headers["x-admin-key"] = self.admin_key
+        else:
+            headers["authorization"] = f"Bearer {key or self.gateway_key}"
+        req = urllib.request.Request(self.url + path, data=None if body is None else json.dumps(body).encode(),
+                                     headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def chat(self):
+        return self.request("/v1/chat/completions", {"model": "auto", "messages": [{"role": "user", "content": "hi"}]})
+
+
+def notifications():
+    """Closed notifications in dunst's history (only closed ones reach it)."""
+    sh("dunstctl", "close-all")
+    time.sleep(0.2)
+    out = sh("dunstctl", "history").stdout
+    if not out.strip():
+        return []
+    data = json.loads(out)["data"][0]
+    return [{"summary": n["summary"]["data"], "body": n["body"]["data"], "app": n["appname"]["data"]} for n in data]
+
+
+def tray_window():
+    """The tray icon's window inside the tray host (XEmbed): class `tray-icon tray app main`."""
+    out = sh("xdotool", "search", "--class", "tray-icon tray app").stdout.split()
+    return out[0] if out else None
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory):
+    ARTIFACTS.mkdir(exist_ok=True)
+    tmp = tmp_path_factory.mktemp("desktop")
+    daemons = [
+        subprocess.Popen(["dunst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+                          "--height", "32", "--SetDockType", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+    ]
+    wait_for(lambda: sh("dunstctl", "is-paused").returncode == 0, what="dunst")
+    app = App(tmp)
+    app.start()
+    yield app
+    if app.proc.poll() is None:
+        app.proc.terminate()
+        app.proc.wait(10)
+    for d in daemons:
+        d.terminate()
+
+
+def test_gateway_serves_and_a_limit_failover_notifies_exactly_once(desktop):
+    sh("dunstctl", "history-clear")
+    status, headers, _ = desktop.chat()
+    assert status == 200
+    assert headers.get("x-gateway-provider") == "codex"
+    found = wait_for(lambda: [n for n in notifications() if n["app"] == "Baton"], timeout=10, what="a notification")
+    assert len(found) == 1, found
+    n = found[0]
+    assert n["summary"] == "Baton switched providers"
+    assert re.match(r"Claude Code session limit reached — back at \d\d:\d\d; now using Codex", n["body"]), n["body"]
+    # The same episode: Claude is cooling, skipped, and nothing new is said.
+    for _ in range(3):
+        status, headers, _ = desktop.chat()
+        assert headers.get("x-gateway-provider") == "codex"
+    time.sleep(1.5)
+    assert [x for x in notifications() if x["app"] == "Baton"] == found
+
+
+def test_start_at_login_writes_and_removes_the_autostart_entry(desktop):
+    entry = desktop.home / ".config" / "autostart" / "Baton.desktop"
+    status, _, body = desktop.request("/admin/desktop", admin=True)
+    assert status == 200 and json.loads(body)["present"] is True
+    status, _, body = desktop.request("/admin/desktop", {"autostart": True}, method="PUT", admin=True)
+    assert status == 200, body
+    assert json.loads(body)["autostart"] is True
+    assert entry.exists(), list((desktop.home / ".config").rglob("*"))
+    assert "baton-desktop" in entry.read_text()
+    status, _, body = desktop.request("/admin/desktop", {"autostart": False}, method="PUT", admin=True)
+    assert json.loads(body)["autostart"] is False
+    assert not entry.exists()
+
+
+def visible_window():
+    """The app window (title Baton, 480 px wide) when it is mapped."""
+    for w in sh("xdotool", "search", "--onlyvisible", "--name", "^Baton$").stdout.split():
+        if "480x" in sh("xdotool", "getwindowgeometry", w).stdout:
+            return w
+    return None
+
+
+def open_menu(tray):
+    sh("xdotool", "mousemove", "--window", tray, "8", "8", "click", "1")
+
+    def menu():
+        for w in sh("xdotool", "search", "--onlyvisible", "--class", "baton-desktop").stdout.split():
+            m = re.search(r"Geometry: (\d+)x(\d+)", sh("xdotool", "getwindowgeometry", w).stdout)
+            if m and int(m.group(2)) > 100 and int(m.group(1)) < 400:
+                return w
+        return None
+
+    return wait_for(menu, timeout=15, what="the tray menu")
+
+
+def test_tray_menu_opens_the_window(desktop):
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    assert visible_window() is None, "the window starts hidden in the tray"
+    open_menu(tray)
+    time.sleep(0.5)
+    sh("scrot", "-o", str(ARTIFACTS / "tray-menu.png"))
+    # Open Baton: the first item that can be chosen (the status line above it cannot).
+    sh("xdotool", "key", "Down", "Return")
+    wait_for(visible_window, timeout=10, what="the window to open")
+
+
+def test_a_second_launch_starts_no_second_gateway(desktop):
+    second = subprocess.run(desktop.args(), env=desktop.env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert "listening on" not in second.stdout
+    assert desktop.proc.poll() is None
+    assert desktop.chat()[0] == 200
+    # It brought the running window forward; let the page render, then keep a picture.
+    assert wait_for(visible_window, timeout=10, what="the window")
+    time.sleep(3)
+    sh("scrot", "-o", str(ARTIFACTS / "window.png"))
+
+
+def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", "Up", "Return")  # the last item: Quit Baton
+    code = desktop.proc.wait(15)
+    assert code == 0
+    log = (desktop.tmp / "app.log").read_text()
+    assert "quitting: finishing in-flight requests" in log
+    assert "gateway stopped" in log
+    rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
+    assert rows == 5, "every request is in the log after Quit"
+    assert tray_window() is None, "the tray icon is gone"
