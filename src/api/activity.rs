@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::Json;
 use futures_util::Stream;
@@ -39,14 +39,10 @@ pub async fn log(
     f.provider = f.provider.filter(|p| !p.is_empty());
     // Rows written a moment ago are still in the writer's batch.
     core.store.writer().flush().await;
-    let rows = core.store.query_requests(&f).map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "store_failed",
-            e.to_string(),
-        )
-    })?;
+    let rows = core
+        .store
+        .query_requests(&f)
+        .map_err(|e| ApiError::internal("store_failed", e))?;
     Ok(Json(
         json!({"rows": rows, "limit": f.limit, "offset": f.offset}),
     ))
@@ -102,28 +98,14 @@ pub async fn setup(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     require_admin(core, &headers)?;
-    let catalog = crate::catalog::load().map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "catalog",
-            e.to_string(),
-        )
-    })?;
+    let catalog = crate::catalog::load().map_err(|e| ApiError::internal("catalog", e))?;
     let found = tokio::task::spawn_blocking(move || {
         let env = |name: &str| std::env::var(name).ok();
         let rows = crate::cli::keys::check(&catalog, &env, &crate::cli::keys::which);
         (catalog, rows)
     })
     .await
-    .map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "setup",
-            e.to_string(),
-        )
-    })?;
+    .map_err(|e| ApiError::internal("setup", e))?;
     let (catalog, rows) = found;
     let configured: Vec<String> = core
         .snapshot
@@ -216,21 +198,7 @@ pub async fn stats(
         ))
     })
     .await
-    .map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "stats",
-            e.to_string(),
-        )
-    })?
-    .map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "store_failed",
-            e.to_string(),
-        )
-    })?;
+    .map_err(|e| ApiError::internal("stats", e))?
+    .map_err(|e| ApiError::internal("store_failed", e))?;
     Ok(Json(json!({"hour": hour, "day": day})))
 }

@@ -47,14 +47,10 @@ pub async fn state(
     require_admin(core, &headers)?;
     let now = core.clock.now_ms();
     let snap = core.snapshot.load();
-    let stored = core.store.load_providers().map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "store_failed",
-            e.to_string(),
-        )
-    })?;
+    let stored = core
+        .store
+        .load_providers()
+        .map_err(|e| ApiError::internal("store_failed", e))?;
     let providers: Vec<Value> = snap
         .providers
         .iter()
@@ -164,14 +160,11 @@ pub async fn clear_cooldowns(
     require_admin(core, &headers)?;
     let snap = core.snapshot.load();
     let Some(p) = snap.provider(&q.provider) else {
-        let mut e = ApiError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
+        return Err(ApiError::missing(
             "provider_not_found",
+            "provider",
             format!("No provider `{}`.", q.provider),
-        );
-        e.param = Some("provider".into());
-        return Err(e);
+        ));
     };
     let mut cleared = 0;
     for c in core.cooldowns.active() {
@@ -207,14 +200,11 @@ pub async fn discover(
     require_admin(core, &headers)?;
     if let Some(id) = &q.provider {
         if core.snapshot.load().provider(id).is_none() {
-            let mut e = ApiError::new(
-                StatusCode::NOT_FOUND,
-                "invalid_request_error",
+            return Err(ApiError::missing(
                 "provider_not_found",
+                "provider",
                 format!("No provider `{id}`."),
-            );
-            e.param = Some("provider".into());
-            return Err(e);
+            ));
         }
     }
     let results = core.discover_models(q.provider.as_deref()).await;
@@ -252,14 +242,11 @@ pub async fn set_cooldown(
         )
     })?;
     if core.snapshot.load().provider(&c.provider).is_none() {
-        let mut e = ApiError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
+        return Err(ApiError::missing(
             "provider_not_found",
+            "provider",
             format!("No provider `{}`.", c.provider),
-        );
-        e.param = Some("provider".into());
-        return Err(e);
+        ));
     }
     let now = core.clock.now_ms();
     if c.until_ms <= now {

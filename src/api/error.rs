@@ -48,6 +48,36 @@ impl ApiError {
         e
     }
 
+    /// 422 with the offending field in `param` (the UI places the message next to it).
+    pub fn field(param: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request_error",
+            "invalid_field",
+            message,
+        );
+        e.param = Some(param.into());
+        e
+    }
+
+    /// 404 for an admin object (provider, key) that does not exist (any more).
+    pub fn missing(code: &'static str, param: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::NOT_FOUND, "not_found_error", code, message);
+        e.param = Some(param.into());
+        e
+    }
+
+    /// 500 when Baton's own storage failed; logged in full, shown plainly.
+    pub fn internal(code: &'static str, e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, code, "admin request failed inside Baton");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            code,
+            format!("Baton could not complete this: {e}"),
+        )
+    }
+
     pub fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,

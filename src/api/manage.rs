@@ -21,14 +21,11 @@ use crate::store::EditError;
 const REQUEST: &str = "request body";
 
 fn not_found(id: &str) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found_error",
+    ApiError::missing(
         "provider_not_found",
+        "id",
         format!("No provider `{id}` (it may have been deleted; reload)."),
-    );
-    e.param = Some("id".into());
-    e
+    )
 }
 
 fn edit_error(e: EditError) -> ApiError {
@@ -42,24 +39,11 @@ fn edit_error(e: EditError) -> ApiError {
 }
 
 fn store_error(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "configuration store failed");
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "api_error",
-        "store_failed",
-        format!("Baton could not save the change: {e}"),
-    )
+    ApiError::internal("store_failed", e)
 }
 
 fn field_error(param: String, message: String) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_request_error",
-        "invalid_field",
-        message,
-    );
-    e.param = Some(param);
-    e
+    ApiError::field(param, message)
 }
 
 /// A provider definition from a request body: the config-file format plus `newKeys`, API keys

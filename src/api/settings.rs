@@ -19,23 +19,11 @@ pub const NOTIFICATIONS: &[(&str, bool)] = &[
 ];
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "api_error",
-        "store_failed",
-        e.to_string(),
-    )
+    ApiError::internal("store_failed", e)
 }
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_request_error",
-        "invalid_field",
-        message,
-    );
-    e.param = Some(param.into());
-    e
+    ApiError::field(param, message)
 }
 
 fn reload_keys(core: &Core) -> Result<(), ApiError> {
@@ -133,11 +121,11 @@ pub async fn revoke_key(
     let core = &state.core;
     require_admin(core, &headers)?;
     core.store.revoke_client_key(&id, core.clock.now_ms()).map_err(|e| match e {
-        crate::store::EditError::NotFound(_) => {
-            let mut e = ApiError::new(StatusCode::NOT_FOUND, "not_found_error", "key_not_found", format!("No active key `{id}`; keys from the configuration or gateway.key are changed there."));
-            e.param = Some("id".into());
-            e
-        }
+        crate::store::EditError::NotFound(_) => ApiError::missing(
+            "key_not_found",
+            "id",
+            format!("No active key `{id}`; keys from the configuration or gateway.key are changed there."),
+        ),
         other => internal(other),
     })?;
     reload_keys(core)?;
@@ -254,14 +242,7 @@ pub async fn set_desktop(
     let Some(on) = v.get("autostart").and_then(Value::as_bool) else {
         return Err(invalid("autostart", "must be true or false"));
     };
-    (link.set_autostart)(on).map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "autostart",
-            e,
-        )
-    })?;
+    (link.set_autostart)(on).map_err(|e| ApiError::internal("autostart", e))?;
     Ok(Json(
         json!({"present": true, "autostart": (link.autostart)()}),
     ))

@@ -230,3 +230,44 @@ def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
     assert rows == 5, "every request is in the log after Quit"
     assert tray_window() is None, "the tray icon is gone"
+
+
+def test_without_a_display_it_runs_the_gateway_only(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["HOME"] = str(tmp_path)
+    p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", "0"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = wait_for(lambda: p.stdout.readline(), timeout=30, what="listening")
+        url = re.search(r"listening on (http://\S+)", line).group(1)
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=15)
+    assert p.returncode == 0, err
+    assert "no display found" in err and "running the gateway only" in err
+
+
+def test_a_taken_port_is_explained(desktop, tmp_path):
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+    sh("dunstctl", "history-clear")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", str(port)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        found = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton could not start"],
+                         timeout=30, what="the port notification")
+        assert str(port) in found[0]["body"] and "--port" in found[0]["body"], found
+        assert wait_for(visible_window, timeout=10, what="the explaining window")
+        time.sleep(2)
+        sh("scrot", "-o", str(ARTIFACTS / "port-busy.png"))
+        assert p.poll() is None, "it stays up to explain instead of crashing"
+    finally:
+        p.terminate()
+        p.wait(10)
+        sock.close()

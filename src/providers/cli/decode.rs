@@ -136,22 +136,13 @@ fn codex(t: &str, v: &Value) -> (Vec<Step>, bool) {
             }
             (Vec::new(), false)
         }
-        "turn.completed" => {
-            let u = v.get("usage").unwrap_or(&Value::Null);
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let cached = n("cached_input_tokens");
-            (
-                vec![
-                    Step::Usage(Usage {
-                        input_tokens: n("input_tokens").saturating_sub(cached),
-                        output_tokens: n("output_tokens"),
-                        cached_input_tokens: cached,
-                    }),
-                    Step::Finish(StopReason::Stop),
-                ],
-                false,
-            )
-        }
+        "turn.completed" => (
+            finished(
+                v.get("usage").unwrap_or(&Value::Null),
+                "cached_input_tokens",
+            ),
+            false,
+        ),
         "turn.failed" => (vec![Step::Failed], true),
         "error" => {
             let msg = v.get("message").and_then(Value::as_str).unwrap_or_default();
@@ -177,24 +168,28 @@ fn gemini(t: &str, v: &Value) -> (Vec<Step>, bool) {
             if v.get("status").and_then(Value::as_str) != Some("success") {
                 return (vec![Step::Failed], true);
             }
-            let s = v.get("stats").unwrap_or(&Value::Null);
-            let n = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let cached = n("cached");
             (
-                vec![
-                    Step::Usage(Usage {
-                        input_tokens: n("input_tokens").saturating_sub(cached),
-                        output_tokens: n("output_tokens"),
-                        cached_input_tokens: cached,
-                    }),
-                    Step::Finish(StopReason::Stop),
-                ],
+                finished(v.get("stats").unwrap_or(&Value::Null), "cached"),
                 false,
             )
         }
         "error" => (Vec::new(), true),
         _ => (Vec::new(), false),
     }
+}
+
+/// Usage from a final event (`input_tokens` counts the cached part too), then the end.
+fn finished(u: &Value, cached_field: &str) -> Vec<Step> {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let cached = n(cached_field);
+    vec![
+        Step::Usage(Usage {
+            input_tokens: n("input_tokens").saturating_sub(cached),
+            output_tokens: n("output_tokens"),
+            cached_input_tokens: cached,
+        }),
+        Step::Finish(StopReason::Stop),
+    ]
 }
 
 /// Whether a stderr line is worth keeping for classification (not a stack frame or banner).
