@@ -1,17 +1,23 @@
-//! API keys typed into the UI. They live in `secrets.json` in the data directory, readable by
-//! this user only (0600), and a provider refers to them by id (`{"stored": "s_…"}`): the
-//! configuration, the admin API and exports only ever see the id.
+//! API keys typed into the UI. Each goes to the operating system's credential store (Secret
+//! Service on Linux, Keychain on macOS, Credential Manager on Windows) when one answers, else
+//! into `secrets.json` in the data directory, readable by this user only (0600). A provider
+//! refers to a key by id (`{"stored": "s_…"}`): the configuration, the admin API and exports only
+//! ever see the id. `secrets.json` records where each id lives (never the value, for keys in the
+//! OS store).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 /// The name under which a stored secret is looked up alongside environment variables (it
 /// cannot collide with one: variable names have no `:`).
 pub const LOOKUP_PREFIX: &str = "stored:";
+/// The service name entries carry in the OS credential store.
+const SERVICE: &str = "dev.baton.gateway";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -24,20 +30,49 @@ pub enum SecretError {
     Corrupt { path: PathBuf, message: String },
 }
 
+/// Where one secret lives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+enum Slot {
+    /// In this file.
+    File(String),
+    /// In the OS credential store under `SERVICE` / id.
+    Os { os: String },
+}
+
+/// Which store new secrets go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// The OS credential store, falling back to the file when it does not answer.
+    Auto,
+    /// Only the 0600 file (`BATON_SECRET_STORE=file`).
+    File,
+}
+
 pub struct SecretStore {
     path: PathBuf,
+    backend: Backend,
     lock: Mutex<()>,
+    /// Values read from the OS store, so routing reloads do not call it each time.
+    cache: Mutex<HashMap<String, String>>,
 }
 
 impl SecretStore {
     pub fn new(data_dir: &Path) -> Self {
+        let backend = match std::env::var("BATON_SECRET_STORE").as_deref() {
+            Ok("file") => Backend::File,
+            _ => Backend::Auto,
+        };
         Self {
             path: data_dir.join("secrets.json"),
+            backend,
             lock: Mutex::new(()),
+            cache: Mutex::new(HashMap::new()),
         }
     }
 
-    fn load(&self) -> Result<BTreeMap<String, String>, SecretError> {
+    fn load(&self) -> Result<BTreeMap<String, Slot>, SecretError> {
         match std::fs::read_to_string(&self.path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| SecretError::Corrupt {
                 path: self.path.clone(),
@@ -53,7 +88,7 @@ impl SecretStore {
 
     /// Writes the whole map to a new 0600 file, then renames it over the old one (a crash
     /// never leaves half a file).
-    fn save(&self, map: &BTreeMap<String, String>) -> Result<(), SecretError> {
+    fn save(&self, map: &BTreeMap<String, Slot>) -> Result<(), SecretError> {
         let io = |source| SecretError::Io {
             path: self.path.clone(),
             source,
@@ -76,19 +111,65 @@ impl SecretStore {
         std::fs::rename(&tmp, &self.path).map_err(io)
     }
 
+    /// Tries the OS credential store; `false` when there is none (headless Linux without a
+    /// Secret Service, a locked keychain…).
+    fn os_put(id: &str, value: &str) -> bool {
+        let r = keyring::Entry::new(SERVICE, id).and_then(|e| e.set_password(value));
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::info!(error = %e, "no OS credential store; keeping the key in the data directory (0600)");
+                false
+            }
+        }
+    }
+
     /// Stores a secret and returns its new id.
     pub fn put(&self, value: &str) -> Result<String, SecretError> {
         let _g = self.lock.lock();
         let mut map = self.load()?;
         let id = format!("s_{:012x}", rand::rng().random::<u64>() & 0xffff_ffff_ffff);
-        map.insert(id.clone(), value.trim().to_string());
+        let value = value.trim().to_string();
+        let slot = if self.backend == Backend::Auto && Self::os_put(&id, &value) {
+            if let Ok(mut c) = self.cache.lock() {
+                c.insert(id.clone(), value);
+            }
+            Slot::Os { os: SERVICE.into() }
+        } else {
+            Slot::File(value)
+        };
+        map.insert(id.clone(), slot);
         self.save(&map)?;
         Ok(id)
     }
 
     pub fn get(&self, id: &str) -> Option<String> {
+        if let Some(v) = self.cache.lock().ok().and_then(|c| c.get(id).cloned()) {
+            return Some(v);
+        }
         let _g = self.lock.lock();
-        self.load().ok()?.get(id).cloned()
+        match self.load().ok()?.get(id)? {
+            Slot::File(v) => Some(v.clone()),
+            Slot::Os { .. } => {
+                let v = keyring::Entry::new(SERVICE, id)
+                    .and_then(|e| e.get_password())
+                    .map_err(|e| tracing::warn!(error = %e, id, "cannot read a key from the OS credential store"))
+                    .ok()?;
+                if let Ok(mut c) = self.cache.lock() {
+                    c.insert(id.to_string(), v.clone());
+                }
+                Some(v)
+            }
+        }
+    }
+
+    /// Where a stored secret lives: `os` or `file`.
+    pub fn location(&self, id: &str) -> Option<&'static str> {
+        let _g = self.lock.lock();
+        match self.load().ok()?.get(id)? {
+            Slot::File(_) => Some("file"),
+            Slot::Os { .. } => Some("os"),
+        }
     }
 
     pub fn delete(&self, ids: &[String]) -> Result<(), SecretError> {
@@ -98,7 +179,15 @@ impl SecretStore {
         let _g = self.lock.lock();
         let mut map = self.load()?;
         for id in ids {
-            map.remove(id);
+            if let Some(Slot::Os { .. }) = map.remove(id) {
+                if let Err(e) = keyring::Entry::new(SERVICE, id).and_then(|e| e.delete_credential())
+                {
+                    tracing::warn!(error = %e, id, "cannot remove a key from the OS credential store");
+                }
+            }
+            if let Ok(mut c) = self.cache.lock() {
+                c.remove(id);
+            }
         }
         self.save(&map)
     }
@@ -109,11 +198,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secrets_are_private_and_round_trip() {
+    fn file_store_is_private_and_round_trips() {
         let d = tempfile::tempdir().unwrap();
-        let s = SecretStore::new(d.path());
+        let mut s = SecretStore::new(d.path());
+        s.backend = Backend::File;
         let id = s.put(" sk-live-123 ").unwrap();
         assert_eq!(s.get(&id).as_deref(), Some("sk-live-123"));
+        assert_eq!(s.location(&id), Some("file"));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(d.path().join("secrets.json"))
             .unwrap()
@@ -122,5 +213,13 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         s.delete(std::slice::from_ref(&id)).unwrap();
         assert_eq!(s.get(&id), None);
+    }
+
+    #[test]
+    fn slots_read_both_forms() {
+        let m: BTreeMap<String, Slot> =
+            serde_json::from_str(r#"{"a": "sk-1", "b": {"os": "dev.baton.gateway"}}"#).unwrap();
+        assert_eq!(m["a"], Slot::File("sk-1".into()));
+        assert!(matches!(m["b"], Slot::Os { .. }));
     }
 }
