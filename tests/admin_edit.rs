@@ -752,3 +752,32 @@ async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
     assert_eq!(baton.chat("auto", "hi").await.status(), 200);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn routes_show_what_each_model_name_leads_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("x").await;
+    let mut off = provider("b", &up.base_url(), 5);
+    off["enabled"] = json!(false);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 10), off],
+            "routes": {"fast": {"targets": ["a"], "resumeOnBreak": true}}, "modelMap": {"claude-*": "fast"}}),
+    )
+    .await;
+    let (st, v) = Admin(&baton).send(Method::GET, "/admin/routes", None).await;
+    assert_eq!(st, 200);
+    assert_eq!(
+        v["auto"].as_array().unwrap().len(),
+        1,
+        "a disabled provider is not in auto: {v}"
+    );
+    assert_eq!(v["auto"][0]["provider"], "a");
+    assert_eq!(v["routes"]["fast"]["targets"], json!(["a"]));
+    assert_eq!(v["routes"]["fast"]["resumeOnBreak"], true);
+    assert_eq!(
+        v["modelMap"][0],
+        json!({"pattern": "claude-*", "route": "fast"})
+    );
+    baton.stop().await;
+}

@@ -287,13 +287,20 @@ async function renderConnect() {
 }
 
 async function renderSettings() {
-  let s, keys, desktop;
+  let s, keys, desktop, routes;
   try {
-    [s, keys, desktop] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys"), api("GET", "/admin/desktop")]);
+    [s, keys, desktop, routes] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys"), api("GET", "/admin/desktop"), api("GET", "/admin/routes")]);
   } catch (e) {
     showError(e);
     return;
   }
+  const facts = [el("dt", {}, el("code", {}, "auto")), el("dd", {}, routes.auto.length ? routes.auto.map((a) => a.name).join(" → ") : "no enabled provider")];
+  for (const [name, r] of Object.entries(routes.routes)) {
+    facts.push(el("dt", {}, el("code", {}, name)), el("dd", {}, r.targets.join(" → "), r.resumeOnBreak ? el("span", { class: "muted small" }, " · resumes a broken stream") : null));
+  }
+  for (const m of routes.modelMap) facts.push(el("dt", {}, el("code", {}, m.pattern)), el("dd", {}, "→ ", el("code", {}, m.route)));
+  facts.push(el("dt", {}, "To change"), el("dd", { class: "muted small" }, "reorder providers on the Providers screen; named routes and modelMap live in the config file"));
+  $("routes-info").replaceChildren(...facts);
   // Start at login belongs to the desktop app; in a plain browser on a headless Baton it is hidden.
   $("desktop-settings").hidden = !desktop.present;
   $("autostart").checked = Boolean(desktop.autostart);

@@ -75,6 +75,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/events", get(activity::events))
         .route("/admin/setup", get(activity::setup))
         .route("/admin/stats", get(activity::stats))
+        .route("/admin/routes", get(activity::routes))
         .route(
             "/admin/keys",
             get(settings::list_keys).post(settings::create_key),

@@ -195,6 +195,7 @@ test("activity shows the route each request took", async () => {
 test("settings: a new gateway key works at once and is revoked at once", async () => {
   await page.click("nav a[data-tab=settings]");
   await page.waitForSelector("#key-list .key-item");
+  assert.match(await page.textContent("#routes-info"), /auto\s*Alpha → Gamma → Beta/);
   await page.fill("#key-label", "ci-bot");
   await page.click("#key-form button[type=submit]");
   const code = await page.waitForSelector("#new-key pre code");
