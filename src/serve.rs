@@ -93,33 +93,30 @@ pub fn run_headless(args: ServeOptions) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let stop = shutdown_signal();
         announce(&handle, &data_dir);
-        shutdown_signal().await;
+        stop.await;
         tracing::info!("shutting down: finishing in-flight requests");
         handle.shutdown().await;
         ExitCode::SUCCESS
     })
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called (not when the
+/// future is first polled), so a signal right after start-up is never lost.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = ctrl_c.await;
     }
 }

@@ -205,6 +205,30 @@ def test_tray_menu_opens_the_window(desktop):
     wait_for(visible_window, timeout=10, what="the window to open")
 
 
+def choose(tray, downs):
+    """Opens the tray menu and takes the item `downs` steps down (1 = Open Baton)."""
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", *(["Down"] * downs), "Return")
+    time.sleep(0.8)
+
+
+def test_pause_and_start_at_login_from_the_tray(desktop):
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    choose(tray, 4)  # Pause routing
+    status, _, body = desktop.chat()
+    assert status == 503 and b"paused" in body, body
+    choose(tray, 4)  # Resume routing
+    assert desktop.chat()[0] == 200
+    entry = desktop.home / ".config" / "autostart" / "Baton.desktop"
+    choose(tray, 5)  # Start at login
+    assert wait_for(entry.exists, timeout=5, what="the autostart entry")
+    _, _, body = desktop.request("/admin/desktop", admin=True)
+    assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
+    choose(tray, 5)
+    assert wait_for(lambda: not entry.exists(), timeout=5, what="the entry to go")
+
+
 def test_a_second_launch_starts_no_second_gateway(desktop):
     second = subprocess.run(desktop.args(), env=desktop.env, capture_output=True, text=True, timeout=60)
     assert second.returncode == 0, second.stderr
@@ -228,7 +252,8 @@ def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     assert "quitting: finishing in-flight requests" in log
     assert "gateway stopped" in log
     rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
-    assert rows == 5, "every request is in the log after Quit"
+    # 6 routed requests (the one refused while paused never reached routing).
+    assert rows == 6, "every routed request is in the log after Quit"
     assert tray_window() is None, "the tray icon is gone"
 
 
