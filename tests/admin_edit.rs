@@ -620,13 +620,13 @@ async fn notification_settings_and_windowed_stats() {
     let admin = Admin(&baton);
     let (_, s) = admin.send(Method::GET, "/admin/settings", None).await;
     assert_eq!(s["notifications"]["failover"], true);
-    assert_eq!(s["notifications"]["cooldownEnded"], false);
+    assert_eq!(s["notifications"]["cooldownEnded"], true, "on by default");
     assert_eq!(s["server"]["address"], baton.handle.addr.to_string());
     let (st, s) = admin
         .send(
             Method::PUT,
             "/admin/settings",
-            Some(json!({"notifications": {"cooldownEnded": true}})),
+            Some(json!({"notifications": {"cooldownEnded": false}})),
         )
         .await;
     assert_eq!(st, 200);
@@ -635,7 +635,7 @@ async fn notification_settings_and_windowed_stats() {
             s["notifications"]["cooldownEnded"].as_bool(),
             s["notifications"]["failover"].as_bool()
         ),
-        (Some(true), Some(true))
+        (Some(false), Some(true))
     );
     let (st, v) = admin
         .send(
@@ -673,7 +673,7 @@ async fn notification_settings_and_windowed_stats() {
     let (_, s) = Admin(&baton)
         .send(Method::GET, "/admin/settings", None)
         .await;
-    assert_eq!(s["notifications"]["cooldownEnded"], true);
+    assert_eq!(s["notifications"]["cooldownEnded"], false);
     baton.stop().await;
 }
 

@@ -76,7 +76,7 @@ fn fold(
                 && prefs
                     .get("cooldownEnded")
                     .and_then(|v| v.as_bool())
-                    .unwrap_or(false) =>
+                    .unwrap_or(true) =>
             {
                 b.back.push(provider.clone());
             }
@@ -119,7 +119,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
                     let active = core.cooldowns.active();
                     let back = ended(&mut announced, &|p| active.iter().any(|c| c.scope.provider == p));
                     let prefs = baton::api::settings::notifications(&core);
-                    let wanted = prefs.get("cooldownEnded").and_then(|v| v.as_bool()).unwrap_or(false);
+                    let wanted = prefs.get("cooldownEnded").and_then(|v| v.as_bool()).unwrap_or(true);
                     if wanted && !back.is_empty() {
                         show("Baton", &format!("{} back in rotation", back.join(", ")));
                     }

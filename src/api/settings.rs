@@ -14,7 +14,7 @@ use crate::gateway::Core;
 pub const NOTIFICATIONS: &[(&str, bool)] = &[
     ("failover", true),
     ("allExhausted", true),
-    ("cooldownEnded", false),
+    ("cooldownEnded", true),
     ("loggedOut", true),
 ];
 
