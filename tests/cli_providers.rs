@@ -669,3 +669,51 @@ async fn overloaded_cli_cools_briefly_and_fails_over() {
     );
     baton.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_tries_cli_providers_the_way_routing_runs_them() {
+    let clis = FakeClis::new();
+    clis.modes("claude", &["limit-soon"]);
+    clis.modes("codex", &["ok"]);
+    clis.modes("gemini", &["nologin"]);
+    std::fs::remove_file(clis.dir.path().join("gemini-home/.gemini/oauth_creds.json")).unwrap();
+    let cfg = clis.dir.path().join("config.json");
+    std::fs::write(
+        &cfg,
+        json!({"providers": [clis.provider("claude", 1), clis.provider("codex", 2), clis.provider("gemini", 3)]}).to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg.display().to_string(),
+            "--json".into(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 1, "a failing target: {err}");
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let by = |id: &str| rows.iter().find(|r| r["provider"] == id).unwrap().clone();
+    let claude = by("claude");
+    assert_eq!(claude["class"], "rate", "{claude}");
+    let reset = claude["resetAtMs"].as_i64().unwrap();
+    let in_an_hour = baton::clock::unix_ms() + 3_600_000;
+    assert!(
+        (reset - in_an_hour).abs() < 120_000,
+        "reset about an hour from now: {reset}"
+    );
+    assert_eq!(by("codex")["class"], "ok");
+    let gemini = by("gemini");
+    assert_eq!(gemini["class"], "auth");
+    assert!(
+        gemini["reason"].as_str().unwrap().contains("not logged in"),
+        "{gemini}"
+    );
+    assert_eq!(
+        clis.calls("gemini").len(),
+        0,
+        "a logged-out CLI is not started"
+    );
+}

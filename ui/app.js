@@ -239,6 +239,7 @@ async function loadLog(reset) {
   const params = new URLSearchParams({ limit: "50", offset: String(state.logOffset) });
   if ($("log-provider").value) params.set("provider", $("log-provider").value);
   if ($("log-outcome").value) params.set("outcome", $("log-outcome").value);
+  if ($("log-since").value) params.set("sinceMs", String(Date.now() - Number($("log-since").value)));
   try {
     const r = await api("GET", `/admin/log?${params}`);
     state.logRows = reset ? r.rows : state.logRows.concat(r.rows);
@@ -441,6 +442,7 @@ $("add-provider").addEventListener("click", async () => {
 });
 $("log-provider").addEventListener("change", () => loadLog(true));
 $("log-outcome").addEventListener("change", () => loadLog(true));
+$("log-since").addEventListener("change", () => loadLog(true));
 $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
 $("key-form").addEventListener("submit", createKey);

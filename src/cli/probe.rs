@@ -194,6 +194,9 @@ pub async fn probe_one(
         reason: None,
         reset_at_ms: None,
     };
+    if entry.config.kind.is_cli() {
+        return probe_cli(entry, result, started).await;
+    }
     if let Some(why) = entry.unavailable() {
         result.class = "auth".into();
         result.reason = Some(why);
@@ -264,6 +267,76 @@ pub async fn probe_one(
         result.reset_at_ms = c.reset_at_ms;
     } else {
         result.status = Some(200);
+    }
+    result
+}
+
+/// A subscription CLI: its install and login first, then one tiny prompt through it, spawned
+/// exactly as routing spawns it.
+async fn probe_cli(
+    entry: &providers::ProviderEntry,
+    mut result: ProbeResult,
+    started: Instant,
+) -> ProbeResult {
+    use crate::providers::cli::{self, run, CliItem};
+    let config = entry.config.clone();
+    let status = tokio::task::spawn_blocking(move || cli::check_status(&config, 0))
+        .await
+        .unwrap_or_default();
+    if let Some(why) = status.problem {
+        result.class = if status.logged_in == Some(false) {
+            "auth"
+        } else {
+            "unavailable"
+        }
+        .into();
+        result.reason = Some(why);
+        return result;
+    }
+    let Some(program) = status.executable else {
+        result.class = "unavailable".into();
+        return result;
+    };
+    let kind = entry.config.kind;
+    let spec = run::Spawn {
+        kind,
+        program,
+        args: cli::command_args(kind, &result.model, None),
+        env: cli::environment(kind, &entry.config.env, &|k| std::env::var_os(k)),
+        stdin: "Reply with the single word: OK".into(),
+        ctx: ResetContext {
+            now_ms: crate::clock::unix_ms(),
+            local_tz: jiff::tz::TimeZone::UTC,
+            day_reset: entry.day_reset.clone(),
+        },
+    };
+    let procs = std::sync::Arc::new(run::CliProcesses::default());
+    let limit =
+        Duration::from_millis(entry.config.timeouts.first_byte_ms + entry.config.timeouts.idle_ms);
+    let outcome = match run::start(spec, procs) {
+        Err(c) => Err(c),
+        Ok(mut call) => tokio::time::timeout(limit, async {
+            loop {
+                match call.next().await {
+                    Some(CliItem::Finish(_)) => return Ok(()),
+                    Some(CliItem::Failed(c)) => return Err(c),
+                    Some(_) => {}
+                    None => {
+                        return Err(limits::classify_transport(
+                            "the CLI ended without an answer",
+                        ))
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Err(limits::classify_timeout("no answer in time"))),
+    };
+    result.latency_ms = started.elapsed().as_millis() as u64;
+    if let Err(c) = outcome {
+        result.class = c.class.as_str().into();
+        result.reason = Some(c.reason);
+        result.reset_at_ms = c.reset_at_ms;
     }
     result
 }

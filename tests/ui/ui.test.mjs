@@ -186,6 +186,11 @@ test("activity shows the route each request took", async () => {
   const chainText = await page.textContent("#log-rows");
   assert.match(chainText, /alpha\/alpha-model ✗ rate/);
   assert.match(chainText, /gamma\/gamma-model ✓/);
+  await page.selectOption("#log-since", "3600000");
+  await page.waitForSelector("#log-rows tr .hop.fail");
+  await page.selectOption("#log-outcome", "error");
+  await page.waitForSelector("#log-rows td:text('No requests yet.')");
+  await page.selectOption("#log-outcome", "");
   await shot("activity");
   await page.click("nav a[data-tab=connect]");
   await page.waitForSelector("#connect-body pre");
