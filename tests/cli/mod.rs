@@ -7,6 +7,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use baton::clock::ManualClock;
+
+use crate::common::Baton;
+
 /// The `fake-cli` binary, built on first use if `cargo build --workspace --bins` has not run.
 pub fn fake_cli_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -107,4 +113,55 @@ pub fn process_gone(pid: u64) -> bool {
 /// Whether a process is gone entirely (not even a zombie).
 pub fn process_reaped(pid: u64) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// 2026-11-29T23:00:00Z, when the fixtures were captured.
+pub const NOW: i64 = 1_795_993_200_000;
+
+pub fn ts(s: &str) -> i64 {
+    s.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+pub async fn start(
+    _clis: &FakeClis,
+    providers: Vec<Value>,
+) -> (tempfile::TempDir, Baton, Arc<ManualClock>) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": providers, "server": {"shutdownGraceMs": 300}}),
+        Some(clock.clone()),
+    )
+    .await;
+    // The start-up check (version, login) has run for every CLI provider.
+    let ids: Vec<String> = providers_ids(&baton).await;
+    for _ in 0..200 {
+        let st = baton.admin_state().await;
+        let done = st["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| ids.contains(&p["id"].as_str().unwrap().to_string()))
+            .all(|p| !p["kind"].as_str().unwrap().ends_with("-cli") || !p["cli"].is_null());
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    (dir, baton, clock)
+}
+
+pub async fn providers_ids(b: &Baton) -> Vec<String> {
+    b.admin_state().await["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn with_system(model: &str, system: &str, text: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "stream_options": {"include_usage": true},
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": text}]})
 }

@@ -177,3 +177,37 @@ pub async fn run_baton(
     .await
     .unwrap()
 }
+
+/// The admin API with the admin key in a header.
+pub struct Admin<'a>(pub &'a Baton);
+
+impl Admin<'_> {
+    pub fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.0
+            .http
+            .request(method, format!("{}{path}", self.0.url))
+            .header("x-admin-key", &self.0.admin_key)
+    }
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut r = self.req(method, path);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+/// Sends one `auto` request and returns the provider that served it.
+pub async fn served_by(b: &Baton) -> String {
+    let r = b.chat("auto", "hi").await;
+    assert_eq!(r.status(), 200);
+    header(&r, "x-gateway-provider").to_string()
+}
