@@ -198,6 +198,26 @@ impl Core {
         }
     }
 
+    /// A provider key by its lookup name: a stored secret (`stored:ID`) or an environment
+    /// variable.
+    pub fn secret(&self, name: &str) -> Option<String> {
+        match name.strip_prefix(crate::secrets::LOOKUP_PREFIX) {
+            Some(id) => self.secrets.get(id),
+            None => std::env::var(name).ok(),
+        }
+    }
+
+    /// Loads the UI-made gateway keys into the key checker (at start and after each change).
+    pub fn load_ui_keys(&self) -> Result<(), StoreError> {
+        let keys = self.store.client_keys()?;
+        self.keys.set_ui_keys(
+            keys.into_iter()
+                .map(|k| (format!("ui:{}", k.label), k.hash))
+                .collect(),
+        );
+        Ok(())
+    }
+
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {
@@ -207,10 +227,7 @@ impl Core {
         if let Some(local) = self.local.lock().ok().and_then(|l| l.clone()) {
             configs.push(local);
         }
-        let env = |name: &str| match name.strip_prefix(crate::secrets::LOOKUP_PREFIX) {
-            Some(id) => self.secrets.get(id),
-            None => std::env::var(name).ok(),
-        };
+        let env = |name: &str| self.secret(name);
         let mut snap = {
             let mut rt = self
                 .runtimes
@@ -348,13 +365,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         file_config: opts.config,
     });
     core.reload()?;
-    core.keys.set_ui_keys(
-        core.store
-            .client_keys()?
-            .into_iter()
-            .map(|k| (format!("ui:{}", k.label), k.hash))
-            .collect(),
-    );
+    core.load_ui_keys()?;
 
     // Discover models in the background: start-up never waits on a slow provider.
     let discovering = core.clone();

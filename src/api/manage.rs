@@ -365,15 +365,16 @@ pub async fn test_unsaved(
             },
         );
     }
-    let env = |name: &str| match name.strip_prefix(crate::secrets::LOOKUP_PREFIX) {
-        Some(id) => match id
-            .strip_prefix("typed-")
-            .and_then(|i| i.parse::<usize>().ok())
-        {
+    // Keys typed into the form are used from memory; everything else as routing finds it.
+    let env = |name: &str| {
+        let typed_index = name
+            .strip_prefix(crate::secrets::LOOKUP_PREFIX)
+            .and_then(|id| id.strip_prefix("typed-"))
+            .and_then(|i| i.parse::<usize>().ok());
+        match typed_index {
             Some(i) => typed.get(i).cloned(),
-            None => core.secrets.get(id),
-        },
-        None => std::env::var(name).ok(),
+            None => core.secret(name),
+        }
     };
     let runtime = Arc::new(crate::providers::ProviderRuntime::new(None));
     let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);

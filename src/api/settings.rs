@@ -27,13 +27,7 @@ fn invalid(param: &str, message: impl Into<String>) -> ApiError {
 }
 
 fn reload_keys(core: &Core) -> Result<(), ApiError> {
-    let keys = core.store.client_keys().map_err(internal)?;
-    core.keys.set_ui_keys(
-        keys.into_iter()
-            .map(|k| (format!("ui:{}", k.label), k.hash))
-            .collect(),
-    );
-    Ok(())
+    core.load_ui_keys().map_err(internal)
 }
 
 /// `GET /admin/keys`: the gateway keys, masked.
