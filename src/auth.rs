@@ -4,8 +4,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use rand::Rng;
 use subtle::ConstantTimeEq;
+
+use crate::clients::Client;
 
 use crate::config::ConfigFile;
 use crate::providers::Secret;
@@ -31,13 +35,14 @@ pub enum AuthError {
 pub struct ClientKey {
     pub label: String,
     secret: Secret,
+    client: Arc<Client>,
 }
 
 #[derive(Debug)]
 pub struct Keys {
     gateway: Vec<ClientKey>,
-    /// Keys made in the UI: (label, SHA-256 of the key). Swapped whole on change.
-    ui: std::sync::RwLock<Vec<(String, Vec<u8>)>>,
+    /// Keys made in the UI or admin API: (client, SHA-256 of the key). Swapped whole on change.
+    ui: std::sync::RwLock<Vec<(Arc<Client>, Vec<u8>)>>,
     admin: Secret,
 }
 
@@ -64,6 +69,7 @@ impl Keys {
                 env: k.env.clone(),
             })?;
             gateway.push(ClientKey {
+                client: Arc::new(Client::unlimited(&k.label())),
                 label: k.label(),
                 secret: Secret::new(v.trim()),
             });
@@ -75,6 +81,7 @@ impl Keys {
                 generated = Some(key.expose().to_string());
             }
             gateway.push(ClientKey {
+                client: Arc::new(Client::unlimited("generated")),
                 label: "generated".into(),
                 secret: key,
             });
@@ -90,22 +97,22 @@ impl Keys {
         ))
     }
 
-    /// The label of the gateway key `presented` matches, if any.
-    pub fn client(&self, presented: &str) -> Option<String> {
+    /// The client whose key `presented` is, if any.
+    pub fn client(&self, presented: &str) -> Option<Arc<Client>> {
         let p = presented.as_bytes();
         let mut found = None;
         // Check every key so timing does not reveal which one matched.
         for k in &self.gateway {
             if bool::from(k.secret.expose().as_bytes().ct_eq(p)) {
-                found = Some(k.label.clone());
+                found = Some(k.client.clone());
             }
         }
         if let Ok(ui) = self.ui.read() {
             if !ui.is_empty() {
                 let h = key_hash(presented);
-                for (label, hash) in ui.iter() {
+                for (client, hash) in ui.iter() {
                     if bool::from(hash.as_slice().ct_eq(&h)) {
-                        found = Some(label.clone());
+                        found = Some(client.clone());
                     }
                 }
             }
@@ -113,8 +120,16 @@ impl Keys {
         found
     }
 
-    /// Replaces the UI-made keys (after a create or revoke).
-    pub fn set_ui_keys(&self, keys: Vec<(String, Vec<u8>)>) {
+    /// Every admin-made client (for seeding budgets and metrics labels).
+    pub fn managed(&self) -> Vec<Arc<Client>> {
+        self.ui
+            .read()
+            .map(|ui| ui.iter().map(|(c, _)| c.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the UI-made keys (after a create, change or revoke).
+    pub fn set_ui_keys(&self, keys: Vec<(Arc<Client>, Vec<u8>)>) {
         if let Ok(mut ui) = self.ui.write() {
             *ui = keys;
         }
@@ -198,8 +213,14 @@ mod tests {
         let gen = first.expect("generated on first start");
         let (k2, second) = Keys::load(&ConfigFile::default(), dir.path()).expect("keys");
         assert!(second.is_none(), "not regenerated");
-        assert_eq!(k1.client(&gen).as_deref(), Some("generated"));
-        assert_eq!(k2.client(&gen).as_deref(), Some("generated"));
+        assert_eq!(
+            k1.client(&gen).map(|c| c.label.clone()).as_deref(),
+            Some("generated")
+        );
+        assert_eq!(
+            k2.client(&gen).map(|c| c.label.clone()).as_deref(),
+            Some("generated")
+        );
         assert_eq!(k2.client("bt-wrong"), None);
         #[cfg(unix)]
         {

@@ -47,6 +47,10 @@ pub struct CatalogEntry {
     pub source: String,
     /// When they were last checked (YYYY-MM-DD); `null` when not verified by Baton's maintainers.
     pub checked: Option<String>,
+    /// List prices by model, USD per million tokens: the estimate behind client budgets and
+    /// price tiers. A model's `price` in the configuration wins.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prices: std::collections::BTreeMap<String, crate::pricing::Price>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

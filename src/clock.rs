@@ -46,3 +46,10 @@ impl Clock for ManualClock {
         self.0.load(Ordering::SeqCst)
     }
 }
+
+/// A Unix-ms instant as `2026-11-30 05:00:00 UTC`.
+pub fn fmt_utc(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| ms.to_string())
+}

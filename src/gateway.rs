@@ -50,12 +50,68 @@ pub struct Core {
     pub file_config: ConfigFile,
     /// Subscription CLIs running now (killed on shutdown).
     pub cli_procs: Arc<crate::providers::cli::CliProcesses>,
+    /// Client keys' rate limits, budgets and bad-request throttle on this instance.
+    pub clients: crate::clients::Limiter,
+    /// State shared with other instances (Redis), when configured.
+    pub shared: crate::shared::Shared,
+    pub metrics: crate::metrics::Metrics,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     /// The detected local last-resort server, once found.
     local: Mutex<Option<crate::config::ProviderConfig>>,
 }
 
 impl Core {
+    /// Whether `client` may send a request now: its switch and expiry, the bad-request
+    /// throttle, then rate limits and budgets (shared ones when Redis is there).
+    pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), crate::clients::Deny> {
+        let now = self.clock.now_ms();
+        let verdict = match self.clients.gate(client, now) {
+            Err(d) => Err(d),
+            Ok(()) if !client.policy.is_metered() => Ok(()),
+            Ok(()) => match self.shared.admit(client, now, &self.clients).await {
+                Some(v) => v,
+                None => self.clients.admit(client, now),
+            },
+        };
+        if let Err(d) = &verdict {
+            self.metrics.denied(&client.id, d.code());
+        }
+        verdict
+    }
+
+    /// Counts a finished request's tokens and estimated cost against its client.
+    pub fn spend(&self, client: &Arc<crate::clients::Client>, spend: crate::clients::Spend) {
+        let now = self.clock.now_ms();
+        self.clients.spend(client, spend, now);
+        self.shared.spend(client, spend, now);
+    }
+
+    /// Counts a request the client got wrong (the bad-request throttle).
+    pub fn bad_request(&self, client: &crate::clients::Client) {
+        if self.clients.bad_request(&client.id, self.clock.now_ms()) {
+            tracing::warn!(client = %client.label, "client throttled: too many invalid requests in a minute");
+        }
+    }
+
+    /// Loads this day's and month's spending per client key from the request log.
+    fn seed_budgets(&self) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let (day, _) = crate::clients::utc_day(now);
+        let (month, _) = crate::clients::utc_month(now);
+        let days: HashMap<String, (u64, u64)> = self
+            .store
+            .client_totals(day)?
+            .into_iter()
+            .map(|(k, t, u)| (k, (t, u)))
+            .collect();
+        for (id, tokens, micro) in self.store.client_totals(month)? {
+            let d = days.get(&id).copied().unwrap_or((0, 0));
+            self.clients
+                .seed(&id, (day, d.0, d.1), (month, tokens, micro));
+        }
+        Ok(())
+    }
+
     /// Looks for the local last-resort server (if enabled) and, when it answers, adds it as the
     /// lowest-priority provider with the models it lists.
     pub async fn detect_local(&self) {
@@ -115,6 +171,7 @@ impl Core {
             model_fallback: true,
             retries: 1,
             limits: Default::default(),
+            tier: Some(crate::pricing::Tier::Free),
         };
         if let Ok(mut l) = self.local.lock() {
             *l = Some(config);
@@ -212,7 +269,14 @@ impl Core {
         let keys = self.store.client_keys()?;
         self.keys.set_ui_keys(
             keys.into_iter()
-                .map(|k| (format!("ui:{}", k.label), k.hash))
+                .map(|k| {
+                    let client = crate::clients::Client {
+                        id: k.id,
+                        label: format!("ui:{}", k.label),
+                        policy: k.policy,
+                    };
+                    (Arc::new(client), k.hash)
+                })
                 .collect(),
         );
         Ok(())
@@ -260,6 +324,8 @@ pub enum StartError {
     Auth(#[from] AuthError),
     #[error("cannot read the listener address: {0}")]
     Listener(std::io::Error),
+    #[error(transparent)]
+    Shared(#[from] crate::shared::SharedError),
 }
 
 /// What the gateway needs to start.
@@ -332,6 +398,11 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     let events = Events::default();
     let cooldowns = Cooldowns::new(clock.clone(), Some(store.writer().clone()), events.clone());
     cooldowns.load(store.load_cooldowns(now)?);
+    let shared = match (&opts.config.state.backend, &opts.config.state.redis) {
+        (crate::config::StateBackend::Redis, Some(r)) => crate::shared::Shared::redis(r)?,
+        _ => crate::shared::Shared::local(),
+    };
+    cooldowns.share(shared.clone());
     let (keys, generated_key) = Keys::load(&opts.config, &opts.data_dir)?;
     let addr = listener.local_addr().map_err(StartError::Listener)?;
     let server_cfg = opts.config.server.clone();
@@ -362,10 +433,15 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         secrets: crate::secrets::SecretStore::new(&opts.data_dir),
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),
+        clients: Default::default(),
+        shared,
+        metrics: Default::default(),
         file_config: opts.config,
     });
     core.reload()?;
     core.load_ui_keys()?;
+    core.seed_budgets()?;
+    core.shared.start(Arc::downgrade(&core));
 
     // Discover models in the background: start-up never waits on a slow provider.
     let discovering = core.clone();

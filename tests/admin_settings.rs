@@ -37,7 +37,7 @@ async fn gateway_keys_are_made_shown_once_and_revoked_at_once() {
             Some(json!({"label": "laptop"})),
         )
         .await;
-    assert_eq!(st, 422, "labels are unique");
+    assert_eq!(st, 409, "labels are unique");
     let (st, _) = admin
         .send(Method::POST, "/admin/keys", Some(json!({"label": ""})))
         .await;

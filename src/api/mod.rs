@@ -7,6 +7,7 @@
 pub mod activity;
 pub mod admin;
 pub mod anthropic;
+pub mod clients;
 pub mod error;
 pub mod manage;
 pub mod openai;
@@ -78,12 +79,14 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/routes", get(activity::routes))
         .route(
             "/admin/keys",
-            get(settings::list_keys).post(settings::create_key),
+            get(clients::list_keys).post(clients::create_key),
         )
         .route(
             "/admin/keys/{id}",
-            axum::routing::delete(settings::revoke_key),
+            axum::routing::delete(clients::revoke_key).patch(clients::update_key),
         )
+        .route("/admin/usage", get(clients::usage))
+        .route("/metrics", get(clients::metrics))
         .route("/admin/settings", get(settings::get).put(settings::put))
         .route(
             "/admin/desktop",
@@ -146,8 +149,11 @@ fn strip_port(host: &str) -> &str {
     }
 }
 
-/// The client label for a valid gateway key, or a 401.
-pub fn authenticate(core: &Core, headers: &HeaderMap) -> Result<String, ApiError> {
+/// The client a valid gateway key belongs to, or a 401.
+pub fn authenticate(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Result<Arc<crate::clients::Client>, ApiError> {
     crate::auth::presented_key(headers)
         .and_then(|k| core.keys.client(k))
         .ok_or_else(ApiError::unauthorized)

@@ -45,6 +45,143 @@ pub(super) async fn handle(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?;
+    let result = handle_client(state, req, request_id, base, format, client.clone()).await;
+    if let Err(e) = &result {
+        // The client's own mistakes (not limits, not upstream outages) feed its throttle.
+        if matches!(e.status.as_u16(), 400 | 404 | 413 | 422) {
+            core.bad_request(&client);
+        }
+    }
+    result
+}
+
+/// A client's refusal before routing, as an HTTP error.
+fn deny_error(d: &crate::clients::Deny, label: &str, now: i64) -> ApiError {
+    use crate::clients::Deny;
+    let message = d.message(label);
+    let e = match d {
+        Deny::Disabled => {
+            ApiError::new(StatusCode::FORBIDDEN, "permission_error", d.code(), message)
+        }
+        Deny::Expired(_) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            d.code(),
+            message,
+        ),
+        _ => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            d.code(),
+            message,
+        ),
+    };
+    match d.retry_ms(now) {
+        Some(ms) => e.retry_after((ms.max(0) as u64).div_ceil(1000)),
+        None => e,
+    }
+}
+
+/// Keeps the targets this client may use: its allow list and its price-tier cap. Removed
+/// targets are recorded as skipped; a 403 says why when none is left.
+fn client_targets(
+    client: &crate::clients::Client,
+    requested: &str,
+    targets: Vec<crate::router::snapshot::Target>,
+    rec: &mut Record,
+) -> Result<Vec<crate::router::snapshot::Target>, ApiError> {
+    let policy = &client.policy;
+    if policy.allow.is_empty() && policy.max_tier.is_none() {
+        return Ok(targets);
+    }
+    let mut kept = Vec::with_capacity(targets.len());
+    let mut not_allowed = 0;
+    let mut too_dear = Vec::new();
+    for t in targets {
+        if !policy.allows(requested, t.provider.id(), &t.model.id) {
+            not_allowed += 1;
+            continue;
+        }
+        if let Some(cap) = policy.max_tier {
+            match t.model.tier {
+                Some(tier) if tier <= cap => {}
+                tier => {
+                    let why = match tier {
+                        Some(tier) => format!(
+                            "price tier {} is above this key's limit ({})",
+                            tier.as_str(),
+                            cap.as_str()
+                        ),
+                        None => format!(
+                            "price unknown (set `price` or `tier` on the model), and this key is limited to tier {}",
+                            cap.as_str()
+                        ),
+                    };
+                    rec.push_attempt(crate::store::AttemptRecord {
+                        provider: t.provider.id().to_string(),
+                        model: t.model.id.clone(),
+                        key: None,
+                        class: "skipped".into(),
+                        status: None,
+                        latency_ms: 0,
+                        latency_us: 0,
+                        reason: Some(why.clone()),
+                        reset_at_ms: None,
+                    });
+                    too_dear.push(format!("{}: {why}", t.label()));
+                    continue;
+                }
+            }
+        }
+        kept.push(t);
+    }
+    if !kept.is_empty() {
+        return Ok(kept);
+    }
+    let message = if !too_dear.is_empty() {
+        format!(
+            "No candidate for `{requested}` is within the price tier of key `{}`: {}.",
+            client.label,
+            too_dear.join("; ")
+        )
+    } else {
+        format!(
+            "The key `{}` may not use `{requested}`{}. It may use: {}.",
+            client.label,
+            if not_allowed > 0 {
+                ""
+            } else {
+                " (no candidates)"
+            },
+            policy.allow.join(", ")
+        )
+    };
+    let mut e = ApiError::new(
+        StatusCode::FORBIDDEN,
+        "permission_error",
+        if too_dear.is_empty() {
+            "model_not_allowed"
+        } else {
+            "price_tier_exceeded"
+        },
+        message,
+    );
+    e.param = Some("model".into());
+    Err(e)
+}
+
+async fn handle_client(
+    state: &AppState,
+    req: Request,
+    request_id: &str,
+    base: &mut HeaderMap,
+    format: Format,
+    client: std::sync::Arc<crate::clients::Client>,
+) -> Result<Response, ApiError> {
+    let core = &state.core;
+    if let Err(d) = core.admit(&client).await {
+        return Err(deny_error(&d, &client.label, core.clock.now_ms()));
+    }
     if core.paused.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -134,26 +271,25 @@ pub(super) async fn handle(
         }
     };
     let snap = core.snapshot.load_full();
-    let (targets, selection) =
-        snap.resolve(snap.map_model(&canonical.model))
-            .map_err(|e| match e {
-                ResolveError::UnknownModel { .. } => {
-                    let mut err = ApiError::new(
-                        StatusCode::NOT_FOUND,
-                        "invalid_request_error",
-                        "model_not_found",
-                        e.to_string(),
-                    );
-                    err.param = Some("model".into());
-                    err
-                }
-                ResolveError::Disabled(m) => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "service_unavailable",
-                    "provider_disabled",
-                    m,
-                ),
-            })?;
+    let mapped = snap.map_model(&canonical.model).to_string();
+    let (targets, selection) = snap.resolve(&mapped).map_err(|e| match e {
+        ResolveError::UnknownModel { .. } => {
+            let mut err = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                e.to_string(),
+            );
+            err.param = Some("model".into());
+            err
+        }
+        ResolveError::Disabled(m) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "provider_disabled",
+            m,
+        ),
+    })?;
     let stream = canonical.stream;
     let requested = canonical.model.clone();
     let needs = canonical.needs();
@@ -168,11 +304,19 @@ pub(super) async fn handle(
     let mut rec = Record::new(
         request_id.to_string(),
         core.clock.now_ms(),
-        client,
+        client.clone(),
         requested,
         stream,
         core,
     );
+    let targets = match client_targets(&client, &mapped, targets, &mut rec) {
+        Ok(t) => t,
+        Err(e) => {
+            core.metrics.denied(&client.id, e.code);
+            rec.finish(e.status.as_u16(), Some(e.message.clone()));
+            return Err(e);
+        }
+    };
     let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
     if !rec.attempts().is_empty() {
@@ -191,7 +335,7 @@ pub(super) async fn handle(
         }) => {
             drop(slot);
             gateway_headers(base, target.provider.id(), &target.model.id);
-            rec.served_by(target.provider.id(), &target.model.id);
+            rec.served_by(&target);
             rec.first_byte();
             if let Some(u) = usage {
                 rec.usage(u);
@@ -266,7 +410,7 @@ pub(super) async fn handle(
             resume,
         }) => {
             gateway_headers(base, target.provider.id(), &target.model.id);
-            rec.served_by(target.provider.id(), &target.model.id);
+            rec.served_by(&target);
             let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
                 core: state.core.clone(),
                 body: inbound.body.clone(),

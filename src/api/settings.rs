@@ -1,6 +1,6 @@
-//! Settings: gateway keys (list, create, revoke) and notification preferences.
+//! Settings: notification preferences and the desktop link (client keys are in `clients`).
 
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Map, Value};
@@ -24,107 +24,6 @@ fn internal(e: impl std::fmt::Display) -> ApiError {
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
     ApiError::field(param, message)
-}
-
-fn reload_keys(core: &Core) -> Result<(), ApiError> {
-    core.load_ui_keys().map_err(internal)
-}
-
-/// `GET /admin/keys`: the gateway keys, masked.
-pub async fn list_keys(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    let core = &state.core;
-    require_admin(core, &headers)?;
-    let fixed: Vec<Value> = core
-        .keys
-        .fixed()
-        .into_iter()
-        .map(|(label, masked)| {
-            let from = if label == "generated" {
-                "the data directory (gateway.key)".to_string()
-            } else {
-                format!("the configuration ({label})")
-            };
-            json!({"label": label, "masked": masked, "from": from})
-        })
-        .collect();
-    let ui = core.store.client_keys().map_err(internal)?;
-    Ok(Json(json!({"fixed": fixed, "ui": ui})))
-}
-
-/// `POST /admin/keys` with `{"label": "…"}`: a new gateway key, shown in this answer only.
-pub async fn create_key(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let core = &state.core;
-    require_admin(core, &headers)?;
-    let v: Map<String, Value> = serde_json::from_slice(&body)
-        .map_err(|e| invalid("body", format!("Send {{\"label\": \"who uses it\"}}: {e}")))?;
-    let label = v
-        .get("label")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    if label.is_empty() || label.chars().count() > 64 || label.chars().any(char::is_control) {
-        return Err(invalid(
-            "label",
-            "give a label of 1-64 characters (who or what uses the key)",
-        ));
-    }
-    let existing = core.store.client_keys().map_err(internal)?;
-    if existing.iter().any(|k| k.label == label) {
-        return Err(invalid(
-            "label",
-            format!("a key labelled `{label}` exists already"),
-        ));
-    }
-    let key = crate::auth::new_gateway_key();
-    let row = crate::store::ClientKeyRow {
-        id: format!(
-            "k_{}",
-            &crate::auth::new_gateway_key()[3..15].to_ascii_lowercase()
-        ),
-        label: label.clone(),
-        hash: crate::auth::key_hash(&key),
-        hint: crate::providers::Secret::new(key.clone()).masked(),
-        created_ms: core.clock.now_ms(),
-    };
-    core.store.add_client_key(&row).map_err(internal)?;
-    reload_keys(core)?;
-    tracing::info!(label = %label, "gateway key created");
-    Ok((
-        StatusCode::CREATED,
-        Json(
-            json!({"id": row.id, "label": label, "hint": row.hint, "createdMs": row.created_ms, "key": key,
-            "note": "Copy the key now: Baton keeps only a hash of it."}),
-        ),
-    ))
-}
-
-/// `DELETE /admin/keys/{id}`: revokes a UI-made key at once.
-pub async fn revoke_key(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    UrlPath(id): UrlPath<String>,
-) -> Result<StatusCode, ApiError> {
-    let core = &state.core;
-    require_admin(core, &headers)?;
-    core.store.revoke_client_key(&id, core.clock.now_ms()).map_err(|e| match e {
-        crate::store::EditError::NotFound(_) => ApiError::missing(
-            "key_not_found",
-            "id",
-            format!("No active key `{id}`; keys from the configuration or gateway.key are changed there."),
-        ),
-        other => internal(other),
-    })?;
-    reload_keys(core)?;
-    tracing::info!(key = %id, "gateway key revoked");
-    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The notification preferences with defaults filled in.

@@ -52,6 +52,54 @@ pub struct ConfigFile {
     /// e.g. `{"claude-haiku-*": "fast", "claude-*": "auto"}`. The most specific pattern wins.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub model_map: BTreeMap<String, String>,
+    /// Where the state several instances must share lives: `sqlite` (this instance only, the
+    /// default) or `redis` (cooldowns, breaker states, client rate limits and budgets, and
+    /// per-provider concurrency shared by every instance on the same Redis).
+    #[serde(default, skip_serializing_if = "StateConfig::is_default")]
+    pub state: StateConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StateConfig {
+    #[serde(default)]
+    pub backend: StateBackend,
+    /// Required when `backend` is `redis`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisConfig>,
+}
+
+impl StateConfig {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StateBackend {
+    #[default]
+    Sqlite,
+    Redis,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `redis://host:port/db`, or `rediss://…` for TLS. No password here: use `passwordEnv`.
+    pub url: String,
+    /// Environment variable holding the Redis password (and `usernameEnv` for ACL users).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username_env: Option<String>,
+    /// Prefix of every key and channel, so several gateways can share one Redis.
+    #[serde(default = "default_redis_prefix")]
+    pub prefix: String,
+}
+
+fn default_redis_prefix() -> String {
+    "baton".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -370,6 +418,11 @@ pub struct ProviderConfig {
     /// Per-key limits of a free tier, counted locally to demote a key before it hits them.
     #[serde(default, skip_serializing_if = "is_default_limits")]
     pub limits: crate::limits::quota::DeclaredLimits,
+    /// Price tier of this provider's models that state neither `tier` nor a price (subscription
+    /// CLIs and loopback servers are `free` unless told otherwise). A client key's `maxTier`
+    /// keeps failover below its tier; models of unknown tier are kept away from such keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::pricing::Tier>,
 }
 
 fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {
@@ -423,6 +476,12 @@ pub struct ModelDetail {
     /// Largest `max_tokens` the model accepts; larger requests are capped to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// List price in USD per million tokens (else the catalog's, when it knows the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::pricing::Price>,
+    /// Price tier, when it should not follow from the price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::pricing::Tier>,
 }
 
 impl ModelEntry {

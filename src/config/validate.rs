@@ -31,6 +31,7 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ),
         ));
     }
+    validate_state(&config.state, &err)?;
     if is_unspecified(&server.host) && server.allowed_hosts.is_empty() {
         return Err(err(
             "server.allowedHosts".into(),
@@ -187,6 +188,14 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
                 &format!("models[{i}]"),
                 format!("`{id}` is listed twice"),
             ));
+        }
+        if let crate::config::ModelEntry::Detailed(d) = m {
+            if d.price.is_some_and(|p| !p.is_valid()) {
+                return Err(err(
+                    &format!("models[{i}].price"),
+                    "input and output are USD per million tokens: numbers of 0 or more".into(),
+                ));
+            }
         }
     }
     for (i, k) in p.keys.iter().enumerate() {
@@ -399,4 +408,61 @@ pub fn is_loopback_host(host: &str) -> bool {
 fn is_unspecified(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified())
+}
+
+fn validate_state(
+    state: &crate::config::StateConfig,
+    err: &dyn Fn(String, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    use crate::config::StateBackend;
+    let Some(redis) = &state.redis else {
+        if state.backend == StateBackend::Redis {
+            return Err(err(
+                "state.redis".into(),
+                "the redis backend needs {\"url\": \"redis://127.0.0.1:6379\"}".into(),
+            ));
+        }
+        return Ok(());
+    };
+    let url = reqwest::Url::parse(&redis.url).map_err(|e| {
+        err(
+            "state.redis.url".into(),
+            format!(
+                "`{}` is not a URL ({e}); use redis://host:port/db or rediss://… for TLS",
+                redis.url
+            ),
+        )
+    })?;
+    if !matches!(url.scheme(), "redis" | "rediss") {
+        return Err(err(
+            "state.redis.url".into(),
+            format!("scheme `{}` is not redis:// or rediss://", url.scheme()),
+        ));
+    }
+    if url.password().is_some() || !url.username().is_empty() {
+        return Err(err(
+            "state.redis.url".into(),
+            "credentials must not be written into the configuration: put the password in an environment variable named by `passwordEnv` (and the user in `usernameEnv`)".into(),
+        ));
+    }
+    for (field, v) in [
+        ("passwordEnv", &redis.password_env),
+        ("usernameEnv", &redis.username_env),
+    ] {
+        if let Some(v) = v {
+            check_env_name(v).map_err(|m| err(format!("state.redis.{field}"), m))?;
+        }
+    }
+    if redis.prefix.is_empty()
+        || !redis
+            .prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+    {
+        return Err(err(
+            "state.redis.prefix".into(),
+            "use letters, digits and - _ . : only".into(),
+        ));
+    }
+    Ok(())
 }

@@ -38,6 +38,8 @@ pub struct Cooldowns {
     clock: Arc<dyn Clock>,
     writer: Option<StoreWriter>,
     events: Events,
+    /// Other instances, when state is shared through Redis.
+    shared: std::sync::OnceLock<crate::shared::Shared>,
 }
 
 impl Cooldowns {
@@ -47,6 +49,94 @@ impl Cooldowns {
             clock,
             writer,
             events,
+            shared: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Publishes this instance's cooldown changes to the others from now on.
+    pub fn share(&self, shared: crate::shared::Shared) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// Applies a cooldown another instance started (not published again).
+    pub fn apply_remote(&self, entry: CooldownEntry) {
+        if entry.until_ms <= self.clock.now_ms() {
+            return;
+        }
+        let scope = entry.scope.clone();
+        let fresh = self.insert(entry.clone());
+        self.persist(&entry);
+        if fresh {
+            tracing::info!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, until_ms = entry.until_ms, "cooldown started by another instance");
+            self.events.emit(Event::CooldownStarted {
+                provider: scope.provider,
+                key: scope.key,
+                model: scope.model,
+                class: entry.class,
+                reason: entry.reason,
+                until_ms: entry.until_ms,
+            });
+        }
+    }
+
+    /// Removes a cooldown another instance cleared (not published again).
+    pub fn remove_remote(&self, scope: &Scope) {
+        let found = match self.map.write() {
+            Ok(mut map) => map.get_mut(&scope.provider).is_some_and(|list| {
+                let before = list.len();
+                list.retain(|e| &e.scope != scope);
+                list.len() != before
+            }),
+            Err(_) => false,
+        };
+        if found {
+            self.unpersist(scope);
+            self.events.emit(Event::CooldownEnded {
+                provider: scope.provider.clone(),
+                key: scope.key.clone(),
+                model: scope.model.clone(),
+            });
+        }
+    }
+
+    /// Puts `entry` in the table; true when its scope (or the whole provider) was not
+    /// already cooling.
+    fn insert(&self, entry: CooldownEntry) -> bool {
+        let Ok(mut map) = self.map.write() else {
+            return false;
+        };
+        let scope = &entry.scope;
+        let list = map.entry(scope.provider.clone()).or_default();
+        let now = self.clock.now_ms();
+        let fresh = !list.iter().any(|e| {
+            e.until_ms > now
+                && (e.scope == *scope || e.scope.key.is_none() && e.scope.model.is_none())
+        });
+        list.retain(|e| e.scope != *scope && e.until_ms > now);
+        list.push(entry);
+        fresh
+    }
+
+    fn persist(&self, e: &CooldownEntry) {
+        if let Some(w) = &self.writer {
+            w.send(WriteOp::SetCooldown(CooldownRow {
+                provider: e.scope.provider.clone(),
+                key_id: e.scope.key.clone().unwrap_or_default(),
+                model: e.scope.model.clone().unwrap_or_default(),
+                until_ms: e.until_ms,
+                class: e.class.clone(),
+                reason: e.reason.clone(),
+            }));
+        }
+    }
+
+    fn unpersist(&self, scope: &Scope) {
+        if let Some(w) = &self.writer {
+            w.send(WriteOp::ClearCooldown {
+                provider: scope.provider.clone(),
+                key_id: scope.key.clone().unwrap_or_default(),
+                model: scope.model.clone().unwrap_or_default(),
+            });
         }
     }
 
@@ -105,26 +195,10 @@ impl Cooldowns {
             class: class.to_string(),
             reason: reason.to_string(),
         };
-        let mut fresh = true;
-        if let Ok(mut map) = self.map.write() {
-            let list = map.entry(scope.provider.clone()).or_default();
-            let now = self.clock.now_ms();
-            fresh = !list.iter().any(|e| {
-                e.until_ms > now
-                    && (e.scope == scope || e.scope.key.is_none() && e.scope.model.is_none())
-            });
-            list.retain(|e| e.scope != scope && e.until_ms > now);
-            list.push(entry);
-        }
-        if let Some(w) = &self.writer {
-            w.send(WriteOp::SetCooldown(CooldownRow {
-                provider: scope.provider.clone(),
-                key_id: scope.key.clone().unwrap_or_default(),
-                model: scope.model.clone().unwrap_or_default(),
-                until_ms,
-                class: class.to_string(),
-                reason: reason.to_string(),
-            }));
+        let fresh = self.insert(entry.clone());
+        self.persist(&entry);
+        if let Some(s) = self.shared.get() {
+            s.cooldown_started(&entry);
         }
         if !fresh {
             tracing::debug!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, until_ms, "cooldown extended");
@@ -191,12 +265,9 @@ impl Cooldowns {
     }
 
     fn forget(&self, scope: Scope) {
-        if let Some(w) = &self.writer {
-            w.send(WriteOp::ClearCooldown {
-                provider: scope.provider.clone(),
-                key_id: scope.key.clone().unwrap_or_default(),
-                model: scope.model.clone().unwrap_or_default(),
-            });
+        self.unpersist(&scope);
+        if let Some(s) = self.shared.get() {
+            s.cooldown_cleared(&scope);
         }
         self.events.emit(Event::CooldownEnded {
             provider: scope.provider,

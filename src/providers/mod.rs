@@ -106,6 +106,34 @@ pub struct ModelInfo {
     pub tools: bool,
     pub images: bool,
     pub max_output_tokens: Option<u64>,
+    /// USD per million tokens, when known (config, else catalog).
+    pub price: Option<crate::pricing::Price>,
+    /// Price tier, when known.
+    pub tier: Option<crate::pricing::Tier>,
+}
+
+/// A model's price and tier: the config's word, else the catalog's price, else the provider's
+/// tier; subscription CLIs and loopback servers cost nothing per request.
+fn price_and_tier(
+    config: &ProviderConfig,
+    id: &str,
+    price: Option<crate::pricing::Price>,
+    tier: Option<crate::pricing::Tier>,
+) -> (Option<crate::pricing::Price>, Option<crate::pricing::Tier>) {
+    use crate::pricing::{catalog_price, Price, Tier};
+    let local = config.kind.is_cli()
+        || reqwest::Url::parse(&config.base_url).is_ok_and(|u| {
+            u.host_str()
+                .is_some_and(crate::config::validate::is_loopback_host)
+        });
+    let price = price
+        .or_else(|| catalog_price(&config.base_url, id))
+        .or((local && config.tier.is_none()).then_some(Price::FREE));
+    let tier = tier
+        .or(price.map(|p| p.tier()))
+        .or(config.tier)
+        .or(local.then_some(Tier::Free));
+    (price, tier)
 }
 
 /// A provider ready for routing.
@@ -160,12 +188,17 @@ impl ProviderEntry {
 
     /// Facts for a model not in the list (pinned by name): provider-wide capabilities.
     pub fn model_or_default(&self, id: &str) -> ModelInfo {
-        self.model(id).cloned().unwrap_or_else(|| ModelInfo {
-            id: id.to_string(),
-            context_window: self.config.capabilities.context_window,
-            tools: self.config.capabilities.tools,
-            images: self.config.capabilities.images,
-            max_output_tokens: self.config.capabilities.max_output_tokens,
+        self.model(id).cloned().unwrap_or_else(|| {
+            let (price, tier) = price_and_tier(&self.config, id, None, None);
+            ModelInfo {
+                id: id.to_string(),
+                context_window: self.config.capabilities.context_window,
+                tools: self.config.capabilities.tools,
+                images: self.config.capabilities.images,
+                max_output_tokens: self.config.capabilities.max_output_tokens,
+                price,
+                tier,
+            }
         })
     }
 }
@@ -181,20 +214,30 @@ pub fn resolve(
         .models
         .iter()
         .map(|m| match m {
-            ModelEntry::Name(n) => ModelInfo {
-                id: n.clone(),
-                context_window: caps.context_window,
-                tools: caps.tools,
-                images: caps.images,
-                max_output_tokens: caps.max_output_tokens,
-            },
-            ModelEntry::Detailed(d) => ModelInfo {
-                id: d.id.clone(),
-                context_window: d.context_window.or(caps.context_window),
-                tools: d.tools.unwrap_or(caps.tools),
-                images: d.images.unwrap_or(caps.images),
-                max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
-            },
+            ModelEntry::Name(n) => {
+                let (price, tier) = price_and_tier(&config, n, None, None);
+                ModelInfo {
+                    id: n.clone(),
+                    context_window: caps.context_window,
+                    tools: caps.tools,
+                    images: caps.images,
+                    max_output_tokens: caps.max_output_tokens,
+                    price,
+                    tier,
+                }
+            }
+            ModelEntry::Detailed(d) => {
+                let (price, tier) = price_and_tier(&config, &d.id, d.price, d.tier);
+                ModelInfo {
+                    id: d.id.clone(),
+                    context_window: d.context_window.or(caps.context_window),
+                    tools: d.tools.unwrap_or(caps.tools),
+                    images: d.images.unwrap_or(caps.images),
+                    max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
+                    price,
+                    tier,
+                }
+            }
         })
         .collect();
     let mut keys = Vec::new();

@@ -202,6 +202,7 @@ pub(super) fn record(
         class: c.class.as_str().to_string(),
         status,
         latency_ms: started.elapsed().as_millis() as u64,
+        latency_us: started.elapsed().as_micros() as u64,
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
         reset_at_ms: c.reset_at_ms,
     }
@@ -221,6 +222,7 @@ pub(super) fn skipped(
         class: "skipped".into(),
         status: None,
         latency_ms: 0,
+        latency_us: 0,
         reason: Some(match reason {
             Some(r) => format!("{why}: {r}"),
             None => why.to_string(),

@@ -65,6 +65,8 @@ pub struct Inbound {
 /// A concurrency slot on a provider, released when the answer is complete.
 pub struct Slot {
     _permit: Option<OwnedSemaphorePermit>,
+    /// The slot every instance counts, when state is shared.
+    _lease: Option<crate::shared::Lease>,
     provider: Arc<ProviderEntry>,
 }
 
@@ -73,10 +75,14 @@ impl Slot {
         provider.runtime.in_flight.fetch_add(1, Ordering::Relaxed);
         Self {
             _permit: permit,
+            _lease: None,
             provider,
         }
     }
 }
+
+/// How often a request waiting for another instance to free a shared slot looks again.
+const SHARED_SLOT_POLL: Duration = Duration::from_millis(20);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -282,6 +288,9 @@ async fn run_candidates(
 ) -> Result<Served, Failure> {
     let mut pending: VecDeque<Target> = targets.into();
     let mut busy: Vec<Target> = Vec::new();
+    // Targets whose shared slots (across instances) are all taken, and how long to wait.
+    let mut shared_busy: Vec<Target> = Vec::new();
+    let mut shared_wait_until: Option<tokio::time::Instant> = None;
     let mut pass = Pass {
         all_limited: true,
         ..Pass::default()
@@ -316,9 +325,52 @@ async fn run_candidates(
                     break;
                 }
             }
+        } else if !shared_busy.is_empty() {
+            let until = *shared_wait_until.get_or_insert_with(|| {
+                (tokio::time::Instant::now() + Duration::from_millis(snap.routing.queue_timeout_ms))
+                    .min(deadline)
+            });
+            if tokio::time::Instant::now() + SHARED_SLOT_POLL >= until {
+                if rec.sent_count() == 0 {
+                    return Err(Failure::Busy {
+                        retry_after_ms: 1_000,
+                        message: format!(
+                            "Every candidate provider was at its concurrency limit across all Baton instances for {} ms ({}).",
+                            snap.routing.queue_timeout_ms,
+                            shared_busy
+                                .iter()
+                                .map(Target::label)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+                break;
+            }
+            tokio::time::sleep(SHARED_SLOT_POLL).await;
+            pending.extend(shared_busy.drain(..));
+            continue;
         } else {
             break;
         };
+        let mut slot = slot;
+        match core
+            .shared
+            .lease(
+                target.provider.id(),
+                target.provider.config.concurrency(),
+                snap.routing.request_timeout_ms.max(60_000),
+            )
+            .await
+        {
+            crate::shared::LeaseResult::Local => {}
+            crate::shared::LeaseResult::Held(lease) => slot._lease = Some(lease),
+            crate::shared::LeaseResult::Full => {
+                drop(slot);
+                shared_busy.push(target);
+                continue;
+            }
+        }
 
         let key = match pick_key(core, &target) {
             Pick::Go(i) => i,
@@ -470,7 +522,7 @@ async fn run_candidates(
                 // False when another request already put this target in cooldown for the
                 // same limit: that failover is announced once, not for every request.
                 let mut fresh = true;
-                match on_failure(
+                let next = on_failure(
                     core,
                     snap,
                     &target,
@@ -481,8 +533,11 @@ async fn run_candidates(
                     deadline,
                     &mut fresh,
                 )
-                .await
-                {
+                .await;
+                // Another instance asked right after this one must already know about any
+                // cooldown this failure started.
+                core.shared.barrier().await;
+                match next {
                     Next::SameTarget => {
                         pass.retried.insert(label);
                         pending.push_front(target);

@@ -5,32 +5,40 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::canonical::Usage;
-use crate::events::{Event, Events};
-use crate::stats::Stats;
-use crate::store::{AttemptRecord, LogRow, StoreWriter, WriteOp};
+use crate::clients::{Client, Spend};
+use crate::events::Event;
+use crate::gateway::Core;
+use crate::pricing::Price;
+use crate::store::{AttemptRecord, LogRow, WriteOp};
 
 pub struct Record {
     row: Option<LogRow>,
     started: Instant,
-    writer: StoreWriter,
-    events: Events,
-    stats: Arc<Stats>,
+    core: Arc<Core>,
+    client: Arc<Client>,
+    /// Price of the model that served, for the cost estimate.
+    price: Option<Price>,
+    /// Microseconds spent waiting on upstream attempts.
+    upstream_us: u64,
 }
 
 impl Record {
     pub fn new(
         id: String,
         ts_ms: i64,
-        client: String,
+        client: Arc<Client>,
         requested_model: String,
         stream: bool,
-        core: &crate::gateway::Core,
+        core: &Arc<Core>,
     ) -> Self {
         Self {
             row: Some(LogRow {
                 id,
                 ts_ms,
-                client,
+                client: client.label.clone(),
+                client_key: client.id.clone(),
+                cost_usd: None,
+                upstream_ms: None,
                 requested_model,
                 provider: None,
                 model: None,
@@ -44,10 +52,15 @@ impl Record {
                 error: None,
             }),
             started: Instant::now(),
-            writer: core.store.writer().clone(),
-            events: core.events.clone(),
-            stats: core.stats.clone(),
+            core: core.clone(),
+            client,
+            price: None,
+            upstream_us: 0,
         }
+    }
+
+    pub fn client(&self) -> &Arc<Client> {
+        &self.client
     }
 
     pub fn id(&self) -> &str {
@@ -59,6 +72,7 @@ impl Record {
     }
 
     pub fn push_attempt(&mut self, a: AttemptRecord) {
+        self.upstream_us += a.latency_us;
         if let Some(r) = &mut self.row {
             r.attempts.push(a);
         }
@@ -79,10 +93,11 @@ impl Record {
             .count()
     }
 
-    pub fn served_by(&mut self, provider: &str, model: &str) {
+    pub fn served_by(&mut self, target: &crate::router::snapshot::Target) {
+        self.price = target.model.price;
         if let Some(r) = &mut self.row {
-            r.provider = Some(provider.to_string());
-            r.model = Some(model.to_string());
+            r.provider = Some(target.provider.id().to_string());
+            r.model = Some(target.model.id.clone());
         }
     }
 
@@ -122,12 +137,33 @@ impl Record {
         let Some(mut row) = self.row.take() else {
             return;
         };
+        let core = &self.core;
         row.status = status;
         row.error = error;
-        row.total_ms = self.started.elapsed().as_millis() as u64;
-        self.stats.observe(&row);
-        if self.events.has_subscribers() {
-            self.events.emit(Event::Request {
+        let total = self.started.elapsed();
+        row.total_ms = total.as_millis() as u64;
+        row.upstream_ms = Some(self.upstream_us / 1000);
+        let tokens = row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0);
+        let cost = self.price.map(|p| {
+            p.cost(
+                row.input_tokens.unwrap_or(0),
+                row.output_tokens.unwrap_or(0),
+            )
+        });
+        row.cost_usd = cost;
+        if tokens > 0 || cost.is_some_and(|c| c > 0.0) {
+            core.spend(
+                &self.client,
+                Spend {
+                    tokens,
+                    micro_usd: (cost.unwrap_or(0.0) * 1_000_000.0).round() as u64,
+                },
+            );
+        }
+        core.stats.observe(&row);
+        core.metrics.observe(&row, total, self.upstream_us);
+        if core.events.has_subscribers() {
+            core.events.emit(Event::Request {
                 id: row.id.clone(),
                 requested_model: row.requested_model.clone(),
                 provider: row.provider.clone(),
@@ -137,7 +173,7 @@ impl Record {
                 total_ms: row.total_ms,
             });
         }
-        self.writer.send(WriteOp::Log(Box::new(row)));
+        core.store.writer().send(WriteOp::Log(Box::new(row)));
     }
 }
 

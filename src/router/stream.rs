@@ -420,7 +420,7 @@ impl Pump {
                     super::record(&next, api_key, &super::ok_classified(), Some(200), started);
                 ok.class = "ok".into();
                 self.rec.push_attempt(ok);
-                self.rec.served_by(next.provider.id(), &next.model.id);
+                self.rec.served_by(&next);
                 self.reader = reader;
                 self._slot = slot;
                 self.target = next;

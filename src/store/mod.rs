@@ -12,7 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
-pub use settings::{ClientKeyRow, WindowStats};
+pub use settings::{ClientKeyRow, UsageRow, WindowStats};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
@@ -76,6 +76,15 @@ CREATE TABLE settings (
     value TEXT NOT NULL
 );
 "#,
+    r#"
+-- Client keys for teams: limits, budgets, allowed targets, tier cap, expiry (JSON, see
+-- clients::ClientPolicy). The request log says which key asked and what it cost.
+ALTER TABLE client_keys ADD COLUMN policy TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE request_log ADD COLUMN client_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE request_log ADD COLUMN cost_usd REAL;
+ALTER TABLE request_log ADD COLUMN upstream_ms INTEGER;
+CREATE INDEX request_log_client ON request_log(client_key, ts_ms);
+"#,
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +122,9 @@ pub struct AttemptRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     pub latency_ms: u64,
+    /// The same in microseconds, for Baton's own added latency (not stored).
+    #[serde(skip)]
+    pub latency_us: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Unix ms when the limit resets, when known.
@@ -138,6 +150,15 @@ pub struct LogRow {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub error: Option<String>,
+    /// Id of the client key (`k_…`, or the label of a configuration key).
+    #[serde(default)]
+    pub client_key: String,
+    /// Estimated cost in USD, when the serving model's price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Time spent waiting on upstreams (the rest is Baton's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_ms: Option<u64>,
 }
 
 /// Which request-log rows to read.
@@ -153,6 +174,8 @@ pub struct LogFilter {
     pub outcome: Option<String>,
     pub since_ms: Option<i64>,
     pub until_ms: Option<i64>,
+    /// Only requests made with this client key id.
+    pub client: Option<String>,
 }
 
 fn default_page() -> usize {
@@ -273,7 +296,8 @@ impl Store {
         let conn = self.read()?;
         let mut sql = String::from(
             "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
-                    ttfb_ms, total_ms, input_tokens, output_tokens, error
+                    ttfb_ms, total_ms, input_tokens, output_tokens, error, client_key, cost_usd,
+                    upstream_ms
              FROM request_log WHERE 1 = 1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -291,6 +315,10 @@ impl Store {
             Some("ok") => sql.push_str(" AND status < 400"),
             Some("error") => sql.push_str(" AND status >= 400"),
             _ => {}
+        }
+        if let Some(c) = &f.client {
+            sql.push_str(" AND client_key = ?");
+            args.push(c.clone().into());
         }
         if let Some(since) = f.since_ms {
             sql.push_str(" AND ts_ms >= ?");
@@ -321,6 +349,9 @@ impl Store {
                 input_tokens: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
                 output_tokens: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
                 error: r.get(13)?,
+                client_key: r.get(14)?,
+                cost_usd: r.get(15)?,
+                upstream_ms: r.get::<_, Option<i64>>(16)?.map(|v| v as u64),
             })
         }))?;
         self.sql(rows.collect())

@@ -17,6 +17,24 @@ pub struct ClientKeyRow {
     /// `bt-…abcd`.
     pub hint: String,
     pub created_ms: i64,
+    pub policy: crate::clients::ClientPolicy,
+}
+
+/// Usage of one client or provider in one time bucket.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRow {
+    /// Start of the bucket, Unix ms.
+    pub start_ms: i64,
+    /// Client key id or provider id.
+    pub key: String,
+    pub requests: u64,
+    pub errors: u64,
+    /// Requests that were tried at more than one provider.
+    pub failovers: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
 }
 
 impl Store {
@@ -24,27 +42,132 @@ impl Store {
     pub fn client_keys(&self) -> Result<Vec<ClientKeyRow>, StoreError> {
         let conn = self.read()?;
         let mut stmt = self.sql(conn.prepare(
-            "SELECT id, label, hash, hint, created_ms FROM client_keys WHERE revoked_ms IS NULL ORDER BY created_ms, id",
+            "SELECT id, label, hash, hint, created_ms, policy FROM client_keys WHERE revoked_ms IS NULL ORDER BY created_ms, id",
         ))?;
         let rows = self.sql(stmt.query_map([], |r| {
-            Ok(ClientKeyRow {
-                id: r.get(0)?,
-                label: r.get(1)?,
-                hash: r.get(2)?,
-                hint: r.get(3)?,
-                created_ms: r.get(4)?,
-            })
+            let policy: String = r.get(5)?;
+            Ok((
+                ClientKeyRow {
+                    id: r.get(0)?,
+                    label: r.get(1)?,
+                    hash: r.get(2)?,
+                    hint: r.get(3)?,
+                    created_ms: r.get(4)?,
+                    policy: Default::default(),
+                },
+                policy,
+            ))
         }))?;
-        self.sql(rows.collect())
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut row, policy) = self.sql(row)?;
+            row.policy = serde_json::from_str(&policy).map_err(|e| StoreError::Corrupt {
+                id: row.id.clone(),
+                message: format!("client key policy: {e}"),
+            })?;
+            out.push(row);
+        }
+        Ok(out)
     }
 
     pub fn add_client_key(&self, row: &ClientKeyRow) -> Result<(), StoreError> {
         let conn = self.read()?;
+        let policy = serde_json::to_string(&row.policy).unwrap_or_else(|_| "{}".into());
         self.sql(conn.execute(
-            "INSERT INTO client_keys (id, label, hash, hint, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![row.id, row.label, row.hash, row.hint, row.created_ms],
+            "INSERT INTO client_keys (id, label, hash, hint, created_ms, policy) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![row.id, row.label, row.hash, row.hint, row.created_ms, policy],
         ))?;
         Ok(())
+    }
+
+    /// Every key ever made (revoked ones too): id and label, for usage reports.
+    pub fn client_key_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let conn = self.read()?;
+        let mut stmt = self.sql(conn.prepare("SELECT id, label FROM client_keys"))?;
+        let rows = self.sql(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.sql(rows.collect())
+    }
+
+    /// Replaces a live key's policy.
+    pub fn set_client_policy(
+        &self,
+        id: &str,
+        policy: &crate::clients::ClientPolicy,
+    ) -> Result<(), EditError> {
+        let conn = self.read()?;
+        let policy = serde_json::to_string(policy).unwrap_or_else(|_| "{}".into());
+        let n = self.sql(conn.execute(
+            "UPDATE client_keys SET policy = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
+            params![id, policy],
+        ))?;
+        if n == 0 {
+            return Err(EditError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Tokens and estimated micro-dollars per client key since `since_ms` (budgets at start).
+    pub fn client_totals(&self, since_ms: i64) -> Result<Vec<(String, u64, u64)>, StoreError> {
+        let conn = self.read()?;
+        let mut stmt = self.sql(conn.prepare(
+            "SELECT client_key, SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)),
+                    SUM(COALESCE(cost_usd, 0))
+             FROM request_log WHERE ts_ms >= ?1 AND client_key != '' GROUP BY client_key",
+        ))?;
+        let rows = self.sql(stmt.query_map([since_ms], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?.max(0) as u64,
+                (r.get::<_, f64>(2)? * 1_000_000.0).round().max(0.0) as u64,
+            ))
+        }))?;
+        self.sql(rows.collect())
+    }
+
+    /// Requests, tokens, cost and failovers per `bucket_ms` and per client key (`by_provider`
+    /// false) or serving provider, in `[since_ms, until_ms)`, oldest first.
+    pub fn usage(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        bucket_ms: i64,
+        by_provider: bool,
+        client: Option<&str>,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        let conn = self.read()?;
+        let group = if by_provider {
+            "COALESCE(provider, '')"
+        } else {
+            "client_key"
+        };
+        let sql = format!(
+            "SELECT (ts_ms / ?3) * ?3 AS b, {group} AS g, COUNT(*),
+                    SUM(status >= 400),
+                    SUM((SELECT COUNT(DISTINCT json_extract(value, '$.provider')) FROM json_each(attempts)
+                         WHERE json_extract(value, '$.class') != 'skipped') > 1),
+                    SUM(COALESCE(input_tokens, 0)), SUM(COALESCE(output_tokens, 0)),
+                    SUM(COALESCE(cost_usd, 0))
+             FROM request_log
+             WHERE ts_ms >= ?1 AND ts_ms < ?2 AND (?4 IS NULL OR client_key = ?4)
+             GROUP BY b, g ORDER BY b, g"
+        );
+        let mut stmt = self.sql(conn.prepare(&sql))?;
+        let rows = self.sql(stmt.query_map(
+            params![since_ms, until_ms, bucket_ms.max(1), client],
+            |r| {
+                Ok(UsageRow {
+                    start_ms: r.get(0)?,
+                    key: r.get(1)?,
+                    requests: r.get::<_, i64>(2)? as u64,
+                    errors: r.get::<_, i64>(3)? as u64,
+                    failovers: r.get::<_, i64>(4)? as u64,
+                    input_tokens: r.get::<_, i64>(5)? as u64,
+                    output_tokens: r.get::<_, i64>(6)? as u64,
+                    cost_usd: r.get(7)?,
+                })
+            },
+        ))?;
+        self.sql(rows.collect())
     }
 
     pub fn revoke_client_key(&self, id: &str, now_ms: i64) -> Result<(), EditError> {

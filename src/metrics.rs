@@ -1,0 +1,315 @@
+//! `GET /metrics`: Prometheus text exposition of requests, attempts, failovers, tokens, cost,
+//! latency (total and Baton's own share), client refusals, and — read at scrape time —
+//! cooldowns, breaker states, in-flight requests and queued requests.
+//!
+//! Labels are provider ids, client key ids and a few fixed words. Providers and keys are what
+//! the admin configured, and each label is capped at [`MAX_LABEL_VALUES`] distinct values
+//! (later ones are counted as `other`), so a misbehaving setup cannot grow the series forever.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::store::LogRow;
+
+/// Distinct values kept per label before the rest become `other`.
+pub const MAX_LABEL_VALUES: usize = 200;
+
+type L1 = [(&'static str, Arc<str>); 1];
+type L2 = [(&'static str, Arc<str>); 2];
+type L3 = [(&'static str, Arc<str>); 3];
+type HistFamily = Family<L1, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … ~65 s.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.001, 2.0, 17,
+    ))
+}
+
+fn added_histogram() -> Histogram {
+    // 25 µs … ~100 ms: Baton's own share is small.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.000_025, 2.0, 13,
+    ))
+}
+
+/// Caps the distinct values of one label.
+#[derive(Default)]
+struct Cap(Mutex<HashSet<Arc<str>>>);
+
+impl Cap {
+    fn get(&self, v: &str) -> Arc<str> {
+        let Ok(mut seen) = self.0.lock() else {
+            return Arc::from("other");
+        };
+        if let Some(a) = seen.get(v) {
+            return a.clone();
+        }
+        if seen.len() >= MAX_LABEL_VALUES {
+            return Arc::from("other");
+        }
+        let a: Arc<str> = Arc::from(v);
+        seen.insert(a.clone());
+        a
+    }
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<L3, Counter>,
+    attempts: Family<L2, Counter>,
+    failovers: Family<L1, Counter>,
+    tokens: Family<L3, Counter>,
+    cost: Family<L1, Counter<f64, std::sync::atomic::AtomicU64>>,
+    duration: HistFamily,
+    added: Histogram,
+    denied: Family<L2, Counter>,
+    cooldowns: Family<L1, Gauge>,
+    breaker_open: Family<L1, Gauge>,
+    in_flight: Family<L1, Gauge>,
+    queued: Gauge,
+    shared_up: Gauge,
+    providers: Cap,
+    clients: Cap,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("baton");
+        let requests = Family::<L3, Counter>::default();
+        registry.register(
+            "requests",
+            "Client requests by serving provider (none when nothing served), client key and HTTP status",
+            requests.clone(),
+        );
+        let attempts = Family::<L2, Counter>::default();
+        registry.register(
+            "upstream_attempts",
+            "Upstream attempts by provider and outcome class (ok, rate, quota, transient, auth, request…)",
+            attempts.clone(),
+        );
+        let failovers = Family::<L1, Counter>::default();
+        registry.register(
+            "failovers",
+            "Failovers away from a provider (an attempt failed and another candidate was tried)",
+            failovers.clone(),
+        );
+        let tokens = Family::<L3, Counter>::default();
+        registry.register(
+            "tokens",
+            "Tokens by serving provider, client key and direction (input, output)",
+            tokens.clone(),
+        );
+        let cost = Family::<L1, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "estimated_cost_usd",
+            "Estimated cost in US dollars by client key, from model prices",
+            cost.clone(),
+        );
+        let duration: HistFamily = Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "request_duration_seconds",
+            "Total request time by serving provider",
+            duration.clone(),
+        );
+        let added = added_histogram();
+        registry.register(
+            "added_latency_seconds",
+            "Baton's own share of each request's time to first byte: total minus time spent waiting on upstreams",
+            added.clone(),
+        );
+        let denied = Family::<L2, Counter>::default();
+        registry.register(
+            "client_denied",
+            "Requests refused before routing by client key and reason (rate, tokens, budget, bad requests, disabled, expired, not allowed)",
+            denied.clone(),
+        );
+        let cooldowns = Family::<L1, Gauge>::default();
+        registry.register(
+            "cooldowns_active",
+            "Active cooldowns (provider, key or model scopes) by provider",
+            cooldowns.clone(),
+        );
+        let breaker_open = Family::<L1, Gauge>::default();
+        registry.register(
+            "breaker_open",
+            "1 when the provider's circuit breaker is open",
+            breaker_open.clone(),
+        );
+        let in_flight = Family::<L1, Gauge>::default();
+        registry.register(
+            "in_flight",
+            "Upstream requests in flight by provider",
+            in_flight.clone(),
+        );
+        let queued = Gauge::default();
+        registry.register(
+            "queued",
+            "Requests waiting for a provider concurrency slot",
+            queued.clone(),
+        );
+        let shared_up = Gauge::default();
+        registry.register(
+            "shared_state_up",
+            "1 when the shared Redis state is reachable, 0 when it is not, -1 without one",
+            shared_up.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            attempts,
+            failovers,
+            tokens,
+            cost,
+            duration,
+            added,
+            denied,
+            cooldowns,
+            breaker_open,
+            in_flight,
+            queued,
+            shared_up,
+            providers: Cap::default(),
+            clients: Cap::default(),
+        }
+    }
+}
+
+fn status_label(status: u16) -> Arc<str> {
+    static COMMON: std::sync::LazyLock<Vec<(u16, Arc<str>)>> = std::sync::LazyLock::new(|| {
+        [
+            200, 400, 401, 403, 404, 408, 413, 422, 429, 499, 500, 502, 503, 504,
+        ]
+        .into_iter()
+        .map(|s| (s, Arc::from(s.to_string())))
+        .collect()
+    });
+    COMMON
+        .iter()
+        .find(|(s, _)| *s == status)
+        .map(|(_, a)| a.clone())
+        .unwrap_or_else(|| Arc::from(status.to_string()))
+}
+
+impl Metrics {
+    /// Counts one finished request.
+    pub fn observe(&self, row: &LogRow, total: Duration, upstream_us: u64) {
+        let provider = self
+            .providers
+            .get(row.provider.as_deref().unwrap_or("none"));
+        let client = self.clients.get(&row.client_key);
+        self.requests
+            .get_or_create(&[
+                ("provider", provider.clone()),
+                ("client", client.clone()),
+                ("status", status_label(row.status)),
+            ])
+            .inc();
+        let sent: Vec<_> = row
+            .attempts
+            .iter()
+            .filter(|a| a.class != "skipped")
+            .collect();
+        for (i, a) in sent.iter().enumerate() {
+            let p = self.providers.get(&a.provider);
+            self.attempts
+                .get_or_create(&[
+                    ("provider", p.clone()),
+                    ("class", Arc::from(a.class.as_str())),
+                ])
+                .inc();
+            let moved_on = sent
+                .get(i + 1)
+                .is_some_and(|n| n.provider != a.provider || n.model != a.model);
+            if a.class != "ok" && moved_on {
+                self.failovers.get_or_create(&[("provider", p)]).inc();
+            }
+        }
+        for (dir, n) in [("input", row.input_tokens), ("output", row.output_tokens)] {
+            if let Some(n) = n.filter(|n| *n > 0) {
+                self.tokens
+                    .get_or_create(&[
+                        ("provider", provider.clone()),
+                        ("client", client.clone()),
+                        ("direction", Arc::from(dir)),
+                    ])
+                    .inc_by(n);
+            }
+        }
+        if let Some(c) = row.cost_usd.filter(|c| *c > 0.0) {
+            self.cost.get_or_create(&[("client", client)]).inc_by(c);
+        }
+        self.duration
+            .get_or_create(&[("provider", provider)])
+            .observe(total.as_secs_f64());
+        if !sent.is_empty() {
+            let first_byte = row
+                .ttfb_ms
+                .map(|_| total.min(Duration::from_millis(row.ttfb_ms.unwrap_or(0) + 1)))
+                .unwrap_or(total);
+            let own = first_byte
+                .as_micros()
+                .saturating_sub(upstream_us as u128)
+                .min(total.as_micros());
+            self.added.observe(own as f64 / 1_000_000.0);
+        }
+    }
+
+    /// Counts a request refused before routing.
+    pub fn denied(&self, client: &str, reason: &'static str) {
+        self.denied
+            .get_or_create(&[
+                ("client", self.clients.get(client)),
+                ("reason", Arc::from(reason)),
+            ])
+            .inc();
+    }
+
+    /// Sets the scrape-time gauges and renders everything.
+    pub fn render(&self, core: &crate::gateway::Core) -> String {
+        let snap = core.snapshot.load();
+        let now = core.clock.now_ms();
+        self.cooldowns.clear();
+        self.breaker_open.clear();
+        self.in_flight.clear();
+        for p in &snap.providers {
+            let id = self.providers.get(p.id());
+            self.in_flight
+                .get_or_create(&[("provider", id.clone())])
+                .set(
+                    p.runtime
+                        .in_flight
+                        .load(std::sync::atomic::Ordering::Relaxed) as i64,
+                );
+            let open = p.runtime.breaker.snapshot().0.is_some_and(|u| u > now);
+            self.breaker_open
+                .get_or_create(&[("provider", id.clone())])
+                .set(open as i64);
+            self.cooldowns.get_or_create(&[("provider", id)]).set(0);
+        }
+        for c in core.cooldowns.active() {
+            self.cooldowns
+                .get_or_create(&[("provider", self.providers.get(&c.scope.provider))])
+                .inc();
+        }
+        self.queued
+            .set(core.queued.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        self.shared_up.set(match core.shared.is_up() {
+            None => -1,
+            Some(up) => up as i64,
+        });
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
