@@ -69,7 +69,11 @@ impl Keys {
                 env: k.env.clone(),
             })?;
             gateway.push(ClientKey {
-                client: Arc::new(Client::unlimited(&k.label())),
+                client: Arc::new(Client {
+                    id: k.label(),
+                    label: k.label(),
+                    policy: k.policy.clone(),
+                }),
                 label: k.label(),
                 secret: Secret::new(v.trim()),
             });
@@ -135,11 +139,11 @@ impl Keys {
         }
     }
 
-    /// The keys that come from the configuration or the data directory: (label, masked).
-    pub fn fixed(&self) -> Vec<(String, String)> {
+    /// The keys that come from the configuration or the data directory: (client, masked).
+    pub fn fixed(&self) -> Vec<(Arc<Client>, String)> {
         self.gateway
             .iter()
-            .map(|k| (k.label.clone(), k.secret.masked()))
+            .map(|k| (k.client.clone(), k.secret.masked()))
             .collect()
     }
 

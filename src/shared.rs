@@ -97,6 +97,16 @@ end
 return 0
 "#;
 
+/// Raises a budget hash to at least this instance's own view (after Redis lost data).
+const RAISE: &str = r#"
+for i, f in ipairs({'t', 'u'}) do
+  local cur = tonumber(redis.call('HGET', KEYS[1], f) or '0')
+  if tonumber(ARGV[i]) > cur then redis.call('HSET', KEYS[1], f, ARGV[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"#;
+
 /// A cooldown change as published to the other instances.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct CooldownMsg {
@@ -157,6 +167,7 @@ pub struct Redis {
     admit: Script,
     spend: Script,
     lease: Script,
+    raise: Script,
 }
 
 /// What the router holds while a provider's shared concurrency slot is taken.
@@ -259,6 +270,7 @@ impl Shared {
             admit: Script::new(ADMIT),
             spend: Script::new(SPEND),
             lease: Script::new(LEASE),
+            raise: Script::new(RAISE),
         });
         tokio::spawn(worker(Arc::downgrade(&redis), rx));
         Ok(Self { inner: Some(redis) })
@@ -525,6 +537,46 @@ impl Redis {
         for s in &cleared {
             self.write(&Op::ClearCooldown(s.clone())).await?;
         }
+        let known = self.pull_cooldowns(core).await?;
+        for e in core.cooldowns.active() {
+            let field = cooldown_field(&e.scope);
+            if known.get(&field).is_none_or(|u| *u < e.until_ms) {
+                self.write(&Op::SetCooldown(e)).await?;
+            }
+        }
+        let pending = self
+            .unsynced
+            .lock()
+            .map(|mut u| std::mem::take(&mut *u))
+            .unwrap_or_default();
+        for (_, (client, spend, at)) in pending {
+            if let Err(e) = self.write_spend(&client, spend, at).await {
+                self.remember_spend(client, spend, at);
+                return Err(e);
+            }
+            // If Redis lost its data (restarted without persistence), what this instance saw
+            // is still a floor for the period's spending.
+            if let Some((day, month)) = core.clients.periods(&client.id) {
+                let now = core.clock.now_ms();
+                for (p, end) in [(day, utc_day(now).1), (month, utc_month(now).1)] {
+                    let mut inv = self.raise.prepare_invoke();
+                    inv.key(self.key(&["budget", &client.id, &p.start.to_string()]))
+                        .arg(p.tokens)
+                        .arg(p.micro_usd)
+                        .arg(end - now + 86_400_000);
+                    let mut conn = self.conn.clone();
+                    inv.invoke_async::<i64>(&mut conn).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes every live cooldown in Redis into this instance's table; returns their ends.
+    async fn pull_cooldowns(
+        &self,
+        core: &crate::gateway::Core,
+    ) -> redis::RedisResult<HashMap<String, i64>> {
         let now = core.clock.now_ms();
         let mut conn = self.conn.clone();
         let theirs: HashMap<String, String> = conn.hgetall(self.key(&["cooldowns"])).await?;
@@ -548,24 +600,7 @@ impl Redis {
                 });
             }
         }
-        for e in core.cooldowns.active() {
-            let field = cooldown_field(&e.scope);
-            if known.get(&field).is_none_or(|u| *u < e.until_ms) {
-                self.write(&Op::SetCooldown(e)).await?;
-            }
-        }
-        let pending = self
-            .unsynced
-            .lock()
-            .map(|mut u| std::mem::take(&mut *u))
-            .unwrap_or_default();
-        for (_, (client, spend, at)) in pending {
-            if let Err(e) = self.write_spend(&client, spend, at).await {
-                self.remember_spend(client, spend, at);
-                return Err(e);
-            }
-        }
-        Ok(())
+        Ok(known)
     }
 
     fn remember_spend(&self, client: Arc<Client>, spend: Spend, now: i64) {
@@ -665,6 +700,12 @@ async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
         if pubsub.subscribe(&channel).await.is_err() {
             tokio::time::sleep(HEALTH_EVERY).await;
             continue;
+        }
+        // Whatever was published before this subscription is in the hash already.
+        if let Some(c) = core.upgrade() {
+            if let Err(e) = r.pull_cooldowns(&c).await {
+                tracing::debug!(error = %e, "reading shared cooldowns failed");
+            }
         }
         let mut stream = pubsub.into_on_message();
         loop {

@@ -92,13 +92,16 @@ pub async fn list_keys(
         .keys
         .fixed()
         .into_iter()
-        .map(|(label, masked)| {
+        .map(|(client, masked)| {
+            let label = &client.label;
             let from = if label == "generated" {
                 "the data directory (gateway.key)".to_string()
             } else {
                 format!("the configuration ({label})")
             };
-            json!({"label": label, "masked": masked, "from": from})
+            json!({"id": client.id, "label": label, "masked": masked, "from": from,
+                "policy": client.policy,
+                "usage": core.clients.usage(&client.id, core.clock.now_ms())})
         })
         .collect();
     let ui: Vec<Value> = core

@@ -326,6 +326,12 @@ impl Limiter {
         }
     }
 
+    /// This instance's view of a client's current day and month.
+    pub fn periods(&self, id: &str) -> Option<(Period, Period)> {
+        let map = self.clients.lock().ok()?;
+        map.get(id).map(|s| (s.day, s.month))
+    }
+
     /// Sets the day and month totals (from the request log at start-up).
     pub fn seed(&self, id: &str, day: (i64, u64, u64), month: (i64, u64, u64)) {
         let p = |(start, tokens, micro_usd)| Period {

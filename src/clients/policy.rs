@@ -122,6 +122,10 @@ impl ClientPolicy {
             })
     }
 
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
     /// Whether this key has rate limits or budgets to track.
     pub fn is_metered(&self) -> bool {
         self.rpm.is_some() || self.tpm.is_some() || !self.budget.is_empty()

@@ -30,7 +30,7 @@ pub struct ConfigFile {
     /// Keys that clients must present (`Authorization: Bearer` or `x-api-key`). When empty,
     /// Baton generates one on first start and keeps it in the data directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gateway_keys: Vec<SecretRef>,
+    pub gateway_keys: Vec<GatewayKeyConfig>,
     /// Failover, cooldown and queueing behaviour.
     #[serde(default)]
     pub routing: RoutingConfig,
@@ -264,6 +264,29 @@ impl RouteConfig {
 
     pub fn resume_on_break(&self) -> bool {
         matches!(self, RouteConfig::Detailed(d) if d.resume_on_break)
+    }
+}
+
+/// A client key declared in the configuration: the key itself lives in an environment variable.
+/// Several instances sharing one config file (and Redis) enforce the same limits on it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GatewayKeyConfig {
+    /// Name of the environment variable that holds the key.
+    pub env: String,
+    /// Who or what uses it, in logs, usage and metrics (default `env:NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Limits and permissions, as for keys made in the UI.
+    #[serde(default, skip_serializing_if = "crate::clients::ClientPolicy::is_empty")]
+    pub policy: crate::clients::ClientPolicy,
+}
+
+impl GatewayKeyConfig {
+    pub fn label(&self) -> String {
+        self.label
+            .clone()
+            .unwrap_or_else(|| format!("env:{}", self.env))
     }
 }
 

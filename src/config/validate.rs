@@ -41,14 +41,19 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ),
         ));
     }
+    let mut labels = HashSet::new();
     for (i, k) in config.gateway_keys.iter().enumerate() {
-        if k.stored.is_some() {
+        check_env_name(&k.env).map_err(|m| err(format!("gatewayKeys[{i}].env"), m))?;
+        if !labels.insert(k.label()) {
             return Err(err(
-                format!("gatewayKeys[{i}].stored"),
-                "gateway keys come from environment variables".into(),
+                format!("gatewayKeys[{i}].label"),
+                format!("`{}` names two keys; labels identify keys in usage and limits", k.label()),
             ));
         }
-        check_env_name(&k.env).map_err(|m| err(format!("gatewayKeys[{i}].env"), m))?;
+        // Allow lists may name providers added later in the UI: only the numbers are checked.
+        k.policy
+            .validate(&|_| true)
+            .map_err(|e| err(format!("gatewayKeys[{i}].policy.{}", e.param), e.message))?;
     }
     let r = &config.routing;
     if r.default_cooldown_ms == 0 {

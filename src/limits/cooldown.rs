@@ -63,6 +63,15 @@ impl Cooldowns {
         if entry.until_ms <= self.clock.now_ms() {
             return;
         }
+        let known = self.map.read().is_ok_and(|m| {
+            m.get(&entry.scope.provider).is_some_and(|l| {
+                l.iter()
+                    .any(|e| e.scope == entry.scope && e.until_ms >= entry.until_ms)
+            })
+        });
+        if known {
+            return;
+        }
         let scope = entry.scope.clone();
         let fresh = self.insert(entry.clone());
         self.persist(&entry);

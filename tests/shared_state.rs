@@ -1,0 +1,350 @@
+//! Two gateways sharing state through a real `redis-server` on loopback: a 429 seen by one cools
+//! the key for both, a client's budget spent across both is counted once, `maxConcurrency`
+//! holds across both, and when Redis stops both keep answering and converge when it returns.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+/// A `redis-server` child with append-only persistence in a temporary directory.
+struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    fn start(dir: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut r = RedisServer {
+            port,
+            dir: dir.to_path_buf(),
+            child: None,
+        };
+        r.run();
+        r
+    }
+
+    fn run(&mut self) {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--dir",
+                self.dir.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (scripts/test installs Debian's redis-server)");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let _ = c.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+const OPS_KEY: &str = "bt-ops-key-for-shared-state-tests-0000000";
+const TEAM_KEY: &str = "bt-team-key-for-shared-state-tests-000000";
+
+fn config(redis: &RedisServer, prefix: &str, providers: Value) -> Value {
+    // The same keys on every instance, as a shared config file would declare them.
+    std::env::set_var("BATON_TEST_OPS_KEY", OPS_KEY);
+    std::env::set_var("BATON_TEST_TEAM_KEY", TEAM_KEY);
+    json!({
+        "state": {"backend": "redis", "redis": {"url": redis.url(), "prefix": prefix}},
+        "gatewayKeys": [
+            {"env": "BATON_TEST_OPS_KEY", "label": "ops"},
+            {"env": "BATON_TEST_TEAM_KEY", "label": "team", "policy": {"budget": {"dayTokens": 50}}}
+        ],
+        "providers": providers,
+    })
+}
+
+/// Two gateways on one Redis, each with its own data directory.
+async fn pair(redis: &RedisServer, prefix: &str, providers: Value) -> (Baton, Baton, Vec<tempfile::TempDir>) {
+    let mut dirs = Vec::new();
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("gateway.key"), OPS_KEY).unwrap();
+        out.push(Baton::start(dir.path(), config(redis, prefix, providers.clone())).await);
+        dirs.push(dir);
+    }
+    let b = out.pop().unwrap();
+    let a = out.pop().unwrap();
+    assert!(
+        eventually(5, || a.handle.core.shared.is_up() == Some(true)
+            && b.handle.core.shared.is_up() == Some(true))
+        .await,
+        "both instances reach Redis"
+    );
+    (a, b, dirs)
+}
+
+async fn chat_as(b: &Baton, key: &str, model: &str) -> reqwest::Response {
+    b.http
+        .post(format!("{}/v1/chat/completions", b.url))
+        .bearer_auth(key)
+        .json(&chat_body(model, "hi", false))
+        .send()
+        .await
+        .unwrap()
+}
+
+fn cooling(b: &Baton, provider: &str) -> Option<i64> {
+    b.handle
+        .core
+        .cooldowns
+        .active()
+        .into_iter()
+        .find(|c| c.scope.provider == provider)
+        .map(|c| c.until_ms)
+}
+
+#[tokio::test]
+async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let limited = FakeUpstream::start("limited").await;
+    let flaky = FakeUpstream::start("flaky").await;
+    let spare = FakeUpstream::start("spare").await;
+    limited.always(Behavior::rate_limited(Some(120)));
+    flaky.always(Behavior::status(500));
+    let (a, b, _dirs) = pair(
+        &redis,
+        "t1",
+        json!([provider("limited", &limited.base_url(), 1), provider("flaky", &flaky.base_url(), 2), provider("spare", &spare.base_url(), 3)]),
+    )
+    .await;
+    // A's request meets the 429 and fails over; B, asked right after, never calls that key.
+    let r = chat_as(&a, OPS_KEY, "auto").await;
+    assert_eq!(r.status(), 200);
+    let hits = limited.hits();
+    assert!(hits >= 1);
+    let r = chat_as(&b, OPS_KEY, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(limited.hits(), hits, "B did not call the key A saw limited");
+    let until_a = cooling(&a, "limited").unwrap();
+    assert_eq!(cooling(&b, "limited"), Some(until_a), "the same reset instant on both");
+    assert!((until_a - baton::clock::unix_ms() - 120_000).abs() < 5_000);
+    let log = b.log().await;
+    let skip = log[0].attempts.iter().find(|x| x.provider == "limited").unwrap();
+    assert_eq!(skip.class, "skipped", "{:?}", log[0].attempts);
+
+    // Breaker states travel too: A opens flaky's breaker; B skips flaky without calling it.
+    for _ in 0..3 {
+        let _ = chat_as(&a, OPS_KEY, "flaky").await;
+    }
+    assert!(eventually(2, || cooling(&b, "flaky").is_some()).await, "breaker shared");
+    let flaky_hits = flaky.hits();
+    let r = chat_as(&b, OPS_KEY, "flaky").await;
+    assert_eq!(r.status(), 429, "cooling until the breaker's trial time");
+    assert!(!header(&r, "retry-after").is_empty());
+    assert_eq!(flaky.hits(), flaky_hits, "B did not call a provider whose breaker A opened");
+
+    // Clearing by hand on B clears it on A.
+    let (st, _) = Admin(&b).send(Method::DELETE, "/admin/cooldowns?provider=limited", None).await;
+    assert_eq!(st, 200);
+    assert!(eventually(2, || cooling(&a, "limited").is_none()).await, "clear shared");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_budget_spent_across_both_instances_is_counted_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let (a, b, _dirs) = pair(&redis, "t2", json!([provider("up", &up.base_url(), 1)])).await;
+    // Each answer is 18 tokens; the team may use 50 a day. A, B, A spend 54.
+    for (i, inst) in [&a, &b, &a].into_iter().enumerate() {
+        let r = chat_as(inst, TEAM_KEY, "auto").await;
+        assert_eq!(r.status(), 200, "request {i}");
+        // The spend reaches Redis in the background; the next admission reads it.
+        let mut conn = redis.conn().await;
+        let want = 18 * (i as i64 + 1);
+        let day = baton::clients::utc_day(baton::clock::unix_ms()).0;
+        let key = format!("t2:budget:team:{day}");
+        let mut got = 0;
+        for _ in 0..100 {
+            got = redis::AsyncCommands::hget::<_, _, Option<i64>>(&mut conn, &key, "t")
+                .await
+                .unwrap()
+                .unwrap_or(0);
+            if got == want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(got, want, "each request counted exactly once");
+    }
+    for inst in [&a, &b] {
+        let r = chat_as(inst, TEAM_KEY, "auto").await;
+        assert_eq!(r.status(), 429);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "budget_exceeded", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("54 of 50 tokens"), "{v}");
+    }
+    assert_eq!(up.hits(), 3);
+    // Other clients are not affected.
+    assert_eq!(chat_as(&b, OPS_KEY, "auto").await.status(), 200);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn max_concurrency_holds_across_instances() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("slow").await;
+    up.always(Behavior::Delay(300));
+    let mut p = provider("slow", &up.base_url(), 1);
+    p["maxConcurrency"] = json!(2);
+    let (a, b, _dirs) = pair(&redis, "t3", json!([p])).await;
+    let mut jobs = Vec::new();
+    for i in 0..8 {
+        let inst = if i % 2 == 0 { &a } else { &b };
+        jobs.push(chat_as(inst, OPS_KEY, "auto"));
+    }
+    let results = futures_util::future::join_all(jobs).await;
+    for r in &results {
+        assert_eq!(r.status(), 200);
+    }
+    assert_eq!(up.hits(), 8);
+    assert_eq!(up.max_in_flight(), 2, "never more than 2 at once across both instances");
+    // Every lease was given back.
+    let mut conn = redis.conn().await;
+    let left: i64 = redis::AsyncCommands::zcard(&mut conn, "t3:inflight:slow").await.unwrap();
+    assert!(eventually(2, || left == 0).await, "{left} leases left");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start(tmp.path());
+    let first = FakeUpstream::start("first").await;
+    let second = FakeUpstream::start("second").await;
+    let (a, b, _dirs) = pair(
+        &redis,
+        "t4",
+        json!([provider("first", &first.base_url(), 1), provider("second", &second.base_url(), 2)]),
+    )
+    .await;
+    assert_eq!(chat_as(&a, TEAM_KEY, "auto").await.status(), 200);
+    assert_eq!(chat_as(&b, TEAM_KEY, "auto").await.status(), 200);
+
+    redis.stop();
+    // Not one request fails: metered keys fall back to local limits, slots to local ones.
+    for i in 0..6 {
+        let inst = if i % 2 == 0 { &a } else { &b };
+        let key = if i < 2 { TEAM_KEY } else { OPS_KEY };
+        let r = chat_as(inst, key, "auto").await;
+        assert_eq!(r.status(), 200, "request {i} while Redis is down");
+    }
+    assert!(eventually(3, || a.handle.core.shared.is_up() == Some(false)
+        && b.handle.core.shared.is_up() == Some(false))
+    .await);
+    // A learns of a limit while Redis is away; B cannot know yet.
+    first.script([Behavior::rate_limited(Some(300))]);
+    let r = chat_as(&a, OPS_KEY, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "second");
+    assert!(cooling(&a, "first").is_some());
+    assert!(cooling(&b, "first").is_none());
+
+    redis.run();
+    assert!(
+        eventually(10, || a.handle.core.shared.is_up() == Some(true)
+            && b.handle.core.shared.is_up() == Some(true))
+        .await,
+        "both reconnect"
+    );
+    // Converged: B has A's cooldown with the same reset, and Redis counts every token the
+    // team spent, before, during and after the outage.
+    assert!(eventually(5, || cooling(&b, "first") == cooling(&a, "first")).await);
+    let hits = first.hits();
+    assert_eq!(chat_as(&b, OPS_KEY, "auto").await.status(), 200);
+    assert_eq!(first.hits(), hits, "B honours the cooldown A learned while Redis was down");
+    let mut total = 0;
+    for inst in [&a, &b] {
+        total += inst
+            .log()
+            .await
+            .iter()
+            .filter(|r| r.client_key == "team")
+            .map(|r| r.input_tokens.unwrap_or(0) + r.output_tokens.unwrap_or(0))
+            .sum::<u64>();
+    }
+    assert_eq!(total, 4 * 18);
+    let day = baton::clients::utc_day(baton::clock::unix_ms()).0;
+    let mut in_redis = 0;
+    for _ in 0..100 {
+        let mut conn = redis.conn().await;
+        in_redis = redis::AsyncCommands::hget::<_, _, Option<u64>>(&mut conn, format!("t4:budget:team:{day}"), "t")
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        if in_redis == total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(in_redis, total, "spending while Redis was down is added once it returns");
+    a.stop().await;
+    b.stop().await;
+}
