@@ -86,6 +86,15 @@ impl Core {
         self.shared.spend(client, spend, now);
     }
 
+    /// Counts an answer's tokens against the serving provider key's declared `tpm`.
+    pub fn count_tokens(&self, p: &crate::providers::ProviderEntry, key: &str, n: u64) {
+        let now = self.clock.now_ms();
+        p.runtime.quota.tokens(key, now, n, &p.config.limits);
+        if n > 0 {
+            self.shared.quota(p, key, 0, n, now);
+        }
+    }
+
     /// Counts a request the client got wrong (the bad-request throttle).
     pub fn bad_request(&self, client: &crate::clients::Client) {
         if self.clients.bad_request(&client.id, self.clock.now_ms()) {

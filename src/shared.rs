@@ -97,6 +97,16 @@ end
 return 0
 "#;
 
+/// Counts requests (this minute, this UTC day) and tokens (this minute) for one provider key.
+const QUOTA: &str = r#"
+local m = redis.call('HINCRBY', KEYS[1], 'r', ARGV[1])
+local t = redis.call('HINCRBY', KEYS[1], 't', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], 120000)
+local d = redis.call('HINCRBY', KEYS[2], 'r', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], 172800000)
+return {m, t, d}
+"#;
+
 /// Raises a budget hash to at least this instance's own view (after Redis lost data).
 const RAISE: &str = r#"
 for i, f in ipairs({'t', 'u'}) do
@@ -123,6 +133,9 @@ struct CooldownMsg {
     class: String,
     #[serde(default)]
     reason: String,
+    /// `quota`: (minute start, requests, tokens, day start, requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counts: Option<(i64, u64, u64, i64, u64)>,
 }
 
 /// Spending not yet written to Redis: the client, the amount, and when it was last added.
@@ -140,6 +153,14 @@ enum Op {
     Release {
         provider: String,
         lease: String,
+    },
+    Quota {
+        runtime: Arc<crate::providers::ProviderRuntime>,
+        provider: String,
+        key: String,
+        requests: u64,
+        tokens: u64,
+        now: i64,
     },
     /// Answered once everything sent before it has been written.
     Barrier(oneshot::Sender<()>),
@@ -168,6 +189,7 @@ pub struct Redis {
     spend: Script,
     lease: Script,
     raise: Script,
+    quota: Script,
 }
 
 /// What the router holds while a provider's shared concurrency slot is taken.
@@ -271,6 +293,7 @@ impl Shared {
             spend: Script::new(SPEND),
             lease: Script::new(LEASE),
             raise: Script::new(RAISE),
+            quota: Script::new(QUOTA),
         });
         tokio::spawn(worker(Arc::downgrade(&redis), rx));
         Ok(Self { inner: Some(redis) })
@@ -407,6 +430,32 @@ impl Shared {
         }
     }
 
+    /// Counts a request (or an answer's tokens) against a provider key's declared limits on
+    /// the shared counters; the totals come back into the provider's quota score.
+    pub fn quota(
+        &self,
+        p: &crate::providers::ProviderEntry,
+        key: &str,
+        requests: u64,
+        tokens: u64,
+        now: i64,
+    ) {
+        let Some(r) = self.live() else {
+            return;
+        };
+        if !crate::limits::quota::Quota::counts(&p.config.limits) {
+            return;
+        }
+        let _ = r.ops.send(Op::Quota {
+            runtime: p.runtime.clone(),
+            provider: p.id().to_string(),
+            key: key.to_string(),
+            requests,
+            tokens,
+            now,
+        });
+    }
+
     /// Publishes a cooldown this instance started.
     pub fn cooldown_started(&self, e: &CooldownEntry) {
         if let Some(r) = &self.inner {
@@ -468,6 +517,7 @@ impl Redis {
                     until_ms: e.until_ms,
                     class: e.class.clone(),
                     reason: e.reason.clone(),
+                    counts: None,
                 };
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
@@ -489,6 +539,7 @@ impl Redis {
                     until_ms: 0,
                     class: String::new(),
                     reason: String::new(),
+                    counts: None,
                 };
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
@@ -504,6 +555,51 @@ impl Redis {
             Op::Release { provider, lease } => {
                 conn.zrem::<_, _, ()>(self.key(&["inflight", provider]), lease)
                     .await
+            }
+            Op::Quota {
+                runtime,
+                provider,
+                key,
+                requests,
+                tokens,
+                now,
+            } => {
+                let minute = now.div_euclid(60_000) * 60_000;
+                let day = now.div_euclid(86_400_000) * 86_400_000;
+                let mut inv = self.quota.prepare_invoke();
+                inv.key(self.key(&["quota", provider, key, &minute.to_string()]))
+                    .key(self.key(&["quota", provider, key, &day.to_string()]))
+                    .arg(requests)
+                    .arg(tokens);
+                let v: Vec<u64> = inv.invoke_async(&mut conn).await?;
+                if let [m, t, d] = v.as_slice() {
+                    runtime.quota.shared(
+                        key,
+                        crate::limits::quota::SharedCounts {
+                            minute_start: minute,
+                            minute_requests: *m,
+                            minute_tokens: *t,
+                            day_start: day,
+                            day_requests: *d,
+                        },
+                    );
+                    // The other instances learn the totals too, without asking.
+                    let msg = CooldownMsg {
+                        origin: self.origin.clone(),
+                        op: "quota".into(),
+                        provider: provider.clone(),
+                        key: Some(key.clone()),
+                        model: None,
+                        until_ms: 0,
+                        class: String::new(),
+                        reason: String::new(),
+                        counts: Some((minute, *m, *t, day, *d)),
+                    };
+                    let json = serde_json::to_string(&msg).unwrap_or_default();
+                    conn.publish::<_, _, ()>(self.key(&["events"]), json)
+                        .await?;
+                }
+                Ok(())
             }
             Op::Barrier(_) => Ok(()),
         }
@@ -734,6 +830,22 @@ async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
             let Some(core) = core.upgrade() else {
                 return;
             };
+            if let (Some((ms, mr, mt, ds, dr)), Some(key)) = (m.counts, &m.key) {
+                let snap = core.snapshot.load();
+                if let Some(p) = snap.providers.iter().find(|p| p.id() == m.provider) {
+                    p.runtime.quota.shared(
+                        key,
+                        crate::limits::quota::SharedCounts {
+                            minute_start: ms,
+                            minute_requests: mr,
+                            minute_tokens: mt,
+                            day_start: ds,
+                            day_requests: dr,
+                        },
+                    );
+                }
+                continue;
+            }
             let scope = Scope {
                 provider: m.provider,
                 key: m.key,

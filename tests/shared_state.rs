@@ -114,7 +114,11 @@ fn config(redis: &RedisServer, prefix: &str, providers: Value) -> Value {
 }
 
 /// Two gateways on one Redis, each with its own data directory.
-async fn pair(redis: &RedisServer, prefix: &str, providers: Value) -> (Baton, Baton, Vec<tempfile::TempDir>) {
+async fn pair(
+    redis: &RedisServer,
+    prefix: &str,
+    providers: Value,
+) -> (Baton, Baton, Vec<tempfile::TempDir>) {
     let mut dirs = Vec::new();
     let mut out = Vec::new();
     for _ in 0..2 {
@@ -166,7 +170,11 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
     let (a, b, _dirs) = pair(
         &redis,
         "t1",
-        json!([provider("limited", &limited.base_url(), 1), provider("flaky", &flaky.base_url(), 2), provider("spare", &spare.base_url(), 3)]),
+        json!([
+            provider("limited", &limited.base_url(), 1),
+            provider("flaky", &flaky.base_url(), 2),
+            provider("spare", &spare.base_url(), 3)
+        ]),
     )
     .await;
     // A's request meets the 429 and fails over; B, asked right after, never calls that key.
@@ -178,27 +186,47 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
     assert_eq!(r.status(), 200);
     assert_eq!(limited.hits(), hits, "B did not call the key A saw limited");
     let until_a = cooling(&a, "limited").unwrap();
-    assert_eq!(cooling(&b, "limited"), Some(until_a), "the same reset instant on both");
+    assert_eq!(
+        cooling(&b, "limited"),
+        Some(until_a),
+        "the same reset instant on both"
+    );
     assert!((until_a - baton::clock::unix_ms() - 120_000).abs() < 5_000);
     let log = b.log().await;
-    let skip = log[0].attempts.iter().find(|x| x.provider == "limited").unwrap();
+    let skip = log[0]
+        .attempts
+        .iter()
+        .find(|x| x.provider == "limited")
+        .unwrap();
     assert_eq!(skip.class, "skipped", "{:?}", log[0].attempts);
 
     // Breaker states travel too: A opens flaky's breaker; B skips flaky without calling it.
     for _ in 0..3 {
         let _ = chat_as(&a, OPS_KEY, "flaky").await;
     }
-    assert!(eventually(2, || cooling(&b, "flaky").is_some()).await, "breaker shared");
+    assert!(
+        eventually(2, || cooling(&b, "flaky").is_some()).await,
+        "breaker shared"
+    );
     let flaky_hits = flaky.hits();
     let r = chat_as(&b, OPS_KEY, "flaky").await;
     assert_eq!(r.status(), 429, "cooling until the breaker's trial time");
     assert!(!header(&r, "retry-after").is_empty());
-    assert_eq!(flaky.hits(), flaky_hits, "B did not call a provider whose breaker A opened");
+    assert_eq!(
+        flaky.hits(),
+        flaky_hits,
+        "B did not call a provider whose breaker A opened"
+    );
 
     // Clearing by hand on B clears it on A.
-    let (st, _) = Admin(&b).send(Method::DELETE, "/admin/cooldowns?provider=limited", None).await;
+    let (st, _) = Admin(&b)
+        .send(Method::DELETE, "/admin/cooldowns?provider=limited", None)
+        .await;
     assert_eq!(st, 200);
-    assert!(eventually(2, || cooling(&a, "limited").is_none()).await, "clear shared");
+    assert!(
+        eventually(2, || cooling(&a, "limited").is_none()).await,
+        "clear shared"
+    );
     a.stop().await;
     b.stop().await;
 }
@@ -236,7 +264,13 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
         assert_eq!(r.status(), 429);
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "budget_exceeded", "{v}");
-        assert!(v["error"]["message"].as_str().unwrap().contains("54 of 50 tokens"), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("54 of 50 tokens"),
+            "{v}"
+        );
     }
     assert_eq!(up.hits(), 3);
     // Other clients are not affected.
@@ -264,10 +298,16 @@ async fn max_concurrency_holds_across_instances() {
         assert_eq!(r.status(), 200);
     }
     assert_eq!(up.hits(), 8);
-    assert_eq!(up.max_in_flight(), 2, "never more than 2 at once across both instances");
+    assert_eq!(
+        up.max_in_flight(),
+        2,
+        "never more than 2 at once across both instances"
+    );
     // Every lease was given back.
     let mut conn = redis.conn().await;
-    let left: i64 = redis::AsyncCommands::zcard(&mut conn, "t3:inflight:slow").await.unwrap();
+    let left: i64 = redis::AsyncCommands::zcard(&mut conn, "t3:inflight:slow")
+        .await
+        .unwrap();
     assert!(eventually(2, || left == 0).await, "{left} leases left");
     a.stop().await;
     b.stop().await;
@@ -282,7 +322,10 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     let (a, b, _dirs) = pair(
         &redis,
         "t4",
-        json!([provider("first", &first.base_url(), 1), provider("second", &second.base_url(), 2)]),
+        json!([
+            provider("first", &first.base_url(), 1),
+            provider("second", &second.base_url(), 2)
+        ]),
     )
     .await;
     assert_eq!(chat_as(&a, TEAM_KEY, "auto").await.status(), 200);
@@ -296,9 +339,11 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
         let r = chat_as(inst, key, "auto").await;
         assert_eq!(r.status(), 200, "request {i} while Redis is down");
     }
-    assert!(eventually(3, || a.handle.core.shared.is_up() == Some(false)
-        && b.handle.core.shared.is_up() == Some(false))
-    .await);
+    assert!(
+        eventually(3, || a.handle.core.shared.is_up() == Some(false)
+            && b.handle.core.shared.is_up() == Some(false))
+        .await
+    );
     // A learns of a limit while Redis is away; B cannot know yet.
     first.script([Behavior::rate_limited(Some(300))]);
     let r = chat_as(&a, OPS_KEY, "auto").await;
@@ -319,7 +364,11 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     assert!(eventually(5, || cooling(&b, "first") == cooling(&a, "first")).await);
     let hits = first.hits();
     assert_eq!(chat_as(&b, OPS_KEY, "auto").await.status(), 200);
-    assert_eq!(first.hits(), hits, "B honours the cooldown A learned while Redis was down");
+    assert_eq!(
+        first.hits(),
+        hits,
+        "B honours the cooldown A learned while Redis was down"
+    );
     let mut total = 0;
     for inst in [&a, &b] {
         total += inst
@@ -335,16 +384,63 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     let mut in_redis = 0;
     for _ in 0..100 {
         let mut conn = redis.conn().await;
-        in_redis = redis::AsyncCommands::hget::<_, _, Option<u64>>(&mut conn, format!("t4:budget:team:{day}"), "t")
-            .await
-            .unwrap()
-            .unwrap_or(0);
+        in_redis = redis::AsyncCommands::hget::<_, _, Option<u64>>(
+            &mut conn,
+            format!("t4:budget:team:{day}"),
+            "t",
+        )
+        .await
+        .unwrap()
+        .unwrap_or(0);
         if in_redis == total {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(in_redis, total, "spending while Redis was down is added once it returns");
+    assert_eq!(
+        in_redis, total,
+        "spending while Redis was down is added once it returns"
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn declared_quota_is_counted_across_instances() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let free = FakeUpstream::start("free").await;
+    let paid = FakeUpstream::start("paid").await;
+    let mut p = provider("free", &free.base_url(), 1);
+    // A daily limit: a minute boundary falling inside the test cannot split the count.
+    p["limits"] = json!({"rpd": 4});
+    let (a, b, _dirs) = pair(
+        &redis,
+        "t5",
+        json!([p, provider("paid", &paid.base_url(), 2)]),
+    )
+    .await;
+    // Two requests through each instance use the free tier's four a day between them.
+    for inst in [&a, &b, &a, &b] {
+        let r = chat_as(inst, OPS_KEY, "auto").await;
+        assert_eq!(header(&r, "x-gateway-provider"), "free");
+    }
+    let score = |x: &Baton| {
+        let snap = x.handle.core.snapshot.load();
+        let p = snap.providers.iter().find(|p| p.id() == "free").unwrap();
+        p.runtime
+            .quota
+            .score("", baton::clock::unix_ms(), &p.config.limits)
+    };
+    assert!(
+        eventually(2, || score(&a) == Some(0.0)).await,
+        "{:?}",
+        score(&a)
+    );
+    // So A moves on before the free tier answers 429, though it sent only two itself.
+    let r = chat_as(&a, OPS_KEY, "auto").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "paid");
+    assert_eq!(free.hits(), 4);
     a.stop().await;
     b.stop().await;
 }

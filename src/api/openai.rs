@@ -339,12 +339,10 @@ async fn handle_client(
             rec.first_byte();
             if let Some(u) = usage {
                 rec.usage(u);
-                let p = &target.provider;
-                p.runtime.quota.tokens(
+                core.count_tokens(
+                    &target.provider,
                     rec.served_key().unwrap_or_default(),
-                    core.clock.now_ms(),
                     u.input_tokens + u.output_tokens,
-                    &p.config.limits,
                 );
             }
             rec.finish(200, None);

@@ -278,7 +278,10 @@ pub struct GatewayKeyConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Limits and permissions, as for keys made in the UI.
-    #[serde(default, skip_serializing_if = "crate::clients::ClientPolicy::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::clients::ClientPolicy::is_empty"
+    )]
     pub policy: crate::clients::ClientPolicy,
 }
 

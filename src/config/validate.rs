@@ -47,7 +47,10 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
         if !labels.insert(k.label()) {
             return Err(err(
                 format!("gatewayKeys[{i}].label"),
-                format!("`{}` names two keys; labels identify keys in usage and limits", k.label()),
+                format!(
+                    "`{}` names two keys; labels identify keys in usage and limits",
+                    k.label()
+                ),
             ));
         }
         // Allow lists may name providers added later in the UI: only the numbers are checked.

@@ -33,6 +33,18 @@ struct KeyQuota {
     header_score: Option<(f64, i64)>,
     sent: VecDeque<i64>,
     tokens: VecDeque<(i64, u64)>,
+    /// Every instance's counts, as Redis last answered (with shared state).
+    shared: Option<SharedCounts>,
+}
+
+/// Requests this minute and this UTC day, and tokens this minute, across all instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SharedCounts {
+    pub minute_start: i64,
+    pub minute_requests: u64,
+    pub minute_tokens: u64,
+    pub day_start: i64,
+    pub day_requests: u64,
 }
 
 /// Quota state of one provider, by key id ("" for a keyless provider).
@@ -47,6 +59,11 @@ impl Quota {
                 m.entry(key.to_string()).or_default().header_score = Some((score, now));
             }
         }
+    }
+
+    /// Whether anything is declared to count.
+    pub fn counts(declared: &DeclaredLimits) -> bool {
+        declared.rpm.is_some() || declared.rpd.is_some() || declared.tpm.is_some()
     }
 
     /// Counts a request sent with `key` against the declared limits.
@@ -77,6 +94,25 @@ impl Quota {
         }
     }
 
+    /// Records what all instances together have used (from the shared store); readings
+    /// arriving out of order never lower a count within the same window.
+    pub fn shared(&self, key: &str, c: SharedCounts) {
+        if let Ok(mut m) = self.0.lock() {
+            let q = m.entry(key.to_string()).or_default();
+            let mut next = c;
+            if let Some(old) = q.shared {
+                if old.minute_start == c.minute_start {
+                    next.minute_requests = c.minute_requests.max(old.minute_requests);
+                    next.minute_tokens = c.minute_tokens.max(old.minute_tokens);
+                }
+                if old.day_start == c.day_start {
+                    next.day_requests = c.day_requests.max(old.day_requests);
+                }
+            }
+            q.shared = Some(next);
+        }
+    }
+
     /// The key's score (1 = plenty left, 0 = exhausted); `None` when nothing is known.
     pub fn score(&self, key: &str, now: i64, declared: &DeclaredLimits) -> Option<f64> {
         let m = self.0.lock().ok()?;
@@ -85,9 +121,22 @@ impl Quota {
             .header_score
             .filter(|(_, at)| now - at < FRESH_MS)
             .map(|(s, _)| s);
+        let shared = q.shared.unwrap_or_default();
+        let minute = now.div_euclid(60_000) * 60_000;
+        let day = now.div_euclid(86_400_000) * 86_400_000;
+        let shared_requests = |window: i64| {
+            if window == 60_000 && shared.minute_start == minute {
+                shared.minute_requests
+            } else if window != 60_000 && shared.day_start == day {
+                shared.day_requests
+            } else {
+                0
+            }
+        };
         let mut local = |limit: Option<u32>, window: i64| {
             if let Some(l) = limit.filter(|l| *l > 0) {
-                let used = q.sent.iter().filter(|t| now - **t < window).count() as f64;
+                let mine = q.sent.iter().filter(|t| now - **t < window).count() as u64;
+                let used = mine.max(shared_requests(window)) as f64;
                 let s = (1.0 - used / f64::from(l)).max(0.0);
                 score = Some(score.map_or(s, |x| x.min(s)));
             }
@@ -95,12 +144,18 @@ impl Quota {
         local(declared.rpm, 60_000);
         local(declared.rpd, 86_400_000);
         if let Some(l) = declared.tpm.filter(|l| *l > 0) {
-            let used: u64 = q
+            let mine: u64 = q
                 .tokens
                 .iter()
                 .filter(|(t, _)| now - t < 60_000)
                 .map(|(_, n)| n)
                 .sum();
+            let theirs = if shared.minute_start == minute {
+                shared.minute_tokens
+            } else {
+                0
+            };
+            let used = mine.max(theirs);
             let s = (1.0 - used as f64 / f64::from(l)).max(0.0);
             score = Some(score.map_or(s, |x| x.min(s)));
         }

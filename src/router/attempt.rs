@@ -129,11 +129,11 @@ pub(super) async fn attempt(
     let first_byte = Duration::from_millis(timeouts.first_byte_ms);
     let idle = Duration::from_millis(timeouts.idle_ms);
     let first_deadline = tokio::time::Instant::now() + first_byte;
-    p.runtime.quota.sent(
-        key.map(|k| k.id.as_str()).unwrap_or_default(),
-        core.clock.now_ms(),
-        &p.config.limits,
-    );
+    let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
+    p.runtime
+        .quota
+        .sent(key_id, core.clock.now_ms(), &p.config.limits);
+    core.shared.quota(p, key_id, 1, 0, core.clock.now_ms());
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
             return failed(limits::classify_timeout(format!(

@@ -59,6 +59,10 @@ impl Record {
         }
     }
 
+    pub fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
     pub fn client(&self) -> &Arc<Client> {
         &self.client
     }

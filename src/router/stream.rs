@@ -446,12 +446,10 @@ impl Pump {
 
     /// Counts the answer's tokens against the serving key's declared `tpm`.
     fn count_tokens(&self) {
-        let p = &self.target.provider;
-        p.runtime.quota.tokens(
+        self.rec.core().count_tokens(
+            &self.target.provider,
             self.rec.served_key().unwrap_or_default(),
-            crate::clock::unix_ms(),
             self.rec.total_tokens(),
-            &p.config.limits,
         );
     }
 
