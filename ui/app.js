@@ -2,6 +2,7 @@
 
 import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, setAdminKey, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
+import { initTeam, renderTeam } from "./team.js";
 import { chart, el, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -21,7 +22,7 @@ function showError(e) {
 
 // ---- navigation -------------------------------------------------------------------------
 
-const TABS = ["providers", "activity", "connect", "settings"];
+const TABS = ["providers", "activity", "team", "connect", "settings"];
 function currentTab() {
   const t = location.hash.replace("#", "");
   return TABS.includes(t) ? t : "providers";
@@ -44,6 +45,7 @@ function route() {
   document.title = `Baton · ${tab[0].toUpperCase()}${tab.slice(1)}`;
   if (tab === "providers") loadProviders();
   if (tab === "activity") loadLog(true);
+  if (tab === "team") renderTeam();
   if (tab === "connect") renderConnect();
   if (tab === "settings") renderSettings();
 }
@@ -288,9 +290,9 @@ async function renderConnect() {
 }
 
 async function renderSettings() {
-  let s, keys, desktop, routes;
+  let s, desktop, routes;
   try {
-    [s, keys, desktop, routes] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/keys"), api("GET", "/admin/desktop"), api("GET", "/admin/routes")]);
+    [s, desktop, routes] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/desktop"), api("GET", "/admin/routes")]);
   } catch (e) {
     showError(e);
     return;
@@ -321,36 +323,6 @@ async function renderSettings() {
         e.target.checked = !e.target.checked;
       }
     } }), LABELS[k] || k)));
-  const rows = [
-    ...keys.fixed.map((k) => el("div", { class: "key-item" }, el("span", {}, el("strong", {}, k.label), ` ${k.masked}`), el("span", { class: "muted small" }, `from ${k.from}`))),
-    ...keys.ui.map((k) => el("div", { class: "key-item", "data-key-id": k.id }, el("span", {}, el("strong", {}, k.label), ` ${k.hint}`, el("span", { class: "muted small" }, ` · made ${fmtClock(k.createdMs)}`)),
-      el("button", { type: "button", class: "danger", onclick: async () => {
-        if (!confirm(`Revoke the key "${k.label}"? Clients using it stop working at once.`)) return;
-        try {
-          await api("DELETE", `/admin/keys/${encodeURIComponent(k.id)}`);
-          toast(`Key "${k.label}" revoked.`);
-        } catch (e) {
-          showError(e);
-        }
-        renderSettings();
-      } }, "Revoke"))),
-  ];
-  $("key-list").replaceChildren(...rows);
-}
-
-async function createKey(ev) {
-  ev.preventDefault();
-  const label = $("key-label");
-  $("e-key-label").textContent = "";
-  try {
-    const k = await api("POST", "/admin/keys", { label: label.value });
-    label.value = "";
-    $("new-key").replaceChildren(snippet(`New key for ${k.label} — copy it now, it is not shown again`, k.key));
-    renderSettings();
-  } catch (e) {
-    $("e-key-label").textContent = e.message;
-    label.setAttribute("aria-invalid", "true");
-  }
 }
 
 async function exportConfig() {
@@ -445,7 +417,7 @@ $("log-outcome").addEventListener("change", () => loadLog(true));
 $("log-since").addEventListener("change", () => loadLog(true));
 $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
-$("key-form").addEventListener("submit", createKey);
+initTeam({ toast, showError });
 $("autostart").addEventListener("change", async (e) => {
   try {
     const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });

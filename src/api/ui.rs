@@ -32,6 +32,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/forms.js"),
     ),
     (
+        "team.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/team.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),

@@ -197,22 +197,64 @@ test("activity shows the route each request took", async () => {
   await shot("connect");
 });
 
-test("settings: a new gateway key works at once and is revoked at once", async () => {
-  await page.click("nav a[data-tab=settings]");
+test("team: a client key made with limits is enforced, edited, disabled and revoked at once", async () => {
+  await page.click("nav a[data-tab=team]");
   await page.waitForSelector("#key-list .key-item");
-  assert.match(await page.textContent("#routes-info"), /auto\s*Alpha → Gamma → Beta/);
   await page.fill("#key-label", "ci-bot");
+  await page.click("#new-limits-box summary");
+  // A wrong number is refused next to its field.
+  await page.fill("#nk-dayUsd", "-5");
+  await page.click("#key-form button[type=submit]");
+  await page.waitForSelector("#nk-e-dayUsd:text('positive number')");
+  await page.fill("#nk-dayUsd", "");
+  await page.fill("#nk-rpm", "1");
+  await page.selectOption("#nk-maxTier", "low");
   await page.click("#key-form button[type=submit]");
   const code = await page.waitForSelector("#new-key pre code");
   const key = (await code.textContent()).trim();
   assert.match(key, /^bt-/);
-  const use = async () => (await fetch(`${baton}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
-  assert.equal(await use(), 200);
-  await shot("settings");
+  const use = async () => {
+    const r = await fetch(`${baton}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "auto", messages: [{ role: "user", content: "hi" }] }),
+    });
+    return { status: r.status, body: await r.json() };
+  };
+  assert.equal((await use()).status, 200);
+  const limited = await use();
+  assert.equal(limited.status, 429, "one request a minute");
+  assert.equal(limited.body.error.code, "client_rate_limited");
+  const item = "#key-list [data-key-id]";
+  await page.click("nav a[data-tab=providers]");
+  await page.click("nav a[data-tab=team]");
+  await page.waitForSelector(`${item} [data-role=usage]:text('today 18 tokens')`);
+  assert.match(await page.textContent(`${item} [data-role=limits]`), /1 req\/min · tier ≤ low/);
+  await page.waitForSelector("#usage-rows td:text('ui:ci-bot')");
+  await shot("team");
+  // Edit the limits in the dialog: lift the rate limit.
+  await page.click(`${item} button[data-action=edit]`);
+  await page.fill("#ek-rpm", "");
+  await page.fill("#ek-dayTokens", "100000");
+  await page.click("#key-dialog button[type=submit]");
+  await page.waitForSelector(`${item} [data-role=limits]:text('100,000 tok/day')`);
+  assert.doesNotMatch(await page.textContent(`${item} [data-role=limits]`), /req\/min/);
+  assert.equal((await use()).status, 200, "no rate limit any more");
+  // Disable, then revoke.
+  await page.click(`${item} button[data-action=toggle]`);
+  await page.waitForSelector(`${item} .badge:text('disabled')`);
+  assert.equal((await use()).status, 403);
   page.once("dialog", (d) => d.accept());
-  await page.click("#key-list [data-key-id] button.danger");
+  await page.click(`${item} button[data-action=revoke]`);
   await page.waitForFunction(() => !document.querySelector("#key-list [data-key-id]"));
-  assert.equal(await use(), 401);
+  assert.equal((await use()).status, 401);
+});
+
+test("settings: routing facts and notification preferences", async () => {
+  await page.click("nav a[data-tab=settings]");
+  await page.waitForSelector("#routes-info dt");
+  assert.match(await page.textContent("#routes-info"), /auto\s*Alpha → Gamma → Beta/);
+  await shot("settings");
   // Notification preferences persist.
   await page.click("#notify-list input[data-key=cooldownEnded]");
   await page.waitForSelector("#toast:text('Saved')");

@@ -1,0 +1,268 @@
+// The Team screen: client keys with their limits, and usage per key or provider over time.
+
+import { api, ApiError } from "./api.js";
+import { el, fmtClock, snippet } from "./views.js";
+
+const $ = (id) => document.getElementById(id);
+let ctx = { toast: () => {}, showError: () => {} };
+
+const TIERS = ["free", "low", "medium", "high"];
+// Form field -> where it lives in a policy.
+const NUMBERS = [
+  ["rpm", "Requests / minute", null],
+  ["tpm", "Tokens / minute", null],
+  ["dayTokens", "Tokens / day", "budget"],
+  ["monthTokens", "Tokens / month", "budget"],
+  ["dayUsd", "US$ / day", "budget"],
+  ["monthUsd", "US$ / month", "budget"],
+];
+
+const money = (v) => (v >= 0.01 || v === 0 ? `$${v.toFixed(2)}` : `$${v.toFixed(4)}`);
+const int = (v) => Number(v || 0).toLocaleString("en-US");
+
+/** The limit fields, prefilled from `policy`; `prefix` keeps ids unique per form. */
+function limitFields(prefix, policy = {}) {
+  const b = policy.budget || {};
+  const field = (name, label, input) => el("div", { class: "field" },
+    el("label", { for: `${prefix}-${name}` }, label), input,
+    el("p", { class: "field-error", id: `${prefix}-e-${name}`, role: "alert" }));
+  const nums = NUMBERS.map(([name, label, group]) => {
+    const v = group ? b[name] : policy[name];
+    return field(name, label, el("input", { id: `${prefix}-${name}`, name, type: "number", min: "0", step: name.endsWith("Usd") ? "0.01" : "1", inputmode: "decimal", placeholder: "no limit", value: v ?? "", "aria-describedby": `${prefix}-e-${name}` }));
+  });
+  const tier = el("select", { id: `${prefix}-maxTier`, name: "maxTier", "aria-describedby": `${prefix}-e-maxTier` },
+    el("option", { value: "" }, "any tier"),
+    ...TIERS.map((t) => el("option", { value: t, selected: policy.maxTier === t }, `${t} and cheaper`)));
+  const expires = policy.expiresMs ? new Date(policy.expiresMs).toISOString().slice(0, 10) : "";
+  return el("div", { class: "limits-grid" },
+    ...nums,
+    field("maxTier", "Price tier failover may use", tier),
+    field("allow", "May use (routes, providers, provider/model)", el("input", { id: `${prefix}-allow`, name: "allow", placeholder: "everything", value: (policy.allow || []).join(", "), autocomplete: "off", spellcheck: "false", "aria-describedby": `${prefix}-e-allow` })),
+    field("expiresAt", "Works until (end of day, UTC)", el("input", { id: `${prefix}-expiresAt`, name: "expiresAt", type: "date", value: expires, "aria-describedby": `${prefix}-e-expiresAt` })),
+  );
+}
+
+/** The policy the fields say. With `clear`, emptied fields are sent as null (PATCH removes). */
+function readLimits(prefix, clear) {
+  const out = {};
+  const budget = {};
+  const put = (obj, k, v) => {
+    if (v !== undefined) obj[k] = v;
+    else if (clear) obj[k] = null;
+  };
+  for (const [name, , group] of NUMBERS) {
+    const raw = $(`${prefix}-${name}`).value.trim();
+    const v = raw === "" ? undefined : Number(raw);
+    if (group) {
+      if (v !== undefined) budget[name] = v;
+    } else put(out, name, v);
+  }
+  if (Object.keys(budget).length) out.budget = budget;
+  else if (clear) out.budget = null;
+  put(out, "maxTier", $(`${prefix}-maxTier`).value || undefined);
+  const allow = $(`${prefix}-allow`).value.split(",").map((s) => s.trim()).filter(Boolean);
+  put(out, "allow", allow.length ? allow : undefined);
+  const d = $(`${prefix}-expiresAt`).value;
+  put(out, "expiresAt", d ? `${d}T23:59:59Z` : undefined);
+  return out;
+}
+
+function clearErrors(prefix) {
+  for (const n of document.querySelectorAll(`[id^="${prefix}-e-"]`)) n.textContent = "";
+  for (const n of document.querySelectorAll(`[id^="${prefix}-"][aria-invalid]`)) n.removeAttribute("aria-invalid");
+}
+
+/** Puts an API error next to its field (`budget.dayUsd` -> dayUsd, `allow[0]` -> allow). */
+function fieldError(prefix, e, fallback) {
+  const name = e instanceof ApiError && e.param ? e.param.replace(/^budget\./, "").replace(/\[\d+\]$/, "") : null;
+  const slot = name && $(`${prefix}-e-${name}`);
+  if (slot) {
+    slot.textContent = e.message;
+    $(`${prefix}-${name}`)?.setAttribute("aria-invalid", "true");
+    $(`${prefix}-${name}`)?.focus();
+  } else {
+    fallback.textContent = e.message;
+  }
+}
+
+function summary(k) {
+  const p = k.policy || {};
+  const b = p.budget || {};
+  const parts = [];
+  if (p.rpm) parts.push(`${int(p.rpm)} req/min`);
+  if (p.tpm) parts.push(`${int(p.tpm)} tok/min`);
+  if (b.dayTokens) parts.push(`${int(b.dayTokens)} tok/day`);
+  if (b.monthTokens) parts.push(`${int(b.monthTokens)} tok/month`);
+  if (b.dayUsd) parts.push(`${money(b.dayUsd)}/day`);
+  if (b.monthUsd) parts.push(`${money(b.monthUsd)}/month`);
+  if (p.maxTier) parts.push(`tier ≤ ${p.maxTier}`);
+  if (p.allow && p.allow.length) parts.push(`only ${p.allow.join(", ")}`);
+  if (p.expiresMs) parts.push(`until ${new Date(p.expiresMs).toISOString().slice(0, 10)}`);
+  return parts.length ? parts.join(" · ") : "no limits";
+}
+
+function usageLine(k) {
+  const u = k.usage || {};
+  const b = (k.policy && k.policy.budget) || {};
+  const of = (v, limit, f) => (limit ? `${f(v)} of ${f(limit)}` : f(v));
+  return `today ${of(u.dayTokens || 0, b.dayTokens, int)} tokens, ${of(u.dayUsd || 0, b.dayUsd, money)} · this month ${of(u.monthTokens || 0, b.monthTokens, int)} tokens, ${of(u.monthUsd || 0, b.monthUsd, money)}`;
+}
+
+function badge(state) {
+  const cls = state === "active" ? "ok" : state === "expired" ? "bad" : "off";
+  return el("span", { class: `badge ${cls}` }, state);
+}
+
+export async function renderTeam() {
+  let keys;
+  try {
+    keys = await api("GET", "/admin/keys");
+  } catch (e) {
+    ctx.showError(e);
+    return;
+  }
+  const fixed = keys.fixed.map((k) => el("li", { class: "key-item" },
+    el("div", { class: "grow stack tight" },
+      el("span", {}, el("strong", {}, k.label), ` ${k.masked}`, el("span", { class: "muted small" }, ` · from ${k.from}`)),
+      el("span", { class: "muted small" }, summary(k)))));
+  const made = keys.ui.map((k) => el("li", { class: "key-item", "data-key-id": k.id },
+    el("div", { class: "grow stack tight" },
+      el("span", {}, el("strong", {}, k.label), " ", badge(k.state), ` ${k.hint}`, el("span", { class: "muted small" }, ` · made ${fmtClock(k.createdMs)}`)),
+      el("span", { class: "small", "data-role": "limits" }, summary(k)),
+      el("span", { class: "muted small", "data-role": "usage" }, usageLine(k))),
+    el("div", { class: "row" },
+      el("button", { type: "button", "data-action": "edit", onclick: () => editKey(k) }, "Limits…"),
+      el("button", { type: "button", "data-action": "toggle", onclick: () => toggleKey(k) }, k.policy.disabled ? "Enable" : "Disable"),
+      el("button", { type: "button", class: "danger", "data-action": "revoke", onclick: async () => {
+        if (!confirm(`Revoke the key "${k.label}"? Clients using it stop working at once.`)) return;
+        try {
+          await api("DELETE", `/admin/keys/${encodeURIComponent(k.id)}`);
+          ctx.toast(`Key "${k.label}" revoked.`);
+        } catch (e) {
+          ctx.showError(e);
+        }
+        renderTeam();
+      } }, "Revoke"))));
+  $("key-list").replaceChildren(...fixed, ...made);
+  if (!$("new-limits").childElementCount) $("new-limits").append(limitFields("nk"));
+  renderUsage();
+}
+
+async function toggleKey(k) {
+  try {
+    await api("PATCH", `/admin/keys/${encodeURIComponent(k.id)}`, { disabled: !k.policy.disabled });
+    ctx.toast(k.policy.disabled ? `Key "${k.label}" enabled.` : `Key "${k.label}" disabled.`);
+  } catch (e) {
+    ctx.showError(e);
+  }
+  renderTeam();
+}
+
+function editKey(k) {
+  const dlg = $("key-dialog");
+  $("key-dialog-title").textContent = `Limits for ${k.label}`;
+  $("key-dialog-body").replaceChildren(limitFields("ek", k.policy));
+  $("key-dialog-error").textContent = "";
+  const form = $("key-dialog-form");
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    clearErrors("ek");
+    try {
+      await api("PATCH", `/admin/keys/${encodeURIComponent(k.id)}`, readLimits("ek", true));
+      dlg.close();
+      ctx.toast(`Limits for "${k.label}" saved.`);
+      renderTeam();
+    } catch (e) {
+      fieldError("ek", e, $("key-dialog-error"));
+    }
+  };
+  $("key-dialog-cancel").onclick = () => dlg.close();
+  dlg.showModal();
+}
+
+async function createKey(ev) {
+  ev.preventDefault();
+  const label = $("key-label");
+  $("e-key-label").textContent = "";
+  label.removeAttribute("aria-invalid");
+  clearErrors("nk");
+  try {
+    const body = { label: label.value, ...readLimits("nk", false) };
+    const k = await api("POST", "/admin/keys", body);
+    label.value = "";
+    $("new-limits").replaceChildren(limitFields("nk"));
+    $("new-key").replaceChildren(snippet(`New key for ${k.label} — copy it now, it is not shown again`, k.key));
+    renderTeam();
+  } catch (e) {
+    if (e instanceof ApiError && e.param && e.param !== "label") {
+      $("new-limits-box").open = true;
+      fieldError("nk", e, $("e-key-label"));
+    } else {
+      $("e-key-label").textContent = e.message;
+      label.setAttribute("aria-invalid", "true");
+    }
+  }
+}
+
+function usageQuery() {
+  const by = $("usage-by").value;
+  const span = $("usage-span").value;
+  const [bucket, ms] = span === "day" ? ["hour", 86_400_000] : ["day", Number(span) * 86_400_000];
+  return `by=${by}&bucket=${bucket}&sinceMs=${Date.now() - ms}`;
+}
+
+async function renderUsage() {
+  let u;
+  try {
+    u = await api("GET", `/admin/usage?${usageQuery()}`);
+  } catch (e) {
+    ctx.showError(e);
+    return;
+  }
+  const hourly = u.bucketMs < 86_400_000;
+  const when = (ms) => {
+    const d = new Date(ms);
+    return hourly ? `${d.toISOString().slice(5, 10)} ${d.toISOString().slice(11, 16)}` : d.toISOString().slice(0, 10);
+  };
+  const rows = [...u.rows].reverse().map((r) => el("tr", {},
+    el("td", {}, when(r.startMs)),
+    el("td", {}, r.label || r.key || "—"),
+    el("td", { class: "num" }, int(r.requests)),
+    el("td", { class: "num" }, r.errors ? int(r.errors) : "·"),
+    el("td", { class: "num" }, r.failovers ? int(r.failovers) : "·"),
+    el("td", { class: "num" }, int(r.inputTokens + r.outputTokens)),
+    el("td", { class: "num" }, money(r.costUsd))));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests in this period.")));
+  $("usage-rows").replaceChildren(...rows);
+  const t = u.total;
+  $("usage-total").replaceChildren(el("tr", {},
+    el("th", { scope: "row", colspan: "2" }, "Total (UTC times)"),
+    el("td", { class: "num" }, int(t.requests)),
+    el("td", { class: "num" }, int(t.errors)),
+    el("td", { class: "num" }, int(t.failovers)),
+    el("td", { class: "num" }, int(t.inputTokens + t.outputTokens)),
+    el("td", { class: "num" }, money(t.costUsd))));
+  $("usage-key-head").textContent = u.by === "provider" ? "Provider" : "Key";
+}
+
+async function downloadCsv() {
+  try {
+    const r = await api("GET", `/admin/usage?${usageQuery()}&format=csv`, undefined, { raw: true });
+    if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
+    const blob = new Blob([await r.text()], { type: "text/csv" });
+    const a = el("a", { href: URL.createObjectURL(blob), download: `baton-usage-by-${$("usage-by").value}.csv` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  } catch (e) {
+    ctx.showError(e);
+  }
+}
+
+export function initTeam(context) {
+  ctx = context;
+  $("key-form").addEventListener("submit", createKey);
+  $("usage-by").addEventListener("change", renderUsage);
+  $("usage-span").addEventListener("change", renderUsage);
+  $("usage-csv").addEventListener("click", downloadCsv);
+}
