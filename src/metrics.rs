@@ -65,7 +65,7 @@ impl Cap {
 pub struct Metrics {
     registry: Registry,
     requests: Family<L3, Counter>,
-    attempts: Family<L2, Counter>,
+    attempts: Family<L3, Counter>,
     failovers: Family<L1, Counter>,
     tokens: Family<L3, Counter>,
     cost: Family<L1, Counter<f64, std::sync::atomic::AtomicU64>>,
@@ -79,6 +79,7 @@ pub struct Metrics {
     shared_up: Gauge,
     providers: Cap,
     clients: Cap,
+    keys: Cap,
 }
 
 impl Default for Metrics {
@@ -90,10 +91,10 @@ impl Default for Metrics {
             "Client requests by serving provider (none when nothing served), client key and HTTP status",
             requests.clone(),
         );
-        let attempts = Family::<L2, Counter>::default();
+        let attempts = Family::<L3, Counter>::default();
         registry.register(
             "upstream_attempts",
-            "Upstream attempts by provider and outcome class (ok, rate, quota, transient, auth, request…)",
+            "Upstream attempts by provider, provider key (its non-secret id, e.g. env:GROQ_API_KEY) and outcome class (ok, rate, quota, transient, auth, request…)",
             attempts.clone(),
         );
         let failovers = Family::<L1, Counter>::default();
@@ -179,6 +180,7 @@ impl Default for Metrics {
             shared_up,
             providers: Cap::default(),
             clients: Cap::default(),
+            keys: Cap::default(),
         }
     }
 }
@@ -220,9 +222,11 @@ impl Metrics {
             .collect();
         for (i, a) in sent.iter().enumerate() {
             let p = self.providers.get(&a.provider);
+            let key = self.keys.get(a.key.as_deref().unwrap_or("none"));
             self.attempts
                 .get_or_create(&[
                     ("provider", p.clone()),
+                    ("key", key),
                     ("class", Arc::from(a.class.as_str())),
                 ])
                 .inc();

@@ -201,7 +201,7 @@ pub struct Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let _ = self.redis.ops.send(Op::Release {
+        self.redis.clone().send_unordered(Op::Release {
             provider: std::mem::take(&mut self.provider),
             lease: std::mem::take(&mut self.id),
         });
@@ -389,7 +389,7 @@ impl Shared {
     pub fn spend(&self, client: &Arc<Client>, spend: Spend, now: i64) {
         if let Some(r) = &self.inner {
             if client.policy.is_metered() {
-                let _ = r.ops.send(Op::Spend {
+                r.clone().send_unordered(Op::Spend {
                     client: client.clone(),
                     spend,
                     now,
@@ -446,7 +446,7 @@ impl Shared {
         if !crate::limits::quota::Quota::counts(&p.config.limits) {
             return;
         }
-        let _ = r.ops.send(Op::Quota {
+        r.clone().send_unordered(Op::Quota {
             runtime: p.runtime.clone(),
             provider: p.id().to_string(),
             key: key.to_string(),
@@ -488,6 +488,30 @@ impl Shared {
 }
 
 impl Redis {
+    /// Sends an operation whose order does not matter (spending, lease release, quota counts)
+    /// on its own task: the multiplexed connection pipelines them, and they never wait behind
+    /// each other or behind the ordered cooldown queue.
+    fn send_unordered(self: Arc<Self>, op: Op) {
+        if !self.up.load(Ordering::Relaxed) {
+            if let Op::Spend { client, spend, now } = op {
+                self.remember_spend(client, spend, now);
+            }
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            let _ = self.ops.send(op);
+            return;
+        };
+        rt.spawn(async move {
+            if let Err(e) = self.write(&op).await {
+                self.down(&e.to_string());
+                if let Op::Spend { client, spend, now } = op {
+                    self.remember_spend(client, spend, now);
+                }
+            }
+        });
+    }
+
     fn key(&self, parts: &[&str]) -> String {
         let mut k = self.prefix.clone();
         for p in parts {

@@ -270,6 +270,24 @@ async fn allow_lists_expiry_and_the_disabled_switch() {
         "{err}"
     );
     assert_eq!(a.hits(), 0);
+    // Its model list shows only what it may use.
+    let models: Value = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["auto", "b", "b/b-model"]);
 
     let patch = |body: Value| {
         let admin = Admin(&baton);
@@ -519,7 +537,7 @@ async fn metrics_expose_requests_failovers_latency_and_state() {
         "baton_requests_total{{provider=\"b\",client=\"{id}\",status=\"200\"}} 1"
     ));
     has("baton_failovers_total{provider=\"a\"} 1");
-    has("baton_upstream_attempts_total{provider=\"a\",class=\"rate\"} 1");
+    has("baton_upstream_attempts_total{provider=\"a\",key=\"none\",class=\"rate\"} 1");
     has(&format!(
         "baton_client_denied_total{{client=\"{id}\",reason=\"client_rate_limited\"}} 1"
     ));

@@ -236,7 +236,7 @@ async function renderUsage() {
   $("usage-rows").replaceChildren(...rows);
   const t = u.total;
   $("usage-total").replaceChildren(el("tr", {},
-    el("th", { scope: "row", colspan: "2" }, "Total (UTC times)"),
+    el("th", { scope: "row", colspan: "2" }, "Total"),
     el("td", { class: "num" }, int(t.requests)),
     el("td", { class: "num" }, int(t.errors)),
     el("td", { class: "num" }, int(t.failovers)),

@@ -82,6 +82,39 @@ fn deny_error(d: &crate::clients::Deny, label: &str, now: i64) -> ApiError {
     }
 }
 
+enum Admits {
+    Yes,
+    NotAllowed,
+    /// Above the key's price tier (or of unknown price), and why.
+    TooDear(String),
+}
+
+/// Whether a client's policy lets `requested` be served by target `t`.
+fn admits(
+    policy: &crate::clients::ClientPolicy,
+    requested: &str,
+    t: &crate::router::snapshot::Target,
+) -> Admits {
+    if !policy.allows(requested, t.provider.id(), &t.model.id) {
+        return Admits::NotAllowed;
+    }
+    let Some(cap) = policy.max_tier else {
+        return Admits::Yes;
+    };
+    match t.model.tier {
+        Some(tier) if tier <= cap => Admits::Yes,
+        Some(tier) => Admits::TooDear(format!(
+            "price tier {} is above this key's limit ({})",
+            tier.as_str(),
+            cap.as_str()
+        )),
+        None => Admits::TooDear(format!(
+            "price unknown (set `price` or `tier` on the model), and this key is limited to tier {}",
+            cap.as_str()
+        )),
+    }
+}
+
 /// Keeps the targets this client may use: its allow list and its price-tier cap. Removed
 /// targets are recorded as skipped; a 403 says why when none is left.
 fn client_targets(
@@ -98,42 +131,24 @@ fn client_targets(
     let mut not_allowed = 0;
     let mut too_dear = Vec::new();
     for t in targets {
-        if !policy.allows(requested, t.provider.id(), &t.model.id) {
-            not_allowed += 1;
-            continue;
-        }
-        if let Some(cap) = policy.max_tier {
-            match t.model.tier {
-                Some(tier) if tier <= cap => {}
-                tier => {
-                    let why = match tier {
-                        Some(tier) => format!(
-                            "price tier {} is above this key's limit ({})",
-                            tier.as_str(),
-                            cap.as_str()
-                        ),
-                        None => format!(
-                            "price unknown (set `price` or `tier` on the model), and this key is limited to tier {}",
-                            cap.as_str()
-                        ),
-                    };
-                    rec.push_attempt(crate::store::AttemptRecord {
-                        provider: t.provider.id().to_string(),
-                        model: t.model.id.clone(),
-                        key: None,
-                        class: "skipped".into(),
-                        status: None,
-                        latency_ms: 0,
-                        latency_us: 0,
-                        reason: Some(why.clone()),
-                        reset_at_ms: None,
-                    });
-                    too_dear.push(format!("{}: {why}", t.label()));
-                    continue;
-                }
+        match admits(policy, requested, &t) {
+            Admits::Yes => kept.push(t),
+            Admits::NotAllowed => not_allowed += 1,
+            Admits::TooDear(why) => {
+                rec.push_attempt(crate::store::AttemptRecord {
+                    provider: t.provider.id().to_string(),
+                    model: t.model.id.clone(),
+                    key: None,
+                    class: "skipped".into(),
+                    status: None,
+                    latency_ms: 0,
+                    latency_us: 0,
+                    reason: Some(why.clone()),
+                    reset_at_ms: None,
+                });
+                too_dear.push(format!("{}: {why}", t.label()));
             }
         }
-        kept.push(t);
     }
     if !kept.is_empty() {
         return Ok(kept);
@@ -590,26 +605,46 @@ pub(super) fn new_request_id() -> String {
 /// `anthropic-version`.
 pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let anthropic = headers.contains_key("anthropic-version");
-    if let Err(e) = authenticate(&state.core, &headers) {
-        return if anthropic {
-            super::anthropic::anthropic_error(e)
-        } else {
-            e.into_response()
-        };
-    }
+    let client = match authenticate(&state.core, &headers) {
+        Ok(c) => c,
+        Err(e) if anthropic => return super::anthropic::anthropic_error(e),
+        Err(e) => return e.into_response(),
+    };
     let snap = state.core.snapshot.load();
+    // A key limited to some targets or a price tier sees only the names it can use.
+    let usable = |name: &str| {
+        let p = &client.policy;
+        if p.allow.is_empty() && p.max_tier.is_none() {
+            return true;
+        }
+        snap.resolve(name).is_ok_and(|(targets, _)| {
+            targets
+                .iter()
+                .any(|t| matches!(admits(p, name, t), Admits::Yes))
+        })
+    };
     if anthropic {
-        return super::anthropic::models(snap.model_names()).into_response();
+        let names = snap
+            .model_names()
+            .into_iter()
+            .filter(|n| usable(n))
+            .collect();
+        return super::anthropic::models(names).into_response();
     }
-    let mut data =
-        vec![json!({"id": "auto", "object": "model", "created": 0, "owned_by": "baton"})];
+    let mut data = Vec::new();
+    let mut push = |id: String, owner: &str| {
+        if usable(&id) {
+            data.push(json!({"id": id, "object": "model", "created": 0, "owned_by": owner}));
+        }
+    };
+    push("auto".into(), "baton");
     for r in snap.routes.keys() {
-        data.push(json!({"id": r, "object": "model", "created": 0, "owned_by": "baton"}));
+        push(r.clone(), "baton");
     }
     for p in snap.enabled() {
-        data.push(json!({"id": p.id(), "object": "model", "created": 0, "owned_by": p.id()}));
+        push(p.id().to_string(), p.id());
         for m in &p.models {
-            data.push(json!({"id": format!("{}/{}", p.id(), m.id), "object": "model", "created": 0, "owned_by": p.id()}));
+            push(format!("{}/{}", p.id(), m.id), p.id());
         }
     }
     Json(json!({"object": "list", "data": data})).into_response()
