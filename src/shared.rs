@@ -223,6 +223,11 @@ pub enum SharedError {
     Redis(#[from] redis::RedisError),
     #[error("state.redis.{field}: environment variable {env} is not set")]
     MissingEnv { field: &'static str, env: String },
+    #[error("state.redis.caFile: cannot read {path}: {source}")]
+    CaFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn cooldown_field(s: &Scope) -> String {
@@ -270,7 +275,22 @@ impl Shared {
             settings = settings.set_username(v);
         }
         info = info.set_redis_settings(settings);
-        let client = redis::Client::open(info)?;
+        let client = match &cfg.ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|source| SharedError::CaFile {
+                    path: path.clone(),
+                    source,
+                })?;
+                redis::Client::build_with_tls(
+                    info,
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem),
+                    },
+                )?
+            }
+            None => redis::Client::open(info)?,
+        };
         let conn = client.get_connection_manager_lazy(
             redis::aio::ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(Duration::from_millis(500)))

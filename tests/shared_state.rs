@@ -444,3 +444,175 @@ async fn declared_quota_is_counted_across_instances() {
     a.stop().await;
     b.stop().await;
 }
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let st = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl is installed");
+    assert!(st.success(), "openssl {args:?}");
+}
+
+#[tokio::test]
+async fn tls_with_a_private_ca_and_a_password_from_the_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // A private CA and a certificate for localhost signed by it.
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        d,
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=Baton test CA",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        d,
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(d.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").unwrap();
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--tls-cert-file",
+            "server.pem",
+            "--tls-key-file",
+            "server.key",
+            "--tls-ca-cert-file",
+            "ca.pem",
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            "s3cret-for-tests",
+        ])
+        .current_dir(d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut redis = RedisServer {
+        port,
+        dir: d.to_path_buf(),
+        child: Some(child),
+    };
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    std::env::set_var("BATON_TEST_REDIS_PASSWORD", "s3cret-for-tests");
+    std::env::set_var("BATON_TEST_REDIS_WRONG", "not-the-password");
+    let up = FakeUpstream::start("up").await;
+    let start = |password_env: &'static str| {
+        let ca = d.join("ca.pem");
+        let url = format!("rediss://localhost:{port}");
+        let upstream = up.base_url();
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = json!({"providers": [provider("up", &upstream, 1)]});
+            cfg["state"] = json!({"backend": "redis", "redis": {"url": url, "caFile": ca, "passwordEnv": password_env, "prefix": "t6"}});
+            let b = Baton::start(dir.path(), cfg).await;
+            (b, dir)
+        }
+    };
+    let (good, _d1) = start("BATON_TEST_REDIS_PASSWORD").await;
+    assert!(
+        eventually(5, || good.handle.core.shared.is_up() == Some(true)).await,
+        "TLS with the private CA and the password"
+    );
+    good.handle.core.cooldowns.start(
+        baton::limits::Scope {
+            provider: "up".into(),
+            key: None,
+            model: Some("x".into()),
+        },
+        baton::clock::unix_ms() + 60_000,
+        "rate",
+        "test",
+    );
+    good.handle.core.shared.barrier().await;
+    // A wrong password: Redis refuses, and the gateway serves on its own state.
+    let (wrong, _d2) = start("BATON_TEST_REDIS_WRONG").await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(wrong.handle.core.shared.is_up(), Some(false));
+    assert_eq!(wrong.chat("auto", "hi").await.status(), 200);
+    assert!(
+        wrong.handle.core.cooldowns.active().is_empty(),
+        "nothing read without the password"
+    );
+    // A third with the right password reads the cooldown the first one wrote.
+    let (third, _d3) = start("BATON_TEST_REDIS_PASSWORD").await;
+    assert!(eventually(5, || !third.handle.core.cooldowns.active().is_empty()).await);
+    for b in [good, wrong, third] {
+        b.stop().await;
+    }
+    redis.stop();
+}

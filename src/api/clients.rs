@@ -298,6 +298,8 @@ pub async fn usage(
             "sinceMs must be before untilMs",
         ));
     }
+    // Rows written a moment ago are still in the writer's batch.
+    core.store.writer().flush().await;
     let rows = core
         .store
         .usage(since, until, bucket_ms, by_provider, q.client.as_deref())

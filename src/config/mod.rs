@@ -93,6 +93,10 @@ pub struct RedisConfig {
     pub password_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub username_env: Option<String>,
+    /// For `rediss://` with a private CA: PEM file of the CA that signed the server's
+    /// certificate (otherwise the usual web roots are trusted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Prefix of every key and channel, so several gateways can share one Redis.
     #[serde(default = "default_redis_prefix")]
     pub prefix: String,
