@@ -303,6 +303,13 @@ test("narrow tray window and dark mode render without errors", async () => {
   const overflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
   assert.equal(overflow, false, "no horizontal scrolling at 420 px");
   await small.screenshot({ path: join(artifacts, "tray-dark.png"), fullPage: true });
+  // The Team screen's key list, limit fields and usage table fit too.
+  await small.click("nav a[data-tab=team]");
+  await small.waitForSelector("#usage-rows tr");
+  await small.click("#new-limits-box summary");
+  const teamOverflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(teamOverflow, false, "Team: no horizontal scrolling at 420 px");
+  await small.screenshot({ path: join(artifacts, "team-dark.png"), fullPage: true });
   await small.close();
   assert.deepEqual(errors, []);
 });
