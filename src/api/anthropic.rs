@@ -19,6 +19,7 @@ pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
     match handle(&state, req, &request_id, &mut base, Format::Anthropic).await {
         Ok(resp) => resp,
         Err(e) => {
+            super::openai::log_failure(&request_id, &e);
             let mut resp = anthropic_error(e);
             resp.headers_mut().extend(base);
             resp

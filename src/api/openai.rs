@@ -28,9 +28,7 @@ pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Re
     match handle(&state, req, &request_id, &mut base, Format::OpenAi).await {
         Ok(resp) => resp,
         Err(e) => {
-            if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
-                tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
-            }
+            log_failure(&request_id, &e);
             e.with_headers(base).into_response()
         }
     }
@@ -53,6 +51,23 @@ pub(super) async fn handle(
         }
     }
     result
+}
+
+/// Server-side failures and upstream limits are worth a line; a client over its own limits is
+/// not (a runaway script would flood the log), and the metrics count those.
+pub(super) fn log_failure(request_id: &str, e: &ApiError) {
+    let own_limit = matches!(
+        e.code,
+        "client_rate_limited"
+            | "client_token_limited"
+            | "budget_exceeded"
+            | "too_many_bad_requests"
+    );
+    if own_limit {
+        tracing::debug!(request_id, status = e.status.as_u16(), message = %e.message, "request refused");
+    } else if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
+        tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
+    }
 }
 
 /// A client's refusal before routing, as an HTTP error.
