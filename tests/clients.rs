@@ -29,14 +29,16 @@ async fn make_key(b: &Baton, label: &str, policy: Value) -> (String, String) {
     )
 }
 
-async fn chat_as(b: &Baton, key: &str, model: &str) -> reqwest::Response {
-    b.http
-        .post(format!("{}/v1/chat/completions", b.url))
-        .bearer_auth(key)
-        .json(&chat_body(model, "hi", false))
-        .send()
-        .await
-        .unwrap()
+/// A gateway with one provider `a` in front of a fake upstream.
+async fn one_provider() -> (FakeUpstream, Baton, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    (up, baton, dir)
 }
 
 async fn error_of(r: reqwest::Response) -> (u16, String, Value) {
@@ -48,19 +50,13 @@ async fn error_of(r: reqwest::Response) -> (u16, String, Value) {
 
 #[tokio::test]
 async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let up = FakeUpstream::start("a").await;
-    let baton = Baton::start(
-        dir.path(),
-        json!({"providers": [provider("a", &up.base_url(), 1)]}),
-    )
-    .await;
+    let (up, baton, _dir) = one_provider().await;
     let (_, limited) = make_key(&baton, "script", json!({"rpm": 2})).await;
     let (_, other) = make_key(&baton, "alice", json!({})).await;
     for _ in 0..2 {
-        assert_eq!(chat_as(&baton, &limited, "auto").await.status(), 200);
+        assert_eq!(baton.chat_as(&limited, "auto").await.status(), 200);
     }
-    let (st, retry, err) = error_of(chat_as(&baton, &limited, "auto").await).await;
+    let (st, retry, err) = error_of(baton.chat_as(&limited, "auto").await).await;
     assert_eq!(st, 429, "{err}");
     assert_eq!(err["code"], "client_rate_limited");
     assert!(
@@ -79,8 +75,8 @@ async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
         "the refused request never reached the upstream"
     );
     // Everyone else, and the upstream key, are unaffected.
-    assert_eq!(chat_as(&baton, &other, "auto").await.status(), 200);
-    assert_eq!(chat_as(&baton, &baton.key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&other, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&baton.key, "auto").await.status(), 200);
     assert!(
         baton.handle.core.cooldowns.active().is_empty(),
         "no upstream cooldown"
@@ -89,9 +85,9 @@ async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
     // Tokens per minute: each answer uses 18 tokens; a 20-token bucket admits two requests
     // (the second overdraws it) and refuses the third.
     let (_, tok) = make_key(&baton, "tokens", json!({"tpm": 20})).await;
-    assert_eq!(chat_as(&baton, &tok, "auto").await.status(), 200);
-    assert_eq!(chat_as(&baton, &tok, "auto").await.status(), 200);
-    let (st, retry, err) = error_of(chat_as(&baton, &tok, "auto").await).await;
+    assert_eq!(baton.chat_as(&tok, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&tok, "auto").await.status(), 200);
+    let (st, retry, err) = error_of(baton.chat_as(&tok, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (429, Some("client_token_limited")),
@@ -111,9 +107,9 @@ async fn budgets_are_estimated_from_prices_and_renew_at_the_period_end() {
     )
     .await;
     let (id, key) = make_key(&baton, "team", json!({"budget": {"dayUsd": 0.03}})).await;
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 200);
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 200);
-    let (st, retry, err) = error_of(chat_as(&baton, &key, "auto").await).await;
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    let (st, retry, err) = error_of(baton.chat_as(&key, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (429, Some("budget_exceeded")),
@@ -157,7 +153,7 @@ async fn budgets_are_estimated_from_prices_and_renew_at_the_period_end() {
         json!({"providers": [priced("a", &up.base_url(), 1, 1000.0, 1000.0)]}),
     )
     .await;
-    let (st, _, err) = error_of(chat_as(&baton, &key, "auto").await).await;
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (429, Some("budget_exceeded")),
@@ -172,7 +168,7 @@ async fn budgets_are_estimated_from_prices_and_renew_at_the_period_end() {
         )
         .await;
     assert_eq!(st, 200, "{v}");
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
 }
 
 #[tokio::test]
@@ -190,7 +186,7 @@ async fn failover_never_moves_a_capped_client_to_a_dearer_tier() {
     )
     .await;
     let (_, capped) = make_key(&baton, "intern", json!({"maxTier": "low"})).await;
-    let (st, retry, err) = error_of(chat_as(&baton, &capped, "auto").await).await;
+    let (st, retry, err) = error_of(baton.chat_as(&capped, "auto").await).await;
     assert_eq!(
         st, 429,
         "the cheap provider is rate-limited and the dear one is off limits: {err}"
@@ -210,11 +206,11 @@ async fn failover_never_moves_a_capped_client_to_a_dearer_tier() {
         .unwrap()
         .contains("price tier high is above this key's limit (low)"));
     // An uncapped key fails over as usual.
-    let r = chat_as(&baton, &baton.key, "auto").await;
+    let r = baton.chat_as(&baton.key, "auto").await;
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "dear");
     // Pinning the dear model with the capped key says why it cannot.
-    let (st, _, err) = error_of(chat_as(&baton, &capped, "dear/dear-model").await).await;
+    let (st, _, err) = error_of(baton.chat_as(&capped, "dear/dear-model").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (403, Some("price_tier_exceeded")),
@@ -252,14 +248,14 @@ async fn allow_lists_expiry_and_the_disabled_switch() {
         assert_eq!(v["error"]["param"], param, "{v}");
     }
     let (id, key) = make_key(&baton, "b-only", json!({"allow": ["b"]})).await;
-    let r = chat_as(&baton, &key, "auto").await;
+    let r = baton.chat_as(&key, "auto").await;
     assert_eq!(r.status(), 200);
     assert_eq!(
         header(&r, "x-gateway-provider"),
         "b",
         "auto keeps to what the key may use"
     );
-    let (st, _, err) = error_of(chat_as(&baton, &key, "a/a-model").await).await;
+    let (st, _, err) = error_of(baton.chat_as(&key, "a/a-model").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (403, Some("model_not_allowed")),
@@ -300,17 +296,17 @@ async fn allow_lists_expiry_and_the_disabled_switch() {
     };
     let (st, v) = patch(json!({"disabled": true})).await;
     assert_eq!((st, v["state"].as_str()), (200, Some("disabled")), "{v}");
-    let (st, _, err) = error_of(chat_as(&baton, &key, "auto").await).await;
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (403, Some("key_disabled")),
         "{err}"
     );
     patch(json!({"disabled": false})).await;
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
     let (st, v) = patch(json!({"expiresAt": "2020-01-01T00:00:00Z"})).await;
     assert_eq!((st, v["state"].as_str()), (200, Some("expired")), "{v}");
-    let (st, _, err) = error_of(chat_as(&baton, &key, "auto").await).await;
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (401, Some("key_expired")),
@@ -347,13 +343,7 @@ async fn allow_lists_expiry_and_the_disabled_switch() {
 
 #[tokio::test]
 async fn a_runaway_client_sending_bad_requests_is_throttled_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let up = FakeUpstream::start("a").await;
-    let baton = Baton::start(
-        dir.path(),
-        json!({"providers": [provider("a", &up.base_url(), 1)]}),
-    )
-    .await;
+    let (up, baton, _dir) = one_provider().await;
     let (_, runaway) = make_key(&baton, "runaway", json!({})).await;
     let (_, good) = make_key(&baton, "good", json!({})).await;
     for _ in 0..baton::clients::BAD_REQUEST_LIMIT {
@@ -369,7 +359,7 @@ async fn a_runaway_client_sending_bad_requests_is_throttled_alone() {
         assert_eq!(r.status(), 400);
     }
     // Now even a valid request from it is refused, with a reason and a wait.
-    let (st, retry, err) = error_of(chat_as(&baton, &runaway, "auto").await).await;
+    let (st, retry, err) = error_of(baton.chat_as(&runaway, "auto").await).await;
     assert_eq!(
         (st, err["code"].as_str()),
         (429, Some("too_many_bad_requests")),
@@ -380,7 +370,7 @@ async fn a_runaway_client_sending_bad_requests_is_throttled_alone() {
         "{retry}"
     );
     assert_eq!(
-        chat_as(&baton, &good, "auto").await.status(),
+        baton.chat_as(&good, "auto").await.status(),
         200,
         "others unaffected"
     );
@@ -402,13 +392,13 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
     let (bob_id, bob) = make_key(&baton, "bob, \"the builder\"", json!({})).await;
     // Alice's first request fails over from a (429) to b.
     for _ in 0..3 {
-        assert_eq!(chat_as(&baton, &alice, "auto").await.status(), 200);
+        assert_eq!(baton.chat_as(&alice, "auto").await.status(), 200);
     }
     for _ in 0..2 {
-        assert_eq!(chat_as(&baton, &bob, "b").await.status(), 200);
+        assert_eq!(baton.chat_as(&bob, "b").await.status(), 200);
     }
     // A request for an unknown model is refused before routing and not logged.
-    let (st, _, _) = error_of(chat_as(&baton, &bob, "nope").await).await;
+    let (st, _, _) = error_of(baton.chat_as(&bob, "nope").await).await;
     assert_eq!(st, 404);
     let log = baton.log().await;
     let admin = Admin(&baton);
@@ -515,8 +505,8 @@ async fn metrics_expose_requests_failovers_latency_and_state() {
     )
     .await;
     let (id, key) = make_key(&baton, "ci", json!({"rpm": 1})).await;
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 200);
-    assert_eq!(chat_as(&baton, &key, "auto").await.status(), 429);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 429);
     let r = baton
         .http
         .get(format!("{}/metrics", baton.url))

@@ -138,16 +138,6 @@ async fn pair(
     (a, b, dirs)
 }
 
-async fn chat_as(b: &Baton, key: &str, model: &str) -> reqwest::Response {
-    b.http
-        .post(format!("{}/v1/chat/completions", b.url))
-        .bearer_auth(key)
-        .json(&chat_body(model, "hi", false))
-        .send()
-        .await
-        .unwrap()
-}
-
 fn cooling(b: &Baton, provider: &str) -> Option<i64> {
     b.handle
         .core
@@ -178,11 +168,11 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
     )
     .await;
     // A's request meets the 429 and fails over; B, asked right after, never calls that key.
-    let r = chat_as(&a, OPS_KEY, "auto").await;
+    let r = a.chat_as(OPS_KEY, "auto").await;
     assert_eq!(r.status(), 200);
     let hits = limited.hits();
     assert!(hits >= 1);
-    let r = chat_as(&b, OPS_KEY, "auto").await;
+    let r = b.chat_as(OPS_KEY, "auto").await;
     assert_eq!(r.status(), 200);
     assert_eq!(limited.hits(), hits, "B did not call the key A saw limited");
     let until_a = cooling(&a, "limited").unwrap();
@@ -202,14 +192,14 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
 
     // Breaker states travel too: A opens flaky's breaker; B skips flaky without calling it.
     for _ in 0..3 {
-        let _ = chat_as(&a, OPS_KEY, "flaky").await;
+        let _ = a.chat_as(OPS_KEY, "flaky").await;
     }
     assert!(
         eventually(2, || cooling(&b, "flaky").is_some()).await,
         "breaker shared"
     );
     let flaky_hits = flaky.hits();
-    let r = chat_as(&b, OPS_KEY, "flaky").await;
+    let r = b.chat_as(OPS_KEY, "flaky").await;
     assert_eq!(r.status(), 429, "cooling until the breaker's trial time");
     assert!(!header(&r, "retry-after").is_empty());
     assert_eq!(
@@ -239,7 +229,7 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
     let (a, b, _dirs) = pair(&redis, "t2", json!([provider("up", &up.base_url(), 1)])).await;
     // Each answer is 18 tokens; the team may use 50 a day. A, B, A spend 54.
     for (i, inst) in [&a, &b, &a].into_iter().enumerate() {
-        let r = chat_as(inst, TEAM_KEY, "auto").await;
+        let r = inst.chat_as(TEAM_KEY, "auto").await;
         assert_eq!(r.status(), 200, "request {i}");
         // The spend reaches Redis in the background; the next admission reads it.
         let mut conn = redis.conn().await;
@@ -260,7 +250,7 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
         assert_eq!(got, want, "each request counted exactly once");
     }
     for inst in [&a, &b] {
-        let r = chat_as(inst, TEAM_KEY, "auto").await;
+        let r = inst.chat_as(TEAM_KEY, "auto").await;
         assert_eq!(r.status(), 429);
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "budget_exceeded", "{v}");
@@ -274,7 +264,7 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
     }
     assert_eq!(up.hits(), 3);
     // Other clients are not affected.
-    assert_eq!(chat_as(&b, OPS_KEY, "auto").await.status(), 200);
+    assert_eq!(b.chat_as(OPS_KEY, "auto").await.status(), 200);
     a.stop().await;
     b.stop().await;
 }
@@ -291,7 +281,7 @@ async fn max_concurrency_holds_across_instances() {
     let mut jobs = Vec::new();
     for i in 0..8 {
         let inst = if i % 2 == 0 { &a } else { &b };
-        jobs.push(chat_as(inst, OPS_KEY, "auto"));
+        jobs.push(inst.chat_as(OPS_KEY, "auto"));
     }
     let results = futures_util::future::join_all(jobs).await;
     for r in &results {
@@ -328,15 +318,15 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
         ]),
     )
     .await;
-    assert_eq!(chat_as(&a, TEAM_KEY, "auto").await.status(), 200);
-    assert_eq!(chat_as(&b, TEAM_KEY, "auto").await.status(), 200);
+    assert_eq!(a.chat_as(TEAM_KEY, "auto").await.status(), 200);
+    assert_eq!(b.chat_as(TEAM_KEY, "auto").await.status(), 200);
 
     redis.stop();
     // Not one request fails: metered keys fall back to local limits, slots to local ones.
     for i in 0..6 {
         let inst = if i % 2 == 0 { &a } else { &b };
         let key = if i < 2 { TEAM_KEY } else { OPS_KEY };
-        let r = chat_as(inst, key, "auto").await;
+        let r = inst.chat_as(key, "auto").await;
         assert_eq!(r.status(), 200, "request {i} while Redis is down");
     }
     assert!(
@@ -346,7 +336,7 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     );
     // A learns of a limit while Redis is away; B cannot know yet.
     first.script([Behavior::rate_limited(Some(300))]);
-    let r = chat_as(&a, OPS_KEY, "auto").await;
+    let r = a.chat_as(OPS_KEY, "auto").await;
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "second");
     assert!(cooling(&a, "first").is_some());
@@ -363,7 +353,7 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     // team spent, before, during and after the outage.
     assert!(eventually(5, || cooling(&b, "first") == cooling(&a, "first")).await);
     let hits = first.hits();
-    assert_eq!(chat_as(&b, OPS_KEY, "auto").await.status(), 200);
+    assert_eq!(b.chat_as(OPS_KEY, "auto").await.status(), 200);
     assert_eq!(
         first.hits(),
         hits,
@@ -422,7 +412,7 @@ async fn declared_quota_is_counted_across_instances() {
     .await;
     // Two requests through each instance use the free tier's four a day between them.
     for inst in [&a, &b, &a, &b] {
-        let r = chat_as(inst, OPS_KEY, "auto").await;
+        let r = inst.chat_as(OPS_KEY, "auto").await;
         assert_eq!(header(&r, "x-gateway-provider"), "free");
     }
     let score = |x: &Baton| {
@@ -438,7 +428,7 @@ async fn declared_quota_is_counted_across_instances() {
         score(&a)
     );
     // So A moves on before the free tier answers 429, though it sent only two itself.
-    let r = chat_as(&a, OPS_KEY, "auto").await;
+    let r = a.chat_as(OPS_KEY, "auto").await;
     assert_eq!(header(&r, "x-gateway-provider"), "paid");
     assert_eq!(free.hits(), 4);
     a.stop().await;

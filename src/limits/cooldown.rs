@@ -90,21 +90,25 @@ impl Cooldowns {
 
     /// Removes a cooldown another instance cleared (not published again).
     pub fn remove_remote(&self, scope: &Scope) {
-        let found = match self.map.write() {
-            Ok(mut map) => map.get_mut(&scope.provider).is_some_and(|list| {
-                let before = list.len();
-                list.retain(|e| &e.scope != scope);
-                list.len() != before
-            }),
-            Err(_) => false,
-        };
-        if found {
+        if self.remove(scope) {
             self.unpersist(scope);
             self.events.emit(Event::CooldownEnded {
                 provider: scope.provider.clone(),
                 key: scope.key.clone(),
                 model: scope.model.clone(),
             });
+        }
+    }
+
+    /// Takes exactly this scope out of the table; true when it was there.
+    fn remove(&self, scope: &Scope) -> bool {
+        match self.map.write() {
+            Ok(mut map) => map.get_mut(&scope.provider).is_some_and(|list| {
+                let before = list.len();
+                list.retain(|e| &e.scope != scope);
+                list.len() != before
+            }),
+            Err(_) => false,
         }
     }
 
@@ -259,14 +263,7 @@ impl Cooldowns {
 
     /// Clears one scope by hand.
     pub fn clear(&self, scope: &Scope) -> bool {
-        let found = match self.map.write() {
-            Ok(mut map) => map.get_mut(&scope.provider).is_some_and(|list| {
-                let before = list.len();
-                list.retain(|e| &e.scope != scope);
-                list.len() != before
-            }),
-            Err(_) => false,
-        };
+        let found = self.remove(scope);
         if found {
             self.forget(scope.clone());
         }

@@ -68,6 +68,17 @@ impl Baton {
             .json(&body)
     }
 
+    /// A chat request for `model` made with client key `key`.
+    pub async fn chat_as(&self, key: &str, model: &str) -> reqwest::Response {
+        self.http
+            .post(format!("{}/v1/chat/completions", self.url))
+            .bearer_auth(key)
+            .json(&chat_body(model, "hi", false))
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub async fn chat(&self, model: &str, text: &str) -> reqwest::Response {
         self.post(chat_body(model, text, false))
             .send()
