@@ -56,7 +56,8 @@ pub async fn state(
         .iter()
         .map(|p| provider_json(core, p, &stored, now))
         .collect();
-    Ok(Json(json!({"nowMs": now, "providers": providers})))
+    Ok(Json(json!({"nowMs": now, "providers": providers,
+        "sharedState": super::shared_state(core)})))
 }
 
 /// One provider's live state and definition (no secrets: keys are masked, the definition only

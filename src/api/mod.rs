@@ -186,7 +186,17 @@ async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
         "summary": summary,
+        "sharedState": shared_state(core),
     }))
+}
+
+/// `local` (SQLite only), or whether the shared Redis answers (`up` / `down`).
+pub(crate) fn shared_state(core: &Core) -> &'static str {
+    match core.shared.is_up() {
+        None => "local",
+        Some(true) => "up",
+        Some(false) => "down",
+    }
 }
 
 async fn root() -> Json<serde_json::Value> {
