@@ -236,6 +236,7 @@ test("team: a client key made with limits is enforced, edited, disabled and revo
   await page.click(`${item} button[data-action=edit]`);
   await page.fill("#ek-rpm", "");
   await page.fill("#ek-dayTokens", "100000");
+  await page.screenshot({ path: join(artifacts, "team-limits.png") });
   await page.click("#key-dialog button[type=submit]");
   await page.waitForSelector(`${item} [data-role=limits]:text('100,000 tok/day')`);
   assert.doesNotMatch(await page.textContent(`${item} [data-role=limits]`), /req\/min/);
