@@ -136,6 +136,26 @@ struct CooldownMsg {
     /// `quota`: (minute start, requests, tokens, day start, requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     counts: Option<(i64, u64, u64, i64, u64)>,
+    /// `key`: a client key made, changed or revoked through the admin API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_key: Option<Box<crate::store::SyncedKey>>,
+}
+
+impl CooldownMsg {
+    fn new(origin: &str, op: &str, provider: &str) -> Self {
+        Self {
+            origin: origin.to_string(),
+            op: op.to_string(),
+            provider: provider.to_string(),
+            key: None,
+            model: None,
+            until_ms: 0,
+            class: String::new(),
+            reason: String::new(),
+            counts: None,
+            client_key: None,
+        }
+    }
 }
 
 /// Spending not yet written to Redis: the client, the amount, and when it was last added.
@@ -162,6 +182,8 @@ enum Op {
         tokens: u64,
         now: i64,
     },
+    /// A client key's current version, for the other instances.
+    Key(Box<crate::store::SyncedKey>),
     /// Answered once everything sent before it has been written.
     Barrier(oneshot::Sender<()>),
 }
@@ -476,6 +498,20 @@ impl Shared {
         });
     }
 
+    /// Shares a client key made, changed or revoked here with the other instances.
+    pub fn key_changed(&self, store: &crate::store::Store, id: &str) {
+        let Some(r) = &self.inner else {
+            return;
+        };
+        match store.synced_keys(Some(id)) {
+            Ok(mut v) if !v.is_empty() => {
+                let _ = r.ops.send(Op::Key(Box::new(v.remove(0))));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read a client key to share"),
+        }
+    }
+
     /// Publishes a cooldown this instance started.
     pub fn cooldown_started(&self, e: &CooldownEntry) {
         if let Some(r) = &self.inner {
@@ -553,15 +589,12 @@ impl Redis {
             Op::SetCooldown(e) => {
                 let field = cooldown_field(&e.scope);
                 let msg = CooldownMsg {
-                    origin: self.origin.clone(),
-                    op: "set".into(),
-                    provider: e.scope.provider.clone(),
                     key: e.scope.key.clone(),
                     model: e.scope.model.clone(),
                     until_ms: e.until_ms,
                     class: e.class.clone(),
                     reason: e.reason.clone(),
-                    counts: None,
+                    ..CooldownMsg::new(&self.origin, "set", &e.scope.provider)
                 };
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
@@ -575,15 +608,9 @@ impl Redis {
             }
             Op::ClearCooldown(s) => {
                 let msg = CooldownMsg {
-                    origin: self.origin.clone(),
-                    op: "clear".into(),
-                    provider: s.provider.clone(),
                     key: s.key.clone(),
                     model: s.model.clone(),
-                    until_ms: 0,
-                    class: String::new(),
-                    reason: String::new(),
-                    counts: None,
+                    ..CooldownMsg::new(&self.origin, "clear", &s.provider)
                 };
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
@@ -629,15 +656,9 @@ impl Redis {
                     );
                     // The other instances learn the totals too, without asking.
                     let msg = CooldownMsg {
-                        origin: self.origin.clone(),
-                        op: "quota".into(),
-                        provider: provider.clone(),
                         key: Some(key.clone()),
-                        model: None,
-                        until_ms: 0,
-                        class: String::new(),
-                        reason: String::new(),
                         counts: Some((minute, *m, *t, day, *d)),
+                        ..CooldownMsg::new(&self.origin, "quota", provider)
                     };
                     let json = serde_json::to_string(&msg).unwrap_or_default();
                     conn.publish::<_, _, ()>(self.key(&["events"]), json)
@@ -645,8 +666,52 @@ impl Redis {
                 }
                 Ok(())
             }
+            Op::Key(k) => {
+                let msg = CooldownMsg {
+                    client_key: Some(k.clone()),
+                    ..CooldownMsg::new(&self.origin, "key", "")
+                };
+                let json = serde_json::to_string(&msg).unwrap_or_default();
+                let stored = serde_json::to_string(k).unwrap_or_default();
+                redis::pipe()
+                    .atomic()
+                    .hset(self.key(&["keys"]), &k.row.id, stored)
+                    .ignore()
+                    .publish(self.key(&["events"]), &json)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            }
             Op::Barrier(_) => Ok(()),
         }
+    }
+
+    /// Takes the other instances' client keys where theirs are newer; returns the versions
+    /// Redis holds.
+    async fn pull_keys(
+        &self,
+        core: &crate::gateway::Core,
+    ) -> redis::RedisResult<HashMap<String, i64>> {
+        let mut conn = self.conn.clone();
+        let theirs: HashMap<String, String> = conn.hgetall(self.key(&["keys"])).await?;
+        let mut known = HashMap::new();
+        let mut changed = false;
+        for json in theirs.values() {
+            let Ok(k) = serde_json::from_str::<crate::store::SyncedKey>(json) else {
+                continue;
+            };
+            known.insert(k.row.id.clone(), k.updated_ms);
+            match core.store.adopt_key(&k) {
+                Ok(c) => changed |= c,
+                Err(e) => tracing::warn!(error = %e, "cannot take a shared client key"),
+            }
+        }
+        if changed {
+            if let Err(e) = core.load_ui_keys() {
+                tracing::warn!(error = %e, "cannot reload client keys");
+            }
+        }
+        Ok(known)
     }
 
     async fn write_spend(&self, c: &Client, spend: Spend, now: i64) -> redis::RedisResult<()> {
@@ -676,6 +741,14 @@ impl Redis {
             .unwrap_or_default();
         for s in &cleared {
             self.write(&Op::ClearCooldown(s.clone())).await?;
+        }
+        let known_keys = self.pull_keys(core).await?;
+        if let Ok(mine) = core.store.synced_keys(None) {
+            for k in mine {
+                if known_keys.get(&k.row.id).is_none_or(|u| *u < k.updated_ms) {
+                    self.write(&Op::Key(Box::new(k))).await?;
+                }
+            }
         }
         let known = self.pull_cooldowns(core).await?;
         for e in core.cooldowns.active() {
@@ -841,8 +914,11 @@ async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
             tokio::time::sleep(HEALTH_EVERY).await;
             continue;
         }
-        // Whatever was published before this subscription is in the hash already.
+        // Whatever was published before this subscription is in the hashes already.
         if let Some(c) = core.upgrade() {
+            if let Err(e) = r.pull_keys(&c).await {
+                tracing::debug!(error = %e, "reading shared client keys failed");
+            }
             if let Err(e) = r.pull_cooldowns(&c).await {
                 tracing::debug!(error = %e, "reading shared cooldowns failed");
             }
@@ -874,6 +950,18 @@ async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
             let Some(core) = core.upgrade() else {
                 return;
             };
+            if let Some(k) = &m.client_key {
+                match core.store.adopt_key(k) {
+                    Ok(true) => {
+                        if let Err(e) = core.load_ui_keys() {
+                            tracing::warn!(error = %e, "cannot reload client keys");
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot take a shared client key"),
+                }
+                continue;
+            }
             if let (Some((ms, mr, mt, ds, dr)), Some(key)) = (m.counts, &m.key) {
                 let snap = core.snapshot.load();
                 if let Some(p) = snap.providers.iter().find(|p| p.id() == m.provider) {

@@ -606,3 +606,77 @@ async fn tls_with_a_private_ca_and_a_password_from_the_environment() {
     }
     redis.stop();
 }
+
+#[tokio::test]
+async fn client_keys_made_on_one_instance_work_on_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let (a, b, _dirs) = pair(&redis, "t7", json!([provider("up", &up.base_url(), 1)])).await;
+    let (st, made) = Admin(&a)
+        .send(
+            Method::POST,
+            "/admin/keys",
+            Some(json!({"label": "alice", "rpm": 1})),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let key = made["key"].as_str().unwrap().to_string();
+    let id = made["id"].as_str().unwrap().to_string();
+    let works_on = |x: &Baton| x.handle.core.keys.client(&key).is_some();
+    assert!(
+        eventually(3, || works_on(&b)).await,
+        "B knows the key A made"
+    );
+    // One request a minute, across both.
+    assert_eq!(b.chat_as(&key, "auto").await.status(), 200);
+    assert_eq!(a.chat_as(&key, "auto").await.status(), 429);
+    // A limit changed on B applies on A; a revocation on B locks the key out of A.
+    let (st, _) = Admin(&b)
+        .send(
+            Method::PATCH,
+            &format!("/admin/keys/{id}"),
+            Some(json!({"rpm": null})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    assert!(
+        eventually(3, || a
+            .handle
+            .core
+            .keys
+            .client(&key)
+            .is_some_and(|c| c.policy.rpm.is_none()))
+        .await
+    );
+    assert_eq!(a.chat_as(&key, "auto").await.status(), 200);
+    let (st, _) = Admin(&b)
+        .send(Method::DELETE, &format!("/admin/keys/{id}"), None)
+        .await;
+    assert_eq!(st, 204);
+    assert!(eventually(3, || !works_on(&a)).await, "revoked everywhere");
+    assert_eq!(a.chat_as(&key, "auto").await.status(), 401);
+
+    // A key made while Redis is away reaches the others once it is back.
+    redis.stop();
+    assert!(eventually(3, || a.handle.core.shared.is_up() == Some(false)).await);
+    let (st, made) = Admin(&a)
+        .send(Method::POST, "/admin/keys", Some(json!({"label": "bob"})))
+        .await;
+    assert_eq!(st, 201);
+    let bob = made["key"].as_str().unwrap().to_string();
+    assert_eq!(
+        a.chat_as(&bob, "auto").await.status(),
+        200,
+        "works here at once"
+    );
+    assert!(b.handle.core.keys.client(&bob).is_none());
+    redis.run();
+    assert!(
+        eventually(10, || b.handle.core.keys.client(&bob).is_some()).await,
+        "B learns of bob"
+    );
+    assert_eq!(b.chat_as(&bob, "auto").await.status(), 200);
+    a.stop().await;
+    b.stop().await;
+}

@@ -167,6 +167,7 @@ pub async fn create_key(
     };
     core.store.add_client_key(&row).map_err(internal)?;
     core.load_ui_keys().map_err(internal)?;
+    core.shared.key_changed(&core.store, &row.id);
     tracing::info!(label = %label, id = %row.id, "client key created");
     let mut out = key_json(core, &row);
     out["key"] = Value::from(key);
@@ -205,12 +206,13 @@ pub async fn update_key(
     }
     let policy = parse_policy(core, merged)?;
     core.store
-        .set_client_policy(&id, &policy)
+        .set_client_policy(&id, &policy, core.clock.now_ms())
         .map_err(|e| match e {
             crate::store::EditError::NotFound(_) => not_found(&id),
             other => internal(other),
         })?;
     core.load_ui_keys().map_err(internal)?;
+    core.shared.key_changed(&core.store, &id);
     tracing::info!(key = %id, "client key changed");
     let mut row = current.clone();
     row.policy = policy;
@@ -232,6 +234,7 @@ pub async fn revoke_key(
             other => internal(other),
         })?;
     core.load_ui_keys().map_err(internal)?;
+    core.shared.key_changed(&core.store, &id);
     tracing::info!(key = %id, "client key revoked");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,6 +3,7 @@
 //! path never waits on the disk; reads open their own WAL connection.
 
 mod edit;
+mod keys;
 mod settings;
 mod writer;
 
@@ -12,7 +13,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
-pub use settings::{ClientKeyRow, UsageRow, WindowStats};
+pub use keys::{ClientKeyRow, SyncedKey};
+pub use settings::{UsageRow, WindowStats};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
@@ -80,6 +82,10 @@ CREATE TABLE settings (
 -- Client keys for teams: limits, budgets, allowed targets, tier cap, expiry (JSON, see
 -- clients::ClientPolicy). The request log says which key asked and what it cost.
 ALTER TABLE client_keys ADD COLUMN policy TEXT NOT NULL DEFAULT '{}';
+-- When the key last changed (made, limits changed, revoked): instances sharing state merge
+-- keys by it.
+ALTER TABLE client_keys ADD COLUMN updated_ms INTEGER NOT NULL DEFAULT 0;
+UPDATE client_keys SET updated_ms = COALESCE(revoked_ms, created_ms);
 ALTER TABLE request_log ADD COLUMN client_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE request_log ADD COLUMN cost_usd REAL;
 ALTER TABLE request_log ADD COLUMN upstream_ms INTEGER;

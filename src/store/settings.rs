@@ -1,24 +1,10 @@
-//! Gateway keys made in the UI (hashed) and small settings (notification preferences).
+//! Small settings (notification preferences), usage reports and windowed provider stats.
 
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{EditError, Store, StoreError};
-
-/// A UI-made gateway key as stored: never the key itself.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientKeyRow {
-    pub id: String,
-    pub label: String,
-    #[serde(skip)]
-    pub hash: Vec<u8>,
-    /// `bt-…abcd`.
-    pub hint: String,
-    pub created_ms: i64,
-    pub policy: crate::clients::ClientPolicy,
-}
+use super::{Store, StoreError};
 
 /// Usage of one client or provider in one time bucket.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -38,74 +24,6 @@ pub struct UsageRow {
 }
 
 impl Store {
-    /// Live (not revoked) UI-made gateway keys, oldest first.
-    pub fn client_keys(&self) -> Result<Vec<ClientKeyRow>, StoreError> {
-        let conn = self.read()?;
-        let mut stmt = self.sql(conn.prepare(
-            "SELECT id, label, hash, hint, created_ms, policy FROM client_keys WHERE revoked_ms IS NULL ORDER BY created_ms, id",
-        ))?;
-        let rows = self.sql(stmt.query_map([], |r| {
-            let policy: String = r.get(5)?;
-            Ok((
-                ClientKeyRow {
-                    id: r.get(0)?,
-                    label: r.get(1)?,
-                    hash: r.get(2)?,
-                    hint: r.get(3)?,
-                    created_ms: r.get(4)?,
-                    policy: Default::default(),
-                },
-                policy,
-            ))
-        }))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (mut row, policy) = self.sql(row)?;
-            row.policy = serde_json::from_str(&policy).map_err(|e| StoreError::Corrupt {
-                id: row.id.clone(),
-                message: format!("client key policy: {e}"),
-            })?;
-            out.push(row);
-        }
-        Ok(out)
-    }
-
-    pub fn add_client_key(&self, row: &ClientKeyRow) -> Result<(), StoreError> {
-        let conn = self.read()?;
-        let policy = serde_json::to_string(&row.policy).unwrap_or_else(|_| "{}".into());
-        self.sql(conn.execute(
-            "INSERT INTO client_keys (id, label, hash, hint, created_ms, policy) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![row.id, row.label, row.hash, row.hint, row.created_ms, policy],
-        ))?;
-        Ok(())
-    }
-
-    /// Every key ever made (revoked ones too): id and label, for usage reports.
-    pub fn client_key_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let conn = self.read()?;
-        let mut stmt = self.sql(conn.prepare("SELECT id, label FROM client_keys"))?;
-        let rows = self.sql(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
-        self.sql(rows.collect())
-    }
-
-    /// Replaces a live key's policy.
-    pub fn set_client_policy(
-        &self,
-        id: &str,
-        policy: &crate::clients::ClientPolicy,
-    ) -> Result<(), EditError> {
-        let conn = self.read()?;
-        let policy = serde_json::to_string(policy).unwrap_or_else(|_| "{}".into());
-        let n = self.sql(conn.execute(
-            "UPDATE client_keys SET policy = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
-            params![id, policy],
-        ))?;
-        if n == 0 {
-            return Err(EditError::NotFound(id.to_string()));
-        }
-        Ok(())
-    }
-
     /// Tokens and estimated micro-dollars per client key since `since_ms` (budgets at start).
     pub fn client_totals(&self, since_ms: i64) -> Result<Vec<(String, u64, u64)>, StoreError> {
         let conn = self.read()?;
@@ -168,18 +86,6 @@ impl Store {
             },
         ))?;
         self.sql(rows.collect())
-    }
-
-    pub fn revoke_client_key(&self, id: &str, now_ms: i64) -> Result<(), EditError> {
-        let conn = self.read()?;
-        let n = self.sql(conn.execute(
-            "UPDATE client_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
-            params![id, now_ms],
-        ))?;
-        if n == 0 {
-            return Err(EditError::NotFound(id.to_string()));
-        }
-        Ok(())
     }
 
     pub fn setting(&self, key: &str) -> Result<Option<Value>, StoreError> {
