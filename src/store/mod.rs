@@ -80,7 +80,8 @@ CREATE TABLE settings (
 "#,
     r#"
 -- Client keys for teams: limits, budgets, allowed targets, tier cap, expiry (JSON, see
--- clients::ClientPolicy). The request log says which key asked and what it cost.
+-- clients::ClientPolicy). The request log says which key asked and what it cost. (No index on
+-- client_key: the log is written on every request and read rarely, by time range.)
 ALTER TABLE client_keys ADD COLUMN policy TEXT NOT NULL DEFAULT '{}';
 -- When the key last changed (made, limits changed, revoked): instances sharing state merge
 -- keys by it.
@@ -89,7 +90,6 @@ UPDATE client_keys SET updated_ms = COALESCE(revoked_ms, created_ms);
 ALTER TABLE request_log ADD COLUMN client_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE request_log ADD COLUMN cost_usd REAL;
 ALTER TABLE request_log ADD COLUMN upstream_ms INTEGER;
-CREATE INDEX request_log_client ON request_log(client_key, ts_ms);
 "#,
 ];
 
