@@ -162,8 +162,8 @@ async fn providers_are_added_validated_toggled_reordered_and_deleted_live() {
     assert_eq!(st, 409);
 
     // Delete: gone from routing, its secret removed; a stale update gets 404.
-    let (st, _) = admin.send(Method::DELETE, "/admin/providers/b", None).await;
-    assert_eq!(st, 204);
+    let (st, v) = admin.send(Method::DELETE, "/admin/providers/b", None).await;
+    assert_eq!(st, 204, "{v}");
     assert!(!std::fs::read_to_string(dir.path().join("secrets.json"))
         .unwrap()
         .contains("sk-typed"));
@@ -498,4 +498,68 @@ async fn admin_api_needs_the_admin_key_in_a_header_and_sends_no_cors() {
     assert_eq!(r.status(), 200);
     assert!(header(&r, "content-security-policy").contains("script-src 'self'"));
     baton.stop().await;
+}
+
+/// Edits read, then write. While the log writer commits under load, such a transaction must
+/// wait for the write lock, not fail with "database is locked" (a deferred transaction cannot
+/// upgrade past another writer's commit, and SQLite's busy timeout does not help there).
+#[tokio::test]
+async fn edits_succeed_while_the_log_writer_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 1), provider("b", &b.base_url(), 2)]}),
+    )
+    .await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..4 {
+        let (http, url, key, stop) = (
+            baton.http.clone(),
+            baton.url.clone(),
+            baton.key.clone(),
+            stop.clone(),
+        );
+        load.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = http
+                    .post(format!("{url}/v1/chat/completions"))
+                    .bearer_auth(&key)
+                    .json(&chat_body("auto", "hi", false))
+                    .send()
+                    .await;
+            }
+        }));
+    }
+    let admin = Admin(&baton);
+    for i in 0..60 {
+        let (st, v) = admin
+            .send(
+                Method::POST,
+                "/admin/providers",
+                Some(json!({"id": "c", "kind": "openai-compatible", "baseUrl": b.base_url(), "models": ["m"]})),
+            )
+            .await;
+        assert_eq!(st, 201, "create {i}: {v}");
+        let (st, v) = admin
+            .send(
+                Method::PATCH,
+                "/admin/providers/c",
+                Some(json!({"enabled": false})),
+            )
+            .await;
+        assert_eq!(st, 200, "toggle {i}: {v}");
+        let (st, v) = admin.send(Method::DELETE, "/admin/providers/c", None).await;
+        assert_eq!(st, 204, "delete {i}: {v}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for l in load {
+        l.await.unwrap();
+    }
+    assert!(
+        a.hits() + b.hits() > 60,
+        "the log writer was busy meanwhile"
+    );
 }

@@ -36,7 +36,8 @@ impl Store {
     /// unless they state a priority.
     pub fn create_provider(&self, p: &ProviderConfig, now_ms: i64) -> Result<(), EditError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         if self.owner_of(&tx, &p.id)?.is_some() {
             return Err(EditError::Conflict(format!(
                 "a provider with id `{}` exists already; choose another id",
@@ -61,7 +62,8 @@ impl Store {
         now_ms: i64,
     ) -> Result<(), EditError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         match self.owner_of(&tx, id)?.as_deref() {
             None => return Err(EditError::NotFound(id.to_string())),
             Some("file") => {
@@ -88,7 +90,8 @@ impl Store {
     /// Deletes a UI-owned provider.
     pub fn delete_provider(&self, id: &str) -> Result<(), EditError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         match self.owner_of(&tx, id)?.as_deref() {
             None => return Err(EditError::NotFound(id.to_string())),
             Some("file") => {
@@ -107,7 +110,8 @@ impl Store {
     /// become 10, 20, 30… in that order (last write wins when two reorders race).
     pub fn set_order(&self, ids: &[String], now_ms: i64) -> Result<(), EditError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         let stored: Vec<String> = {
             let mut stmt = self.sql(tx.prepare("SELECT id FROM providers ORDER BY id"))?;
             self.sql(

@@ -372,7 +372,8 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<StoredProvider>, StoreError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         {
             let ids: Vec<&str> = file_providers.iter().map(|p| p.id.as_str()).collect();
             let mut existing =
@@ -407,7 +408,8 @@ impl Store {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let mut conn = self.read()?;
-        let tx = self.sql(conn.transaction())?;
+        let tx =
+            self.sql(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate))?;
         for p in providers {
             let def = serde_json::to_string(p).unwrap_or_default();
             self.sql(tx.execute(
@@ -505,7 +507,9 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         path: path.to_path_buf(),
         source,
     };
-    let tx = conn.transaction().map_err(wrap)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(wrap)?;
     let version: i64 = tx
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(wrap)?;

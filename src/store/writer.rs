@@ -128,7 +128,7 @@ fn write_batch(
     batch: &mut Vec<WriteOp>,
     acks: &mut Vec<oneshot::Sender<()>>,
 ) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
         let mut log_stmt = tx.prepare_cached(
             "INSERT INTO request_log (id, ts_ms, client, requested_model, provider, model,
