@@ -262,36 +262,21 @@ pub async fn usage(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     require_admin(core, &headers)?;
-    let bucket_ms = match q.bucket.as_deref().unwrap_or("day") {
-        "hour" => 3_600_000,
-        "day" => 86_400_000,
-        other => {
-            return Err(ApiError::invalid(
-                "bucket",
-                format!("`{other}` is not a bucket; use hour or day"),
-            ))
-        }
-    };
-    let by_provider = match q.by.as_deref().unwrap_or("client") {
-        "client" => false,
-        "provider" => true,
-        other => {
-            return Err(ApiError::invalid(
-                "by",
-                format!("`{other}` cannot group usage; use client or provider"),
-            ))
-        }
-    };
-    let csv = match q.format.as_deref().unwrap_or("json") {
-        "json" => false,
-        "csv" => true,
-        other => {
-            return Err(ApiError::invalid(
-                "format",
-                format!("`{other}` is not a format; use json or csv"),
-            ))
-        }
-    };
+    let bucket_ms = choice(
+        "bucket",
+        q.bucket.as_deref(),
+        &[("day", 86_400_000), ("hour", 3_600_000)],
+    )?;
+    let by_provider = choice(
+        "by",
+        q.by.as_deref(),
+        &[("client", false), ("provider", true)],
+    )?;
+    let csv = choice(
+        "format",
+        q.format.as_deref(),
+        &[("json", false), ("csv", true)],
+    )?;
     let now = core.clock.now_ms();
     let until = q.until_ms.unwrap_or(now + 1);
     let since = q.since_ms.unwrap_or(until - 30 * 86_400_000);
@@ -375,6 +360,27 @@ pub async fn usage(
         "rows": rows, "total": total,
     }))
     .into_response())
+}
+
+/// The value of a query parameter that must be one of `options` (the first is the default).
+fn choice<T: Copy>(param: &str, given: Option<&str>, options: &[(&str, T)]) -> Result<T, ApiError> {
+    let Some(given) = given else {
+        return Ok(options[0].1);
+    };
+    options
+        .iter()
+        .find(|(name, _)| *name == given)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            ApiError::invalid(
+                param,
+                format!(
+                    "`{given}` is not allowed for {param}; use {}",
+                    names.join(" or ")
+                ),
+            )
+        })
 }
 
 /// Client key ids and the labels people know them by.

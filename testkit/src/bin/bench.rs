@@ -164,14 +164,16 @@ async fn interleaved_streams(
     )
 }
 
-/// Open-loop streams: one every `1/rate` s for `secs` s; time to the first answer token and
-/// to the end of each. Latency without the queueing a saturating closed loop adds.
-async fn stream_rate_raw(
+/// Open loop: one request every `1/rate` s for `secs` s; per request, the time to the first
+/// answer token (streams; the whole answer otherwise) and to the end. Latency without the
+/// queueing a saturating closed loop adds.
+async fn open_loop(
     client: &reqwest::Client,
     url: &str,
     key: &str,
     rate: u64,
     secs: u64,
+    stream: bool,
 ) -> (Vec<f64>, Vec<f64>) {
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -185,19 +187,27 @@ async fn stream_rate_raw(
                 .post(&url)
                 .bearer_auth(&key)
                 .header("content-type", "application/json")
-                .body(body(true))
+                .body(body(stream))
                 .send()
                 .await
                 .unwrap();
             let mut s = r.bytes_stream();
-            let mut ttfb = None;
+            let mut first = None;
             while let Some(c) = s.next().await {
                 let c = c.unwrap();
-                if ttfb.is_none() && has_content(&c) {
-                    ttfb = Some(t.elapsed().as_secs_f64() * 1000.0);
+                if first.is_none() && stream && has_content(&c) {
+                    first = Some(t.elapsed().as_secs_f64() * 1000.0);
                 }
             }
-            (ttfb.unwrap_or(f64::NAN), t.elapsed().as_secs_f64() * 1000.0)
+            let full = t.elapsed().as_secs_f64() * 1000.0;
+            (
+                if stream {
+                    first.unwrap_or(f64::NAN)
+                } else {
+                    full
+                },
+                full,
+            )
         }));
     }
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -225,7 +235,7 @@ async fn interleaved_stream_rate(
         for side in 0..2 {
             let to_baton = (side + round) % 2 == 1;
             let url = if to_baton { baton } else { direct };
-            let (ttfb, _) = stream_rate_raw(client, url, key, rate, 1).await;
+            let (ttfb, _) = open_loop(client, url, key, rate, 1, true).await;
             if to_baton {
                 b.extend(ttfb);
             } else {
@@ -250,31 +260,8 @@ async fn fixed_rate_raw(
     secs: u64,
 ) -> (Vec<f64>, f64) {
     let started = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    let mut tasks = Vec::new();
-    for _ in 0..rate * secs {
-        tick.tick().await;
-        let (client, url, key) = (client.clone(), url.to_string(), key.to_string());
-        tasks.push(tokio::spawn(async move {
-            let t = Instant::now();
-            let r = client
-                .post(&url)
-                .bearer_auth(&key)
-                .header("content-type", "application/json")
-                .body(body(false))
-                .send()
-                .await
-                .unwrap();
-            let _ = r.bytes().await.unwrap();
-            t.elapsed().as_secs_f64() * 1000.0
-        }));
-    }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.push(t.await.unwrap());
-    }
-    (all, started.elapsed().as_secs_f64())
+    let (_, full) = open_loop(client, url, key, rate, secs, false).await;
+    (full, started.elapsed().as_secs_f64())
 }
 
 /// Streams: time to first byte and full-stream time, `total` requests at `concurrency`.
