@@ -38,7 +38,7 @@ struct KeyQuota {
 }
 
 /// Requests this minute and this UTC day, and tokens this minute, across all instances.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SharedCounts {
     pub minute_start: i64,
     pub minute_requests: u64,

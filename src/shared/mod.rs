@@ -1,0 +1,398 @@
+//! State several Baton instances share through Redis (`state.backend: "redis"`): cooldowns and
+//! breaker openings (one instance's 429 cools that key for all), client keys, client token
+//! buckets and budgets (Lua scripts, atomic), declared provider quota counts, and per-provider
+//! concurrency leases (so `maxConcurrency` holds across instances). This file is the request
+//! path's side; `sync` runs in the background; `scripts` holds the Lua.
+//!
+//! Reads on the request path stay local where they can: cooldowns are mirrored into each
+//! instance's table through pub/sub, so choosing a candidate never waits on Redis. Admission and
+//! leases ask Redis with a short timeout. When Redis is unreachable every instance carries on
+//! with its local state and logs one warning; when it returns, the instance pushes what it
+//! learned meanwhile (cooldowns, spending) and pulls what the others did, then uses Redis again.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::clients::{utc_day, utc_month, Client, Deny, Period, Spend};
+use crate::config::RedisConfig;
+use crate::limits::{CooldownEntry, Scope};
+
+mod scripts;
+mod sync;
+
+use scripts::{ADMIT, LEASE, QUOTA, RAISE, SPEND};
+
+/// Longest a request waits on Redis before using local state instead.
+const OP_TIMEOUT: Duration = Duration::from_millis(250);
+/// How often reachability is checked.
+const HEALTH_EVERY: Duration = Duration::from_millis(500);
+
+/// Spending not yet written to Redis: the client, the amount, and when it was last added.
+type Unsynced = (Arc<Client>, Spend, i64);
+
+/// What the background worker sends to Redis, in order.
+enum Op {
+    SetCooldown(CooldownEntry),
+    ClearCooldown(Scope),
+    Spend {
+        client: Arc<Client>,
+        spend: Spend,
+        now: i64,
+    },
+    Release {
+        provider: String,
+        lease: String,
+    },
+    Quota {
+        runtime: Arc<crate::providers::ProviderRuntime>,
+        provider: String,
+        key: String,
+        requests: u64,
+        tokens: u64,
+        now: i64,
+    },
+    /// A client key's current version, for the other instances.
+    Key(Box<crate::store::SyncedKey>),
+    /// Answered once everything sent before it has been written.
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Where shared state goes; `Shared::local()` when there is no Redis.
+#[derive(Default, Clone)]
+pub struct Shared {
+    inner: Option<Arc<Redis>>,
+}
+
+pub struct Redis {
+    conn: ConnectionManager,
+    client: redis::Client,
+    prefix: String,
+    /// Distinguishes this instance's own messages.
+    origin: String,
+    up: AtomicBool,
+    ops: mpsc::UnboundedSender<Op>,
+    /// Spending that could not be written while Redis was away, by client.
+    unsynced: Mutex<HashMap<String, Unsynced>>,
+    /// Cooldowns cleared while Redis was away (cleared there on return).
+    cleared: Mutex<Vec<Scope>>,
+    leases: AtomicU64,
+    admit: Script,
+    spend: Script,
+    lease: Script,
+    raise: Script,
+    quota: Script,
+}
+
+/// What the router holds while a provider's shared concurrency slot is taken.
+pub struct Lease {
+    redis: Arc<Redis>,
+    provider: String,
+    id: String,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.redis.clone().send_unordered(Op::Release {
+            provider: std::mem::take(&mut self.provider),
+            lease: std::mem::take(&mut self.id),
+        });
+    }
+}
+
+/// The answer to a lease request.
+pub enum LeaseResult {
+    /// No shared limit applies (no Redis, Redis away, or no `maxConcurrency`).
+    Local,
+    Held(Lease),
+    /// Every instance together already uses `maxConcurrency` slots.
+    Full,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SharedError {
+    #[error("state.redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("state.redis.{field}: environment variable {env} is not set")]
+    MissingEnv { field: &'static str, env: String },
+    #[error("state.redis.caFile: cannot read {path}: {source}")]
+    CaFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Shared {
+    pub fn local() -> Self {
+        Self::default()
+    }
+
+    /// Connects lazily: Baton starts and serves even when Redis is not there yet.
+    pub fn redis(cfg: &RedisConfig) -> Result<Self, SharedError> {
+        let mut info = redis::IntoConnectionInfo::into_connection_info(cfg.url.as_str())?;
+        let mut settings = info.redis_settings().clone();
+        if let Some(env) = &cfg.password_env {
+            let v = std::env::var(env).map_err(|_| SharedError::MissingEnv {
+                field: "passwordEnv",
+                env: env.clone(),
+            })?;
+            settings = settings.set_password(v);
+        }
+        if let Some(env) = &cfg.username_env {
+            let v = std::env::var(env).map_err(|_| SharedError::MissingEnv {
+                field: "usernameEnv",
+                env: env.clone(),
+            })?;
+            settings = settings.set_username(v);
+        }
+        info = info.set_redis_settings(settings);
+        let client = match &cfg.ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|source| SharedError::CaFile {
+                    path: path.clone(),
+                    source,
+                })?;
+                redis::Client::build_with_tls(
+                    info,
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem),
+                    },
+                )?
+            }
+            None => redis::Client::open(info)?,
+        };
+        let conn = client.get_connection_manager_lazy(
+            redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(Duration::from_millis(500)))
+                .set_response_timeout(Some(OP_TIMEOUT))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(500)),
+        )?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let redis = Arc::new(Redis {
+            conn,
+            client,
+            prefix: cfg.prefix.clone(),
+            origin: crate::auth::new_gateway_key()[3..19].to_string(),
+            up: AtomicBool::new(false),
+            ops: tx,
+            unsynced: Mutex::new(HashMap::new()),
+            cleared: Mutex::new(Vec::new()),
+            leases: AtomicU64::new(0),
+            admit: Script::new(ADMIT),
+            spend: Script::new(SPEND),
+            lease: Script::new(LEASE),
+            raise: Script::new(RAISE),
+            quota: Script::new(QUOTA),
+        });
+        tokio::spawn(sync::worker(Arc::downgrade(&redis), rx));
+        Ok(Self { inner: Some(redis) })
+    }
+
+    /// None without Redis; otherwise whether it answers.
+    pub fn is_up(&self) -> Option<bool> {
+        self.inner.as_ref().map(|r| r.up.load(Ordering::Relaxed))
+    }
+
+    fn live(&self) -> Option<&Arc<Redis>> {
+        self.inner.as_ref().filter(|r| r.up.load(Ordering::Relaxed))
+    }
+
+    /// Starts the health loop and the cooldown subscription (once the core exists).
+    pub fn start(&self, core: Weak<crate::gateway::Core>) {
+        if let Some(r) = &self.inner {
+            tokio::spawn(sync::health(r.clone(), core.clone()));
+            tokio::spawn(sync::subscribe(r.clone(), core));
+        }
+    }
+
+    /// Rate limits and budgets on the shared counters. `None` when there are none to ask:
+    /// the caller uses the local limiter.
+    pub async fn admit(
+        &self,
+        c: &Client,
+        now: i64,
+        limiter: &crate::clients::Limiter,
+    ) -> Option<Result<(), Deny>> {
+        let r = self.live()?;
+        let p = &c.policy;
+        let (day, _) = utc_day(now);
+        let (month, _) = utc_month(now);
+        let b = &p.budget;
+        let micro = |v: Option<f64>| v.map(|v| (v * 1_000_000.0).round() as i64).unwrap_or(0);
+        let mut inv = r.admit.prepare_invoke();
+        inv.key(r.key(&["rpm", &c.id]))
+            .key(r.key(&["tpm", &c.id]))
+            .key(r.key(&["budget", &c.id, &day.to_string()]))
+            .key(r.key(&["budget", &c.id, &month.to_string()]))
+            .arg(now)
+            .arg(p.rpm.unwrap_or(0))
+            .arg(p.tpm.unwrap_or(0))
+            .arg(b.day_tokens.unwrap_or(0))
+            .arg(micro(b.day_usd))
+            .arg(b.month_tokens.unwrap_or(0))
+            .arg(micro(b.month_usd));
+        let mut conn = r.conn.clone();
+        let out: Vec<i64> =
+            match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async(&mut conn)).await {
+                Ok(Ok(v)) => v,
+                Ok(Err(e)) => {
+                    r.down(&e.to_string());
+                    return None;
+                }
+                Err(_) => {
+                    r.down("no answer in time");
+                    return None;
+                }
+            };
+        let [code, retry_ms, dt, du, mt, mu] = out.as_slice() else {
+            return None;
+        };
+        let period = |start, t: &i64, u: &i64| Period {
+            start,
+            tokens: (*t).max(0) as u64,
+            micro_usd: (*u).max(0) as u64,
+        };
+        let (d, m) = (period(day, dt, du), period(month, mt, mu));
+        limiter.mirror(&c.id, d, m);
+        Some(match code {
+            1 => Err(Deny::Rate {
+                limit: p.rpm.unwrap_or(0),
+                retry_ms: *retry_ms,
+            }),
+            2 => Err(Deny::Tokens {
+                limit: p.tpm.unwrap_or(0),
+                retry_ms: *retry_ms,
+            }),
+            3 => Err(
+                crate::clients::limiter_over_budget(p, &d, &m, now).unwrap_or(Deny::Budget {
+                    period: "daily",
+                    what: "limit reached".into(),
+                    until_ms: utc_day(now).1,
+                }),
+            ),
+            _ => Ok(()),
+        })
+    }
+
+    /// Adds a finished request's spending to the shared counters (in the background).
+    pub fn spend(&self, client: &Arc<Client>, spend: Spend, now: i64) {
+        if let Some(r) = &self.inner {
+            if client.policy.is_metered() {
+                r.clone().send_unordered(Op::Spend {
+                    client: client.clone(),
+                    spend,
+                    now,
+                });
+            }
+        }
+    }
+
+    /// A shared concurrency slot on `provider` (at most `max` across every instance).
+    pub async fn lease(&self, provider: &str, max: Option<u32>, ttl_ms: u64) -> LeaseResult {
+        let (Some(r), Some(max)) = (self.live(), max) else {
+            return LeaseResult::Local;
+        };
+        let id = format!("{}-{}", r.origin, r.leases.fetch_add(1, Ordering::Relaxed));
+        let now = crate::clock::unix_ms();
+        let mut inv = r.lease.prepare_invoke();
+        inv.key(r.key(&["inflight", provider]))
+            .arg(now)
+            .arg(max)
+            .arg(ttl_ms)
+            .arg(&id);
+        let mut conn = r.conn.clone();
+        match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async::<i64>(&mut conn)).await {
+            Ok(Ok(1)) => LeaseResult::Held(Lease {
+                redis: r.clone(),
+                provider: provider.to_string(),
+                id,
+            }),
+            Ok(Ok(_)) => LeaseResult::Full,
+            Ok(Err(e)) => {
+                r.down(&e.to_string());
+                LeaseResult::Local
+            }
+            Err(_) => {
+                r.down("no answer in time");
+                LeaseResult::Local
+            }
+        }
+    }
+
+    /// Counts a request (or an answer's tokens) against a provider key's declared limits on
+    /// the shared counters; the totals come back into the provider's quota score.
+    pub fn quota(
+        &self,
+        p: &crate::providers::ProviderEntry,
+        key: &str,
+        requests: u64,
+        tokens: u64,
+        now: i64,
+    ) {
+        let Some(r) = self.live() else {
+            return;
+        };
+        if !crate::limits::quota::Quota::counts(&p.config.limits) {
+            return;
+        }
+        r.clone().send_unordered(Op::Quota {
+            runtime: p.runtime.clone(),
+            provider: p.id().to_string(),
+            key: key.to_string(),
+            requests,
+            tokens,
+            now,
+        });
+    }
+
+    /// Shares a client key made, changed or revoked here with the other instances.
+    pub fn key_changed(&self, store: &crate::store::Store, id: &str) {
+        let Some(r) = &self.inner else {
+            return;
+        };
+        match store.synced_keys(Some(id)) {
+            Ok(mut v) if !v.is_empty() => {
+                let _ = r.ops.send(Op::Key(Box::new(v.remove(0))));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read a client key to share"),
+        }
+    }
+
+    /// Publishes a cooldown this instance started.
+    pub fn cooldown_started(&self, e: &CooldownEntry) {
+        if let Some(r) = &self.inner {
+            let _ = r.ops.send(Op::SetCooldown(e.clone()));
+        }
+    }
+
+    /// Publishes a cooldown this instance cleared.
+    pub fn cooldown_cleared(&self, s: &Scope) {
+        if let Some(r) = &self.inner {
+            if r.up.load(Ordering::Relaxed) {
+                let _ = r.ops.send(Op::ClearCooldown(s.clone()));
+            } else if let Ok(mut c) = r.cleared.lock() {
+                c.push(s.clone());
+            }
+        }
+    }
+
+    /// Waits (briefly) until everything published so far has reached Redis, so another
+    /// instance asked right after this one's answer already knows.
+    pub async fn barrier(&self) {
+        let Some(r) = self.live() else {
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        if r.ops.send(Op::Barrier(tx)).is_ok() {
+            let _ = tokio::time::timeout(OP_TIMEOUT, rx).await;
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The Lua scripts Redis runs atomically for shared state: client admission (token buckets and
+//! budgets), spending, concurrency leases, provider quota counts, and raising a budget floor.
+
+pub(super) const ADMIT: &str = r#"
+local now = tonumber(ARGV[1])
+local rpm = tonumber(ARGV[2])
+local tpm = tonumber(ARGV[3])
+local dt = tonumber(redis.call('HGET', KEYS[3], 't') or '0')
+local du = tonumber(redis.call('HGET', KEYS[3], 'u') or '0')
+local mt = tonumber(redis.call('HGET', KEYS[4], 't') or '0')
+local mu = tonumber(redis.call('HGET', KEYS[4], 'u') or '0')
+local function over(limit, used) return limit > 0 and used >= limit end
+if over(tonumber(ARGV[4]), dt) or over(tonumber(ARGV[5]), du)
+  or over(tonumber(ARGV[6]), mt) or over(tonumber(ARGV[7]), mu) then
+  return {3, 0, dt, du, mt, mu}
+end
+local function level(key, rate)
+  local l = tonumber(redis.call('HGET', key, 'l') or tostring(rate))
+  local at = tonumber(redis.call('HGET', key, 'a') or tostring(now))
+  if now > at then l = math.min(rate, l + (now - at) * rate / 60000) end
+  return l
+end
+if tpm > 0 then
+  local l = level(KEYS[2], tpm)
+  redis.call('HSET', KEYS[2], 'l', tostring(l), 'a', tostring(now))
+  redis.call('PEXPIRE', KEYS[2], 120000)
+  if l <= 0 then return {2, math.ceil((1 - l) * 60000 / tpm), dt, du, mt, mu} end
+end
+if rpm > 0 then
+  local l = level(KEYS[1], rpm)
+  if l < 1 then
+    redis.call('HSET', KEYS[1], 'l', tostring(l), 'a', tostring(now))
+    return {1, math.ceil((1 - l) * 60000 / rpm), dt, du, mt, mu}
+  end
+  redis.call('HSET', KEYS[1], 'l', tostring(l - 1), 'a', tostring(now))
+  redis.call('PEXPIRE', KEYS[1], 120000)
+end
+return {0, 0, dt, du, mt, mu}
+"#;
+
+pub(super) const SPEND: &str = r#"
+local now = tonumber(ARGV[1])
+local tpm = tonumber(ARGV[2])
+local tokens = tonumber(ARGV[3])
+if tpm > 0 then
+  local l = tonumber(redis.call('HGET', KEYS[1], 'l') or tostring(tpm))
+  local at = tonumber(redis.call('HGET', KEYS[1], 'a') or tostring(now))
+  if now > at then l = math.min(tpm, l + (now - at) * tpm / 60000) end
+  redis.call('HSET', KEYS[1], 'l', tostring(l - tokens), 'a', tostring(math.max(now, at)))
+  redis.call('PEXPIRE', KEYS[1], 120000)
+end
+redis.call('HINCRBY', KEYS[2], 't', tokens)
+redis.call('HINCRBY', KEYS[2], 'u', ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('HINCRBY', KEYS[3], 't', tokens)
+redis.call('HINCRBY', KEYS[3], 'u', ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[6])
+return 1
+"#;
+
+pub(super) const LEASE: &str = r#"
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+"#;
+
+/// Counts requests (this minute, this UTC day) and tokens (this minute) for one provider key.
+pub(super) const QUOTA: &str = r#"
+local m = redis.call('HINCRBY', KEYS[1], 'r', ARGV[1])
+local t = redis.call('HINCRBY', KEYS[1], 't', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], 120000)
+local d = redis.call('HINCRBY', KEYS[2], 'r', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], 172800000)
+return {m, t, d}
+"#;
+
+/// Raises a budget hash to at least this instance's own view (after Redis lost data).
+pub(super) const RAISE: &str = r#"
+for i, f in ipairs({'t', 'u'}) do
+  local cur = tonumber(redis.call('HGET', KEYS[1], f) or '0')
+  if tonumber(ARGV[i]) > cur then redis.call('HSET', KEYS[1], f, ARGV[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"#;

@@ -1,0 +1,540 @@
+//! The background side of shared state: the ordered writer, the reachability check with
+//! reconciliation, the subscription that applies other instances' changes, and the message they
+//! exchange.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use futures_util::StreamExt;
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use super::{Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
+use crate::clients::{utc_day, utc_month, Client, Spend};
+use crate::limits::quota::SharedCounts;
+use crate::limits::{CooldownEntry, Scope};
+
+/// A change published to the other instances: a cooldown set or cleared, quota totals, or a
+/// client key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SharedMsg {
+    origin: String,
+    op: String,
+    provider: String,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    until_ms: i64,
+    #[serde(default)]
+    class: String,
+    #[serde(default)]
+    reason: String,
+    /// `quota`: every instance's counts for the provider key in `key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counts: Option<SharedCounts>,
+    /// `key`: a client key made, changed or revoked through the admin API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_key: Option<Box<crate::store::SyncedKey>>,
+}
+
+impl SharedMsg {
+    fn new(origin: &str, op: &str, provider: &str) -> Self {
+        Self {
+            origin: origin.to_string(),
+            op: op.to_string(),
+            provider: provider.to_string(),
+            key: None,
+            model: None,
+            until_ms: 0,
+            class: String::new(),
+            reason: String::new(),
+            counts: None,
+            client_key: None,
+        }
+    }
+}
+
+fn cooldown_field(s: &Scope) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        s.provider,
+        s.key.as_deref().unwrap_or(""),
+        s.model.as_deref().unwrap_or("")
+    )
+}
+
+fn scope_of(field: &str) -> Option<Scope> {
+    let mut it = field.split('\u{1f}');
+    let provider = it.next()?.to_string();
+    let key = it.next().filter(|s| !s.is_empty()).map(str::to_string);
+    let model = it.next().filter(|s| !s.is_empty()).map(str::to_string);
+    Some(Scope {
+        provider,
+        key,
+        model,
+    })
+}
+
+impl Redis {
+    /// Sends an operation whose order does not matter (spending, lease release, quota counts)
+    /// on its own task: the multiplexed connection pipelines them, and they never wait behind
+    /// each other or behind the ordered cooldown queue.
+    pub(super) fn send_unordered(self: Arc<Self>, op: Op) {
+        if !self.up.load(Ordering::Relaxed) {
+            if let Op::Spend { client, spend, now } = op {
+                self.remember_spend(client, spend, now);
+            }
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            let _ = self.ops.send(op);
+            return;
+        };
+        rt.spawn(async move {
+            if let Err(e) = self.write(&op).await {
+                self.down(&e.to_string());
+                if let Op::Spend { client, spend, now } = op {
+                    self.remember_spend(client, spend, now);
+                }
+            }
+        });
+    }
+
+    pub(super) fn key(&self, parts: &[&str]) -> String {
+        let mut k = self.prefix.clone();
+        for p in parts {
+            k.push(':');
+            k.push_str(p);
+        }
+        k
+    }
+
+    pub(super) fn down(&self, why: &str) {
+        if self.up.swap(false, Ordering::Relaxed) {
+            tracing::warn!(error = %why, "shared state (Redis) unreachable: serving on this instance's local state until it returns");
+        }
+    }
+
+    async fn write(&self, op: &Op) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        match op {
+            Op::SetCooldown(e) => {
+                let field = cooldown_field(&e.scope);
+                let msg = SharedMsg {
+                    key: e.scope.key.clone(),
+                    model: e.scope.model.clone(),
+                    until_ms: e.until_ms,
+                    class: e.class.clone(),
+                    reason: e.reason.clone(),
+                    ..SharedMsg::new(&self.origin, "set", &e.scope.provider)
+                };
+                let json = serde_json::to_string(&msg).unwrap_or_default();
+                redis::pipe()
+                    .atomic()
+                    .hset(self.key(&["cooldowns"]), field, &json)
+                    .ignore()
+                    .publish(self.key(&["events"]), &json)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            }
+            Op::ClearCooldown(s) => {
+                let msg = SharedMsg {
+                    key: s.key.clone(),
+                    model: s.model.clone(),
+                    ..SharedMsg::new(&self.origin, "clear", &s.provider)
+                };
+                let json = serde_json::to_string(&msg).unwrap_or_default();
+                redis::pipe()
+                    .atomic()
+                    .hdel(self.key(&["cooldowns"]), cooldown_field(s))
+                    .ignore()
+                    .publish(self.key(&["events"]), &json)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            }
+            Op::Spend { client, spend, now } => self.write_spend(client, *spend, *now).await,
+            Op::Release { provider, lease } => {
+                conn.zrem::<_, _, ()>(self.key(&["inflight", provider]), lease)
+                    .await
+            }
+            Op::Quota {
+                runtime,
+                provider,
+                key,
+                requests,
+                tokens,
+                now,
+            } => {
+                let minute = now.div_euclid(60_000) * 60_000;
+                let day = now.div_euclid(86_400_000) * 86_400_000;
+                let mut inv = self.quota.prepare_invoke();
+                inv.key(self.key(&["quota", provider, key, &minute.to_string()]))
+                    .key(self.key(&["quota", provider, key, &day.to_string()]))
+                    .arg(requests)
+                    .arg(tokens);
+                let v: Vec<u64> = inv.invoke_async(&mut conn).await?;
+                if let [m, t, d] = v.as_slice() {
+                    let counts = SharedCounts {
+                        minute_start: minute,
+                        minute_requests: *m,
+                        minute_tokens: *t,
+                        day_start: day,
+                        day_requests: *d,
+                    };
+                    runtime.quota.shared(key, counts);
+                    // The other instances learn the totals too, without asking.
+                    let msg = SharedMsg {
+                        key: Some(key.clone()),
+                        counts: Some(counts),
+                        ..SharedMsg::new(&self.origin, "quota", provider)
+                    };
+                    let json = serde_json::to_string(&msg).unwrap_or_default();
+                    conn.publish::<_, _, ()>(self.key(&["events"]), json)
+                        .await?;
+                }
+                Ok(())
+            }
+            Op::Key(k) => {
+                let msg = SharedMsg {
+                    client_key: Some(k.clone()),
+                    ..SharedMsg::new(&self.origin, "key", "")
+                };
+                let json = serde_json::to_string(&msg).unwrap_or_default();
+                let stored = serde_json::to_string(k).unwrap_or_default();
+                redis::pipe()
+                    .atomic()
+                    .hset(self.key(&["keys"]), &k.row.id, stored)
+                    .ignore()
+                    .publish(self.key(&["events"]), &json)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            }
+            Op::Barrier(_) => Ok(()),
+        }
+    }
+
+    /// Takes the other instances' client keys where theirs are newer; returns the versions
+    /// Redis holds.
+    async fn pull_keys(
+        &self,
+        core: &crate::gateway::Core,
+    ) -> redis::RedisResult<HashMap<String, i64>> {
+        let mut conn = self.conn.clone();
+        let theirs: HashMap<String, String> = conn.hgetall(self.key(&["keys"])).await?;
+        let keys: Vec<crate::store::SyncedKey> = theirs
+            .values()
+            .filter_map(|json| serde_json::from_str(json).ok())
+            .collect();
+        adopt_keys(core, &keys);
+        Ok(keys.into_iter().map(|k| (k.row.id, k.updated_ms)).collect())
+    }
+
+    async fn write_spend(&self, c: &Client, spend: Spend, now: i64) -> redis::RedisResult<()> {
+        let (day, next_day) = utc_day(now);
+        let (month, next_month) = utc_month(now);
+        let mut inv = self.spend.prepare_invoke();
+        inv.key(self.key(&["tpm", &c.id]))
+            .key(self.key(&["budget", &c.id, &day.to_string()]))
+            .key(self.key(&["budget", &c.id, &month.to_string()]))
+            .arg(now)
+            .arg(c.policy.tpm.unwrap_or(0))
+            .arg(spend.tokens)
+            .arg(spend.micro_usd)
+            // Kept a day past the period's end.
+            .arg(next_day - now + 86_400_000)
+            .arg(next_month - now + 86_400_000);
+        let mut conn = self.conn.clone();
+        inv.invoke_async::<i64>(&mut conn).await.map(|_| ())
+    }
+
+    /// Pushes what this instance learned while Redis was away and pulls what the others did.
+    async fn reconcile(&self, core: &crate::gateway::Core) -> redis::RedisResult<()> {
+        let cleared = self
+            .cleared
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default();
+        for s in &cleared {
+            self.write(&Op::ClearCooldown(s.clone())).await?;
+        }
+        let known_keys = self.pull_keys(core).await?;
+        if let Ok(mine) = core.store.synced_keys(None) {
+            for k in mine {
+                if known_keys.get(&k.row.id).is_none_or(|u| *u < k.updated_ms) {
+                    self.write(&Op::Key(Box::new(k))).await?;
+                }
+            }
+        }
+        let known = self.pull_cooldowns(core).await?;
+        for e in core.cooldowns.active() {
+            let field = cooldown_field(&e.scope);
+            if known.get(&field).is_none_or(|u| *u < e.until_ms) {
+                self.write(&Op::SetCooldown(e)).await?;
+            }
+        }
+        let pending = self
+            .unsynced
+            .lock()
+            .map(|mut u| std::mem::take(&mut *u))
+            .unwrap_or_default();
+        for (_, (client, spend, at)) in pending {
+            if let Err(e) = self.write_spend(&client, spend, at).await {
+                self.remember_spend(client, spend, at);
+                return Err(e);
+            }
+            // If Redis lost its data (restarted without persistence), what this instance saw
+            // is still a floor for the period's spending.
+            if let Some((day, month)) = core.clients.periods(&client.id) {
+                let now = core.clock.now_ms();
+                for (p, end) in [(day, utc_day(now).1), (month, utc_month(now).1)] {
+                    let mut inv = self.raise.prepare_invoke();
+                    inv.key(self.key(&["budget", &client.id, &p.start.to_string()]))
+                        .arg(p.tokens)
+                        .arg(p.micro_usd)
+                        .arg(end - now + 86_400_000);
+                    let mut conn = self.conn.clone();
+                    inv.invoke_async::<i64>(&mut conn).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes every live cooldown in Redis into this instance's table; returns their ends.
+    async fn pull_cooldowns(
+        &self,
+        core: &crate::gateway::Core,
+    ) -> redis::RedisResult<HashMap<String, i64>> {
+        let now = core.clock.now_ms();
+        let mut conn = self.conn.clone();
+        let theirs: HashMap<String, String> = conn.hgetall(self.key(&["cooldowns"])).await?;
+        let mut known: HashMap<String, i64> = HashMap::new();
+        for (field, json) in &theirs {
+            let Ok(m) = serde_json::from_str::<SharedMsg>(json) else {
+                continue;
+            };
+            if m.until_ms <= now {
+                conn.hdel::<_, _, ()>(self.key(&["cooldowns"]), field)
+                    .await?;
+                continue;
+            }
+            known.insert(field.clone(), m.until_ms);
+            if let Some(scope) = scope_of(field) {
+                core.cooldowns.apply_remote(CooldownEntry {
+                    scope,
+                    until_ms: m.until_ms,
+                    class: m.class,
+                    reason: m.reason,
+                });
+            }
+        }
+        Ok(known)
+    }
+
+    pub(super) fn remember_spend(&self, client: Arc<Client>, spend: Spend, now: i64) {
+        if let Ok(mut u) = self.unsynced.lock() {
+            let e = u
+                .entry(client.id.clone())
+                .or_insert((client, Spend::default(), now));
+            // A day or month that ended meanwhile is past enforcing; count it in the newest.
+            e.1.tokens += spend.tokens;
+            e.1.micro_usd += spend.micro_usd;
+            e.2 = e.2.max(now);
+        }
+    }
+}
+
+/// Takes other instances' versions of client keys where they are newer, then reloads the
+/// key checker once.
+fn adopt_keys<'a>(
+    core: &crate::gateway::Core,
+    keys: impl IntoIterator<Item = &'a crate::store::SyncedKey>,
+) {
+    let mut changed = false;
+    for k in keys {
+        match core.store.adopt_key(k) {
+            Ok(c) => changed |= c,
+            Err(e) => tracing::warn!(error = %e, "cannot take a shared client key"),
+        }
+    }
+    if changed {
+        if let Err(e) = core.load_ui_keys() {
+            tracing::warn!(error = %e, "cannot reload client keys");
+        }
+    }
+}
+
+pub(super) async fn worker(redis: Weak<Redis>, mut rx: mpsc::UnboundedReceiver<Op>) {
+    while let Some(op) = rx.recv().await {
+        let Some(r) = redis.upgrade() else {
+            return;
+        };
+        if let Op::Barrier(tx) = op {
+            let _ = tx.send(());
+            continue;
+        }
+        if !r.up.load(Ordering::Relaxed) {
+            if let Op::Spend { client, spend, now } = op {
+                r.remember_spend(client, spend, now);
+            }
+            continue;
+        }
+        if let Err(e) = r.write(&op).await {
+            r.down(&e.to_string());
+            if let Op::Spend { client, spend, now } = op {
+                r.remember_spend(client, spend, now);
+            }
+        }
+    }
+}
+
+pub(super) async fn health(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
+    let mut announced_start = false;
+    loop {
+        let Some(core) = core.upgrade() else {
+            return;
+        };
+        if core.stopping.is_cancelled() {
+            return;
+        }
+        let mut conn = r.conn.clone();
+        let ping = tokio::time::timeout(
+            OP_TIMEOUT,
+            redis::cmd("PING").query_async::<String>(&mut conn),
+        )
+        .await;
+        match ping {
+            Ok(Ok(_)) => {
+                if !r.up.load(Ordering::Relaxed) {
+                    match r.reconcile(&core).await {
+                        Ok(()) => {
+                            r.up.store(true, Ordering::Relaxed);
+                            tracing::info!(
+                                "shared state (Redis) connected; cooldowns and spending reconciled"
+                            );
+                        }
+                        Err(e) => tracing::debug!(error = %e, "reconciling with Redis failed"),
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                if !announced_start && !r.up.load(Ordering::Relaxed) {
+                    tracing::warn!(error = %e, "shared state (Redis) unreachable: serving on this instance's local state until it answers");
+                }
+                r.down(&e.to_string());
+            }
+            Err(_) => r.down("no answer in time"),
+        }
+        announced_start = true;
+        drop(core);
+        tokio::time::sleep(HEALTH_EVERY).await;
+    }
+}
+
+/// Applies the other instances' cooldown changes as they are published.
+pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
+    let channel = r.key(&["events"]);
+    loop {
+        if core.upgrade().is_none_or(|c| c.stopping.is_cancelled()) {
+            return;
+        }
+        let mut pubsub = match r.client.get_async_pubsub().await {
+            Ok(p) => p,
+            Err(_) => {
+                tokio::time::sleep(HEALTH_EVERY).await;
+                continue;
+            }
+        };
+        if pubsub.subscribe(&channel).await.is_err() {
+            tokio::time::sleep(HEALTH_EVERY).await;
+            continue;
+        }
+        // Whatever was published before this subscription is in the hashes already.
+        if let Some(c) = core.upgrade() {
+            if let Err(e) = r.pull_keys(&c).await {
+                tracing::debug!(error = %e, "reading shared client keys failed");
+            }
+            if let Err(e) = r.pull_cooldowns(&c).await {
+                tracing::debug!(error = %e, "reading shared cooldowns failed");
+            }
+        }
+        let mut stream = pubsub.into_on_message();
+        loop {
+            let stopping = core.upgrade().map(|c| c.stopping.clone());
+            let stopped = async move {
+                if let Some(t) = stopping {
+                    t.cancelled_owned().await;
+                }
+            };
+            let msg = tokio::select! {
+                m = stream.next() => m,
+                _ = stopped => return,
+            };
+            let Some(msg) = msg else {
+                break;
+            };
+            let Ok(payload) = msg.get_payload::<String>() else {
+                continue;
+            };
+            let Ok(m) = serde_json::from_str::<SharedMsg>(&payload) else {
+                continue;
+            };
+            if m.origin == r.origin {
+                continue;
+            }
+            let Some(core) = core.upgrade() else {
+                return;
+            };
+            if let Some(k) = &m.client_key {
+                adopt_keys(&core, [k.as_ref()]);
+                continue;
+            }
+            if let (Some(counts), Some(key)) = (m.counts, &m.key) {
+                let snap = core.snapshot.load();
+                if let Some(p) = snap.providers.iter().find(|p| p.id() == m.provider) {
+                    p.runtime.quota.shared(key, counts);
+                }
+                continue;
+            }
+            let scope = Scope {
+                provider: m.provider,
+                key: m.key,
+                model: m.model,
+            };
+            match m.op.as_str() {
+                "set" => core.cooldowns.apply_remote(CooldownEntry {
+                    scope,
+                    until_ms: m.until_ms,
+                    class: m.class,
+                    reason: m.reason,
+                }),
+                "clear" => core.cooldowns.remove_remote(&scope),
+                _ => {}
+            }
+        }
+        // The subscription dropped (Redis went away): the health loop reconciles on return.
+        tokio::time::sleep(HEALTH_EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cooldown_fields_round_trip() {
+        let s = Scope {
+            provider: "groq".into(),
+            key: Some("GROQ_API_KEY".into()),
+            model: None,
+        };
+        assert_eq!(scope_of(&cooldown_field(&s)), Some(s));
+    }
+}
