@@ -291,6 +291,14 @@ impl Core {
         Ok(())
     }
 
+    /// After a client key was made, changed or revoked here: the key checker reloads and the
+    /// other instances (when state is shared) hear of it.
+    pub fn client_key_changed(&self, id: &str) -> Result<(), StoreError> {
+        self.load_ui_keys()?;
+        self.shared.key_changed(&self.store, id);
+        Ok(())
+    }
+
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {

@@ -32,6 +32,13 @@ fn not_found(id: &str) -> ApiError {
     )
 }
 
+fn edit_error(e: crate::store::EditError, id: &str) -> ApiError {
+    match e {
+        crate::store::EditError::NotFound(_) => not_found(id),
+        other => internal(other),
+    }
+}
+
 /// Parses policy fields (camelCase, as in `GET /admin/keys`) and checks them against this
 /// gateway's routes and providers. `expiresAt` (RFC 3339) is accepted for `expiresMs`.
 fn parse_policy(core: &Core, mut v: Map<String, Value>) -> Result<ClientPolicy, ApiError> {
@@ -166,8 +173,7 @@ pub async fn create_key(
         policy,
     };
     core.store.add_client_key(&row).map_err(internal)?;
-    core.load_ui_keys().map_err(internal)?;
-    core.shared.key_changed(&core.store, &row.id);
+    core.client_key_changed(&row.id).map_err(internal)?;
     tracing::info!(label = %label, id = %row.id, "client key created");
     let mut out = key_json(core, &row);
     out["key"] = Value::from(key);
@@ -207,12 +213,8 @@ pub async fn update_key(
     let policy = parse_policy(core, merged)?;
     core.store
         .set_client_policy(&id, &policy, core.clock.now_ms())
-        .map_err(|e| match e {
-            crate::store::EditError::NotFound(_) => not_found(&id),
-            other => internal(other),
-        })?;
-    core.load_ui_keys().map_err(internal)?;
-    core.shared.key_changed(&core.store, &id);
+        .map_err(|e| edit_error(e, &id))?;
+    core.client_key_changed(&id).map_err(internal)?;
     tracing::info!(key = %id, "client key changed");
     let mut row = current.clone();
     row.policy = policy;
@@ -229,12 +231,8 @@ pub async fn revoke_key(
     require_admin(core, &headers)?;
     core.store
         .revoke_client_key(&id, core.clock.now_ms())
-        .map_err(|e| match e {
-            crate::store::EditError::NotFound(_) => not_found(&id),
-            other => internal(other),
-        })?;
-    core.load_ui_keys().map_err(internal)?;
-    core.shared.key_changed(&core.store, &id);
+        .map_err(|e| edit_error(e, &id))?;
+    core.client_key_changed(&id).map_err(internal)?;
     tracing::info!(key = %id, "client key revoked");
     Ok(StatusCode::NO_CONTENT)
 }

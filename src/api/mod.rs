@@ -6,6 +6,7 @@
 
 pub mod activity;
 pub mod admin;
+mod admission;
 pub mod anthropic;
 pub mod clients;
 pub mod error;

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::admission::{admits, client_targets, deny_error, Admits};
 use super::error::ApiError;
 use super::{authenticate, AppState};
 use crate::canonical::openai::request_from_openai;
@@ -68,136 +69,6 @@ pub(super) fn log_failure(request_id: &str, e: &ApiError) {
     } else if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
         tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
     }
-}
-
-/// A client's refusal before routing, as an HTTP error.
-fn deny_error(d: &crate::clients::Deny, label: &str, now: i64) -> ApiError {
-    use crate::clients::Deny;
-    let message = d.message(label);
-    let e = match d {
-        Deny::Disabled => {
-            ApiError::new(StatusCode::FORBIDDEN, "permission_error", d.code(), message)
-        }
-        Deny::Expired(_) => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            d.code(),
-            message,
-        ),
-        _ => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
-            d.code(),
-            message,
-        ),
-    };
-    match d.retry_ms(now) {
-        Some(ms) => e.retry_after((ms.max(0) as u64).div_ceil(1000)),
-        None => e,
-    }
-}
-
-enum Admits {
-    Yes,
-    NotAllowed,
-    /// Above the key's price tier (or of unknown price), and why.
-    TooDear(String),
-}
-
-/// Whether a client's policy lets `requested` be served by target `t`.
-fn admits(
-    policy: &crate::clients::ClientPolicy,
-    requested: &str,
-    t: &crate::router::snapshot::Target,
-) -> Admits {
-    if !policy.allows(requested, t.provider.id(), &t.model.id) {
-        return Admits::NotAllowed;
-    }
-    let Some(cap) = policy.max_tier else {
-        return Admits::Yes;
-    };
-    match t.model.tier {
-        Some(tier) if tier <= cap => Admits::Yes,
-        Some(tier) => Admits::TooDear(format!(
-            "price tier {} is above this key's limit ({})",
-            tier.as_str(),
-            cap.as_str()
-        )),
-        None => Admits::TooDear(format!(
-            "price unknown (set `price` or `tier` on the model), and this key is limited to tier {}",
-            cap.as_str()
-        )),
-    }
-}
-
-/// Keeps the targets this client may use: its allow list and its price-tier cap. Removed
-/// targets are recorded as skipped; a 403 says why when none is left.
-fn client_targets(
-    client: &crate::clients::Client,
-    requested: &str,
-    targets: Vec<crate::router::snapshot::Target>,
-    rec: &mut Record,
-) -> Result<Vec<crate::router::snapshot::Target>, ApiError> {
-    let policy = &client.policy;
-    if policy.allow.is_empty() && policy.max_tier.is_none() {
-        return Ok(targets);
-    }
-    let mut kept = Vec::with_capacity(targets.len());
-    let mut not_allowed = 0;
-    let mut too_dear = Vec::new();
-    for t in targets {
-        match admits(policy, requested, &t) {
-            Admits::Yes => kept.push(t),
-            Admits::NotAllowed => not_allowed += 1,
-            Admits::TooDear(why) => {
-                rec.push_attempt(crate::store::AttemptRecord {
-                    provider: t.provider.id().to_string(),
-                    model: t.model.id.clone(),
-                    key: None,
-                    class: "skipped".into(),
-                    status: None,
-                    latency_ms: 0,
-                    latency_us: 0,
-                    reason: Some(why.clone()),
-                    reset_at_ms: None,
-                });
-                too_dear.push(format!("{}: {why}", t.label()));
-            }
-        }
-    }
-    if !kept.is_empty() {
-        return Ok(kept);
-    }
-    let message = if !too_dear.is_empty() {
-        format!(
-            "No candidate for `{requested}` is within the price tier of key `{}`: {}.",
-            client.label,
-            too_dear.join("; ")
-        )
-    } else {
-        format!(
-            "The key `{}` may not use `{requested}`{}. It may use: {}.",
-            client.label,
-            if not_allowed > 0 {
-                ""
-            } else {
-                " (no candidates)"
-            },
-            policy.allow.join(", ")
-        )
-    };
-    let mut e = ApiError::new(
-        StatusCode::FORBIDDEN,
-        "permission_error",
-        if too_dear.is_empty() {
-            "model_not_allowed"
-        } else {
-            "price_tier_exceeded"
-        },
-        message,
-    );
-    e.param = Some("model".into());
-    Err(e)
 }
 
 async fn handle_client(

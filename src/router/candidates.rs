@@ -195,20 +195,22 @@ pub(super) fn record(
     status: Option<u16>,
     started: Instant,
 ) -> AttemptRecord {
+    let took = started.elapsed();
     AttemptRecord {
         provider: t.provider.id().to_string(),
         model: t.model.id.clone(),
         key: key.map(|k| k.id.clone()),
         class: c.class.as_str().to_string(),
         status,
-        latency_ms: started.elapsed().as_millis() as u64,
-        latency_us: started.elapsed().as_micros() as u64,
+        latency_ms: took.as_millis() as u64,
+        latency_us: took.as_micros() as u64,
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
         reset_at_ms: c.reset_at_ms,
     }
 }
 
-pub(super) fn skipped(
+/// A candidate passed over without sending anything, and why.
+pub(crate) fn skipped(
     t: &Target,
     key: Option<&ApiKey>,
     why: &str,

@@ -25,6 +25,7 @@ use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::gateway::Core;
 use crate::limits::{self, Classified, ErrorClass};
 use crate::providers::ProviderEntry;
+pub(crate) use candidates::skipped;
 use candidates::*;
 use failure::{cooldown_until, on_failure, Next};
 use limits::breaker::Admit;
