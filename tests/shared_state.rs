@@ -4,139 +4,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+#[path = "common/redis.rs"]
+mod redis_pair;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
+use redis_pair::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
-
-/// A `redis-server` child with append-only persistence in a temporary directory.
-struct RedisServer {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl RedisServer {
-    fn start(dir: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut r = RedisServer {
-            port,
-            dir: dir.to_path_buf(),
-            child: None,
-        };
-        r.run();
-        r
-    }
-
-    fn run(&mut self) {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                self.dir.to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (scripts/test installs Debian's redis-server)");
-        self.child = Some(child);
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("redis-server did not start on port {}", self.port);
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let _ = c.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    async fn conn(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap()
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-const OPS_KEY: &str = "bt-ops-key-for-shared-state-tests-0000000";
-const TEAM_KEY: &str = "bt-team-key-for-shared-state-tests-000000";
-
-fn config(redis: &RedisServer, prefix: &str, providers: Value) -> Value {
-    // The same keys on every instance, as a shared config file would declare them.
-    std::env::set_var("BATON_TEST_OPS_KEY", OPS_KEY);
-    std::env::set_var("BATON_TEST_TEAM_KEY", TEAM_KEY);
-    json!({
-        "state": {"backend": "redis", "redis": {"url": redis.url(), "prefix": prefix}},
-        "gatewayKeys": [
-            {"env": "BATON_TEST_OPS_KEY", "label": "ops"},
-            {"env": "BATON_TEST_TEAM_KEY", "label": "team", "policy": {"budget": {"dayTokens": 50}}}
-        ],
-        "providers": providers,
-    })
-}
-
-/// Two gateways on one Redis, each with its own data directory.
-async fn pair(
-    redis: &RedisServer,
-    prefix: &str,
-    providers: Value,
-) -> (Baton, Baton, Vec<tempfile::TempDir>) {
-    let mut dirs = Vec::new();
-    let mut out = Vec::new();
-    for _ in 0..2 {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("gateway.key"), OPS_KEY).unwrap();
-        out.push(Baton::start(dir.path(), config(redis, prefix, providers.clone())).await);
-        dirs.push(dir);
-    }
-    let b = out.pop().unwrap();
-    let a = out.pop().unwrap();
-    assert!(
-        eventually(5, || a.handle.core.shared.is_up() == Some(true)
-            && b.handle.core.shared.is_up() == Some(true))
-        .await,
-        "both instances reach Redis"
-    );
-    (a, b, dirs)
-}
 
 fn cooling(b: &Baton, provider: &str) -> Option<i64> {
     b.handle
@@ -181,7 +60,11 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
         Some(until_a),
         "the same reset instant on both"
     );
-    assert!((until_a - baton::clock::unix_ms() - 120_000).abs() < 5_000);
+    assert_eq!(
+        until_a,
+        at(PINNED) + 120_000,
+        "Retry-After: 120 from the pinned now"
+    );
     let log = b.log().await;
     let skip = log[0]
         .attempts
@@ -234,8 +117,8 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
         // The spend reaches Redis in the background; the next admission reads it.
         let mut conn = redis.conn().await;
         let want = 18 * (i as i64 + 1);
-        let day = baton::clients::utc_day(baton::clock::unix_ms()).0;
-        let key = format!("t2:budget:team:{day}");
+        let day = baton::clients::utc_day(at(PINNED)).0;
+        let key = format!("t2:budget:team:day:{day}");
         let mut got = 0;
         for _ in 0..100 {
             got = redis::AsyncCommands::hget::<_, _, Option<i64>>(&mut conn, &key, "t")
@@ -249,6 +132,15 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
         }
         assert_eq!(got, want, "each request counted exactly once");
     }
+    // The month's hash is its own, though the month and the day start at the same instant.
+    let month = baton::clients::utc_month(at(PINNED)).0;
+    assert_eq!(month, baton::clients::utc_day(at(PINNED)).0);
+    let mut conn = redis.conn().await;
+    let in_month: Option<i64> =
+        redis::AsyncCommands::hget(&mut conn, format!("t2:budget:team:month:{month}"), "t")
+            .await
+            .unwrap();
+    assert_eq!(in_month, Some(54));
     for inst in [&a, &b] {
         let r = inst.chat_as(TEAM_KEY, "auto").await;
         assert_eq!(r.status(), 429);
@@ -370,13 +262,13 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
             .sum::<u64>();
     }
     assert_eq!(total, 4 * 18);
-    let day = baton::clients::utc_day(baton::clock::unix_ms()).0;
+    let day = baton::clients::utc_day(at(PINNED)).0;
     let mut in_redis = 0;
     for _ in 0..100 {
         let mut conn = redis.conn().await;
         in_redis = redis::AsyncCommands::hget::<_, _, Option<u64>>(
             &mut conn,
-            format!("t4:budget:team:{day}"),
+            format!("t4:budget:team:day:{day}"),
             "t",
         )
         .await
@@ -420,7 +312,7 @@ async fn declared_quota_is_counted_across_instances() {
         let p = snap.providers.iter().find(|p| p.id() == "free").unwrap();
         p.runtime
             .quota
-            .score("", baton::clock::unix_ms(), &p.config.limits)
+            .score("", at(PINNED), &p.config.limits, p.quota_day(at(PINNED)).0)
     };
     assert!(
         eventually(2, || score(&a) == Some(0.0)).await,

@@ -98,7 +98,7 @@ pub(super) fn provider_json(
             json!({
                 "id": k.id,
                 "masked": k.secret.masked(),
-                "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits),
+                "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits, p.quota_day(now).0),
                 "cooldown": cd.map(|c| cooldown_json(c, now)),
                 "disabled": cd.is_some_and(|c| c.class == "auth"),
                 "health": core.stats.health(id, Some(&k.id), None),

@@ -35,26 +35,14 @@ impl Client {
 
 /// Start of the UTC day containing `ms`, and of the next.
 pub fn utc_day(ms: i64) -> (i64, i64) {
+    // UTC days are always 86,400,000 ms of Unix time: no zone lookup on the request path.
     let start = ms.div_euclid(86_400_000) * 86_400_000;
     (start, start + 86_400_000)
 }
 
 /// Start of the UTC month containing `ms`, and of the next.
 pub fn utc_month(ms: i64) -> (i64, i64) {
-    let Ok(ts) = jiff::Timestamp::from_millisecond(ms) else {
-        return utc_day(ms);
-    };
-    let d = ts.to_zoned_datetime(jiff::tz::TimeZone::UTC).date();
-    let first = d.first_of_month();
-    let next = first.last_of_month().tomorrow().unwrap_or(first);
-    let at = |d: jiff::civil::Date| {
-        jiff::tz::TimeZone::UTC
-            .to_ambiguous_zoned_datetime(d.to_datetime(jiff::civil::Time::midnight()))
-            .compatible()
-            .map(|z| z.timestamp().as_millisecond())
-            .unwrap_or(ms)
-    };
-    (at(first), at(next))
+    crate::clock::month_bounds(ms, &jiff::tz::TimeZone::UTC)
 }
 
 #[cfg(test)]

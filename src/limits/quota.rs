@@ -74,7 +74,8 @@ impl Quota {
         if let Ok(mut m) = self.0.lock() {
             let q = m.entry(key.to_string()).or_default();
             q.sent.push_back(now);
-            while q.sent.front().is_some_and(|t| now - t > 86_400_000) {
+            // A quota day lasts up to 25 hours (DST).
+            while q.sent.front().is_some_and(|t| now - t > 26 * 3_600_000) {
                 q.sent.pop_front();
             }
         }
@@ -114,7 +115,15 @@ impl Quota {
     }
 
     /// The key's score (1 = plenty left, 0 = exhausted); `None` when nothing is known.
-    pub fn score(&self, key: &str, now: i64, declared: &DeclaredLimits) -> Option<f64> {
+    /// `day_start` is the start of the provider's quota day (`ProviderEntry::quota_day`): a
+    /// declared `rpd` counts the requests sent since then, as the provider does.
+    pub fn score(
+        &self,
+        key: &str,
+        now: i64,
+        declared: &DeclaredLimits,
+        day_start: i64,
+    ) -> Option<f64> {
         let m = self.0.lock().ok()?;
         let q = m.get(key)?;
         let mut score: Option<f64> = q
@@ -122,27 +131,29 @@ impl Quota {
             .filter(|(_, at)| now - at < FRESH_MS)
             .map(|(s, _)| s);
         let shared = q.shared.unwrap_or_default();
-        let minute = now.div_euclid(60_000) * 60_000;
-        let day = now.div_euclid(86_400_000) * 86_400_000;
-        let shared_requests = |window: i64| {
-            if window == 60_000 && shared.minute_start == minute {
-                shared.minute_requests
-            } else if window != 60_000 && shared.day_start == day {
-                shared.day_requests
-            } else {
-                0
-            }
-        };
-        let mut local = |limit: Option<u32>, window: i64| {
+        let minute = crate::clock::minute_start(now);
+        let mut local = |limit: Option<u32>, since: i64, theirs: u64| {
             if let Some(l) = limit.filter(|l| *l > 0) {
-                let mine = q.sent.iter().filter(|t| now - **t < window).count() as u64;
-                let used = mine.max(shared_requests(window)) as f64;
+                let mine = q.sent.iter().filter(|t| **t > since).count() as u64;
+                let used = mine.max(theirs) as f64;
                 let s = (1.0 - used / f64::from(l)).max(0.0);
                 score = Some(score.map_or(s, |x| x.min(s)));
             }
         };
-        local(declared.rpm, 60_000);
-        local(declared.rpd, 86_400_000);
+        // Per minute: a sliding minute locally, the current minute across instances.
+        let theirs = if shared.minute_start == minute {
+            shared.minute_requests
+        } else {
+            0
+        };
+        local(declared.rpm, now - 60_000, theirs);
+        // Per day: the provider's calendar day, here and across instances.
+        let theirs = if shared.day_start == day_start {
+            shared.day_requests
+        } else {
+            0
+        };
+        local(declared.rpd, day_start - 1, theirs);
         if let Some(l) = declared.tpm.filter(|l| *l > 0) {
             let mine: u64 = q
                 .tokens
@@ -270,9 +281,9 @@ mod tests {
         for t in 0..3 {
             q.sent("k", t, &declared);
         }
-        assert_eq!(q.score("k", 10, &declared), Some(0.25));
+        assert_eq!(q.score("k", 10, &declared, 0), Some(0.25));
         assert_eq!(
-            q.score("k", 70_000, &declared),
+            q.score("k", 70_000, &declared, 0),
             Some(1.0),
             "the minute has passed"
         );
@@ -284,9 +295,9 @@ mod tests {
             ]),
             0,
         );
-        assert_eq!(q.score("k", 10, &declared), Some(0.1));
+        assert_eq!(q.score("k", 10, &declared, 0), Some(0.1));
         assert_eq!(
-            q.score("k", 61_000, &declared),
+            q.score("k", 61_000, &declared, 0),
             Some(1.0),
             "stale header readings expire"
         );

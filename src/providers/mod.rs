@@ -156,6 +156,15 @@ impl ProviderEntry {
         &self.config.id
     }
 
+    /// The provider's quota day containing `now`: midnight to midnight in its `dayReset` zone
+    /// (UTC when none is declared), 23 or 25 hours long on DST days.
+    pub fn quota_day(&self, now: i64) -> (i64, i64) {
+        match &self.day_reset {
+            Some(tz) => crate::clock::day_bounds(now, tz),
+            None => crate::clients::utc_day(now),
+        }
+    }
+
     /// Why this provider cannot be used at all right now, if so.
     pub fn unavailable(&self) -> Option<String> {
         if self.config.kind.is_cli() {

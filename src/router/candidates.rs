@@ -139,6 +139,7 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
         };
     }
     let now = core.clock.now_ms();
+    let day = p.quota_day(now).0;
     let start = p.runtime.key_start();
     let mut soonest: Option<(i64, String)> = None;
     let mut low: Option<usize> = None;
@@ -152,7 +153,7 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
                 let score = p
                     .runtime
                     .quota
-                    .score(&p.keys[idx].id, now, &p.config.limits);
+                    .score(&p.keys[idx].id, now, &p.config.limits, day);
                 if score.is_some_and(|s| s < DEMOTE_BELOW) {
                     low.get_or_insert(idx);
                 } else {
@@ -175,10 +176,11 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
 
 /// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.
 pub(super) fn nearly_exhausted(p: &ProviderEntry, now: i64) -> bool {
+    let day = p.quota_day(now).0;
     let low = |key: &str| {
         p.runtime
             .quota
-            .score(key, now, &p.config.limits)
+            .score(key, now, &p.config.limits, day)
             .is_some_and(|s| s < DEMOTE_BELOW)
     };
     if p.keys.is_empty() {

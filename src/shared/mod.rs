@@ -26,12 +26,30 @@ use crate::limits::{CooldownEntry, Scope};
 mod scripts;
 mod sync;
 
-use scripts::{ADMIT, LEASE, QUOTA, RAISE, SPEND};
+use scripts::{ADMIT, LEASE, MIGRATE, QUOTA, RAISE, SPEND};
 
 /// Longest a request waits on Redis before using local state instead.
 const OP_TIMEOUT: Duration = Duration::from_millis(250);
 /// How often reachability is checked.
 const HEALTH_EVERY: Duration = Duration::from_millis(500);
+
+/// Which period a shared counter covers; named in its Redis key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PeriodKind {
+    Minute,
+    Day,
+    Month,
+}
+
+impl PeriodKind {
+    fn name(self) -> &'static str {
+        match self {
+            PeriodKind::Minute => "minute",
+            PeriodKind::Day => "day",
+            PeriodKind::Month => "month",
+        }
+    }
+}
 
 /// Spending not yet written to Redis: the client, the amount, and when it was last added.
 type Unsynced = (Arc<Client>, Spend, i64);
@@ -56,6 +74,8 @@ enum Op {
         requests: u64,
         tokens: u64,
         now: i64,
+        /// The provider's quota day (in its `dayReset` zone): start and end.
+        day: (i64, i64),
     },
     /// A client key's current version, for the other instances.
     Key(Box<crate::store::SyncedKey>),
@@ -87,6 +107,7 @@ pub struct Redis {
     lease: Script,
     raise: Script,
     quota: Script,
+    migrate: Script,
 }
 
 /// What the router holds while a provider's shared concurrency slot is taken.
@@ -190,6 +211,7 @@ impl Shared {
             lease: Script::new(LEASE),
             raise: Script::new(RAISE),
             quota: Script::new(QUOTA),
+            migrate: Script::new(MIGRATE),
         });
         tokio::spawn(sync::worker(Arc::downgrade(&redis), rx));
         Ok(Self { inner: Some(redis) })
@@ -229,8 +251,8 @@ impl Shared {
         let mut inv = r.admit.prepare_invoke();
         inv.key(r.key(&["rpm", &c.id]))
             .key(r.key(&["tpm", &c.id]))
-            .key(r.key(&["budget", &c.id, &day.to_string()]))
-            .key(r.key(&["budget", &c.id, &month.to_string()]))
+            .key(r.budget_key(&c.id, PeriodKind::Day, day))
+            .key(r.budget_key(&c.id, PeriodKind::Month, month))
             .arg(now)
             .arg(p.rpm.unwrap_or(0))
             .arg(p.tpm.unwrap_or(0))
@@ -349,6 +371,7 @@ impl Shared {
             requests,
             tokens,
             now,
+            day: p.quota_day(now),
         });
     }
 

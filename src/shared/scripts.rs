@@ -69,13 +69,13 @@ end
 return 0
 "#;
 
-/// Counts requests (this minute, this UTC day) and tokens (this minute) for one provider key.
+/// Counts requests (this minute, this quota day) and tokens (this minute) for one provider key.
 pub(super) const QUOTA: &str = r#"
 local m = redis.call('HINCRBY', KEYS[1], 'r', ARGV[1])
 local t = redis.call('HINCRBY', KEYS[1], 't', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], 120000)
 local d = redis.call('HINCRBY', KEYS[2], 'r', ARGV[1])
-redis.call('PEXPIRE', KEYS[2], 172800000)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {m, t, d}
 "#;
 
@@ -86,5 +86,24 @@ for i, f in ipairs({'t', 'u'}) do
   if tonumber(ARGV[i]) > cur then redis.call('HSET', KEYS[1], f, ARGV[i]) end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"#;
+
+/// Folds a counter hash written under the old key layout into its new key(s) and deletes it:
+/// KEYS[1] the old hash, KEYS[2..] the new ones, ARGV[1] a divisor (2 where one old hash was
+/// both the day's and the month's and so counted everything twice), ARGV[2..] each new key's
+/// expiry in ms. Running it twice is harmless: the second finds nothing to fold.
+pub(super) const MIGRATE: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local div = tonumber(ARGV[1])
+local flat = redis.call('HGETALL', KEYS[1])
+for i = 2, #KEYS do
+  for j = 1, #flat, 2 do
+    local n = tonumber(flat[j + 1])
+    if n and n > 0 then redis.call('HINCRBY', KEYS[i], flat[j], math.ceil(n / div)) end
+  end
+  redis.call('PEXPIRE', KEYS[i], ARGV[i])
+end
+redis.call('DEL', KEYS[1])
 return 1
 "#;

@@ -11,6 +11,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use super::PeriodKind;
 use super::{Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
 use crate::clients::{utc_day, utc_month, Client, Spend};
 use crate::limits::quota::SharedCounts;
@@ -56,6 +57,35 @@ impl SharedMsg {
             client_key: None,
         }
     }
+}
+
+/// The layout of counter keys in Redis. 1: `budget:{client}:{start}` and
+/// `quota:{provider}:{key}:{start}`, which collided when two periods started together (the 1st
+/// of a month; midnight's first minute). 2: the period kind is named in the key.
+const KEY_LAYOUT: i64 = 2;
+
+/// A key of layout 1 under `base` (`prefix:budget` or `prefix:quota`): what lies between and
+/// the period start. Layout 2 keys (`…:day:{start}`) are not.
+fn old_layout<'a>(key: &'a str, base: &str) -> Option<(&'a str, i64)> {
+    let rest = key.strip_prefix(base)?.strip_prefix(':')?;
+    let (head, start) = rest.rsplit_once(':')?;
+    let start = start.parse::<i64>().ok()?;
+    let named = [":minute", ":day", ":month"]
+        .iter()
+        .any(|k| head.ends_with(k));
+    (!named && !head.is_empty()).then_some((head, start))
+}
+
+/// `s` with Redis glob characters escaped, for SCAN MATCH.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn cooldown_field(s: &Scope) -> String {
@@ -111,6 +141,26 @@ impl Redis {
             k.push_str(p);
         }
         k
+    }
+
+    /// A client's spending in one budget period: `budget:{client}:day:{start}` or
+    /// `budget:{client}:month:{start}`. The kind is part of the key because on the 1st of a
+    /// month the day and the month start at the same instant (keys named by the start alone
+    /// were one hash there, and every request was counted twice).
+    pub(super) fn budget_key(&self, client: &str, period: PeriodKind, start: i64) -> String {
+        self.key(&["budget", client, period.name(), &start.to_string()])
+    }
+
+    /// A provider key's request count in one quota window: `quota:{provider}:{key}:minute:{start}`
+    /// or `…:day:{start}` (the first minute of a day starts with the day).
+    pub(super) fn quota_key(
+        &self,
+        provider: &str,
+        key: &str,
+        period: PeriodKind,
+        start: i64,
+    ) -> String {
+        self.key(&["quota", provider, key, period.name(), &start.to_string()])
     }
 
     pub(super) fn down(&self, why: &str) {
@@ -170,14 +220,17 @@ impl Redis {
                 requests,
                 tokens,
                 now,
+                day,
             } => {
-                let minute = now.div_euclid(60_000) * 60_000;
-                let day = now.div_euclid(86_400_000) * 86_400_000;
+                let minute = crate::clock::minute_start(*now);
+                let (day, day_end) = *day;
                 let mut inv = self.quota.prepare_invoke();
-                inv.key(self.key(&["quota", provider, key, &minute.to_string()]))
-                    .key(self.key(&["quota", provider, key, &day.to_string()]))
+                inv.key(self.quota_key(provider, key, PeriodKind::Minute, minute))
+                    .key(self.quota_key(provider, key, PeriodKind::Day, day))
                     .arg(requests)
-                    .arg(tokens);
+                    .arg(tokens)
+                    // Kept a day past the day's end (a DST day is 25 hours long).
+                    .arg(day_end - now + 86_400_000);
                 let v: Vec<u64> = inv.invoke_async(&mut conn).await?;
                 if let [m, t, d] = v.as_slice() {
                     let counts = SharedCounts {
@@ -241,8 +294,8 @@ impl Redis {
         let (month, next_month) = utc_month(now);
         let mut inv = self.spend.prepare_invoke();
         inv.key(self.key(&["tpm", &c.id]))
-            .key(self.key(&["budget", &c.id, &day.to_string()]))
-            .key(self.key(&["budget", &c.id, &month.to_string()]))
+            .key(self.budget_key(&c.id, PeriodKind::Day, day))
+            .key(self.budget_key(&c.id, PeriodKind::Month, month))
             .arg(now)
             .arg(c.policy.tpm.unwrap_or(0))
             .arg(spend.tokens)
@@ -254,8 +307,109 @@ impl Redis {
         inv.invoke_async::<i64>(&mut conn).await.map(|_| ())
     }
 
+    /// Brings counters written under an older key layout to the current one (see
+    /// [`KEY_LAYOUT`]); a no-op once Redis records that layout.
+    async fn migrate(&self, core: &crate::gateway::Core) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let layout_key = self.key(&["layout"]);
+        let layout: Option<i64> = conn.get(&layout_key).await?;
+        if layout.is_some_and(|v| v >= KEY_LAYOUT) {
+            return Ok(());
+        }
+        let now = core.clock.now_ms();
+        let (day, next_day) = utc_day(now);
+        let (month, next_month) = utc_month(now);
+        let keep_day = next_day - now + 86_400_000;
+        let keep_month = next_month - now + 86_400_000;
+        let mut folded = 0;
+        for old in self.scan(&["budget"]).await? {
+            let Some((client, start)) = old_layout(&old, &self.key(&["budget"])) else {
+                continue;
+            };
+            let mut inv = self.migrate.prepare_invoke();
+            inv.key(&old);
+            if start == day && start == month {
+                // The 1st of a month: one hash held both periods, each request added twice.
+                inv.key(self.budget_key(client, PeriodKind::Day, day))
+                    .key(self.budget_key(client, PeriodKind::Month, month))
+                    .arg(2)
+                    .arg(keep_day)
+                    .arg(keep_month);
+            } else if start == month {
+                // Past the 1st, the month's hash also holds the 1st's spending twice; that
+                // part cannot be told apart, so the month keeps it (refusing early, never late).
+                inv.key(self.budget_key(client, PeriodKind::Month, month))
+                    .arg(1)
+                    .arg(keep_month);
+            } else if start == day {
+                inv.key(self.budget_key(client, PeriodKind::Day, day))
+                    .arg(1)
+                    .arg(keep_day);
+            } else {
+                // A past period: it expires by itself.
+                continue;
+            }
+            folded += inv.invoke_async::<i64>(&mut conn).await?;
+        }
+        let snap = core.snapshot.load();
+        for old in self.scan(&["quota"]).await? {
+            let Some((rest, start)) = old_layout(&old, &self.key(&["quota"])) else {
+                continue;
+            };
+            let Some((provider, key)) = rest.split_once(':') else {
+                continue;
+            };
+            if start != day {
+                // Old minute counters expire within two minutes.
+                continue;
+            }
+            let Some(p) = snap.providers.iter().find(|p| p.id() == provider) else {
+                continue;
+            };
+            let (qday, qend) = p.quota_day(now);
+            let mut inv = self.migrate.prepare_invoke();
+            inv.key(&old)
+                .key(self.quota_key(provider, key, PeriodKind::Day, qday))
+                .arg(1)
+                .arg(qend - now + 86_400_000);
+            folded += inv.invoke_async::<i64>(&mut conn).await?;
+        }
+        conn.set::<_, _, ()>(&layout_key, KEY_LAYOUT).await?;
+        if folded > 0 {
+            tracing::info!(
+                counters = folded,
+                "shared state: budget and quota counters moved to the current key layout"
+            );
+        }
+        Ok(())
+    }
+
+    /// Every key under `prefix:{parts}:` (SCAN, so Redis is never blocked).
+    async fn scan(&self, parts: &[&str]) -> redis::RedisResult<Vec<String>> {
+        let pattern = format!("{}:*", glob_escape(&self.key(parts)));
+        let mut conn = self.conn.clone();
+        let mut cursor: u64 = 0;
+        let mut out = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await?;
+            out.extend(keys);
+            if next == 0 {
+                return Ok(out);
+            }
+            cursor = next;
+        }
+    }
+
     /// Pushes what this instance learned while Redis was away and pulls what the others did.
     async fn reconcile(&self, core: &crate::gateway::Core) -> redis::RedisResult<()> {
+        self.migrate(core).await?;
         let cleared = self
             .cleared
             .lock()
@@ -293,9 +447,12 @@ impl Redis {
             // is still a floor for the period's spending.
             if let Some((day, month)) = core.clients.periods(&client.id) {
                 let now = core.clock.now_ms();
-                for (p, end) in [(day, utc_day(now).1), (month, utc_month(now).1)] {
+                for (kind, p, end) in [
+                    (PeriodKind::Day, day, utc_day(now).1),
+                    (PeriodKind::Month, month, utc_month(now).1),
+                ] {
                     let mut inv = self.raise.prepare_invoke();
-                    inv.key(self.key(&["budget", &client.id, &p.start.to_string()]))
+                    inv.key(self.budget_key(&client.id, kind, p.start))
                         .arg(p.tokens)
                         .arg(p.micro_usd)
                         .arg(end - now + 86_400_000);
@@ -527,6 +684,33 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_layout_keys_are_told_from_new_ones() {
+        assert_eq!(
+            old_layout("p:budget:team:1764547200000", "p:budget"),
+            Some(("team", 1_764_547_200_000))
+        );
+        assert_eq!(
+            old_layout("p:budget:team:day:1764547200000", "p:budget"),
+            None
+        );
+        assert_eq!(
+            old_layout("p:budget:team:month:1764547200000", "p:budget"),
+            None
+        );
+        assert_eq!(
+            old_layout("p:quota:groq:GROQ_KEY:1764547200000", "p:quota"),
+            Some(("groq:GROQ_KEY", 1_764_547_200_000))
+        );
+        assert_eq!(
+            old_layout("p:quota:groq:GROQ_KEY:minute:60000", "p:quota"),
+            None
+        );
+        assert_eq!(old_layout("p:budgets:x:1", "p:budget"), None);
+        assert_eq!(old_layout("p:budget:x:notanumber", "p:budget"), None);
+        assert_eq!(glob_escape("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
 
     #[test]
     fn cooldown_fields_round_trip() {
