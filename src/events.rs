@@ -68,12 +68,14 @@ pub enum Event {
     },
 }
 
-/// The notification line for a failover from `from` to `to` (display names).
+/// The notification line for a failover from `from` to `to` (display names). The reset shows
+/// as a clock time when it falls on the same day as `now_ms` in `tz`, with its date otherwise.
 pub fn failover_message(
     from: &str,
     to: &str,
     c: &crate::limits::Classified,
     tz: &jiff::tz::TimeZone,
+    now_ms: i64,
 ) -> String {
     use crate::limits::ErrorClass;
     let lower = c.reason.to_ascii_lowercase();
@@ -104,7 +106,10 @@ pub fn failover_message(
     {
         Some(at) => {
             let local = at.to_zoned_datetime(tz.clone());
-            let today = jiff::Timestamp::now().to_zoned_datetime(tz.clone()).date();
+            let today = jiff::Timestamp::from_millisecond(now_ms)
+                .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+                .to_zoned_datetime(tz.clone())
+                .date();
             let when = if local.date() == today {
                 local.strftime("%H:%M").to_string()
             } else {
@@ -139,5 +144,82 @@ impl Events {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.0.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{Classified, ErrorClass};
+
+    fn ms(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>()
+            .map(|t| t.as_millisecond())
+            .unwrap_or_else(|e| unreachable!("{s}: {e}"))
+    }
+
+    fn capped(reset: &str) -> Classified {
+        Classified {
+            class: ErrorClass::Rate,
+            reason: "Claude Code session limit reached".into(),
+            reset_at_ms: Some(ms(reset)),
+            context_length: false,
+            per_model: false,
+            timeout: false,
+        }
+    }
+
+    #[test]
+    fn the_reset_is_dated_relative_to_the_given_now_in_the_zone() {
+        let ny = jiff::tz::TimeZone::get("America/New_York").unwrap_or(jiff::tz::TimeZone::UTC);
+        let utc = jiff::tz::TimeZone::UTC;
+        // Same local day: a clock time only.
+        let m = failover_message(
+            "Claude",
+            "Codex",
+            &capped("2026-12-31T23:30:00Z"),
+            &utc,
+            ms("2026-12-31T20:00:00Z"),
+        );
+        assert_eq!(
+            m,
+            "Claude session limit reached — back at 23:30; now using Codex"
+        );
+        // Over midnight into the new year: the date is named.
+        let m = failover_message(
+            "Claude",
+            "Codex",
+            &capped("2027-01-01T00:30:00Z"),
+            &utc,
+            ms("2026-12-31T23:59:59.999Z"),
+        );
+        assert!(m.contains("back at Jan 1, 00:30"), "{m}");
+        // The same instants in New York are both on 31 Dec (19:00 local).
+        let m = failover_message(
+            "Claude",
+            "Codex",
+            &capped("2027-01-01T00:30:00Z"),
+            &ny,
+            ms("2026-12-31T23:59:59.999Z"),
+        );
+        assert!(m.contains("back at 19:30;"), "{m}");
+        // Leap day to 1 March.
+        let m = failover_message(
+            "Claude",
+            "Codex",
+            &capped("2028-03-01T08:00:00Z"),
+            &utc,
+            ms("2028-02-29T22:00:00Z"),
+        );
+        assert!(m.contains("back at Mar 1, 08:00"), "{m}");
+        // The fall-back day in New York is 25 hours long: 23:30 local is still "today".
+        let m = failover_message(
+            "Claude",
+            "Codex",
+            &capped("2026-11-02T04:30:00Z"),
+            &ny,
+            ms("2026-11-01T04:30:00Z"),
+        );
+        assert!(m.contains("back at 23:30;"), "{m}");
     }
 }

@@ -105,15 +105,15 @@ impl Core {
     /// Loads this day's and month's spending per client key from the request log.
     fn seed_budgets(&self) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
-        let (day, _) = crate::clients::utc_day(now);
-        let (month, _) = crate::clients::utc_month(now);
+        let (day, next_day) = crate::clients::utc_day(now);
+        let (month, next_month) = crate::clients::utc_month(now);
         let days: HashMap<String, (u64, u64)> = self
             .store
-            .client_totals(day)?
+            .client_totals(day, next_day)?
             .into_iter()
             .map(|(k, t, u)| (k, (t, u)))
             .collect();
-        for (id, tokens, micro) in self.store.client_totals(month)? {
+        for (id, tokens, micro) in self.store.client_totals(month, next_month)? {
             let d = days.get(&id).copied().unwrap_or((0, 0));
             self.clients
                 .seed(&id, (day, d.0, d.1), (month, tokens, micro));
@@ -409,7 +409,7 @@ impl GatewayHandle {
 pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayHandle, StartError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let clock = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
-    let store = Store::open(&opts.data_dir, &opts.config.log)?;
+    let store = Store::open_with_clock(&opts.data_dir, &opts.config.log, clock.clone())?;
     let now = clock.now_ms();
     store.sync_file_providers(&opts.config.providers, now)?;
     let events = Events::default();

@@ -238,3 +238,87 @@ fn reset_texts_and_dst_days() {
         None
     );
 }
+
+#[test]
+fn reset_texts_at_month_and_year_ends_and_on_leap_days() {
+    // A daily limit late on 31 Dec resets at the new year's first instant.
+    assert_eq!(
+        at("2026-12-31T23:30:00Z", "daily limit", "UTC", None).as_deref(),
+        Some("2027-01-01T00:00:00Z")
+    );
+    // At the last millisecond of a day, "12am" is the next instant, a millisecond away.
+    assert_eq!(
+        at("2026-12-31T23:59:59.999Z", "resets 12am", "UTC", None).as_deref(),
+        Some("2027-01-01T00:00:00Z")
+    );
+    // At the first instant of a day, "12am" is already past: the next day's.
+    assert_eq!(
+        at("2026-12-01T00:00:00Z", "resets 12am", "UTC", None).as_deref(),
+        Some("2026-12-02T00:00:00Z")
+    );
+    // A date without a year late in December is next year's.
+    assert_eq!(
+        at(
+            "2026-12-31T20:00:00Z",
+            "resets Jan 2, 9:00am (UTC)",
+            "UTC",
+            None
+        )
+        .as_deref(),
+        Some("2027-01-02T09:00:00Z")
+    );
+    // 29 February: this year's in a leap year; in another year the next leap year's.
+    assert_eq!(
+        at(
+            "2028-02-28T22:00:00Z",
+            "resets Feb 29, 8:00am (UTC)",
+            "UTC",
+            None
+        )
+        .as_deref(),
+        Some("2028-02-29T08:00:00Z")
+    );
+    assert_eq!(
+        at(
+            "2027-02-28T22:00:00Z",
+            "resets Feb 29, 8:00am (UTC)",
+            "UTC",
+            None
+        )
+        .as_deref(),
+        Some("2028-02-29T08:00:00Z")
+    );
+    // A Pacific daily quota on leap day: midnight in Los Angeles, on 1 March.
+    assert_eq!(
+        at(
+            "2028-02-29T23:00:00Z",
+            "requests per day (RPD) exceeded",
+            "UTC",
+            Some("America/Los_Angeles")
+        )
+        .as_deref(),
+        Some("2028-03-01T08:00:00Z")
+    );
+    // Los Angeles falls back on 2026-11-01: its next midnight is PST (UTC-8), 25 h after the last.
+    assert_eq!(
+        at(
+            "2026-11-01T07:00:00Z",
+            "daily limit",
+            "UTC",
+            Some("America/Los_Angeles")
+        )
+        .as_deref(),
+        Some("2026-11-02T08:00:00Z")
+    );
+    // A clock time in New York on its fall-back day is EST (UTC-5).
+    assert_eq!(
+        at(
+            "2026-11-01T12:00:00Z",
+            "resets 3pm (America/New_York)",
+            "UTC",
+            None
+        )
+        .as_deref(),
+        Some("2026-11-01T20:00:00Z")
+    );
+}

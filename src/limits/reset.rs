@@ -292,14 +292,14 @@ fn parse_when(s: &str, ctx: &ResetContext) -> Option<i64> {
             .map(|z| z.timestamp())
     };
     let ts = match (month, day) {
-        (Some(m), Some(d)) => {
-            let y = year.unwrap_or(now.year());
-            let mut t = candidate(Date::new(y, m, d).ok()?)?;
-            if year.is_none() && t <= ctx.now() {
-                t = candidate(Date::new(y + 1, m, d).ok()?)?;
-            }
-            t
-        }
+        (Some(m), Some(d)) => match year {
+            Some(y) => candidate(Date::new(y, m, d).ok()?)?,
+            // No year: the next such date after now (for 29 Feb, up to eight years on).
+            None => (now.year()..now.year().saturating_add(9))
+                .filter_map(|y| Date::new(y, m, d).ok())
+                .filter_map(candidate)
+                .find(|t| *t > ctx.now())?,
+        },
         (None, None) => {
             let today = now.date();
             let t = candidate(today)?;

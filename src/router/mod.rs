@@ -408,6 +408,7 @@ async fn run_candidates(
                         to_name,
                         &c,
                         &core.local_tz,
+                        core.clock.now_ms(),
                     ),
                     from,
                     to: target.label(),

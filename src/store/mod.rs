@@ -240,6 +240,19 @@ pub struct Store {
 impl Store {
     /// Opens (creating and migrating) `baton.db` in `data_dir` and starts the writer thread.
     pub fn open(data_dir: &Path, log: &crate::config::LogConfig) -> Result<Self, StoreError> {
+        Self::open_with_clock(
+            data_dir,
+            log,
+            std::sync::Arc::new(crate::clock::SystemClock),
+        )
+    }
+
+    /// [`Store::open`] with the clock that decides what the log's retention has expired.
+    pub fn open_with_clock(
+        data_dir: &Path,
+        log: &crate::config::LogConfig,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
+    ) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|source| StoreError::Dir {
             path: data_dir.to_path_buf(),
             source,
@@ -247,7 +260,7 @@ impl Store {
         let path = data_dir.join(DB_FILE);
         let mut conn = open_conn(&path)?;
         migrate(&mut conn, &path)?;
-        let writer = StoreWriter::start(conn, path.clone(), log.clone());
+        let writer = StoreWriter::start(conn, path.clone(), log.clone(), clock);
         Ok(Self { path, writer })
     }
 

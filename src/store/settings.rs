@@ -24,15 +24,20 @@ pub struct UsageRow {
 }
 
 impl Store {
-    /// Tokens and estimated micro-dollars per client key since `since_ms` (budgets at start).
-    pub fn client_totals(&self, since_ms: i64) -> Result<Vec<(String, u64, u64)>, StoreError> {
+    /// Tokens and estimated cost (µUSD) per client key in `[since_ms, until_ms)`.
+    pub fn client_totals(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<(String, u64, u64)>, StoreError> {
         let conn = self.read()?;
         let mut stmt = self.sql(conn.prepare(
             "SELECT client_key, SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)),
                     SUM(COALESCE(cost_usd, 0))
-             FROM request_log WHERE ts_ms >= ?1 AND client_key != '' GROUP BY client_key",
+             FROM request_log WHERE ts_ms >= ?1 AND ts_ms < ?2 AND client_key != ''
+             GROUP BY client_key",
         ))?;
-        let rows = self.sql(stmt.query_map([since_ms], |r| {
+        let rows = self.sql(stmt.query_map([since_ms, until_ms], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?.max(0) as u64,

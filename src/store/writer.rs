@@ -42,11 +42,16 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
-    pub(super) fn start(conn: Connection, path: PathBuf, log: LogConfig) -> Self {
+    pub(super) fn start(
+        conn: Connection,
+        path: PathBuf,
+        log: LogConfig,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
         let spawned = std::thread::Builder::new()
             .name("baton-store".into())
-            .spawn(move || run(conn, rx, path, log));
+            .spawn(move || run(conn, rx, path, log, clock));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the database writer thread; request log disabled");
         }
@@ -92,7 +97,13 @@ impl StoreWriter {
     }
 }
 
-fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteOp>, path: PathBuf, log: LogConfig) {
+fn run(
+    mut conn: Connection,
+    mut rx: mpsc::Receiver<WriteOp>,
+    path: PathBuf,
+    log: LogConfig,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
+) {
     let mut last_prune = Instant::now() - PRUNE_EVERY;
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(op) = rx.blocking_recv() {
@@ -113,7 +124,7 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteOp>, path: PathBuf, log
         }
         if last_prune.elapsed() >= PRUNE_EVERY {
             last_prune = Instant::now();
-            if let Err(e) = prune(&conn, &log) {
+            if let Err(e) = prune(&conn, &log, clock.now_ms()) {
                 tracing::warn!(db = %path.display(), error = %e, "request-log pruning failed");
             }
         }
@@ -187,8 +198,9 @@ fn write_batch(
     tx.commit()
 }
 
-fn prune(conn: &Connection, log: &LogConfig) -> rusqlite::Result<()> {
-    let now = crate::clock::unix_ms();
+/// Drops request-log rows older than the retention (`retentionDays` × 24 h before `now`) or
+/// beyond `maxRows`, and cooldowns that have ended.
+pub(super) fn prune(conn: &Connection, log: &LogConfig, now: i64) -> rusqlite::Result<()> {
     let cutoff = now - i64::from(log.retention_days) * 86_400_000;
     conn.execute("DELETE FROM request_log WHERE ts_ms < ?1", [cutoff])?;
     conn.execute(
@@ -198,4 +210,47 @@ fn prune(conn: &Connection, log: &LogConfig) -> rusqlite::Result<()> {
     )?;
     conn.execute("DELETE FROM cooldowns WHERE until_ms <= ?1", [now])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>()
+            .map(|t| t.as_millisecond())
+            .unwrap_or_else(|e| unreachable!("{s}: {e}"))
+    }
+
+    /// Retention is counted back from the given `now` (the injectable clock), in 24-hour days:
+    /// a row exactly `retentionDays` old stays, one a millisecond older goes, across a year end
+    /// and a leap day alike.
+    #[test]
+    fn retention_is_measured_from_the_given_now() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = super::super::Store::open(dir.path(), &LogConfig::default())?;
+        let conn = rusqlite::Connection::open(store.path())?;
+        let log = LogConfig {
+            retention_days: 2,
+            max_rows: 1_000,
+        };
+        for now in [ms("2027-01-01T00:00:00Z"), ms("2028-03-01T00:00:00Z")] {
+            conn.execute("DELETE FROM request_log", [])?;
+            let cutoff = now - 2 * 86_400_000;
+            for (i, ts) in [cutoff - 1, cutoff, now].into_iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO request_log (id, ts_ms, client, requested_model, status, stream,
+                        attempts, total_ms) VALUES (?1, ?2, '', 'm', 200, 0, '[]', 1)",
+                    rusqlite::params![format!("r{i}"), ts],
+                )?;
+            }
+            prune(&conn, &log, now)?;
+            let mut stmt = conn.prepare("SELECT ts_ms FROM request_log ORDER BY ts_ms")?;
+            let left: Vec<i64> = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            assert_eq!(left, vec![cutoff, now]);
+        }
+        Ok(())
+    }
 }
