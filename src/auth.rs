@@ -147,6 +147,15 @@ impl Keys {
             .collect()
     }
 
+    /// The configured and generated gateway keys and the admin key, for the redactor.
+    pub fn secret_values(&self) -> Vec<String> {
+        self.gateway
+            .iter()
+            .map(|k| k.secret.expose().to_string())
+            .chain(std::iter::once(self.admin.expose().to_string()))
+            .collect()
+    }
+
     pub fn is_admin(&self, presented: &str) -> bool {
         bool::from(self.admin.expose().as_bytes().ct_eq(presented.as_bytes()))
     }

@@ -50,6 +50,8 @@ pub struct Core {
     pub file_config: ConfigFile,
     /// Subscription CLIs running now (killed on shutdown).
     pub cli_procs: Arc<crate::providers::cli::CliProcesses>,
+    /// Masks secrets in every text that came from an upstream (see `redact`).
+    pub redactor: Arc<crate::redact::Redactor>,
     /// Client keys' rate limits, budgets and bad-request throttle on this instance.
     pub clients: crate::clients::Limiter,
     /// State shared with other instances (Redis), when configured.
@@ -323,6 +325,12 @@ impl Core {
             )
         };
         snap.set_model_map(&self.file_config.model_map);
+        self.redactor.set_secrets(
+            snap.providers
+                .iter()
+                .flat_map(|p| p.keys.iter().map(|k| k.secret.expose().to_string()))
+                .chain(self.keys.secret_values()),
+        );
         for p in &snap.providers {
             if let Some(why) = p.unavailable() {
                 tracing::warn!(provider = p.id(), "provider unavailable: {why}");
@@ -451,6 +459,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),
         clients: Default::default(),
+        redactor: Default::default(),
         shared,
         metrics: Default::default(),
         file_config: opts.config,

@@ -18,6 +18,7 @@ pub mod limits;
 pub mod metrics;
 pub mod pricing;
 pub mod providers;
+pub mod redact;
 pub mod router;
 pub mod secrets;
 pub mod serve;

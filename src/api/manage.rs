@@ -121,6 +121,94 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
     Ok(ProviderBody { config, new_keys })
 }
 
+/// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
+/// other secrets by pointing a provider at a server of its choosing:
+/// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`) or
+///   be one some provider already declares; never `PATH`-like process variables, and never a
+///   variable holding one of Baton's own keys (gateway keys, the admin key, Redis credentials);
+/// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
+///   for, and only while its `baseUrl` stays on the same host: a new host needs the key typed
+///   again.
+fn check_key_refs(
+    core: &Core,
+    config: &ProviderConfig,
+    existing: Option<&ProviderConfig>,
+) -> Result<(), ApiError> {
+    let own = baton_key_vars(core);
+    for (i, k) in config.keys.iter().enumerate() {
+        let name = k.env.trim();
+        if !name.is_empty() {
+            if own.iter().any(|o| o == name) {
+                return Err(field_error(
+                    format!("keys[{i}].env"),
+                    format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
+                ));
+            }
+            if !looks_like_key_var(name) && !declared_elsewhere(core, name) {
+                return Err(field_error(
+                    format!("keys[{i}].env"),
+                    format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
+                ));
+            }
+        }
+        if let Some(id) = &k.stored {
+            let Some(old) = existing.filter(|e| e.keys.iter().any(|x| x.stored.as_ref() == Some(id)))
+            else {
+                return Err(field_error(
+                    format!("keys[{i}].stored"),
+                    "this stored key belongs to another provider or does not exist; type the key again".into(),
+                ));
+            };
+            let (was, now) = (host_of(&old.base_url), host_of(&config.base_url));
+            if was != now {
+                return Err(field_error(
+                    format!("keys[{i}]"),
+                    format!("the stored key was saved for {}; to send a key to {}, type it again", was.as_deref().unwrap_or("another address"), now.as_deref().unwrap_or("the new address")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Variables that hold Baton's own keys (never a provider's).
+fn baton_key_vars(core: &Core) -> Vec<String> {
+    let f = &core.file_config;
+    let mut v: Vec<String> = f.gateway_keys.iter().map(|k| k.env.clone()).collect();
+    v.extend(["BATON_ADMIN_KEY".to_string(), "BATON_GATEWAY_KEY".to_string()]);
+    if let Some(r) = &f.state.redis {
+        v.extend(r.password_env.iter().cloned());
+        v.extend(r.username_env.iter().cloned());
+    }
+    v
+}
+
+/// `OPENAI_API_KEY`, `GROQ_KEY`, `HF_TOKEN`, `MY_SECRET`: upper-case words ending in a key word.
+fn looks_like_key_var(name: &str) -> bool {
+    let upper = name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    upper
+        && ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_APIKEY"]
+            .iter()
+            .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
+
+/// Whether a provider in the configuration file or the live configuration names `name`.
+fn declared_elsewhere(core: &Core, name: &str) -> bool {
+    let declares = |c: &ProviderConfig| c.keys.iter().any(|k| k.env == name);
+    core.file_config.providers.iter().any(declares)
+        || core.snapshot.load().providers.iter().any(|p| declares(&p.config))
+}
+
+/// The host (and port) a base URL points at, lower-cased.
+fn host_of(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    let host = u.host_str()?.to_ascii_lowercase();
+    Some(match u.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
 /// Stores typed keys and adds references to them; returns the new secret ids (to undo).
 fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, ApiError> {
     if !body.new_keys.is_empty() && body.config.kind.is_cli() {
@@ -165,6 +253,7 @@ pub async fn create(
     let core = &state.core;
     require_admin(core, &headers)?;
     let mut p = parse_provider(&body)?;
+    check_key_refs(core, &p.config, None)?;
     if core.snapshot.load().provider(&p.config.id).is_some() {
         return Err(field_error(
             "id".into(),
@@ -198,6 +287,7 @@ pub async fn update(
         .into_iter()
         .find(|s| s.config.id == id)
         .ok_or_else(|| not_found(&id))?;
+    check_key_refs(core, &p.config, Some(&old.config))?;
     let secrets = store_new_keys(core, &mut p)?;
     if let Err(e) = core
         .store
@@ -355,6 +445,13 @@ pub async fn test_unsaved(
     let core = &state.core;
     require_admin(core, &headers)?;
     let mut p = parse_provider(&body)?;
+    // Testing an edit of a saved provider may keep its stored keys (same host only).
+    let saved = core
+        .snapshot
+        .load()
+        .provider(&p.config.id)
+        .map(|e| e.config.clone());
+    check_key_refs(core, &p.config, saved.as_ref())?;
     let typed = std::mem::take(&mut p.new_keys);
     for i in 0..typed.len() {
         p.config.keys.insert(
@@ -387,7 +484,15 @@ pub async fn test_unsaved(
                 .unwrap_or_default();
         runtime.cli_status.store(Some(Arc::new(st)));
     }
-    Ok(Json(test_result(core, Arc::new(entry)).await))
+    let result = test_result(core, Arc::new(entry)).await;
+    // Typed keys are not among the secrets the gateway's redactor knows: mask them here too.
+    let typed_only = crate::redact::Redactor::default();
+    typed_only.set_secrets(&typed);
+    let text = result.to_string();
+    Ok(Json(match typed_only.text(&text) {
+        std::borrow::Cow::Borrowed(_) => result,
+        std::borrow::Cow::Owned(masked) => serde_json::from_str(&masked).unwrap_or(result),
+    }))
 }
 
 /// The live configuration as a config file: the file's settings, the stored providers with the

@@ -157,12 +157,7 @@ pub(super) async fn attempt(
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
-        let c = limits::classify_http(status, &headers, &body, &core.reset_context(&t.provider));
-        return Attempt::Failed {
-            classified: c,
-            status: Some(status),
-            body: Some(body),
-        };
+        return upstream_error(core, t, status, &headers, body);
     }
     if !stream {
         let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
@@ -356,12 +351,24 @@ fn anthropic_error(core: &Core, t: &Target, v: &Value) -> Attempt {
         _ => 500,
     };
     let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
-    let c = limits::classify_http(
-        status,
-        &http::HeaderMap::new(),
-        &body,
-        &core.reset_context(&t.provider),
-    );
+    upstream_error(core, t, status, &http::HeaderMap::new(), body)
+}
+
+/// Every upstream error body enters Baton here: redacted once (an upstream may echo the key it
+/// was sent), then classified. The reason, the relayed error, the log and the cooldown row are
+/// all made from the redacted bytes.
+fn upstream_error(
+    core: &Core,
+    t: &Target,
+    status: u16,
+    headers: &http::HeaderMap,
+    body: Bytes,
+) -> Attempt {
+    let body = match core.redactor.bytes(&body) {
+        std::borrow::Cow::Borrowed(_) => body,
+        std::borrow::Cow::Owned(b) => Bytes::from(b),
+    };
+    let c = limits::classify_http(status, headers, &body, &core.reset_context(&t.provider));
     Attempt::Failed {
         classified: c,
         status: Some(status),
@@ -396,17 +403,7 @@ fn error_in_body(core: &Core, t: &Target, v: &Value, status: u16) -> Attempt {
         .map(|c| c as u16)
         .unwrap_or(if status >= 400 { status } else { 502 });
     let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
-    let c = limits::classify_http(
-        code,
-        &http::HeaderMap::new(),
-        &body,
-        &core.reset_context(&t.provider),
-    );
-    Attempt::Failed {
-        classified: c,
-        status: Some(code),
-        body: Some(body),
-    }
+    upstream_error(core, t, code, &http::HeaderMap::new(), body)
 }
 
 async fn read_all(reader: &mut SseReader, max: usize) -> Result<Bytes, SseError> {

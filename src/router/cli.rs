@@ -86,7 +86,7 @@ pub(super) async fn attempt(
                     "the CLI ended without an answer",
                 ))
             }
-            Ok(Some(CliItem::Failed(c))) => return cli_failed(p, c),
+            Ok(Some(CliItem::Failed(c))) => return cli_failed(core, p, c),
             Ok(Some(CliItem::Usage(u))) => usage = Some(u),
             Ok(Some(item)) => break item,
         }
@@ -112,7 +112,7 @@ pub(super) async fn attempt(
                 CliItem::Finish(s) => {
                     stop = Some(s);
                 }
-                CliItem::Failed(c) => return cli_failed(p, c),
+                CliItem::Failed(c) => return cli_failed(core, p, c),
             }
             if stop.is_some() {
                 break;
@@ -152,8 +152,10 @@ pub(super) async fn attempt(
         first: true,
     };
     let state = (run, enc, Some(first), false);
-    let body =
-        futures_util::stream::unfold(state, |(mut run, mut enc, pending, done)| async move {
+    let redactor = core.redactor.clone();
+    let body = futures_util::stream::unfold(state, move |(mut run, mut enc, pending, done)| {
+        let redactor = redactor.clone();
+        async move {
             if done {
                 return None;
             }
@@ -169,12 +171,13 @@ pub(super) async fn attempt(
                     ))
                 }
                 Some(CliItem::Failed(c)) => {
-                    return Some((Err(c.reason), (run, enc, None, true)));
+                    return Some((Err(redactor.string(c.reason)), (run, enc, None, true)));
                 }
                 Some(item) => enc.encode(item),
             };
             Some((Ok(bytes), (run, enc, None, done)))
-        });
+        }
+    });
     Attempt::Served(Answer::Stream {
         reader: SseReader::new(Box::pin(body), idle),
         prelude: Vec::new(),
@@ -245,7 +248,8 @@ impl Encoder {
 
 /// A CLI failure; a login problem also marks the provider unavailable until the next check
 /// finds it logged in again.
-fn cli_failed(p: &crate::providers::ProviderEntry, c: Classified) -> Attempt {
+fn cli_failed(core: &Core, p: &crate::providers::ProviderEntry, mut c: Classified) -> Attempt {
+    c.reason = core.redactor.string(c.reason);
     if c.class == ErrorClass::Auth {
         let program = p.config.kind.cli_program().unwrap_or_default();
         let prev = p.runtime.cli_status.load_full();

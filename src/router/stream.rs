@@ -237,17 +237,23 @@ impl Pump {
                     return self.done(Some(ev.raw));
                 }
                 if kind == Some("error") {
-                    let msg = anthropic_kind
-                        .as_ref()
-                        .and_then(|v| v.pointer("/error/message"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("upstream error")
-                        .to_string();
+                    let redactor = self.rec.core().redactor.clone();
+                    let msg = redactor.string(
+                        anthropic_kind
+                            .as_ref()
+                            .and_then(|v| v.pointer("/error/message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("upstream error")
+                            .to_string(),
+                    );
                     self.ended = true;
                     self.rec
                         .finish(502, Some(format!("upstream error mid-stream: {msg}")));
                     return match &self.out {
-                        Out::Anthropic(_) => ev.raw,
+                        Out::Anthropic(_) => match redactor.bytes(&ev.raw) {
+                            std::borrow::Cow::Borrowed(_) => ev.raw,
+                            std::borrow::Cow::Owned(b) => Bytes::from(b),
+                        },
                         Out::OpenAi => {
                             let body = json!({"error": {"message": msg, "type": "upstream_error",
                                 "param": null, "code": "stream_interrupted"}});
@@ -259,16 +265,21 @@ impl Pump {
                     if memchr::memmem::find(data, b"\"error\"").is_some() {
                         if let Ok(v) = serde_json::from_slice::<Value>(data) {
                             if v.get("error").is_some() && v.get("choices").is_none() {
-                                let msg = v
-                                    .pointer("/error/message")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("upstream error")
-                                    .to_string();
+                                let redactor = self.rec.core().redactor.clone();
+                                let msg = redactor.string(
+                                    v.pointer("/error/message")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("upstream error")
+                                        .to_string(),
+                                );
                                 self.ended = true;
                                 self.rec
                                     .finish(502, Some(format!("upstream error mid-stream: {msg}")));
                                 return match &self.out {
-                                    Out::OpenAi => ev.raw,
+                                    Out::OpenAi => match redactor.bytes(&ev.raw) {
+                                        std::borrow::Cow::Borrowed(_) => ev.raw,
+                                        std::borrow::Cow::Owned(b) => Bytes::from(b),
+                                    },
                                     Out::Anthropic(_) => Bytes::from(
                                         crate::canonical::anthropic::error_frame("api_error", &msg),
                                     ),
