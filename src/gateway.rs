@@ -429,6 +429,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     };
     cooldowns.share(shared.clone());
     let (keys, generated_key) = Keys::load(&opts.config, &opts.data_dir)?;
+    crate::store::make_private(&opts.data_dir);
     let addr = listener.local_addr().map_err(StartError::Listener)?;
     let server_cfg = opts.config.server.clone();
     let grace = Duration::from_millis(server_cfg.shutdown_grace_ms);

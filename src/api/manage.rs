@@ -152,7 +152,8 @@ fn check_key_refs(
             }
         }
         if let Some(id) = &k.stored {
-            let Some(old) = existing.filter(|e| e.keys.iter().any(|x| x.stored.as_ref() == Some(id)))
+            let Some(old) =
+                existing.filter(|e| e.keys.iter().any(|x| x.stored.as_ref() == Some(id)))
             else {
                 return Err(field_error(
                     format!("keys[{i}].stored"),
@@ -163,7 +164,11 @@ fn check_key_refs(
             if was != now {
                 return Err(field_error(
                     format!("keys[{i}]"),
-                    format!("the stored key was saved for {}; to send a key to {}, type it again", was.as_deref().unwrap_or("another address"), now.as_deref().unwrap_or("the new address")),
+                    format!(
+                        "the stored key was saved for {}; to send a key to {}, type it again",
+                        was.as_deref().unwrap_or("another address"),
+                        now.as_deref().unwrap_or("the new address")
+                    ),
                 ));
             }
         }
@@ -175,7 +180,10 @@ fn check_key_refs(
 fn baton_key_vars(core: &Core) -> Vec<String> {
     let f = &core.file_config;
     let mut v: Vec<String> = f.gateway_keys.iter().map(|k| k.env.clone()).collect();
-    v.extend(["BATON_ADMIN_KEY".to_string(), "BATON_GATEWAY_KEY".to_string()]);
+    v.extend([
+        "BATON_ADMIN_KEY".to_string(),
+        "BATON_GATEWAY_KEY".to_string(),
+    ]);
     if let Some(r) = &f.state.redis {
         v.extend(r.password_env.iter().cloned());
         v.extend(r.username_env.iter().cloned());
@@ -185,7 +193,9 @@ fn baton_key_vars(core: &Core) -> Vec<String> {
 
 /// `OPENAI_API_KEY`, `GROQ_KEY`, `HF_TOKEN`, `MY_SECRET`: upper-case words ending in a key word.
 fn looks_like_key_var(name: &str) -> bool {
-    let upper = name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let upper = name
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     upper
         && ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_APIKEY"]
             .iter()
@@ -196,7 +206,12 @@ fn looks_like_key_var(name: &str) -> bool {
 fn declared_elsewhere(core: &Core, name: &str) -> bool {
     let declares = |c: &ProviderConfig| c.keys.iter().any(|k| k.env == name);
     core.file_config.providers.iter().any(declares)
-        || core.snapshot.load().providers.iter().any(|p| declares(&p.config))
+        || core
+            .snapshot
+            .load()
+            .providers
+            .iter()
+            .any(|p| declares(&p.config))
 }
 
 /// The host (and port) a base URL points at, lower-cased.
@@ -544,6 +559,21 @@ pub async fn import(
         }
         other => ApiError::invalid("body", format!("{other}; nothing was imported")),
     })?;
+    // An import names keys like any edit: bound to where they belong (nothing is imported
+    // when one is not).
+    for (i, p) in config.providers.iter().enumerate() {
+        let existing = core
+            .snapshot
+            .load()
+            .provider(&p.id)
+            .map(|e| e.config.clone());
+        check_key_refs(core, p, existing.as_ref()).map_err(|mut e| {
+            let param = e.param.take().unwrap_or_default();
+            e.param = Some(format!("providers[{i}].{param}"));
+            e.message = format!("{}; nothing was imported", e.message);
+            e
+        })?;
+    }
     let file_owned: Vec<String> = core
         .store
         .load_providers()

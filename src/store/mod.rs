@@ -257,9 +257,23 @@ impl Store {
             path: data_dir.to_path_buf(),
             source,
         })?;
+        make_private(data_dir);
         let path = data_dir.join(DB_FILE);
+        // Created 0600 before SQLite opens it (an empty file is a valid new database), so the
+        // log is never readable by others, not even for a moment.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&path);
+        }
         let mut conn = open_conn(&path)?;
         migrate(&mut conn, &path)?;
+        // SQLite gives the -wal and -shm files the database's mode: private from here on.
+        make_private(data_dir);
         let writer = StoreWriter::start(conn, path.clone(), log.clone(), clock);
         Ok(Self { path, writer })
     }
@@ -540,4 +554,37 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     tx.pragma_update(None, "user_version", known)
         .map_err(wrap)?;
     tx.commit().map_err(wrap)
+}
+
+/// The data directory 0700 and every file in it 0600, on creation and when found looser (it
+/// holds the request log, keys and cooldowns; other local users have no business reading it).
+pub fn make_private(data_dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let tighten = |path: &Path, mode: u32| {
+            if let Ok(meta) = std::fs::symlink_metadata(path) {
+                if meta.file_type().is_symlink() {
+                    return;
+                }
+                if meta.permissions().mode() & 0o077 != 0 {
+                    if let Err(e) =
+                        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                    {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot make private");
+                    }
+                }
+            }
+        };
+        tighten(data_dir, 0o700);
+        if let Ok(entries) = std::fs::read_dir(data_dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_file()) {
+                    tighten(&e.path(), 0o600);
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = data_dir;
 }
