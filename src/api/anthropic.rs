@@ -57,15 +57,17 @@ pub fn anthropic_error(e: ApiError) -> Response {
 /// `POST /v1/messages/count_tokens`: exact when the model routes to an `anthropic` provider (its
 /// own count_tokens answers), otherwise a documented estimate (about four characters a token
 /// over system, messages and tools).
-pub async fn count_tokens(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
+pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
     let core = &state.core;
+    let headers = req.headers().clone();
     if let Err(e) = authenticate(core, &headers) {
         return anthropic_error(e);
     }
+    // The same body limit as /v1/messages: a context that can be sent can be counted.
+    let body = match super::openai::read_body(core, req).await {
+        Ok(b) => b,
+        Err(e) => return anthropic_error(e),
+    };
     let parsed = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(m)) => m,
         _ => {

@@ -108,36 +108,7 @@ async fn handle_client(
             }
         },
     };
-    let max = core.server.max_body_bytes;
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
-            "request_too_large",
-            format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
-        )
-    };
-    if req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > max)
-    {
-        return Err(too_large());
-    }
-    let bytes: Bytes = axum::body::to_bytes(req.into_body(), max)
-        .await
-        .map_err(|e| {
-            if std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
-                || e.to_string().contains("length limit")
-            {
-                too_large()
-            } else {
-                ApiError::invalid("body", format!("Could not read the request body: {e}"))
-            }
-        })?;
+    let bytes = read_body(core, req).await?;
     let body = match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => map,
         Ok(_) => {
@@ -534,4 +505,43 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
         }
     }
     Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// Reads a request body up to `server.maxBodyBytes` (the same limit on every inbound route),
+/// refusing a larger one with a 413 in the API's error shape before reading it when the client
+/// declared its length.
+pub(super) async fn read_body(
+    core: &crate::gateway::Core,
+    req: Request,
+) -> Result<Bytes, ApiError> {
+    let max = core.server.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
+        )
+    };
+    if req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > max)
+    {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(req.into_body(), max)
+        .await
+        .map_err(|e| {
+            if std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+                || e.to_string().contains("length limit")
+            {
+                too_large()
+            } else {
+                ApiError::invalid("body", format!("Could not read the request body: {e}"))
+            }
+        })
 }
