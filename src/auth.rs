@@ -46,6 +46,9 @@ pub struct Keys {
     admin: Secret,
 }
 
+/// The label (and client id) of the gateway key Baton generates when none is configured.
+pub const GENERATED_LABEL: &str = "generated";
+
 /// SHA-256 of a key: what is stored for UI-made gateway keys.
 pub fn key_hash(key: &str) -> Vec<u8> {
     ring::digest::digest(&ring::digest::SHA256, key.as_bytes())
@@ -85,8 +88,8 @@ impl Keys {
                 generated = Some(key.expose().to_string());
             }
             gateway.push(ClientKey {
-                client: Arc::new(Client::unlimited("generated")),
-                label: "generated".into(),
+                client: Arc::new(Client::unlimited(GENERATED_LABEL)),
+                label: GENERATED_LABEL.into(),
                 secret: key,
             });
         }

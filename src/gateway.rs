@@ -98,7 +98,13 @@ impl Core {
     }
 
     /// Counts a request the client got wrong (the bad-request throttle).
+    /// The key Baton generated for local tools is never paused: it is the one key every tool
+    /// on this machine shares (Baton only generates it when it listens on loopback), so one
+    /// buggy tool would lock all the others out.
     pub fn bad_request(&self, client: &crate::clients::Client) {
+        if client.id == crate::auth::GENERATED_LABEL {
+            return;
+        }
         if self.clients.bad_request(&client.id, self.clock.now_ms()) {
             tracing::warn!(client = %client.label, "client throttled: too many invalid requests in a minute");
         }
@@ -299,6 +305,16 @@ impl Core {
         self.load_ui_keys()?;
         self.shared.key_changed(&self.store, id);
         Ok(())
+    }
+
+    /// [`Core::reload`] on a blocking thread, for the admin API: rebuilding the snapshot reads
+    /// the database and every key, and must not hold an async worker that chat requests need.
+    pub async fn reload_blocking(self: &Arc<Self>) -> Result<(), StoreError> {
+        let core = self.clone();
+        match tokio::task::spawn_blocking(move || core.reload()).await {
+            Ok(r) => r,
+            Err(_) => self.reload(),
+        }
     }
 
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in

@@ -76,6 +76,7 @@ pub struct Metrics {
     breaker_open: Family<L1, Gauge>,
     in_flight: Family<L1, Gauge>,
     queued: Gauge,
+    log_dropped: Counter,
     shared_up: Gauge,
     providers: Cap,
     clients: Cap,
@@ -157,6 +158,12 @@ impl Default for Metrics {
             "Requests waiting for a provider concurrency slot",
             queued.clone(),
         );
+        let log_dropped = Counter::default();
+        registry.register(
+            "log_rows_dropped",
+            "Request-log rows dropped because the database did not keep up",
+            log_dropped.clone(),
+        );
         let shared_up = Gauge::default();
         registry.register(
             "shared_state_up",
@@ -177,6 +184,7 @@ impl Default for Metrics {
             breaker_open,
             in_flight,
             queued,
+            log_dropped,
             shared_up,
             providers: Cap::default(),
             clients: Cap::default(),
@@ -306,6 +314,12 @@ impl Metrics {
         }
         self.queued
             .set(core.queued.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        // The writer counts drops; the counter catches up at scrape time.
+        let dropped = core.store.writer().dropped();
+        let seen = self.log_dropped.get();
+        if dropped > seen {
+            self.log_dropped.inc_by(dropped - seen);
+        }
         self.shared_up.set(match core.shared.is_up() {
             None => -1,
             Some(up) => up as i64,

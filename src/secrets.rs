@@ -56,6 +56,11 @@ pub struct SecretStore {
     lock: Mutex<()>,
     /// Values read from the OS store, so routing reloads do not call it each time.
     cache: Mutex<HashMap<String, String>>,
+    /// `secrets.json` as last read or written: a reload resolving thousands of stored keys
+    /// reads the file once, not once per key. Baton is the file's only writer.
+    file: Mutex<Option<BTreeMap<String, Slot>>>,
+    /// How often the file was read (for the test that proves the cache).
+    reads: std::sync::atomic::AtomicUsize,
 }
 
 impl SecretStore {
@@ -69,10 +74,37 @@ impl SecretStore {
             backend,
             lock: Mutex::new(()),
             cache: Mutex::new(HashMap::new()),
+            file: Mutex::new(None),
+            reads: Default::default(),
         }
     }
 
+    /// The stored slots (from memory after the first read).
     fn load(&self) -> Result<BTreeMap<String, Slot>, SecretError> {
+        if let Some(m) = self.file.lock().ok().and_then(|f| f.clone()) {
+            return Ok(m);
+        }
+        let m = self.read_file()?;
+        if let Ok(mut f) = self.file.lock() {
+            *f = Some(m.clone());
+        }
+        Ok(m)
+    }
+
+    /// One stored slot, without copying the whole map.
+    fn slot(&self, id: &str) -> Option<Slot> {
+        {
+            let f = self.file.lock().ok()?;
+            if let Some(m) = f.as_ref() {
+                return m.get(id).cloned();
+            }
+        }
+        self.load().ok()?.get(id).cloned()
+    }
+
+    fn read_file(&self) -> Result<BTreeMap<String, Slot>, SecretError> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match std::fs::read_to_string(&self.path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| SecretError::Corrupt {
                 path: self.path.clone(),
@@ -108,7 +140,11 @@ impl SecretStore {
         )
         .map_err(io)?;
         f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &self.path).map_err(io)
+        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        if let Ok(mut f) = self.file.lock() {
+            *f = Some(map.clone());
+        }
+        Ok(())
     }
 
     /// Tries the OS credential store; `false` when there is none (headless Linux without a
@@ -148,8 +184,8 @@ impl SecretStore {
             return Some(v);
         }
         let _g = self.lock.lock();
-        match self.load().ok()?.get(id)? {
-            Slot::File(v) => Some(v.clone()),
+        match self.slot(id)? {
+            Slot::File(v) => Some(v),
             Slot::Os { .. } => {
                 let v = keyring::Entry::new(SERVICE, id)
                     .and_then(|e| e.get_password())
@@ -166,7 +202,7 @@ impl SecretStore {
     /// Where a stored secret lives: `os` or `file`.
     pub fn location(&self, id: &str) -> Option<&'static str> {
         let _g = self.lock.lock();
-        match self.load().ok()?.get(id)? {
+        match self.slot(id)? {
             Slot::File(_) => Some("file"),
             Slot::Os { .. } => Some("os"),
         }
@@ -213,6 +249,38 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         s.delete(std::slice::from_ref(&id)).unwrap();
         assert_eq!(s.get(&id), None);
+    }
+
+    /// A reload resolves every stored key; with thousands of them, reading and parsing the file
+    /// once per key held every chat request for seconds. It is read once.
+    #[test]
+    fn thousands_of_keys_are_read_from_the_file_once() {
+        let d = tempfile::tempdir().unwrap();
+        let ids: Vec<String> = (0..6000).map(|i| format!("s_{i:012x}")).collect();
+        let file: BTreeMap<&String, Slot> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id, Slot::File(format!("sk-key-{i:05}"))))
+            .collect();
+        std::fs::write(
+            d.path().join("secrets.json"),
+            serde_json::to_string(&file).unwrap(),
+        )
+        .unwrap();
+        // As after a restart: nothing in memory yet.
+        let mut fresh = SecretStore::new(d.path());
+        fresh.backend = Backend::File;
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(fresh.get(id), Some(format!("sk-key-{i:05}")));
+        }
+        let reads = |s: &SecretStore| s.reads.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(reads(&fresh), 1);
+        // Changes are written through, and the file is still not read again.
+        let new = fresh.put("sk-one-more").unwrap();
+        assert_eq!(fresh.get(&new).as_deref(), Some("sk-one-more"));
+        fresh.delete(std::slice::from_ref(&ids[0])).unwrap();
+        assert_eq!(fresh.get(&ids[0]), None);
+        assert_eq!(reads(&fresh), 1);
     }
 
     #[test]

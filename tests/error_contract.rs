@@ -77,3 +77,77 @@ async fn count_tokens_takes_the_same_bodies_as_messages() {
     assert_eq!(v["error"]["type"], "authentication_error", "{v}");
     baton.stop().await;
 }
+
+fn is_json(r: &reqwest::Response) -> bool {
+    header(r, "content-type").starts_with("application/json")
+}
+
+#[tokio::test]
+async fn every_rejection_is_json_in_its_api_shape_and_the_admin_key_comes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({"providers": []})).await;
+    let get = |path: &str| baton.http.get(format!("{}{path}", baton.url));
+
+    // A query that does not parse, without the admin key: the key is what is missing.
+    let r = get("/admin/usage?sinceMs=yesterday").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(is_json(&r));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "invalid_admin_key", "{v}");
+    // With the key: a 400 in OpenAI's shape that says what is wrong.
+    let r = Admin(&baton)
+        .req(reqwest::Method::GET, "/admin/usage?sinceMs=yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(is_json(&r), "{:?}", r.headers());
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("sinceMs"),
+        "{v}"
+    );
+    // A body over an admin route's limit: 413 as JSON, after the key was checked.
+    let big = "x".repeat(3_000_000);
+    let r = baton
+        .http
+        .post(format!("{}/admin/import", baton.url))
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = Admin(&baton)
+        .req(reqwest::Method::POST, "/admin/import")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    assert!(is_json(&r));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "request_too_large", "{v}");
+
+    // The Anthropic API answers a wrong method and an unknown path in its own shape.
+    let r = get("/v1/messages").send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error", "{v}");
+    assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages/batches", baton.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "not_found_error", "{v}");
+    // The OpenAI API keeps OpenAI's shape.
+    let r = get("/v1/chat/completions").send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "method_not_allowed", "{v}");
+    baton.stop().await;
+}

@@ -251,8 +251,8 @@ fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, A
     Ok(ids)
 }
 
-fn applied(core: &Core, id: &str) -> Result<Value, ApiError> {
-    core.reload().map_err(store_error)?;
+async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
+    core.reload_blocking().await.map_err(store_error)?;
     let stored = core.store.load_providers().map_err(store_error)?;
     let snap = core.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;
@@ -281,7 +281,10 @@ pub async fn create(
         return Err(edit_error(e));
     }
     tracing::info!(provider = %p.config.id, kind = p.config.kind.as_str(), "provider added");
-    Ok((StatusCode::CREATED, Json(applied(core, &p.config.id)?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(applied(core, &p.config.id).await?),
+    ))
 }
 
 /// `PUT /admin/providers/{id}`: replaces a UI-owned provider's definition. Keys kept are the
@@ -319,7 +322,7 @@ pub async fn update(
         .filter(|s| !p.config.keys.iter().any(|k| k.stored.as_ref() == Some(s)))
         .collect();
     let _ = core.secrets.delete(&dropped);
-    Ok(Json(applied(core, &id)?))
+    Ok(Json(applied(core, &id).await?))
 }
 
 /// `PATCH /admin/providers/{id}` with `{"enabled": bool}`: the toggle (also for providers from
@@ -345,7 +348,7 @@ pub async fn patch(
     };
     core.store.set_enabled(&id, enabled).map_err(edit_error)?;
     tracing::info!(provider = %id, enabled, "provider toggled");
-    Ok(Json(applied(core, &id)?))
+    Ok(Json(applied(core, &id).await?))
 }
 
 /// `DELETE /admin/providers/{id}`: removes a UI-owned provider, its stored keys and cooldowns.
@@ -380,7 +383,7 @@ pub async fn delete(
     {
         core.cooldowns.clear(&c.scope);
     }
-    core.reload().map_err(store_error)?;
+    core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(provider = %id, "provider deleted");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -407,7 +410,7 @@ pub async fn order(
     core.store
         .set_order(&o.order, core.clock.now_ms())
         .map_err(edit_error)?;
-    core.reload().map_err(store_error)?;
+    core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(order = ?o.order, "providers reordered");
     Ok(Json(json!({"order": o.order})))
 }
@@ -594,7 +597,7 @@ pub async fn import(
     core.store
         .import_providers(&config.providers, core.clock.now_ms())
         .map_err(store_error)?;
-    core.reload().map_err(store_error)?;
+    core.reload_blocking().await.map_err(store_error)?;
     let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
     tracing::info!(providers = ?ids, "configuration imported");
     Ok(Json(json!({"imported": ids})))

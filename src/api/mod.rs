@@ -104,6 +104,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/", get(root).head(root))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), contract))
         .layer(middleware::from_fn_with_state(state.clone(), host_guard))
         .with_state(state)
 }
@@ -208,8 +209,89 @@ async fn root() -> Json<serde_json::Value> {
     }))
 }
 
-async fn not_found(req: Request) -> ApiError {
-    ApiError::new(
+/// Which API's error shape a path answers in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Dialect {
+    /// `/v1/messages…`: `{"type":"error","error":{"type","message"}}`.
+    Anthropic,
+    /// `/admin/…` and `/metrics`: OpenAI's shape, behind the admin key.
+    Admin,
+    /// Everything else: OpenAI's `{"error":{"message","type","param","code"}}`.
+    OpenAi,
+}
+
+impl Dialect {
+    fn of(path: &str) -> Self {
+        if path == "/v1/messages" || path.starts_with("/v1/messages/") {
+            Dialect::Anthropic
+        } else if path == "/metrics" || path == "/admin" || path.starts_with("/admin/") {
+            Dialect::Admin
+        } else {
+            Dialect::OpenAi
+        }
+    }
+
+    fn render(self, e: ApiError) -> Response {
+        match self {
+            Dialect::Anthropic => anthropic::anthropic_error(e),
+            _ => e.into_response(),
+        }
+    }
+}
+
+/// One error contract for every route: the admin key is checked before anything else on the
+/// admin API answers (a malformed query must not be the first thing a stranger learns), and a
+/// rejection axum produces itself (a query or path that does not parse, a body over a
+/// handler's limit, a wrong content type) is rewritten from `text/plain` into the route's API
+/// error shape.
+async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let dialect = Dialect::of(req.uri().path());
+    if dialect == Dialect::Admin {
+        if let Err(e) = admin::require_admin(&state.core, req.headers()) {
+            return e.into_response();
+        }
+    }
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("request refused")
+            .to_string()
+    } else {
+        text
+    };
+    let (kind, code) = match status.as_u16() {
+        413 => ("invalid_request_error", "request_too_large"),
+        415 => ("invalid_request_error", "unsupported_media_type"),
+        s if s >= 500 => ("api_error", "internal_error"),
+        _ => ("invalid_request_error", "invalid_request"),
+    };
+    let mut out = dialect.render(ApiError::new(status, kind, code, message));
+    for (name, value) in parts.headers.iter() {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+async fn not_found(req: Request) -> Response {
+    let dialect = Dialect::of(req.uri().path());
+    dialect.render(ApiError::new(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         "unknown_url",
@@ -218,16 +300,16 @@ async fn not_found(req: Request) -> ApiError {
             req.method(),
             req.uri().path()
         ),
-    )
+    ))
 }
 
-async fn method_not_allowed(req: Request) -> ApiError {
-    ApiError::new(
+async fn method_not_allowed(req: Request) -> Response {
+    Dialect::of(req.uri().path()).render(ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",
         "method_not_allowed",
         format!("{} is not allowed on {}.", req.method(), req.uri().path()),
-    )
+    ))
 }
 
 #[cfg(test)]

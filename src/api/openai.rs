@@ -46,12 +46,22 @@ pub(super) async fn handle(
     let client = authenticate(core, req.headers())?;
     let result = handle_client(state, req, request_id, base, format, client.clone()).await;
     if let Err(e) = &result {
-        // The client's own mistakes (not limits, not upstream outages) feed its throttle.
-        if matches!(e.status.as_u16(), 400 | 404 | 413 | 422) {
+        if malformed(e) {
             core.bad_request(&client);
         }
     }
     result
+}
+
+/// Whether a refusal is the client's own malformed request, the only kind that feeds its
+/// bad-request throttle: not an unknown model (404; a tool's model names may simply not be
+/// mapped yet), not an upload that broke off, not an upstream's verdict relayed as it came.
+fn malformed(e: &ApiError) -> bool {
+    matches!(e.status.as_u16(), 400 | 413 | 422)
+        && !matches!(
+            e.code,
+            "body_incomplete" | "upstream_rejected" | "context_length_exceeded"
+        )
 }
 
 /// Server-side failures and upstream limits are worth a line; a client over its own limits is
@@ -541,7 +551,12 @@ pub(super) async fn read_body(
             {
                 too_large()
             } else {
-                ApiError::invalid("body", format!("Could not read the request body: {e}"))
+                // The upload broke off (a client that went away, a dropped connection): not a
+                // malformed request, so it does not feed the bad-request throttle.
+                let mut err =
+                    ApiError::invalid("body", format!("Could not read the request body: {e}"));
+                err.code = "body_incomplete";
+                err
             }
         })
 }

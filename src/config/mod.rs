@@ -152,6 +152,11 @@ pub struct LogConfig {
     /// At most this many request-log rows are kept.
     #[serde(default = "default_max_rows")]
     pub max_rows: u64,
+    /// At most this many log rows wait for the database (about 2 KB each). When the database
+    /// stalls and the queue is full, the oldest waiting rows are dropped (counted in
+    /// `baton_log_rows_dropped_total`, with a warning) so memory stays bounded.
+    #[serde(default = "default_max_queued_rows")]
+    pub max_queued_rows: usize,
 }
 
 impl Default for LogConfig {
@@ -159,6 +164,7 @@ impl Default for LogConfig {
         Self {
             retention_days: default_retention_days(),
             max_rows: default_max_rows(),
+            max_queued_rows: default_max_queued_rows(),
         }
     }
 }
@@ -570,6 +576,9 @@ fn default_retention_days() -> u32 {
 }
 fn default_max_rows() -> u64 {
     200_000
+}
+fn default_max_queued_rows() -> usize {
+    8_192
 }
 fn default_priority() -> i64 {
     100

@@ -42,85 +42,103 @@ pub(super) async fn on_failure(
 ) -> Next {
     let p = &t.provider;
     let now = core.clock.now_ms();
-    match c.class {
-        ErrorClass::Transient => {
-            if let Some(until) = p.runtime.breaker.failure(now, &snap.routing.breaker) {
-                let scope = Scope {
-                    provider: p.id().to_string(),
-                    key: None,
-                    model: None,
-                };
-                core.cooldowns.start(scope, until, "breaker", &c.reason);
-                core.events.emit(Event::BreakerOpened {
-                    provider: p.id().to_string(),
-                    until_ms: until,
-                    reason: c.reason.clone(),
-                });
-                return Next::Move;
+    let mut recorded = false;
+    let next = 'decide: {
+        match c.class {
+            ErrorClass::Transient => {
+                if let Some(until) = p.runtime.breaker.failure(now, &snap.routing.breaker) {
+                    let scope = Scope {
+                        provider: p.id().to_string(),
+                        key: None,
+                        model: None,
+                    };
+                    core.cooldowns.start(scope, until, "breaker", &c.reason);
+                    recorded = true;
+                    core.events.emit(Event::BreakerOpened {
+                        provider: p.id().to_string(),
+                        until_ms: until,
+                        reason: c.reason.clone(),
+                    });
+                    break 'decide Next::Move;
+                }
+                // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
+                // (A CLI is not retried on the spot: its failures are a dead network or a crash,
+                // and each try is a new process.)
+                let lone = status.is_none_or(|s| s == 500) && !c.timeout && !p.config.kind.is_cli();
+                if lone && first_retry && p.config.retries > 0 {
+                    break 'decide Next::SameTarget;
+                }
+                Next::Move
             }
-            // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
-            // (A CLI is not retried on the spot: its failures are a dead network or a crash,
-            // and each try is a new process.)
-            let lone = status.is_none_or(|s| s == 500) && !c.timeout && !p.config.kind.is_cli();
-            if lone && first_retry && p.config.retries > 0 {
-                return Next::SameTarget;
-            }
-            Next::Move
-        }
-        ErrorClass::Rate => {
-            *fresh = apply_cooldown(core, snap, t, key, c);
-            if c.reset_at_ms.is_some() {
-                // Wait for the cooldown as recorded (clamped to at least a second).
-                let wait = cooldown_until(core, snap, c) - now;
-                let fits = tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64)
-                    < deadline;
-                if first_retry && (0..=snap.routing.short_wait_ms as i64).contains(&wait) && fits {
-                    tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
-                    return Next::SameTarget;
+            ErrorClass::Rate => {
+                *fresh = apply_cooldown(core, snap, t, key, c);
+                recorded = true;
+                if c.reset_at_ms.is_some() {
+                    // Wait for the cooldown as recorded (clamped to at least a second).
+                    let wait = cooldown_until(core, snap, c) - now;
+                    let fits = tokio::time::Instant::now()
+                        + Duration::from_millis(wait.max(0) as u64)
+                        < deadline;
+                    if first_retry
+                        && (0..=snap.routing.short_wait_ms as i64).contains(&wait)
+                        && fits
+                    {
+                        tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
+                        break 'decide Next::SameTarget;
+                    }
+                }
+                if other_key_free(core, t, key) {
+                    break 'decide Next::OtherKey;
+                }
+                let per_model = matches!(
+                    p.config.limit_scope,
+                    Some(LimitScope::KeyModel | LimitScope::Model)
+                ) || p.config.limit_scope.is_none() && c.per_model;
+                if per_model && !p.config.model_fallback {
+                    Next::DropProvider
+                } else {
+                    Next::Move
                 }
             }
-            if other_key_free(core, t, key) {
-                return Next::OtherKey;
+            // A CLI's login is tracked as its status (unavailable until it is logged in again),
+            // not as a cooldown that would outlast the fix.
+            ErrorClass::Auth if p.config.kind.is_cli() => Next::DropProvider,
+            ErrorClass::Auth => {
+                *fresh = apply_cooldown(core, snap, t, key, c);
+                recorded = true;
+                core.events.emit(Event::KeyDisabled {
+                    provider: p.id().to_string(),
+                    key: key
+                        .map(|k| k.id.clone())
+                        .unwrap_or_else(|| "(no key)".into()),
+                    reason: c.reason.clone(),
+                });
+                if other_key_free(core, t, key) {
+                    break 'decide Next::OtherKey;
+                }
+                Next::Move
             }
-            let per_model = matches!(
-                p.config.limit_scope,
-                Some(LimitScope::KeyModel | LimitScope::Model)
-            ) || p.config.limit_scope.is_none() && c.per_model;
-            if per_model && !p.config.model_fallback {
-                Next::DropProvider
-            } else {
+            ErrorClass::Billing => {
+                *fresh = apply_cooldown(core, snap, t, key, c);
+                recorded = true;
+                if other_key_free(core, t, key) {
+                    break 'decide Next::OtherKey;
+                }
+                Next::Move
+            }
+            _ => {
+                *fresh = apply_cooldown(core, snap, t, key, c);
+                recorded = true;
                 Next::Move
             }
         }
-        // A CLI's login is tracked as its status (unavailable until it is logged in again),
-        // not as a cooldown that would outlast the fix.
-        ErrorClass::Auth if p.config.kind.is_cli() => Next::DropProvider,
-        ErrorClass::Auth => {
-            *fresh = apply_cooldown(core, snap, t, key, c);
-            core.events.emit(Event::KeyDisabled {
-                provider: p.id().to_string(),
-                key: key
-                    .map(|k| k.id.clone())
-                    .unwrap_or_else(|| "(no key)".into()),
-                reason: c.reason.clone(),
-            });
-            if other_key_free(core, t, key) {
-                return Next::OtherKey;
-            }
-            Next::Move
-        }
-        ErrorClass::Billing => {
-            *fresh = apply_cooldown(core, snap, t, key, c);
-            if other_key_free(core, t, key) {
-                return Next::OtherKey;
-            }
-            Next::Move
-        }
-        _ => {
-            *fresh = apply_cooldown(core, snap, t, key, c);
-            Next::Move
-        }
+    };
+    // The cooldown is on disk before the answer from the next candidate is sent: a crash
+    // right after a 429 never calls the limited key again after the restart.
+    if recorded {
+        core.store.writer().flush().await;
     }
+    next
 }
 
 /// Whether the provider has another key that is not cooling for this model.

@@ -1,19 +1,18 @@
 //! The single writer thread: receives log rows and cooldown changes, writes them in batched
 //! transactions, prunes the log to its retention, and acknowledges flushes.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::{CooldownRow, LogRow};
 use crate::config::LogConfig;
 
-/// How many operations may wait for the writer; beyond this, senders wait (off the response path).
-const QUEUE: usize = 16_384;
 const BATCH: usize = 1024;
 /// After the first write of a batch arrives, wait this long for more before committing: one
 /// transaction per row costs more than the request itself under load (profiled: 18 % of CPU).
@@ -34,11 +33,46 @@ pub enum WriteOp {
     Flush(oneshot::Sender<()>),
 }
 
+/// What waits for the writer thread. Log rows are bounded (`log.maxQueuedRows`): when the
+/// database stalls, the oldest waiting row makes room for the newest, so memory stays bounded
+/// and what is kept is the most recent. Cooldown changes and flushes are never dropped (they
+/// are rare, and a cooldown must survive).
+struct Queue {
+    ops: Mutex<VecDeque<WriteOp>>,
+    ready: Condvar,
+    /// Log rows waiting (the bound applies to these).
+    rows: AtomicUsize,
+    max_rows: usize,
+    senders: AtomicUsize,
+    dropped: AtomicU64,
+    /// When the last "rows dropped" warning was written (one a minute at most).
+    warned: Mutex<Option<Instant>>,
+}
+
 /// Cheap, cloneable sender to the writer thread.
-#[derive(Clone)]
 pub struct StoreWriter {
-    tx: mpsc::Sender<WriteOp>,
-    dropped: Arc<AtomicU64>,
+    q: Arc<Queue>,
+}
+
+impl Clone for StoreWriter {
+    fn clone(&self) -> Self {
+        self.q.senders.fetch_add(1, Ordering::Relaxed);
+        Self { q: self.q.clone() }
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        if self.q.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last sender is gone: the thread writes what is left and ends.
+            let _guard = lock(&self.q.ops);
+            self.q.ready.notify_all();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl StoreWriter {
@@ -48,76 +82,126 @@ impl StoreWriter {
         log: LogConfig,
         clock: std::sync::Arc<dyn crate::clock::Clock>,
     ) -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE);
+        let q = Arc::new(Queue {
+            ops: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            rows: AtomicUsize::new(0),
+            max_rows: log.max_queued_rows.max(1),
+            senders: AtomicUsize::new(1),
+            dropped: AtomicU64::new(0),
+            warned: Mutex::new(None),
+        });
+        let theirs = q.clone();
         let spawned = std::thread::Builder::new()
             .name("baton-store".into())
-            .spawn(move || run(conn, rx, path, log, clock));
+            .spawn(move || run(conn, &theirs, path, log, clock));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the database writer thread; request log disabled");
         }
-        Self {
-            tx,
-            dropped: Arc::new(AtomicU64::new(0)),
+        Self { q }
+    }
+
+    /// Queues a write without waiting; the request path never blocks on the database.
+    pub fn send(&self, op: WriteOp) {
+        let q = &self.q;
+        let is_row = matches!(op, WriteOp::Log(_));
+        let mut dropped_now = false;
+        {
+            let mut ops = lock(&q.ops);
+            if is_row {
+                if q.rows.load(Ordering::Relaxed) >= q.max_rows {
+                    if let Some(i) = ops.iter().position(|o| matches!(o, WriteOp::Log(_))) {
+                        ops.remove(i);
+                        q.rows.fetch_sub(1, Ordering::Relaxed);
+                        q.dropped.fetch_add(1, Ordering::Relaxed);
+                        dropped_now = true;
+                    }
+                }
+                q.rows.fetch_add(1, Ordering::Relaxed);
+            }
+            ops.push_back(op);
+        }
+        q.ready.notify_one();
+        if dropped_now {
+            let mut warned = lock(&q.warned);
+            if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                *warned = Some(Instant::now());
+                tracing::warn!(
+                    queued = q.max_rows,
+                    dropped = q.dropped.load(Ordering::Relaxed),
+                    "the database is not keeping up: dropping the oldest request-log rows waiting for it"
+                );
+            }
         }
     }
 
-    /// Queues a write without waiting. When the queue is full the write is handed to a task
-    /// that waits for room, so the request path never blocks and nothing is dropped.
-    pub fn send(&self, op: WriteOp) {
-        match self.tx.try_send(op) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(op)) => {
-                let tx = self.tx.clone();
-                let dropped = self.dropped.clone();
-                match tokio::runtime::Handle::try_current() {
-                    Ok(rt) => {
-                        rt.spawn(async move {
-                            if tx.send(op).await.is_err() {
-                                dropped.fetch_add(1, Ordering::Relaxed);
-                            }
-                        });
-                    }
-                    Err(_) => {
-                        dropped.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    /// Request-log rows dropped because the database did not keep up (since start).
+    pub fn dropped(&self) -> u64 {
+        self.q.dropped.load(Ordering::Relaxed)
     }
 
     /// Waits until everything queued before this call is on disk.
     pub async fn flush(&self) {
         let (ack, done) = oneshot::channel();
-        if self.tx.send(WriteOp::Flush(ack)).await.is_ok() {
-            let _ = done.await;
+        self.send(WriteOp::Flush(ack));
+        let _ = done.await;
+    }
+}
+
+/// The next operation, waiting for one; `None` once every sender is gone and all is written.
+fn next_op(q: &Queue) -> Option<WriteOp> {
+    let mut ops = lock(&q.ops);
+    loop {
+        if let Some(op) = ops.pop_front() {
+            if matches!(op, WriteOp::Log(_)) {
+                q.rows.fetch_sub(1, Ordering::Relaxed);
+            }
+            return Some(op);
         }
+        // Memory a stall took is given back once the queue has drained.
+        if ops.capacity() > 4 * BATCH {
+            ops.shrink_to(BATCH);
+        }
+        if q.senders.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        ops = q
+            .ready
+            .wait(ops)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+/// Up to `BATCH` operations that are already waiting, without waiting for more.
+fn more_ops(q: &Queue, batch: &mut Vec<WriteOp>) {
+    let mut ops = lock(&q.ops);
+    while batch.len() < BATCH {
+        let Some(op) = ops.pop_front() else {
+            break;
+        };
+        if matches!(op, WriteOp::Log(_)) {
+            q.rows.fetch_sub(1, Ordering::Relaxed);
+        }
+        batch.push(op);
     }
 }
 
 fn run(
     mut conn: Connection,
-    mut rx: mpsc::Receiver<WriteOp>,
+    q: &Queue,
     path: PathBuf,
     log: LogConfig,
     clock: std::sync::Arc<dyn crate::clock::Clock>,
 ) {
     let mut last_prune = Instant::now() - PRUNE_EVERY;
     let mut batch = Vec::with_capacity(BATCH);
-    while let Some(op) = rx.blocking_recv() {
+    while let Some(op) = next_op(q) {
         let flush_now = matches!(op, WriteOp::Flush(_));
         batch.push(op);
         if !flush_now {
             std::thread::sleep(GATHER);
         }
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
-            }
-        }
+        more_ops(q, &mut batch);
         let mut acks = Vec::new();
         if let Err(e) = write_batch(&mut conn, &mut batch, &mut acks) {
             tracing::error!(db = %path.display(), error = %e, "database write failed");
@@ -233,6 +317,7 @@ mod tests {
         let log = LogConfig {
             retention_days: 2,
             max_rows: 1_000,
+            ..LogConfig::default()
         };
         for now in [ms("2027-01-01T00:00:00Z"), ms("2028-03-01T00:00:00Z")] {
             conn.execute("DELETE FROM request_log", [])?;
