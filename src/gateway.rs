@@ -508,19 +508,9 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     let shutdown = CancellationToken::new();
     let app = crate::api::app(core.clone(), addr);
     let token = shutdown.clone();
+    let server_cfg = core.server.clone();
     let server = tokio::spawn(async move {
-        // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm holds each
-        // chunk back until the client's delayed ACK (~40 ms).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
-        let serve = axum::serve(listener, app.into_make_service())
-            .with_graceful_shutdown(async move { token.cancelled().await });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "server stopped with an error");
-        }
+        crate::server::serve(listener, app, &server_cfg, token).await;
     });
     let snap = core.snapshot.load();
     tracing::info!(

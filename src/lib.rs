@@ -22,6 +22,7 @@ pub mod redact;
 pub mod router;
 pub mod secrets;
 pub mod serve;
+mod server;
 pub mod shared;
 pub mod stats;
 pub mod store;

@@ -518,12 +518,15 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
 }
 
 /// Reads a request body up to `server.maxBodyBytes` (the same limit on every inbound route),
-/// refusing a larger one with a 413 in the API's error shape before reading it when the client
-/// declared its length.
+/// refusing a larger one with a 413 in the API's error shape (before reading it when the
+/// client declared its length). A body that stalls for `server.bodyTimeoutMs`, or after that
+/// long arrives slower than [`MIN_BODY_RATE`] on average, gets a 408: a trickling upload
+/// cannot hold a connection and its memory for ever.
 pub(super) async fn read_body(
     core: &crate::gateway::Core,
     req: Request,
 ) -> Result<Bytes, ApiError> {
+    use futures_util::StreamExt;
     let max = core.server.max_body_bytes;
     let too_large = || {
         ApiError::new(
@@ -533,30 +536,61 @@ pub(super) async fn read_body(
             format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
         )
     };
-    if req
+    let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > max)
-    {
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > max) {
         return Err(too_large());
     }
-    axum::body::to_bytes(req.into_body(), max)
-        .await
-        .map_err(|e| {
-            if std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
-                || e.to_string().contains("length limit")
-            {
-                too_large()
-            } else {
-                // The upload broke off (a client that went away, a dropped connection): not a
-                // malformed request, so it does not feed the bad-request throttle.
-                let mut err =
-                    ApiError::invalid("body", format!("Could not read the request body: {e}"));
-                err.code = "body_incomplete";
-                err
+    let idle = std::time::Duration::from_millis(core.server.body_timeout_ms);
+    let too_slow = |got: usize| {
+        let mut e = ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            "request_timeout",
+            format!(
+                "The request body arrived too slowly ({got} bytes so far; server.bodyTimeoutMs is {} ms). Send the whole body at once.",
+                idle.as_millis()
+            ),
+        );
+        e.headers
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        e
+    };
+    let broken = |e: &dyn std::fmt::Display| {
+        // The upload broke off (a client that went away, a dropped connection): not a
+        // malformed request, so it does not feed the bad-request throttle.
+        let mut err = ApiError::invalid("body", format!("Could not read the request body: {e}"));
+        err.code = "body_incomplete";
+        err
+    };
+    let mut stream = req.into_body().into_data_stream();
+    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0));
+    let started = tokio::time::Instant::now();
+    loop {
+        let next = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(n) => n,
+            Err(_) => return Err(too_slow(buf.len())),
+        };
+        match next {
+            None => break,
+            Some(Ok(chunk)) => {
+                if buf.len() + chunk.len() > max {
+                    return Err(too_large());
+                }
+                buf.extend_from_slice(&chunk);
             }
-        })
+            Some(Err(e)) => return Err(broken(&e)),
+        }
+        let late = started.elapsed().saturating_sub(idle).as_secs_f64();
+        if late > 0.0 && (buf.len() as f64) < late * MIN_BODY_RATE {
+            return Err(too_slow(buf.len()));
+        }
+    }
+    Ok(buf.freeze())
 }
+
+/// Bytes per second a body must average once `server.bodyTimeoutMs` has passed.
+const MIN_BODY_RATE: f64 = 16.0 * 1024.0;

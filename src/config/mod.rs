@@ -78,6 +78,18 @@ pub struct ServerConfig {
     /// How long a shutdown waits for in-flight requests before cutting them off.
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
+    /// Longest a client may take to send a request's headers; also how long an idle
+    /// keep-alive connection stays open.
+    #[serde(default = "default_header_timeout")]
+    pub header_timeout_ms: u64,
+    /// Longest silence while a client sends a request body; after that long, the body must
+    /// also keep arriving at 16 KiB/s on average (a trickling upload gets a 408).
+    #[serde(default = "default_body_timeout")]
+    pub body_timeout_ms: u64,
+    /// Open client connections at most. When reached, new connections wait in the listen
+    /// queue (and a warning is logged) until one closes.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +100,9 @@ impl Default for ServerConfig {
             max_body_bytes: default_max_body(),
             allowed_hosts: Vec::new(),
             shutdown_grace_ms: default_grace(),
+            header_timeout_ms: default_header_timeout(),
+            body_timeout_ms: default_body_timeout(),
+            max_connections: default_max_connections(),
         }
     }
 }
@@ -573,6 +588,17 @@ fn default_retries() -> u32 {
 }
 fn default_retention_days() -> u32 {
     30
+}
+fn default_header_timeout() -> u64 {
+    30_000
+}
+fn default_body_timeout() -> u64 {
+    10_000
+}
+fn default_max_connections() -> usize {
+    // Leaves room under the common 1024-descriptor limit for upstream connections, the
+    // database and CLI pipes.
+    512
 }
 fn default_max_rows() -> u64 {
     200_000

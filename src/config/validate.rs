@@ -22,6 +22,23 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             "must be at least 1024 bytes".into(),
         ));
     }
+    for (field, ms) in [
+        ("server.headerTimeoutMs", server.header_timeout_ms),
+        ("server.bodyTimeoutMs", server.body_timeout_ms),
+    ] {
+        if !(100..=3_600_000).contains(&ms) {
+            return Err(err(
+                field.into(),
+                "must be between 100 and 3600000 milliseconds".into(),
+            ));
+        }
+    }
+    if server.max_connections == 0 {
+        return Err(err(
+            "server.maxConnections".into(),
+            "must be at least 1".into(),
+        ));
+    }
     if !is_loopback_host(&server.host) && config.gateway_keys.is_empty() {
         return Err(err(
             "server.host".into(),
