@@ -8,6 +8,7 @@ pub mod activity;
 pub mod admin;
 mod admission;
 pub mod anthropic;
+pub mod budget;
 pub mod clients;
 pub mod error;
 pub mod manage;
@@ -36,6 +37,8 @@ pub struct AppState {
     /// The address the gateway actually listens on (the config may say port 0).
     pub addr: SocketAddr,
     allowed_hosts: Arc<Vec<String>>,
+    /// Concurrent inbound requests and the memory budget they share.
+    pub inbound: Arc<budget::Inbound>,
 }
 
 /// The complete router.
@@ -49,6 +52,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     allowed.push(core.server.host.to_ascii_lowercase());
     allowed.push(addr.ip().to_string());
     let state = AppState {
+        inbound: Arc::new(budget::Inbound::new(&core.server)),
         core,
         addr,
         allowed_hosts: Arc::new(allowed),
@@ -245,13 +249,45 @@ impl Dialect {
 /// handler's limit, a wrong content type) is rewritten from `text/plain` into the route's API
 /// error shape.
 async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let dialect = Dialect::of(req.uri().path());
+    let path = req.uri().path();
+    let dialect = Dialect::of(path);
     if dialect == Dialect::Admin {
         if let Err(e) = admin::require_admin(&state.core, req.headers()) {
             return e.into_response();
         }
     }
+    // The inbound API takes a slot among the concurrent requests for as long as its answer
+    // (a stream included) is being sent.
+    let inbound = matches!(
+        path,
+        "/v1/chat/completions" | "/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens"
+    );
+    let slot = if inbound {
+        match state.inbound.request_slot() {
+            Some(s) => Some(s),
+            None => {
+                return dialect.render(
+                    ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "service_unavailable",
+                        "gateway_busy",
+                        format!(
+                            "Baton is handling as many requests as it may at once (server.maxConcurrentRequests = {}); retry in a second.",
+                            state.core.server.max_concurrent_requests
+                        ),
+                    )
+                    .retry_after(1),
+                )
+            }
+        }
+    } else {
+        None
+    };
     let resp = next.run(req).await;
+    let resp = match slot {
+        Some(slot) => resp.map(|body| axum::body::Body::new(budget::Held::new(body, slot))),
+        None => resp,
+    };
     let status = resp.status();
     let is_json = resp
         .headers()

@@ -118,7 +118,8 @@ async fn handle_client(
             }
         },
     };
-    let bytes = read_body(core, req).await?;
+    // Held until this request's parsed form is gone (the budget's estimate covers it).
+    let (bytes, _charge) = read_body(state, req).await?;
     let body = match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => map,
         Ok(_) => {
@@ -522,11 +523,37 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
 /// client declared its length). A body that stalls for `server.bodyTimeoutMs`, or after that
 /// long arrives slower than [`MIN_BODY_RATE`] on average, gets a 408: a trickling upload
 /// cannot hold a connection and its memory for ever.
+///
+/// The body is charged to the memory budget as it arrives and, once read, with what parsing it
+/// will cost; the returned [`Charge`](super::budget::Charge) holds that until it is dropped.
 pub(super) async fn read_body(
-    core: &crate::gateway::Core,
+    state: &AppState,
     req: Request,
-) -> Result<Bytes, ApiError> {
+) -> Result<(Bytes, super::budget::Charge), ApiError> {
     use futures_util::StreamExt;
+    let core = &state.core;
+    let inbound = &state.inbound;
+    let mut charge = super::budget::Charge::default();
+    let over_budget = |r: super::budget::Refused| {
+        match r {
+        super::budget::Refused::TooBig => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!(
+                "This request would need more memory than Baton may use for all requests together (server.memoryBudgetBytes = {}); send a smaller one.",
+                core.server.memory_budget_bytes
+            ),
+        ),
+        super::budget::Refused::Busy => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "memory_budget",
+            "Baton is holding as much request data as it may at once (server.memoryBudgetBytes); retry in a second.",
+        )
+        .retry_after(1),
+    }
+    };
     let max = core.server.max_body_bytes;
     let too_large = || {
         ApiError::new(
@@ -543,6 +570,9 @@ pub(super) async fn read_body(
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > max) {
         return Err(too_large());
+    }
+    if let Some(n) = declared {
+        inbound.charge(&mut charge, n).map_err(over_budget)?;
     }
     let idle = std::time::Duration::from_millis(core.server.body_timeout_ms);
     let too_slow = |got: usize| {
@@ -580,6 +610,11 @@ pub(super) async fn read_body(
                 if buf.len() + chunk.len() > max {
                     return Err(too_large());
                 }
+                if declared.is_none_or(|n| buf.len() + chunk.len() > n) {
+                    inbound
+                        .charge(&mut charge, chunk.len())
+                        .map_err(over_budget)?;
+                }
                 buf.extend_from_slice(&chunk);
             }
             Some(Err(e)) => return Err(broken(&e)),
@@ -589,7 +624,26 @@ pub(super) async fn read_body(
             return Err(too_slow(buf.len()));
         }
     }
-    Ok(buf.freeze())
+    // Parsing multiplies a body of many small values many times over: count them first.
+    let values = super::budget::json_values(&buf, inbound.max_values);
+    if values > inbound.max_values {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!(
+                "The request body holds more than {} JSON values (server.maxJsonValues); send fewer messages or content parts.",
+                inbound.max_values
+            ),
+        ));
+    }
+    inbound
+        .charge(
+            &mut charge,
+            super::budget::Inbound::parse_cost(buf.len(), values),
+        )
+        .map_err(over_budget)?;
+    Ok((buf.freeze(), charge))
 }
 
 /// Bytes per second a body must average once `server.bodyTimeoutMs` has passed.

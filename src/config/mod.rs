@@ -86,6 +86,18 @@ pub struct ServerConfig {
     /// also keep arriving at 16 KiB/s on average (a trickling upload gets a 408).
     #[serde(default = "default_body_timeout")]
     pub body_timeout_ms: u64,
+    /// Inbound API requests (chat, messages, token counts) handled at once; beyond this a
+    /// request gets a 503 with `Retry-After`. Streams count until they end.
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent_requests: usize,
+    /// Memory all requests in flight may hold together, in bytes: each is charged its body
+    /// and an estimate of parsing it; beyond this a request gets a 503 with `Retry-After`.
+    #[serde(default = "default_memory_budget")]
+    pub memory_budget_bytes: usize,
+    /// JSON values (objects, arrays, members, elements) one request body may hold; a body
+    /// with more is refused (413) before it is parsed.
+    #[serde(default = "default_max_json_values")]
+    pub max_json_values: usize,
     /// Open client connections at most. When reached, new connections wait in the listen
     /// queue (and a warning is logged) until one closes.
     #[serde(default = "default_max_connections")]
@@ -103,6 +115,9 @@ impl Default for ServerConfig {
             header_timeout_ms: default_header_timeout(),
             body_timeout_ms: default_body_timeout(),
             max_connections: default_max_connections(),
+            max_concurrent_requests: default_max_concurrent(),
+            memory_budget_bytes: default_memory_budget(),
+            max_json_values: default_max_json_values(),
         }
     }
 }
@@ -594,6 +609,17 @@ fn default_header_timeout() -> u64 {
 }
 fn default_body_timeout() -> u64 {
     10_000
+}
+fn default_max_concurrent() -> usize {
+    256
+}
+fn default_memory_budget() -> usize {
+    // A laptop's worth: about six of the largest requests the other limits allow at once.
+    512 * 1024 * 1024
+}
+fn default_max_json_values() -> usize {
+    // A long agent session (thousands of messages, dozens of tool schemas) is well under it.
+    500_000
 }
 fn default_max_connections() -> usize {
     // Leaves room under the common 1024-descriptor limit for upstream connections, the

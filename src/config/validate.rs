@@ -33,6 +33,24 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ));
         }
     }
+    if server.memory_budget_bytes < 16 * 1024 * 1024 {
+        return Err(err(
+            "server.memoryBudgetBytes".into(),
+            "must be at least 16777216 (16 MiB)".into(),
+        ));
+    }
+    if server.max_json_values < 1000 {
+        return Err(err(
+            "server.maxJsonValues".into(),
+            "must be at least 1000".into(),
+        ));
+    }
+    if server.max_concurrent_requests == 0 {
+        return Err(err(
+            "server.maxConcurrentRequests".into(),
+            "must be at least 1".into(),
+        ));
+    }
     if server.max_connections == 0 {
         return Err(err(
             "server.maxConnections".into(),

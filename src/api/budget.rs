@@ -1,0 +1,198 @@
+//! What one client can make Baton hold: a bound on concurrent inbound requests, and a memory
+//! budget shared by every request in flight. A request is charged its body as it arrives and,
+//! once read, an estimate of what parsing and translating it costs (measured by
+//! `scripts/bench-memory`: about four copies of its bytes, plus ~190 bytes per JSON value); a
+//! body with more JSON values than `server.maxJsonValues` is refused before it is parsed. When
+//! the budget is spent the request gets a 503 with `Retry-After` instead of memory.
+
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::ServerConfig;
+
+/// Bytes a parsed, translated request holds per byte of its body (measured: 4.0 for one long
+/// string, the shape where bytes dominate).
+pub const BYTES_FACTOR: usize = 4;
+/// Bytes a parsed, translated request holds per JSON value (measured: ~160 for many small
+/// parts and many messages, 190 at `server.maxJsonValues`).
+pub const VALUE_COST: usize = 192;
+/// The budget is counted in units of this many bytes.
+const UNIT: usize = 1024;
+
+/// The inbound limits of one gateway.
+pub struct Inbound {
+    requests: Arc<Semaphore>,
+    memory: Arc<Semaphore>,
+    memory_units: usize,
+    pub max_values: usize,
+}
+
+/// Memory charged to one request; given back when dropped.
+#[derive(Default)]
+pub struct Charge {
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// Why a request cannot be charged.
+pub enum Refused {
+    /// More than the whole budget: it could never be served.
+    TooBig,
+    /// Other requests hold the budget now.
+    Busy,
+}
+
+impl Inbound {
+    pub fn new(cfg: &ServerConfig) -> Self {
+        let units = (cfg.memory_budget_bytes / UNIT).clamp(1, u32::MAX as usize);
+        Self {
+            requests: Arc::new(Semaphore::new(cfg.max_concurrent_requests.max(1))),
+            memory: Arc::new(Semaphore::new(units)),
+            memory_units: units,
+            max_values: cfg.max_json_values,
+        }
+    }
+
+    /// A slot among the concurrent requests, or `None` when all are taken.
+    pub fn request_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.requests.clone().try_acquire_owned().ok()
+    }
+
+    /// Adds `bytes` to what `charge` holds.
+    pub fn charge(&self, charge: &mut Charge, bytes: usize) -> Result<(), Refused> {
+        let units = bytes.div_ceil(UNIT);
+        if units == 0 {
+            return Ok(());
+        }
+        let held = charge.permit.as_ref().map_or(0, |p| p.num_permits());
+        if held + units > self.memory_units {
+            return Err(Refused::TooBig);
+        }
+        let more = self
+            .memory
+            .clone()
+            .try_acquire_many_owned(units as u32)
+            .map_err(|_| Refused::Busy)?;
+        match &mut charge.permit {
+            Some(p) => p.merge(more),
+            None => charge.permit = Some(more),
+        }
+        Ok(())
+    }
+
+    /// What a body costs once parsed and translated, beyond its own bytes.
+    pub fn parse_cost(len: usize, values: usize) -> usize {
+        len.saturating_mul(BYTES_FACTOR - 1)
+            .saturating_add(values.saturating_mul(VALUE_COST))
+    }
+}
+
+/// A response body that keeps its request's concurrency slot until it has been sent.
+pub struct Held {
+    body: axum::body::Body,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Held {
+    pub fn new(body: axum::body::Body, slot: OwnedSemaphorePermit) -> Self {
+        Self { body, _slot: slot }
+    }
+}
+
+impl http_body::Body for Held {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// How many JSON values a body holds, counted without parsing it: every `{`, `[`, `:` and `,`
+/// outside strings (a close upper bound of the nodes a parser builds). Stops counting past
+/// `limit`.
+pub fn json_values(body: &[u8], limit: usize) -> usize {
+    let mut n = 0usize;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                // Skip the string: to the next quote not escaped.
+                i += 1;
+                while i < body.len() {
+                    match memchr::memchr2(b'"', b'\\', &body[i..]) {
+                        Some(j) if body[i + j] == b'\\' => i += j + 2,
+                        Some(j) => {
+                            i += j;
+                            break;
+                        }
+                        None => i = body.len(),
+                    }
+                }
+            }
+            b'{' | b'[' | b':' | b',' => {
+                n += 1;
+                if n > limit {
+                    return n;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    n + usize::from(!body.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_counted_outside_strings_only() {
+        assert_eq!(json_values(br#"{"a":1}"#, usize::MAX), 3);
+        assert_eq!(json_values(br#"{"a":"{[,:]}"}"#, usize::MAX), 3);
+        assert_eq!(json_values(br#"{"a":"x\"{,","b":[1,2]}"#, usize::MAX), 7);
+        assert_eq!(json_values(br#""\\""#, usize::MAX), 1);
+        assert_eq!(json_values(b"", usize::MAX), 0);
+        // An unterminated string ends the count without reading past the end.
+        assert_eq!(json_values(br#"{"a":"unterminated\"#, usize::MAX), 3);
+        // Counting stops past the limit.
+        let many = format!("[{}1]", "1,".repeat(10_000));
+        assert_eq!(json_values(many.as_bytes(), 100), 101);
+    }
+
+    #[test]
+    fn the_budget_is_shared_and_given_back() {
+        let cfg = ServerConfig {
+            memory_budget_bytes: 10 * UNIT,
+            ..ServerConfig::default()
+        };
+        let b = Inbound::new(&cfg);
+        let mut one = Charge::default();
+        assert!(b.charge(&mut one, 6 * UNIT).is_ok());
+        let mut two = Charge::default();
+        assert!(matches!(b.charge(&mut two, 6 * UNIT), Err(Refused::Busy)));
+        assert!(matches!(
+            b.charge(&mut two, 11 * UNIT),
+            Err(Refused::TooBig)
+        ));
+        assert!(b.charge(&mut one, 4 * UNIT).is_ok(), "charges add up");
+        assert!(matches!(b.charge(&mut one, UNIT), Err(Refused::TooBig)));
+        drop(one);
+        assert!(
+            b.charge(&mut two, 10 * UNIT).is_ok(),
+            "given back when dropped"
+        );
+    }
+}
