@@ -29,6 +29,10 @@ pub(crate) async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(cfg.header_timeout_ms))
+        // Room above the router's own URI and header limits (16 KiB, 64 KiB), which answer in
+        // the API's error shape; hyper's limits, further out, can only send a bare status.
+        .max_buf_size(1024 * 1024)
+        .max_headers(1024)
         .keep_alive(true);
     let mut warned: Option<Instant> = None;
     loop {

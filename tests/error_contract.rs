@@ -151,3 +151,48 @@ async fn every_rejection_is_json_in_its_api_shape_and_the_admin_key_comes_first(
     assert_eq!(v["error"]["code"], "method_not_allowed", "{v}");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_uri_and_huge_headers_are_refused_in_the_api_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({"providers": []})).await;
+    let long = "x".repeat(20_000);
+    let r = baton
+        .http
+        .get(format!("{}/v1/models?q={long}", baton.url))
+        .bearer_auth(&baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 414);
+    assert!(is_json(&r));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "uri_too_long", "{v}");
+
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("x-padding", "y".repeat(70_000))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 431);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error", "Anthropic's shape: {v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("headers"),
+        "{v}"
+    );
+    // Still serving on the next request.
+    let r = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .bearer_auth(&baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    baton.stop().await;
+}

@@ -213,6 +213,11 @@ async fn root() -> Json<serde_json::Value> {
     }))
 }
 
+/// Longest request URI answered normally (414 beyond).
+pub(crate) const MAX_URI_BYTES: usize = 16 * 1024;
+/// Largest header block answered normally (431 beyond).
+pub(crate) const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// Which API's error shape a path answers in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Dialect {
@@ -251,6 +256,30 @@ impl Dialect {
 async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let dialect = Dialect::of(path);
+    // Protocol limits, answered in the API's shape (hyper's own, further out, can only close
+    // the connection with a bare status).
+    let uri_len = req.uri().to_string().len();
+    if uri_len > MAX_URI_BYTES {
+        return dialect.render(ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "invalid_request_error",
+            "uri_too_long",
+            format!("The request URI is {uri_len} bytes; at most {MAX_URI_BYTES} are accepted. Send parameters in the body."),
+        ));
+    }
+    let header_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        return dialect.render(ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "invalid_request_error",
+            "headers_too_large",
+            format!("The request headers are {header_bytes} bytes; at most {MAX_HEADER_BYTES} are accepted."),
+        ));
+    }
     if dialect == Dialect::Admin {
         if let Err(e) = admin::require_admin(&state.core, req.headers()) {
             return e.into_response();
