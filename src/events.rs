@@ -166,6 +166,7 @@ mod tests {
             context_length: false,
             per_model: false,
             timeout: false,
+            too_large: false,
         }
     }
 

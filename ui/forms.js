@@ -150,7 +150,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   }
 
   function showError(e) {
-    const param = e.param || "";
+    let param = e.param || "";
+    // A key variable that may not be used belongs next to the variable field; a stored key
+    // that must be typed again (a new host) next to the paste field.
+    if (/^keys\[\d+\]\.env$/.test(param) && body.querySelector('[data-field="envKey"]')) param = "envKey";
+    else if (/^keys\[\d+\](\.stored)?$/.test(param) && body.querySelector('[data-field="newKeys"]')) param = "newKeys";
     const key = param.replace(/\[\d+\].*$/, "").replace(/^keys.*/, "keys");
     const target = body.querySelector(`[data-field="${CSS.escape(param)}"]`) || body.querySelector(`[data-field="${CSS.escape(key)}"]`);
     const errBox = target && (target.querySelector(".field-error") || document.getElementById(`e-${key}`));

@@ -371,6 +371,7 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
                 .and_then(|v| v.pointer("/error/code").and_then(Value::as_str))
                 .map(|c| if c == "context_length_exceeded" { "context_length_exceeded" } else { "upstream_rejected" })
                 .unwrap_or("upstream_rejected");
+            let code = if status == 413 { "request_too_large" } else { code };
             let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             let mut e = ApiError::new(st, "invalid_request_error", code, message);
             e.param = param;

@@ -86,9 +86,20 @@ pub fn classify_http(
             "too many tokens in the prompt",
         ]);
     let resource_exhausted = f.status == "resource_exhausted";
+    // "Request too large … on tokens per min (TPM): Limit 6000, Requested 9000": the request
+    // alone exceeds the per-minute limit. Waiting does not help, so it is not a rate limit.
+    let too_large = requested_over_limit(&lower);
+    // "You have reached your specified API usage limits. You will regain access on …": a
+    // spending limit the account set, whatever the status says.
+    let usage_cap = has(&[
+        "reached your specified api usage limits",
+        "will regain access on",
+    ]);
 
     // Structured verdicts, most specific first.
-    let structured = if f.code == "insufficient_quota" || f.etype == "insufficient_quota" {
+    let structured = if too_large {
+        Some(ErrorClass::Request)
+    } else if usage_cap || f.code == "insufficient_quota" || f.etype == "insufficient_quota" {
         Some(ErrorClass::Billing)
     } else if f
         .reasons
@@ -167,7 +178,7 @@ pub fn classify_http(
             .or_else(|| json.as_ref().and_then(|v| reset::from_body(v, ctx.now_ms)))
             .or_else(|| {
                 if class == ErrorClass::Billing {
-                    None
+                    reset::regain_access(&f.message)
                 } else {
                     reset::from_text(&f.message, ctx)
                 }
@@ -190,7 +201,26 @@ pub fn classify_http(
         per_model: f.quota_ids.iter().any(|q| q.contains("PerModel"))
             || has(&["for model", "on model", "for this model", "on this model"]),
         timeout: false,
+        too_large,
     }
+}
+
+/// Whether a (lower-cased) message says the request asked for more than the limit itself:
+/// "… Limit 6000, Requested 9000 …" with the requested amount above the limit.
+fn requested_over_limit(lower: &str) -> bool {
+    let number_after = |marker: &str| -> Option<u64> {
+        let i = lower.find(marker)? + marker.len();
+        let digits: String = lower[i..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    matches!(
+        (number_after("limit "), number_after("requested ")),
+        (Some(limit), Some(requested)) if requested > limit
+    )
 }
 
 /// Classifies what a subscription CLI printed when it failed: JSON event lines (Claude's
@@ -295,5 +325,6 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
         // Gemini CLI: "You have exhausted your daily quota on this model."
         per_model: has(&["on this model", "for this model"]),
         timeout: false,
+        too_large: false,
     }
 }

@@ -65,6 +65,10 @@ pub struct Classified {
     pub per_model: bool,
     /// The attempt timed out (such a target is not retried; the next candidate is).
     pub timeout: bool,
+    /// The request alone is larger than the provider's per-minute token limit ("Limit 6000,
+    /// Requested 9000"): nothing to wait out and nothing to cool; another candidate may have a
+    /// larger limit, else the client gets a 413.
+    pub too_large: bool,
 }
 
 /// A transport-level failure (no usable HTTP answer).
@@ -76,6 +80,7 @@ pub fn classify_transport(reason: impl Into<String>) -> Classified {
         context_length: false,
         per_model: false,
         timeout: false,
+        too_large: false,
     }
 }
 

@@ -337,6 +337,28 @@ fn parse_clock(w: &str) -> Option<Time> {
     Time::new(h, m, 0, 0).ok()
 }
 
+/// "You will regain access on 2027-01-01 at 00:00 UTC." (a spending limit the account set).
+pub fn regain_access(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let i = lower.find("regain access on ")? + "regain access on ".len();
+    let rest = &text[i..];
+    let date = rest.get(..10)?.parse::<Date>().ok()?;
+    let after = rest[10..].trim_start();
+    let time = after
+        .strip_prefix("at ")
+        .and_then(|t| {
+            let hm = t.split_whitespace().next()?;
+            let (h, m) = hm.split_once(':')?;
+            Time::new(h.parse().ok()?, m.parse().ok()?, 0, 0).ok()
+        })
+        .unwrap_or(Time::midnight());
+    TimeZone::UTC
+        .to_ambiguous_zoned_datetime(DateTime::from_parts(date, time))
+        .compatible()
+        .ok()
+        .map(|z| z.timestamp().as_millisecond())
+}
+
 /// Window words: per-minute limits reset within a minute, per-day limits at the provider's next
 /// daily reset (midnight in its zone, DST-correct).
 pub fn from_window(text: &str, ctx: &ResetContext) -> Option<i64> {

@@ -15,6 +15,8 @@ use crate::providers::ApiKey;
 const LONG_COOLDOWN_MS: i64 = 3_600_000;
 /// The longest any cooldown lasts (weekly subscription windows exist).
 const MAX_COOLDOWN_MS: i64 = 8 * 86_400_000;
+/// Longest cooldown for a spending limit with a stated date.
+const MAX_BILLING_COOLDOWN_MS: i64 = 32 * 86_400_000;
 
 pub(super) enum Next {
     /// Try the same target again now (after a short wait, if any).
@@ -163,9 +165,15 @@ pub(super) fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i6
         ErrorClass::Overloaded => (snap.routing.default_cooldown_ms as i64).min(30_000),
         _ => snap.routing.default_cooldown_ms as i64,
     };
+    // A spending limit names the date access returns (often the 1st of next month): honour
+    // it up to a month; anything else is re-checked after at most eight days.
+    let max = match (c.class, c.reset_at_ms) {
+        (ErrorClass::Billing, Some(_)) => MAX_BILLING_COOLDOWN_MS,
+        _ => MAX_COOLDOWN_MS,
+    };
     c.reset_at_ms
         .unwrap_or(now + default)
-        .clamp(now + 1_000, now + MAX_COOLDOWN_MS)
+        .clamp(now + 1_000, now + max)
 }
 
 /// Cools the narrowest scope the failure applies to; false when that scope was already

@@ -266,6 +266,9 @@ struct Pass {
     summary: Vec<String>,
     /// Targets already retried on the spot (lone 500 / reset, or a short rate-limit wait).
     retried: std::collections::HashSet<String>,
+    /// The first answer saying the request alone is over a provider's per-minute token
+    /// limit: what the client gets (as a 413) if no other candidate takes it.
+    too_large: Option<Bytes>,
 }
 
 impl Pass {
@@ -498,6 +501,16 @@ async fn run_candidates(
                 rec.push_attempt(record(&target, api_key, &classified, status, started));
                 drop(slot);
                 tracing::info!(request_id = rec.id(), target = %target.label(), class = classified.class.as_str(), reason = %classified.reason, "attempt failed");
+                if classified.too_large {
+                    // Nothing to wait out and nothing to cool (a smaller request still fits
+                    // there): another candidate may have a larger per-minute limit.
+                    pass.too_large
+                        .get_or_insert_with(|| body.clone().unwrap_or_default());
+                    pass.all_limited = false;
+                    pass.summary
+                        .push(format!("{}: {}", target.label(), classified.reason));
+                    continue;
+                }
                 if classified.context_length
                     && snap.routing.context_fallback
                     && pass.context_retry.is_none()
@@ -569,6 +582,9 @@ async fn run_candidates(
                 };
             }
         }
+    }
+    if let Some(body) = pass.too_large {
+        return Err(Failure::Client { status: 413, body });
     }
     Err(Failure::Exhausted {
         retry_at_ms: if pass.all_limited {

@@ -124,6 +124,13 @@ test("a provider is added through the form: a wrong URL is refused next to the f
   assert.equal(await page.getAttribute("#f-baseUrl", "aria-invalid"), "true");
   await shot("add-provider-error");
   await page.fill("#f-baseUrl", upC);
+  // A process variable is not a key: refused next to the variable field, nothing saved.
+  await page.fill("#f-envKey", "PATH");
+  await page.click("#form-save");
+  const envErr = await page.waitForSelector("#e-envKey:text('API-key variable')");
+  assert.match(await envErr.textContent(), /`PATH` does not look like an API-key variable/);
+  assert.equal(await page.getAttribute("#f-envKey", "aria-invalid"), "true");
+  await page.fill("#f-envKey", "");
   await page.click("#form-test");
   await page.waitForSelector("#test-result.ok");
   await page.click("#form-save");

@@ -1,0 +1,118 @@
+//! Error classes that contradict their HTTP status: a 400 that is a spending limit with a date
+//! cools the key until then and fails over; a 413 or 429 saying the request alone is over the
+//! per-minute token limit cools nothing, tries a candidate that may take it, and otherwise
+//! reaches the client as a 413.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use baton::clock::ManualClock;
+use common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+fn at(s: &str) -> i64 {
+    s.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+fn tpm_too_large(status: u16) -> Behavior {
+    Behavior::Status {
+        status,
+        body: json!({"error": {"message": "Request too large for model `llama-3.3-70b-versatile` in organization `org_01hx` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Requested 9000, please reduce your message size and try again.",
+            "type": "tokens", "code": "rate_limit_exceeded"}}),
+        headers: vec![("retry-after".into(), "60".into())],
+    }
+}
+
+#[tokio::test]
+async fn a_request_over_the_per_minute_limit_cools_nothing_and_moves_on() {
+    let small = FakeUpstream::start("small").await;
+    let large = FakeUpstream::start("large").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("small", &small.base_url(), 1), provider("large", &large.base_url(), 2)]}),
+    )
+    .await;
+    for status in [413, 429] {
+        small.script([tpm_too_large(status)]);
+        let r = baton.chat("auto", "a long prompt").await;
+        assert_eq!(r.status(), 200, "{status}");
+        assert_eq!(header(&r, "x-gateway-provider"), "large");
+        assert!(
+            baton.handle.core.cooldowns.active().is_empty(),
+            "{status}: the small provider is not cooled: a smaller request still fits"
+        );
+        // The next (smaller) request goes to the first provider again.
+        let r = baton.chat("auto", "short").await;
+        assert_eq!(header(&r, "x-gateway-provider"), "small");
+    }
+    baton.stop().await;
+
+    // With no candidate that takes it, the client hears why: 413 with the provider's text.
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("small", &small.base_url(), 1)]}),
+    )
+    .await;
+    small.script([tpm_too_large(429)]);
+    let r = baton.chat("auto", "a long prompt").await;
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "request_too_large", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Limit 6000, Requested 9000"),
+        "{v}"
+    );
+    assert!(baton.handle.core.cooldowns.active().is_empty());
+    assert_eq!(baton.chat("auto", "short").await.status(), 200);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_400_that_is_a_spending_limit_cools_the_key_until_its_date() {
+    let capped = FakeUpstream::start("capped").await;
+    let spare = FakeUpstream::start("spare").await;
+    capped.always(Behavior::Status {
+        status: 400,
+        body: json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}),
+        headers: vec![],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-14T09:30:00Z")));
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [provider("capped", &capped.base_url(), 1), provider("spare", &spare.base_url(), 2)]}),
+        Some(clock.clone()),
+    )
+    .await;
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(r.status(), 200, "failed over instead of relaying the 400");
+    assert_eq!(header(&r, "x-gateway-provider"), "spare");
+    let cd = baton.handle.core.cooldowns.active();
+    let c = cd.iter().find(|c| c.scope.provider == "capped").unwrap();
+    assert_eq!(c.until_ms, at("2027-01-01T00:00:00Z"));
+    assert_eq!(c.class, "billing");
+    // The next request does not hit the same wall.
+    let hits = capped.hits();
+    assert_eq!(
+        header(&baton.chat("auto", "again").await, "x-gateway-provider"),
+        "spare"
+    );
+    assert_eq!(capped.hits(), hits);
+    // And at the stated instant the key is back.
+    clock.set(at("2027-01-01T00:00:00Z"));
+    capped.always(Behavior::Ok);
+    assert_eq!(
+        header(&baton.chat("auto", "new year").await, "x-gateway-provider"),
+        "capped"
+    );
+    baton.stop().await;
+}
