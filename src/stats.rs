@@ -58,7 +58,11 @@ impl Stats {
     /// Counts every attempt that was actually sent; tokens go to the attempt that served.
     pub fn observe(&self, row: &LogRow) {
         let Ok(mut map) = self.0.lock() else { return };
-        let served = row.attempts.iter().rposition(|a| a.class == "ok");
+        // Tokens go to the attempt whose answer the client got, whole or broken off.
+        let served = row
+            .attempts
+            .iter()
+            .rposition(|a| a.class == "ok" || a.streamed);
         for (i, a) in row.attempts.iter().enumerate() {
             if a.class == "skipped" {
                 continue;

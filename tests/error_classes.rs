@@ -116,3 +116,36 @@ async fn a_400_that_is_a_spending_limit_cools_the_key_until_its_date() {
     );
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn a_relayed_error_keeps_the_providers_type_code_and_param() {
+    let up = FakeUpstream::start("strict").await;
+    up.always(Behavior::Status {
+        status: 400,
+        body: json!({"error": {"message": "Your request was rejected as a result of our safety system.",
+            "type": "invalid_request_error", "code": "content_policy_violation", "param": "messages"}}),
+        headers: vec![],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("strict", &up.base_url(), 1)]}),
+    )
+    .await;
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "content_policy_violation", "{v}");
+    assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+    assert_eq!(v["error"]["param"], "messages", "{v}");
+    // A code that is not a plain identifier is not relayed.
+    up.always(Behavior::Status {
+        status: 400,
+        body: json!({"error": {"message": "bad", "type": "x\ny", "code": "<script>"}}),
+        headers: vec![],
+    });
+    let v: Value = baton.chat("auto", "hi").await.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "upstream_rejected", "{v}");
+    assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+    baton.stop().await;
+}

@@ -16,6 +16,9 @@ pub struct ApiError {
     pub headers: HeaderMap,
     /// Each candidate's state when routing gave up (`error.candidates`).
     pub candidates: Option<serde_json::Value>,
+    /// An upstream's own error `type` and `code`, relayed as they came when its verdict is
+    /// passed to the client (`content_policy_violation` stays that, not a Baton code).
+    pub relayed: Option<(String, Option<String>)>,
 }
 
 impl ApiError {
@@ -34,6 +37,7 @@ impl ApiError {
             retry_after_secs: None,
             headers: HeaderMap::new(),
             candidates: None,
+            relayed: None,
         }
     }
 
@@ -100,11 +104,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let (kind, code) = match &self.relayed {
+            Some((t, c)) => (t.as_str(), c.as_deref().unwrap_or(self.code)),
+            None => (self.kind, self.code),
+        };
         let mut body = json!({"error": {
             "message": self.message,
-            "type": self.kind,
+            "type": kind,
             "param": self.param,
-            "code": self.code,
+            "code": code,
         }});
         if let Some(c) = self.candidates {
             body["error"]["candidates"] = c;

@@ -375,6 +375,23 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
             let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             let mut e = ApiError::new(st, "invalid_request_error", code, message);
             e.param = param;
+            // The provider's own type and code, when they are plain identifiers (a 413 keeps
+            // Baton's code: the provider's may call it a rate limit, which no wait fixes).
+            let ident = |p: &str| {
+                parsed
+                    .as_ref()
+                    .and_then(|v| v.pointer(p))
+                    .and_then(Value::as_str)
+                    .filter(|s| {
+                        !s.is_empty()
+                            && s.len() <= 64
+                            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+                    })
+                    .map(str::to_string)
+            };
+            if let Some(t) = ident("/error/type") {
+                e.relayed = Some((t, ident("/error/code").filter(|_| status != 413)));
+            }
             (status, e)
         }
         Failure::Exhausted { retry_at_ms: Some(at), summary } => {

@@ -208,6 +208,7 @@ pub(super) fn record(
         latency_us: took.as_micros() as u64,
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
         reset_at_ms: c.reset_at_ms,
+        streamed: false,
     }
 }
 
@@ -232,6 +233,7 @@ pub(crate) fn skipped(
             None => why.to_string(),
         }),
         reset_at_ms: until,
+        streamed: false,
     }
 }
 

@@ -124,8 +124,22 @@ impl Record {
         self.attempts()
             .iter()
             .rev()
-            .find(|a| a.class == "ok")
+            .find(|a| a.class == "ok" || a.streamed)
             .and_then(|a| a.key.as_deref())
+    }
+
+    /// The serving attempt's stream broke (or stalled, or turned malformed) after content
+    /// reached the client: it was a failure, not a success, for health, the breaker and the
+    /// log; its tokens still count.
+    pub fn serving_attempt_broke(&mut self, reason: &str) {
+        if let Some(r) = &mut self.row {
+            if let Some(a) = r.attempts.iter_mut().rev().find(|a| a.class == "ok") {
+                a.class = "transient".into();
+                a.status = None;
+                a.reason = Some(format!("stream broke after content: {reason}"));
+                a.streamed = true;
+            }
+        }
     }
 
     /// Tokens of the answer so far (prompt + completion).

@@ -288,6 +288,18 @@ impl Pump {
                         }
                     }
                 }
+                // An event that is not JSON after content has reached the client would crash
+                // the client's parser (the official SDKs raise mid-stream): end explicitly
+                // instead, or resume where the route allows. Checked without building a tree.
+                if let Some(data) = &ev.data {
+                    if !ev.is_done()
+                        && serde_json::from_slice::<serde::de::IgnoredAny>(data).is_err()
+                    {
+                        return self
+                            .broke("the upstream sent an event that is not JSON".into())
+                            .await;
+                    }
+                }
                 self.inspect(&ev.raw);
                 self.translate(ev.raw)
             }
@@ -370,6 +382,7 @@ impl Pump {
     /// The stream broke mid-answer: continue on a prefill-capable candidate when the route
     /// allows it, else end with the explicit error event.
     async fn broke(&mut self, why: String) -> Bytes {
+        self.count_break(&why);
         if let Some(mut resume) = self.resume.take() {
             while let Some(next) = resume.targets.pop_front() {
                 if let Some(first) = self.continue_on(&resume, next, &why).await {
@@ -452,6 +465,38 @@ impl Pump {
                     .push_attempt(super::record(&next, api_key, &classified, status, started));
                 None
             }
+        }
+    }
+
+    /// A break after content is a transient failure of the serving provider: in the log and
+    /// health (the attempt is no longer `ok`) and towards its breaker, so a provider that cuts
+    /// or stalls every stream does not stay first in line.
+    fn count_break(&mut self, why: &str) {
+        self.rec.serving_attempt_broke(why);
+        let core = self.rec.core().clone();
+        let p = &self.target.provider;
+        let snap = core.snapshot.load();
+        if let Some(until) = p
+            .runtime
+            .breaker
+            .failure(core.clock.now_ms(), &snap.routing.breaker)
+        {
+            let reason = format!("streams keep breaking: {why}");
+            core.cooldowns.start(
+                crate::limits::Scope {
+                    provider: p.id().to_string(),
+                    key: None,
+                    model: None,
+                },
+                until,
+                "breaker",
+                &reason,
+            );
+            core.events.emit(crate::events::Event::BreakerOpened {
+                provider: p.id().to_string(),
+                until_ms: until,
+                reason,
+            });
         }
     }
 

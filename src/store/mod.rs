@@ -136,6 +136,10 @@ pub struct AttemptRecord {
     /// Unix ms when the limit resets, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reset_at_ms: Option<i64>,
+    /// Part of the answer reached the client from this attempt before it failed (a stream
+    /// that broke off): its tokens count though its class is a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
 }
 
 /// One row of the request log.

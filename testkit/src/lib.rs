@@ -45,6 +45,8 @@ pub enum Behavior {
     StreamDies(usize),
     /// Streams `n` content chunks, then stays silent forever.
     StreamStalls(usize),
+    /// Streams `n` content chunks, then an event that is not JSON, then the rest of the answer.
+    StreamMalformed(usize),
     /// Streams the whole answer with a finish reason but never sends `[DONE]`.
     StreamNoDone,
     /// Streams `n` chunks `delay_ms` apart (for disconnect tests).
@@ -358,6 +360,18 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             )
             .await
         }
+        Behavior::StreamMalformed(n) => {
+            answer(
+                &s,
+                guard,
+                true,
+                false,
+                &model,
+                Reply::Text(text),
+                Some(Cut::Malformed(n)),
+            )
+            .await
+        }
         Behavior::StreamStalls(n) => {
             answer(
                 &s,
@@ -398,6 +412,7 @@ enum Reply {
 enum Cut {
     Die(usize),
     Stall(usize),
+    Malformed(usize),
     NoDone,
 }
 
@@ -478,6 +493,15 @@ async fn answer(
         Some(Cut::Stall(n)) => {
             events.truncate(n + 1);
             true
+        }
+        Some(Cut::Malformed(n)) => {
+            events.insert(
+                (n + 1).min(events.len()),
+                Bytes::from_static(b"data: {\"choices\": [{\"delta\": {\"content\n\n"),
+            );
+            events.extend(tail);
+            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            false
         }
         Some(Cut::NoDone) => {
             events.extend(tail);
@@ -575,6 +599,7 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "401" => Behavior::status(401),
         "reset" => Behavior::Reset,
         "stream-dies" => Behavior::StreamDies(2),
+        "stream-malformed" => Behavior::StreamMalformed(2),
         "hang" => Behavior::Hang,
         "tool" => Behavior::ToolCall {
             name: "get_weather".into(),
