@@ -130,6 +130,7 @@ test("a provider is added through the form: a wrong URL is refused next to the f
   const envErr = await page.waitForSelector("#e-envKey:text('API-key variable')");
   assert.match(await envErr.textContent(), /`PATH` does not look like an API-key variable/);
   assert.equal(await page.getAttribute("#f-envKey", "aria-invalid"), "true");
+  await shot("add-provider-env-error");
   await page.fill("#f-envKey", "");
   await page.click("#form-test");
   await page.waitForSelector("#test-result.ok");
