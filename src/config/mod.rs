@@ -553,12 +553,35 @@ pub struct Timeouts {
     /// TCP/TLS connect.
     #[serde(default = "default_connect")]
     pub connect_ms: u64,
-    /// From sending the request to the response headers and, when streaming, the first event.
+    /// Streamed requests: from sending the request to the response headers (a streaming
+    /// server sends them at once). For a subscription CLI: to its first output (120 s unless
+    /// set: the program starts first).
     #[serde(default = "default_first_byte")]
     pub first_byte_ms: u64,
-    /// Longest silence between two stream chunks (or while reading a non-streamed body).
+    /// Longest silence between any two chunks of a stream, before the first content too:
+    /// keep-alives and reasoning deltas count as activity, so a model that streams its
+    /// thinking keeps going while a silent upstream fails over. Also bounds silences while a
+    /// non-streamed body arrives.
     #[serde(default = "default_idle")]
     pub idle_ms: u64,
+    /// Non-streamed requests, while `firstByteMs` is left at its default: from sending the
+    /// request to the answer's headers. A server sends them with the whole answer, so this
+    /// covers the model's work.
+    #[serde(default = "default_answer")]
+    pub answer_ms: u64,
+}
+
+impl Timeouts {
+    /// How long to wait for the response headers: `firstByteMs`, except that a non-streamed
+    /// request (whose headers come only with the whole answer) gets `answerMs` while
+    /// `firstByteMs` is left at its default.
+    pub fn headers_ms(&self, stream: bool) -> u64 {
+        if stream || self.first_byte_ms != DEFAULT_FIRST_BYTE_MS {
+            self.first_byte_ms
+        } else {
+            self.answer_ms.max(self.first_byte_ms)
+        }
+    }
 }
 
 impl Default for Timeouts {
@@ -567,6 +590,7 @@ impl Default for Timeouts {
             connect_ms: default_connect(),
             first_byte_ms: default_first_byte(),
             idle_ms: default_idle(),
+            answer_ms: default_answer(),
         }
     }
 }
@@ -641,11 +665,16 @@ fn default_true() -> bool {
 fn default_connect() -> u64 {
     10_000
 }
+/// `timeouts.firstByteMs` when not set (CLI providers then get 120 s for their first output).
+pub const DEFAULT_FIRST_BYTE_MS: u64 = 30_000;
 fn default_first_byte() -> u64 {
-    120_000
+    DEFAULT_FIRST_BYTE_MS
 }
 fn default_idle() -> u64 {
-    120_000
+    30_000
+}
+fn default_answer() -> u64 {
+    300_000
 }
 
 /// A configuration problem, located as precisely as possible.

@@ -126,9 +126,11 @@ pub(super) async fn attempt(
             rb
         }
     };
-    let first_byte = Duration::from_millis(timeouts.first_byte_ms);
+    // A stream's headers come at once; a whole answer's only when the model is done.
+    let headers_ms = timeouts.headers_ms(stream);
+    let headers_within = Duration::from_millis(headers_ms);
     let idle = Duration::from_millis(timeouts.idle_ms);
-    let first_deadline = tokio::time::Instant::now() + first_byte;
+    let first_deadline = tokio::time::Instant::now() + headers_within;
     let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
     p.runtime
         .quota
@@ -137,8 +139,7 @@ pub(super) async fn attempt(
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
             return failed(limits::classify_timeout(format!(
-                "no response within {} ms",
-                timeouts.first_byte_ms
+                "no response within {headers_ms} ms"
             )))
         }
         Ok(Err(e)) => return failed(limits::classify_transport(sse::describe(&e))),
@@ -225,15 +226,9 @@ pub(super) async fn attempt(
     let mut decoder = canonical::anthropic::StreamDecoder::default();
     let mut gemini = canonical::gemini::StreamDecoder::default();
     loop {
-        let next = match timeout_at(first_deadline, reader.next_event()).await {
-            Err(_) => {
-                return failed(limits::classify_timeout(format!(
-                    "no content within {} ms",
-                    timeouts.first_byte_ms
-                )))
-            }
-            Ok(r) => r,
-        };
+        // Bounded by the reader's idle timeout: silence fails over, activity (keep-alives,
+        // reasoning deltas) does not.
+        let next = reader.next_event().await;
         let ev = match next {
             Err(e) => return failed(sse_failure(&e)),
             Ok(None) => {

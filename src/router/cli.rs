@@ -17,6 +17,10 @@ use crate::gateway::Core;
 use crate::limits::{self, Classified, ErrorClass, ResetContext};
 use crate::providers::cli::{self, run, CliItem, CliStatus};
 
+/// How long a CLI's first output may take when the provider leaves `timeouts.firstByteMs` at
+/// its default (the program starts, then asks its model).
+const CLI_FIRST_OUTPUT_MS: u64 = 120_000;
+
 pub(super) async fn attempt(
     core: &Core,
     t: &Target,
@@ -69,7 +73,13 @@ pub(super) async fn attempt(
         Err(c) => return failed(c),
     };
     tracing::debug!(request_id, provider = p.id(), model = %t.model.id, "CLI started");
-    let first_byte = Duration::from_millis(p.config.timeouts.first_byte_ms);
+    // A CLI is a program to start (and log in) before it asks its model anything: unless
+    // the provider sets its own, it gets the longer CLI default.
+    let first_ms = match p.config.timeouts.first_byte_ms {
+        crate::config::DEFAULT_FIRST_BYTE_MS => CLI_FIRST_OUTPUT_MS,
+        ms => ms,
+    };
+    let first_byte = Duration::from_millis(first_ms);
     let idle = Duration::from_millis(p.config.timeouts.idle_ms);
     let mut usage: Option<Usage> = None;
     // Up to the first content: a failure here still fails over.

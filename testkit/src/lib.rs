@@ -47,6 +47,9 @@ pub enum Behavior {
     StreamStalls(usize),
     /// Streams `n` content chunks, then an event that is not JSON, then the rest of the answer.
     StreamMalformed(usize),
+    /// A reasoning model: sends its headers at once, then a reasoning delta every 100 ms for
+    /// this many ms (no content yet), then the answer.
+    Thinks(u64),
     /// Streams the whole answer with a finish reason but never sends `[DONE]`.
     StreamNoDone,
     /// Streams `n` chunks `delay_ms` apart (for disconnect tests).
@@ -400,7 +403,63 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             let words: Vec<String> = (0..chunks).map(|i| format!("w{i} ")).collect();
             slow_stream(s.clone(), guard, model, words, delay_ms)
         }
+        Behavior::Thinks(ms) => thinking_stream(s.clone(), guard, model, ms, text),
     }
+}
+
+/// Headers at once, a reasoning delta every 100 ms for `ms`, then `text` and the finish.
+fn thinking_stream(
+    s: Arc<Shared>,
+    guard: InFlight,
+    model: String,
+    ms: u64,
+    text: String,
+) -> Response {
+    let abandon = Abandon {
+        shared: s,
+        done: false,
+    };
+    let steps = (ms / 100).max(1) as usize;
+    let mut events: Vec<(u64, Bytes)> = vec![(
+        0,
+        chunk(
+            &model,
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        ),
+    )];
+    for i in 0..steps {
+        events.push((
+            100,
+            chunk(
+                &model,
+                json!({"reasoning_content": format!("step {i}. ")}),
+                Value::Null,
+            ),
+        ));
+    }
+    for w in text.split_inclusive(' ') {
+        events.push((0, chunk(&model, json!({"content": w}), Value::Null)));
+    }
+    events.push((0, chunk(&model, json!({}), json!("stop"))));
+    events.push((0, Bytes::from_static(b"data: [DONE]\n\n")));
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon),
+        |(mut it, guard, mut abandon)| async move {
+            match it.next() {
+                Some((wait, b)) => {
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon)))
+                }
+                None => {
+                    abandon.done = true;
+                    drop(abandon);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
 }
 
 enum Reply {
