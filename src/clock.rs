@@ -103,16 +103,18 @@ fn fixed_day(ms: i64) -> (i64, i64) {
     (start, start + 86_400_000)
 }
 
+/// Unix ms of an RFC 3339 instant, for tests that pin the clock.
+#[cfg(test)]
+pub(crate) fn ms(s: &str) -> i64 {
+    s.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .unwrap_or_else(|e| unreachable!("{s}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use jiff::tz::TimeZone;
-
-    fn ms(s: &str) -> i64 {
-        s.parse::<jiff::Timestamp>()
-            .map(|t| t.as_millisecond())
-            .unwrap_or_else(|e| unreachable!("{s}: {e}"))
-    }
 
     #[test]
     fn utc_days_and_months_at_their_boundaries() {

@@ -152,11 +152,7 @@ mod tests {
     use super::*;
     use crate::limits::{Classified, ErrorClass};
 
-    fn ms(s: &str) -> i64 {
-        s.parse::<jiff::Timestamp>()
-            .map(|t| t.as_millisecond())
-            .unwrap_or_else(|e| unreachable!("{s}: {e}"))
-    }
+    use crate::clock::ms;
 
     fn capped(reset: &str) -> Classified {
         Classified {

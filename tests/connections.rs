@@ -8,26 +8,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
 use testkit::FakeUpstream;
-
-/// Everything the process logs.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn connect(url: &str) -> TcpStream {
     let s = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
@@ -54,13 +39,7 @@ fn read_until_closed(s: &mut TcpStream) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter("info")
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .try_init();
+    let logs = Captured::install("info");
     let up = FakeUpstream::start("a").await;
     let dir = tempfile::tempdir().unwrap();
     let baton = Baton::start(
@@ -131,7 +110,7 @@ async fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
     let r = baton.chat("auto", "hi").await;
     assert_eq!(r.status(), 200);
     drop(idle);
-    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let logged = String::from_utf8_lossy(&logs.bytes()).into_owned();
     assert!(
         logged.contains("connection limit reached"),
         "the limit is logged: {logged}"

@@ -7,9 +7,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use common::*;
 use reqwest::Method;
 use serde_json::json;
@@ -22,20 +19,6 @@ const FOREIGN: [&str; 3] = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEyMyJ9.c2lnbmF0dXJlLWJ5dGVz",
     "AIzaSyD-exampleExampleExample0123456",
 ];
-
-/// Everything the process logs, for the assertions at the end.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn leaks(haystack: &[u8]) -> Vec<&'static str> {
     let mut found = Vec::new();
@@ -70,13 +53,7 @@ async fn clear(b: &Baton) {
 
 #[tokio::test]
 async fn an_upstream_that_echoes_its_credential_never_leaks_it() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter("debug")
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .try_init();
+    let logs = Captured::install("debug");
     std::env::set_var("BATON_TEST_ECHO_KEY", SECRET);
     let up = FakeUpstream::start("echo").await;
     let dir = tempfile::tempdir().unwrap();
@@ -167,7 +144,7 @@ async fn an_upstream_that_echoes_its_credential_never_leaks_it() {
         "the database files hold {:?}",
         leaks(&db)
     );
-    let logged = logs.0.lock().unwrap().clone();
+    let logged = logs.bytes();
     assert!(!logged.is_empty(), "logs were captured");
     assert!(leaks(&logged).is_empty(), "logs hold {:?}", leaks(&logged));
     assert!(up.hits() >= 36);

@@ -18,24 +18,6 @@ use redis_pair::*;
 use serde_json::{json, Value};
 use testkit::FakeUpstream;
 
-/// Waits until `key`'s field `f` in Redis equals `want` (spending is written in the background).
-async fn field_becomes(redis: &RedisServer, key: &str, f: &str, want: i64) -> i64 {
-    let mut conn = redis.conn().await;
-    let mut got = 0;
-    for _ in 0..150 {
-        got = conn
-            .hget::<_, _, Option<i64>>(key, f)
-            .await
-            .unwrap()
-            .unwrap_or(0);
-        if got == want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    got
-}
-
 async fn refused(b: &Baton) -> (u16, String, Value) {
     let r = b.chat_as(TEAM_KEY, "auto").await;
     let st = r.status().as_u16();

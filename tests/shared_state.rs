@@ -115,21 +115,9 @@ async fn a_budget_spent_across_both_instances_is_counted_once() {
         let r = inst.chat_as(TEAM_KEY, "auto").await;
         assert_eq!(r.status(), 200, "request {i}");
         // The spend reaches Redis in the background; the next admission reads it.
-        let mut conn = redis.conn().await;
         let want = 18 * (i as i64 + 1);
         let day = baton::clients::utc_day(at(PINNED)).0;
-        let key = format!("t2:budget:team:day:{day}");
-        let mut got = 0;
-        for _ in 0..100 {
-            got = redis::AsyncCommands::hget::<_, _, Option<i64>>(&mut conn, &key, "t")
-                .await
-                .unwrap()
-                .unwrap_or(0);
-            if got == want {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let got = field_becomes(&redis, &format!("t2:budget:team:day:{day}"), "t", want).await;
         assert_eq!(got, want, "each request counted exactly once");
     }
     // The month's hash is its own, though the month and the day start at the same instant.
@@ -263,22 +251,8 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
     }
     assert_eq!(total, 4 * 18);
     let day = baton::clients::utc_day(at(PINNED)).0;
-    let mut in_redis = 0;
-    for _ in 0..100 {
-        let mut conn = redis.conn().await;
-        in_redis = redis::AsyncCommands::hget::<_, _, Option<u64>>(
-            &mut conn,
-            format!("t4:budget:team:day:{day}"),
-            "t",
-        )
-        .await
-        .unwrap()
-        .unwrap_or(0);
-        if in_redis == total {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let key = format!("t4:budget:team:day:{day}");
+    let in_redis = field_becomes(&redis, &key, "t", total as i64).await as u64;
     assert_eq!(
         in_redis, total,
         "spending while Redis was down is added once it returns"

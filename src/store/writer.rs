@@ -300,11 +300,7 @@ pub(super) fn prune(conn: &Connection, log: &LogConfig, now: i64) -> rusqlite::R
 mod tests {
     use super::*;
 
-    fn ms(s: &str) -> i64 {
-        s.parse::<jiff::Timestamp>()
-            .map(|t| t.as_millisecond())
-            .unwrap_or_else(|e| unreachable!("{s}: {e}"))
-    }
+    use crate::clock::ms;
 
     /// Retention is counted back from the given `now` (the injectable clock), in 24-hour days:
     /// a row exactly `retentionDays` old stays, one a millisecond older goes, across a year end

@@ -351,41 +351,13 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             std::future::pending::<()>().await;
             StatusCode::OK.into_response()
         }
-        Behavior::StreamDies(n) => {
-            answer(
-                &s,
-                guard,
-                true,
-                false,
-                &model,
-                Reply::Text(text),
-                Some(Cut::Die(n)),
-            )
-            .await
-        }
-        Behavior::StreamMalformed(n) => {
-            answer(
-                &s,
-                guard,
-                true,
-                false,
-                &model,
-                Reply::Text(text),
-                Some(Cut::Malformed(n)),
-            )
-            .await
-        }
-        Behavior::StreamStalls(n) => {
-            answer(
-                &s,
-                guard,
-                true,
-                false,
-                &model,
-                Reply::Text(text),
-                Some(Cut::Stall(n)),
-            )
-            .await
+        Behavior::StreamDies(n) | Behavior::StreamMalformed(n) | Behavior::StreamStalls(n) => {
+            let cut = match behavior {
+                Behavior::StreamDies(_) => Cut::Die(n),
+                Behavior::StreamMalformed(_) => Cut::Malformed(n),
+                _ => Cut::Stall(n),
+            };
+            answer(&s, guard, true, false, &model, Reply::Text(text), Some(cut)).await
         }
         Behavior::StreamNoDone => {
             answer(

@@ -222,3 +222,35 @@ pub async fn served_by(b: &Baton) -> String {
     assert_eq!(r.status(), 200);
     header(&r, "x-gateway-provider").to_string()
 }
+
+/// Everything the test process logs (through `tracing`), for asserting on what was written.
+#[derive(Clone, Default)]
+pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Installs a subscriber at `filter` that writes here (once per test binary).
+    pub fn install(filter: &str) -> Self {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .try_init();
+        logs
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap().clone()
+    }
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton::clock::ManualClock;
+use redis::AsyncCommands;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -162,4 +163,22 @@ pub async fn pair_at(
         "both instances reach Redis"
     );
     (a, b, dirs)
+}
+
+/// Waits until `key`'s field `f` in Redis equals `want` (spending is written in the background).
+pub async fn field_becomes(redis: &RedisServer, key: &str, f: &str, want: i64) -> i64 {
+    let mut conn = redis.conn().await;
+    let mut got = 0;
+    for _ in 0..150 {
+        got = conn
+            .hget::<_, _, Option<i64>>(key, f)
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    got
 }
