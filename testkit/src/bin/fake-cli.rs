@@ -117,7 +117,9 @@ fn main() {
             .append(true)
             .open(d.join("calls.jsonl"))
         {
-            let _ = writeln!(f, "{line}");
+            // One write of the whole line: with O_APPEND it cannot interleave with another
+            // call's (writeln! may write the line and its newline separately).
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
     let model = rest
