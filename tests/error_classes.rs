@@ -149,3 +149,46 @@ async fn a_relayed_error_keeps_the_providers_type_code_and_param() {
     assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn an_overloaded_model_cools_alone_unless_the_provider_says_otherwise() {
+    let up = FakeUpstream::start("multi").await;
+    let overloaded = || Behavior::Status {
+        status: 529,
+        body: json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        headers: vec![],
+    };
+    for (scope, other_model_serves) in [(None, true), (Some("provider"), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = provider("multi", &up.base_url(), 1);
+        p["models"] = json!(["big", "small"]);
+        if let Some(s) = scope {
+            p["limitScope"] = json!(s);
+        }
+        let baton = Baton::start(dir.path(), json!({"providers": [p]})).await;
+        up.script([overloaded()]);
+        let r = baton.chat("multi/big", "hi").await;
+        assert!(
+            r.status().is_server_error(),
+            "{scope:?}: the pinned model was overloaded"
+        );
+        let cd = baton.handle.core.cooldowns.active();
+        assert_eq!(cd.len(), 1, "{cd:?}");
+        assert_eq!(cd[0].class, "overloaded");
+        if other_model_serves {
+            assert_eq!(cd[0].scope.model.as_deref(), Some("big"));
+            let r = baton.chat("multi/small", "hi").await;
+            assert_eq!(r.status(), 200, "the other model is not cooling");
+        } else {
+            assert_eq!(
+                cd[0].scope.model, None,
+                "limitScope provider: provider-wide"
+            );
+            let hits = up.hits();
+            let r = baton.chat("multi/small", "hi").await;
+            assert_ne!(r.status(), 200, "the whole provider is cooling");
+            assert_eq!(up.hits(), hits);
+        }
+        baton.stop().await;
+    }
+}

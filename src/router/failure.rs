@@ -217,10 +217,15 @@ pub(super) fn apply_cooldown(
             key: key_id,
             model: None,
         },
+        // Overload is a model's serving capacity: the other models stay in rotation unless
+        // the provider declares its limits provider- or key-wide. Keys are never penalised.
         ErrorClass::Overloaded => Scope {
             provider,
             key: None,
-            model: None,
+            model: match t.provider.config.limit_scope {
+                Some(LimitScope::Provider | LimitScope::Key) => None,
+                _ => model,
+            },
         },
         ErrorClass::Model => Scope {
             provider,
