@@ -64,7 +64,7 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
         return anthropic_error(e);
     }
     // The same body limit as /v1/messages: a context that can be sent can be counted.
-    let (body, _charge) = match super::openai::read_body(&state, req).await {
+    let (body, _charge) = match super::budget::read_body(&state, req).await {
         Ok(b) => b,
         Err(e) => return anthropic_error(e),
     };

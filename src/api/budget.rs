@@ -3,12 +3,17 @@
 //! once read, an estimate of what parsing and translating it costs (measured by
 //! `scripts/bench-memory`: about four copies of its bytes, plus ~190 bytes per JSON value); a
 //! body with more JSON values than `server.maxJsonValues` is refused before it is parsed. When
-//! the budget is spent the request gets a 503 with `Retry-After` instead of memory.
+//! the budget is spent the request gets a 503 with `Retry-After` instead of memory. Bodies are
+//! read here ([`read_body`]), under the size, stall and minimum-rate limits too.
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, StatusCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::error::ApiError;
 use crate::config::ServerConfig;
 
 /// Bytes a parsed, translated request holds per byte of its body (measured: 4.0 for one long
@@ -153,6 +158,139 @@ pub fn json_values(body: &[u8], limit: usize) -> usize {
     }
     n + usize::from(!body.is_empty())
 }
+
+impl Refused {
+    /// The answer to a request the budget cannot take: 413 when it could never fit, 503 with
+    /// `Retry-After` when others hold the budget now.
+    pub fn error(self, budget_bytes: usize) -> ApiError {
+        match self {
+            Refused::TooBig => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                "request_too_large",
+                format!(
+                    "This request would need more memory than Baton may use for all requests together (server.memoryBudgetBytes = {budget_bytes}); send a smaller one."
+                ),
+            ),
+            Refused::Busy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+                "memory_budget",
+                "Baton is holding as much request data as it may at once (server.memoryBudgetBytes); retry in a second.",
+            )
+            .retry_after(1),
+        }
+    }
+}
+
+/// Reads a request body up to `server.maxBodyBytes` (the same limit on every inbound route),
+/// refusing a larger one with a 413 in the API's error shape (before reading it when the
+/// client declared its length). A body that stalls for `server.bodyTimeoutMs`, or after that
+/// long arrives slower than [`MIN_BODY_RATE`] on average, gets a 408: a trickling upload
+/// cannot hold a connection and its memory for ever.
+///
+/// The body is charged to the memory budget as it arrives and, once read, with what parsing it
+/// will cost; the returned [`Charge`](Charge) holds that until it is dropped.
+pub(crate) async fn read_body(
+    state: &super::AppState,
+    req: Request,
+) -> Result<(Bytes, Charge), ApiError> {
+    use futures_util::StreamExt;
+    let core = &state.core;
+    let inbound = &state.inbound;
+    let mut charge = Charge::default();
+    let over_budget = |r: Refused| r.error(core.server.memory_budget_bytes);
+    let max = core.server.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(too_large());
+    }
+    if let Some(n) = declared {
+        inbound.charge(&mut charge, n).map_err(over_budget)?;
+    }
+    let idle = std::time::Duration::from_millis(core.server.body_timeout_ms);
+    let too_slow = |got: usize| {
+        let mut e = ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            "request_timeout",
+            format!(
+                "The request body arrived too slowly ({got} bytes so far; server.bodyTimeoutMs is {} ms). Send the whole body at once.",
+                idle.as_millis()
+            ),
+        );
+        e.headers
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        e
+    };
+    let broken = |e: &dyn std::fmt::Display| {
+        // The upload broke off (a client that went away, a dropped connection): not a
+        // malformed request, so it does not feed the bad-request throttle.
+        let mut err = ApiError::invalid("body", format!("Could not read the request body: {e}"));
+        err.code = "body_incomplete";
+        err
+    };
+    let mut stream = req.into_body().into_data_stream();
+    let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0));
+    let started = tokio::time::Instant::now();
+    loop {
+        let next = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(n) => n,
+            Err(_) => return Err(too_slow(buf.len())),
+        };
+        match next {
+            None => break,
+            Some(Ok(chunk)) => {
+                if buf.len() + chunk.len() > max {
+                    return Err(too_large());
+                }
+                if declared.is_none_or(|n| buf.len() + chunk.len() > n) {
+                    inbound
+                        .charge(&mut charge, chunk.len())
+                        .map_err(over_budget)?;
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Some(Err(e)) => return Err(broken(&e)),
+        }
+        let late = started.elapsed().saturating_sub(idle).as_secs_f64();
+        if late > 0.0 && (buf.len() as f64) < late * MIN_BODY_RATE {
+            return Err(too_slow(buf.len()));
+        }
+    }
+    // Parsing multiplies a body of many small values many times over: count them first.
+    let values = json_values(&buf, inbound.max_values);
+    if values > inbound.max_values {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!(
+                "The request body holds more than {} JSON values (server.maxJsonValues); send fewer messages or content parts.",
+                inbound.max_values
+            ),
+        ));
+    }
+    inbound
+        .charge(&mut charge, Inbound::parse_cost(buf.len(), values))
+        .map_err(over_budget)?;
+    Ok((buf.freeze(), charge))
+}
+
+/// Bytes per second a body must average once `server.bodyTimeoutMs` has passed.
+const MIN_BODY_RATE: f64 = 16.0 * 1024.0;
 
 #[cfg(test)]
 mod tests {

@@ -258,7 +258,8 @@ async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Re
     let dialect = Dialect::of(path);
     // Protocol limits, answered in the API's shape (hyper's own, further out, can only close
     // the connection with a bare status).
-    let uri_len = req.uri().to_string().len();
+    // Origin-form, as clients send it: path and query (no allocation on every request).
+    let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > MAX_URI_BYTES {
         return dialect.render(ApiError::new(
             StatusCode::URI_TOO_LONG,
