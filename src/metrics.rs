@@ -301,7 +301,7 @@ impl Metrics {
                         .in_flight
                         .load(std::sync::atomic::Ordering::Relaxed) as i64,
                 );
-            let open = p.runtime.breaker.snapshot().0.is_some_and(|u| u > now);
+            let open = p.breaker_state().0.is_some_and(|u| u > now);
             self.breaker_open
                 .get_or_create(&[("provider", id.clone())])
                 .set(open as i64);

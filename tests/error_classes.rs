@@ -192,3 +192,60 @@ async fn an_overloaded_model_cools_alone_unless_the_provider_says_otherwise() {
         baton.stop().await;
     }
 }
+
+#[tokio::test]
+async fn the_breaker_follows_limit_scope() {
+    let up = FakeUpstream::start("multi").await;
+    for (scope, other_model_serves) in [(None, true), (Some("provider"), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = provider("multi", &up.base_url(), 1);
+        p["models"] = json!(["big", "small"]);
+        p["retries"] = json!(0);
+        if let Some(s) = scope {
+            p["limitScope"] = json!(s);
+        }
+        let baton = Baton::start(dir.path(), json!({"providers": [p]})).await;
+        // Three transient failures of one model in a row open its breaker (the default).
+        up.script((0..3).map(|_| Behavior::status(500)));
+        for _ in 0..3 {
+            let r = baton.chat("multi/big", "hi").await;
+            assert!(r.status().is_server_error(), "{scope:?}");
+        }
+        let state = baton.admin_state().await;
+        let p = &state["providers"][0];
+        let hits = up.hits();
+        let r = baton.chat("multi/big", "hi").await;
+        assert_ne!(
+            r.status(),
+            200,
+            "{scope:?}: the failing model's breaker is open"
+        );
+        assert_eq!(up.hits(), hits, "{scope:?}: not called while open");
+        let r = baton.chat("multi/small", "hi").await;
+        if other_model_serves {
+            assert_eq!(r.status(), 200, "the other model keeps serving");
+            assert_eq!(p["breaker"]["state"], "closed", "{p}");
+            assert_eq!(p["breaker"]["models"][0]["model"], "big", "{p}");
+            assert_eq!(p["breaker"]["models"][0]["state"], "open", "{p}");
+        } else {
+            assert_ne!(
+                r.status(),
+                200,
+                "limitScope provider: the whole provider is out"
+            );
+            assert_eq!(p["breaker"]["state"], "open", "{p}");
+        }
+        // Clearing the provider's cooldowns closes its breakers.
+        let r = baton
+            .http
+            .delete(format!("{}/admin/cooldowns?provider=multi", baton.url))
+            .bearer_auth(&baton.admin_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let r = baton.chat("multi/big", "hi").await;
+        assert_eq!(r.status(), 200, "{scope:?}: closed by hand");
+        baton.stop().await;
+    }
+}

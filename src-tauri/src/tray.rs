@@ -53,7 +53,7 @@ pub fn summary(core: &Core) -> (Look, String) {
             })
             .map(|c| c.until_ms)
             .min();
-        let breaker = p.runtime.breaker.snapshot().0.filter(|u| *u > now);
+        let breaker = p.breaker_state().0.filter(|u| *u > now);
         let until = wide.or(breaker);
         if until.is_none() && p.unavailable().is_none() {
             serving.get_or_insert_with(|| p.config.display_name().to_string());

@@ -84,7 +84,17 @@ pub(super) fn provider_json(
         .iter()
         .filter(|c| c.scope.provider == id)
         .collect();
-    let (open_until, consecutive) = p.runtime.breaker.snapshot();
+    let (open_until, consecutive) = p.breaker_state();
+    let model_breakers: Vec<Value> = p
+        .runtime
+        .breakers
+        .tripped()
+        .into_iter()
+        .filter_map(|(model, until, n)| {
+            let state = if until > now { "open" } else { "half-open" };
+            model.map(|m| json!({"model": m, "state": state, "openUntilMs": until, "consecutiveFailures": n}))
+        })
+        .collect();
     let breaker = match open_until {
         None => "closed",
         Some(u) if u > now => "open",
@@ -131,7 +141,7 @@ pub(super) fn provider_json(
         "unavailable": p.unavailable(),
         "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
         "maxConcurrency": p.config.concurrency(),
-        "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive},
+        "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers},
         "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
         "keys": keys,
         "models": models,
@@ -180,8 +190,8 @@ pub async fn clear_cooldowns(
             cleared += 1;
         }
     }
-    if q.key.is_none() && q.model.is_none() {
-        p.runtime.breaker.reset();
+    if q.key.is_none() {
+        p.runtime.breakers.reset(q.model.as_deref());
     }
     Ok(Json(json!({"cleared": cleared})))
 }

@@ -2,9 +2,12 @@
 //! failures in a row or when at least half of ten or more requests in the last minute failed;
 //! after its cooldown exactly one trial request goes through (half-open); success closes it,
 //! failure re-opens it for longer.
+//!
+//! A provider keeps one breaker per scope ([`Breakers`]): per model unless the provider declares
+//! its limits provider- or key-wide (`limitScope`), so one failing model does not bench the rest.
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -144,6 +147,73 @@ impl Breaker {
             .lock()
             .map(|s| (s.open_until, s.consecutive))
             .unwrap_or((None, 0))
+    }
+}
+
+/// A provider's breakers, one per scope: a model id, or `None` for the whole provider.
+#[derive(Debug, Default)]
+pub struct Breakers(Mutex<HashMap<Option<String>, Arc<Breaker>>>);
+
+impl Breakers {
+    /// The breaker for this scope (created closed on first use).
+    pub fn get(&self, model: Option<&str>) -> Arc<Breaker> {
+        let Ok(mut m) = self.0.lock() else {
+            return Arc::default();
+        };
+        m.entry(model.map(str::to_string)).or_default().clone()
+    }
+
+    /// Closes every breaker of the provider (`model` None), or only that model's.
+    pub fn reset(&self, model: Option<&str>) {
+        if let Ok(m) = self.0.lock() {
+            for (scope, b) in m.iter() {
+                if model.is_none() || scope.as_deref() == model {
+                    b.reset();
+                }
+            }
+        }
+    }
+
+    /// Every breaker that is open or half-open: `(model, open_until, consecutive failures)`,
+    /// provider-wide first.
+    pub fn tripped(&self) -> Vec<(Option<String>, i64, u32)> {
+        let Ok(m) = self.0.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = m
+            .iter()
+            .filter_map(|(scope, b)| {
+                let (until, n) = b.snapshot();
+                until.map(|u| (scope.clone(), u, n))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The provider as a whole, `(open_until, consecutive failures)`: its provider-wide breaker,
+    /// or — when its breakers are per model — open only while every one of `models` is open
+    /// (until the first of them half-opens).
+    pub fn provider_snapshot(&self, models: &[&str]) -> (Option<i64>, u32) {
+        let Ok(m) = self.0.lock() else {
+            return (None, 0);
+        };
+        if let Some(wide) = m.get(&None) {
+            return wide.snapshot();
+        }
+        if models.is_empty() {
+            return (None, 0);
+        }
+        let mut until: Option<i64> = None;
+        let mut most = 0;
+        for model in models {
+            let Some((Some(u), n)) = m.get(&Some(model.to_string())).map(|b| b.snapshot()) else {
+                return (None, 0);
+            };
+            until = Some(until.map_or(u, |x| x.min(u)));
+            most = most.max(n);
+        }
+        (until, most)
     }
 }
 

@@ -66,7 +66,7 @@ pub struct ProviderRuntime {
     pub semaphore: Option<Arc<Semaphore>>,
     key_cursor: AtomicUsize,
     pub in_flight: AtomicUsize,
-    pub breaker: crate::limits::breaker::Breaker,
+    pub breakers: crate::limits::breaker::Breakers,
     pub quota: crate::limits::quota::Quota,
     pub discovery: discovery::DiscoveryCache,
     /// CLI kinds: executable, version and login state as last checked.
@@ -80,7 +80,7 @@ impl ProviderRuntime {
             semaphore: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
             key_cursor: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
-            breaker: Default::default(),
+            breakers: Default::default(),
             quota: Default::default(),
             discovery: Default::default(),
             cli_status: Default::default(),
@@ -154,6 +154,27 @@ pub struct ProviderEntry {
 impl ProviderEntry {
     pub fn id(&self) -> &str {
         &self.config.id
+    }
+
+    /// The breaker scope of a model: the model alone, unless the provider declares its limits
+    /// provider- or key-wide (`limitScope`), when one breaker covers every model.
+    pub fn breaker_scope<'a>(&self, model: &'a str) -> Option<&'a str> {
+        use crate::config::LimitScope;
+        match self.config.limit_scope {
+            Some(LimitScope::Provider | LimitScope::Key) => None,
+            _ => Some(model),
+        }
+    }
+
+    /// The breaker guarding `model` on this provider.
+    pub fn breaker(&self, model: &str) -> Arc<crate::limits::breaker::Breaker> {
+        self.runtime.breakers.get(self.breaker_scope(model))
+    }
+
+    /// The provider's breaker as a whole: `(open_until, consecutive failures)`.
+    pub fn breaker_state(&self) -> (Option<i64>, u32) {
+        let models: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        self.runtime.breakers.provider_snapshot(&models)
     }
 
     /// The provider's quota day containing `now`: midnight to midnight in its `dayReset` zone

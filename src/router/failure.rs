@@ -48,11 +48,17 @@ pub(super) async fn on_failure(
     let next = 'decide: {
         match c.class {
             ErrorClass::Transient => {
-                if let Some(until) = p.runtime.breaker.failure(now, &snap.routing.breaker) {
+                let model = p.breaker_scope(&t.model.id);
+                if let Some(until) = p
+                    .runtime
+                    .breakers
+                    .get(model)
+                    .failure(now, &snap.routing.breaker)
+                {
                     let scope = Scope {
                         provider: p.id().to_string(),
                         key: None,
-                        model: None,
+                        model: model.map(str::to_string),
                     };
                     core.cooldowns.start(scope, until, "breaker", &c.reason);
                     recorded = true;

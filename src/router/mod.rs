@@ -390,7 +390,7 @@ async fn run_candidates(
             }
         };
         let now = core.clock.now_ms();
-        if let Admit::Open(until) = target.provider.runtime.breaker.admit(now) {
+        if let Admit::Open(until) = target.provider.breaker(&target.model.id).admit(now) {
             pass.all_limited = false;
             pass.summary
                 .push(format!("{}: circuit breaker open", target.label()));
@@ -444,7 +444,7 @@ async fn run_candidates(
                     api_key.map(|k| k.id.as_str()),
                     &target.model.id,
                 );
-                if p.runtime.breaker.success(core.clock.now_ms()) {
+                if p.breaker(&target.model.id).success(core.clock.now_ms()) {
                     core.events.emit(crate::events::Event::BreakerClosed {
                         provider: p.id().to_string(),
                     });

@@ -476,9 +476,11 @@ impl Pump {
         let core = self.rec.core().clone();
         let p = &self.target.provider;
         let snap = core.snapshot.load();
+        let model = p.breaker_scope(&self.target.model.id);
         if let Some(until) = p
             .runtime
-            .breaker
+            .breakers
+            .get(model)
             .failure(core.clock.now_ms(), &snap.routing.breaker)
         {
             let reason = format!("streams keep breaking: {why}");
@@ -486,7 +488,7 @@ impl Pump {
                 crate::limits::Scope {
                     provider: p.id().to_string(),
                     key: None,
-                    model: None,
+                    model: model.map(str::to_string),
                 },
                 until,
                 "breaker",
