@@ -298,3 +298,86 @@ async fn resume_on_break_continues_on_a_prefill_candidate() {
     assert_eq!(b.hits(), 2);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn a_twice_resumed_stream_reads_as_one_answer_and_counts_every_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+        FakeUpstream::start("c").await,
+    );
+    let prefill = |id: &str, up: &FakeUpstream, prio: i64| {
+        let mut p = provider(id, &up.base_url(), prio);
+        p["capabilities"] = json!({"prefill": true});
+        p
+    };
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), prefill("b", &b, 20), prefill("c", &c, 30)],
+            "routes": {"resilient": {"targets": ["a", "b", "c"], "resumeOnBreak": true}}}),
+    )
+    .await;
+    // a breaks after "a: one ", b continues with three chunks and breaks too, c finishes.
+    a.script([Behavior::StreamDies(2)]);
+    b.script([Behavior::StreamDies(3)]);
+    c.always(Behavior::Text("five six".into()));
+    let mut body = chat_body("resilient", "one two three four", true);
+    body["stream_options"] = json!({"include_usage": true});
+    let r = baton.post(body).send().await.unwrap();
+    let text = r.text().await.unwrap();
+    let events = sse_data(&text);
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"), "{text}");
+    assert_eq!(stream_text(&events), "a: one b: one two five six", "{text}");
+
+    // The second continuation's prefill holds both earlier parts, including the first chunk
+    // of b's continuation.
+    let sent = &c.received()[0].body["messages"];
+    assert_eq!(
+        sent.as_array().unwrap().last().unwrap(),
+        &json!({"role": "assistant", "content": "a: one b: one two "}),
+    );
+
+    // One answer: one id, one role chunk.
+    let chunks: Vec<Value> = events
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let ids: std::collections::BTreeSet<&str> =
+        chunks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let roles = chunks
+        .iter()
+        .filter(|c| c.pointer("/choices/0/delta/role").is_some())
+        .count();
+    assert_eq!(roles, 1, "{text}");
+
+    // The serving chain, since the headers named only a.
+    assert!(
+        text.contains(": baton: answer served by a/a-model then b/b-model then c/c-model"),
+        "{text}"
+    );
+
+    // Every part counts: a and b broke without usage (estimated: the prompt, plus each
+    // prefill, and the words each streamed), c reported 11 + 7.
+    let usage = chunks.iter().rev().find_map(|c| c.get("usage")).unwrap();
+    let log = baton.log().await;
+    let (input, output) = (log[0].input_tokens.unwrap(), log[0].output_tokens.unwrap());
+    assert!(
+        output > 7 + 2,
+        "the broken parts' output counts too: {output}"
+    );
+    assert!(input > 11 + 2, "each attempt read the prompt: {input}");
+    assert_eq!(usage["prompt_tokens"], input, "{usage}");
+    assert_eq!(usage["completion_tokens"], output, "{usage}");
+    assert_eq!(log[0].provider.as_deref(), Some("c"));
+    let classes: Vec<&str> = log[0].attempts.iter().map(|a| a.class.as_str()).collect();
+    assert_eq!(
+        classes,
+        ["transient", "transient", "ok"],
+        "{:?}",
+        log[0].attempts
+    );
+    baton.stop().await;
+}

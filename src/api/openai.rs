@@ -296,6 +296,7 @@ async fn handle_client(
                 core: state.core.clone(),
                 body: inbound.body.clone(),
                 targets: resume.into(),
+                prompt_tokens: crate::canonical::anthropic::estimate_tokens(&inbound.canonical),
             });
             let out = match format {
                 Format::OpenAi => crate::router::stream::Out::OpenAi,

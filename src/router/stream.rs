@@ -25,6 +25,41 @@ pub struct Resume {
     pub body: Map<String, Value>,
     /// Candidates that declared prefill support, in order.
     pub targets: VecDeque<Target>,
+    /// Estimated prompt tokens, for an attempt that broke before reporting its usage.
+    pub prompt_tokens: u64,
+}
+
+/// A resumable stream's bookkeeping: the parts so far, so the answer reads as one (one id, one
+/// role chunk) and every part's tokens count.
+#[derive(Default)]
+struct Parts {
+    /// Text forwarded so far (kept only when the stream may resume).
+    text: String,
+    /// Where the current attempt's text starts in `text`.
+    attempt_start: usize,
+    /// The first attempt's chunk id, kept on every continuation.
+    id: Option<String>,
+    /// Usage the current attempt reported, if any.
+    attempt_usage: Option<crate::canonical::Usage>,
+    /// Tokens of the attempts that broke (reported, else estimated).
+    carried: crate::canonical::Usage,
+    prompt_tokens: u64,
+    /// Targets that served a part, and why each one before the last broke.
+    chain: Vec<String>,
+    breaks: Vec<String>,
+}
+
+/// About four characters a token, at least one for any text.
+fn estimate_text_tokens(s: &str) -> u64 {
+    (s.chars().count() as u64).div_ceil(4)
+}
+
+fn add_usage(a: crate::canonical::Usage, b: crate::canonical::Usage) -> crate::canonical::Usage {
+    crate::canonical::Usage {
+        input_tokens: a.input_tokens + b.input_tokens,
+        output_tokens: a.output_tokens + b.output_tokens,
+        cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
+    }
 }
 
 struct Pump {
@@ -36,8 +71,8 @@ struct Pump {
     finish_seen: bool,
     ended: bool,
     resume: Option<Resume>,
-    /// Text forwarded so far (kept only when the stream may resume).
-    partial: String,
+    /// Present when the stream may resume on another target.
+    parts: Option<Box<Parts>>,
     out: Out,
     upstream: super::Wire,
     /// Anthropic upstream events -> canonical (when the client speaks OpenAI).
@@ -78,7 +113,15 @@ pub fn body(
         prelude,
         wire,
     } = up;
+    let parts = resume.as_ref().map(|r| {
+        Box::new(Parts {
+            prompt_tokens: r.prompt_tokens,
+            chain: vec![target.label()],
+            ..Parts::default()
+        })
+    });
     let mut pump = Pump {
+        parts,
         upstream: wire,
         decoder: Default::default(),
         gemini: Default::default(),
@@ -91,7 +134,6 @@ pub fn body(
         finish_seen: false,
         ended: false,
         resume,
-        partial: String::new(),
         out,
     };
     // The held-back events go out as one write: the client gets the first token in one packet.
@@ -139,19 +181,21 @@ impl Pump {
                     self.finish_seen = true;
                 }
                 if let Some(u) = v.get("usageMetadata") {
-                    self.rec
-                        .usage(crate::canonical::gemini::usage_from_gemini(u));
+                    self.note_usage(crate::canonical::gemini::usage_from_gemini(u));
                 }
             }
             return;
         }
-        if self.resume.is_some() {
+        if let Some(parts) = &mut self.parts {
             if let Ok(v) = serde_json::from_slice::<Value>(data) {
                 if let Some(t) = v
                     .pointer("/choices/0/delta/content")
                     .and_then(Value::as_str)
                 {
-                    self.partial.push_str(t);
+                    parts.text.push_str(t);
+                }
+                if parts.id.is_none() {
+                    parts.id = v.get("id").and_then(Value::as_str).map(str::to_string);
                 }
             }
         }
@@ -170,8 +214,81 @@ impl Pump {
             self.finish_seen = true;
         }
         if let Some(u) = v.get("usage").and_then(usage_from_openai) {
-            self.rec.usage(u);
+            self.note_usage(u);
         }
+    }
+
+    /// Usage the current attempt reported: the record gets it plus the parts that broke.
+    fn note_usage(&mut self, u: crate::canonical::Usage) {
+        match &mut self.parts {
+            Some(parts) => {
+                parts.attempt_usage = Some(u);
+                self.rec.usage(add_usage(parts.carried, u));
+            }
+            None => self.rec.usage(u),
+        }
+    }
+
+    /// The current attempt's tokens: as reported, else estimated from the prompt (with the
+    /// prefill a continuation carries) and the text it streamed.
+    fn settle_attempt(&mut self) {
+        let Some(parts) = &mut self.parts else { return };
+        let part = parts.attempt_usage.take().unwrap_or_else(|| {
+            let prefill = &parts.text[..parts.attempt_start];
+            crate::canonical::Usage {
+                input_tokens: parts.prompt_tokens + estimate_text_tokens(prefill),
+                output_tokens: estimate_text_tokens(&parts.text[parts.attempt_start..]),
+                cached_input_tokens: 0,
+            }
+        });
+        parts.carried = add_usage(parts.carried, part);
+        parts.attempt_start = parts.text.len();
+        self.rec.usage(parts.carried);
+    }
+
+    /// A continuation's OpenAI chunk as part of the first answer: the first attempt's id, no
+    /// second role, usage covering every part. `None` when nothing is left to send.
+    fn rewrite_continuation(&self, raw: &Bytes) -> Option<Bytes> {
+        let parts = self.parts.as_ref()?;
+        let data = raw
+            .split(|b| *b == b'\n')
+            .find_map(|l| l.strip_prefix(b"data:"))
+            .map(|d| d.strip_prefix(b" ").unwrap_or(d))?;
+        let Ok(Value::Object(mut v)) = serde_json::from_slice::<Value>(data) else {
+            return Some(raw.clone());
+        };
+        if let Some(id) = &parts.id {
+            v.insert("id".into(), Value::String(id.clone()));
+        }
+        let mut empty = false;
+        if let Some(choice) = v
+            .get_mut("choices")
+            .and_then(|c| c.get_mut(0))
+            .and_then(Value::as_object_mut)
+        {
+            if let Some(Value::Object(delta)) = choice.get_mut("delta") {
+                delta.remove("role");
+                if delta.get("content").is_some_and(|c| c == "") {
+                    delta.remove("content");
+                }
+                empty = delta.is_empty()
+                    && choice.get("finish_reason").is_none_or(Value::is_null)
+                    && choice.get("logprobs").is_none_or(Value::is_null);
+            }
+        }
+        if let Some(u) = v.get("usage").and_then(usage_from_openai) {
+            let total = add_usage(parts.carried, u);
+            v.insert(
+                "usage".into(),
+                json!({"prompt_tokens": total.input_tokens, "completion_tokens": total.output_tokens,
+                    "total_tokens": total.input_tokens + total.output_tokens}),
+            );
+            empty = false;
+        }
+        if empty {
+            return None;
+        }
+        Some(Bytes::from(format!("data: {}\n\n", Value::Object(v))))
     }
 
     /// Usage and the stop reason from Anthropic `message_start` / `message_delta`.
@@ -232,6 +349,7 @@ impl Pump {
                     .and_then(Value::as_str);
                 if ev.is_done() || kind == Some("message_stop") {
                     self.ended = true;
+                    self.settle_resumed();
                     self.count_tokens();
                     self.rec.finish(200, None);
                     return self.done(Some(ev.raw));
@@ -307,6 +425,7 @@ impl Pump {
                 if self.finish_seen {
                     // Complete answer without the terminator some servers omit: add it.
                     self.ended = true;
+                    self.settle_resumed();
                     self.count_tokens();
                     self.rec.finish(200, None);
                     self.done(None)
@@ -321,6 +440,15 @@ impl Pump {
 
     /// One upstream event in the client's format.
     fn translate(&mut self, raw: Bytes) -> Bytes {
+        let resumed = self.parts.as_ref().is_some_and(|p| p.chain.len() > 1);
+        let raw = if resumed && self.upstream == super::Wire::OpenAi {
+            match self.rewrite_continuation(&raw) {
+                Some(b) => b,
+                None => return Bytes::new(),
+            }
+        } else {
+            raw
+        };
         let same = matches!(
             (self.upstream, &self.out),
             (super::Wire::OpenAi, Out::OpenAi) | (super::Wire::Anthropic, Out::Anthropic(_))
@@ -359,8 +487,28 @@ impl Pump {
         Bytes::from(out)
     }
 
-    /// The end of a complete answer in the client's format.
+    /// The end of a complete answer in the client's format; after a resume, preceded by an SSE
+    /// comment naming every part's target (the headers named only the first).
     fn done(&mut self, raw: Option<Bytes>) -> Bytes {
+        let chain = self.parts.as_ref().filter(|p| p.chain.len() > 1).map(|p| {
+            format!(
+                ": baton: answer served by {} (resumed after: {})\n\n",
+                p.chain.join(" then "),
+                p.breaks.join("; ")
+            )
+        });
+        let end = self.end_frame(raw);
+        match chain {
+            Some(c) => {
+                let mut b = bytes::BytesMut::from(c.as_bytes());
+                b.extend_from_slice(&end);
+                b.freeze()
+            }
+            None => end,
+        }
+    }
+
+    fn end_frame(&mut self, raw: Option<Bytes>) -> Bytes {
         match (&mut self.out, self.upstream) {
             (Out::OpenAi, super::Wire::OpenAi) => {
                 raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n"))
@@ -383,6 +531,10 @@ impl Pump {
     /// allows it, else end with the explicit error event.
     async fn broke(&mut self, why: String) -> Bytes {
         self.count_break(&why);
+        self.settle_attempt();
+        if let Some(parts) = &mut self.parts {
+            parts.breaks.push(format!("{}: {why}", self.target.label()));
+        }
         if let Some(mut resume) = self.resume.take() {
             while let Some(next) = resume.targets.pop_front() {
                 if let Some(first) = self.continue_on(&resume, next, &why).await {
@@ -406,8 +558,13 @@ impl Pump {
         let slot = super::try_slot(&next)?;
         let api_key = next.provider.keys.get(key);
         let mut body = resume.body.clone();
+        let prefill = self
+            .parts
+            .as_ref()
+            .map(|p| p.text.clone())
+            .unwrap_or_default();
         if let Some(Value::Array(messages)) = body.get_mut("messages") {
-            messages.push(json!({"role": "assistant", "content": self.partial}));
+            messages.push(json!({"role": "assistant", "content": prefill}));
         }
         let inbound = super::Inbound {
             body,
@@ -447,6 +604,10 @@ impl Pump {
                 self.rec.served_by(&next);
                 self.reader = reader;
                 self._slot = slot;
+                if let Some(parts) = &mut self.parts {
+                    parts.chain.push(next.label());
+                    parts.attempt_usage = None;
+                }
                 self.target = next;
                 self.finish_seen = false;
                 let mut first = bytes::BytesMut::new();
@@ -499,6 +660,13 @@ impl Pump {
                 until_ms: until,
                 reason,
             });
+        }
+    }
+
+    /// At a resumed answer's end, its last part counts too (estimated if it gave no usage).
+    fn settle_resumed(&mut self) {
+        if self.parts.as_ref().is_some_and(|p| p.chain.len() > 1) {
+            self.settle_attempt();
         }
     }
 

@@ -448,7 +448,8 @@ enum Cut {
 }
 
 fn chunk(model: &str, delta: Value, finish: Value) -> Bytes {
-    let c = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+    // Each fake's chunks carry their own id (per model), as separate upstreams would.
+    let c = json!({"id": format!("chatcmpl-{model}"), "object": "chat.completion.chunk", "created": 1,
         "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     Bytes::from(format!("data: {c}\n\n"))
 }
@@ -512,7 +513,7 @@ async fn answer(
     };
     let mut tail = vec![chunk(model, json!({}), json!(finish))];
     if usage {
-        let u = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+        let u = json!({"id": format!("chatcmpl-{model}"), "object": "chat.completion.chunk", "created": 1,
             "model": model, "choices": [], "usage": usage_v});
         tail.push(Bytes::from(format!("data: {u}\n\n")));
     }
