@@ -19,7 +19,7 @@ pub(crate) async fn messages(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().unwrap().push(Received {
+    s.receive(Received {
         headers,
         body: body.clone(),
     });
@@ -137,6 +137,6 @@ pub(crate) async fn count_tokens(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().unwrap().push(Received { headers, body });
+    s.receive(Received { headers, body });
     axum::Json(json!({"input_tokens": 4242})).into_response()
 }

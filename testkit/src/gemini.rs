@@ -19,7 +19,7 @@ pub(crate) async fn generate(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().unwrap().push(Received {
+    s.receive(Received {
         headers,
         body: json!({"path": rest, "body": body.clone()}),
     });

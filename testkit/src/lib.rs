@@ -96,6 +96,9 @@ pub(crate) struct Shared {
     script: Mutex<VecDeque<Behavior>>,
     fallback: Mutex<Option<Behavior>>,
     received: Mutex<Vec<Received>>,
+    hits: AtomicUsize,
+    /// Requests are kept for `received()` unless a long run turns it off.
+    forget: std::sync::atomic::AtomicBool,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     /// Responses whose body was dropped before it finished (the client went away).
@@ -171,7 +174,13 @@ impl FakeUpstream {
     }
 
     pub fn hits(&self) -> usize {
-        self.shared.received.lock().unwrap().len()
+        self.shared.hits.load(Ordering::SeqCst)
+    }
+
+    /// Stops keeping requests for `received()` (long runs that measure memory).
+    pub fn forget_requests(&self) {
+        self.shared.forget.store(true, Ordering::SeqCst);
+        self.shared.received.lock().unwrap().clear();
     }
 
     pub fn max_in_flight(&self) -> usize {
@@ -188,6 +197,14 @@ impl FakeUpstream {
 }
 
 impl Shared {
+    /// Counts a request and keeps it for `received()`.
+    pub(crate) fn receive(&self, r: Received) {
+        self.hits.fetch_add(1, Ordering::SeqCst);
+        if !self.forget.load(Ordering::SeqCst) {
+            self.received.lock().unwrap().push(r);
+        }
+    }
+
     /// The next scripted behaviour, else the standing one, else a normal answer.
     pub(crate) fn next_behavior(&self) -> Behavior {
         self.script
@@ -239,7 +256,7 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
 
 async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().unwrap().push(Received {
+    s.receive(Received {
         headers: headers.clone(),
         body: body.clone(),
     });
