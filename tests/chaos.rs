@@ -70,7 +70,7 @@ enum Outcome {
 }
 
 async fn one(baton: &Baton, http: &reqwest::Client, i: usize) -> Result<Outcome, String> {
-    let stream = i % 2 == 0;
+    let stream = i.is_multiple_of(2);
     let text = format!("q{i}");
     let r = http
         .post(format!("{}/v1/chat/completions", baton.url))

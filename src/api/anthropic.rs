@@ -82,15 +82,19 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
         Err(e) => return anthropic_error(ApiError::invalid(e.param, e.message)),
     };
     let snap = core.snapshot.load_full();
-    let first_anthropic = snap
-        .resolve(snap.map_model(&req.model))
-        .ok()
-        .and_then(|(targets, _)| {
-            targets.into_iter().find(|t| {
-                t.provider.config.kind == crate::config::ProviderKind::Anthropic
-                    && t.provider.unavailable().is_none()
-            })
-        });
+    let resolved = match snap.resolve(snap.map_model(&req.model)) {
+        // A model no request could be sent to is not counted either, as /v1/messages answers.
+        Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
+            return anthropic_error(super::openai::resolve_error(e))
+        }
+        r => r,
+    };
+    let first_anthropic = resolved.ok().and_then(|(targets, _)| {
+        targets.into_iter().find(|t| {
+            t.provider.config.kind == crate::config::ProviderKind::Anthropic
+                && t.provider.unavailable().is_none()
+        })
+    });
     if let Some(t) = first_anthropic {
         if let Some(exact) = exact_count(core, &t, parsed, &headers).await {
             return Json(exact).into_response();

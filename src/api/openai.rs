@@ -155,24 +155,7 @@ async fn handle_client(
     };
     let snap = core.snapshot.load_full();
     let mapped = snap.map_model(&canonical.model).to_string();
-    let (targets, selection) = snap.resolve(&mapped).map_err(|e| match e {
-        ResolveError::UnknownModel { .. } => {
-            let mut err = ApiError::new(
-                StatusCode::NOT_FOUND,
-                "invalid_request_error",
-                "model_not_found",
-                e.to_string(),
-            );
-            err.param = Some("model".into());
-            err
-        }
-        ResolveError::Disabled(m) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "provider_disabled",
-            m,
-        ),
-    })?;
+    let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
     let stream = canonical.stream;
     let requested = canonical.model.clone();
     let needs = canonical.needs();
@@ -535,4 +518,27 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
         }
     }
     Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// Why a model name leads nowhere, as the client's error: 404 for a name the gateway does not
+/// know, 503 for a provider that is switched off.
+pub(crate) fn resolve_error(e: ResolveError) -> ApiError {
+    match e {
+        ResolveError::UnknownModel { .. } => {
+            let mut err = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                e.to_string(),
+            );
+            err.param = Some("model".into());
+            err
+        }
+        ResolveError::Disabled(m) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "provider_disabled",
+            m,
+        ),
+    }
 }

@@ -91,12 +91,24 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         match content {
             Value::String(s) => parts.push(Part::Text(s.clone())),
             Value::Array(blocks) => {
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str).unwrap_or("text") {
+                for (j, b) in blocks.iter().enumerate() {
+                    // As the Messages API does: every block says its type, a text block has text.
+                    let kind = b.get("type").and_then(Value::as_str).ok_or_else(|| {
+                        invalid(
+                            format!("messages.{i}.content.{j}.type"),
+                            format!("messages.{i}.content.{j}: each content block needs a string `type` (\"text\", \"image\", \"tool_use\", \"tool_result\", …)"),
+                        )
+                    })?;
+                    match kind {
                         "text" => parts.push(Part::Text(
                             b.get("text")
                                 .and_then(Value::as_str)
-                                .unwrap_or_default()
+                                .ok_or_else(|| {
+                                    invalid(
+                                        format!("messages.{i}.content.{j}.text"),
+                                        format!("messages.{i}.content.{j}.text: a text block needs a string `text`"),
+                                    )
+                                })?
                                 .to_string(),
                         )),
                         "image" => {
@@ -155,13 +167,12 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
             });
         }
     }
-    for (i, t) in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    let tools = match body.get("tools") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(t)) => &t[..],
+        Some(_) => return Err(invalid("tools", "tools: must be a list of tools")),
+    };
+    for (i, t) in tools.iter().enumerate() {
         let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
             invalid(
                 format!("tools.{i}.name"),
@@ -191,19 +202,29 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
                     .map(|n| json!({"type": "function", "function": {"name": n}})),
                 _ => None,
             });
-    req.max_tokens = body.get("max_tokens").and_then(Value::as_u64);
-    req.temperature = body.get("temperature").and_then(Value::as_f64);
-    req.top_p = body.get("top_p").and_then(Value::as_f64);
-    req.stop = body
-        .get("stop_sequences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    req.stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    req.max_tokens = super::opt_u64(body, "max_tokens")?;
+    req.temperature = super::opt_f64(body, "temperature")?;
+    req.top_p = super::opt_f64(body, "top_p")?;
+    req.stop = match body.get("stop_sequences") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                invalid(
+                    "stop_sequences",
+                    "`stop_sequences` must be an array of strings",
+                )
+            })?,
+        Some(_) => {
+            return Err(invalid(
+                "stop_sequences",
+                "`stop_sequences` must be an array of strings",
+            ))
+        }
+    };
+    req.stream = super::opt_bool(body, "stream")?.unwrap_or(false);
     // A translated stream needs the upstream's usage for message_delta.
     req.stream_usage = req.stream;
     for (k, v) in body {

@@ -16,6 +16,69 @@ pub struct InvalidRequest {
     pub message: String,
 }
 
+/// An optional whole-number field: absent or null is `None`; anything but a non-negative
+/// integer is a clear 400 rather than silently ignored.
+pub(crate) fn opt_u64(
+    body: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<u64>, InvalidRequest> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            invalid(
+                field,
+                format!(
+                    "`{field}` must be a non-negative integer, not {}",
+                    kind_of(v)
+                ),
+            )
+        }),
+    }
+}
+
+/// An optional number field (temperature, top_p).
+pub(crate) fn opt_f64(
+    body: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<f64>, InvalidRequest> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_f64().map(Some).ok_or_else(|| {
+            invalid(
+                field,
+                format!("`{field}` must be a number, not {}", kind_of(v)),
+            )
+        }),
+    }
+}
+
+/// An optional true/false field.
+pub(crate) fn opt_bool(
+    body: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<bool>, InvalidRequest> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(invalid(
+            field,
+            format!("`{field}` must be true or false, not {}", kind_of(v)),
+        )),
+    }
+}
+
+/// How a JSON value reads in an error message.
+pub(crate) fn kind_of(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
 pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
     InvalidRequest {
         param: param.into(),

@@ -4,8 +4,8 @@ use serde_json::{json, Map, Value};
 
 use super::{ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage};
 
-use super::invalid;
 pub use super::InvalidRequest;
+use super::{invalid, opt_bool, opt_f64, opt_u64};
 
 /// Fields with a canonical slot; everything else goes to `extra`.
 const KNOWN: &[&str] = &[
@@ -73,25 +73,28 @@ pub fn request_from_openai(body: &Map<String, Value>) -> Result<ChatRequest, Inv
         }
     }
     req.tool_choice = body.get("tool_choice").cloned().filter(|v| !v.is_null());
-    req.max_tokens = body
-        .get("max_completion_tokens")
-        .or_else(|| body.get("max_tokens"))
-        .and_then(Value::as_u64);
-    req.temperature = body.get("temperature").and_then(Value::as_f64);
-    req.top_p = body.get("top_p").and_then(Value::as_f64);
+    req.max_tokens = match opt_u64(body, "max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => opt_u64(body, "max_tokens")?,
+    };
+    req.temperature = opt_f64(body, "temperature")?;
+    req.top_p = opt_f64(body, "top_p")?;
     req.stop = match body.get("stop") {
+        None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) => a
             .iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect(),
-        _ => Vec::new(),
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| invalid("stop", "`stop` must be a string or an array of strings"))?,
+        Some(_) => {
+            return Err(invalid(
+                "stop",
+                "`stop` must be a string or an array of strings",
+            ))
+        }
     };
-    req.stream = match body.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(invalid("stream", "`stream` must be true or false")),
-    };
+    req.stream = opt_bool(body, "stream")?.unwrap_or(false);
     req.stream_usage = body
         .get("stream_options")
         .and_then(|o| o.get("include_usage"))
@@ -156,12 +159,23 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
         Value::String(s) => parts.push(Part::Text(s.clone())),
         Value::Array(items) => {
             for (j, item) in items.iter().enumerate() {
-                let kind = item.get("type").and_then(Value::as_str).unwrap_or("text");
+                // As OpenAI does: every part says its type, and a text part has its text.
+                let kind = item.get("type").and_then(Value::as_str).ok_or_else(|| {
+                    invalid(
+                        format!("messages[{i}].content[{j}].type"),
+                        "each content part needs a string `type` (\"text\", \"image_url\", …)",
+                    )
+                })?;
                 match kind {
                     "text" | "input_text" | "output_text" => parts.push(Part::Text(
                         item.get("text")
                             .and_then(Value::as_str)
-                            .unwrap_or_default()
+                            .ok_or_else(|| {
+                                invalid(
+                                    format!("messages[{i}].content[{j}].text"),
+                                    "a text part needs a string `text`",
+                                )
+                            })?
                             .to_string(),
                     )),
                     "image_url" => {

@@ -23,6 +23,14 @@ pub fn parse_str(text: &str, file: &Path) -> Result<ConfigFile, ConfigError> {
             column: e.column(),
             message: e.to_string(),
         })?;
+    // serde would take an array for a struct (fields by position): `[]` is no configuration.
+    if !value.is_object() {
+        return Err(ConfigError::field(
+            file,
+            ".".to_string(),
+            "a configuration is a JSON object ({\"providers\": [...], ...})".to_string(),
+        ));
+    }
     strip_comments(&mut value);
     apply_catalog(&mut value, file)?;
     let config: ConfigFile = serde_path_to_error::deserialize(value).map_err(|e| {
