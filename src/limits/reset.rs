@@ -32,10 +32,35 @@ impl ResetContext {
     }
 }
 
+/// The furthest ahead a reset may lie: weekly windows and billing periods are well within it;
+/// "999999999h" is a garbled or hostile text, and a cooldown for ages would bench a key for good.
+pub const MAX_AHEAD_MS: i64 = 366 * 86_400_000;
+
+/// A reset instant a cooldown can use: `None` when it is implausibly far ahead. (One already
+/// past is kept: the text said so, and a cooldown that ends at once is the right reading.)
+fn plausible(at: Option<i64>, now_ms: i64) -> Option<i64> {
+    at.filter(|t| *t <= now_ms.saturating_add(MAX_AHEAD_MS))
+}
+
+/// The reset a response's headers announce (see [`headers_raw`] for the forms).
+pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
+    plausible(headers_raw(headers, now_ms), now_ms)
+}
+
+/// The reset a structured error body announces (see [`body_raw`]).
+pub fn from_body(v: &Value, now_ms: i64) -> Option<i64> {
+    plausible(body_raw(v, now_ms), now_ms)
+}
+
+/// The reset an error message's words announce (see [`text_raw`]).
+pub fn from_text(text: &str, ctx: &ResetContext) -> Option<i64> {
+    plausible(text_raw(text, ctx), ctx.now_ms)
+}
+
 /// Headers: `retry-after-ms`, `Retry-After` (seconds or HTTP date), OpenAI/Groq
 /// `x-ratelimit-reset-*` durations, Anthropic `anthropic-ratelimit-*-reset` (RFC 3339) and
 /// `anthropic-ratelimit-unified-reset` (Unix seconds).
-pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
+fn headers_raw(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
     let get = |name: &str| {
         headers
             .get(name)
@@ -43,11 +68,11 @@ pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
             .map(str::trim)
     };
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(now_ms + ms.max(0.0) as i64);
+        return Some(now_ms.saturating_add(ms.max(0.0) as i64));
     }
     if let Some(v) = get("retry-after") {
         if let Ok(secs) = v.parse::<f64>() {
-            return Some(now_ms + (secs.max(0.0) * 1000.0) as i64);
+            return Some(now_ms.saturating_add((secs.max(0.0) * 1000.0) as i64));
         }
         if let Ok(t) = httpdate::parse_http_date(v) {
             let ms = t
@@ -69,7 +94,7 @@ pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
     .iter()
     .filter_map(|h| get(h).and_then(super::parse_go_duration_ms))
     .max()
-    .map(|ms| now_ms + ms);
+    .map(|ms| now_ms.saturating_add(ms));
     if durations.is_some() {
         return durations;
     }
@@ -91,13 +116,13 @@ fn epoch_to_ms(n: i64) -> i64 {
     if n > 100_000_000_000 {
         n
     } else {
-        n * 1000
+        n.saturating_mul(1000)
     }
 }
 
 /// Structured bodies: Gemini `RetryInfo.retryDelay`, `resets_at` / `resets_in_seconds`,
 /// OpenRouter's `metadata.headers.X-RateLimit-Reset`.
-pub fn from_body(v: &Value, now_ms: i64) -> Option<i64> {
+fn body_raw(v: &Value, now_ms: i64) -> Option<i64> {
     let err = v.get("error").unwrap_or(v);
     if let Some(details) = err.get("details").and_then(Value::as_array) {
         for d in details {
@@ -111,14 +136,14 @@ pub fn from_body(v: &Value, now_ms: i64) -> Option<i64> {
                     .and_then(Value::as_str)
                     .and_then(super::parse_go_duration_ms)
                 {
-                    return Some(now_ms + ms);
+                    return Some(now_ms.saturating_add(ms));
                 }
             }
         }
     }
     for key in ["resets_in_seconds", "reset_in_seconds"] {
         if let Some(s) = err.get(key).and_then(Value::as_f64) {
-            return Some(now_ms + (s * 1000.0) as i64);
+            return Some(now_ms.saturating_add((s * 1000.0) as i64));
         }
     }
     if let Some(r) = err.get("resets_at") {
@@ -145,7 +170,7 @@ pub fn from_body(v: &Value, now_ms: i64) -> Option<i64> {
 /// hours 11 minutes", "reset after 8h44m7s"), clock times with or without a zone ("resets 3pm
 /// (America/New_York)", "try again at 11:51 PM"), dates ("try again at Jul 5th, 2026 8:19 PM",
 /// "resets Dec 4, 8:56am (America/New_York)") and epochs ("usage limit reached|1767225600").
-pub fn from_text(text: &str, ctx: &ResetContext) -> Option<i64> {
+fn text_raw(text: &str, ctx: &ResetContext) -> Option<i64> {
     if let Some((_, tail)) = text.rsplit_once('|') {
         if let Ok(n) = tail.trim().parse::<i64>() {
             return Some(epoch_to_ms(n));
@@ -163,7 +188,7 @@ pub fn from_text(text: &str, ctx: &ResetContext) -> Option<i64> {
     ] {
         if let Some(i) = lower.find(marker) {
             if let Some(ms) = parse_duration_words(&lower[i + marker.len()..]) {
-                return Some(ctx.now_ms + ms);
+                return Some(ctx.now_ms.saturating_add(ms));
             }
         }
     }

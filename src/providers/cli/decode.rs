@@ -7,7 +7,7 @@ use crate::config::ProviderKind;
 
 /// What one output line means.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Step {
+pub enum Step {
     Text(String),
     Usage(Usage),
     Finish(StopReason),
@@ -17,7 +17,7 @@ pub(super) enum Step {
     Transient(String),
 }
 
-pub(super) struct Decoder {
+pub struct Decoder {
     kind: ProviderKind,
     /// Claude: text already arrived as partial-message deltas, so the whole message that
     /// follows must not be sent again.
@@ -193,7 +193,7 @@ fn finished(u: &Value, cached_field: &str) -> Vec<Step> {
 }
 
 /// Whether a stderr line is worth keeping for classification (not a stack frame or banner).
-pub(super) fn stderr_worth_keeping(line: &str) -> bool {
+pub fn stderr_worth_keeping(line: &str) -> bool {
     let l = line.trim();
     !(l.is_empty()
         || l.starts_with("at ")
@@ -209,7 +209,7 @@ pub(super) fn stderr_worth_keeping(line: &str) -> bool {
 /// A stderr line that means the CLI is about to sleep on a limit instead of failing: Gemini
 /// CLI waits out capacity errors ("Your quota will reset after 2h13m47s.. Retrying after
 /// 8050934ms"). Baton fails over at once instead.
-pub(super) fn stderr_is_fatal(kind: ProviderKind, line: &str) -> bool {
+pub fn stderr_is_fatal(kind: ProviderKind, line: &str) -> bool {
     if kind != ProviderKind::GeminiCli {
         return false;
     }

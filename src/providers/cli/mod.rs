@@ -3,7 +3,7 @@
 //! directory with a minimal environment, its own tools disabled, and reads its JSON event lines
 //! as they arrive.
 
-mod decode;
+pub mod decode;
 pub mod run;
 mod status;
 
