@@ -302,7 +302,7 @@ async fn gemini_quotas_reset_when_gemini_says() {
         .handle
         .core
         .cooldowns
-        .clear_covering("gemini", None, "gemini-2.5-pro");
+        .clear_covering("gemini", None, "gemini-2.5-pro", i64::MAX);
     clock.set(NOW);
     let started = Instant::now();
     let r = baton.chat("auto", "hi").await;

@@ -515,3 +515,30 @@ async fn a_cooldown_ends_exactly_at_its_reset() {
     assert_eq!(a.hits(), 2);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn a_success_already_on_its_way_does_not_lift_a_newer_cooldown() {
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 1), provider("b", &b.base_url(), 2)]}),
+    )
+    .await;
+    // The first request is slow on a; while it is on its way, the second hits a's limit.
+    a.script([Behavior::Delay(600), Behavior::rate_limited(Some(30))]);
+    let slow = baton.chat("auto", "slow");
+    let limited = async {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        baton.chat("auto", "limited").await
+    };
+    let (slow, limited) = tokio::join!(slow, limited);
+    assert_eq!(header(&slow, "x-gateway-provider"), "a");
+    assert_eq!(header(&limited, "x-gateway-provider"), "b");
+    // The slow success was sent before the limit: a stays cooling.
+    let r = baton.chat("auto", "after").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "b", "a is still cooling");
+    assert_eq!(a.hits(), 2);
+    baton.stop().await;
+}

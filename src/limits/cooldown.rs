@@ -30,6 +30,9 @@ pub struct CooldownEntry {
     pub until_ms: i64,
     pub class: String,
     pub reason: String,
+    /// When this instance learned of it: a request sent before then that succeeds does not
+    /// prove the scope healthy again (it was on its way before the limit was hit).
+    pub since_ms: i64,
 }
 
 /// Cooldowns by provider; each provider holds a short list, scanned without allocation.
@@ -59,8 +62,9 @@ impl Cooldowns {
     }
 
     /// Applies a cooldown another instance started (not published again).
-    pub fn apply_remote(&self, entry: CooldownEntry) {
-        if entry.until_ms <= self.clock.now_ms() {
+    pub fn apply_remote(&self, mut entry: CooldownEntry) {
+        entry.since_ms = self.clock.now_ms();
+        if entry.until_ms <= entry.since_ms {
             return;
         }
         let known = self.map.read().is_ok_and(|m| {
@@ -177,6 +181,8 @@ impl Cooldowns {
                 until_ms: r.until_ms,
                 class: r.class,
                 reason: r.reason,
+                // Before anything this run sends.
+                since_ms: i64::MIN,
             };
             map.entry(r.provider).or_default().push(entry);
         }
@@ -207,6 +213,7 @@ impl Cooldowns {
             until_ms,
             class: class.to_string(),
             reason: reason.to_string(),
+            since_ms: self.clock.now_ms(),
         };
         let fresh = self.insert(entry.clone());
         self.persist(&entry);
@@ -229,16 +236,16 @@ impl Cooldowns {
         true
     }
 
-    /// A success proves the scope healthy: drop cooldowns that covered it.
-    pub fn clear_covering(&self, provider: &str, key: Option<&str>, model: &str) {
+    /// A success proves the scope healthy: drop cooldowns that covered it — those started
+    /// before the successful request was sent (`sent_ms`). A request already on its way when a
+    /// concurrent one hit the limit proves nothing about the limit.
+    pub fn clear_covering(&self, provider: &str, key: Option<&str>, model: &str, sent_ms: i64) {
+        let stale = |e: &CooldownEntry| e.scope.covers(key, model) && e.since_ms <= sent_ms;
         let any = self
             .map
             .read()
             .ok()
-            .and_then(|m| {
-                m.get(provider)
-                    .map(|l| l.iter().any(|e| e.scope.covers(key, model)))
-            })
+            .and_then(|m| m.get(provider).map(|l| l.iter().any(stale)))
             .unwrap_or(false);
         if !any {
             return;
@@ -246,9 +253,7 @@ impl Cooldowns {
         let removed: Vec<CooldownEntry> = match self.map.write() {
             Ok(mut map) => match map.get_mut(provider) {
                 Some(list) => {
-                    let (gone, kept) = std::mem::take(list)
-                        .into_iter()
-                        .partition(|e| e.scope.covers(key, model));
+                    let (gone, kept) = std::mem::take(list).into_iter().partition(stale);
                     *list = kept;
                     gone
                 }
@@ -328,7 +333,12 @@ mod tests {
             "expired at the reset instant"
         );
         clock.set(1_000);
-        c.clear_covering("p", Some("k1"), "m");
+        c.clear_covering("p", Some("k1"), "m", 999);
+        assert!(
+            c.blocking("p", Some("k1"), "m").is_some(),
+            "a success sent before the cooldown started does not clear it"
+        );
+        c.clear_covering("p", Some("k1"), "m", 1_000);
         assert!(c.blocking("p", Some("k1"), "m").is_none(), "success clears");
         c.start(scope.clone(), 9_000, "rate", "again");
         assert!(c.clear(&scope));

@@ -423,6 +423,7 @@ async fn run_candidates(
         }
 
         let started = Instant::now();
+        let sent_ms = core.clock.now_ms();
         let outcome = match timeout_at(
             deadline,
             attempt::attempt(core, &target, api_key, inbound, rec.id()),
@@ -443,6 +444,7 @@ async fn run_candidates(
                     p.id(),
                     api_key.map(|k| k.id.as_str()),
                     &target.model.id,
+                    sent_ms,
                 );
                 if p.breaker(&target.model.id).success(core.clock.now_ms()) {
                     core.events.emit(crate::events::Event::BreakerClosed {

@@ -489,6 +489,7 @@ impl Redis {
                     until_ms: m.until_ms,
                     class: m.class,
                     reason: m.reason,
+                    since_ms: 0, // set on arrival
                 });
             }
         }
@@ -671,6 +672,7 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
                     until_ms: m.until_ms,
                     class: m.class,
                     reason: m.reason,
+                    since_ms: 0, // set on arrival
                 }),
                 "clear" => core.cooldowns.remove_remote(&scope),
                 _ => {}
