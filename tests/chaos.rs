@@ -1,6 +1,6 @@
 //! Chaos: two upstreams, one injecting 30 % mixed faults (429, 500, 503, reset, no response,
-//! cut mid-stream, stall before and after content), one healthy; 5,000 requests for `auto`,
-//! half streamed, 32 at a time. No client-visible failure except the explicit post-content stream
+//! cut mid-stream, stall before and after content), one healthy; 5,000 requests, half for
+//! `auto` and half for a route that puts the flaky one first, half streamed, 32 at a time. No client-visible failure except the explicit post-content stream
 //! error; no duplicated or mixed stream content; every stream ends with `[DONE]` or that error.
 //! The faults are a fixed pseudo-random sequence, so a failure reproduces.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -8,8 +8,10 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use baton::clock::ManualClock;
 use common::*;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -34,18 +36,16 @@ fn fault(r: &mut Rng) -> (&'static str, Behavior) {
         return ("ok", Behavior::Ok);
     }
     match r.next() % 9 {
-        // A short wait (`retry-after-ms`, as OpenAI sends): long ones would bench the flaky
-        // provider for most of a run that takes seconds.
-        0 => (
-            "429",
+        0 => ("429", Behavior::rate_limited(Some(2))),
+        1 => ("500", Behavior::status(500)),
+        2 => (
+            "503",
             Behavior::Status {
-                status: 429,
-                body: json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}),
-                headers: vec![("retry-after-ms".into(), "200".into())],
+                status: 503,
+                body: json!({"error": {"message": "Service temporarily unavailable", "type": "server_error", "code": null}}),
+                headers: vec![("retry-after".into(), "2".into())],
             },
         ),
-        1 => ("500", Behavior::status(500)),
-        2 => ("503", Behavior::status(503)),
         3 => ("reset", Behavior::Reset),
         4 => ("no response", Behavior::Hang),
         5 => ("cut", Behavior::StreamDies(1 + (r.next() % 3) as usize)),
@@ -75,7 +75,11 @@ async fn one(baton: &Baton, http: &reqwest::Client, i: usize) -> Result<Outcome,
     let r = http
         .post(format!("{}/v1/chat/completions", baton.url))
         .bearer_auth(&baton.key)
-        .json(&chat_body("auto", &text, stream))
+        .json(&chat_body(
+            if i % 4 < 2 { "auto" } else { "chaos" },
+            &text,
+            stream,
+        ))
         .send()
         .await
         .map_err(|e| format!("#{i}: transport: {e}"))?;
@@ -128,7 +132,20 @@ async fn five_thousand_requests_through_thirty_percent_faults() {
     }));
     let fast = json!({"connectMs": 1000, "firstByteMs": 1000, "idleMs": 300});
     let dir = tempfile::tempdir().unwrap();
-    let baton = Baton::start(
+    // Cooldowns last at least a second and the run takes a few: on the real clock each 429
+    // or 503 would bench the flaky provider for a good part of it. The gateway's clock runs
+    // 20x fast instead, so the faults keep coming (timeouts are real time, unaffected).
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let ticking = {
+        let clock = clock.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                clock.advance(1_000);
+            }
+        })
+    };
+    let baton = Baton::start_with_clock(
         dir.path(),
         json!({
             "providers": [
@@ -136,10 +153,13 @@ async fn five_thousand_requests_through_thirty_percent_faults() {
                  "models": ["flaky-model"], "priority": 1, "timeouts": fast},
                 {"id": "healthy", "kind": "openai-compatible", "baseUrl": healthy.base_url(),
                  "models": ["healthy-model"], "priority": 2, "timeouts": fast}],
-            // Short cooldowns and a patient breaker (its own tests are elsewhere) keep the flaky
-            // provider in play for the whole run, so the faults reach the clients' requests.
-            "routing": {"defaultCooldownMs": 300, "breaker": {"failures": 50, "cooldownMs": 300, "maxCooldownMs": 600}}
+            // `auto` ranks the healthy provider first once the flaky one's health drops; the
+            // route keeps the user's order, so half the requests meet the flaky provider first.
+            "routes": {"chaos": ["flaky", "healthy"]},
+            // A patient breaker (its own tests are elsewhere) keeps the flaky provider in play.
+            "routing": {"breaker": {"failures": 50}}
         }),
+        Some(clock.clone()),
     )
     .await;
     let http = reqwest::Client::builder()
@@ -190,10 +210,8 @@ async fn five_thousand_requests_through_thirty_percent_faults() {
         REQUESTS,
         "every request answered"
     );
-    // `auto` ranks the healthy provider first once the flaky one's health drops, so the flaky
-    // one gets a share, not half; a few hundred calls (a third of them faults) still reach it.
     assert!(
-        flaky.hits() > REQUESTS / 20 && served.get("flaky").copied().unwrap_or(0) > 100,
+        flaky.hits() > REQUESTS / 5 && served.get("flaky").copied().unwrap_or(0) > 100,
         "the flaky provider stayed in play: {} calls, served {served:?}",
         flaky.hits()
     );
@@ -218,5 +236,6 @@ async fn five_thousand_requests_through_thirty_percent_faults() {
         "every request logged: {}",
         logged.len()
     );
+    ticking.abort();
     baton.stop().await;
 }
