@@ -548,3 +548,68 @@ async fn metrics_expose_requests_failovers_latency_and_state() {
     has("baton_shared_state_up -1");
     has("# EOF");
 }
+
+/// Streamed answers count their tokens whether or not the client asked for usage: Baton asks
+/// the upstream every time, keeps the extra chunk from a client that did not ask, and estimates
+/// when the upstream reports none — so a token budget holds for clients that stream.
+#[tokio::test]
+async fn streamed_requests_count_tokens_and_budgets_hold() {
+    let (up, baton, _dir) = one_provider().await;
+    let (_, key) = make_key(&baton, "streamer", json!({"budget": {"dayTokens": 60}})).await;
+    let stream = |key: &str, usage: bool| {
+        let mut body = chat_body("auto", "hi", true);
+        if usage {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    // No usage asked: the upstream was asked anyway, the client sees no usage-only chunk.
+    let r = stream(&key, false).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(
+        !events.iter().any(|e| e.contains("\"usage\"")),
+        "a client that did not ask gets no usage chunk: {events:?}"
+    );
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(
+        up.received()[0].body["stream_options"],
+        json!({"include_usage": true})
+    );
+    let log = baton.log().await;
+    assert_eq!(
+        (log[0].input_tokens, log[0].output_tokens),
+        (Some(11), Some(7))
+    );
+    // Asked: relayed as sent.
+    let r = stream(&key, true).await.unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(
+        events.iter().any(|e| e.contains("\"completion_tokens\":7")),
+        "{events:?}"
+    );
+    // 36 of 60 spent: two more are admitted (36, then 54 < 60), the next is refused.
+    for spent in [36, 54] {
+        let r = stream(&key, false).await.unwrap();
+        assert_eq!(r.status(), 200, "{spent} of 60 spent");
+        let _ = r.text().await;
+    }
+    assert_eq!(
+        stream(&key, false).await.unwrap().status(),
+        429,
+        "the day's tokens are spent, streamed or not"
+    );
+
+    // An upstream that reports no usage even when asked: estimated, not zero.
+    up.script([Behavior::NoUsage]);
+    let r = stream(&baton.key, false).await.unwrap();
+    let _ = r.text().await;
+    let log = baton.log().await;
+    assert!(log[0].input_tokens.unwrap() > 0, "{:?}", log[0]);
+    assert!(log[0].output_tokens.unwrap() > 0, "{:?}", log[0]);
+}

@@ -292,6 +292,13 @@ async fn handle_client(
                     reader,
                     prelude,
                     wire,
+                    client_wants_usage: inbound.canonical.stream_usage,
+                    // The estimate the router already made (no second walk of the messages).
+                    prompt_tokens: inbound
+                        .needs
+                        .estimated_tokens
+                        .saturating_sub(inbound.canonical.max_tokens.unwrap_or(0))
+                        .max(1),
                 },
                 slot,
                 target,

@@ -5,7 +5,10 @@ use serde_json::{Map, Value};
 
 use super::{ApiKey, ProviderEntry};
 
-/// The client's own body with only `model` replaced, serialised without copying the map.
+/// The client's own body with only `model` replaced, serialised without copying the map. A
+/// stream always asks for usage (`stream_options.include_usage`): tokens, budgets and cost
+/// must not depend on whether the client asked; the extra chunk is not relayed to a client
+/// that did not.
 struct WithModel<'a> {
     body: &'a Map<String, Value>,
     model: &'a str,
@@ -14,10 +17,19 @@ struct WithModel<'a> {
 
 impl Serialize for WithModel<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.body.len()))?;
+        let stream = self.body.get("stream").and_then(Value::as_bool) == Some(true);
+        let mut map = s.serialize_map(Some(self.body.len() + 1))?;
         map.serialize_entry("model", self.model)?;
+        if stream {
+            let mut opts = match self.body.get("stream_options") {
+                Some(Value::Object(o)) => o.clone(),
+                _ => Map::new(),
+            };
+            opts.insert("include_usage".into(), Value::Bool(true));
+            map.serialize_entry("stream_options", &opts)?;
+        }
         for (k, v) in self.body {
-            if k == "model" {
+            if k == "model" || stream && k == "stream_options" {
                 continue;
             }
             let capped = matches!(k.as_str(), "max_tokens" | "max_completion_tokens")

@@ -49,6 +49,24 @@ struct Parts {
     breaks: Vec<String>,
 }
 
+/// Bytes of the `delta.content` string in an OpenAI chunk, found without parsing it.
+fn content_len(data: &[u8]) -> usize {
+    let Some(at) = memchr::memmem::find(data, b"\"content\":\"") else {
+        return 0;
+    };
+    let s = &data[at + 11..];
+    let mut from = 0;
+    while let Some(off) = memchr::memchr(b'"', &s[from..]) {
+        let q = from + off;
+        let escapes = s[..q].iter().rev().take_while(|b| **b == b'\\').count();
+        if escapes % 2 == 0 {
+            return q;
+        }
+        from = q + 1;
+    }
+    0
+}
+
 /// About four characters a token, at least one for any text.
 fn estimate_text_tokens(s: &str) -> u64 {
     (s.chars().count() as u64).div_ceil(4)
@@ -73,6 +91,13 @@ struct Pump {
     resume: Option<Resume>,
     /// Present when the stream may resume on another target.
     parts: Option<Box<Parts>>,
+    client_wants_usage: bool,
+    prompt_tokens: u64,
+    /// Some usage was reported; otherwise the end estimates it from the bytes of content.
+    usage_seen: bool,
+    content_bytes: u64,
+    /// The event just inspected is the usage-only chunk a client that did not ask must not get.
+    drop_event: bool,
     out: Out,
     upstream: super::Wire,
     /// Anthropic upstream events -> canonical (when the client speaks OpenAI).
@@ -88,6 +113,11 @@ pub struct Upstream {
     pub reader: SseReader,
     pub prelude: Vec<Bytes>,
     pub wire: super::Wire,
+    /// The client asked for a usage chunk (`stream_options.include_usage`); Baton always asks
+    /// the upstream, and drops that chunk for a client that did not.
+    pub client_wants_usage: bool,
+    /// Estimated prompt tokens, for an answer whose upstream reports no usage.
+    pub prompt_tokens: u64,
 }
 
 /// The client's wire format.
@@ -112,6 +142,8 @@ pub fn body(
         reader,
         prelude,
         wire,
+        client_wants_usage,
+        prompt_tokens,
     } = up;
     let parts = resume.as_ref().map(|r| {
         Box::new(Parts {
@@ -121,6 +153,11 @@ pub fn body(
         })
     });
     let mut pump = Pump {
+        client_wants_usage,
+        prompt_tokens,
+        usage_seen: false,
+        content_bytes: 0,
+        drop_event: false,
         parts,
         upstream: wire,
         decoder: Default::default(),
@@ -199,6 +236,7 @@ impl Pump {
                 }
             }
         }
+        self.content_bytes += content_len(data) as u64;
         // Cheap checks first: most chunks carry neither a finish reason nor usage.
         let has_finish = memchr::memmem::find(data, b"\"finish_reason\"").is_some();
         let has_usage = memchr::memmem::find(data, b"\"usage\"").is_some();
@@ -215,11 +253,38 @@ impl Pump {
         }
         if let Some(u) = v.get("usage").and_then(usage_from_openai) {
             self.note_usage(u);
+            // The usage-only chunk Baton asked for on the client's behalf.
+            self.drop_event = !self.client_wants_usage
+                && matches!(self.out, Out::OpenAi)
+                && v.get("choices")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| c.is_empty());
         }
+    }
+
+    /// An answer whose upstream reported no usage still counts: the prompt as estimated and
+    /// about four bytes of content a token (logged as an estimate).
+    fn estimate_if_unreported(&mut self) {
+        if self.usage_seen || self.parts.as_ref().is_some_and(|p| p.chain.len() > 1) {
+            return;
+        }
+        let u = crate::canonical::Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.content_bytes.div_ceil(4),
+            cached_input_tokens: 0,
+        };
+        tracing::debug!(
+            request_id = self.rec.id(),
+            input = u.input_tokens,
+            output = u.output_tokens,
+            "upstream reported no usage; tokens estimated"
+        );
+        self.rec.usage(u);
     }
 
     /// Usage the current attempt reported: the record gets it plus the parts that broke.
     fn note_usage(&mut self, u: crate::canonical::Usage) {
+        self.usage_seen = true;
         match &mut self.parts {
             Some(parts) => {
                 parts.attempt_usage = Some(u);
@@ -315,6 +380,7 @@ impl Pump {
                 if let Some(out) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
                     let mut u = self.input_usage;
                     u.output_tokens = out;
+                    self.usage_seen = true;
                     self.rec.usage(u);
                 }
             }
@@ -350,6 +416,7 @@ impl Pump {
                 if ev.is_done() || kind == Some("message_stop") {
                     self.ended = true;
                     self.settle_resumed();
+                    self.estimate_if_unreported();
                     self.count_tokens();
                     self.rec.finish(200, None);
                     return self.done(Some(ev.raw));
@@ -419,6 +486,9 @@ impl Pump {
                     }
                 }
                 self.inspect(&ev.raw);
+                if std::mem::take(&mut self.drop_event) {
+                    return Bytes::new();
+                }
                 self.translate(ev.raw)
             }
             Ok(None) => {
@@ -426,6 +496,7 @@ impl Pump {
                     // Complete answer without the terminator some servers omit: add it.
                     self.ended = true;
                     self.settle_resumed();
+                    self.estimate_if_unreported();
                     self.count_tokens();
                     self.rec.finish(200, None);
                     self.done(None)
@@ -680,6 +751,7 @@ impl Pump {
     }
 
     fn fail(&mut self, why: String) -> Bytes {
+        self.estimate_if_unreported();
         let message = format!(
             "Provider {} stopped mid-answer ({why}); the answer above is incomplete.",
             self.target.label()

@@ -29,6 +29,8 @@ pub enum Behavior {
     Ok,
     /// A normal answer with this exact text.
     Text(String),
+    /// A normal answer that never reports usage, even when asked (some servers do not).
+    NoUsage,
     /// A tool call to `name` with these JSON arguments.
     ToolCall { name: String, arguments: String },
     /// An error status with a JSON body and headers.
@@ -326,6 +328,9 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await
         }
         Behavior::Text(t) => answer(&s, guard, stream, usage, &model, Reply::Text(t), None).await,
+        Behavior::NoUsage => {
+            answer(&s, guard, stream, false, &model, Reply::Text(text), None).await
+        }
         Behavior::ToolCall { name, arguments } => {
             answer(
                 &s,
