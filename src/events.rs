@@ -60,6 +60,8 @@ pub enum Event {
         key: String,
         reason: String,
     },
+    /// Routing was paused (every request gets 503) or resumed, from the tray or the UI.
+    Paused { paused: bool },
     /// No candidate could take a request.
     AllExhausted {
         request_id: String,

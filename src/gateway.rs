@@ -63,6 +63,25 @@ pub struct Core {
 }
 
 impl Core {
+    /// Pauses or resumes routing (tray menu, UI, admin API) and tells every listener.
+    pub fn set_paused(&self, paused: bool) {
+        let was = self
+            .paused
+            .swap(paused, std::sync::atomic::Ordering::Relaxed);
+        if was != paused {
+            tracing::info!(
+                paused,
+                "routing {}",
+                if paused { "paused" } else { "resumed" }
+            );
+            self.events.emit(crate::events::Event::Paused { paused });
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether `client` may send a request now: its switch and expiry, the bad-request
     /// throttle, then rate limits and budgets (shared ones when Redis is there).
     pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), crate::clients::Deny> {

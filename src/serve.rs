@@ -54,6 +54,16 @@ pub fn announce(handle: &crate::GatewayHandle, data_dir: &std::path::Path) {
     }
     // Machine-readable line for scripts and tests that start Baton on port 0.
     println!("listening on http://{}", handle.addr);
+    let admin = data_dir.join(crate::auth::ADMIN_KEY_FILE);
+    if admin.exists() {
+        eprintln!(
+            "Web UI: http://{}/ui/ (unlock it with the admin key in {})",
+            handle.addr,
+            admin.display()
+        );
+    } else {
+        eprintln!("Web UI: http://{}/ui/", handle.addr);
+    }
 }
 
 /// Runs the gateway until SIGINT/SIGTERM, then drains and flushes.

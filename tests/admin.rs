@@ -136,3 +136,75 @@ async fn model_discovery_finds_configured_models_that_disappeared() {
     assert_eq!(r.status(), 401, "admin key only");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn pause_is_visible_to_health_state_events_and_requests_and_resumes() {
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    let mut rx = baton.handle.events().subscribe();
+    let pause = |body: serde_json::Value| {
+        baton
+            .http
+            .put(format!("{}/admin/pause", baton.url))
+            .bearer_auth(&baton.admin_key)
+            .json(&body)
+            .send()
+    };
+    let r = pause(json!({"paused": true})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let health = baton
+        .http
+        .get(format!("{}/health", baton.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 503, "a paused gateway is not healthy");
+    let v: serde_json::Value = health.json().await.unwrap();
+    assert_eq!(v["status"], "paused", "{v}");
+    assert_eq!(baton.admin_state().await["paused"], true);
+    assert_eq!(baton.chat("auto", "hi").await.status(), 503);
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        baton::events::Event::Paused { paused: true }
+    );
+    // Bad bodies say what to send; nothing changes.
+    for bad in [
+        json!({}),
+        json!({"paused": "no"}),
+        json!({"paused": false, "x": 1}),
+    ] {
+        let r = pause(bad).await.unwrap();
+        assert_eq!(r.status(), 400);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("paused"),
+            "{v}"
+        );
+    }
+    assert_eq!(baton.admin_state().await["paused"], true);
+    // Without the admin key: 401.
+    let r = baton
+        .http
+        .put(format!("{}/admin/pause", baton.url))
+        .json(&json!({"paused": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = pause(json!({"paused": false})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let health = baton
+        .http
+        .get(format!("{}/health", baton.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    baton.stop().await;
+}

@@ -274,8 +274,7 @@ fn on_menu(app: &AppHandle, id: &str) {
         },
         PAUSE => {
             if let Some(core) = &shell.core {
-                let was = core.paused.fetch_xor(true, Ordering::Relaxed);
-                tracing::info!(paused = !was, "routing {}", if was { "resumed" } else { "paused" });
+                core.set_paused(!core.is_paused());
             }
             refresh(app);
         }

@@ -57,7 +57,31 @@ pub async fn state(
         .map(|p| provider_json(core, p, &stored, now))
         .collect();
     Ok(Json(json!({"nowMs": now, "providers": providers,
-        "sharedState": super::shared_state(core)})))
+        "sharedState": super::shared_state(core), "paused": core.is_paused()})))
+}
+
+/// `PUT /admin/pause` with `{"paused": bool}`: pauses routing (every request gets 503 until
+/// resumed) or resumes it — the tray menu's Pause, for the UI and scripts.
+pub async fn set_paused(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        paused: bool,
+    }
+    let b: Body = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(
+            "paused",
+            format!("send {{\"paused\": true}} or {{\"paused\": false}} ({e})"),
+        )
+    })?;
+    core.set_paused(b.paused);
+    Ok(Json(json!({"paused": core.is_paused()})))
 }
 
 /// One provider's live state and definition (no secrets: keys are masked, the definition only

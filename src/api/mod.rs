@@ -101,6 +101,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
         .route("/admin/discover", post(admin::discover))
+        .route("/admin/pause", put(admin::set_paused))
         .route(
             "/admin/cooldowns",
             post(admin::set_cooldown).delete(admin::clear_cooldowns),
@@ -165,7 +166,7 @@ pub fn authenticate(
         .ok_or_else(ApiError::unauthorized)
 }
 
-async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
+async fn health(State(state): State<AppState>) -> axum::response::Response {
     let core = &state.core;
     let snap = core.snapshot.load();
     let enabled: Vec<_> = snap.enabled().collect();
@@ -188,12 +189,23 @@ async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
             if enabled.len() == 1 { "" } else { "s" }
         )
     };
-    Json(json!({
-        "status": "ok",
+    // Paused routing answers every request with 503: a health check must not say ok.
+    let (code, status, summary) = if core.is_paused() {
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "paused",
+            format!("routing is paused (requests get 503 until resumed); {summary}"),
+        )
+    } else {
+        (axum::http::StatusCode::OK, "ok", summary)
+    };
+    let body = Json(json!({
+        "status": status,
         "version": env!("CARGO_PKG_VERSION"),
         "summary": summary,
         "sharedState": shared_state(core),
-    }))
+    }));
+    axum::response::IntoResponse::into_response((code, body))
 }
 
 /// `local` (SQLite only), or whether the shared Redis answers (`up` / `down`).
@@ -205,12 +217,25 @@ pub(crate) fn shared_state(core: &Core) -> &'static str {
     }
 }
 
-async fn root() -> Json<serde_json::Value> {
+/// `GET /`: a browser goes to the web UI; anything else learns where things are.
+async fn root(headers: axum::http::HeaderMap) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let browser = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if browser {
+        return axum::response::Redirect::to("/ui/").into_response();
+    }
     Json(json!({
         "name": "Baton",
         "version": env!("CARGO_PKG_VERSION"),
         "openai_base_url": "/v1",
+        "anthropic_base_url": "/",
+        "ui": "/ui/",
+        "health": "/health",
     }))
+    .into_response()
 }
 
 /// Longest request URI answered normally (414 beyond).

@@ -142,3 +142,26 @@ def test_stream_broken_after_content_raises_in_the_sdk(gateway):
     assert received == "a: one "
     assert "incomplete" in str(e.value)
     assert gateway.b.stats()["hits"] == 0, "no fallback after the first byte"
+
+
+def test_serve_says_where_the_ui_and_the_admin_key_are_and_a_browser_lands_there(gateway):
+    import select
+    import time
+    import urllib.request
+
+    import os
+
+    # Raw reads: the text wrapper's buffer would hide lines from select().
+    fd, seen, deadline = gateway.proc.stderr.fileno(), "", time.time() + 10
+    while "Web UI:" not in seen and time.time() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            seen += os.read(fd, 65536).decode(errors="replace")
+    assert f"Web UI: {gateway.url}/ui/" in seen, seen
+    assert str(gateway.data / "admin.key") in seen, seen
+    # A browser opening the bare address lands on the UI; a script gets the map.
+    page = urllib.request.urlopen(urllib.request.Request(gateway.url + "/", headers={"accept": "text/html"}))
+    assert page.geturl() == gateway.url + "/ui/"
+    assert b"<title>Baton</title>" in page.read()
+    info = json.loads(urllib.request.urlopen(gateway.url + "/").read())
+    assert info["ui"] == "/ui/" and info["openai_base_url"] == "/v1"
