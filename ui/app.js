@@ -64,16 +64,72 @@ async function loadProviders() {
         handlers.stats = await api("GET", "/admin/stats").catch(() => handlers.stats);
       }
       state.providers = s.providers;
+      gatewayIs({ down: false, paused: Boolean(s.paused) });
       renderProviders();
       if (!state.providers.length) renderFirstRun();
       else $("first-run").hidden = true;
     } catch (e) {
-      if (!(e instanceof ApiError && e.status === 401)) showError(e);
+      // A network failure (not an HTTP answer) means the gateway is gone: say so once.
+      if (!(e instanceof ApiError)) gatewayIs({ down: true });
+      else if (e.status !== 401) showError(e);
     } finally {
       loading = null;
     }
   })();
   return loading;
+}
+
+// ---- the gateway itself: paused, or not answering ----------------------------------------
+
+const gateway = { down: false, paused: false, since: 0, linked: false };
+
+/** Shows a gateway that is down or paused as such, everywhere: a banner, the live badge, and
+ * no edits while it is down (a switch that flipped and later snapped back would lie). */
+function gatewayIs(change) {
+  if (change.down && !gateway.down) gateway.since = Date.now();
+  Object.assign(gateway, change);
+  document.body.classList.toggle("gateway-down", gateway.down);
+  for (const id of ["provider-list", "first-run"]) $(id).inert = gateway.down;
+  $("add-provider").disabled = gateway.down;
+  const b = $("gateway-banner");
+  if (gateway.down) {
+    b.className = "banner bad";
+    b.replaceChildren(el("strong", {}, "Baton is not answering."),
+      ` This is how things stood at ${fmtClock(gateway.since)}; changes are off until it is back.`);
+  } else if (gateway.paused) {
+    b.className = "banner warn";
+    b.replaceChildren(el("strong", {}, "Routing is paused."), " Every request gets 503 until you resume. ",
+      el("button", { type: "button", class: "primary", id: "resume", onclick: () => setPaused(false) }, "Resume routing"));
+  }
+  b.hidden = !gateway.down && !gateway.paused;
+  const live = $("live");
+  live.classList.toggle("on", gateway.linked && !gateway.down);
+  live.classList.toggle("paused", gateway.paused);
+  live.textContent = gateway.down ? "offline" : !gateway.linked ? "reconnecting…" : gateway.paused ? "paused" : "live";
+}
+
+async function setPaused(paused) {
+  try {
+    const r = await api("PUT", "/admin/pause", { paused });
+    gatewayIs({ paused: r.paused });
+    toast(r.paused ? "Routing paused: requests get 503 until you resume." : "Routing resumed.");
+  } catch (e) {
+    showError(e);
+  }
+}
+
+/** The event stream dropped: is the gateway gone, or was it a hiccup? */
+async function checkGateway() {
+  try {
+    const r = await fetch("/health", { cache: "no-store" });
+    if (gateway.down) {
+      gatewayIs({ down: false });
+      loadProviders();
+    }
+    if (r.status === 503) gatewayIs({ paused: true });
+  } catch {
+    gatewayIs({ down: true });
+  }
 }
 
 const handlers = {
@@ -148,9 +204,19 @@ async function saveOrder(ids, focusId, dir) {
 
 function renderProviders() {
   const list = $("provider-list");
+  // The list is rebuilt on every gateway event and on the refresh timer: keep keyboard focus on
+  // the same control of the same provider, so Space on a switch works twice in a row.
+  const active = document.activeElement;
+  const held = active && list.contains(active) ? active.closest("li[data-id]") : null;
+  const keep = held && { id: held.dataset.id, focus: active.dataset.focus };
   const count = state.providers.length;
   list.replaceChildren(...state.providers.map((p, i) => providerRow(p, i, count, handlers)));
   for (const row of list.children) wireDrag(row);
+  if (keep) {
+    const row = list.querySelector(`li[data-id="${CSS.escape(keep.id)}"]`);
+    const target = row && (keep.focus ? row.querySelector(`[data-focus="${keep.focus}"]:not([disabled])`) : null);
+    (target || row)?.focus({ preventScroll: true });
+  }
 }
 
 let dragged = null;
@@ -369,12 +435,14 @@ function startLive() {
   stopEvents = followEvents(
     (type, ev) => {
       if (type === "failover" && ev.message) toast(ev.message);
+      if (type === "paused") gatewayIs({ paused: ev.paused });
       refreshSoon();
     },
     (on) => {
-      const live = $("live");
-      live.classList.toggle("on", on);
-      live.textContent = on ? "live" : "reconnecting…";
+      const wasDown = gateway.down;
+      gatewayIs({ linked: on, down: on ? false : gateway.down });
+      if (on && wasDown) loadProviders();
+      if (!on) setTimeout(checkGateway, 300);
     },
   );
 }

@@ -221,6 +221,31 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     }
   };
   document.getElementById("form-cancel").onclick = () => dialog.close();
+  // Deleting asks twice in place (no blocking confirm() in the desktop window): the first press
+  // says what will happen, the second does it.
+  const del = document.getElementById("form-delete");
+  del.hidden = !editing || readOnly;
+  del.textContent = "Delete";
+  del.onclick = async () => {
+    if (del.dataset.armed !== "1") {
+      del.dataset.armed = "1";
+      del.textContent = `Delete ${p.name} for good?`;
+      return;
+    }
+    del.disabled = true;
+    try {
+      await api("DELETE", `/admin/providers/${encodeURIComponent(p.id)}`);
+      dialog.close();
+      toast(`${p.name} deleted — routing no longer uses it.`);
+      onSaved();
+    } catch (e) {
+      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+    } finally {
+      del.disabled = false;
+      del.dataset.armed = "";
+    }
+  };
+  dialog.addEventListener("close", () => { del.dataset.armed = ""; del.textContent = "Delete"; }, { once: true });
   document.getElementById("provider-form").onsubmit = async (ev) => {
     ev.preventDefault();
     if (readOnly) return dialog.close();

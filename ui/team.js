@@ -229,7 +229,7 @@ async function renderUsage() {
     el("td", {}, r.label || r.key || "—"),
     el("td", { class: "num" }, int(r.requests)),
     el("td", { class: "num" }, r.errors ? int(r.errors) : "·"),
-    el("td", { class: "num" }, r.failovers ? int(r.failovers) : "·"),
+    el("td", { class: "num col-failovers" }, r.failovers ? int(r.failovers) : "·"),
     el("td", { class: "num" }, int(r.inputTokens + r.outputTokens)),
     el("td", { class: "num" }, money(r.costUsd))));
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests in this period.")));
@@ -239,7 +239,7 @@ async function renderUsage() {
     el("th", { scope: "row", colspan: "2" }, "Total"),
     el("td", { class: "num" }, int(t.requests)),
     el("td", { class: "num" }, int(t.errors)),
-    el("td", { class: "num" }, int(t.failovers)),
+    el("td", { class: "num col-failovers" }, int(t.failovers)),
     el("td", { class: "num" }, int(t.inputTokens + t.outputTokens)),
     el("td", { class: "num" }, money(t.costUsd))));
   $("usage-key-head").textContent = u.by === "provider" ? "Provider" : "Key";

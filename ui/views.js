@@ -68,6 +68,8 @@ export function fmtClock(ms) {
 /** Ticks every element with `data-until` once a second. */
 export function startCountdowns() {
   setInterval(() => {
+    // A gateway that is not answering has no countdowns to tell: the last known ones stand still.
+    if (document.body.classList.contains("gateway-down")) return;
     for (const n of document.querySelectorAll("[data-until]")) {
       const left = Number(n.dataset.until) - serverNow();
       n.textContent = left > 0 ? fmtLeft(left) : "any moment";
@@ -113,6 +115,7 @@ export function providerRow(p, index, count, handlers) {
   const toggle = el("input", {
     type: "checkbox",
     role: "switch",
+    dataset: { focus: "toggle" },
     "aria-label": `${p.enabled ? "Disable" : "Enable"} ${p.name}`,
     checked: p.enabled,
     onchange: (e) => handlers.toggle(p, e.target.checked),
@@ -138,8 +141,8 @@ export function providerRow(p, index, count, handlers) {
     el(
       "div",
       { class: "prov-actions" },
-      el("button", { class: "icon", type: "button", "aria-label": `Move ${p.name} up`, disabled: index === 0 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, -1) }, "↑"),
-      el("button", { class: "icon", type: "button", "aria-label": `Move ${p.name} down`, disabled: index === count - 1 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, 1) }, "↓"),
+      el("button", { class: "icon", type: "button", dataset: { focus: "up" }, "aria-label": `Move ${p.name} up`, disabled: index === 0 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, -1) }, "↑"),
+      el("button", { class: "icon", type: "button", dataset: { focus: "down" }, "aria-label": `Move ${p.name} down`, disabled: index === count - 1 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, 1) }, "↓"),
       el("label", { class: "switch" }, toggle, el("span", { "aria-hidden": "true" })),
     ),
   );
@@ -170,10 +173,10 @@ export function providerRow(p, index, count, handlers) {
     const c = partial[0];
     facts.push(el("span", { class: "badge warn" }, `${c.model || c.key} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
-  facts.push(el("button", { type: "button", onclick: () => handlers.test(p) }, "Test"));
-  if (p.owner !== "detected") facts.push(el("button", { type: "button", onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
+  facts.push(el("button", { type: "button", dataset: { focus: "test" }, onclick: () => handlers.test(p) }, "Test"));
+  if (p.owner !== "detected") facts.push(el("button", { type: "button", dataset: { focus: "edit" }, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
   if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
-    facts.push(el("button", { type: "button", onclick: () => handlers.clear(p) }, "Clear cooldown"));
+    facts.push(el("button", { type: "button", dataset: { focus: "clear" }, onclick: () => handlers.clear(p) }, "Clear cooldown"));
   }
   row.append(el("div", { class: "prov-detail" }, facts));
   if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));

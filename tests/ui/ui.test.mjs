@@ -168,6 +168,22 @@ test("the keyboard moves work too and keep focus on the moved row", async () => 
   assert.equal((await chat()).provider, "alpha");
 });
 
+test("keyboard focus survives the live re-render: Space on a switch works twice in a row", async () => {
+  const toggle = "#provider-list > li[data-id=beta] [data-focus=toggle]";
+  await page.focus(toggle);
+  await page.keyboard.press("Space");
+  await page.waitForSelector("#provider-list > li[data-id=beta] [data-testid=status]:text('disabled')");
+  // A request elsewhere makes the gateway send an event, and the list is rebuilt.
+  await page.evaluate(() => (window.__oldRow = document.querySelector("#provider-list > li[data-id=beta]")));
+  await chat();
+  await page.waitForFunction(() => document.querySelector("#provider-list > li[data-id=beta]") !== window.__oldRow);
+  const focused = await page.evaluate(() => `${document.activeElement?.closest("li")?.dataset.id}/${document.activeElement?.dataset.focus}`);
+  assert.equal(focused, "beta/toggle");
+  await page.keyboard.press("Space");
+  await page.waitForSelector("#provider-list > li[data-id=beta] [data-testid=status]:text('ready')");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.focus), "toggle");
+});
+
 test("a 429 shows a cooling countdown live, without a reload", async () => {
   await script(upA, ["429"]);
   assert.equal((await chat()).provider, "gamma");
@@ -318,7 +334,67 @@ test("narrow tray window and dark mode render without errors", async () => {
   await small.click("#new-limits-box summary");
   const teamOverflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
   assert.equal(teamOverflow, false, "Team: no horizontal scrolling at 420 px");
+  // Each visible header sits over its own column in the rows and in the total: the Tokens
+  // total is under Tokens (it showed the failover count there).
+  const columns = await small.evaluate(() => {
+    const visible = (cells) => [...cells].filter((c) => getComputedStyle(c).display !== "none");
+    const head = visible(document.querySelectorAll(".usage thead th")).map((c) => c.textContent.trim());
+    const x = (cells) => visible(cells).map((c) => Math.round(c.getBoundingClientRect().right));
+    return { head, headX: x(document.querySelectorAll(".usage thead th")), totalX: x(document.querySelectorAll("#usage-total tr > *")) };
+  });
+  assert.ok(!columns.head.includes("Failovers"), `${columns.head}`);
+  const tokens = columns.head.indexOf("Tokens");
+  assert.equal(columns.totalX.at(-2), columns.headX[tokens], "the Tokens total is under Tokens");
+  assert.equal(columns.totalX.at(-1), columns.headX.at(-1), "the Cost total is under Cost");
   await small.screenshot({ path: join(artifacts, "team-dark.png"), fullPage: true });
   await small.close();
   assert.deepEqual(errors, []);
+});
+
+test("a provider made in the UI is deleted from its Edit dialog, after a second press", async () => {
+  await page.goto(`${baton}/ui/#providers`);
+  await page.waitForSelector("#provider-list > li[data-id=gamma]");
+  await page.click("#provider-list > li[data-id=gamma] [data-focus=edit]");
+  await page.waitForSelector("#provider-dialog[open]");
+  const del = page.locator("#form-delete");
+  await del.click();
+  assert.match(await del.textContent(), /for good\?/);
+  assert.ok(await page.$("#provider-dialog[open]"), "the first press only asks");
+  await shot("delete-confirm");
+  await del.click();
+  await page.waitForFunction(() => !document.querySelector("#provider-list > li[data-id=gamma]"));
+  assert.ok(!(await page.$("#provider-dialog[open]")));
+  for (let i = 0; i < 3; i++) assert.notEqual((await chat()).provider, "gamma");
+  // A provider from the config file has no Delete: the file owns it.
+  await page.click("#provider-list > li[data-id=alpha] [data-focus=edit]");
+  assert.ok(await page.locator("#form-delete").isHidden());
+  await page.click("#form-cancel");
+});
+
+test("pause shows everywhere in the UI and Resume is one click", async () => {
+  await page.goto(`${baton}/ui/#providers`);
+  await page.waitForSelector("#provider-list > li");
+  // Paused from elsewhere (the tray, a script): the open page learns it from the event.
+  const r = await fetch(`${baton}/admin/pause`, { method: "PUT", headers: { "x-admin-key": adminKey, "content-type": "application/json" }, body: JSON.stringify({ paused: true }) });
+  assert.equal(r.status, 200);
+  await page.waitForSelector("#gateway-banner:not([hidden]) >> text=Routing is paused");
+  assert.equal(await page.textContent("#live"), "paused");
+  assert.equal((await chat()).status, 503);
+  await shot("paused");
+  await page.focus("#resume");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#gateway-banner", { state: "hidden" });
+  assert.equal((await chat()).status, 200);
+});
+
+test("with the gateway stopped the page says so, freezes and allows no edits", async () => {
+  await page.goto(`${baton}/ui/#providers`);
+  await page.waitForSelector("#provider-list > li[data-id=alpha]");
+  const gw = procs.find((p) => p.spawnargs.includes("serve"));
+  gw.kill("SIGKILL");
+  await page.waitForSelector("#gateway-banner:not([hidden]) >> text=Baton is not answering", { timeout: 15000 });
+  assert.equal(await page.textContent("#live"), "offline");
+  assert.equal(await page.$eval("#provider-list", (l) => l.inert), true, "no switch can flip and snap back");
+  assert.equal(await page.$eval("#add-provider", (b) => b.disabled), true);
+  await shot("gateway-down");
 });
