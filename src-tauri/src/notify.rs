@@ -30,6 +30,28 @@ fn is_limit(class: &str) -> bool {
     matches!(class, "rate" | "billing" | "auth")
 }
 
+/// A rate limit that lifts sooner than this is folded into the tray's status line instead of a
+/// notification: a free tier's per-minute limit would otherwise notify all day.
+const NOTIFY_MIN_COOLDOWN_MS: i64 = 5 * 60_000;
+
+/// What folding needs to know about the gateway now.
+struct Ctx<'a> {
+    now_ms: i64,
+    /// Display name of a provider id ("Groq" for "groq").
+    name: &'a dyn Fn(&str) -> String,
+    /// Whether the provider still has any cooldown.
+    cooling: &'a dyn Fn(&str) -> bool,
+    /// Whether the provider is a subscription CLI (its caps always matter).
+    subscription: &'a dyn Fn(&str) -> bool,
+}
+
+/// A limit worth a notification: an account problem, a subscription's cap, or a wait of minutes.
+fn worth_telling(class: &str, provider: &str, reset_at_ms: Option<i64>, ctx: &Ctx) -> bool {
+    class != "rate"
+        || (ctx.subscription)(provider)
+        || reset_at_ms.is_some_and(|r| r - ctx.now_ms >= NOTIFY_MIN_COOLDOWN_MS)
+}
+
 /// One notification to show, built from a burst of events.
 #[derive(Debug, Default, PartialEq)]
 struct Batch {
@@ -44,6 +66,7 @@ fn fold(
     events: &[Event],
     announced: &mut HashSet<String>,
     prefs: &serde_json::Map<String, serde_json::Value>,
+    ctx: &Ctx,
 ) -> Batch {
     let on = |k: &str| prefs.get(k).and_then(|v| v.as_bool()).unwrap_or(true);
     let mut b = Batch::default();
@@ -53,9 +76,13 @@ fn fold(
                 from,
                 class,
                 message,
+                reset_at_ms,
                 ..
             } if is_limit(class) => {
                 let provider = from.split('/').next().unwrap_or(from).to_string();
+                if !worth_telling(class, &provider, *reset_at_ms, ctx) {
+                    continue; // short: the tray's status line shows it
+                }
                 if announced.insert(provider) && on("failover") {
                     b.failovers.push(message.clone());
                 }
@@ -67,18 +94,17 @@ fn fold(
             Event::Request { status, .. } if *status < 400 => {
                 announced.remove("*all*");
             }
-            // The episode ends with the cooldown (whether or not that is announced).
-            Event::CooldownEnded {
-                provider,
-                key: None,
-                model: None,
-            } if announced.remove(provider)
-                && prefs
-                    .get("cooldownEnded")
-                    .and_then(|v| v.as_bool())
-                    .unwrap_or(true) =>
+            // The episode ends with the provider's last cooldown, by time or by hand (whether
+            // or not that is announced).
+            Event::CooldownEnded { provider, .. }
+                if !(ctx.cooling)(provider)
+                    && announced.remove(provider)
+                    && prefs
+                        .get("cooldownEnded")
+                        .and_then(|v| v.as_bool())
+                        .unwrap_or(true) =>
             {
-                b.back.push(provider.clone());
+                b.back.push((ctx.name)(provider));
             }
             _ => {}
         }
@@ -88,16 +114,35 @@ fn fold(
 
 /// Providers whose announced limit is over (no cooldown left): the episode ends, and they are
 /// reported back when the user asked for that.
-fn ended(announced: &mut HashSet<String>, cooling: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn ended(announced: &mut HashSet<String>, ctx: &Ctx) -> Vec<String> {
     let over: Vec<String> = announced
         .iter()
-        .filter(|p| p.as_str() != "*all*" && !cooling(p))
+        .filter(|p| p.as_str() != "*all*" && !(ctx.cooling)(p))
         .cloned()
         .collect();
     for p in &over {
         announced.remove(p);
     }
-    over
+    over.iter().map(|p| (ctx.name)(p)).collect()
+}
+
+/// Runs `f` with the gateway's state now.
+fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
+    let active = core.cooldowns.active();
+    let snap = core.snapshot.load();
+    let name = |id: &str| {
+        snap.provider(id)
+            .map(|p| p.config.display_name().to_string())
+            .unwrap_or_else(|| id.to_string())
+    };
+    let cooling = |id: &str| active.iter().any(|c| c.scope.provider == id);
+    let subscription = |id: &str| snap.provider(id).is_some_and(|p| p.config.kind.is_cli());
+    f(&Ctx {
+        now_ms: core.clock.now_ms(),
+        name: &name,
+        cooling: &cooling,
+        subscription: &subscription,
+    })
 }
 
 pub fn spawn(_app: AppHandle, core: Arc<Core>) {
@@ -116,8 +161,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
                 },
                 _ = tick.tick() => {
                     // Cooldowns that simply run out send no event.
-                    let active = core.cooldowns.active();
-                    let back = ended(&mut announced, &|p| active.iter().any(|c| c.scope.provider == p));
+                    let back = with_ctx(&core, |ctx| ended(&mut announced, ctx));
                     let prefs = baton::api::settings::notifications(&core);
                     let wanted = prefs.get("cooldownEnded").and_then(|v| v.as_bool()).unwrap_or(true);
                     if wanted && !back.is_empty() {
@@ -154,7 +198,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
                 }
             }
             let prefs = baton::api::settings::notifications(&core);
-            let b = fold(&burst, &mut announced, &prefs);
+            let b = with_ctx(&core, |ctx| fold(&burst, &mut announced, &prefs, ctx));
             if b.exhausted {
                 show(
                     "Baton: no provider available",
@@ -176,15 +220,50 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
 mod tests {
     use super::*;
 
-    fn failover(from: &str, class: &str) -> Event {
+    fn failover_at(from: &str, class: &str, reset_at_ms: i64) -> Event {
         Event::Failover {
             request_id: "r".into(),
             from: format!("{from}/m"),
             to: "codex/gpt-5".into(),
             class: class.into(),
             reason: "limit".into(),
-            reset_at_ms: Some(1),
+            reset_at_ms: Some(reset_at_ms),
             message: format!("{from} session limit reached — back at 01:19; now using Codex"),
+        }
+    }
+
+    /// A limit an hour long.
+    fn failover(from: &str, class: &str) -> Event {
+        failover_at(from, class, 3_600_000)
+    }
+
+    fn ended_event(provider: &str) -> Event {
+        Event::CooldownEnded {
+            provider: provider.into(),
+            key: None,
+            model: None,
+        }
+    }
+
+    fn title(id: &str) -> String {
+        let mut c = id.chars();
+        c.next()
+            .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+            .unwrap_or_default()
+    }
+    fn never(_: &str) -> bool {
+        false
+    }
+    fn is_cli(id: &str) -> bool {
+        id.ends_with("-cli")
+    }
+
+    fn ctx(cooling: &dyn Fn(&str) -> bool) -> Ctx<'_> {
+        Ctx {
+            now_ms: 0,
+            name: &title,
+            cooling,
+            subscription: &is_cli,
         }
     }
 
@@ -192,26 +271,24 @@ mod tests {
     fn one_notification_per_episode() {
         let prefs = serde_json::Map::new();
         let mut seen = HashSet::new();
+        let c = ctx(&never);
         let b = fold(
             &[failover("claude", "rate"), failover("claude", "rate")],
             &mut seen,
             &prefs,
+            &c,
         );
         assert_eq!(b.failovers.len(), 1);
-        assert!(fold(&[failover("claude", "rate")], &mut seen, &prefs)
+        assert!(fold(&[failover("claude", "rate")], &mut seen, &prefs, &c)
             .failovers
             .is_empty());
-        assert!(fold(&[failover("x", "transient")], &mut seen, &prefs)
+        assert!(fold(&[failover("x", "transient")], &mut seen, &prefs, &c)
             .failovers
             .is_empty());
-        let ended = Event::CooldownEnded {
-            provider: "claude".into(),
-            key: None,
-            model: None,
-        };
-        fold(&[ended], &mut seen, &prefs);
+        let b = fold(&[ended_event("claude")], &mut seen, &prefs, &c);
+        assert_eq!(b.back, ["Claude"], "the name, not the id");
         assert_eq!(
-            fold(&[failover("claude", "rate")], &mut seen, &prefs)
+            fold(&[failover("claude", "rate")], &mut seen, &prefs, &c)
                 .failovers
                 .len(),
             1
@@ -222,19 +299,103 @@ mod tests {
     fn an_episode_ends_when_its_cooldown_runs_out() {
         let prefs = serde_json::Map::new();
         let mut seen = HashSet::new();
-        fold(&[failover("claude", "rate")], &mut seen, &prefs);
+        fold(
+            &[failover("claude", "rate")],
+            &mut seen,
+            &prefs,
+            &ctx(&never),
+        );
         assert!(
-            ended(&mut seen, &|p| p == "claude").is_empty(),
+            ended(&mut seen, &ctx(&|p| p == "claude")).is_empty(),
             "still cooling"
         );
-        assert_eq!(ended(&mut seen, &|_| false), ["claude"]);
+        assert_eq!(ended(&mut seen, &ctx(&never)), ["Claude"]);
         assert_eq!(
-            fold(&[failover("claude", "rate")], &mut seen, &prefs)
-                .failovers
-                .len(),
+            fold(
+                &[failover("claude", "rate")],
+                &mut seen,
+                &prefs,
+                &ctx(&never)
+            )
+            .failovers
+            .len(),
             1,
             "a new episode is announced"
         );
+    }
+
+    #[test]
+    fn short_limits_stay_in_the_tray_and_caps_always_notify() {
+        let prefs = serde_json::Map::new();
+        let mut seen = HashSet::new();
+        let c = ctx(&never);
+        // A free tier's 25 s per-minute limit, again and again: no notification, no "back".
+        for _ in 0..8 {
+            let b = fold(
+                &[failover_at("groq", "rate", 25_000), ended_event("groq")],
+                &mut seen,
+                &prefs,
+                &c,
+            );
+            assert_eq!(b, Batch::default());
+        }
+        // A subscription's cap is news however soon it lifts; so is a key that stopped working.
+        let b = fold(
+            &[
+                failover_at("claude-cli", "rate", 25_000),
+                failover_at("groq", "auth", 0),
+            ],
+            &mut seen,
+            &prefs,
+            &c,
+        );
+        assert_eq!(b.failovers.len(), 2);
+        // A wait of minutes is news too.
+        assert_eq!(
+            fold(
+                &[failover_at("openai", "rate", 600_000)],
+                &mut seen,
+                &prefs,
+                &c
+            )
+            .failovers
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_manual_clear_ends_the_episode_whatever_scope_it_cleared() {
+        let prefs = serde_json::Map::new();
+        let mut seen = HashSet::new();
+        fold(
+            &[failover("claude", "rate")],
+            &mut seen,
+            &prefs,
+            &ctx(&never),
+        );
+        // The key's cooldown is cleared by hand, and no other cooldown of the provider is left.
+        let key_cleared = Event::CooldownEnded {
+            provider: "claude".into(),
+            key: Some("env:K".into()),
+            model: None,
+        };
+        let b = fold(
+            std::slice::from_ref(&key_cleared),
+            &mut seen,
+            &prefs,
+            &ctx(&never),
+        );
+        assert_eq!(b.back, ["Claude"]);
+        // While another of its cooldowns runs, it is not back yet.
+        fold(
+            &[failover("claude", "rate")],
+            &mut seen,
+            &prefs,
+            &ctx(&never),
+        );
+        let b = fold(&[key_cleared], &mut seen, &prefs, &ctx(&|p| p == "claude"));
+        assert!(b.back.is_empty());
     }
 
     #[test]
@@ -242,8 +403,13 @@ mod tests {
         let mut prefs = serde_json::Map::new();
         prefs.insert("failover".into(), serde_json::Value::Bool(false));
         let mut seen = HashSet::new();
-        assert!(fold(&[failover("claude", "rate")], &mut seen, &prefs)
-            .failovers
-            .is_empty());
+        assert!(fold(
+            &[failover("claude", "rate")],
+            &mut seen,
+            &prefs,
+            &ctx(&never)
+        )
+        .failovers
+        .is_empty());
     }
 }
