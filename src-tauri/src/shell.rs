@@ -22,6 +22,53 @@ pub struct Shell {
     pub failed: Option<String>,
 }
 
+/// What start-at-login runs: this app with the same setup it was started with (config file,
+/// data directory, address), as absolute paths — a bare binary would start empty, on another
+/// data directory, with a new gateway key. Quoted for the desktop entry's Exec line, which the
+/// autostart crate joins with spaces.
+fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'static str> {
+    let abs = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut args: Vec<String> = Vec::new();
+    if let Some(c) = &opts.config {
+        args.extend(["--config".into(), exec_quote(&abs(c))]);
+    }
+    args.extend(["--data-dir".into(), exec_quote(&abs(data_dir))]);
+    if let Some(h) = &opts.host {
+        args.extend(["--host".into(), exec_quote(h)]);
+    }
+    if let Some(p) = opts.port {
+        args.extend(["--port".into(), p.to_string()]);
+    }
+    // The plugin keeps them for the app's life; this runs once.
+    args.into_iter()
+        .map(|s| &*Box::leak(s.into_boxed_str()))
+        .collect()
+}
+
+/// One argument for a desktop entry's Exec line (quoted when it needs to be, per the spec).
+fn exec_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=,@%".contains(c))
+    {
+        return s.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if matches!(c, '"' | '`' | '$' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     let config = match opts.load() {
         Ok(c) => c,
@@ -31,6 +78,7 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         }
     };
     let data_dir = opts.data_dir();
+    let at_login = autostart_args(&opts, &data_dir);
     let built = tauri::Builder::default()
         // First: a second launch hands over to this one and exits.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
@@ -39,7 +87,7 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         }))
         .plugin(tauri_plugin_autostart::init(
             MacosLauncher::LaunchAgent,
-            None,
+            Some(at_login),
         ))
         .plugin(tauri_plugin_clipboard_manager::init())
         .setup(move |app| {
@@ -202,4 +250,34 @@ pub fn gateway_key(data_dir: &Path) -> Option<String> {
         .ok()
         .map(|k| k.trim().to_string())
         .filter(|k| !k.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autostart_keeps_the_setup_with_absolute_quoted_paths() {
+        let opts = baton::serve::ServeOptions {
+            config: Some(PathBuf::from("my configs/baton.json")),
+            data_dir: None,
+            host: None,
+            port: Some(9000),
+        };
+        let args = autostart_args(&opts, Path::new("/home/u/.local/share/baton"));
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        assert_eq!(
+            args,
+            [
+                "--config",
+                format!("\"{cwd}/my configs/baton.json\"").as_str(),
+                "--data-dir",
+                "/home/u/.local/share/baton",
+                "--port",
+                "9000"
+            ]
+        );
+        assert_eq!(exec_quote(r#"a"b$c"#), r#""a\"b\$c""#);
+        assert_eq!(exec_quote(""), r#""""#);
+    }
 }

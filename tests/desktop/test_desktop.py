@@ -167,7 +167,13 @@ def test_start_at_login_writes_and_removes_the_autostart_entry(desktop):
     assert status == 200, body
     assert json.loads(body)["autostart"] is True
     assert entry.exists(), list((desktop.home / ".config").rglob("*"))
-    assert "baton-desktop" in entry.read_text()
+    text = entry.read_text()
+    assert "baton-desktop" in text
+    # After a login it starts with the same setup: config file, data directory (so the same
+    # gateway key), as absolute paths.
+    exec_line = next(line for line in text.splitlines() if line.startswith("Exec="))
+    assert f"--config {desktop.config.resolve()}" in exec_line, exec_line
+    assert f"--data-dir {desktop.data.resolve()}" in exec_line, exec_line
     status, _, body = desktop.request("/admin/desktop", {"autostart": False}, method="PUT", admin=True)
     assert json.loads(body)["autostart"] is False
     assert not entry.exists()
