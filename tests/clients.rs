@@ -403,7 +403,8 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
     for _ in 0..2 {
         assert_eq!(baton.chat_as(&bob, "b").await.status(), 200);
     }
-    // A request for an unknown model is refused before routing and not logged.
+    // A request for an unknown model is refused before routing, and logged (Activity shows
+    // what a tool sent): a request and an error in the usage.
     let (st, _, _) = error_of(baton.chat_as(&bob, "nope").await).await;
     assert_eq!(st, 404);
     let log = baton.log().await;
@@ -452,8 +453,8 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
         .iter()
         .find(|r| r["key"] == bob_id)
         .unwrap();
-    assert_eq!(bob_row["requests"], 2);
-    assert_eq!(bob_row["errors"], 0);
+    assert_eq!(bob_row["requests"], 3);
+    assert_eq!(bob_row["errors"], 1);
     // 2 × (11 × $0.5 + 7 × $1.0) per million.
     assert!((bob_row["costUsd"].as_f64().unwrap() - 2.0 * 12.5e-6).abs() < 1e-12);
     let (_, by_provider) = admin
@@ -470,7 +471,7 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
     let (_, page) = admin
         .send(Method::GET, &format!("/admin/log?client={bob_id}"), None)
         .await;
-    assert_eq!(page["rows"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["rows"].as_array().unwrap().len(), 3, "{page}");
 
     let r = admin
         .req(Method::GET, "/admin/usage?by=client&format=csv")
@@ -488,7 +489,7 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
     );
     let bob_line = csv.lines().find(|l| l.contains(&bob_id)).unwrap();
     assert!(
-        bob_line.contains(",\"ui:bob, \"\"the builder\"\"\",2,0,0,22,14,0.000025"),
+        bob_line.contains(",\"ui:bob, \"\"the builder\"\"\",3,1,0,22,14,0.000025"),
         "{bob_line}"
     );
     for bad in ["bucket=week", "by=model", "format=xml"] {

@@ -196,3 +196,71 @@ async fn a_long_uri_and_huge_headers_are_refused_in_the_api_shape() {
     assert_eq!(r.status(), 200);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn refused_requests_are_in_the_request_log_too() {
+    let up = testkit::FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    // Claude Code's model name with nothing mapped: 404, and Activity shows it.
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .json(
+            &json!({"model": "claude-sonnet-4-5-20250929", "max_tokens": 8, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // Not JSON at all: 400.
+    let r = baton
+        .http
+        .post(format!("{}/v1/chat/completions", baton.url))
+        .bearer_auth(&baton.key)
+        .header("content-type", "application/json")
+        .body("{\"model\": \"auto\", ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let log = baton.log().await;
+    assert_eq!(log.len(), 2, "{log:?}");
+    let bad_json = &log[0];
+    assert_eq!(bad_json.status, 400);
+    assert!(
+        bad_json
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{bad_json:?}"
+    );
+    let unknown = &log[1];
+    assert_eq!(
+        (
+            unknown.status,
+            unknown.requested_model.as_str(),
+            unknown.stream
+        ),
+        (404, "claude-sonnet-4-5-20250929", true)
+    );
+    assert!(
+        unknown.error.as_deref().unwrap().contains("does not exist"),
+        "{unknown:?}"
+    );
+    assert!(unknown.attempts.is_empty() && unknown.provider.is_none());
+    // A model name of 100,000 characters is kept short in the log.
+    let r = baton.chat(&"m".repeat(100_000), "hi").await;
+    assert_eq!(r.status(), 404);
+    let log = baton.log().await;
+    assert!(log[0].requested_model.len() <= 200);
+    assert!(log[0].error.as_deref().unwrap().len() <= 1000);
+    baton.stop().await;
+}

@@ -44,13 +44,59 @@ pub(super) async fn handle(
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let client = authenticate(core, req.headers())?;
-    let result = handle_client(state, req, request_id, base, format, client.clone()).await;
+    let mut seen = Seen::default();
+    let result = handle_client(
+        state,
+        req,
+        request_id,
+        base,
+        format,
+        client.clone(),
+        &mut seen,
+    )
+    .await;
     if let Err(e) = &result {
         if malformed(e) {
             core.bad_request(&client);
         }
+        if !seen.logged && !own_limit(e) {
+            // Refused before routing (bad JSON, an unknown model, paused): still in Activity,
+            // which is where a user debugging a tool looks.
+            let mut rec = Record::new(
+                request_id.to_string(),
+                core.clock.now_ms(),
+                client,
+                // Bounded: a hostile client must not fill the log with megabyte model names.
+                crate::limits::truncate(&seen.model.unwrap_or_default(), 200).to_string(),
+                seen.stream,
+                core,
+            );
+            let message = crate::limits::truncate(&e.message, 1000).to_string();
+            rec.finish(e.status.as_u16(), Some(message));
+        }
     }
     result
+}
+
+/// What a request showed of itself before it was refused, for its log row.
+#[derive(Default)]
+struct Seen {
+    model: Option<String>,
+    stream: bool,
+    /// A log row was started (the router's record writes it).
+    logged: bool,
+}
+
+/// A client over its own limits: counted by the metrics, not logged row by row (a runaway
+/// script would flood the log).
+fn own_limit(e: &ApiError) -> bool {
+    matches!(
+        e.code,
+        "client_rate_limited"
+            | "client_token_limited"
+            | "budget_exceeded"
+            | "too_many_bad_requests"
+    )
 }
 
 /// Whether a refusal is the client's own malformed request, the only kind that feeds its
@@ -67,14 +113,7 @@ fn malformed(e: &ApiError) -> bool {
 /// Server-side failures and upstream limits are worth a line; a client over its own limits is
 /// not (a runaway script would flood the log), and the metrics count those.
 pub(super) fn log_failure(request_id: &str, e: &ApiError) {
-    let own_limit = matches!(
-        e.code,
-        "client_rate_limited"
-            | "client_token_limited"
-            | "budget_exceeded"
-            | "too_many_bad_requests"
-    );
-    if own_limit {
+    if own_limit(e) {
         tracing::debug!(request_id, status = e.status.as_u16(), message = %e.message, "request refused");
     } else if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
         tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
@@ -88,6 +127,7 @@ async fn handle_client(
     base: &mut HeaderMap,
     format: Format,
     client: std::sync::Arc<crate::clients::Client>,
+    seen: &mut Seen,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     if let Err(d) = core.admit(&client).await {
@@ -135,6 +175,11 @@ async fn handle_client(
             return Err(err);
         }
     };
+    seen.model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    seen.stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let (canonical, body, anthropic_body) = match format {
         Format::OpenAi => {
             let c =
@@ -175,6 +220,7 @@ async fn handle_client(
         stream,
         core,
     );
+    seen.logged = true;
     let targets = match client_targets(&client, &mapped, targets, &mut rec) {
         Ok(t) => t,
         Err(e) => {
