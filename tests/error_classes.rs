@@ -249,3 +249,28 @@ async fn the_breaker_follows_limit_scope() {
         baton.stop().await;
     }
 }
+
+#[tokio::test]
+async fn an_unreachable_host_is_reported_as_failing_not_as_rate_limited() {
+    // A port nothing listens on: every attempt is refused at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = provider("gone", &url, 1);
+    p["retries"] = json!(0);
+    let baton = Baton::start(dir.path(), json!({"providers": [p]})).await;
+    for _ in 0..3 {
+        let r = baton.chat("auto", "hi").await;
+        assert_eq!(r.status(), 502);
+    }
+    // The breaker is open now: the answer still says the provider fails, not that it is
+    // rate-limited (which would tell the client to wait and retry).
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(r.status(), 502);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "all_providers_failed", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(!msg.contains("rate-limited"), "{msg}");
+    baton.stop().await;
+}

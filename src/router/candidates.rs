@@ -134,14 +134,14 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
     let n = p.keys.len();
     if n == 0 {
         return match core.cooldowns.blocking(p.id(), None, &t.model.id) {
-            Some(c) => Pick::Cooling(c.until_ms, c.reason),
+            Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
             None => Pick::Go(0),
         };
     }
     let now = core.clock.now_ms();
     let day = p.quota_day(now).0;
     let start = p.runtime.key_start();
-    let mut soonest: Option<(i64, String)> = None;
+    let mut soonest: Option<(i64, String, bool)> = None;
     let mut low: Option<usize> = None;
     for i in 0..n {
         let idx = (start + i) % n;
@@ -161,8 +161,9 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
                 }
             }
             Some(c) => {
-                if soonest.as_ref().is_none_or(|(u, _)| c.until_ms < *u) {
-                    soonest = Some((c.until_ms, c.reason));
+                if soonest.as_ref().is_none_or(|(u, ..)| c.until_ms < *u) {
+                    let limit = is_limit(&c.class);
+                    soonest = Some((c.until_ms, c.reason, limit));
                 }
             }
         }
@@ -170,8 +171,14 @@ pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
     if let Some(idx) = low {
         return Pick::Go(idx);
     }
-    let (until, reason) = soonest.unwrap_or((0, String::new()));
-    Pick::Cooling(until, reason)
+    let (until, reason, limit) = soonest.unwrap_or((0, String::new(), false));
+    Pick::Cooling(until, reason, limit)
+}
+
+/// A cooldown that waits out a limit (answered with 429 and the reset when nothing else can
+/// take the request), as opposed to one that follows failures.
+fn is_limit(class: &str) -> bool {
+    matches!(class, "rate" | "billing")
 }
 
 /// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.

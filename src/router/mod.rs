@@ -159,7 +159,9 @@ enum Attempt {
 
 enum Pick {
     Go(usize),
-    Cooling(i64, String),
+    /// Out until this instant, why, and whether that is a limit to wait out (rate or spending)
+    /// rather than a failure (breaker, overload, a rejected key).
+    Cooling(i64, String, bool),
 }
 
 /// Runs the fallback loop for one request.
@@ -378,8 +380,14 @@ async fn run_candidates(
 
         let key = match pick_key(core, &target) {
             Pick::Go(i) => i,
-            Pick::Cooling(until, reason) => {
-                pass.limited_until(until);
+            Pick::Cooling(until, reason, limit) => {
+                // Only limits make "every candidate is rate-limited" true: a provider out after
+                // failures (an unreachable host behind an open breaker) is not rate-limited.
+                if limit {
+                    pass.limited_until(until);
+                } else {
+                    pass.all_limited = false;
+                }
                 pass.summary.push(format!(
                     "{}: cooling until {} ({reason})",
                     target.label(),
