@@ -258,8 +258,8 @@ def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     assert "quitting: finishing in-flight requests" in log
     assert "gateway stopped" in log
     rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
-    # 6 routed requests (the one refused while paused never reached routing).
-    assert rows == 6, "every routed request is in the log after Quit"
+    # 6 routed requests and the one refused while paused (logged, with its reason).
+    assert rows == 7, "every request is in the log after Quit"
     assert tray_window() is None, "the tray icon is gone"
 
 
