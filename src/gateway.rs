@@ -46,6 +46,8 @@ pub struct Core {
     pub desktop: arc_swap::ArcSwapOption<DesktopLink>,
     /// API keys typed into the UI.
     pub secrets: crate::secrets::SecretStore,
+    /// Where this gateway keeps its database and keys.
+    pub data_dir: std::path::PathBuf,
     /// The configuration file's settings (server, routing, routes) as loaded at start.
     pub file_config: ConfigFile,
     /// Subscription CLIs running now (killed on shutdown).
@@ -492,6 +494,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
         stopping: CancellationToken::new(),
         desktop: Default::default(),
         secrets: crate::secrets::SecretStore::new(&opts.data_dir),
+        data_dir: opts.data_dir.clone(),
         runtimes: Mutex::new(HashMap::new()),
         local: Mutex::new(None),
         clients: Default::default(),

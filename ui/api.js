@@ -27,8 +27,16 @@ export function adoptKeyFromUrl() {
   const m = location.hash.match(/[#&]admin=([^&]+)/);
   if (m) {
     setAdminKey(decodeURIComponent(m[1]));
+    sessionStorage.setItem(SHELL, "1");
     history.replaceState(null, "", location.pathname + "#providers");
   }
+}
+
+const SHELL = "baton.openedByShell";
+
+/** Whether this page was opened with the key in its address (the desktop app's window). */
+export function openedByShell() {
+  return sessionStorage.getItem(SHELL) === "1";
 }
 
 let onUnauthorized = () => {};

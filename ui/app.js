@@ -1,6 +1,6 @@
 // Baton's web UI: providers (home), activity, connect, settings. Plain ES modules, no build.
 
-import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, setAdminKey, whenUnauthorized } from "./api.js";
+import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
 import { initTeam, renderTeam } from "./team.js";
 import { chart, el, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns } from "./views.js";
@@ -29,10 +29,14 @@ function currentTab() {
 }
 
 function route() {
-  if (!adminKey()) {
+  const locked = !adminKey();
+  // The sections are no use before unlocking: no links to them on the unlock screen.
+  document.querySelector("header nav").hidden = locked;
+  if (locked) {
     for (const t of TABS) $(`view-${t}`).hidden = true;
     $("login").hidden = false;
     $("admin-key").focus();
+    showKeyFile();
     return;
   }
   $("login").hidden = true;
@@ -48,6 +52,17 @@ function route() {
   if (tab === "team") renderTeam();
   if (tab === "connect") renderConnect();
   if (tab === "settings") renderSettings();
+}
+
+/** The unlock screen names the admin key file of this Baton (its data directory may be any). */
+async function showKeyFile() {
+  try {
+    const r = await fetch("/", { headers: { accept: "application/json" } });
+    const where = (await r.json()).adminKeyFile;
+    if (where) $("admin-key-file").textContent = where;
+  } catch {
+    /* the generic name stays */
+  }
 }
 
 // ---- providers --------------------------------------------------------------------------
@@ -372,6 +387,9 @@ async function renderSettings() {
   $("routes-info").replaceChildren(...facts);
   // Start at login belongs to the desktop app; in a plain browser on a headless Baton it is hidden.
   $("desktop-settings").hidden = !desktop.present;
+  // The desktop window is opened unlocked by the app; locking it would lock the user out.
+  $("logout").hidden = openedByShell();
+  $("logout-desktop").hidden = !openedByShell();
   $("autostart").checked = Boolean(desktop.autostart);
   $("server-info").replaceChildren(
     el("dt", {}, "Listening on"), el("dd", {}, s.server.address),

@@ -218,7 +218,10 @@ pub(crate) fn shared_state(core: &Core) -> &'static str {
 }
 
 /// `GET /`: a browser goes to the web UI; anything else learns where things are.
-async fn root(headers: axum::http::HeaderMap) -> axum::response::Response {
+async fn root(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
     use axum::response::IntoResponse;
     let browser = headers
         .get(axum::http::header::ACCEPT)
@@ -234,6 +237,8 @@ async fn root(headers: axum::http::HeaderMap) -> axum::response::Response {
         "anthropic_base_url": "/",
         "ui": "/ui/",
         "health": "/health",
+        // Where the UI's unlock page sends the user (a path, not a secret).
+        "adminKeyFile": state.core.data_dir.join(crate::auth::ADMIN_KEY_FILE),
     }))
     .into_response()
 }

@@ -165,3 +165,4 @@ def test_serve_says_where_the_ui_and_the_admin_key_are_and_a_browser_lands_there
     assert b"<title>Baton</title>" in page.read()
     info = json.loads(urllib.request.urlopen(gateway.url + "/").read())
     assert info["ui"] == "/ui/" and info["openai_base_url"] == "/v1"
+    assert info["adminKeyFile"] == str(gateway.data / "admin.key")

@@ -97,6 +97,10 @@ after(async () => {
 test("the admin key is asked for once, then the providers show", async () => {
   await page.goto(`${baton}/ui/`);
   await page.waitForSelector("#login:not([hidden])");
+  // It names this Baton's own key file (its data directory is not the default one here), and
+  // offers no links to sections it cannot show yet.
+  await page.waitForFunction((f) => document.getElementById("admin-key-file").textContent === f, join(dataDir, "data", "admin.key"));
+  assert.equal(await page.isHidden("header nav"), true);
   await shot("login");
   await page.fill("#admin-key", "wrong-key");
   await page.click("#login-form button[type=submit]");
@@ -369,6 +373,19 @@ test("a provider made in the UI is deleted from its Edit dialog, after a second 
   await page.click("#provider-list > li[data-id=alpha] [data-focus=edit]");
   assert.ok(await page.locator("#form-delete").isHidden());
   await page.click("#form-cancel");
+});
+
+test("the desktop window, opened unlocked by the app, offers no lock that would lock the user out", async () => {
+  const win = await browser.newPage({ viewport: { width: 480, height: 720 } });
+  await win.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
+  await win.waitForSelector("#provider-list > li");
+  await win.click("nav a[data-tab=settings]");
+  await win.waitForSelector("#logout-desktop:not([hidden])");
+  assert.equal(await win.isHidden("#logout"), true);
+  await win.close();
+  // A tab where the key was typed can still be locked.
+  await page.goto(`${baton}/ui/#settings`);
+  await page.waitForSelector("#logout:not([hidden])");
 });
 
 test("pause shows everywhere in the UI and Resume is one click", async () => {
