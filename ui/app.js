@@ -81,8 +81,7 @@ async function loadProviders() {
       state.providers = s.providers;
       gatewayIs({ down: false, paused: Boolean(s.paused) });
       renderProviders();
-      if (!state.providers.length) renderFirstRun();
-      else $("first-run").hidden = true;
+      renderFirstRun();
     } catch (e) {
       // A network failure (not an HTTP answer) means the gateway is gone: say so once.
       if (!(e instanceof ApiError)) gatewayIs({ down: true });
@@ -184,7 +183,7 @@ const handlers = {
     }, 15000);
   },
   edit(p) {
-    openProviderForm({ p, presets: presets(), onSaved: loadProviders, toast });
+    openProviderForm({ p, presets: presets(), onSaved: afterSave, toast });
   },
   async clear(p) {
     try {
@@ -275,15 +274,49 @@ function presets() {
   return (state.setup && state.setup.presets) || [];
 }
 
+let setupGen = 0;
 async function ensureSetup() {
-  if (!state.setup) state.setup = await api("GET", "/admin/setup");
-  return state.setup;
+  if (state.setup) return state.setup;
+  // An answer asked for before the last save is stale: used once, not kept.
+  const gen = setupGen;
+  const s = await api("GET", "/admin/setup");
+  if (gen === setupGen) state.setup = s;
+  return s;
 }
 
+const DISMISSED = "baton.foundDismissed";
+
+/** After a save or delete: what was found may now be configured, so ask again. */
+function afterSave() {
+  state.setup = null;
+  setupGen += 1;
+  loadProviders();
+}
+
+function foundRow(x) {
+  return el("div", { class: "found" },
+    el("div", {}, el("strong", {}, x.name), el("div", { class: "muted small" },
+      x.status === "key-found" ? `key in ${x.found}` : x.status === "cli-logged-in" ? `logged in · ${x.found}` : `installed · ${x.found}`)),
+    el("button", { type: "button", class: "primary", "aria-label": `Add ${x.name}`, onclick: () => openProviderForm({ preset: { id: x.id, provider: x.provider }, presets: presets(), onSaved: afterSave, toast }) }, "Add"));
+}
+
+/** What Baton found on this machine, one click each: the welcome screen when nothing is
+ * configured; afterwards, while anything found is not added yet, a smaller card the user can
+ * hide (it used to vanish after the first Add). */
+let firstRunGen = 0;
 async function renderFirstRun() {
+  // Loads overlap (a save, then the event it causes): only the latest call may draw.
+  const gen = ++firstRunGen;
   const box = $("first-run");
-  box.hidden = false;
-  box.replaceChildren(el("div", { class: "empty" }, "Looking for what this machine has…"));
+  const welcome = !state.providers.length;
+  if (!welcome && localStorage.getItem(DISMISSED) === "1") {
+    box.hidden = true;
+    return;
+  }
+  if (welcome && box.hidden) {
+    box.hidden = false;
+    box.replaceChildren(el("div", { class: "empty" }, "Looking for what this machine has…"));
+  }
   let s;
   try {
     s = await ensureSetup();
@@ -291,17 +324,32 @@ async function renderFirstRun() {
     showError(e);
     return;
   }
+  if (gen !== firstRunGen) return;
   const found = s.suggestions.filter((x) => !x.configured && x.status !== "cli-logged-out");
-  const items = found.map((x) =>
-    el("div", { class: "found" },
-      el("div", {}, el("strong", {}, x.name), el("div", { class: "muted small" },
-        x.status === "key-found" ? `key in ${x.found}` : x.status === "cli-logged-in" ? `logged in · ${x.found}` : `installed · ${x.found}`)),
-      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: x.id, provider: x.provider }, presets: presets(), onSaved: () => { state.setup = null; loadProviders(); }, toast }) }, "Add")));
+  // Rebuilt only when what it shows changes: the list refreshes on every event, and a rebuild
+  // would take keyboard focus off its buttons.
+  const shown = JSON.stringify([welcome, found.map((x) => x.id), Boolean(s.ollama)]);
+  if (box.dataset.shown === shown && !box.hidden) return;
+  box.dataset.shown = shown;
+  if (!welcome) {
+    if (!found.length) {
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
+    box.replaceChildren(
+      el("div", { class: "card stack", id: "also-found" },
+        el("div", { class: "view-head" }, el("h2", {}, "Also found on this machine"),
+          el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); box.hidden = true; } }, "Hide")),
+        ...found.map((x) => foundRow(x))));
+    return;
+  }
+  const items = found.map((x) => foundRow(x));
   const loggedOut = s.suggestions.filter((x) => x.status === "cli-logged-out");
   if (s.ollama) {
     items.push(el("div", { class: "found" },
       el("div", {}, el("strong", {}, "Ollama on this machine"), el("div", { class: "muted small" }, `${s.ollama.models.length} models`)),
-      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: "ollama", provider: { id: "ollama", name: "Ollama", kind: "openai-compatible", baseUrl: s.ollama.baseUrl, models: s.ollama.models.slice(0, 5) } }, presets: presets(), onSaved: loadProviders, toast }) }, "Add")));
+      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: "ollama", provider: { id: "ollama", name: "Ollama", kind: "openai-compatible", baseUrl: s.ollama.baseUrl, models: s.ollama.models.slice(0, 5) } }, presets: presets(), onSaved: afterSave, toast }) }, "Add")));
   }
   box.replaceChildren(
     el("div", { class: "card stack" },
@@ -366,7 +414,7 @@ async function renderConnect() {
     el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer $BATON_KEY" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
       el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
-      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: loadProviders, toast }) }, x.name)))),
+      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
   );
 }
 
@@ -496,7 +544,7 @@ $("add-provider").addEventListener("click", async () => {
   } catch {
     /* presets are a convenience */
   }
-  openProviderForm({ presets: presets(), onSaved: loadProviders, toast });
+  openProviderForm({ presets: presets(), onSaved: afterSave, toast });
 });
 $("log-provider").addEventListener("change", () => loadLog(true));
 $("log-outcome").addEventListener("change", () => loadLog(true));

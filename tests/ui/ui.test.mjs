@@ -296,7 +296,7 @@ test("first run: what Baton found is one click away", async () => {
   const url = await new Promise((resolve, reject) => {
     const p = spawn(process.env.BATON_BIN, ["serve", "--data-dir", fresh, "--port", "0"], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, GROQ_API_KEY: "gsk-test-not-real" },
+      env: { ...process.env, GROQ_API_KEY: "gsk-test-not-real", OPENROUTER_API_KEY: "sk-or-test-not-real" },
     });
     procs.push(p);
     let out = "";
@@ -320,6 +320,17 @@ test("first run: what Baton found is one click away", async () => {
   assert.match(await p2.textContent("#form-body .key-list"), /\$GROQ_API_KEY/);
   await p2.click("#form-save");
   await p2.waitForSelector("#provider-list > li[data-id=groq]");
+  // What else was found stays one click away after the first Add, until hidden.
+  const also = await p2.waitForSelector("#also-found .found:has-text('OpenRouter')");
+  assert.ok(!(await p2.$("#also-found .found:has-text('Groq')")), "Groq is added, not offered again");
+  await p2.screenshot({ path: join(artifacts, "also-found.png"), fullPage: true });
+  assert.ok(also);
+  await p2.click("#also-found button:text('Hide')");
+  await p2.waitForSelector("#first-run", { state: "hidden" });
+  await p2.reload();
+  await p2.waitForSelector("#provider-list > li[data-id=groq]");
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(await p2.isHidden("#first-run"), true, "hidden stays hidden");
   await p2.close();
 });
 
