@@ -147,7 +147,7 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile, data_dir: PathBuf) 
                 Ok(u) => WebviewUrl::External(u),
                 Err(_) => WebviewUrl::App("port-busy.html".into()),
             };
-            make_window(app, target, false);
+            make_window(app, target, false, None);
             app.manage(Shell {
                 handle: Mutex::new(Some(handle)),
                 core: Some(core.clone()),
@@ -169,14 +169,28 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile, data_dir: PathBuf) 
         }
         Err(why) => {
             let taken = why.contains("in use");
+            // The port that was asked for, and a free-looking neighbour to suggest.
+            let port = addr
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse::<u16>().ok())
+                .unwrap_or(8787);
+            let other = if port == u16::MAX { port - 1 } else { port + 1 };
             let message = if taken {
-                format!("{why}. Another program (or another Baton) uses this port. Quit it, or start Baton with --port 8788 (or set server.port in the config file).")
+                format!("{why}. Another program (or another Baton) uses this port. Quit it, or start Baton with --port {other} (or set server.port in the config file).")
             } else {
                 why.clone()
             };
             tracing::error!("{message}");
             crate::notify::show("Baton could not start", &message);
-            make_window(app, WebviewUrl::App("port-busy.html".into()), true);
+            // The page shows the port asked for and the one to try instead.
+            let init = format!("window.BATON_PORT = {port}; window.BATON_OTHER_PORT = {other};");
+            make_window(
+                app,
+                WebviewUrl::App("port-busy.html".into()),
+                true,
+                Some(init),
+            );
             app.manage(Shell {
                 handle: Mutex::new(None),
                 core: None,
@@ -189,13 +203,16 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile, data_dir: PathBuf) 
     }
 }
 
-fn make_window(app: &AppHandle, url: WebviewUrl, visible: bool) {
-    let built = WebviewWindowBuilder::new(app, WINDOW, url)
+fn make_window(app: &AppHandle, url: WebviewUrl, visible: bool, init: Option<String>) {
+    let mut builder = WebviewWindowBuilder::new(app, WINDOW, url)
         .title("Baton")
         .inner_size(480.0, 760.0)
         .min_inner_size(380.0, 420.0)
-        .visible(visible)
-        .build();
+        .visible(visible);
+    if let Some(script) = init {
+        builder = builder.initialization_script(&script);
+    }
+    let built = builder.build();
     if let Err(e) = built {
         tracing::error!(error = %e, "cannot create the window");
     }

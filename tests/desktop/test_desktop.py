@@ -294,6 +294,8 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
         found = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton could not start"],
                          timeout=30, what="the port notification")
         assert str(port) in found[0]["body"] and "--port" in found[0]["body"], found
+        # It suggests a port next to the one asked for, not a hard-coded 8788.
+        assert f"--port {port + 1}" in found[0]["body"], found
         assert wait_for(visible_window, timeout=10, what="the explaining window")
         time.sleep(2)
         sh("scrot", "-o", str(ARTIFACTS / "port-busy.png"))
