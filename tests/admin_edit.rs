@@ -563,3 +563,61 @@ async fn edits_succeed_while_the_log_writer_is_busy() {
         "the log writer was busy meanwhile"
     );
 }
+
+#[tokio::test]
+async fn export_then_import_on_the_same_machine_skips_file_providers_and_asks_before_replacing() {
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    let (st, _) = admin
+        .send(
+            Method::POST,
+            "/admin/providers",
+            Some(json!({"id": "mine", "kind": "openai-compatible", "baseUrl": up.base_url(), "models": ["m"]})),
+        )
+        .await;
+    assert_eq!(st, 201);
+    let exported = admin
+        .req(Method::GET, "/admin/export")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let import = |q: &'static str| {
+        admin
+            .req(Method::POST, &format!("/admin/import{q}"))
+            .body(exported.clone())
+            .send()
+    };
+    // `mine` exists: asked first, nothing changes.
+    let r = import("").await.unwrap();
+    assert_eq!(r.status(), 409);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "import_conflict", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("mine"),
+        "{v}"
+    );
+    assert!(
+        !v["error"]["message"].as_str().unwrap().contains("a,"),
+        "{v}"
+    );
+    // Replacing: `mine` is replaced, `a` (the config file's) is skipped, not an error.
+    let r = import("?replace=true").await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["imported"], json!(["mine"]), "{v}");
+    assert_eq!(v["replaced"], json!(["mine"]), "{v}");
+    assert_eq!(v["skipped"][0]["id"], "a", "{v}");
+    let r = import("?replace=maybe").await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(baton.chat("a/a-model", "hi").await.status(), 200);
+    baton.stop().await;
+}

@@ -472,14 +472,24 @@ async function exportConfig() {
   }
 }
 
-async function importConfig(file) {
+async function importConfig(file, replace = false) {
   const out = $("import-result");
+  const text = await file.text();
   try {
-    const text = await file.text();
-    const r = await api("POST", "/admin/import", text);
-    out.textContent = `Imported ${r.imported.length} provider(s): ${r.imported.join(", ")}.`;
-    loadProviders();
+    const r = await api("POST", `/admin/import${replace ? "?replace=true" : ""}`, text);
+    const parts = [`Imported ${r.imported.length} provider(s)${r.imported.length ? ": " + r.imported.join(", ") : ""}.`];
+    if (r.replaced.length) parts.push(`Replaced: ${r.replaced.join(", ")}.`);
+    if (r.skipped.length) parts.push(`Skipped (defined in the config file Baton runs with): ${r.skipped.map((x) => x.id).join(", ")}.`);
+    out.replaceChildren(parts.join(" "));
+    afterSave();
   } catch (e) {
+    if (e instanceof ApiError && e.code === "import_conflict") {
+      // Ask before overwriting what is already here.
+      out.replaceChildren(e.message, " ",
+        el("button", { type: "button", class: "danger", id: "import-replace", onclick: () => importConfig(file, true) }, "Replace them"));
+      $("import-replace").focus();
+      return;
+    }
     out.textContent = e instanceof ApiError ? `Not imported: ${e.param ? e.param + ": " : ""}${e.message}` : String(e);
   }
 }

@@ -545,15 +545,40 @@ pub async fn export(
     Ok((h, Json(serde_json::to_value(config).unwrap_or_default())))
 }
 
-/// `POST /admin/import`: a config file's providers, validated as a whole first (nothing changes
-/// on error), added or replaced as UI-owned and applied at once.
+/// `POST /admin/import[?replace=true]`: a config file's providers, validated as a whole first
+/// (nothing changes on error), added as UI-owned and applied at once. Providers the running
+/// config file defines are skipped (the file wins at every start), so an export imports back on
+/// the same machine; one that already exists is replaced only with `replace=true` — without it,
+/// a 409 lists them and nothing changes.
 pub async fn import(
     State(state): State<AppState>,
     headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     require_admin(core, &headers)?;
+    let mut replace = false;
+    for pair in query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        match pair {
+            "replace" | "replace=true" | "replace=1" => replace = true,
+            "replace=false" | "replace=0" => replace = false,
+            other => {
+                return Err(ApiError::invalid(
+                    "replace",
+                    format!(
+                        "`{}` is not understood here: the only option is replace=true",
+                        crate::limits::truncate(other, 60)
+                    ),
+                ))
+            }
+        }
+    }
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::invalid("body", "The file is not UTF-8 text."))?;
     let config = crate::config::parse_str(text, Path::new("import")).map_err(|e| match e {
@@ -577,28 +602,41 @@ pub async fn import(
             e
         })?;
     }
-    let file_owned: Vec<String> = core
-        .store
-        .load_providers()
-        .map_err(store_error)?
-        .into_iter()
-        .filter(|s| s.owner == crate::store::Owner::File)
-        .map(|s| s.config.id)
-        .filter(|id| config.providers.iter().any(|p| &p.id == id))
-        .collect();
-    if !file_owned.is_empty() {
-        return Err(ApiError::new(
+    let stored = core.store.load_providers().map_err(store_error)?;
+    let owner_of = |id: &str| stored.iter().find(|s| s.config.id == id).map(|s| s.owner);
+    let mut skipped = Vec::new();
+    let mut replaced = Vec::new();
+    let mut taking = Vec::new();
+    for p in &config.providers {
+        match owner_of(&p.id) {
+            Some(crate::store::Owner::File) => {
+                skipped.push(json!({"id": p.id,
+                "reason": "defined in the config file Baton runs with, which wins at every start"}))
+            }
+            Some(_) => {
+                replaced.push(p.id.clone());
+                taking.push(p.clone());
+            }
+            None => taking.push(p.clone()),
+        }
+    }
+    if !replaced.is_empty() && !replace {
+        let mut e = ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
-            "conflict",
-            format!("{} come(s) from the config file, which wins at every start; rename them in the import or edit the file. Nothing was imported.", file_owned.join(", ")),
-        ));
+            "import_conflict",
+            format!("{} already exist(s) here; import again with replace=true to overwrite them. Nothing was imported.", replaced.join(", ")),
+        );
+        e.param = Some("replace".into());
+        return Err(e);
     }
     core.store
-        .import_providers(&config.providers, core.clock.now_ms())
+        .import_providers(&taking, core.clock.now_ms())
         .map_err(store_error)?;
     core.reload_blocking().await.map_err(store_error)?;
-    let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
-    tracing::info!(providers = ?ids, "configuration imported");
-    Ok(Json(json!({"imported": ids})))
+    let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
+    tracing::info!(providers = ?ids, replaced = ?replaced, skipped = skipped.len(), "configuration imported");
+    Ok(Json(
+        json!({"imported": ids, "replaced": replaced, "skipped": skipped}),
+    ))
 }

@@ -386,6 +386,21 @@ test("a provider made in the UI is deleted from its Edit dialog, after a second 
   await page.click("#form-cancel");
 });
 
+test("export then import on the same machine: the file's providers are skipped, and a replace is asked first", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "delta", name: "Delta", kind: "openai-compatible", baseUrl: upC, models: ["gamma-model"] }) });
+  assert.equal(r.status, 201);
+  const exported = await (await fetch(`${baton}/admin/export`, { headers: admin })).text();
+  await page.goto(`${baton}/ui/#settings`);
+  await page.waitForSelector("#import-file", { state: "attached" });
+  await page.setInputFiles("#import-file", { name: "baton-config.json", mimeType: "application/json", buffer: Buffer.from(exported) });
+  await page.waitForSelector("#import-result >> text=already exist");
+  await page.keyboard.press("Enter"); // focus is on Replace them
+  await page.waitForSelector("#import-result >> text=Replaced: delta");
+  assert.match(await page.textContent("#import-result"), /Skipped \(defined in the config file Baton runs with\): alpha, beta/);
+  await shot("import-replaced");
+});
+
 test("the desktop window, opened unlocked by the app, offers no lock that would lock the user out", async () => {
   const win = await browser.newPage({ viewport: { width: 480, height: 720 } });
   await win.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
