@@ -57,6 +57,8 @@ fn worth_telling(class: &str, provider: &str, reset_at_ms: Option<i64>, ctx: &Ct
 struct Batch {
     failovers: Vec<String>,
     exhausted: bool,
+    /// When the first provider is back, if that is known.
+    back_at_ms: Option<i64>,
     back: Vec<String>,
 }
 
@@ -87,9 +89,12 @@ fn fold(
                     b.failovers.push(message.clone());
                 }
             }
-            Event::AllExhausted { .. } if on("allExhausted") && !announced.contains("*all*") => {
+            Event::AllExhausted { retry_at_ms, .. }
+                if on("allExhausted") && !announced.contains("*all*") =>
+            {
                 announced.insert("*all*".into());
                 b.exhausted = true;
+                b.back_at_ms = *retry_at_ms;
             }
             Event::Request { status, .. } if *status < 400 => {
                 announced.remove("*all*");
@@ -124,6 +129,20 @@ fn ended(announced: &mut HashSet<String>, ctx: &Ctx) -> Vec<String> {
         announced.remove(p);
     }
     over.iter().map(|p| (ctx.name)(p)).collect()
+}
+
+/// The "nothing left" line, with the time the first provider is back when that is known (the
+/// tray menu already knows it; "open Baton to see when" made the user go and look).
+fn exhausted_message(back_at_ms: Option<i64>, tz: &jiff::tz::TimeZone) -> String {
+    let at = back_at_ms
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map(|t| t.to_zoned_datetime(tz.clone()).strftime("%H:%M").to_string());
+    match at {
+        Some(hhmm) => format!(
+            "Every provider is rate-limited, out or unavailable; the first is back at {hhmm}. Requests fail until then."
+        ),
+        None => "Every provider is out or unavailable, with no known time it is back; requests fail until one is. The tray menu shows each one's state.".into(),
+    }
 }
 
 /// Runs `f` with the gateway's state now.
@@ -202,7 +221,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
             if b.exhausted {
                 show(
                     "Baton: no provider available",
-                    "Every provider is rate-limited, out or unavailable; requests fail until one is back. Open Baton to see when.",
+                    &exhausted_message(b.back_at_ms, &core.local_tz),
                 );
             } else if let [one] = b.failovers.as_slice() {
                 show("Baton switched providers", one);
@@ -396,6 +415,22 @@ mod tests {
         );
         let b = fold(&[key_cleared], &mut seen, &prefs, &ctx(&|p| p == "claude"));
         assert!(b.back.is_empty());
+    }
+
+    #[test]
+    fn nothing_left_says_when_the_first_is_back() {
+        let prefs = serde_json::Map::new();
+        let mut seen = HashSet::new();
+        let all = Event::AllExhausted {
+            request_id: "r".into(),
+            requested_model: "auto".into(),
+            retry_at_ms: Some(1_767_230_340_000), // 2026-01-01T01:19:00Z
+        };
+        let b = fold(&[all], &mut seen, &prefs, &ctx(&never));
+        assert!(b.exhausted);
+        let line = exhausted_message(b.back_at_ms, &jiff::tz::TimeZone::UTC);
+        assert!(line.contains("back at 01:19"), "{line}");
+        assert!(!exhausted_message(None, &jiff::tz::TimeZone::UTC).contains("Open Baton"));
     }
 
     #[test]
