@@ -136,7 +136,11 @@ fn ended(announced: &mut HashSet<String>, ctx: &Ctx) -> Vec<String> {
 fn exhausted_message(back_at_ms: Option<i64>, tz: &jiff::tz::TimeZone) -> String {
     let at = back_at_ms
         .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-        .map(|t| t.to_zoned_datetime(tz.clone()).strftime("%H:%M").to_string());
+        .map(|t| {
+            t.to_zoned_datetime(tz.clone())
+                .strftime("%H:%M")
+                .to_string()
+        });
     match at {
         Some(hhmm) => format!(
             "Every provider is rate-limited, out or unavailable; the first is back at {hhmm}. Requests fail until then."
