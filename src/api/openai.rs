@@ -321,11 +321,13 @@ async fn handle_client(
         }) => {
             gateway_headers(base, target.provider.id(), &target.model.id);
             rec.served_by(&target);
+            // The estimate the router already made (no second walk of the messages).
+            let prompt_tokens = inbound.needs.prompt_tokens();
             let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
                 core: state.core.clone(),
                 body: inbound.body.clone(),
                 targets: resume.into(),
-                prompt_tokens: crate::canonical::anthropic::estimate_tokens(&inbound.canonical),
+                prompt_tokens,
             });
             let out = match format {
                 Format::OpenAi => crate::router::stream::Out::OpenAi,
@@ -339,12 +341,7 @@ async fn handle_client(
                     prelude,
                     wire,
                     client_wants_usage: inbound.canonical.stream_usage,
-                    // The estimate the router already made (no second walk of the messages).
-                    prompt_tokens: inbound
-                        .needs
-                        .estimated_tokens
-                        .saturating_sub(inbound.canonical.max_tokens.unwrap_or(0))
-                        .max(1),
+                    prompt_tokens,
                 },
                 slot,
                 target,

@@ -478,11 +478,7 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
 /// A documented estimate of prompt tokens (about four characters a token) for non-Anthropic
 /// upstreams.
 pub fn estimate_tokens(req: &ChatRequest) -> u64 {
-    let n = req
-        .needs()
-        .estimated_tokens
-        .saturating_sub(req.max_tokens.unwrap_or(0));
-    n.max(1)
+    req.needs().prompt_tokens()
 }
 
 mod stream;

@@ -239,6 +239,13 @@ pub struct Needs {
     pub max_tokens: u64,
 }
 
+impl Needs {
+    /// The prompt alone, estimated (at least one token): what a request costs before answering.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.estimated_tokens.saturating_sub(self.max_tokens).max(1)
+    }
+}
+
 impl ChatRequest {
     pub fn needs(&self) -> Needs {
         let mut needs = Needs {

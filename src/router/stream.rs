@@ -49,6 +49,13 @@ struct Parts {
     breaks: Vec<String>,
 }
 
+/// The payload of an event's first `data:` line.
+fn data_line(raw: &[u8]) -> Option<&[u8]> {
+    raw.split(|b| *b == b'\n')
+        .find_map(|l| l.strip_prefix(b"data:"))
+        .map(|d| d.strip_prefix(b" ").unwrap_or(d))
+}
+
 /// Bytes of the `delta.content` string in an OpenAI chunk, found without parsing it.
 fn content_len(data: &[u8]) -> usize {
     let Some(at) = memchr::memmem::find(data, b"\"content\":\"") else {
@@ -198,10 +205,7 @@ pub fn body(
 impl Pump {
     /// Notes finish reasons and usage in an event about to be forwarded.
     fn inspect(&mut self, raw: &Bytes) {
-        let data = raw
-            .split(|b| *b == b'\n')
-            .find_map(|l| l.strip_prefix(b"data:"))
-            .map(|d| d.strip_prefix(b" ").unwrap_or(d));
+        let data = data_line(raw);
         let Some(data) = data else { return };
         if data.starts_with(b"[DONE]") {
             return;
@@ -315,10 +319,7 @@ impl Pump {
     /// second role, usage covering every part. `None` when nothing is left to send.
     fn rewrite_continuation(&self, raw: &Bytes) -> Option<Bytes> {
         let parts = self.parts.as_ref()?;
-        let data = raw
-            .split(|b| *b == b'\n')
-            .find_map(|l| l.strip_prefix(b"data:"))
-            .map(|d| d.strip_prefix(b" ").unwrap_or(d))?;
+        let data = data_line(raw)?;
         let Ok(Value::Object(mut v)) = serde_json::from_slice::<Value>(data) else {
             return Some(raw.clone());
         };
@@ -527,10 +528,7 @@ impl Pump {
         if same {
             return raw;
         }
-        let data = raw
-            .split(|b| *b == b'\n')
-            .find_map(|l| l.strip_prefix(b"data:"))
-            .map(|d| d.strip_prefix(b" ").unwrap_or(d));
+        let data = data_line(&raw);
         let Some(v) = data.and_then(|d| serde_json::from_slice::<Value>(d).ok()) else {
             return Bytes::new();
         };
