@@ -2,7 +2,7 @@
 //! life cycle. The caller owns the listener and decides when to shut down, so tests bind port 0
 //! and the desktop shell can await a graceful stop from its Quit item.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, Keys};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{ConfigFile, ServerConfig};
+use crate::config::{ConfigFile, RouteConfig, ServerConfig};
 use crate::events::Events;
 use crate::limits::Cooldowns;
 use crate::providers::{HttpClients, ProviderRuntime};
@@ -338,6 +338,41 @@ impl Core {
         }
     }
 
+    /// Named routes made in the UI (the `routes` setting), without the config file's.
+    pub fn ui_routes(&self) -> BTreeMap<String, RouteConfig> {
+        self.store
+            .setting(UI_ROUTES)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// `modelMap` entries made in the UI (the `modelMap` setting), without the config file's.
+    pub fn ui_model_map(&self) -> BTreeMap<String, String> {
+        self.store
+            .setting(UI_MODEL_MAP)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// The named routes routing uses: the UI's, overlaid by the config file's (the file wins
+    /// for the names it defines, as it does for its providers).
+    pub fn live_routes(&self) -> BTreeMap<String, RouteConfig> {
+        let mut r = self.ui_routes();
+        r.extend(self.file_config.routes.clone());
+        r
+    }
+
+    /// The `modelMap` routing uses: the UI's entries overlaid by the config file's.
+    pub fn live_model_map(&self) -> BTreeMap<String, String> {
+        let mut m = self.ui_model_map();
+        m.extend(self.file_config.model_map.clone());
+        m
+    }
+
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {
@@ -355,13 +390,13 @@ impl Core {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             Snapshot::build(
                 configs,
-                self.file_config.routes.clone(),
+                self.live_routes(),
                 self.file_config.routing.clone(),
                 &mut rt,
                 &env,
             )
         };
-        snap.set_model_map(&self.file_config.model_map);
+        snap.set_model_map(&self.live_model_map());
         self.redactor.set_secrets(
             snap.providers
                 .iter()
@@ -389,6 +424,11 @@ pub enum StartError {
     #[error(transparent)]
     Shared(#[from] crate::shared::SharedError),
 }
+
+/// The setting that holds the named routes made in the UI.
+pub const UI_ROUTES: &str = "routes";
+/// The setting that holds the `modelMap` entries made in the UI.
+pub const UI_MODEL_MAP: &str = "modelMap";
 
 /// What the gateway needs to start.
 pub struct StartOptions {

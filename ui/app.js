@@ -2,6 +2,7 @@
 
 import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
+import { clientTarget, mapClient, renderRouting, targetOptions } from "./routing.js";
 import { initTeam, renderTeam } from "./team.js";
 import { chart, el, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns } from "./views.js";
 
@@ -392,47 +393,81 @@ async function loadLog(reset) {
 
 // ---- connect & settings -----------------------------------------------------------------
 
+const routingCtx = { providers: () => state.providers.filter((p) => p.owner !== "detected" || p.enabled), toast, showError: (e) => showError(e) };
+
 async function renderConnect() {
   const box = $("connect-body");
-  let s;
+  let s, routes;
   try {
-    s = await ensureSetup();
+    [s, routes] = await Promise.all([ensureSetup(), api("GET", "/admin/routes")]);
+    if (!state.providers.length) await loadProviders();
   } catch (e) {
     showError(e);
     return;
   }
   // The address this page came from is the one clients on this machine reach.
   const base = `${location.origin}/v1`;
-  const keyNote = el("p", { class: "muted small" }, "Use the gateway key as the API key. It is in ", el("code", {}, s.gatewayKeyFile), " in Baton's data directory (", el("code", {}, "baton serve"), " prints it on first start); below it is ", el("code", {}, "$BATON_KEY"), ".");
+  // Snippets read the key where it lives: the UI never holds the gateway key itself.
+  const k = s.gatewayKey || { file: s.gatewayKeyFile };
+  const shellKey = k.env ? `$${k.env}` : `$(cat '${k.file}')`;
+  const pyKey = k.env ? `os.environ["${k.env}"]` : `open(${JSON.stringify(k.file)}).read().strip()`;
+  const keyNote = k.env
+    ? el("p", { class: "muted small" }, "Clients use the gateway key as their API key: it is in the environment variable ", el("code", {}, k.env), " (from the config file).")
+    : el("p", { class: "muted small" }, "Clients use the gateway key as their API key. It is in ", el("code", { "data-testid": "key-file" }, k.file), "; the snippets below read it from there.");
   box.replaceChildren(
     el("div", { class: "card stack" },
       snippet("Base URL for OpenAI-compatible clients (Cursor, Continue, SDKs)", base),
       snippet("Base URL for Anthropic clients", location.origin),
       keyNote),
-    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=os.environ["BATON_KEY"])\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`)),
-    el("div", { class: "card stack" }, snippet("Claude Code", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN=$BATON_KEY\nclaude`)),
-    el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer $BATON_KEY" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
+    claudeCodeCard(routes, shellKey),
+    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
+    el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
       el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
       el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
   );
 }
 
+/** Claude Code in two steps: its model names mapped (one click), then the environment. */
+function claudeCodeCard(routes, shellKey) {
+  const now = clientTarget(routes, "Claude Code");
+  const options = targetOptions(routes, routingCtx.providers());
+  const target = el("select", { id: "cc-target" }, options.map((o) => el("option", { value: o.value }, o.label)));
+  target.value = now || "auto";
+  const result = el("p", { role: "status", id: "cc-mapped", class: now ? "ok-text" : "muted small" },
+    now ? `✓ Claude Code's model names (claude-…) go to ${now}.` : "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404.");
+  const cli = state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
+  return el("div", { class: "card stack", id: "claude-code" },
+    el("h2", {}, "Claude Code"),
+    el("p", {}, el("strong", {}, "1. "), "Send its model names to"),
+    el("div", { class: "row" },
+      el("label", { class: "visually-hidden", for: "cc-target" }, "Where Claude Code's model names go"), target,
+      el("button", { type: "button", class: now ? "" : "primary", id: "cc-map", onclick: async () => {
+        try {
+          await mapClient("Claude Code", target.value);
+          toast(`Claude Code's model names now go to ${target.value}.`);
+          await renderConnect();
+          $("cc-map")?.focus();
+        } catch (e) {
+          showError(e);
+        }
+      } }, now ? "Change" : "Map Claude Code's names")),
+    result,
+    cli.length ? el("p", { class: "muted small" }, `Claude Code always sends tools, which subscription CLI providers (${cli.map((p) => p.name).join(", ")}) cannot take: they are skipped for it, and Activity says so on each request.`) : null,
+    el("p", {}, el("strong", {}, "2. "), "Start it pointed at Baton:"),
+    snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`));
+}
+
 async function renderSettings() {
-  let s, desktop, routes;
+  if (!state.providers.length) await loadProviders();
+  let s, desktop;
   try {
-    [s, desktop, routes] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/desktop"), api("GET", "/admin/routes")]);
+    [s, desktop] = await Promise.all([api("GET", "/admin/settings"), api("GET", "/admin/desktop")]);
   } catch (e) {
     showError(e);
     return;
   }
-  const facts = [el("dt", {}, el("code", {}, "auto")), el("dd", {}, routes.auto.length ? routes.auto.map((a) => a.name).join(" → ") : "no enabled provider")];
-  for (const [name, r] of Object.entries(routes.routes)) {
-    facts.push(el("dt", {}, el("code", {}, name)), el("dd", {}, r.targets.join(" → "), r.resumeOnBreak ? el("span", { class: "muted small" }, " · resumes a broken stream") : null));
-  }
-  for (const m of routes.modelMap) facts.push(el("dt", {}, el("code", {}, m.pattern)), el("dd", {}, "→ ", el("code", {}, m.route)));
-  facts.push(el("dt", {}, "To change"), el("dd", { class: "muted small" }, "reorder providers on the Providers screen; named routes and modelMap live in the config file"));
-  $("routes-info").replaceChildren(...facts);
+  renderRouting(routingCtx);
   // Start at login belongs to the desktop app; in a plain browser on a headless Baton it is hidden.
   $("desktop-settings").hidden = !desktop.present;
   // The desktop window is opened unlocked by the app; locking it would lock the user out.

@@ -185,6 +185,18 @@ export function providerRow(p, index, count, handlers) {
   return row;
 }
 
+/** A skipped candidate's reason in a few words: what the request needed that it lacks, or
+ * the state it was in ("cooling", "breaker open"…); the whole reason is the hop's tooltip. */
+function skipWhy(reason) {
+  const r = reason || "skipped";
+  if (!r.startsWith("cannot take this request")) return r.split(":")[0];
+  if (/tool/.test(r)) return "takes no tools";
+  if (/image/.test(r)) return "takes no images";
+  if (/one user message|multi-turn/.test(r)) return "takes one turn only";
+  if (/context window/.test(r)) return "too long for it";
+  return "cannot take this request";
+}
+
 /** One log row's route: `claude ✗ rate (back 01:19) → codex ✓`; a provider skipped for
  * several models shows once. */
 export function chain(row) {
@@ -200,7 +212,7 @@ export function chain(row) {
     if (a.class === "ok") {
       parts.push(el("span", { class: "hop ok", title: `${a.latencyMs} ms` }, `${a.provider}/${a.model} ✓`));
     } else if (a.class === "skipped") {
-      const why = (a.reason || "skipped").split(":")[0];
+      const why = skipWhy(a.reason);
       const until = a.resetAtMs ? ` until ${fmtClock(a.resetAtMs)}` : "";
       parts.push(el("span", { class: "hop skip", title: a.reason || "" }, `${a.provider}: ${why}${until}`));
     } else {

@@ -143,7 +143,13 @@ pub async fn setup(
         "ollama": ollama.map(|models| json!({"baseUrl": "http://127.0.0.1:11434/v1", "models": models})),
         "baseUrl": format!("http://{addr}/v1"),
         "anthropicBaseUrl": format!("http://{addr}"),
-        "gatewayKeyFile": crate::auth::GATEWAY_KEY_FILE,
+        "gatewayKeyFile": core.data_dir.join(crate::auth::GATEWAY_KEY_FILE),
+        // How a set-up snippet gets the gateway key without the UI ever holding it: the file
+        // Baton generated, or the variable the config file names.
+        "gatewayKey": match core.file_config.gateway_keys.first() {
+            Some(k) => json!({"env": k.env}),
+            None => json!({"file": core.data_dir.join(crate::auth::GATEWAY_KEY_FILE)}),
+        },
     })))
 }
 
@@ -201,40 +207,4 @@ pub async fn stats(
     .map_err(|e| ApiError::internal("stats", e))?
     .map_err(|e| ApiError::internal("store_failed", e))?;
     Ok(Json(json!({"hour": hour, "day": day})))
-}
-
-/// `GET /admin/routes`: what each model name leads to — `auto` (enabled providers in order,
-/// each with the models it offers), the named routes and `modelMap` (defined in the config file).
-pub async fn routes(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    let core = &state.core;
-    require_admin(core, &headers)?;
-    let snap = core.snapshot.load();
-    let auto: Vec<Value> = snap
-        .enabled()
-        .filter(|p| p.config.auto)
-        .map(|p| {
-            json!({"provider": p.id(), "name": p.config.display_name(),
-                "models": p.models.iter().map(|m| m.id.clone()).collect::<Vec<_>>()})
-        })
-        .collect();
-    let named: serde_json::Map<String, Value> = snap
-        .routes
-        .iter()
-        .map(|(name, r)| {
-            (
-                name.clone(),
-                json!({"targets": r.targets(), "resumeOnBreak": r.resume_on_break()}),
-            )
-        })
-        .collect();
-    let map: Vec<Value> = snap
-        .model_map
-        .iter()
-        .map(|(from, to)| json!({"pattern": from, "route": to}))
-        .collect();
-    Ok(Json(json!({"auto": auto, "routes": named, "modelMap": map,
-        "edit": "named routes and modelMap are defined in the config file (routes, modelMap); the order of auto is the providers' order"})))
 }

@@ -365,6 +365,14 @@ pub async fn delete(
         .map_err(store_error)?
         .into_iter()
         .find(|s| s.config.id == id);
+    if let Some(user) = crate::api::routing::user_of(core, &id) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "provider_in_use",
+            format!("{user} still leads to `{id}`; change it in Settings → Routing first."),
+        ));
+    }
     core.store.delete_provider(&id).map_err(edit_error)?;
     if let Some(old) = old {
         let ids: Vec<String> = old
@@ -525,6 +533,8 @@ pub fn export_config(core: &Core) -> Result<crate::config::ConfigFile, ApiError>
         p.keys.retain(|k| k.stored.is_none());
     }
     out.providers = providers;
+    out.routes = core.live_routes();
+    out.model_map = core.live_model_map();
     out.schema = Some("./config.schema.json".into());
     Ok(out)
 }
@@ -620,6 +630,29 @@ pub async fn import(
             None => taking.push(p.clone()),
         }
     }
+    // Routes and modelMap entries come along, owned by the UI; the running file's stay.
+    let mut ui_routes = core.ui_routes();
+    let mut ui_map = core.ui_model_map();
+    for (name, r) in &config.routes {
+        if core.file_config.routes.contains_key(name) {
+            skipped.push(json!({"id": format!("route {name}"),
+                "reason": "defined in the config file Baton runs with"}));
+        } else if let Some(old) = ui_routes.insert(name.clone(), r.clone()) {
+            if &old != r {
+                replaced.push(format!("route {name}"));
+            }
+        }
+    }
+    for (pattern, target) in &config.model_map {
+        if core.file_config.model_map.contains_key(pattern) {
+            skipped.push(json!({"id": format!("modelMap {pattern}"),
+                "reason": "defined in the config file Baton runs with"}));
+        } else if let Some(old) = ui_map.insert(pattern.clone(), target.clone()) {
+            if &old != target {
+                replaced.push(format!("modelMap {pattern}"));
+            }
+        }
+    }
     if !replaced.is_empty() && !replace {
         let mut e = ApiError::new(
             StatusCode::CONFLICT,
@@ -633,6 +666,13 @@ pub async fn import(
     core.store
         .import_providers(&taking, core.clock.now_ms())
         .map_err(store_error)?;
+    for (key, value) in [
+        (crate::gateway::UI_ROUTES, serde_json::to_value(&ui_routes)),
+        (crate::gateway::UI_MODEL_MAP, serde_json::to_value(&ui_map)),
+    ] {
+        let value = value.map_err(store_error)?;
+        core.store.set_setting(key, &value).map_err(store_error)?;
+    }
     core.reload_blocking().await.map_err(store_error)?;
     let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
     tracing::info!(providers = ?ids, replaced = ?replaced, skipped = skipped.len(), "configuration imported");

@@ -13,6 +13,7 @@ pub mod clients;
 pub mod error;
 pub mod manage;
 pub mod openai;
+pub(crate) mod routing;
 pub mod settings;
 pub mod ui;
 
@@ -81,7 +82,15 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/events", get(activity::events))
         .route("/admin/setup", get(activity::setup))
         .route("/admin/stats", get(activity::stats))
-        .route("/admin/routes", get(activity::routes))
+        .route("/admin/routes", get(routing::routes))
+        .route(
+            "/admin/routes/{name}",
+            put(routing::put_route).delete(routing::delete_route),
+        )
+        .route(
+            "/admin/model-map/{pattern}",
+            put(routing::put_map).delete(routing::delete_map),
+        )
         .route(
             "/admin/keys",
             get(clients::list_keys).post(clients::create_key),

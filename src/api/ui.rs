@@ -32,6 +32,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/forms.js"),
     ),
     (
+        "routing.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/routing.js"),
+    ),
+    (
         "team.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/team.js"),

@@ -26,6 +26,24 @@ pub(super) fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool
     }
 }
 
+/// Why a model cannot take a request with these needs, in words for Activity; `None` when it can.
+pub(super) fn cannot_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> Option<String> {
+    if can_serve(m, needs) {
+        return None;
+    }
+    Some(if needs.tools && !m.tools {
+        "this model does not take tool calls".to_string()
+    } else if needs.images && !m.images {
+        "this model does not take images".to_string()
+    } else {
+        format!(
+            "the request (about {} tokens) does not fit its context window of {}",
+            needs.estimated_tokens,
+            m.context_window.unwrap_or_default()
+        )
+    })
+}
+
 pub(super) fn can_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> bool {
     (!needs.tools || m.tools)
         && (!needs.images || m.images)

@@ -183,7 +183,20 @@ pub async fn dispatch(
     if !matches!(selection, Selection::Pinned | Selection::Provider) {
         let needs = inbound.needs;
         let before = targets.len();
-        targets.retain(|t| can_serve(&t.model, &needs));
+        // Passed over for what the request needs: Activity says so for each one.
+        targets.retain(|t| match cannot_serve(&t.model, &needs) {
+            None => true,
+            Some(why) => {
+                rec.push_attempt(skipped(
+                    t,
+                    None,
+                    "cannot take this request",
+                    Some(why),
+                    None,
+                ));
+                false
+            }
+        });
         if targets.is_empty() && before > 0 {
             return Err(Failure::Unsupported(unsupported_message(&needs)));
         }
@@ -198,6 +211,13 @@ pub async fn dispatch(
         }
         match crate::providers::cli::shape_problem(&inbound.canonical, p.flatten_history) {
             Some(why) => {
+                rec.push_attempt(skipped(
+                    t,
+                    None,
+                    "cannot take this request",
+                    Some(why.to_string()),
+                    None,
+                ));
                 cli_problem.get_or_insert(format!("`{}`: {why}", p.id));
                 false
             }

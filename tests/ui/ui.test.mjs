@@ -281,14 +281,104 @@ test("team: a client key made with limits is enforced, edited, disabled and revo
 
 test("settings: routing facts and notification preferences", async () => {
   await page.click("nav a[data-tab=settings]");
-  await page.waitForSelector("#routes-info dt");
-  assert.match(await page.textContent("#routes-info"), /auto\s*Alpha → Gamma → Beta/);
+  await page.waitForSelector("#routes-info p");
+  assert.match(await page.textContent("#routes-info"), /auto → Alpha → Gamma → Beta/);
   await shot("settings");
   // Notification preferences persist.
   await page.click("#notify-list input[data-key=cooldownEnded]");
   await page.waitForSelector("#toast:text('Saved')");
   const r = await fetch(`${baton}/admin/settings`, { headers: { "x-admin-key": adminKey } });
   assert.equal((await r.json()).notifications.cooldownEnded, false, "was on by default, now off");
+});
+
+test("Connect: Claude Code is set up by clicking only, and its snippet is complete", async () => {
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#claude-code #cc-map");
+  // Before: Claude Code's own model names are unknown here.
+  const ask = (model) => fetch(`${baton}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": gatewayKey, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+    body: JSON.stringify({ model, max_tokens: 50, messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal((await ask("claude-sonnet-4-5-20250929")).status, 404);
+  // The snippet reads the key from this Baton's own key file: nothing undefined to fill in.
+  const keyFile = join(dataDir, "data", "gateway.key");
+  assert.equal(await page.textContent("[data-testid=key-file]"), keyFile);
+  const text = await page.textContent("#claude-code pre");
+  assert.ok(text.includes(`ANTHROPIC_AUTH_TOKEN="$(cat '${keyFile}')"`), text);
+  assert.ok(!(await page.textContent("#connect-body")).includes("$BATON_KEY"));
+  await page.selectOption("#cc-target", "beta");
+  await page.focus("#cc-map");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#cc-mapped:text('go to beta')");
+  await shot("connect-claude-code");
+  for (const model of ["claude-sonnet-4-5-20250929", "claude-opus-4-1[1m]"]) {
+    const r = await ask(model);
+    assert.equal(r.status, 200, model);
+    assert.equal(r.headers.get("x-gateway-provider"), "beta");
+  }
+});
+
+test("Activity says why a candidate was passed over (a model without tools, for Claude Code)", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "notools", kind: "openai-compatible", baseUrl: upC, models: [{ id: "plain", tools: false }], priority: 1 }) });
+  assert.equal(r.status, 201, await r.text());
+  r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "auto", messages: [{ role: "user", content: "hi" }], tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }),
+  });
+  assert.equal(r.status, 200);
+  assert.notEqual(r.headers.get("x-gateway-provider"), "notools");
+  await page.click("nav a[data-tab=activity]");
+  const hop = await page.waitForSelector("#log-rows tr:first-child .hop.skip:text('notools: takes no tools')");
+  assert.match(await hop.getAttribute("title"), /does not take tool calls/);
+  r = await fetch(`${baton}/admin/providers/notools`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
+test("Settings: a named route is made, reordered and used with the keyboard; mappings are listed", async () => {
+  await page.click("nav a[data-tab=settings]");
+  await page.waitForSelector("#routes-info [data-pattern='claude-*']");
+  await page.focus("#new-route");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#route-dialog[open]");
+  await page.keyboard.type("fast");
+  // No target yet: said next to the targets, nothing saved.
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#e-route-targets:text('at least one target')");
+  await page.selectOption("#route-add-target", "beta");
+  await page.click("#route-add");
+  await page.selectOption("#route-add-target", "gamma/gamma-model");
+  await page.click("#route-add");
+  await page.click("[aria-label='Move gamma/gamma-model up']");
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute("aria-label")), "Move gamma/gamma-model down", "focus follows the moved target");
+  await shot("route-dialog");
+  await page.click("#route-form button[type=submit]");
+  await page.waitForSelector("#routes-info [data-route=fast]");
+  assert.match(await page.textContent("#routes-info [data-route=fast]"), /fast → gamma\/gamma-model → beta/);
+  await shot("settings-routing");
+  const r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "fast", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("x-gateway-provider"), "gamma");
+  // A mapping made by typing, then removed.
+  await page.fill("#map-pattern", "my-model");
+  await page.selectOption("#map-target", "fast");
+  await page.click("#routes-info form button[type=submit]");
+  await page.waitForSelector("#routes-info [data-pattern=my-model]");
+  await page.click("[aria-label='Remove mapping my-model']");
+  await page.waitForFunction(() => !document.querySelector("#routes-info [data-pattern=my-model]"));
+  // Gone from its dialog, after a second press.
+  await page.click("[aria-label='Edit route fast']");
+  await page.waitForSelector("#route-dialog[open]");
+  await page.click("#route-delete");
+  assert.match(await page.textContent("#route-delete"), /for good\?/);
+  await page.click("#route-delete");
+  await page.waitForFunction(() => !document.querySelector("#routes-info [data-route=fast]"));
 });
 
 test("first run: what Baton found is one click away", async () => {
