@@ -248,13 +248,14 @@ impl Core {
 
     /// Checks every CLI provider's executable, version and login (in parallel, off the async
     /// runtime) and records the result where routing and `/admin/state` read it.
-    pub async fn check_clis(&self) {
+    /// `only`: just that provider (after it was saved, so its row is complete at once).
+    pub async fn check_clis(&self, only: Option<&str>) {
         let snap = self.snapshot.load_full();
         let now = self.clock.now_ms();
         let jobs = snap
             .providers
             .iter()
-            .filter(|p| p.config.kind.is_cli())
+            .filter(|p| p.config.kind.is_cli() && only.is_none_or(|id| id == p.id()))
             .map(|p| {
                 let p = p.clone();
                 async move {
@@ -561,7 +562,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
             let Some(core) = checking.upgrade() else {
                 return;
             };
-            core.check_clis().await;
+            core.check_clis(None).await;
             drop(core);
             tokio::time::sleep(CLI_RECHECK).await;
         }

@@ -333,6 +333,9 @@ async fn hostile_bodies_on_the_admin_api_get_a_4xx_and_change_nothing() {
         ("PUT", "/admin/settings"),
         ("POST", "/admin/cooldowns"),
         ("PUT", "/admin/desktop"),
+        ("PUT", "/admin/routes/fast"),
+        ("PUT", "/admin/model-map/claude-%2A"),
+        ("POST", "/admin/cli-check"),
     ];
     let mut cases = 0;
     for (method, path) in endpoints {
@@ -362,6 +365,8 @@ async fn hostile_bodies_on_the_admin_api_get_a_4xx_and_change_nothing() {
         "nothing changed"
     );
     assert_eq!(after["providers"].as_array().unwrap().len(), 1);
+    assert!(baton.handle.core.ui_routes().is_empty());
+    assert!(baton.handle.core.ui_model_map().is_empty());
     baton.stop().await;
 }
 

@@ -7,6 +7,7 @@ import { el, kindLabel } from "./views.js";
 const KINDS = ["openai-compatible", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
 const isCli = (k) => k.endsWith("-cli");
 const CLI_PROGRAM = { "claude-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini" };
+const CLI_MODEL = { "claude-cli": "sonnet", "codex-cli": "gpt-5-codex", "gemini-cli": "gemini-2.5-pro" };
 
 function field(id, label, input, hint) {
   input.id = `f-${id}`;
@@ -85,7 +86,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       ...[
         el("div", {}, "Executable: ", el("code", {}, cli.executable || "not found")),
         el("div", {}, "Version: ", cli.version || "unknown"),
-        el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "unknown"),
+        el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "could not tell (it is tried)"),
         cli.problem ? el("div", { class: "field-error" }, cli.problem) : null,
       ].filter(Boolean),
     );
@@ -121,11 +122,35 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   ].filter(Boolean));
   for (const i of Object.values(inputs)) if (readOnly) i.disabled = true;
 
+  // What Baton finds for this CLI, before anything is saved: asked again when the kind or the
+  // executable changes (only the newest answer is shown).
+  let checkGen = 0;
+  let checkTimer = null;
+  async function checkCli() {
+    const k = inputs.kind.value;
+    if (!isCli(k) || readOnly) return;
+    const gen = ++checkGen;
+    cliFacts.replaceChildren(el("div", { class: "muted" }, `Looking for ${inputs.executable.value.trim() || CLI_PROGRAM[k]}…`));
+    try {
+      const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null });
+      if (gen === checkGen) renderCliFacts(st);
+    } catch (e) {
+      if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e.message || String(e)));
+    }
+  }
+  inputs.executable.addEventListener("input", () => {
+    clearTimeout(checkTimer);
+    checkTimer = setTimeout(checkCli, 400);
+  });
+
   function syncKind() {
     const k = inputs.kind.value;
     groups.http.hidden = isCli(k);
     groups.cli.hidden = !isCli(k);
     inputs.executable.placeholder = CLI_PROGRAM[k] || "";
+    inputs.id.placeholder = CLI_PROGRAM[k] || "groq";
+    inputs.models.placeholder = `one model per line, preferred first${CLI_MODEL[k] ? `, e.g. ${CLI_MODEL[k]}` : ""}`;
+    if (isCli(k) && !(editing && p.cli)) checkCli();
   }
   syncKind();
   inputs.kind.addEventListener("change", syncKind);

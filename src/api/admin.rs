@@ -299,3 +299,53 @@ pub async fn set_cooldown(
     core.cooldowns.start(scope, until, &c.class, &c.reason);
     Ok((StatusCode::CREATED, Json(json!({"untilMs": until}))))
 }
+
+/// `POST /admin/cli-check` with `{"kind": "claude-cli", "executable": "…"}` (executable
+/// optional): what the Add form shows before anything is saved — the executable found, its
+/// version, whether it is logged in, and what to do if not. Nothing is stored or sent.
+pub async fn cli_check(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Check {
+        kind: crate::config::ProviderKind,
+        #[serde(default)]
+        executable: Option<String>,
+    }
+    let c: Check = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(
+            "kind",
+            format!("Send {{\"kind\": \"claude-cli\" | \"codex-cli\" | \"gemini-cli\", \"executable\": optional path}}: {e}"),
+        )
+    })?;
+    if !c.kind.is_cli() {
+        return Err(ApiError::field(
+            "kind",
+            format!("`{}` is not a subscription CLI kind", c.kind.as_str()),
+        ));
+    }
+    let executable = c
+        .executable
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty());
+    if executable.as_ref().is_some_and(|e| e.len() > 4096) {
+        return Err(ApiError::field(
+            "executable",
+            "longer than any path (4096 bytes)",
+        ));
+    }
+    let config: crate::config::ProviderConfig = serde_json::from_value(json!({
+        "id": "cli-check", "kind": c.kind.as_str(), "models": ["default"], "executable": executable,
+    }))
+    .map_err(|e| ApiError::internal("cli_check", e))?;
+    let now = core.clock.now_ms();
+    let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
+        .await
+        .map_err(|e| ApiError::internal("cli_check", e))?;
+    Ok(Json(json!(st)))
+}

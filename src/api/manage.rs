@@ -253,6 +253,15 @@ fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, A
 
 async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
     core.reload_blocking().await.map_err(store_error)?;
+    // A CLI's executable, version and login are known when the answer comes, not minutes later.
+    let is_cli = core
+        .snapshot
+        .load()
+        .provider(id)
+        .is_some_and(|p| p.config.kind.is_cli());
+    if is_cli {
+        core.check_clis(Some(id)).await;
+    }
     let stored = core.store.load_providers().map_err(store_error)?;
     let snap = core.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;

@@ -110,6 +110,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
         .route("/admin/discover", post(admin::discover))
+        .route("/admin/cli-check", post(admin::cli_check))
         .route("/admin/pause", put(admin::set_paused))
         .route(
             "/admin/cooldowns",

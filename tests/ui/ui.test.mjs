@@ -2,7 +2,7 @@
 // playwright-core), against the real `baton serve` and two fake upstreams (real HTTP servers).
 // Every change made in the browser is checked with a real chat request.
 //
-// Needs: BATON_BIN, FAKE_UPSTREAM_BIN (built binaries), PLAYWRIGHT_CORE (module path),
+// Needs: BATON_BIN, FAKE_UPSTREAM_BIN, FAKE_CLI_BIN (built binaries), PLAYWRIGHT_CORE (module path),
 // CHROMIUM (default /usr/bin/chromium). Screenshots go to tests/ui/artifacts/.
 
 import { test, before, after } from "node:test";
@@ -334,6 +334,38 @@ test("Activity says why a candidate was passed over (a model without tools, for 
   const hop = await page.waitForSelector("#log-rows tr:first-child .hop.skip:text('notools: takes no tools')");
   assert.match(await hop.getAttribute("title"), /does not take tool calls/);
   r = await fetch(`${baton}/admin/providers/notools`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
+test("the Add form shows a CLI's executable, version and login before saving, and the saved row has them at once", async () => {
+  // A real executable named `claude` that prints the real CLI's outputs.
+  const bin = mkdtempSync(join(tmpdir(), "baton-ui-cli-"));
+  const fs = await import("node:fs");
+  const claude = join(bin, "claude");
+  fs.copyFileSync(process.env.FAKE_CLI_BIN, claude);
+  fs.chmodSync(claude, 0o755);
+  await page.click("nav a[data-tab=providers]");
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-kind", "claude-cli");
+  // Not on Baton's PATH: said plainly, before anything is saved.
+  await page.waitForSelector("[data-testid=cli-facts] .field-error");
+  await page.fill("#f-executable", join(bin, "nothing-here"));
+  await page.waitForSelector("[data-testid=cli-facts] .field-error:text('nothing-here')");
+  await page.fill("#f-executable", claude);
+  await page.waitForSelector(`[data-testid=cli-facts] code:text('${claude}')`);
+  const facts = await page.textContent("[data-testid=cli-facts]");
+  assert.match(facts, /Version: \d+\.\d+/);
+  assert.match(facts, /Logged in: yes/);
+  await shot("add-cli-facts");
+  await page.fill("#f-id", "cc");
+  await page.fill("#f-models", "sonnet");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-list > li[data-id=cc]");
+  // The row shows the version at once (it used to fill in minutes later).
+  assert.match(await page.textContent("#provider-list > li[data-id=cc] .prov-detail"), /\d+\.\d+/);
+  const admin = { "x-admin-key": adminKey };
+  const r = await fetch(`${baton}/admin/providers/cc`, { method: "DELETE", headers: admin });
   assert.equal(r.status, 204);
 });
 
