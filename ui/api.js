@@ -1,5 +1,6 @@
 // Talking to Baton's admin API. The admin key travels in a header (never a cookie), so no
-// other web page can act with it; it is kept in this tab's session storage only.
+// other web page can act with it; it is kept in this browser's local storage, so every tab of
+// this Baton shares one unlock, until "Lock" in Settings forgets it (for every tab).
 
 const KEY = "baton.adminKey";
 
@@ -13,13 +14,20 @@ export class ApiError extends Error {
   }
 }
 
+/** Another tab unlocked or locked: `f()` is called so this one follows. */
+export function whenKeyChangesElsewhere(f) {
+  window.addEventListener("storage", (e) => {
+    if (e.key === KEY || e.key === null) f();
+  });
+}
+
 export function adminKey() {
-  return sessionStorage.getItem(KEY);
+  return localStorage.getItem(KEY);
 }
 
 export function setAdminKey(k) {
-  if (k) sessionStorage.setItem(KEY, k);
-  else sessionStorage.removeItem(KEY);
+  if (k) localStorage.setItem(KEY, k);
+  else localStorage.removeItem(KEY);
 }
 
 /** The desktop shell opens `/ui/#admin=KEY`: take it and clear it from the address bar. */

@@ -1,6 +1,6 @@
 // Baton's web UI: providers (home), activity, connect, settings. Plain ES modules, no build.
 
-import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenUnauthorized } from "./api.js";
+import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenKeyChangesElsewhere, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
 import { clientTarget, mapClient, renderRouting, targetOptions } from "./routing.js";
 import { initTeam, renderTeam } from "./team.js";
@@ -472,6 +472,7 @@ async function renderSettings() {
   $("desktop-settings").hidden = !desktop.present;
   // The desktop window is opened unlocked by the app; locking it would lock the user out.
   $("logout").hidden = openedByShell();
+  $("logout-note").hidden = openedByShell();
   $("logout-desktop").hidden = !openedByShell();
   $("autostart").checked = Boolean(desktop.autostart);
   $("server-info").replaceChildren(
@@ -614,6 +615,17 @@ $("logout").addEventListener("click", () => {
   location.reload();
 });
 window.addEventListener("hashchange", route);
+// Unlocked in another tab: this one opens too; locked there: this one locks.
+whenKeyChangesElsewhere(() => {
+  if (adminKey()) {
+    $("login-error").textContent = "";
+    startLive();
+  } else if (stopEvents) {
+    stopEvents();
+    stopEvents = null;
+  }
+  route();
+});
 
 adoptKeyFromUrl();
 startCountdowns();

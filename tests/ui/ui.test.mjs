@@ -82,7 +82,8 @@ before(async () => {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
+  // One browser context: its tabs share storage, as a user's browser does.
+  page = await (await browser.newContext({ viewport: { width: 1000, height: 760 } })).newPage();
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => {
     if (m.type() === "error" && !/status of (401|422)/.test(m.text())) errors.push(m.text());
@@ -111,6 +112,12 @@ test("the admin key is asked for once, then the providers show", async () => {
   assert.deepEqual(await rowIds(), ["alpha", "beta"]);
   await page.waitForSelector("#live.on");
   assert.equal((await chat()).provider, "alpha");
+  // A second tab of the same browser is unlocked too (it asked for the key again).
+  const tab = await page.context().newPage();
+  await tab.goto(`${baton}/ui/#activity`);
+  await tab.waitForSelector("#view-activity:not([hidden])");
+  assert.equal(await tab.isHidden("#login"), true);
+  await tab.close();
 });
 
 test("a provider is added through the form: a wrong URL is refused next to the field", async () => {
@@ -531,9 +538,21 @@ test("the desktop window, opened unlocked by the app, offers no lock that would 
   await win.waitForSelector("#logout-desktop:not([hidden])");
   assert.equal(await win.isHidden("#logout"), true);
   await win.close();
-  // A tab where the key was typed can still be locked.
+  // A tab where the key was typed can still be locked, and locking locks every tab of it.
   await page.goto(`${baton}/ui/#settings`);
   await page.waitForSelector("#logout:not([hidden])");
+  const other = await page.context().newPage();
+  await other.goto(`${baton}/ui/#providers`);
+  await other.waitForSelector("#provider-list > li");
+  await page.click("#logout");
+  await page.waitForSelector("#login:not([hidden])");
+  await other.waitForSelector("#login:not([hidden])");
+  // Unlocking in one tab opens the other.
+  await page.fill("#admin-key", adminKey);
+  await page.click("#login-form button[type=submit]");
+  await page.waitForSelector("#provider-list > li");
+  await other.waitForSelector("#provider-list > li");
+  await other.close();
 });
 
 test("pause shows everywhere in the UI and Resume is one click", async () => {
