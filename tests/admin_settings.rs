@@ -258,7 +258,8 @@ async fn routes_show_what_each_model_name_leads_to() {
     assert_eq!(v["routes"]["fast"]["resumeOnBreak"], true);
     assert_eq!(
         v["modelMap"][0],
-        json!({"pattern": "claude-*", "route": "fast"})
+        json!({"pattern": "claude-*", "route": "fast", "owner": "file", "missing": false})
     );
+    assert_eq!(v["routes"]["fast"]["owner"], "file");
     baton.stop().await;
 }

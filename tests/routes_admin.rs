@@ -280,3 +280,35 @@ async fn candidates_passed_over_for_what_the_request_needs_are_logged() {
     assert_eq!(row.attempts[1].class, "ok");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn providers_added_without_a_priority_go_last_in_the_order_they_were_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    // The file's providers sit at 10 and 300: a new one goes after both, whatever its id.
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("m", &a.base_url(), 10), provider("n", &a.base_url(), 300)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    for id in ["zeta", "alpha", "mid"] {
+        let (st, v) = admin
+            .send(
+                Method::POST,
+                "/admin/providers",
+                Some(json!({"id": id, "kind": "openai-compatible", "baseUrl": a.base_url(), "models": ["x"]})),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let (_, v) = admin.send(Method::GET, "/admin/providers", None).await;
+    let ids: Vec<&str> = v["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m", "n", "zeta", "alpha", "mid"]);
+    baton.stop().await;
+}

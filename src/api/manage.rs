@@ -51,6 +51,8 @@ fn field_error(param: String, message: String) -> ApiError {
 struct ProviderBody {
     config: ProviderConfig,
     new_keys: Vec<String>,
+    /// Whether the body states a `priority` (else a new provider goes last).
+    priority_given: bool,
 }
 
 fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
@@ -90,6 +92,7 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
             "a key is one line without spaces (paste only the key)".into(),
         ));
     }
+    let priority_given = obj.contains_key("priority");
     let text = serde_json::to_string(&v).unwrap_or_default();
     let de = &mut serde_json::Deserializer::from_str(&text);
     let config: ProviderConfig = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -118,7 +121,11 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
             ),
         ));
     }
-    Ok(ProviderBody { config, new_keys })
+    Ok(ProviderBody {
+        config,
+        new_keys,
+        priority_given,
+    })
 }
 
 /// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
@@ -283,6 +290,13 @@ pub async fn create(
             "id".into(),
             format!("a provider with id `{}` exists already", p.config.id),
         ));
+    }
+    if !p.priority_given {
+        // Last in the order, not wherever priority 100 and its id would sort it.
+        let stored = core.store.load_providers().map_err(store_error)?;
+        if let Some(last) = stored.iter().map(|s| s.effective().priority).max() {
+            p.config.priority = p.config.priority.max(last.saturating_add(10));
+        }
     }
     let secrets = store_new_keys(core, &mut p)?;
     if let Err(e) = core.store.create_provider(&p.config, core.clock.now_ms()) {
