@@ -62,6 +62,8 @@ pub enum Event {
     },
     /// Routing was paused (every request gets 503) or resumed, from the tray or the UI.
     Paused { paused: bool },
+    /// The live configuration changed (a provider, the order, a route): views of it refresh.
+    ConfigChanged,
     /// No candidate could take a request.
     AllExhausted {
         request_id: String,

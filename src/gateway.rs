@@ -410,7 +410,55 @@ impl Core {
             }
         }
         self.snapshot.store(Arc::new(snap));
+        self.events.emit(crate::events::Event::ConfigChanged);
         Ok(())
+    }
+
+    /// Turns a provider on or off (kept across restarts) and applies it: what the UI's switch
+    /// and the tray's menu do.
+    pub fn set_enabled(&self, id: &str, enabled: bool) -> Result<(), crate::store::EditError> {
+        self.store.set_enabled(id, enabled)?;
+        tracing::info!(provider = %id, enabled, "provider toggled");
+        Ok(self.reload()?)
+    }
+
+    /// Puts a provider first in the order `auto` follows, the others keeping theirs.
+    pub fn move_first(&self, id: &str) -> Result<(), crate::store::EditError> {
+        let mut stored: Vec<crate::config::ProviderConfig> = self
+            .store
+            .load_providers()?
+            .iter()
+            .map(|s| s.effective())
+            .collect();
+        stored.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+        if !stored.iter().any(|p| p.id == id) {
+            return Err(crate::store::EditError::NotFound(id.to_string()));
+        }
+        let mut ids: Vec<String> = vec![id.to_string()];
+        ids.extend(stored.into_iter().map(|p| p.id).filter(|p| p != id));
+        self.store.set_order(&ids, self.clock.now_ms())?;
+        tracing::info!(provider = %id, "provider moved to the top");
+        Ok(self.reload()?)
+    }
+
+    /// Lifts a provider's cooldowns (those of one key or model when given) and, unless only a
+    /// key's, closes its breakers. Returns how many cooldowns were lifted.
+    pub fn clear_cooldowns(&self, provider: &str, key: Option<&str>, model: Option<&str>) -> usize {
+        let mut cleared = 0;
+        for c in self.cooldowns.active() {
+            let matches = c.scope.provider == provider
+                && key.is_none_or(|k| c.scope.key.as_deref() == Some(k))
+                && model.is_none_or(|m| c.scope.model.as_deref() == Some(m));
+            if matches && self.cooldowns.clear(&c.scope) {
+                cleared += 1;
+            }
+        }
+        if key.is_none() {
+            if let Some(p) = self.snapshot.load().provider(provider) {
+                p.runtime.breakers.reset(model);
+            }
+        }
+        cleared
     }
 }
 

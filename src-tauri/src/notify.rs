@@ -8,19 +8,67 @@ use std::time::Duration;
 
 use baton::events::Event;
 use baton::Core;
-use tauri::AppHandle;
+use tauri::{AppHandle, Manager};
 use tokio::sync::broadcast::error::RecvError;
+
+/// The app's icon as a file, for the notification daemon (set once at start).
+static ICON: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Writes the app icon into the data directory so notifications show it instead of a generic
+/// one.
+pub fn install_icon(data_dir: &std::path::Path) {
+    let path = data_dir.join("baton-icon.png");
+    let bytes: &[u8] = include_bytes!("../icons/128x128.png");
+    if std::fs::read(&path).ok().as_deref() != Some(bytes) && std::fs::write(&path, bytes).is_err()
+    {
+        return;
+    }
+    let _ = ICON.set(path);
+}
+
+fn notification(summary: &str, body: &str) -> notify_rust::Notification {
+    let mut n = notify_rust::Notification::new();
+    n.appname("Baton").summary(summary).body(body);
+    match ICON.get() {
+        Some(p) => n.icon(&p.display().to_string()),
+        None => n.icon("dialog-information"),
+    };
+    n
+}
 
 /// Shows one notification; failures (no notification daemon) are logged, not fatal.
 pub fn show(summary: &str, body: &str) {
-    let r = notify_rust::Notification::new()
-        .appname("Baton")
-        .summary(summary)
-        .body(body)
-        .icon("dialog-information")
-        .show();
-    match r {
+    match notification(summary, body).show() {
         Ok(_) => tracing::info!(%summary, %body, "notification shown"),
+        Err(e) => tracing::warn!(error = %e, %summary, "cannot show a notification"),
+    }
+}
+
+/// Shows a notification whose click opens Baton's window on `screen` (`activity`, `providers`).
+pub fn show_on(app: &AppHandle, summary: &str, body: &str, screen: &'static str) {
+    let mut n = notification(summary, body);
+    n.action("default", "Open Baton");
+    match n.show() {
+        Ok(handle) => {
+            tracing::info!(%summary, %body, screen, "notification shown");
+            #[cfg(all(unix, not(target_os = "macos")))]
+            {
+                let app = app.clone();
+                // Waits (off the async runtime) until the notification is clicked or closed.
+                std::thread::spawn(move || {
+                    handle.wait_for_action(|action| {
+                        if action == "default" {
+                            tracing::info!(screen, "notification clicked");
+                            let a = app.clone();
+                            let _ = app
+                                .run_on_main_thread(move || crate::shell::show_screen(&a, screen));
+                        }
+                    })
+                });
+            }
+            #[cfg(not(all(unix, not(target_os = "macos"))))]
+            let _ = (handle, app);
+        }
         Err(e) => tracing::warn!(error = %e, %summary, "cannot show a notification"),
     }
 }
@@ -168,7 +216,7 @@ fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
     })
 }
 
-pub fn spawn(_app: AppHandle, core: Arc<Core>) {
+pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
     // Subscribed before returning, so no event after start-up is missed.
     let mut rx = core.events.subscribe();
     tauri::async_runtime::spawn(async move {
@@ -176,6 +224,10 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
         let mut logged_out: HashSet<String> = HashSet::new();
         let mut tick = tokio::time::interval(Duration::from_secs(5));
         loop {
+            // A restarted gateway has its own notifier.
+            if app.state::<crate::shell::Shell>().generation() != generation {
+                return;
+            }
             let first = tokio::select! {
                 r = rx.recv() => match r {
                     Ok(ev) => ev,
@@ -188,7 +240,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
                     let prefs = baton::api::settings::notifications(&core);
                     let wanted = prefs.get("cooldownEnded").and_then(|v| v.as_bool()).unwrap_or(true);
                     if wanted && !back.is_empty() {
-                        show("Baton", &format!("{} back in rotation", back.join(", ")));
+                        show_on(&app, "Baton", &format!("{} back in rotation", back.join(", ")), "providers");
                     }
                     // A subscription CLI found logged out (at a check or by a failed call).
                     let snap = core.snapshot.load();
@@ -198,7 +250,7 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
                         if out && logged_out.insert(name.clone()) {
                             if prefs.get("loggedOut").and_then(|v| v.as_bool()).unwrap_or(true) {
                                 let why = p.unavailable().unwrap_or_default();
-                                show(&format!("{name} is logged out"), &format!("Baton skips it until you log in again: {why}"));
+                                show_on(&app, &format!("{name} is logged out"), &format!("Baton skips it until you log in again: {why}"), "providers");
                             }
                         } else if !out {
                             logged_out.remove(&name);
@@ -223,17 +275,29 @@ pub fn spawn(_app: AppHandle, core: Arc<Core>) {
             let prefs = baton::api::settings::notifications(&core);
             let b = with_ctx(&core, |ctx| fold(&burst, &mut announced, &prefs, ctx));
             if b.exhausted {
-                show(
+                show_on(
+                    &app,
                     "Baton: no provider available",
                     &exhausted_message(b.back_at_ms, &core.local_tz),
+                    "providers",
                 );
             } else if let [one] = b.failovers.as_slice() {
-                show("Baton switched providers", one);
+                show_on(&app, "Baton switched providers", one, "activity");
             } else if !b.failovers.is_empty() {
-                show("Baton switched providers", &b.failovers.join("\n"));
+                show_on(
+                    &app,
+                    "Baton switched providers",
+                    &b.failovers.join("\n"),
+                    "activity",
+                );
             }
             if !b.back.is_empty() {
-                show("Baton", &format!("{} back in rotation", b.back.join(", ")));
+                show_on(
+                    &app,
+                    "Baton",
+                    &format!("{} back in rotation", b.back.join(", ")),
+                    "providers",
+                );
             }
         }
     });

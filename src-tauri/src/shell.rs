@@ -11,15 +11,46 @@ use tauri_plugin_autostart::{MacosLauncher, ManagerExt};
 
 pub const WINDOW: &str = "main";
 
-/// What the tray and menu handlers need.
+/// What the tray and menu handlers need. The gateway part changes when it is restarted (tray:
+/// Restart gateway) or started again after it could not start (tray: Retry).
 pub struct Shell {
-    pub handle: Mutex<Option<GatewayHandle>>,
-    pub core: Option<Arc<Core>>,
-    /// `http://127.0.0.1:8787`.
-    pub origin: String,
     pub data_dir: PathBuf,
-    /// Why the gateway did not start (port taken), if so.
-    pub failed: Option<String>,
+    opts: baton::serve::ServeOptions,
+    run: Mutex<Running>,
+}
+
+#[derive(Default)]
+struct Running {
+    handle: Option<GatewayHandle>,
+    core: Option<Arc<Core>>,
+    /// `http://127.0.0.1:8787`.
+    origin: String,
+    /// Why the gateway is not running (port taken), if so.
+    failed: Option<String>,
+    /// Bumped at every start: tasks that follow an older gateway stop.
+    generation: u64,
+    /// Whether the window shows the web UI (else the page that says why it is not running).
+    window_on_ui: bool,
+}
+
+impl Shell {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.run
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub fn core(&self) -> Option<Arc<Core>> {
+        self.lock().core.clone()
+    }
+    pub fn origin(&self) -> String {
+        self.lock().origin.clone()
+    }
+    pub fn failed(&self) -> Option<String> {
+        self.lock().failed.clone()
+    }
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
 }
 
 /// What start-at-login runs: this app with the same setup it was started with (config file,
@@ -78,7 +109,13 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         }
     };
     let data_dir = opts.data_dir();
+    crate::notify::install_icon(&data_dir);
     let at_login = autostart_args(&opts, &data_dir);
+    let shell = Shell {
+        data_dir: data_dir.clone(),
+        opts: opts.clone(),
+        run: Mutex::new(Running::default()),
+    };
     let built = tauri::Builder::default()
         // First: a second launch hands over to this one and exits.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
@@ -90,8 +127,9 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
             Some(at_login),
         ))
         .plugin(tauri_plugin_clipboard_manager::init())
+        .manage(shell)
         .setup(move |app| {
-            setup(app.handle(), config.clone(), data_dir.clone());
+            setup(app.handle(), config.clone());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -120,87 +158,161 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn setup(app: &AppHandle, config: baton::config::ConfigFile, data_dir: PathBuf) {
+fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
+    let started = tauri::async_runtime::block_on(start_gateway(app, config));
+    let shell = app.state::<Shell>();
+    // The port page names the port asked for and a neighbour to try (also after a later Retry).
+    let (port, other) = ports(&shell.origin());
+    let init = format!("window.BATON_PORT = {port}; window.BATON_OTHER_PORT = {other};");
+    match started {
+        Ok(first_run) => {
+            // Nothing configured yet: the window opens on the welcome screen instead of leaving
+            // the user with a red tray icon.
+            make_window(app, ui_url(app), first_run, Some(init));
+            shell.lock().window_on_ui = true;
+        }
+        Err(_) => make_window(
+            app,
+            WebviewUrl::App("port-busy.html".into()),
+            true,
+            Some(init),
+        ),
+    }
+    crate::tray::create(app);
+    // Last: scripts and tests take "listening on" to mean everything is ready.
+    let run = shell.lock();
+    if let Some(h) = run.handle.as_ref() {
+        baton::serve::announce(h, &shell.data_dir);
+    }
+}
+
+fn ports(origin: &str) -> (u16, u16) {
+    let port = origin
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or(baton::config::DEFAULT_PORT);
+    (port, if port == u16::MAX { port - 1 } else { port + 1 })
+}
+
+/// The web UI, unlocked with the admin key (the page takes it out of the address bar).
+fn ui_url(app: &AppHandle) -> WebviewUrl {
+    let shell = app.state::<Shell>();
+    let key = std::fs::read_to_string(shell.data_dir.join(baton::auth::ADMIN_KEY_FILE))
+        .unwrap_or_default();
+    match format!("{}/ui/#admin={}", shell.origin(), key.trim()).parse() {
+        Ok(u) => WebviewUrl::External(u),
+        Err(_) => WebviewUrl::App("port-busy.html".into()),
+    }
+}
+
+/// Starts the gateway with `config` and wires it to notifications, the tray and the UI's
+/// desktop settings. `Ok(true)` when nothing is configured yet (a first run). On failure the
+/// reason is kept for the tray, and said in a notification.
+async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Result<bool, String> {
+    let shell = app.state::<Shell>();
     let addr = format!("{}:{}", config.server.host, config.server.port);
     let opts = baton::StartOptions {
         config,
-        data_dir: data_dir.clone(),
+        data_dir: shell.data_dir.clone(),
         clock: None,
     };
-    let started = tauri::async_runtime::block_on(async {
+    let started = async {
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .map_err(|e| format!("Baton could not listen on {addr}: {e}"))?;
         baton::start(opts, listener)
             .await
             .map_err(|e| e.to_string())
-    });
+    }
+    .await;
     match started {
         Ok(handle) => {
             let core = handle.core.clone();
-            let origin = format!("http://{}", handle.addr);
             link_desktop(app, &core);
-            let key = std::fs::read_to_string(data_dir.join(baton::auth::ADMIN_KEY_FILE))
-                .unwrap_or_default();
-            let url = format!("{origin}/ui/#admin={}", key.trim());
-            let target = match url.parse() {
-                Ok(u) => WebviewUrl::External(u),
-                Err(_) => WebviewUrl::App("port-busy.html".into()),
+            let first_run = core.snapshot.load().providers.is_empty();
+            let generation = {
+                let mut run = shell.lock();
+                run.generation += 1;
+                run.origin = format!("http://{}", handle.addr);
+                run.handle = Some(handle);
+                run.core = Some(core.clone());
+                run.failed = None;
+                run.generation
             };
-            make_window(app, target, false, None);
-            app.manage(Shell {
-                handle: Mutex::new(Some(handle)),
-                core: Some(core.clone()),
-                origin,
-                data_dir,
-                failed: None,
-            });
-            crate::tray::create(app);
-            crate::notify::spawn(app.clone(), core.clone());
-            crate::tray::follow(app.clone(), core);
-            // Last: scripts and tests take "listening on" to mean everything is ready.
-            if let Some(shell) = app.try_state::<Shell>() {
-                if let Ok(h) = shell.handle.lock() {
-                    if let Some(h) = h.as_ref() {
-                        baton::serve::announce(h, &shell.data_dir);
-                    }
-                }
-            }
+            crate::notify::spawn(app.clone(), core.clone(), generation);
+            crate::tray::follow(app.clone(), core, generation);
+            Ok(first_run)
         }
         Err(why) => {
-            let taken = why.contains("in use");
-            // The port that was asked for, and a free-looking neighbour to suggest.
-            let port = addr
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse::<u16>().ok())
-                .unwrap_or(8787);
-            let other = if port == u16::MAX { port - 1 } else { port + 1 };
-            let message = if taken {
-                format!("{why}. Another program (or another Baton) uses this port. Quit it, or start Baton with --port {other} (or set server.port in the config file).")
+            let (port, other) = ports(&addr);
+            let message = if why.contains("in use") {
+                format!("{why}. Another program (or another Baton) uses port {port}. Quit it and choose Retry in Baton's tray menu, or start Baton with --port {other} (or set server.port in the config file).")
             } else {
                 why.clone()
             };
             tracing::error!("{message}");
             crate::notify::show("Baton could not start", &message);
-            // The page shows the port asked for and the one to try instead.
-            let init = format!("window.BATON_PORT = {port}; window.BATON_OTHER_PORT = {other};");
-            make_window(
-                app,
-                WebviewUrl::App("port-busy.html".into()),
-                true,
-                Some(init),
-            );
-            app.manage(Shell {
-                handle: Mutex::new(None),
-                core: None,
-                origin: format!("http://{addr}"),
-                data_dir,
-                failed: Some(message),
-            });
-            crate::tray::create(app);
+            let mut run = shell.lock();
+            run.origin = format!("http://{addr}");
+            run.failed = Some(message.clone());
+            run.core = None;
+            Err(message)
         }
     }
+}
+
+/// Tray: Restart gateway (the config file is read again) or Retry after a failed start. The
+/// open UI sees the gateway go and come back; a window that showed why it could not start
+/// moves to the UI.
+pub fn restart(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let shell = app.state::<Shell>();
+        let mut config = match shell.opts.load() {
+            Ok(c) => c,
+            Err(e) => {
+                crate::notify::show(
+                    "Baton kept running as it was",
+                    &format!("The config file has an error, so the gateway was not restarted: {e}"),
+                );
+                return;
+            }
+        };
+        // Port 0 means "any free port" at the first start; clients have that one now, so a
+        // restart keeps it.
+        if config.server.port == 0 {
+            config.server.port = ports(&shell.origin()).0;
+        }
+        let old = shell.lock().handle.take();
+        if let Some(h) = old {
+            tracing::info!("restarting: finishing in-flight requests");
+            h.shutdown().await;
+        }
+        {
+            let mut run = shell.lock();
+            run.core = None;
+            run.failed = Some("restarting".into());
+        }
+        let started = start_gateway(&app, config).await;
+        let a = app.clone();
+        let _ = app.run_on_main_thread(move || {
+            let shell = a.state::<Shell>();
+            if started.is_ok() {
+                tracing::info!(origin = %shell.origin(), "gateway restarted");
+                let on_ui = shell.lock().window_on_ui;
+                if !on_ui {
+                    if let (Some(w), WebviewUrl::External(url)) =
+                        (a.get_webview_window(WINDOW), ui_url(&a))
+                    {
+                        let _ = w.navigate(url);
+                        shell.lock().window_on_ui = true;
+                    }
+                }
+            }
+            crate::tray::refresh(&a);
+        });
+    });
 }
 
 fn make_window(app: &AppHandle, url: WebviewUrl, visible: bool, init: Option<String>) {
@@ -224,6 +336,16 @@ pub fn show_window(app: &AppHandle) {
         let _ = w.unminimize();
         let _ = w.set_focus();
     }
+}
+
+/// Shows the window on one screen of the UI (`providers`, `activity`, …): where a click on a
+/// notification leads.
+pub fn show_screen(app: &AppHandle, screen: &'static str) {
+    let on_ui = app.state::<Shell>().lock().window_on_ui;
+    if let (true, Some(w)) = (on_ui, app.get_webview_window(WINDOW)) {
+        let _ = w.eval(format!("location.hash = '#{screen}'"));
+    }
+    show_window(app);
 }
 
 /// Lets the web UI's Start-at-login toggle reach the autostart plugin; tray and UI read the same
@@ -251,7 +373,7 @@ pub fn quit(app: &AppHandle) {
     tauri::async_runtime::spawn(async move {
         let handle = app
             .try_state::<Shell>()
-            .and_then(|s| s.handle.lock().ok().and_then(|mut h| h.take()));
+            .and_then(|s| s.lock().handle.take());
         if let Some(h) = handle {
             tracing::info!("quitting: finishing in-flight requests");
             h.shutdown().await;

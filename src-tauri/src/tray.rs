@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use baton::Core;
 use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt;
@@ -22,7 +22,10 @@ const COPY_URL: &str = "copy-url";
 const COPY_KEY: &str = "copy-key";
 const PAUSE: &str = "pause";
 const AUTOSTART: &str = "autostart";
+const RESTART: &str = "restart";
 const QUIT: &str = "quit";
+/// Per-provider items: `prov:<action>:<id>`.
+const PROV: &str = "prov:";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Look {
@@ -112,16 +115,112 @@ fn icon(look: Look) -> Option<Image<'static>> {
     Image::from_bytes(bytes).ok()
 }
 
+/// One provider's state for its menu line: "ready", "cooling until 15:02", "disabled"…
+pub fn provider_state(core: &Core, p: &baton::providers::ProviderEntry) -> (String, bool) {
+    if !p.config.enabled {
+        return ("disabled".into(), false);
+    }
+    if let Some(why) = p.unavailable() {
+        let short = if why.contains("logged in") || why.contains("log in") {
+            "logged out"
+        } else {
+            "unavailable"
+        };
+        return (short.into(), false);
+    }
+    let now = core.clock.now_ms();
+    let wide = core
+        .cooldowns
+        .active()
+        .into_iter()
+        .filter(|c| c.scope.provider == p.id() && c.scope.key.is_none() && c.scope.model.is_none())
+        .map(|c| c.until_ms)
+        .min();
+    if let Some(until) = wide {
+        return (format!("cooling until {}", clock(until)), true);
+    }
+    if let Some(until) = p.breaker_state().0.filter(|u| *u > now) {
+        return (format!("breaker open until {}", clock(until)), true);
+    }
+    let partial = core
+        .cooldowns
+        .active()
+        .iter()
+        .any(|c| c.scope.provider == p.id());
+    if partial {
+        return ("ready (a key or model cooling)".into(), true);
+    }
+    ("ready".into(), false)
+}
+
+/// The Providers submenu: each provider with its state, and what can be done to it from here.
+fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::Wry>> {
+    let snap = core.snapshot.load();
+    let sub = Submenu::with_id(app, "providers", "Providers", true)?;
+    if snap.providers.is_empty() {
+        sub.append(&MenuItem::with_id(
+            app,
+            "prov-none",
+            "None yet — add one in Baton",
+            false,
+            None::<&str>,
+        )?)?;
+    }
+    for (i, p) in snap.providers.iter().enumerate() {
+        let (state, cooling) = provider_state(core, p);
+        let id = p.id();
+        let item = Submenu::with_id(
+            app,
+            format!("{PROV}menu:{id}"),
+            truncate(&format!("{} — {state}", p.config.display_name()), 60),
+            true,
+        )?;
+        item.append(&CheckMenuItem::with_id(
+            app,
+            format!("{PROV}toggle:{id}"),
+            "Enabled",
+            true,
+            p.config.enabled,
+            None::<&str>,
+        )?)?;
+        let detected = id == baton::config::LOCAL_PROVIDER_ID;
+        item.append(&MenuItem::with_id(
+            app,
+            format!("{PROV}first:{id}"),
+            "Use first (move to the top)",
+            i > 0 && !detected,
+            None::<&str>,
+        )?)?;
+        item.append(&MenuItem::with_id(
+            app,
+            format!("{PROV}clear:{id}"),
+            "Clear cooldown",
+            cooling,
+            None::<&str>,
+        )?)?;
+        sub.append(&item)?;
+    }
+    Ok(sub)
+}
+
 fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
     let shell = app.state::<Shell>();
-    let (look, line) = match (&shell.core, &shell.failed) {
+    let core = shell.core();
+    let (look, line) = match (&core, shell.failed()) {
         (Some(core), _) => summary(core),
+        (None, Some(why)) if why == "restarting" => (Look::Down, "Restarting…".into()),
+        (None, Some(why)) if why.contains("in use") => (
+            Look::Down,
+            format!(
+                "Not running: port {} is taken",
+                shell.origin().rsplit(':').next().unwrap_or_default()
+            ),
+        ),
         (None, Some(why)) => (Look::Down, format!("Not running: {why}")),
         (None, None) => (Look::Down, "Not running".into()),
     };
-    let running = shell.core.is_some();
-    let paused = shell
-        .core
+    let running = core.is_some();
+    let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
     let status = MenuItem::with_id(app, "status", truncate(&line, 80), false, None::<&str>)?;
@@ -148,15 +247,38 @@ fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
         autostart_on,
         None::<&str>,
     )?;
+    let restart = MenuItem::with_id(
+        app,
+        RESTART,
+        if running {
+            "Restart gateway"
+        } else {
+            "Retry starting the gateway"
+        },
+        true,
+        None::<&str>,
+    )?;
+    let version = MenuItem::with_id(
+        app,
+        "version",
+        format!("Baton {}", env!("CARGO_PKG_VERSION")),
+        false,
+        None::<&str>,
+    )?;
     let quit = MenuItem::with_id(app, QUIT, "Quit Baton", true, None::<&str>)?;
     let sep1 = PredefinedMenuItem::separator(app)?;
     let sep2 = PredefinedMenuItem::separator(app)?;
+    let sep3 = PredefinedMenuItem::separator(app)?;
     let menu = Menu::with_items(
         app,
         &[
-            &status, &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2, &quit,
+            &status, &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2,
         ],
     )?;
+    if let Some(core) = &core {
+        menu.append(&providers_menu(app, core)?)?;
+    }
+    menu.append_items(&[&restart, &sep3, &version, &quit])?;
     Ok((menu, look, line))
 }
 
@@ -193,15 +315,28 @@ pub fn create(app: &AppHandle) {
 
 /// What the tray last showed; an unchanged state leaves the tray alone (replacing the menu
 /// while it is open would close it under the user's pointer).
-struct LastLook(std::sync::Mutex<Option<(Look, String, bool, bool)>>);
+struct LastLook(std::sync::Mutex<Option<StateKey>>);
 
-fn state_key(app: &AppHandle, look: Look, line: &str) -> (Look, String, bool, bool) {
-    let paused = app
-        .try_state::<Shell>()
-        .and_then(|s| s.core.as_ref().map(|c| c.paused.load(Ordering::Relaxed)))
-        .unwrap_or(false);
+type StateKey = (Look, String, bool, bool, Vec<String>);
+
+fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
+    let core = app.try_state::<Shell>().and_then(|s| s.core());
+    let paused = core
+        .as_ref()
+        .is_some_and(|c| c.paused.load(Ordering::Relaxed));
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
-    (look, line.to_string(), paused, autostart)
+    // The providers submenu: its lines and order.
+    let providers = core
+        .map(|c| {
+            c.snapshot
+                .load()
+                .providers
+                .iter()
+                .map(|p| format!("{}:{}", p.id(), provider_state(&c, p).0))
+                .collect()
+        })
+        .unwrap_or_default();
+    (look, line.to_string(), paused, autostart, providers)
 }
 
 /// Rebuilds menu, icon and tooltip when the state they show has changed.
@@ -233,10 +368,14 @@ pub fn refresh(app: &AppHandle) {
 
 /// Refreshes the tray on every gateway event (coalesced) and every few seconds (cooldowns end
 /// without an event when nobody asks).
-pub fn follow(app: AppHandle, core: Arc<Core>) {
+pub fn follow(app: AppHandle, core: Arc<Core>, generation: u64) {
     let mut rx = core.events.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
+            // A restarted gateway has its own follower.
+            if app.state::<Shell>().generation() != generation {
+                return;
+            }
             tokio::select! {
                 ev = rx.recv() => {
                     if matches!(ev, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
@@ -254,13 +393,47 @@ pub fn follow(app: AppHandle, core: Arc<Core>) {
     });
 }
 
+/// A provider's item: enable/disable, move to the top, clear its cooldown.
+fn on_provider(app: &AppHandle, core: &Core, action: &str, id: &str) {
+    let r = match action {
+        "toggle" => {
+            let on = core
+                .snapshot
+                .load()
+                .provider(id)
+                .is_some_and(|p| p.config.enabled);
+            core.set_enabled(id, !on).map_err(|e| e.to_string())
+        }
+        "first" => core.move_first(id).map_err(|e| e.to_string()),
+        "clear" => {
+            core.clear_cooldowns(id, None, None);
+            Ok(())
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = r {
+        crate::notify::show("Baton could not change that", &e);
+    }
+    refresh(app);
+}
+
 fn on_menu(app: &AppHandle, id: &str) {
     tracing::info!(item = id, "tray menu");
     let shell = app.state::<Shell>();
+    if let Some((action, provider)) = id.strip_prefix(PROV).and_then(|r| r.split_once(':')) {
+        if let Some(core) = shell.core() {
+            on_provider(app, &core, action, provider);
+        }
+        return;
+    }
     match id {
         OPEN => crate::shell::show_window(app),
+        RESTART => {
+            crate::shell::restart(app);
+            refresh(app);
+        }
         COPY_URL => {
-            let url = format!("{}/v1", shell.origin);
+            let url = format!("{}/v1", shell.origin());
             let _ = app.clipboard().write_text(url);
         }
         COPY_KEY => match crate::shell::gateway_key(&shell.data_dir) {
@@ -273,7 +446,7 @@ fn on_menu(app: &AppHandle, id: &str) {
             ),
         },
         PAUSE => {
-            if let Some(core) = &shell.core {
+            if let Some(core) = shell.core() {
                 core.set_paused(!core.is_paused());
             }
             refresh(app);

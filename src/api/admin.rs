@@ -201,22 +201,9 @@ pub async fn clear_cooldowns(
             format!("No provider `{}`.", q.provider),
         ));
     };
-    let mut cleared = 0;
-    for c in core.cooldowns.active() {
-        let matches = c.scope.provider == q.provider
-            && q.key
-                .as_ref()
-                .is_none_or(|k| c.scope.key.as_ref() == Some(k))
-            && q.model
-                .as_ref()
-                .is_none_or(|m| c.scope.model.as_ref() == Some(m));
-        if matches && core.cooldowns.clear(&c.scope) {
-            cleared += 1;
-        }
-    }
-    if q.key.is_none() {
-        p.runtime.breakers.reset(q.model.as_deref());
-    }
+    let id = p.id().to_string();
+    drop(snap);
+    let cleared = core.clear_cooldowns(&id, q.key.as_deref(), q.model.as_deref());
     Ok(Json(json!({"cleared": cleared})))
 }
 

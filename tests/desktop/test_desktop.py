@@ -193,7 +193,8 @@ def open_menu(tray):
     def menu():
         for w in sh("xdotool", "search", "--onlyvisible", "--class", "baton-desktop").stdout.split():
             m = re.search(r"Geometry: (\d+)x(\d+)", sh("xdotool", "getwindowgeometry", w).stdout)
-            if m and int(m.group(2)) > 100 and int(m.group(1)) < 400:
+            # The menu: a popup taller than a line, narrower than the 480 px window.
+            if m and int(m.group(2)) > 100 and int(m.group(1)) < 470:
                 return w
         return None
 
@@ -233,6 +234,69 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
     choose(tray, 5)
     assert wait_for(lambda: not entry.exists(), timeout=5, what="the entry to go")
+
+
+def provider(desktop, pid):
+    _, _, body = desktop.request("/admin/providers", admin=True)
+    return next(p for p in json.loads(body)["providers"] if p["id"] == pid)
+
+
+def order(desktop):
+    _, _, body = desktop.request("/admin/providers", admin=True)
+    return [p["id"] for p in json.loads(body)["providers"]]
+
+
+def provider_item(tray, index, keys, shot=None):
+    """Opens the tray menu's Providers submenu (below Start at login), then the submenu of the
+    provider at `index`, and presses `keys` there."""
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", *(["Down"] * 6), "Right")
+    time.sleep(0.3)
+    sh("xdotool", "key", *(["Down"] * index), "Right")
+    time.sleep(0.4)
+    if shot:
+        sh("scrot", "-o", str(ARTIFACTS / shot))
+    sh("xdotool", "key", *keys)
+    time.sleep(0.8)
+
+
+def test_the_tray_lists_providers_with_their_state_and_acts_on_them(desktop):
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    sh("dunstctl", "history-clear")
+    # Claude Code is cooling since the first test's session limit.
+    assert provider(desktop, "claude-code")["cooldowns"], "cooling before"
+    # First provider: "Use first" is off (it is first), so Down lands on Clear cooldown.
+    provider_item(tray, 0, ["Down", "Return"], shot="tray-providers.png")
+    assert wait_for(lambda: not provider(desktop, "claude-code")["cooldowns"], timeout=5, what="the cooldown to clear")
+    # Its "back" notification opens the Providers screen when clicked.
+    wait_for(lambda: int(sh("dunstctl", "count", "displayed").stdout.strip() or 0) > 0, timeout=15,
+             what="the back-in-rotation notification")
+    sh("dunstctl", "action", "0")
+    log = desktop.tmp / "app.log"
+    assert wait_for(lambda: "notification clicked" in log.read_text(), timeout=10, what="the click")
+    assert 'screen="providers"' in log.read_text() or "screen=providers" in log.read_text()
+    assert wait_for(visible_window, timeout=10, what="the window")
+    # Second provider: Enabled is its first item.
+    provider_item(tray, 1, ["Return"])
+    assert wait_for(lambda: provider(desktop, "codex")["enabled"] is False, timeout=5, what="codex off")
+    provider_item(tray, 1, ["Return"])
+    assert wait_for(lambda: provider(desktop, "codex")["enabled"] is True, timeout=5, what="codex on")
+    provider_item(tray, 1, ["Down", "Return"])  # Use first
+    assert wait_for(lambda: order(desktop)[0] == "codex", timeout=5, what="codex first")
+
+
+def test_restart_from_the_tray_keeps_the_address(desktop):
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", "Up", "Up", "Return")  # Restart gateway, above the version line and Quit
+    log = desktop.tmp / "app.log"
+    assert wait_for(lambda: "gateway restarted" in log.read_text(), timeout=30, what="the restart")
+    assert "restarting: finishing in-flight requests" in log.read_text()
+    status, _, _ = desktop.request("/health")
+    assert status == 200, "same address after the restart"
+    assert order(desktop)[0] == "codex", "the order set before is kept"
 
 
 def test_a_second_launch_starts_no_second_gateway(desktop):
@@ -300,7 +364,40 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
         time.sleep(2)
         sh("scrot", "-o", str(ARTIFACTS / "port-busy.png"))
         assert p.poll() is None, "it stays up to explain instead of crashing"
+        # The port is free again: Retry in the tray starts the gateway on it.
+        sock.close()
+        tray = wait_for(tray_window, timeout=15, what="the tray icon")
+        open_menu(tray)
+        time.sleep(0.3)
+        sh("scrot", "-o", str(ARTIFACTS / "tray-retry.png"))
+        sh("xdotool", "key", "Up", "Up", "Return")  # Retry starting the gateway
+
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+        assert wait_for(healthy, timeout=20, what="the gateway after Retry")
+        time.sleep(2)
+        sh("scrot", "-o", str(ARTIFACTS / "after-retry.png"))
     finally:
         p.terminate()
         p.wait(10)
         sock.close()
+
+
+def test_a_first_launch_with_nothing_configured_opens_the_window(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", "0"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = wait_for(lambda: p.stdout.readline(), timeout=60, what="listening")
+        assert "listening on" in line, line
+        # Not just a red tray icon: the window opens on the welcome screen.
+        assert wait_for(visible_window, timeout=15, what="the welcome window")
+        time.sleep(3)
+        sh("scrot", "-o", str(ARTIFACTS / "first-launch.png"))
+    finally:
+        p.terminate()
+        p.wait(15)
