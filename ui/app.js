@@ -352,12 +352,23 @@ async function renderFirstRun() {
       el("div", {}, el("strong", {}, "Ollama on this machine"), el("div", { class: "muted small" }, `${s.ollama.models.length} models`)),
       el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: "ollama", provider: { id: "ollama", name: "Ollama", kind: "openai-compatible", baseUrl: s.ollama.baseUrl, models: s.ollama.models.slice(0, 5) } }, presets: presets(), onSaved: afterSave, toast }) }, "Add")));
   }
+  // Free tiers anyone can sign up for: the key arrives by e-mail in minutes, then one click.
+  const offered = new Set([...found.map((x) => x.id), ...state.providers.map((p) => p.id)]);
+  const free = (s.presets || []).filter((x) => x.freeTier && !(x.provider.kind || "").endsWith("-cli") && x.id !== "ollama" && !offered.has(x.id));
+  const freeRows = free.map((x) => el("div", { class: "found" },
+    el("div", {}, el("strong", {}, x.name),
+      el("div", { class: "muted small" }, [x.freeTier.rpm ? `${x.freeTier.rpm} requests/min` : null, x.freeTier.rpd ? `${x.freeTier.rpd}/day` : null, x.freeTier.note].filter(Boolean).join(" · "))),
+    el("div", { class: "row" },
+      x.signup ? el("a", { class: "button", href: x.signup, target: "_blank", rel: "noopener noreferrer", "aria-label": `Sign up for ${x.name} (opens its site)` }, "Sign up") : null,
+      el("button", { type: "button", "aria-label": `Add ${x.name}`, onclick: () => openProviderForm({ preset: x, presets: s.presets, onSaved: afterSave, toast }) }, "Add key"))));
   box.replaceChildren(
     el("div", { class: "card stack" },
       el("h2", {}, "Welcome — let's give Baton something to route to"),
-      items.length ? el("p", { class: "muted small" }, "Found on this machine (one click each):") : el("p", { class: "muted" }, "Nothing found yet: no subscription CLI logged in, no provider key variables, no local Ollama. Add a provider by hand, or see Connect for the catalog."),
+      items.length ? el("p", { class: "muted small" }, "Found on this machine (one click each):") : el("p", { class: "muted" }, "Nothing found on this machine yet: no subscription CLI logged in, no provider key variables, no local Ollama."),
       ...items,
       loggedOut.length ? el("p", { class: "muted small" }, "Installed but logged out: ", loggedOut.map((x) => `${x.name} (${x.hint})`).join("; ")) : null,
+      freeRows.length ? el("h3", {}, "Free tiers you can sign up for") : null,
+      ...freeRows,
       el("p", { class: "muted small" }, "Then point your tools at Baton: see ", el("a", { href: "#connect" }, "Connect"), ".")));
 }
 

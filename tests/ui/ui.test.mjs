@@ -442,6 +442,10 @@ test("first run: what Baton found is one click away", async () => {
   await p2.goto(`${url}/ui/#admin=${key}`);
   const row = await p2.waitForSelector("#first-run .found:has-text('Groq')");
   assert.match(await row.textContent(), /GROQ_API_KEY/);
+  // Free tiers not found here are offered with their sign-up page (Groq is found, not offered twice).
+  const signup = await p2.waitForSelector("#first-run a[aria-label^='Sign up for Cerebras']");
+  assert.match(await signup.getAttribute("href"), /^https:\/\/.*cerebras/);
+  assert.equal(await p2.$$eval("#first-run [aria-label='Add Groq']", (b) => b.length), 1);
   await p2.screenshot({ path: join(artifacts, "first-run.png"), fullPage: true });
   await (await row.$("button")).click();
   await p2.waitForSelector("#provider-dialog[open]");
