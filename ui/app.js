@@ -4,7 +4,7 @@ import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, 
 import { openProviderForm } from "./forms.js";
 import { clientTarget, mapClient, renderRouting, targetOptions } from "./routing.js";
 import { initTeam, renderTeam } from "./team.js";
-import { chart, el, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns } from "./views.js";
+import { chart, el, explain, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
@@ -18,7 +18,7 @@ function toast(text) {
 }
 
 function showError(e) {
-  toast(e instanceof ApiError ? e.message : `Baton did not answer: ${e.message || e}`);
+  toast(e instanceof ApiError ? e.message : "Baton did not answer (is it still running?). Nothing was changed.");
 }
 
 // ---- navigation -------------------------------------------------------------------------
@@ -167,12 +167,24 @@ const handlers = {
     await saveOrder(ids, p.id, delta < 0 ? "up" : "down");
   },
   async test(p) {
+    // A provider that is out (cooling, breaker open) is tested only when asked twice: the test
+    // is a real request and may count against the limit it is waiting out.
+    const [, , until] = status(p);
+    if (until && state.testArmed !== p.id) {
+      state.testArmed = p.id;
+      state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" },
+        `${p.name} is out until ${fmtClock(until)}. A test sends a real request now, which may count against its limit — press Test again to send it.`));
+      renderProviders();
+      return;
+    }
+    state.testArmed = null;
     state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" }, `Testing ${p.name}…`));
     renderProviders();
     try {
       const r = await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`);
-      const text = r.ok ? `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.` : `${p.name} failed (${r.class}): ${r.reason}${r.resetAtMs ? ` — back at ${fmtClock(r.resetAtMs)}` : ""}`;
+      const text = r.ok ? `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.` : `${p.name}: ${explain(r.class, r.reason, r.resetAtMs)}${r.adopted ? " Its row shows this now." : ""}`;
       state.testResults.set(p.id, el("div", { class: `test-result ${r.ok ? "ok" : "bad"} prov-detail`, role: "status" }, text));
+      if (r.adopted) loadProviders();
     } catch (e) {
       state.testResults.delete(p.id);
       showError(e);
@@ -537,7 +549,8 @@ async function importConfig(file, replace = false) {
       $("import-replace").focus();
       return;
     }
-    out.textContent = e instanceof ApiError ? `Not imported: ${e.param ? e.param + ": " : ""}${e.message}` : String(e);
+    const where = e instanceof ApiError && e.param && e.param !== "body" ? `${e.param}: ` : "";
+    out.textContent = e instanceof ApiError ? `Not imported: ${where}${e.message}` : "Not imported: Baton did not answer (is it still running?).";
   }
 }
 

@@ -2,8 +2,9 @@
 // built-in catalog, errors placed next to the field the API names.
 
 import { api, ApiError } from "./api.js";
-import { el, kindLabel } from "./views.js";
+import { el, explain, kindLabel } from "./views.js";
 
+const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was saved.";
 const KINDS = ["openai-compatible", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
 const isCli = (k) => k.endsWith("-cli");
 const CLI_PROGRAM = { "claude-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini" };
@@ -135,7 +136,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null });
       if (gen === checkGen) renderCliFacts(st);
     } catch (e) {
-      if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e.message || String(e)));
+      if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e instanceof ApiError ? e.message : NO_ANSWER));
     }
   }
   inputs.executable.addEventListener("input", () => {
@@ -238,11 +239,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     try {
       const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", collect());
       testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
-      testBox.textContent = r.ok ? `Works: ${r.model} answered in ${r.latencyMs} ms.` : `Failed (${r.class}): ${r.reason}`;
+      testBox.textContent = r.ok ? `Works: ${r.model} answered in ${r.latencyMs} ms.` : explain(r.class, r.reason, r.resetAtMs);
     } catch (e) {
       testBox.textContent = "";
       testBox.className = "test-result";
-      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
     }
   };
   document.getElementById("form-cancel").onclick = () => dialog.close();
@@ -264,7 +265,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       toast(`${p.name} deleted — routing no longer uses it.`);
       onSaved();
     } catch (e) {
-      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
     } finally {
       del.disabled = false;
       del.dataset.armed = "";
@@ -285,7 +286,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       toast(`${saved.name} saved — routing uses it now.`);
       onSaved();
     } catch (e) {
-      if (e instanceof ApiError) showError(e); else formError.textContent = String(e);
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
     } finally {
       save.disabled = false;
     }

@@ -6,6 +6,7 @@ import { api, ApiError } from "./api.js";
 import { el } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
+const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was changed.";
 
 /** Model names the agents send, as globs: one click maps them all. */
 export const CLIENT_NAMES = {
@@ -107,7 +108,7 @@ export async function renderRouting(ctx) {
       await renderRouting(ctx);
       $("map-pattern")?.focus();
     } catch (ex) {
-      err.textContent = ex instanceof ApiError ? ex.message : String(ex);
+      err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER;
     }
   } },
   el("div", { class: "row" },
@@ -122,7 +123,7 @@ export async function renderRouting(ctx) {
         ctx.toast(`${client}'s model names now go to ${target.value}.`);
         renderRouting(ctx);
       } catch (ex) {
-        err.textContent = ex instanceof ApiError ? ex.message : String(ex);
+        err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER;
       }
     } }, `${client} (${pats.join(", ")}) → selected`))),
   err);
@@ -199,7 +200,7 @@ function openRouteDialog(ctx, routes, name, route) {
       ctx.toast(`Route ${name} deleted.`);
       renderRouting(ctx);
     } catch (e) {
-      formErr.textContent = e instanceof ApiError ? e.message : String(e);
+      formErr.textContent = e instanceof ApiError ? e.message : NO_ANSWER;
     } finally {
       del.dataset.armed = "";
       del.textContent = "Delete";
@@ -223,7 +224,7 @@ function openRouteDialog(ctx, routes, name, route) {
       ctx.toast(`Route ${n} saved — clients can ask for model "${n}" now.`);
       renderRouting(ctx);
     } catch (e) {
-      if (!(e instanceof ApiError)) formErr.textContent = String(e);
+      if (!(e instanceof ApiError)) formErr.textContent = NO_ANSWER;
       else if (e.param === "name") {
         $("e-route-name").textContent = targets.length ? e.message : "Add at least one target.";
         (targets.length ? nameInput : adder).focus();

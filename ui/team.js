@@ -133,8 +133,15 @@ export async function renderTeam() {
     el("div", { class: "row" },
       el("button", { type: "button", "data-action": "edit", onclick: () => editKey(k) }, "Limits…"),
       el("button", { type: "button", "data-action": "toggle", onclick: () => toggleKey(k) }, k.policy.disabled ? "Enable" : "Disable"),
-      el("button", { type: "button", class: "danger", "data-action": "revoke", onclick: async () => {
-        if (!confirm(`Revoke the key "${k.label}"? Clients using it stop working at once.`)) return;
+      el("button", { type: "button", class: "danger", "data-action": "revoke", onclick: async (e) => {
+        // Asks in place, no blocking confirm() (the desktop window has none): the first press
+        // says what happens, the second does it.
+        const b = e.currentTarget;
+        if (b.dataset.armed !== "1") {
+          b.dataset.armed = "1";
+          b.textContent = `Revoke for good? Clients using it stop at once`;
+          return;
+        }
         try {
           await api("DELETE", `/admin/keys/${encodeURIComponent(k.id)}`);
           ctx.toast(`Key "${k.label}" revoked.`);

@@ -58,10 +58,12 @@ export function fmtLeft(ms) {
   return `${m}:${String(sec).padStart(2, "0")}`;
 }
 
+/** A clock time as the tray and notifications say it (24-hour "18:28"), with the date when
+ * it is not today. */
 export function fmtClock(ms) {
   const d = new Date(ms);
   const sameDay = new Date().toDateString() === d.toDateString();
-  const t = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const t = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
   return sameDay ? t : `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${t}`;
 }
 
@@ -77,6 +79,33 @@ export function startCountdowns() {
   }, 1000);
 }
 
+/** Error classes in words. */
+export const CLASS_WORDS = {
+  rate: "Rate limit",
+  billing: "Out of credit",
+  auth: "Key or login rejected",
+  overloaded: "Overloaded",
+  transient: "Failing",
+  model: "Model not served",
+  request: "Request refused",
+  content_policy: "Refused by its content policy",
+};
+
+/** "Rate limit — back at 18:28. The provider said: …" (its own words quoted, its own times kept). */
+export function explain(cls, reason, until) {
+  const what = CLASS_WORDS[cls] || cls;
+  const back = until ? ` — back at ${fmtClock(until)}` : "";
+  return reason ? `${what}${back}. The provider said: “${reason}”` : `${what}${back}.`;
+}
+
+/** A key's id as a person reads it: `env:GROQ_API_KEY` → "key $GROQ_API_KEY". */
+export function keyWords(id) {
+  if (!id) return "";
+  if (id.startsWith("env:")) return `key $${id.slice(4)}`;
+  if (id.startsWith("stored:")) return "typed key";
+  return `key ${id}`;
+}
+
 /** What a provider's badge says: [label, tone, untilMs, detail]. */
 export function status(p) {
   if (!p.enabled) return ["disabled", "off", null, null];
@@ -90,7 +119,7 @@ export function status(p) {
     const cds = wide.length ? wide : keyed.map((k) => k.cooldown).filter(Boolean);
     const until = Math.min(...cds.map((c) => c.untilMs));
     const c = cds.find((x) => x.untilMs === until) || cds[0];
-    return ["cooling", "warn", until, c ? `${c.class}: ${c.reason}` : null];
+    return ["cooling", "warn", until, c ? explain(c.class, c.reason, until) : null];
   }
   return ["ready", "ok", null, null];
 }
@@ -116,7 +145,8 @@ export function providerRow(p, index, count, handlers) {
     type: "checkbox",
     role: "switch",
     dataset: { focus: "toggle" },
-    "aria-label": `${p.enabled ? "Disable" : "Enable"} ${p.name}`,
+    // A switch is named for what it controls; its state is read as on/off.
+    "aria-label": `${p.name} enabled`,
     checked: p.enabled,
     onchange: (e) => handlers.toggle(p, e.target.checked),
   });
@@ -171,12 +201,12 @@ export function providerRow(p, index, count, handlers) {
   if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "" }, p.cli.version));
   if (partial.length) {
     const c = partial[0];
-    facts.push(el("span", { class: "badge warn" }, `${c.model || c.key} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
+    facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, `${c.model ? `model ${c.model}` : keyWords(c.key)} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
-  facts.push(el("button", { type: "button", dataset: { focus: "test" }, onclick: () => handlers.test(p) }, "Test"));
-  if (p.owner !== "detected") facts.push(el("button", { type: "button", dataset: { focus: "edit" }, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
+  facts.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));
+  if (p.owner !== "detected") facts.push(el("button", { type: "button", dataset: { focus: "edit" }, "aria-label": `${p.owner === "file" ? "View" : "Edit"} ${p.name}`, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
   if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
-    facts.push(el("button", { type: "button", dataset: { focus: "clear" }, onclick: () => handlers.clear(p) }, "Clear cooldown"));
+    facts.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": `Clear ${p.name}'s cooldown`, onclick: () => handlers.clear(p) }, "Clear cooldown"));
   }
   row.append(el("div", { class: "prov-detail" }, facts));
   if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));

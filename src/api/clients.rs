@@ -63,7 +63,7 @@ fn parse_policy(core: &Core, mut v: Map<String, Value>) -> Result<ClientPolicy, 
     let de = Value::Object(v);
     let policy: ClientPolicy = serde_path_to_error::deserialize(&de).map_err(|e| {
         let path = e.path().to_string();
-        let msg = e.inner().to_string();
+        let msg = super::error::plain_serde(&e.inner().to_string());
         invalid(if path == "." { "body" } else { &path }, msg)
     })?;
     let snap = core.snapshot.load();

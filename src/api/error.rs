@@ -126,3 +126,54 @@ impl IntoResponse for ApiError {
         resp
     }
 }
+
+/// A serde error message in words a user acts on: "invalid value: integer `-5`, expected u32"
+/// becomes "must be a whole number of 0 or more (got -5)"; messages it does not know stay.
+pub fn plain_serde(msg: &str) -> String {
+    let expected = msg.rsplit_once(", expected ").map(|(_, e)| e.trim());
+    let got = msg
+        .split_once('`')
+        .and_then(|(_, r)| r.split_once('`'))
+        .map(|(g, _)| g);
+    let want = match expected {
+        Some("u8" | "u16" | "u32" | "u64" | "usize") => "must be a whole number of 0 or more",
+        Some("i32" | "i64" | "isize") => "must be a whole number",
+        Some("f32" | "f64") => "must be a number",
+        Some("a boolean") => "must be true or false",
+        Some("a string") => "must be text (in quotes)",
+        Some(e) if e.starts_with("a sequence") => "must be a list",
+        Some(e) if e.starts_with("struct ") || e.starts_with("a map") => "must be an object",
+        _ => return msg.to_string(),
+    };
+    let got = got.map(str::to_string).or_else(|| {
+        msg.strip_prefix("invalid type: ")
+            .and_then(|r| r.split_once(", expected"))
+            .map(|(g, _)| g.to_string())
+    });
+    match got {
+        Some(g) => format!("{want} (got {g})"),
+        None => want.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use super::plain_serde;
+
+    #[test]
+    fn serde_messages_say_what_to_send() {
+        assert_eq!(
+            plain_serde("invalid value: integer `-5`, expected u32"),
+            "must be a whole number of 0 or more (got -5)"
+        );
+        assert_eq!(
+            plain_serde("invalid type: string \"x\", expected u64"),
+            "must be a whole number of 0 or more (got string \"x\")"
+        );
+        assert_eq!(
+            plain_serde("invalid type: integer `1`, expected a boolean"),
+            "must be true or false (got 1)"
+        );
+        assert_eq!(plain_serde("unknown field `foo`"), "unknown field `foo`");
+    }
+}

@@ -102,7 +102,10 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
         } else {
             path
         };
-        field_error(param, e.into_inner().to_string())
+        field_error(
+            param,
+            super::error::plain_serde(&e.into_inner().to_string()),
+        )
     })?;
     crate::config::validate::validate_provider(&config, "provider", Path::new(REQUEST)).map_err(
         |e| match e {
@@ -446,7 +449,13 @@ pub async fn order(
     Ok(Json(json!({"order": o.order})))
 }
 
-async fn test_result(core: &Core, entry: Arc<crate::providers::ProviderEntry>) -> Value {
+/// One tiny real request. `adopt`: a saved provider's limit found by the test is applied
+/// like one found by routing, so the row shows the same reset the test did.
+async fn test_result(
+    core: &Core,
+    entry: Arc<crate::providers::ProviderEntry>,
+    adopt: bool,
+) -> Value {
     {
         if let Some(why) = entry.unavailable() {
             return json!({"ok": false, "class": "unavailable", "reason": why});
@@ -461,8 +470,18 @@ async fn test_result(core: &Core, entry: Arc<crate::providers::ProviderEntry>) -
         let key = entry.keys.first();
         match crate::router::test_target(core, &target, key).await {
             Ok(ms) => json!({"ok": true, "model": target.model.id, "latencyMs": ms}),
-            Err(c) => json!({"ok": false, "model": target.model.id, "class": c.class.as_str(),
-                "reason": c.reason, "resetAtMs": c.reset_at_ms}),
+            Err(c) => {
+                let limit = matches!(
+                    c.class,
+                    crate::limits::ErrorClass::Rate | crate::limits::ErrorClass::Billing
+                );
+                let adopted = adopt && limit;
+                if adopted {
+                    crate::router::adopt_limit(core, &target, key, &c);
+                }
+                json!({"ok": false, "model": target.model.id, "class": c.class.as_str(),
+                "reason": c.reason, "resetAtMs": c.reset_at_ms, "adopted": adopted})
+            }
         }
     }
 }
@@ -481,7 +500,7 @@ pub async fn test_saved(
         .provider(&id)
         .cloned()
         .ok_or_else(|| not_found(&id))?;
-    Ok(Json(test_result(core, entry).await))
+    Ok(Json(test_result(core, entry, true).await))
 }
 
 /// `POST /admin/test`: validates a provider body and tests it without saving anything (the
@@ -533,7 +552,7 @@ pub async fn test_unsaved(
                 .unwrap_or_default();
         runtime.cli_status.store(Some(Arc::new(st)));
     }
-    let result = test_result(core, Arc::new(entry)).await;
+    let result = test_result(core, Arc::new(entry), false).await;
     // Typed keys are not among the secrets the gateway's redactor knows: mask them here too.
     let typed_only = crate::redact::Redactor::default();
     typed_only.set_secrets(&typed);
@@ -614,7 +633,7 @@ pub async fn import(
     }
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::invalid("body", "The file is not UTF-8 text."))?;
-    let config = crate::config::parse_str(text, Path::new("import")).map_err(|e| match e {
+    let config = crate::config::parse_str(text, Path::new("the file")).map_err(|e| match e {
         ConfigError::Field { path, message, .. } => {
             field_error(path, format!("{message}; nothing was imported"))
         }

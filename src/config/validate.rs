@@ -411,9 +411,13 @@ fn check_id(id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
-        ))
+        Err(if id.is_empty() {
+            "is required: 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit".to_string()
+        } else {
+            format!(
+                "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
+            )
+        })
     }
 }
 

@@ -630,6 +630,19 @@ async fn run_candidates(
     })
 }
 
+/// A limit the UI's Test found on a saved provider, applied like routing would (same scope
+/// rules, same bounds), so the row and the next request agree with what the test showed.
+pub fn adopt_limit(
+    core: &Core,
+    target: &Target,
+    key: Option<&crate::providers::ApiKey>,
+    c: &Classified,
+) {
+    let snap = core.snapshot.load();
+    // Started, or (already cooling) replaced with what the test found.
+    failure::apply_cooldown(core, &snap, target, key, c);
+}
+
 /// The UI's "Test": one tiny real request (a one-word answer) to `target` through the same
 /// attempt path routing uses, with `key` (or none). Changes no routing state.
 pub async fn test_target(

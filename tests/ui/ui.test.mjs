@@ -205,6 +205,16 @@ test("a 429 shows a cooling countdown live, without a reload", async () => {
   const later = await badge.textContent();
   assert.notEqual(later, first, "the countdown ticks");
   await shot("providers-cooling");
+  // The detail says it in words, with Baton's clock format, and quotes the provider.
+  assert.match(await page.textContent("#provider-list > li[data-id=alpha] [data-testid=detail]"), /^Rate limit — back at \d\d:\d\d\. The provider said: “/);
+  // Test on a cooling provider asks first (it is a real request), then adopts what it finds.
+  const test = "#provider-list > li[data-id=alpha] [data-focus=test]";
+  await page.click(test);
+  await page.waitForSelector("#provider-list > li[data-id=alpha] .test-result:text('press Test again')");
+  await script(upA, ["429"]);
+  await page.click(test);
+  await page.waitForSelector("#provider-list > li[data-id=alpha] .test-result:text('Its row shows this now')");
+  assert.match(await page.textContent("#provider-list > li[data-id=alpha] .test-result"), /Rate limit — back at \d\d:\d\d/);
 });
 
 test("after a reload everything is still there", async () => {
@@ -280,7 +290,8 @@ test("team: a client key made with limits is enforced, edited, disabled and revo
   await page.click(`${item} button[data-action=toggle]`);
   await page.waitForSelector(`${item} .badge:text('disabled')`);
   assert.equal((await use()).status, 403);
-  page.once("dialog", (d) => d.accept());
+  await page.click(`${item} button[data-action=revoke]`);
+  assert.match(await page.textContent(`${item} button[data-action=revoke]`), /for good/);
   await page.click(`${item} button[data-action=revoke]`);
   await page.waitForFunction(() => !document.querySelector("#key-list [data-key-id]"));
   assert.equal((await use()).status, 401);
