@@ -246,7 +246,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
     }
   };
-  document.getElementById("form-cancel").onclick = () => dialog.close();
+  const cancel = document.getElementById("form-cancel");
+  cancel.onclick = () => dialog.close();
+  // A read-only view has nothing to save or cancel: it is closed.
+  save.hidden = readOnly;
+  cancel.textContent = readOnly ? "Close" : "Cancel";
   // Deleting asks twice in place (no blocking confirm() in the desktop window): the first press
   // says what will happen, the second does it.
   const del = document.getElementById("form-delete");

@@ -203,12 +203,14 @@ export function providerRow(p, index, count, handlers) {
     const c = partial[0];
     facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, `${c.model ? `model ${c.model}` : keyWords(c.key)} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
-  facts.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));
-  if (p.owner !== "detected") facts.push(el("button", { type: "button", dataset: { focus: "edit" }, "aria-label": `${p.owner === "file" ? "View" : "Edit"} ${p.name}`, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
+  // The buttons wrap as one group, not one by one between the facts.
+  const buttons = [];
+  buttons.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));
+  if (p.owner !== "detected") buttons.push(el("button", { type: "button", dataset: { focus: "edit" }, "aria-label": `${p.owner === "file" ? "View" : "Edit"} ${p.name}`, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
   if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
-    facts.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": `Clear ${p.name}'s cooldown`, onclick: () => handlers.clear(p) }, "Clear cooldown"));
+    buttons.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": `Clear ${p.name}'s cooldown`, onclick: () => handlers.clear(p) }, "Clear cooldown"));
   }
-  row.append(el("div", { class: "prov-detail" }, facts));
+  row.append(el("div", { class: "prov-detail" }, facts), el("div", { class: "prov-detail prov-buttons" }, buttons));
   if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));
   const result = handlers.testResults.get(p.id);
   if (result) row.append(result);

@@ -486,6 +486,10 @@ test("narrow tray window and dark mode render without errors", async () => {
   assert.equal(await small.evaluate(() => location.hash), "#providers", "the key is taken out of the address bar");
   const overflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
   assert.equal(overflow, false, "no horizontal scrolling at 420 px");
+  // The header is one line (it took three), every section link still there.
+  const header = await small.$eval("header.top", (h) => ({ height: h.getBoundingClientRect().height, links: [...h.querySelectorAll("nav a")].filter((a) => a.getBoundingClientRect().width > 0).length }));
+  assert.ok(header.height < 48, `header ${header.height}px tall`);
+  assert.equal(header.links, 5);
   await small.screenshot({ path: join(artifacts, "tray-dark.png"), fullPage: true });
   // The Team screen's key list, limit fields and usage table fit too.
   await small.click("nav a[data-tab=team]");
@@ -527,6 +531,10 @@ test("a provider made in the UI is deleted from its Edit dialog, after a second 
   // A provider from the config file has no Delete: the file owns it.
   await page.click("#provider-list > li[data-id=alpha] [data-focus=edit]");
   assert.ok(await page.locator("#form-delete").isHidden());
+  // A read-only view: nothing to save, and it is closed rather than cancelled.
+  assert.ok(await page.locator("#form-save").isHidden());
+  assert.equal(await page.textContent("#form-cancel"), "Close");
+  await shot("view-file-provider");
   await page.click("#form-cancel");
 });
 
