@@ -491,6 +491,8 @@ pub struct StartOptions {
 pub struct DesktopLink {
     pub autostart: Box<dyn Fn() -> bool + Send + Sync>,
     pub set_autostart: Box<dyn Fn(bool) -> Result<(), String> + Send + Sync>,
+    /// Restarts the gateway (config file and listen address read again).
+    pub restart: Box<dyn Fn() + Send + Sync>,
 }
 
 /// How often CLI providers' logins are checked again.

@@ -6,6 +6,10 @@ use std::process::ExitCode;
 
 use crate::config::ConfigFile;
 
+/// The setting with the listen address chosen in Settings (or given to the desktop app on its
+/// command line): `{"host": …, "port": …}`, used from the next start.
+pub const LISTEN_SETTING: &str = "listen";
+
 /// What `baton serve` and the desktop app take on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
@@ -16,12 +20,25 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
-    /// The configuration file (or defaults) with the command line's overrides, validated.
+    /// The configuration file (or defaults), then the listen address set in Settings (kept in
+    /// the data directory), then the command line's overrides; validated.
     pub fn load(&self) -> Result<ConfigFile, String> {
         let mut config = match &self.config {
             Some(path) => crate::config::load_file(path).map_err(|e| e.to_string())?,
             None => ConfigFile::default(),
         };
+        if let Some(l) = crate::store::Store::setting_at(&self.data_dir(), LISTEN_SETTING) {
+            if let Some(h) = l.get("host").and_then(|v| v.as_str()) {
+                config.server.host = h.to_string();
+            }
+            if let Some(p) = l
+                .get("port")
+                .and_then(|v| v.as_u64())
+                .and_then(|p| u16::try_from(p).ok())
+            {
+                config.server.port = p;
+            }
+        }
         if let Some(h) = &self.host {
             config.server.host = h.clone();
         }

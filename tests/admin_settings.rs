@@ -181,9 +181,15 @@ async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
         )
         .await;
     assert_eq!(st, 409);
+    let (st, v) = admin
+        .send(Method::POST, "/admin/desktop/restart", None)
+        .await;
+    assert_eq!((st, v["error"]["code"].as_str()), (409, Some("no_desktop")));
     // The shell registers its hooks; the UI's toggle goes through them.
     let on = Arc::new(AtomicBool::new(false));
     let (get, set) = (on.clone(), on.clone());
+    let restarted = Arc::new(AtomicBool::new(false));
+    let r2 = restarted.clone();
     baton
         .handle
         .core
@@ -194,7 +200,13 @@ async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
                 set.store(v, Ordering::SeqCst);
                 Ok(())
             }),
+            restart: Box::new(move || r2.store(true, Ordering::SeqCst)),
         })));
+    let (st, _) = admin
+        .send(Method::POST, "/admin/desktop/restart", None)
+        .await;
+    assert_eq!(st, 202);
+    assert!(restarted.load(Ordering::SeqCst));
     let (st, v) = admin
         .send(
             Method::PUT,
@@ -262,4 +274,78 @@ async fn routes_show_what_each_model_name_leads_to() {
     );
     assert_eq!(v["routes"]["fast"]["owner"], "file");
     baton.stop().await;
+}
+
+#[tokio::test]
+async fn the_listen_address_set_in_settings_is_used_from_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("x").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 10)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    // Bad input names the field.
+    for (body, param) in [
+        (
+            json!({"listen": {"host": "127.0.0.1", "port": 0}}),
+            "listen.port",
+        ),
+        (
+            json!({"listen": {"host": "127.0.0.1", "port": 70000}}),
+            "listen.port",
+        ),
+        (json!({"listen": {"host": "", "port": 8790}}), "listen.host"),
+        (
+            json!({"listen": {"host": "not a host", "port": 8790}}),
+            "listen.host",
+        ),
+        // Beyond loopback only with gateway keys from the config file.
+        (
+            json!({"listen": {"host": "0.0.0.0", "port": 8790}}),
+            "listen.host",
+        ),
+        (
+            json!({"listen": {"host": "127.0.0.1", "port": 8790, "tls": true}}),
+            "listen.tls",
+        ),
+        (json!({"listen": "127.0.0.1:8790"}), "listen"),
+    ] {
+        let (st, v) = admin
+            .send(Method::PUT, "/admin/settings", Some(body.clone()))
+            .await;
+        assert_eq!(
+            (st, v["error"]["param"].as_str()),
+            (422, Some(param)),
+            "{body}: {v}"
+        );
+    }
+    let (st, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"listen": {"host": "localhost", "port": 8790}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let (_, v) = admin.send(Method::GET, "/admin/settings", None).await;
+    assert_eq!(
+        v["server"]["next"],
+        json!({"host": "localhost", "port": 8790})
+    );
+    baton.stop().await;
+    // The next start reads it (the command line still wins).
+    let opts = baton::serve::ServeOptions {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let c = opts.load().unwrap();
+    assert_eq!((c.server.host.as_str(), c.server.port), ("localhost", 8790));
+    let opts = baton::serve::ServeOptions {
+        data_dir: Some(dir.path().to_path_buf()),
+        port: Some(9100),
+        ..Default::default()
+    };
+    assert_eq!(opts.load().unwrap().server.port, 9100);
 }

@@ -229,7 +229,14 @@ async function saveOrder(ids, focusId, dir) {
   }
 }
 
+let renderAfterDrag = false;
 function renderProviders() {
+  // Rebuilding the list under a drag in progress would drop it (live traffic sends events all
+  // the time): the rebuild waits for the drag to end.
+  if (dragged) {
+    renderAfterDrag = true;
+    return;
+  }
   const list = $("provider-list");
   // The list is rebuilt on every gateway event and on the refresh timer: keep keyboard focus on
   // the same control of the same provider, so Space on a switch works twice in a row.
@@ -259,6 +266,10 @@ function wireDrag(row) {
     row.classList.remove("dragging");
     for (const r of document.querySelectorAll(".drop-before, .drop-after")) r.classList.remove("drop-before", "drop-after");
     dragged = null;
+    if (renderAfterDrag) {
+      renderAfterDrag = false;
+      renderProviders();
+    }
   });
   row.addEventListener("dragover", (e) => {
     if (!dragged || dragged === row) return;
@@ -501,8 +512,8 @@ async function renderSettings() {
   $("server-info").replaceChildren(
     el("dt", {}, "Listening on"), el("dd", {}, s.server.address),
     el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
-    el("dt", {}, "To change"), el("dd", { class: "muted small" }, s.server.change),
   );
+  renderListen(s.server, desktop.present);
   const LABELS = { failover: "A subscription or provider hits a limit and Baton moves on", allExhausted: "Every provider is out and requests fail", cooldownEnded: "A provider is back after a cooldown", loggedOut: "A subscription CLI is logged out" };
   $("notify-list").replaceChildren(...Object.entries(s.notifications).map(([k, on]) =>
     el("label", { class: "switch-row" }, el("input", { type: "checkbox", checked: on, "data-key": k, onchange: async (e) => {
@@ -514,6 +525,45 @@ async function renderSettings() {
         e.target.checked = !e.target.checked;
       }
     } }), LABELS[k] || k)));
+}
+
+/** The address Baton listens on, editable without a config file; used from the next start
+ * (the desktop app restarts at once on request). */
+function renderListen(server, desktop) {
+  const next = server.next || { host: server.host, port: server.port };
+  const host = el("input", { id: "listen-host", autocomplete: "off", spellcheck: "false", value: next.host, "aria-describedby": "e-listen-host" });
+  const port = el("input", { id: "listen-port", type: "number", min: "1", max: "65535", step: "1", value: String(next.port), "aria-describedby": "e-listen-port" });
+  const result = el("p", { id: "listen-result", role: "status", class: "muted small" },
+    server.next && `${server.next.host}:${server.next.port}` !== server.address ? `From the next start: ${server.next.host}:${server.next.port}.` : "");
+  const errs = { host: el("p", { class: "field-error", id: "e-listen-host", role: "alert" }), port: el("p", { class: "field-error", id: "e-listen-port", role: "alert" }) };
+  const form = el("form", { class: "stack", id: "listen-form", novalidate: true, onsubmit: async (e) => {
+    e.preventDefault();
+    errs.host.textContent = errs.port.textContent = "";
+    try {
+      const r = await api("PUT", "/admin/settings", { listen: { host: host.value.trim(), port: Number(port.value) } });
+      const at = `${r.listen.host}:${r.listen.port}`;
+      result.replaceChildren(`Saved: Baton listens on ${at} from its next start.`, desktop ? " " : "",
+        desktop ? el("button", { type: "button", id: "restart-now", onclick: async () => {
+          try {
+            await api("POST", "/admin/desktop/restart");
+            toast(`Restarting on ${at}…`);
+          } catch (err) {
+            showError(err);
+          }
+        } }, "Restart now") : el("span", {}, " Restart baton serve to use it."));
+    } catch (err) {
+      const which = err instanceof ApiError && err.param === "listen.port" ? "port" : "host";
+      errs[which].textContent = err instanceof ApiError ? err.message : "Baton did not answer (is it still running?). Nothing was saved.";
+      (which === "port" ? port : host).focus();
+    }
+  } },
+  el("div", { class: "row" },
+    el("div", { class: "stack grow" }, el("label", { for: "listen-host" }, "Address"), host, errs.host),
+    el("div", { class: "stack" }, el("label", { for: "listen-port" }, "Port"), port, errs.port)),
+  el("p", { class: "hint" }, "127.0.0.1 keeps Baton on this machine. Another address needs gateway keys from the config file. A --host or --port on the command line wins."),
+  el("div", {}, el("button", { type: "submit" }, "Save address")),
+  result);
+  $("listen-box").replaceChildren(form);
 }
 
 async function exportConfig() {

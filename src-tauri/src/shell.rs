@@ -31,6 +31,8 @@ struct Running {
     generation: u64,
     /// Whether the window shows the web UI (else the page that says why it is not running).
     window_on_ui: bool,
+    /// Whether the command line's address was kept as the listen setting (at a first start).
+    remembered: bool,
 }
 
 impl Shell {
@@ -53,10 +55,12 @@ impl Shell {
     }
 }
 
-/// What start-at-login runs: this app with the same setup it was started with (config file,
-/// data directory, address), as absolute paths — a bare binary would start empty, on another
-/// data directory, with a new gateway key. Quoted for the desktop entry's Exec line, which the
-/// autostart crate joins with spaces.
+/// What start-at-login runs: this app with the same setup it was started with (config file and
+/// data directory), as absolute paths — a bare binary would start empty, on another data
+/// directory, with a new gateway key. The address is not on the line: it is kept in the data
+/// directory (`--host`/`--port` given to the app are stored there, and Settings changes it), so
+/// a change in Settings needs no new autostart entry. Quoted for the desktop entry's Exec line,
+/// which the autostart crate joins with spaces.
 fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'static str> {
     let abs = |p: &Path| {
         std::path::absolute(p)
@@ -69,12 +73,6 @@ fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'s
         args.extend(["--config".into(), exec_quote(&abs(c))]);
     }
     args.extend(["--data-dir".into(), exec_quote(&abs(data_dir))]);
-    if let Some(h) = &opts.host {
-        args.extend(["--host".into(), exec_quote(h)]);
-    }
-    if let Some(p) = opts.port {
-        args.extend(["--port".into(), p.to_string()]);
-    }
     // The plugin keeps them for the app's life; this runs once.
     args.into_iter()
         .map(|s| &*Box::leak(s.into_boxed_str()))
@@ -229,6 +227,10 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
     match started {
         Ok(handle) => {
             let core = handle.core.clone();
+            if !shell.lock().remembered {
+                remember_address(&shell.opts, &core);
+                shell.lock().remembered = true;
+            }
             link_desktop(app, &core);
             let first_run = core.snapshot.load().providers.is_empty();
             let generation = {
@@ -262,6 +264,28 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
     }
 }
 
+/// `--host` / `--port` given to the app are kept as the listen address, so a start at login
+/// (whose command line has neither) listens where this one does.
+fn remember_address(opts: &baton::serve::ServeOptions, core: &Core) {
+    if opts.host.is_none() && opts.port.is_none() {
+        return;
+    }
+    let mut v = core
+        .store
+        .setting(baton::serve::LISTEN_SETTING)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| serde_json::json!({}));
+    v["host"] = serde_json::json!(opts
+        .host
+        .clone()
+        .unwrap_or_else(|| core.server.host.clone()));
+    v["port"] = serde_json::json!(opts.port.unwrap_or(core.server.port));
+    if let Err(e) = core.store.set_setting(baton::serve::LISTEN_SETTING, &v) {
+        tracing::warn!(error = %e, "cannot keep the listen address for the next start");
+    }
+}
+
 /// Tray: Restart gateway (the config file is read again) or Retry after a failed start. The
 /// open UI sees the gateway go and come back; a window that showed why it could not start
 /// moves to the UI.
@@ -269,7 +293,20 @@ pub fn restart(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         let shell = app.state::<Shell>();
-        let mut config = match shell.opts.load() {
+        // The command line's --host/--port were kept as the listen address at the first start;
+        // what Settings set since then is what a restart uses.
+        let remembered = shell.lock().remembered;
+        let opts = if remembered {
+            baton::serve::ServeOptions {
+                host: None,
+                port: None,
+                ..shell.opts.clone()
+            }
+        } else {
+            // Never started (port taken): the command line still says where to listen.
+            shell.opts.clone()
+        };
+        let mut config = match opts.load() {
             Ok(c) => c,
             Err(e) => {
                 crate::notify::show(
@@ -284,6 +321,7 @@ pub fn restart(app: &AppHandle) {
         if config.server.port == 0 {
             config.server.port = ports(&shell.origin()).0;
         }
+        let before = shell.origin();
         let old = shell.lock().handle.take();
         if let Some(h) = old {
             tracing::info!("restarting: finishing in-flight requests");
@@ -300,7 +338,8 @@ pub fn restart(app: &AppHandle) {
             let shell = a.state::<Shell>();
             if started.is_ok() {
                 tracing::info!(origin = %shell.origin(), "gateway restarted");
-                let on_ui = shell.lock().window_on_ui;
+                // A window on the port page, or on the old address, moves to the UI.
+                let on_ui = shell.lock().window_on_ui && shell.origin() == before;
                 if !on_ui {
                     if let (Some(w), WebviewUrl::External(url)) =
                         (a.get_webview_window(WINDOW), ui_url(&a))
@@ -353,6 +392,7 @@ pub fn show_screen(app: &AppHandle, screen: &'static str) {
 fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
     let get = app.clone();
     let set = app.clone();
+    let again = app.clone();
     core.desktop.store(Some(Arc::new(DesktopLink {
         autostart: Box::new(move || get.autolaunch().is_enabled().unwrap_or(false)),
         set_autostart: Box::new(move |on| {
@@ -364,6 +404,7 @@ fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
             crate::tray::refresh(&set);
             r.map_err(|e| e.to_string())
         }),
+        restart: Box::new(move || restart(&again)),
     })));
 }
 
@@ -405,6 +446,7 @@ mod tests {
         };
         let args = autostart_args(&opts, Path::new("/home/u/.local/share/baton"));
         let cwd = std::env::current_dir().unwrap().display().to_string();
+        // The port is kept in the data directory (see `remember_address`), not on the line.
         assert_eq!(
             args,
             [
@@ -412,8 +454,6 @@ mod tests {
                 format!("\"{cwd}/my configs/baton.json\"").as_str(),
                 "--data-dir",
                 "/home/u/.local/share/baton",
-                "--port",
-                "9000"
             ]
         );
         assert_eq!(exec_quote(r#"a"b$c"#), r#""a\"b\$c""#);

@@ -106,6 +106,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             "/admin/desktop",
             get(settings::desktop).put(settings::set_desktop),
         )
+        .route("/admin/desktop/restart", post(settings::restart))
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))

@@ -50,10 +50,16 @@ pub async fn get(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     require_admin(core, &headers)?;
+    let next = core
+        .store
+        .setting(crate::serve::LISTEN_SETTING)
+        .map_err(internal)?;
     Ok(Json(json!({
         "notifications": notifications(core),
         "server": {"address": state.addr.to_string(), "host": core.server.host, "port": state.addr.port(),
-            "change": "set server.host / server.port in the config file or pass --host / --port, then restart"},
+            // What the next start listens on when it was set here (else the config file's).
+            "next": next,
+            "change": "set the address here (used from the next start), or server.host / server.port in the config file, or --host / --port (which win)"},
     })))
 }
 
@@ -67,11 +73,19 @@ pub async fn put(
     require_admin(core, &headers)?;
     let v: Map<String, Value> =
         serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
-    if let Some(k) = v.keys().find(|k| k.as_str() != "notifications") {
+    if let Some(k) = v
+        .keys()
+        .find(|k| k.as_str() != "notifications" && k.as_str() != "listen")
+    {
         return Err(invalid(
             k,
-            format!("`{k}` cannot be set here; only `notifications` can"),
+            format!("`{k}` cannot be set here; `notifications` and `listen` can"),
         ));
+    }
+    if let Some(l) = v.get("listen") {
+        let listen = set_listen(core, l)?;
+        return Ok(Json(json!({"listen": listen,
+            "applies": "from the next start (Restart gateway in the tray, or restart baton serve)"})));
     }
     let Some(Value::Object(n)) = v.get("notifications") else {
         return Err(invalid("notifications", "send an object of true/false"));
@@ -139,4 +153,83 @@ pub async fn set_desktop(
     Ok(Json(
         json!({"present": true, "autostart": (link.autostart)()}),
     ))
+}
+
+/// Validates and keeps the listen address chosen in Settings: `{"host": "127.0.0.1", "port":
+/// 8790}`. The config file's rules apply (a non-loopback host needs gateway keys).
+fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
+    let Value::Object(m) = l else {
+        return Err(invalid(
+            "listen",
+            "send {\"host\": \"127.0.0.1\", \"port\": 8787}",
+        ));
+    };
+    if let Some(k) = m
+        .keys()
+        .find(|k| k.as_str() != "host" && k.as_str() != "port")
+    {
+        return Err(invalid(
+            &format!("listen.{k}"),
+            "unknown; send host and port",
+        ));
+    }
+    let host = match m.get("host") {
+        Some(Value::String(h)) if !h.trim().is_empty() && h.len() <= 253 => h.trim().to_string(),
+        _ => {
+            return Err(invalid(
+                "listen.host",
+                "give an address such as 127.0.0.1 or localhost",
+            ))
+        }
+    };
+    let port = match m.get("port").and_then(Value::as_u64) {
+        Some(p @ 1..=65535) => p as u16,
+        _ => {
+            return Err(invalid(
+                "listen.port",
+                "must be a whole number from 1 to 65535",
+            ))
+        }
+    };
+    let mut config = core.file_config.clone();
+    config.server.host = host.clone();
+    config.server.port = port;
+    crate::config::validate(&config, std::path::Path::new("settings")).map_err(|e| match e {
+        crate::config::ConfigError::Field { path, message, .. } => {
+            invalid(&path.replace("server.", "listen."), message)
+        }
+        other => invalid("listen", other.to_string()),
+    })?;
+    if host.parse::<std::net::IpAddr>().is_err() && host != "localhost" {
+        return Err(invalid(
+            "listen.host",
+            format!("`{host}` is not an IP address (or localhost)"),
+        ));
+    }
+    let v = json!({"host": host, "port": port});
+    core.store
+        .set_setting(crate::serve::LISTEN_SETTING, &v)
+        .map_err(internal)?;
+    tracing::info!(%host, port, "listen address set for the next start");
+    Ok(v)
+}
+
+/// `POST /admin/desktop/restart`: the desktop app restarts the gateway (the UI's "Restart now"
+/// after changing the address). 409 when Baton runs headless.
+pub async fn restart(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let core = &state.core;
+    require_admin(core, &headers)?;
+    let link = core.desktop.load_full().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "no_desktop",
+            "Only the desktop app can restart its gateway; restart baton serve yourself.",
+        )
+    })?;
+    (link.restart)();
+    Ok(StatusCode::ACCEPTED)
 }

@@ -19,7 +19,7 @@ pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
 
-const DB_FILE: &str = "baton.db";
+pub(crate) const DB_FILE: &str = "baton.db";
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 const MIGRATIONS: &[&str] = &[

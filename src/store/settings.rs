@@ -93,6 +93,26 @@ impl Store {
         self.sql(rows.collect())
     }
 
+    /// One setting read before the gateway starts (nothing created, no migrations): `None`
+    /// when the database or the setting does not exist yet, or cannot be read.
+    pub fn setting_at(data_dir: &std::path::Path, key: &str) -> Option<Value> {
+        let path = data_dir.join(super::DB_FILE);
+        if !path.exists() {
+            return None;
+        }
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .ok()?;
+        let text: String = conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
     pub fn setting(&self, key: &str) -> Result<Option<Value>, StoreError> {
         let conn = self.read()?;
         let v: Option<String> = self.sql(

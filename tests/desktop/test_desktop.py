@@ -297,6 +297,32 @@ def test_restart_from_the_tray_keeps_the_address(desktop):
     status, _, _ = desktop.request("/health")
     assert status == 200, "same address after the restart"
     assert order(desktop)[0] == "codex", "the order set before is kept"
+    # A new address set in Settings, applied with Restart now: the gateway and the window move.
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        new_port = s.getsockname()[1]
+    status, _, body = desktop.request("/admin/settings", {"listen": {"host": "127.0.0.1", "port": new_port}},
+                                      method="PUT", admin=True)
+    assert status == 200, body
+    status, _, _ = desktop.request("/admin/desktop/restart", {}, method="POST", admin=True)
+    assert status == 202
+    old_url = desktop.url
+    desktop.url = f"http://127.0.0.1:{new_port}"
+
+    def moved():
+        try:
+            return desktop.request("/health")[0] == 200
+        except OSError:
+            return False
+    assert wait_for(moved, timeout=30, what="the gateway on the new port")
+    try:
+        urllib.request.urlopen(old_url + "/health", timeout=2)
+        raise AssertionError("the old address still answers")
+    except OSError:
+        pass
+    time.sleep(2)
+    sh("scrot", "-o", str(ARTIFACTS / "after-address-change.png"))
 
 
 def test_a_second_launch_starts_no_second_gateway(desktop):

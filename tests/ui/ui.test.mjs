@@ -307,6 +307,17 @@ test("settings: routing facts and notification preferences", async () => {
   await page.waitForSelector("#toast:text('Saved')");
   const r = await fetch(`${baton}/admin/settings`, { headers: { "x-admin-key": adminKey } });
   assert.equal((await r.json()).notifications.cooldownEnded, false, "was on by default, now off");
+  // The address, without a config file: checked, kept for the next start.
+  await page.fill("#listen-port", "70000");
+  await page.click("#listen-form button[type=submit]");
+  await page.waitForSelector("#e-listen-port:text('1 to 65535')");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "listen-port");
+  await page.fill("#listen-port", "8799");
+  await page.click("#listen-form button[type=submit]");
+  await page.waitForSelector("#listen-result:text('127.0.0.1:8799 from its next start')");
+  assert.match(await page.textContent("#listen-result"), /Restart baton serve/, "headless: no Restart now button");
+  const after = await (await fetch(`${baton}/admin/settings`, { headers: { "x-admin-key": adminKey } })).json();
+  assert.deepEqual(after.server.next, { host: "127.0.0.1", port: 8799 });
 });
 
 test("Connect: Claude Code is set up by clicking only, and its snippet is complete", async () => {
