@@ -22,10 +22,11 @@ HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE / "artifacts"
 DESKTOP = os.environ.get("BATON_DESKTOP_BIN", "")
 FAKE_CLI = os.environ.get("FAKE_CLI_BIN", "")
+FAKE_UPSTREAM = os.environ.get("FAKE_UPSTREAM_BIN", "")
 
 pytestmark = pytest.mark.skipif(
-    not (DESKTOP and FAKE_CLI and os.environ.get("DISPLAY")),
-    reason="run through tests/desktop/run.sh with BATON_DESKTOP_BIN and FAKE_CLI_BIN",
+    not (DESKTOP and FAKE_CLI and FAKE_UPSTREAM and os.environ.get("DISPLAY")),
+    reason="run through tests/desktop/run.sh with BATON_DESKTOP_BIN, FAKE_CLI_BIN and FAKE_UPSTREAM_BIN",
 )
 
 
@@ -56,10 +57,18 @@ class App:
             (tmp / cli).mkdir()
         (tmp / "claude" / "modes").write_text("limit-soon\n")
         (tmp / "codex" / "modes").write_text("ok\n")
+        # A free-tier API whose per-minute limits must not notify.
+        self.upstream = subprocess.Popen([FAKE_UPSTREAM, "--name", "groq", "--mode", "ok"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = wait_for(lambda: self.upstream.stdout.readline(), timeout=20, what="the fake upstream")
+        self.upstream_url = re.search(r"listening on (http://\S+)", line).group(1)
         self.config = tmp / "config.json"
         self.config.write_text(json.dumps({
             "server": {"port": 0},
+            "routes": {"short": ["groq", "codex"]},
             "providers": [
+                {"id": "groq", "name": "Groq", "kind": "openai-compatible", "baseUrl": self.upstream_url + "/v1",
+                 "models": ["llama"], "priority": 3, "auto": False},
                 {"id": "claude-code", "name": "Claude Code", "kind": "claude-cli",
                  "executable": str(bin_dir / "claude"), "models": ["sonnet"], "priority": 1,
                  "env": {"FAKE_CLI_DIR": str(tmp / "claude")}},
@@ -137,6 +146,7 @@ def desktop(tmp_path_factory):
     if app.proc.poll() is None:
         app.proc.terminate()
         app.proc.wait(10)
+    app.upstream.terminate()
     for d in daemons:
         d.terminate()
 
@@ -157,6 +167,26 @@ def test_gateway_serves_and_a_limit_failover_notifies_exactly_once(desktop):
         assert headers.get("x-gateway-provider") == "codex"
     time.sleep(1.5)
     assert [x for x in notifications() if x["app"] == "Baton"] == found
+
+
+def test_a_short_rate_limit_is_folded_into_the_tray_not_notified(desktop):
+    # dunst 1.9 has no history-clear: count what is there already.
+    before = len(notifications())
+    # Groq answers 429 with Retry-After: 30 once; the route moves on to Codex.
+    req = urllib.request.Request(desktop.upstream_url + "/_script", data=json.dumps(["429"]).encode(),
+                                 headers={"content-type": "application/json"}, method="POST")
+    urllib.request.urlopen(req, timeout=5).read()
+    status, headers, _ = desktop.request("/v1/chat/completions", {"model": "short", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 200 and headers.get("x-gateway-provider") == "codex"
+    log = desktop.tmp / "app.log"
+    assert wait_for(lambda: "cooldown started provider=groq" in log.read_text(), timeout=5, what="groq's cooldown")
+    time.sleep(2)  # longer than a burst's folding window
+    after = notifications()
+    assert len(after) == before, f"a 30 s limit does not notify: {after}"
+    # It shows in the tray's state instead.
+    _, _, body = desktop.request("/admin/providers", admin=True)
+    groq = next(p for p in json.loads(body)["providers"] if p["id"] == "groq")
+    assert groq["cooldowns"], "groq is cooling"
 
 
 def test_start_at_login_writes_and_removes_the_autostart_entry(desktop):
@@ -348,8 +378,8 @@ def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     assert "quitting: finishing in-flight requests" in log
     assert "gateway stopped" in log
     rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
-    # 6 routed requests and the one refused while paused (logged, with its reason).
-    assert rows == 7, "every request is in the log after Quit"
+    # 7 routed requests and the one refused while paused (logged, with its reason).
+    assert rows == 8, "every request is in the log after Quit"
     assert tray_window() is None, "the tray icon is gone"
 
 
