@@ -249,7 +249,7 @@ export function chain(row) {
       parts.push(el("span", { class: "hop skip", title: a.reason || "" }, `${a.provider}: ${why}${until}`));
     } else {
       const reset = a.resetAtMs ? ` (back ${fmtClock(a.resetAtMs)})` : "";
-      parts.push(el("span", { class: "hop fail", title: a.reason || "" }, `${a.provider}/${a.model} ✗ ${a.class}${reset}`));
+      parts.push(el("span", { class: "hop fail", title: a.reason || "" }, `${a.provider}/${a.model} ✗ ${(CLASS_WORDS[a.class] || a.class).toLowerCase()}${reset}`));
     }
   });
   if (!parts.length) parts.push(el("span", { class: "muted" }, row.error || "not routed"));
@@ -261,7 +261,7 @@ export function logRow(r) {
   return el(
     "tr",
     {},
-    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString() }, new Date(r.tsMs).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" })),
+    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString([], { hourCycle: "h23" }) }, new Date(r.tsMs).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" })),
     el("td", {}, r.requestedModel, r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
     el("td", {}, chain(r)),
     el("td", { class: "num" }, `${r.totalMs} ms`),

@@ -23,6 +23,7 @@ const COPY_KEY: &str = "copy-key";
 const PAUSE: &str = "pause";
 const AUTOSTART: &str = "autostart";
 const RESTART: &str = "restart";
+const ACTIVITY: &str = "activity";
 const QUIT: &str = "quit";
 /// Per-provider items: `prov:<action>:<id>`.
 const PROV: &str = "prov:";
@@ -278,7 +279,14 @@ fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
     if let Some(core) = &core {
         menu.append(&providers_menu(app, core)?)?;
     }
-    menu.append_items(&[&restart, &sep3, &version, &quit])?;
+    let activity = MenuItem::with_id(
+        app,
+        ACTIVITY,
+        "Request log (Activity)",
+        running,
+        None::<&str>,
+    )?;
+    menu.append_items(&[&activity, &restart, &sep3, &version, &quit])?;
     Ok((menu, look, line))
 }
 
@@ -428,6 +436,7 @@ fn on_menu(app: &AppHandle, id: &str) {
     }
     match id {
         OPEN => crate::shell::show_window(app),
+        ACTIVITY => crate::shell::show_screen(app, "activity"),
         RESTART => {
             crate::shell::restart(app);
             refresh(app);

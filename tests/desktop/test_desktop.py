@@ -318,6 +318,15 @@ def test_the_tray_lists_providers_with_their_state_and_acts_on_them(desktop):
 
 def test_restart_from_the_tray_keeps_the_address(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    # The request log is one item away (above Restart): the window opens on Activity.
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", "Up", "Up", "Up", "Return")
+    log = desktop.tmp / "app.log"
+    assert wait_for(lambda: 'item="activity"' in log.read_text(), timeout=5, what="the Activity item")
+    assert wait_for(visible_window, timeout=10, what="the window")
+    time.sleep(1.5)
+    sh("scrot", "-o", str(ARTIFACTS / "tray-activity.png"))
     open_menu(tray)
     time.sleep(0.3)
     sh("xdotool", "key", "Up", "Up", "Return")  # Restart gateway, above the version line and Quit
