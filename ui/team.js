@@ -233,7 +233,8 @@ async function renderUsage() {
   };
   const rows = [...u.rows].reverse().map((r) => el("tr", {},
     el("td", {}, when(r.startMs)),
-    el("td", {}, r.label || r.key || "—"),
+    // Keys made here are "ui:alice" in logs and metrics; here they read as in the list above.
+    el("td", {}, (r.label || r.key || "—").replace(/^ui:/, "")),
     el("td", { class: "num" }, int(r.requests)),
     el("td", { class: "num" }, r.errors ? int(r.errors) : "·"),
     el("td", { class: "num col-failovers" }, r.failovers ? int(r.failovers) : "·"),

@@ -275,7 +275,8 @@ test("team: a client key made with limits is enforced, edited, disabled and revo
   await page.click("nav a[data-tab=team]");
   await page.waitForSelector(`${item} [data-role=usage]:text('today 18 tokens')`);
   assert.match(await page.textContent(`${item} [data-role=limits]`), /1 req\/min · tier ≤ low/);
-  await page.waitForSelector("#usage-rows td:text('ui:ci-bot')");
+  // Named in usage as in the key list ("ci-bot", not the logs' "ui:ci-bot").
+  await page.waitForSelector("#usage-rows td:text-is('ci-bot')");
   await shot("team");
   // Edit the limits in the dialog: lift the rate limit.
   await page.click(`${item} button[data-action=edit]`);
