@@ -197,3 +197,84 @@ async fn probe_apply_cools_failed_targets_in_the_running_baton() {
     assert_eq!(r.status(), 400);
     baton.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_alone() {
+    // Fakes that refuse anything but the real APIs' authentication.
+    let (oa, an, ge) = (
+        FakeUpstream::start("openai").await,
+        FakeUpstream::start("claude").await,
+        FakeUpstream::start("gemini").await,
+    );
+    for f in [&oa, &an, &ge] {
+        f.strict_auth();
+    }
+    std::env::set_var("BT_PROBE_OA_KEY", "sk-probe-openai-1111");
+    std::env::set_var("BT_PROBE_AN_KEY", "sk-ant-probe-2222");
+    std::env::set_var("BT_PROBE_GE_KEY", "gemini-probe-3333");
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "oa", "kind": "openai-compatible", "baseUrl": oa.base_url(),
+             "keys": [{"env": "BT_PROBE_OA_KEY"}], "models": ["gpt-x"]},
+            {"id": "an", "kind": "anthropic", "baseUrl": an.base_url(),
+             "keys": [{"env": "BT_PROBE_AN_KEY"}], "models": ["claude-x"]},
+            {"id": "ge", "kind": "gemini", "baseUrl": ge.gemini_base_url(),
+             "keys": [{"env": "BT_PROBE_GE_KEY"}], "models": ["gemini-x"]}]}),
+    )
+    .await;
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![],
+    )
+    .await;
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let classes: Vec<(&str, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["provider"].as_str().unwrap(),
+                r["class"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [("an", "ok"), ("ge", "ok"), ("oa", "ok")],
+        "{out}{err}"
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("applied 0 cooldown(s)"), "{err}");
+    assert!(
+        baton.handle.core.cooldowns.active().is_empty(),
+        "healthy keys are left alone"
+    );
+    // Each got its own API: Anthropic's headers and body, Gemini's path and key header.
+    let a = &an.received()[0];
+    assert_eq!(a.headers["x-api-key"], "sk-ant-probe-2222");
+    assert!(a.headers.contains_key("anthropic-version"));
+    assert!(!a.headers.contains_key("authorization"));
+    assert_eq!(a.body["max_tokens"], 1);
+    assert_eq!(a.body["messages"][0]["role"], "user");
+    let g = &ge.received()[0];
+    assert_eq!(g.body["path"], "gemini-x:generateContent");
+    assert_eq!(g.headers["x-goog-api-key"], "gemini-probe-3333");
+    assert_eq!(g.body["body"]["generationConfig"]["maxOutputTokens"], 1);
+    assert!(g.body["body"]["contents"].is_array());
+    assert_eq!(
+        oa.received()[0].headers["authorization"],
+        "Bearer sk-probe-openai-1111"
+    );
+    baton.stop().await;
+}

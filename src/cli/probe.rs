@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::config::ProviderConfig;
 use crate::limits::{self, ResetContext};
-use crate::providers::{self, openai_compat, ProviderRuntime};
+use crate::providers::{self, outbound, ProviderRuntime};
 
 /// The outcome for one key and model.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -202,11 +202,6 @@ pub async fn probe_one(
         result.reason = Some(why);
         return result;
     }
-    let Some(url) = entry.chat_url.clone() else {
-        result.class = "request".into();
-        result.reason = Some("base URL is not a valid URL".into());
-        return result;
-    };
     let body = json!({"model": model, "max_tokens": 1, "stream": false,
         "messages": [{"role": "user", "content": "ping"}]});
     let Ok(client) = clients.get(entry.config.timeouts.connect_ms) else {
@@ -217,15 +212,27 @@ pub async fn probe_one(
     let Some(map) = body.as_object() else {
         return result;
     };
-    let rb = openai_compat::build(
-        &client,
-        url,
-        entry,
-        api_key,
-        openai_compat::passthrough_body(map, &model, None),
-        false,
-        "probe",
-    );
+    let Ok(canonical) = crate::canonical::openai::request_from_openai(map) else {
+        return result;
+    };
+    // The same request routing would send, in the provider's own format and auth.
+    let outbound = outbound::Outbound {
+        openai_body: map,
+        anthropic_body: None,
+        anthropic_beta: None,
+        canonical: &canonical,
+        stream: false,
+        request_id: "probe",
+    };
+    let target = entry.model_or_default(&model);
+    let rb = match outbound::build(&client, entry, &target, api_key, &outbound) {
+        Ok((rb, _)) => rb,
+        Err(c) => {
+            result.class = c.class.as_str().into();
+            result.reason = Some(c.reason);
+            return result;
+        }
+    };
     let timeout = Duration::from_millis(entry.config.timeouts.first_byte_ms);
     let classified = match tokio::time::timeout(timeout, rb.send()).await {
         Err(_) => Some((

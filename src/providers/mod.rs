@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod discovery;
 pub mod openai_compat;
+pub mod outbound;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

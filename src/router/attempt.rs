@@ -13,10 +13,9 @@ use super::{
     Answer, Attempt, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
 };
 use crate::canonical;
-use crate::config::ProviderKind;
 use crate::gateway::Core;
 use crate::limits::{self, Classified};
-use crate::providers::{openai_compat, ApiKey};
+use crate::providers::ApiKey;
 
 /// One request to one target, up to the first content (streaming) or the whole body.
 pub(super) async fn attempt(
@@ -36,95 +35,17 @@ pub(super) async fn attempt(
         Err(e) => return failed(limits::classify_transport(format!("HTTP client: {e}"))),
     };
     let stream = inbound.canonical.stream;
-    let Some(url) = p.chat_url.clone() else {
-        return failed(limits::classify_transport(
-            "provider base URL is not a valid URL",
-        ));
+    let outbound = crate::providers::outbound::Outbound {
+        openai_body: &inbound.body,
+        anthropic_body: inbound.anthropic_body.as_ref(),
+        anthropic_beta: inbound.anthropic_beta.as_deref(),
+        canonical: &inbound.canonical,
+        stream,
+        request_id,
     };
-    let wire = match p.config.kind {
-        ProviderKind::OpenaiCompatible => Wire::OpenAi,
-        ProviderKind::Anthropic => Wire::Anthropic,
-        ProviderKind::Gemini => Wire::Gemini,
-        ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => {
-            return failed(limits::classify_transport("not an HTTP provider"))
-        }
-    };
-    let cap = t.model.max_output_tokens;
-    let rb = match wire {
-        Wire::OpenAi => {
-            let body = openai_compat::passthrough_body(&inbound.body, &t.model.id, cap);
-            openai_compat::build(&client, url, p, key, body, stream, request_id)
-        }
-        Wire::Anthropic => {
-            let body = match &inbound.anthropic_body {
-                // Same format both sides: the client's body, model rewritten.
-                Some(b) => openai_compat::passthrough_body(b, &t.model.id, cap),
-                None => {
-                    let mut b = canonical::anthropic::request_to_anthropic(
-                        &inbound.canonical,
-                        &t.model.id,
-                        cap.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS),
-                    );
-                    if let Some(c) = cap {
-                        if b.get("max_tokens")
-                            .and_then(Value::as_u64)
-                            .is_some_and(|m| m > c)
-                        {
-                            b.insert("max_tokens".into(), c.into());
-                        }
-                    }
-                    serde_json::to_vec(&b).unwrap_or_default()
-                }
-            };
-            anthropic_request(
-                &client,
-                url,
-                p,
-                key,
-                body,
-                stream,
-                request_id,
-                inbound.anthropic_beta.as_deref(),
-            )
-        }
-        Wire::Gemini => {
-            let mut body = canonical::gemini::request_to_gemini(&inbound.canonical);
-            if let (Some(c), Some(cfg)) = (cap, body.get_mut("generationConfig")) {
-                if cfg
-                    .get("maxOutputTokens")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|m| m > c)
-                {
-                    cfg["maxOutputTokens"] = c.into();
-                }
-            }
-            let action = if stream {
-                ":streamGenerateContent?alt=sse"
-            } else {
-                ":generateContent"
-            };
-            let Ok(url) = reqwest::Url::parse(&format!(
-                "{}/{}{action}",
-                url.as_str().trim_end_matches('/'),
-                t.model.id
-            )) else {
-                return failed(limits::classify_transport(
-                    "model name does not form a valid URL",
-                ));
-            };
-            let mut rb = client
-                .post(url)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .header("x-request-id", request_id)
-                .body(serde_json::to_vec(&body).unwrap_or_default());
-            if let Some(k) = key {
-                rb = rb.header("x-goog-api-key", k.secret.expose());
-            }
-            for (name, value) in &p.config.headers {
-                rb = rb.header(name.as_str(), value.as_str());
-            }
-            rb
-        }
+    let (rb, wire) = match crate::providers::outbound::build(&client, p, &t.model, key, &outbound) {
+        Ok(built) => built,
+        Err(c) => return failed(c),
     };
     // A stream's headers come at once; a whole answer's only when the model is done.
     let headers_ms = timeouts.headers_ms(stream);
@@ -286,47 +207,6 @@ pub(super) async fn attempt(
             });
         }
     }
-}
-
-/// `max_tokens` for Anthropic upstreams when neither the client nor the config gave one (the
-/// Messages API requires it).
-const DEFAULT_ANTHROPIC_MAX_TOKENS: u64 = 4096;
-
-/// A Messages API request: `x-api-key`, `anthropic-version`, the client's `anthropic-beta`.
-#[allow(clippy::too_many_arguments)]
-fn anthropic_request(
-    client: &reqwest::Client,
-    url: reqwest::Url,
-    p: &crate::providers::ProviderEntry,
-    key: Option<&ApiKey>,
-    body: Vec<u8>,
-    stream: bool,
-    request_id: &str,
-    beta: Option<&str>,
-) -> reqwest::RequestBuilder {
-    let mut rb = client
-        .post(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(
-            http::header::ACCEPT,
-            if stream {
-                "text/event-stream"
-            } else {
-                "application/json"
-            },
-        )
-        .header("anthropic-version", "2023-06-01")
-        .header("x-request-id", request_id);
-    if let Some(k) = key {
-        rb = rb.header("x-api-key", k.secret.expose());
-    }
-    if let Some(b) = beta {
-        rb = rb.header("anthropic-beta", b);
-    }
-    for (name, value) in &p.config.headers {
-        rb = rb.header(name.as_str(), value.as_str());
-    }
-    rb.body(body)
 }
 
 /// An Anthropic `{"type":"error"}` answer (in a 200 body or mid-stream), classified by its type.

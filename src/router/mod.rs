@@ -40,13 +40,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Events buffered before the first content event; past this the stream is committed anyway.
 const MAX_PRELUDE_EVENTS: usize = 64;
 
-/// The wire format of a request or answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
+pub use crate::providers::outbound::Wire;
 
 /// A client request after parsing and authentication.
 pub struct Inbound {

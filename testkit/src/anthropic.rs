@@ -19,10 +19,14 @@ pub(crate) async fn messages(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let refusal = s.strict().then(|| refuse(&headers)).flatten();
     s.receive(Received {
         headers,
         body: body.clone(),
     });
+    if let Some(r) = refusal {
+        return r;
+    }
     let _guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -139,4 +143,30 @@ pub(crate) async fn count_tokens(
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     s.receive(Received { headers, body });
     axum::Json(json!({"input_tokens": 4242})).into_response()
+}
+
+/// What Anthropic answers a request that is not authenticated its way.
+fn refuse(headers: &HeaderMap) -> Option<Response> {
+    let error = |status: StatusCode, kind: &str, message: &str| {
+        (
+            status,
+            axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
+        )
+            .into_response()
+    };
+    if headers.contains_key("authorization") || !headers.contains_key("x-api-key") {
+        return Some(error(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "x-api-key header is required",
+        ));
+    }
+    if !headers.contains_key("anthropic-version") {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "anthropic-version: header is required",
+        ));
+    }
+    None
 }

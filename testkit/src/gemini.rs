@@ -19,10 +19,19 @@ pub(crate) async fn generate(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let unauthenticated = s.strict() && !headers.contains_key("x-goog-api-key");
     s.receive(Received {
         headers,
         body: json!({"path": rest, "body": body.clone()}),
     });
+    if unauthenticated {
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"error": {"code": 403, "status": "PERMISSION_DENIED",
+                "message": "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."}})),
+        )
+            .into_response();
+    }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
     let behavior = s.next_behavior();

@@ -105,6 +105,8 @@ pub(crate) struct Shared {
     max_in_flight: AtomicUsize,
     /// Responses whose body was dropped before it finished (the client went away).
     abandoned: AtomicUsize,
+    /// Refuse requests not authenticated the way the real API wants (see `strict_auth`).
+    strict: std::sync::atomic::AtomicBool,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -196,6 +198,20 @@ impl FakeUpstream {
     pub fn abandoned(&self) -> usize {
         self.shared.abandoned.load(Ordering::SeqCst)
     }
+
+    /// From now on, refuse what the real APIs refuse: Messages requests without `x-api-key`
+    /// and `anthropic-version` (or with a Bearer token), Gemini requests without
+    /// `x-goog-api-key`, chat completions without `Authorization: Bearer` — each with that
+    /// API's own error answer.
+    pub fn strict_auth(&self) {
+        self.shared.strict.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    pub(crate) fn strict(&self) -> bool {
+        self.strict.load(Ordering::SeqCst)
+    }
 }
 
 impl Shared {
@@ -258,10 +274,21 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
 
 async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
     s.receive(Received {
         headers: headers.clone(),
         body: body.clone(),
     });
+    if s.strict() && !bearer {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": {"message": "You didn't provide an API key.", "type": "invalid_request_error", "code": null}})),
+        )
+            .into_response();
+    }
     let guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
