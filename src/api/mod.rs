@@ -15,6 +15,7 @@ pub mod manage;
 pub mod openai;
 pub(crate) mod routing;
 pub mod settings;
+mod transfer;
 pub mod ui;
 
 use std::net::SocketAddr;
@@ -76,8 +77,8 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/providers/{id}/test", post(manage::test_saved))
         .route("/admin/test", post(manage::test_unsaved))
         .route("/admin/order", put(manage::order))
-        .route("/admin/export", get(manage::export))
-        .route("/admin/import", post(manage::import))
+        .route("/admin/export", get(transfer::export))
+        .route("/admin/import", post(transfer::import))
         .route("/admin/log", get(activity::log))
         .route("/admin/events", get(activity::events))
         .route("/admin/setup", get(activity::setup))
