@@ -106,22 +106,24 @@ export function keyWords(id) {
   return `key ${id}`;
 }
 
-/** What a provider's badge says: [label, tone, untilMs, detail]. */
+/** What a provider's badge says: [label, tone, untilMs, detail], from the state the gateway
+ * computed (`status`: the same `baton status`, `/health` and the tray show). */
 export function status(p) {
-  if (!p.enabled) return ["disabled", "off", null, null];
-  if (p.cli && p.cli.loggedIn === false) return ["logged out", "bad", null, p.unavailable];
-  if (p.unavailable) return [p.cli ? "unavailable" : "unavailable", "bad", null, p.unavailable];
-  if (p.breaker && p.breaker.state === "open") return ["breaker open", "bad", p.breaker.openUntilMs, "too many failures in a row"];
-  const wide = (p.cooldowns || []).filter((c) => !c.key && !c.model);
-  const keyed = p.keys || [];
-  const allKeysCooling = keyed.length > 0 && keyed.every((k) => k.cooldown || k.missing);
-  if (wide.length || allKeysCooling) {
-    const cds = wide.length ? wide : keyed.map((k) => k.cooldown).filter(Boolean);
-    const until = Math.min(...cds.map((c) => c.untilMs));
-    const c = cds.find((x) => x.untilMs === until) || cds[0];
-    return ["cooling", "warn", until, c ? explain(c.class, c.reason, until) : null];
+  const st = p.status || { state: p.enabled ? "ready" : "disabled" };
+  switch (st.state) {
+    case "disabled":
+      return ["disabled", "off", null, null];
+    case "logged-out":
+      return ["logged out", "bad", null, st.reason];
+    case "unavailable":
+      return ["unavailable", "bad", null, st.class ? explain(st.class, st.reason, null) : st.reason];
+    case "breaker-open":
+      return ["breaker open", "bad", st.untilMs, `${st.reason} — tried again at ${fmtClock(st.untilMs)}.`];
+    case "cooling":
+      return ["cooling", "warn", st.untilMs, explain(st.class, st.reason, st.untilMs)];
+    default:
+      return ["ready", "ok", null, null];
   }
-  return ["ready", "ok", null, null];
 }
 
 function quotaOf(p) {

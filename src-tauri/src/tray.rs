@@ -50,19 +50,12 @@ pub fn summary(core: &Core) -> (Look, String) {
     let mut serving = None;
     let mut out: Vec<(String, Option<i64>)> = Vec::new();
     for p in snap.enabled() {
-        let wide = cooldowns
-            .iter()
-            .filter(|c| {
-                c.scope.provider == p.id() && c.scope.key.is_none() && c.scope.model.is_none()
-            })
-            .map(|c| c.until_ms)
-            .min();
-        let breaker = p.breaker_state().0.filter(|u| *u > now);
-        let until = wide.or(breaker);
-        if until.is_none() && p.unavailable().is_none() {
+        // The gateway's own state for it (the one the UI and `baton status` show).
+        let st = baton::providers::state::state_of(p, &cooldowns, now);
+        if st.usable() {
             serving.get_or_insert_with(|| p.config.display_name().to_string());
         } else {
-            out.push((p.config.display_name().to_string(), until));
+            out.push((p.config.display_name().to_string(), st.until_ms));
         }
     }
     let back = out
@@ -116,42 +109,21 @@ fn icon(look: Look) -> Option<Image<'static>> {
     Image::from_bytes(bytes).ok()
 }
 
-/// One provider's state for its menu line: "ready", "cooling until 15:02", "disabled"…
+/// One provider's state for its menu line ("cooling until 15:02"), from the gateway's own
+/// state, and whether there is a cooldown to clear.
 pub fn provider_state(core: &Core, p: &baton::providers::ProviderEntry) -> (String, bool) {
-    if !p.config.enabled {
-        return ("disabled".into(), false);
+    use baton::providers::state::{state_of, State};
+    let st = state_of(p, &core.cooldowns.active(), core.clock.now_ms());
+    let until = st.until_ms.map(clock).unwrap_or_default();
+    match st.state {
+        State::Disabled => ("disabled".into(), false),
+        State::LoggedOut => ("logged out".into(), false),
+        State::Unavailable => ("unavailable".into(), st.class.is_some()),
+        State::BreakerOpen => (format!("breaker open until {until}"), true),
+        State::Cooling => (format!("cooling until {until}"), true),
+        State::Ready if st.partial => ("ready (a key or model cooling)".into(), true),
+        State::Ready => ("ready".into(), false),
     }
-    if let Some(why) = p.unavailable() {
-        let short = if why.contains("logged in") || why.contains("log in") {
-            "logged out"
-        } else {
-            "unavailable"
-        };
-        return (short.into(), false);
-    }
-    let now = core.clock.now_ms();
-    let wide = core
-        .cooldowns
-        .active()
-        .into_iter()
-        .filter(|c| c.scope.provider == p.id() && c.scope.key.is_none() && c.scope.model.is_none())
-        .map(|c| c.until_ms)
-        .min();
-    if let Some(until) = wide {
-        return (format!("cooling until {}", clock(until)), true);
-    }
-    if let Some(until) = p.breaker_state().0.filter(|u| *u > now) {
-        return (format!("breaker open until {}", clock(until)), true);
-    }
-    let partial = core
-        .cooldowns
-        .active()
-        .iter()
-        .any(|c| c.scope.provider == p.id());
-    if partial {
-        return ("ready (a key or model cooling)".into(), true);
-    }
-    ("ready".into(), false)
 }
 
 /// The Providers submenu: each provider with its state, and what can be done to it from here.

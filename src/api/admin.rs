@@ -163,6 +163,8 @@ pub(super) fn provider_json(
         "auto": p.config.auto,
         "priority": p.config.priority,
         "unavailable": p.unavailable(),
+        // The one computed state everyone shows (see providers::state).
+        "status": crate::providers::state::state_of(p, &cooldowns, now),
         "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
         "maxConcurrency": p.config.concurrency(),
         "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers},

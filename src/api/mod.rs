@@ -182,16 +182,17 @@ async fn health(State(state): State<AppState>) -> axum::response::Response {
     let core = &state.core;
     let snap = core.snapshot.load();
     let enabled: Vec<_> = snap.enabled().collect();
-    let cooling: std::collections::HashSet<String> = core
-        .cooldowns
-        .active()
-        .into_iter()
-        .filter(|c| c.scope.key.is_none() && c.scope.model.is_none())
-        .map(|c| c.scope.provider)
+    let cooldowns = core.cooldowns.active();
+    let now = core.clock.now_ms();
+    use crate::providers::state::{state_of, State};
+    let states: Vec<State> = enabled
+        .iter()
+        .map(|p| state_of(p, &cooldowns, now).state)
         .collect();
-    let unavailable = enabled.iter().filter(|p| p.unavailable().is_some()).count();
-    let cooling_n = enabled.iter().filter(|p| cooling.contains(p.id())).count();
-    let ready = enabled.len() - unavailable - cooling_n.min(enabled.len() - unavailable);
+    let count = |f: &dyn Fn(State) -> bool| states.iter().filter(|s| f(**s)).count();
+    let ready = count(&|s| s == State::Ready);
+    let cooling_n = count(&|s| matches!(s, State::Cooling | State::BreakerOpen));
+    let unavailable = count(&|s| matches!(s, State::Unavailable | State::LoggedOut));
     let summary = if snap.providers.is_empty() {
         "no providers configured".to_string()
     } else {

@@ -63,7 +63,7 @@ pub async fn fetch(url: &str, admin_key: &str) -> Result<Value, StatusError> {
 pub struct Row {
     pub id: String,
     pub kind: String,
-    /// ready | cooling | breaker-open | unavailable | disabled
+    /// ready | cooling | breaker-open | logged-out | unavailable | disabled (the gateway's own)
     pub state: String,
     pub detail: Option<String>,
     pub reset_at_ms: Option<i64>,
@@ -83,58 +83,16 @@ pub fn rows(state: &Value) -> Vec<Row> {
         let keys = p["keys"].as_array().cloned().unwrap_or_default();
         let usable: Vec<&Value> = keys.iter().filter(|k| k["missing"] != true).collect();
         let keys_ready = usable.iter().filter(|k| k["cooldown"].is_null()).count();
-        let provider_cooldowns: Vec<&Value> = p["cooldowns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| c["key"].is_null() && c["model"].is_null())
-            .collect();
-        let key_cooldowns: Vec<&Value> = usable
-            .iter()
-            .filter_map(|k| k.get("cooldown"))
-            .filter(|c| !c.is_null())
-            .collect();
-        let soonest = |cs: &[&Value]| {
-            cs.iter()
-                .min_by_key(|c| c["untilMs"].as_i64().unwrap_or(i64::MAX))
-                .map(|c| {
-                    (
-                        c["untilMs"].as_i64(),
-                        format!(
-                            "{}: {}",
-                            c["class"].as_str().unwrap_or("?"),
-                            c["reason"].as_str().unwrap_or("")
-                        ),
-                    )
-                })
+        // The state the gateway computed (the same the UI and the tray show).
+        let st = &p["status"];
+        let state_name = st["state"].as_str().unwrap_or("?");
+        let detail = match (st["class"].as_str(), st["reason"].as_str()) {
+            (Some("breaker"), Some(r)) => Some(r.to_string()),
+            (Some(c), Some(r)) => Some(format!("{c}: {r}")),
+            (None, Some(r)) => Some(r.to_string()),
+            _ => None,
         };
-        let breaker_open = p["breaker"]["state"] == "open";
-        let (state_name, detail, reset) = if p["enabled"] == false {
-            ("disabled", None, None)
-        } else if let Some(why) = p["unavailable"].as_str() {
-            ("unavailable", Some(why.to_string()), None)
-        } else if breaker_open {
-            (
-                "breaker-open",
-                Some(format!(
-                    "{} transient failures in a row",
-                    p["breaker"]["consecutiveFailures"]
-                )),
-                p["breaker"]["openUntilMs"].as_i64(),
-            )
-        } else if let Some((until, why)) = soonest(&provider_cooldowns) {
-            ("cooling", Some(why), until)
-        } else if !usable.is_empty() && keys_ready == 0 {
-            let (until, why) = soonest(&key_cooldowns).unwrap_or((None, String::new()));
-            let all_auth = usable.iter().all(|k| k["disabled"] == true);
-            (
-                if all_auth { "unavailable" } else { "cooling" },
-                Some(why),
-                until,
-            )
-        } else {
-            ("ready", None, None)
-        };
+        let reset = st["untilMs"].as_i64();
         let quota = usable
             .iter()
             .filter_map(|k| k["quotaScore"].as_f64())

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod discovery;
 pub mod openai_compat;
 pub mod outbound;
+pub mod state;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
