@@ -208,3 +208,71 @@ async fn pause_is_visible_to_health_state_events_and_requests_and_resumes() {
     assert_eq!(baton.chat("auto", "hi").await.status(), 200);
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn every_admin_route_wants_the_admin_key_before_reading_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = testkit::FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 10)]}),
+    )
+    .await;
+    let routes = [
+        ("GET", "/admin/state"),
+        ("GET", "/admin/providers"),
+        ("POST", "/admin/providers"),
+        ("PUT", "/admin/providers/a"),
+        ("PATCH", "/admin/providers/a"),
+        ("DELETE", "/admin/providers/a"),
+        ("POST", "/admin/providers/a/test"),
+        ("POST", "/admin/test"),
+        ("PUT", "/admin/order"),
+        ("GET", "/admin/export"),
+        ("POST", "/admin/import"),
+        ("GET", "/admin/log"),
+        ("GET", "/admin/events"),
+        ("GET", "/admin/setup"),
+        ("GET", "/admin/stats"),
+        ("GET", "/admin/routes"),
+        ("PUT", "/admin/routes/x"),
+        ("DELETE", "/admin/routes/x"),
+        ("PUT", "/admin/model-map/x"),
+        ("DELETE", "/admin/model-map/x"),
+        ("GET", "/admin/keys"),
+        ("POST", "/admin/keys"),
+        ("PATCH", "/admin/keys/x"),
+        ("DELETE", "/admin/keys/x"),
+        ("GET", "/admin/usage"),
+        ("GET", "/metrics"),
+        ("GET", "/admin/settings"),
+        ("PUT", "/admin/settings"),
+        ("GET", "/admin/desktop"),
+        ("PUT", "/admin/desktop"),
+        ("POST", "/admin/desktop/restart"),
+        ("POST", "/admin/discover"),
+        ("POST", "/admin/cli-check"),
+        ("PUT", "/admin/pause"),
+        ("POST", "/admin/cooldowns"),
+        ("DELETE", "/admin/cooldowns"),
+    ];
+    for (method, path) in routes {
+        for key in [None, Some(baton.key.clone())] {
+            let mut rb = baton
+                .http
+                .request(method.parse().unwrap(), format!("{}{path}", baton.url))
+                .header("content-type", "application/json")
+                .body("{\"enabled\": false}");
+            if let Some(k) = &key {
+                rb = rb.bearer_auth(k);
+            }
+            let r = rb.send().await.unwrap();
+            assert_eq!(r.status(), 401, "{method} {path} with {key:?}");
+            let v: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(v["error"]["code"], "invalid_admin_key", "{method} {path}");
+        }
+    }
+    // Nothing changed.
+    assert_eq!(baton.admin_state().await["providers"][0]["enabled"], true);
+    baton.stop().await;
+}

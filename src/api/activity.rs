@@ -5,13 +5,11 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::Json;
 use futures_util::Stream;
 use serde_json::{json, Value};
 
-use super::admin::require_admin;
 use super::error::ApiError;
 use super::AppState;
 use crate::store::LogFilter;
@@ -20,11 +18,9 @@ use crate::store::LogFilter;
 /// rows, newest first, each with its attempt chain.
 pub async fn log(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(mut f): Query<LogFilter>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     if f.limit == 0 || f.limit > 500 {
         return Err(ApiError::invalid("limit", "limit must be 1-500"));
     }
@@ -53,10 +49,8 @@ pub async fn log(
 /// it missed (`event: lagged`).
 pub async fn events(
     State(state): State<AppState>,
-    headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let rx = core.events.subscribe();
     let stopping = core.stopping.clone();
     let stream = futures_util::stream::unfold((rx, stopping), |(mut rx, stopping)| async move {
@@ -92,12 +86,8 @@ pub async fn events(
 /// `GET /admin/setup`: what the first-run view offers — subscription CLIs on PATH and whether
 /// they are logged in, provider key variables set in Baton's environment, a local Ollama —
 /// and what clients need (base URL; the gateway key itself stays in its file).
-pub async fn setup(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn setup(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let catalog = crate::catalog::load().map_err(|e| ApiError::internal("catalog", e))?;
     let found = tokio::task::spawn_blocking(move || {
         let env = |name: &str| std::env::var(name).ok();
@@ -188,12 +178,8 @@ async fn ollama_models(core: &crate::gateway::Core) -> Option<Vec<String>> {
 }
 
 /// `GET /admin/stats`: per provider, the last hour and the last day from the request log.
-pub async fn stats(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn stats(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     core.store.writer().flush().await;
     let now = core.clock.now_ms();
     let store = core.store.clone();

@@ -39,12 +39,8 @@ fn cooldown_json(c: &CooldownEntry, now: i64) -> Value {
 
 /// `GET /admin/state`: every provider in routing order with keys (masked), models, cooldowns,
 /// breaker, concurrency, quota scores and health counters.
-pub async fn state(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn state(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let now = core.clock.now_ms();
     let snap = core.snapshot.load();
     let stored = core
@@ -64,11 +60,9 @@ pub async fn state(
 /// resumed) or resumes it — the tray menu's Pause, for the UI and scripts.
 pub async fn set_paused(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Body {
@@ -190,11 +184,9 @@ pub struct ClearQuery {
 /// (all of the provider's when no key or model is given) and closes its breaker.
 pub async fn clear_cooldowns(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(q): Query<ClearQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let snap = core.snapshot.load();
     let Some(p) = snap.provider(&q.provider) else {
         return Err(ApiError::missing(
@@ -217,11 +209,9 @@ pub struct DiscoverQuery {
 /// `POST /admin/discover[?provider=ID]`: asks providers for their model lists now.
 pub async fn discover(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(q): Query<DiscoverQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     if let Some(id) = &q.provider {
         if core.snapshot.load().provider(id).is_none() {
             return Err(ApiError::missing(
@@ -254,11 +244,9 @@ pub struct SetCooldown {
 /// `baton probe --apply`).
 pub async fn set_cooldown(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let c: SetCooldown = serde_json::from_slice(&body).map_err(|e| {
         ApiError::invalid(
             "body",
@@ -294,11 +282,9 @@ pub async fn set_cooldown(
 /// version, whether it is logged in, and what to do if not. Nothing is stored or sent.
 pub async fn cli_check(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Check {

@@ -2,13 +2,12 @@
 //! `GET /metrics`.
 
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::admin::require_admin;
 use super::error::ApiError;
 use super::AppState;
 use crate::clients::ClientPolicy;
@@ -89,12 +88,8 @@ fn key_json(core: &Core, k: &crate::store::ClientKeyRow) -> Value {
 }
 
 /// `GET /admin/keys`: every client key, masked, with its policy and this period's usage.
-pub async fn list_keys(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn list_keys(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let fixed: Vec<Value> = core
         .keys
         .fixed()
@@ -125,11 +120,9 @@ pub async fn list_keys(
 /// only.
 pub async fn create_key(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let mut v: Map<String, Value> = serde_json::from_slice(&body).map_err(|e| {
         invalid(
             "body",
@@ -184,12 +177,10 @@ pub async fn create_key(
 /// `PATCH /admin/keys/{id}`: changes the given policy fields (`null` removes one).
 pub async fn update_key(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let patch: Map<String, Value> = serde_json::from_slice(&body)
         .map_err(|e| invalid("body", format!("Send a JSON object of policy fields: {e}")))?;
     if patch.contains_key("label") {
@@ -224,11 +215,9 @@ pub async fn update_key(
 /// `DELETE /admin/keys/{id}`: revokes a key at once.
 pub async fn revoke_key(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     core.store
         .revoke_client_key(&id, core.clock.now_ms())
         .map_err(|e| edit_error(e, &id))?;
@@ -255,11 +244,9 @@ pub struct UsageQuery {
 /// provider over time, from the request log; `format=csv` downloads it.
 pub async fn usage(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(q): Query<UsageQuery>,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let bucket_ms = choice(
         "bucket",
         q.bucket.as_deref(),
@@ -415,12 +402,8 @@ fn csv_cell(s: &str) -> String {
 }
 
 /// `GET /metrics` (admin key): Prometheus text format.
-pub async fn metrics(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
+pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let text = core.metrics.render(core);
     let mut resp = text.into_response();
     resp.headers_mut().insert(

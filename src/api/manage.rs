@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::admin::{provider_json, require_admin};
+use super::admin::provider_json;
 use super::error::ApiError;
 use super::AppState;
 use crate::config::{ConfigError, ProviderConfig, SecretRef};
@@ -282,11 +282,9 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
 /// `POST /admin/providers`: adds a provider (201 with its state).
 pub async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let mut p = parse_provider(&body)?;
     check_key_refs(core, &p.config, None)?;
     if core.snapshot.load().provider(&p.config.id).is_some() {
@@ -318,12 +316,10 @@ pub async fn create(
 /// `keys` the body lists; stored keys it no longer lists are deleted.
 pub async fn update(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let mut p = parse_provider(&body)?;
     let old = core
         .store
@@ -356,12 +352,10 @@ pub async fn update(
 /// the config file; kept across restarts).
 pub async fn patch(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let v: Map<String, Value> = serde_json::from_slice(&body)
         .map_err(|e| ApiError::invalid("body", format!("Send {{\"enabled\": true|false}}: {e}")))?;
     if let Some(k) = v.keys().find(|k| k.as_str() != "enabled") {
@@ -381,11 +375,9 @@ pub async fn patch(
 /// `DELETE /admin/providers/{id}`: removes a UI-owned provider, its stored keys and cooldowns.
 pub async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let old = core
         .store
         .load_providers()
@@ -426,11 +418,9 @@ pub async fn delete(
 /// `PUT /admin/order` with `{"order": [ids]}`: the whole routing order in one call.
 pub async fn order(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Order {
@@ -490,11 +480,9 @@ async fn test_result(
 /// `POST /admin/providers/{id}/test`: one tiny real request through that provider.
 pub async fn test_saved(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let entry = core
         .snapshot
         .load()
@@ -508,11 +496,9 @@ pub async fn test_saved(
 /// form's Test button); typed keys are used from memory only.
 pub async fn test_unsaved(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let mut p = parse_provider(&body)?;
     // Testing an edit of a saved provider may keep its stored keys (same host only).
     let saved = core

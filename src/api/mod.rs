@@ -59,13 +59,9 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         addr,
         allowed_hosts: Arc::new(allowed),
     };
-    Router::new()
-        .route("/v1/chat/completions", post(openai::chat_completions))
-        .route("/chat/completions", post(openai::chat_completions))
-        .route("/v1/models", get(openai::models))
-        .route("/v1/messages", post(anthropic::messages))
-        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
-        .route("/health", get(health))
+    // Every admin route (and /metrics) behind one guard: the admin key is checked before the
+    // body is read or any handler runs.
+    let admin = Router::new()
         .route("/admin/state", get(admin::state))
         .route("/admin/providers", get(admin::state).post(manage::create))
         .route(
@@ -108,9 +104,6 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             get(settings::desktop).put(settings::set_desktop),
         )
         .route("/admin/desktop/restart", post(settings::restart))
-        .route("/ui", get(ui::redirect))
-        .route("/ui/", get(ui::index))
-        .route("/ui/{file}", get(ui::asset))
         .route("/admin/discover", post(admin::discover))
         .route("/admin/cli-check", post(admin::cli_check))
         .route("/admin/pause", put(admin::set_paused))
@@ -118,12 +111,32 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             "/admin/cooldowns",
             post(admin::set_cooldown).delete(admin::clear_cooldowns),
         )
+        .route_layer(middleware::from_fn_with_state(state.clone(), admin_guard));
+    Router::new()
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::models))
+        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+        .route("/health", get(health))
+        .route("/ui", get(ui::redirect))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{file}", get(ui::asset))
         .route("/", get(root).head(root))
+        .merge(admin)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), contract))
         .layer(middleware::from_fn_with_state(state.clone(), host_guard))
         .with_state(state)
+}
+
+/// The admin API's one guard: the admin key as `x-admin-key` or `Authorization: Bearer`.
+async fn admin_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    match admin::require_admin(&state.core, req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
+    }
 }
 
 /// Rejects requests whose `Host` is not this machine or a configured name, so that a web page

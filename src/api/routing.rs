@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::admin::require_admin;
 use super::error::ApiError;
 use super::AppState;
 use crate::config::{ConfigError, RouteConfig, RouteDetail};
@@ -36,12 +35,8 @@ fn owner(file: bool) -> &'static str {
 /// `GET /admin/routes`: what each model name leads to — `auto` (enabled providers in order,
 /// each with the models it offers), the named routes and `modelMap`, each with its owner
 /// (`file`: read-only here; `ui`: editable) and the targets that name nothing any more.
-pub async fn routes(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn routes(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let snap = core.snapshot.load();
     let auto: Vec<Value> = snap
         .enabled()
@@ -123,12 +118,10 @@ fn save_map(core: &Core, map: &BTreeMap<String, String>) -> Result<(), ApiError>
 /// replaces a route made in the UI. The targets are tried in the order given.
 pub async fn put_route(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(name): UrlPath<String>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     if core.file_config.routes.contains_key(&name) {
         return Err(conflict(
             "defined_in_file",
@@ -194,11 +187,9 @@ pub async fn put_route(
 /// `modelMap` entry still leads to it).
 pub async fn delete_route(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(name): UrlPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     if core.file_config.routes.contains_key(&name) {
         return Err(conflict(
             "defined_in_file",
@@ -232,12 +223,10 @@ pub async fn delete_route(
 /// `provider/model`).
 pub async fn put_map(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(pattern): UrlPath<String>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Entry {
@@ -294,11 +283,9 @@ pub async fn put_map(
 /// `DELETE /admin/model-map/{pattern}`.
 pub async fn delete_map(
     State(state): State<AppState>,
-    headers: HeaderMap,
     UrlPath(pattern): UrlPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     if core.file_config.model_map.contains_key(&pattern) {
         return Err(conflict(
             "defined_in_file",

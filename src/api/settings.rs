@@ -1,11 +1,10 @@
 //! Settings: notification preferences and the desktop link (client keys are in `clients`).
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::admin::require_admin;
 use super::error::ApiError;
 use super::AppState;
 use crate::gateway::Core;
@@ -44,12 +43,8 @@ pub fn notifications(core: &Core) -> Map<String, Value> {
 }
 
 /// `GET /admin/settings`.
-pub async fn get(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn get(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let next = core
         .store
         .setting(crate::serve::LISTEN_SETTING)
@@ -66,11 +61,9 @@ pub async fn get(
 /// `PUT /admin/settings` with `{"notifications": {"failover": bool, …}}`.
 pub async fn put(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let v: Map<String, Value> =
         serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
     if let Some(k) = v
@@ -114,12 +107,8 @@ pub async fn put(
 }
 
 /// `GET /admin/desktop`: whether Baton runs inside the desktop app, and its start-at-login state.
-pub async fn desktop(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn desktop(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let link = core.desktop.load();
     Ok(Json(match link.as_deref() {
         Some(l) => json!({"present": true, "autostart": (l.autostart)(),
@@ -131,11 +120,9 @@ pub async fn desktop(
 /// `PUT /admin/desktop` with `{"autostart": bool}`: the UI's Start at login toggle.
 pub async fn set_desktop(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let link = core.desktop.load_full().ok_or_else(|| {
         ApiError::new(
             StatusCode::CONFLICT,
@@ -216,12 +203,8 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
 
 /// `POST /admin/desktop/restart`: the desktop app restarts the gateway (the UI's "Restart now"
 /// after changing the address). 409 when Baton runs headless.
-pub async fn restart(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<StatusCode, ApiError> {
+pub async fn restart(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    require_admin(core, &headers)?;
     let link = core.desktop.load_full().ok_or_else(|| {
         ApiError::new(
             StatusCode::CONFLICT,
