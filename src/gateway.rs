@@ -534,10 +534,6 @@ impl GatewayHandle {
         tracing::info!("gateway stopped");
     }
 
-    /// A future that completes when the server task ends.
-    pub fn token(&self) -> CancellationToken {
-        self.shutdown.clone()
-    }
 }
 
 /// Opens the store, seeds it from the config file, builds the first snapshot and serves on

@@ -302,12 +302,6 @@ pub struct SecretRef {
 }
 
 impl SecretRef {
-    pub fn from_env(name: impl Into<String>) -> Self {
-        Self {
-            env: name.into(),
-            stored: None,
-        }
-    }
 
     /// A stable, non-secret identifier used in logs, cooldowns and the admin API.
     pub fn label(&self) -> String {

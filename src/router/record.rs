@@ -63,10 +63,6 @@ impl Record {
         &self.core
     }
 
-    pub fn client(&self) -> &Arc<Client> {
-        &self.client
-    }
-
     pub fn id(&self) -> &str {
         self.row.as_ref().map(|r| r.id.as_str()).unwrap_or_default()
     }

@@ -9,7 +9,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
@@ -505,15 +505,6 @@ impl Store {
         Ok(n > 0)
     }
 
-    /// Number of request-log rows (for tests and stats).
-    pub fn count_requests(&self) -> Result<u64, StoreError> {
-        let conn = self.read()?;
-        let n: Option<i64> = self.sql(
-            conn.query_row("SELECT COUNT(*) FROM request_log", [], |r| r.get(0))
-                .optional(),
-        )?;
-        Ok(n.unwrap_or(0) as u64)
-    }
 }
 
 fn open_conn(path: &Path) -> Result<Connection, StoreError> {

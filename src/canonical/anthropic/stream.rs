@@ -122,9 +122,6 @@ impl StreamEncoder {
         out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
     }
 
-    pub fn saw_finish(&self) -> bool {
-        self.stop.is_some()
-    }
 }
 
 /// Anthropic stream events -> canonical events.
