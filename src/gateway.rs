@@ -533,7 +533,6 @@ impl GatewayHandle {
         self.core.store.writer().flush().await;
         tracing::info!("gateway stopped");
     }
-
 }
 
 /// Opens the store, seeds it from the config file, builds the first snapshot and serves on

@@ -302,7 +302,6 @@ pub struct SecretRef {
 }
 
 impl SecretRef {
-
     /// A stable, non-secret identifier used in logs, cooldowns and the admin API.
     pub fn label(&self) -> String {
         match &self.stored {

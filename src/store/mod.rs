@@ -504,7 +504,6 @@ impl Store {
         ))?;
         Ok(n > 0)
     }
-
 }
 
 fn open_conn(path: &Path) -> Result<Connection, StoreError> {

@@ -121,7 +121,6 @@ impl StreamEncoder {
                 "input_tokens": self.usage.input_tokens.saturating_sub(self.usage.cached_input_tokens)}})));
         out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
     }
-
 }
 
 /// Anthropic stream events -> canonical events.
