@@ -1,0 +1,330 @@
+//! A provider's definition in the config file: kind, URL, keys (as references, never the
+//! secrets), models with their capabilities and prices, limits and timeouts.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::default_retries;
+
+/// Where a secret comes from. Secrets are never written into the configuration file itself.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretRef {
+    /// Name of the environment variable that holds the secret.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub env: String,
+    /// Id of a secret typed into the UI and kept in the data directory's secret store (set by
+    /// Baton, not by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<String>,
+}
+
+impl SecretRef {
+    /// A stable, non-secret identifier used in logs, cooldowns and the admin API.
+    pub fn label(&self) -> String {
+        match &self.stored {
+            Some(id) => format!("stored:{id}"),
+            None => format!("env:{}", self.env),
+        }
+    }
+
+    /// The name the secret is looked up by: the variable, or the stored secret's id behind
+    /// [`crate::secrets::LOOKUP_PREFIX`].
+    pub fn lookup_name(&self) -> String {
+        match &self.stored {
+            Some(id) => format!("{}{id}", crate::secrets::LOOKUP_PREFIX),
+            None => self.env.clone(),
+        }
+    }
+}
+
+/// Upstream API kinds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).
+    OpenaiCompatible,
+    /// Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).
+    Anthropic,
+    /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
+    Gemini,
+    /// The Claude Code CLI (`claude -p`), using its own subscription login.
+    ClaudeCli,
+    /// The Codex CLI (`codex exec`), using its own ChatGPT login.
+    CodexCli,
+    /// The Gemini CLI (`gemini -p`), using its own Google login or key.
+    GeminiCli,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiCompatible => "openai-compatible",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::ClaudeCli => "claude-cli",
+            ProviderKind::CodexCli => "codex-cli",
+            ProviderKind::GeminiCli => "gemini-cli",
+        }
+    }
+
+    /// Whether this kind runs a local subscription CLI instead of calling an HTTP API.
+    pub fn is_cli(self) -> bool {
+        self.cli_program().is_some()
+    }
+
+    /// The CLI's program name on `PATH`, for the CLI kinds.
+    pub fn cli_program(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::ClaudeCli => Some("claude"),
+            ProviderKind::CodexCli => Some("codex"),
+            ProviderKind::GeminiCli => Some("gemini"),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Unique id: lowercase letters, digits, `-`, `_`, `.`; used in `provider/model` names.
+    pub id: String,
+    /// Display name (defaults to the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub kind: ProviderKind,
+    /// Base URL up to and including the version segment, e.g. `https://api.groq.com/openai/v1`.
+    /// Required for the HTTP kinds; CLI kinds have none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_url: String,
+    /// CLI kinds: the executable, a name looked up on `PATH` or an absolute path (default: the
+    /// CLI's own name on `PATH`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// CLI kinds: extra environment variables for the CLI (e.g. `CLAUDE_CONFIG_DIR`). The CLI
+    /// otherwise gets only PATH, HOME, TZ, locale and its own config variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// CLI kinds: render a multi-turn conversation into one transcript prompt instead of
+    /// refusing it (the CLI then sees earlier turns as text, not as real turns).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flatten_history: bool,
+    /// API keys, tried round-robin. Empty for keyless servers such as a local Ollama.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<SecretRef>,
+    /// Models in preference order: names, or objects with capabilities.
+    pub models: Vec<ModelEntry>,
+    /// Lower is tried first for `auto`.
+    #[serde(default = "default_priority")]
+    pub priority: i64,
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Whether `auto` may use this provider (it can still be pinned or used in routes).
+    #[serde(default = "default_true")]
+    pub auto: bool,
+    /// Requests in flight at once; unlimited when absent (1 for CLI kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    /// Extra headers sent upstream (e.g. OpenRouter's `HTTP-Referer`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Capabilities that apply to every model unless the model entry overrides them.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    /// IANA zone whose midnight resets this provider's daily quotas (Gemini:
+    /// `America/Los_Angeles`); UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day_reset: Option<String>,
+    /// What a rate limit applies to. When absent, Baton cools the key, or the key and model
+    /// when the error names a per-model limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_scope: Option<LimitScope>,
+    /// After a per-model limit, try this provider's next model before leaving the provider.
+    #[serde(default = "default_true")]
+    pub model_fallback: bool,
+    /// Immediate retries on the same target after a lone 500 or connection reset.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Per-key limits of a free tier, counted locally to demote a key before it hits them.
+    #[serde(default, skip_serializing_if = "is_default_limits")]
+    pub limits: crate::limits::quota::DeclaredLimits,
+    /// Price tier of this provider's models that state neither `tier` nor a price (subscription
+    /// CLIs and loopback servers are `free` unless told otherwise). A client key's `maxTier`
+    /// keeps failover below its tier; models of unknown tier are kept away from such keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::pricing::Tier>,
+}
+
+fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {
+    *l == crate::limits::quota::DeclaredLimits::default()
+}
+
+/// The scope a provider's rate limits apply to.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitScope {
+    /// Each API key separately (most providers).
+    Key,
+    /// Each key and model separately (e.g. Groq: per organization and model).
+    KeyModel,
+    /// Each model, across keys.
+    Model,
+    /// The whole provider (e.g. OpenRouter free models: per account).
+    Provider,
+}
+
+impl ProviderConfig {
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+
+    /// `maxConcurrency`, defaulting to one call at a time for a CLI (each is a process on a
+    /// personal subscription).
+    pub fn concurrency(&self) -> Option<u32> {
+        self.max_concurrency
+            .or_else(|| self.kind.is_cli().then_some(1))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Name(String),
+    Detailed(ModelDetail),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelDetail {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+    /// Largest `max_tokens` the model accepts; larger requests are capped to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// List price in USD per million tokens (else the catalog's, when it knows the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::pricing::Price>,
+    /// Price tier, when it should not follow from the price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::pricing::Tier>,
+}
+
+impl ModelEntry {
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Name(n) => n,
+            ModelEntry::Detailed(d) => &d.id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capabilities {
+    /// Accepts `tools` / tool messages.
+    #[serde(default = "default_true")]
+    pub tools: bool,
+    /// Accepts image content parts.
+    #[serde(default = "default_true")]
+    pub images: bool,
+    /// Context window in tokens; unknown when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Continues a trailing assistant message (needed to resume a broken stream here).
+    #[serde(default)]
+    pub prefill: bool,
+    /// Largest `max_tokens` the provider's models accept; larger requests (Claude Code asks
+    /// for 32k-64k) are capped to it instead of being rejected upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Self {
+            tools: true,
+            images: true,
+            context_window: None,
+            prefill: false,
+            max_output_tokens: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timeouts {
+    /// TCP/TLS connect.
+    #[serde(default = "default_connect")]
+    pub connect_ms: u64,
+    /// Streamed requests: from sending the request to the response headers (a streaming
+    /// server sends them at once). For a subscription CLI: to its first output (120 s unless
+    /// set: the program starts first).
+    #[serde(default = "default_first_byte")]
+    pub first_byte_ms: u64,
+    /// Longest silence between any two chunks of a stream, before the first content too:
+    /// keep-alives and reasoning deltas count as activity, so a model that streams its
+    /// thinking keeps going while a silent upstream fails over. Also bounds silences while a
+    /// non-streamed body arrives.
+    #[serde(default = "default_idle")]
+    pub idle_ms: u64,
+    /// Non-streamed requests, while `firstByteMs` is left at its default: from sending the
+    /// request to the answer's headers. A server sends them with the whole answer, so this
+    /// covers the model's work.
+    #[serde(default = "default_answer")]
+    pub answer_ms: u64,
+}
+
+impl Timeouts {
+    /// How long to wait for the response headers: `firstByteMs`, except that a non-streamed
+    /// request (whose headers come only with the whole answer) gets `answerMs` while
+    /// `firstByteMs` is left at its default.
+    pub fn headers_ms(&self, stream: bool) -> u64 {
+        if stream || self.first_byte_ms != DEFAULT_FIRST_BYTE_MS {
+            self.first_byte_ms
+        } else {
+            self.answer_ms.max(self.first_byte_ms)
+        }
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect_ms: default_connect(),
+            first_byte_ms: default_first_byte(),
+            idle_ms: default_idle(),
+            answer_ms: default_answer(),
+        }
+    }
+}
+
+pub(super) fn default_priority() -> i64 {
+    100
+}
+pub(super) fn default_true() -> bool {
+    true
+}
+pub(super) fn default_connect() -> u64 {
+    10_000
+}
+/// `timeouts.firstByteMs` when not set (CLI providers then get 120 s for their first output).
+pub const DEFAULT_FIRST_BYTE_MS: u64 = 30_000;
+pub(super) fn default_first_byte() -> u64 {
+    DEFAULT_FIRST_BYTE_MS
+}
+pub(super) fn default_idle() -> u64 {
+    30_000
+}
+pub(super) fn default_answer() -> u64 {
+    300_000
+}
