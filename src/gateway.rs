@@ -2,7 +2,7 @@
 //! life cycle. The caller owns the listener and decides when to shut down, so tests bind port 0
 //! and the desktop shell can await a graceful stop from its Quit item.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
@@ -14,12 +14,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, Keys};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{ConfigFile, RouteConfig, ServerConfig};
+use crate::config::{ConfigFile, ServerConfig};
 use crate::events::Events;
 use crate::limits::Cooldowns;
 use crate::providers::{HttpClients, ProviderRuntime};
 use crate::router::snapshot::Snapshot;
 use crate::store::{Store, StoreError};
+
+pub use crate::live::{UI_MODEL_MAP, UI_ROUTES};
 
 /// Everything a request handler needs, shared behind one `Arc`.
 pub struct Core {
@@ -339,41 +341,6 @@ impl Core {
         }
     }
 
-    /// Named routes made in the UI (the `routes` setting), without the config file's.
-    pub fn ui_routes(&self) -> BTreeMap<String, RouteConfig> {
-        self.store
-            .setting(UI_ROUTES)
-            .ok()
-            .flatten()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
-    }
-
-    /// `modelMap` entries made in the UI (the `modelMap` setting), without the config file's.
-    pub fn ui_model_map(&self) -> BTreeMap<String, String> {
-        self.store
-            .setting(UI_MODEL_MAP)
-            .ok()
-            .flatten()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
-    }
-
-    /// The named routes routing uses: the UI's, overlaid by the config file's (the file wins
-    /// for the names it defines, as it does for its providers).
-    pub fn live_routes(&self) -> BTreeMap<String, RouteConfig> {
-        let mut r = self.ui_routes();
-        r.extend(self.file_config.routes.clone());
-        r
-    }
-
-    /// The `modelMap` routing uses: the UI's entries overlaid by the config file's.
-    pub fn live_model_map(&self) -> BTreeMap<String, String> {
-        let mut m = self.ui_model_map();
-        m.extend(self.file_config.model_map.clone());
-        m
-    }
-
     /// Rebuilds the routing snapshot from the stored providers and swaps it in. Requests in
     /// flight keep the snapshot they started with.
     pub fn reload(&self) -> Result<(), StoreError> {
@@ -413,53 +380,6 @@ impl Core {
         self.events.emit(crate::events::Event::ConfigChanged);
         Ok(())
     }
-
-    /// Turns a provider on or off (kept across restarts) and applies it: what the UI's switch
-    /// and the tray's menu do.
-    pub fn set_enabled(&self, id: &str, enabled: bool) -> Result<(), crate::store::EditError> {
-        self.store.set_enabled(id, enabled)?;
-        tracing::info!(provider = %id, enabled, "provider toggled");
-        Ok(self.reload()?)
-    }
-
-    /// Puts a provider first in the order `auto` follows, the others keeping theirs.
-    pub fn move_first(&self, id: &str) -> Result<(), crate::store::EditError> {
-        let mut stored: Vec<crate::config::ProviderConfig> = self
-            .store
-            .load_providers()?
-            .iter()
-            .map(|s| s.effective())
-            .collect();
-        stored.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
-        if !stored.iter().any(|p| p.id == id) {
-            return Err(crate::store::EditError::NotFound(id.to_string()));
-        }
-        let mut ids: Vec<String> = vec![id.to_string()];
-        ids.extend(stored.into_iter().map(|p| p.id).filter(|p| p != id));
-        self.store.set_order(&ids, self.clock.now_ms())?;
-        tracing::info!(provider = %id, "provider moved to the top");
-        Ok(self.reload()?)
-    }
-
-    /// Lifts a provider's cooldowns (those of one key or model when given) and, unless only a
-    /// key's, closes its breakers. Returns how many cooldowns were lifted.
-    pub fn clear_cooldowns(&self, provider: &str, key: Option<&str>, model: Option<&str>) -> usize {
-        let mut cleared = 0;
-        for c in self.cooldowns.active() {
-            let matches = c.scope.provider == provider
-                && key.is_none_or(|k| c.scope.key.as_deref() == Some(k))
-                && model.is_none_or(|m| c.scope.model.as_deref() == Some(m));
-            if matches && self.cooldowns.clear(&c.scope) {
-                cleared += 1;
-            }
-        }
-        if key.is_none() {
-            if let Some(p) = self.snapshot.load().provider(provider) {
-                p.runtime.breakers.reset(model);
-            }
-        }
-        cleared
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -473,11 +393,6 @@ pub enum StartError {
     #[error(transparent)]
     Shared(#[from] crate::shared::SharedError),
 }
-
-/// The setting that holds the named routes made in the UI.
-pub const UI_ROUTES: &str = "routes";
-/// The setting that holds the `modelMap` entries made in the UI.
-pub const UI_MODEL_MAP: &str = "modelMap";
 
 /// What the gateway needs to start.
 pub struct StartOptions {

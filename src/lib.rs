@@ -15,6 +15,7 @@ pub mod config;
 pub mod events;
 pub(crate) mod gateway;
 pub mod limits;
+mod live;
 pub(crate) mod metrics;
 pub(crate) mod pricing;
 pub mod providers;
