@@ -122,15 +122,10 @@ pub async fn set_desktop(
     State(state): State<AppState>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let core = &state.core;
-    let link = core.desktop.load_full().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            "no_desktop",
-            "Start at login is set by the desktop app; this Baton runs headless (baton serve).",
-        )
-    })?;
+    let link = desktop_link(
+        &state.core,
+        "Start at login is set by the desktop app; this Baton runs headless (baton serve).",
+    )?;
     let v: Map<String, Value> =
         serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
     let Some(on) = v.get("autostart").and_then(Value::as_bool) else {
@@ -204,15 +199,25 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
 /// `POST /admin/desktop/restart`: the desktop app restarts the gateway (the UI's "Restart now"
 /// after changing the address). 409 when Baton runs headless.
 pub async fn restart(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
-    let core = &state.core;
-    let link = core.desktop.load_full().ok_or_else(|| {
+    let link = desktop_link(
+        &state.core,
+        "Only the desktop app can restart its gateway; restart baton serve yourself.",
+    )?;
+    (link.restart)();
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// The desktop shell's hooks, or a 409 `no_desktop` saying what to do instead (headless).
+fn desktop_link(
+    core: &Core,
+    headless: &'static str,
+) -> Result<std::sync::Arc<crate::DesktopLink>, ApiError> {
+    core.desktop.load_full().ok_or_else(|| {
         ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
             "no_desktop",
-            "Only the desktop app can restart its gateway; restart baton serve yourself.",
+            headless,
         )
-    })?;
-    (link.restart)();
-    Ok(StatusCode::ACCEPTED)
+    })
 }

@@ -59,17 +59,15 @@ pub fn passthrough_body(
     .unwrap_or_default()
 }
 
-/// Builds the upstream request (headers, auth, body).
-pub fn build(
+/// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the
+/// common part of every chat request to an HTTP upstream.
+pub fn json_post(
     client: &reqwest::Client,
     url: reqwest::Url,
-    entry: &ProviderEntry,
-    key: Option<&ApiKey>,
-    body: Vec<u8>,
     stream: bool,
     request_id: &str,
 ) -> reqwest::RequestBuilder {
-    let mut rb = client
+    client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(
@@ -80,7 +78,20 @@ pub fn build(
                 "application/json"
             },
         )
-        .header("x-request-id", request_id);
+        .header("x-request-id", request_id)
+}
+
+/// Builds the upstream request (headers, auth, body).
+pub fn build(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    entry: &ProviderEntry,
+    key: Option<&ApiKey>,
+    body: Vec<u8>,
+    stream: bool,
+    request_id: &str,
+) -> reqwest::RequestBuilder {
+    let mut rb = json_post(client, url, stream, request_id);
     if let Some(k) = key {
         rb = rb.bearer_auth(k.secret.expose());
     }

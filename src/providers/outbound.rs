@@ -147,19 +147,8 @@ fn anthropic(
     body: Vec<u8>,
     o: &Outbound,
 ) -> reqwest::RequestBuilder {
-    let mut rb = client
-        .post(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(
-            http::header::ACCEPT,
-            if o.stream {
-                "text/event-stream"
-            } else {
-                "application/json"
-            },
-        )
-        .header("anthropic-version", ANTHROPIC_VERSION)
-        .header("x-request-id", o.request_id);
+    let mut rb = openai_compat::json_post(client, url, o.stream, o.request_id)
+        .header("anthropic-version", ANTHROPIC_VERSION);
     if let Some(k) = key {
         rb = rb.header("x-api-key", k.secret.expose());
     }
