@@ -36,14 +36,26 @@ impl Core {
     /// The named routes routing uses: the UI's, overlaid by the config file's (the file wins
     /// for the names it defines, as it does for its providers).
     pub fn live_routes(&self) -> BTreeMap<String, RouteConfig> {
-        let mut r = self.ui_routes();
+        self.routes_over(self.ui_routes())
+    }
+
+    /// `ui` routes (as stored now, or as an edit would leave them) overlaid by the config
+    /// file's: what routing would use.
+    pub fn routes_over(&self, ui: BTreeMap<String, RouteConfig>) -> BTreeMap<String, RouteConfig> {
+        let mut r = ui;
         r.extend(self.file_config.routes.clone());
         r
     }
 
     /// The `modelMap` routing uses: the UI's entries overlaid by the config file's.
     pub fn live_model_map(&self) -> BTreeMap<String, String> {
-        let mut m = self.ui_model_map();
+        self.map_over(self.ui_model_map())
+    }
+
+    /// `ui` mappings (as stored now, or as an edit would leave them) overlaid by the config
+    /// file's.
+    pub fn map_over(&self, ui: BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut m = ui;
         m.extend(self.file_config.model_map.clone());
         m
     }

@@ -184,7 +184,8 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
     }
 }
 
-fn ports(origin: &str) -> (u16, u16) {
+/// The port in an address or origin, and a neighbour to suggest when it is taken.
+pub(crate) fn ports(origin: &str) -> (u16, u16) {
     let port = origin
         .rsplit(':')
         .next()

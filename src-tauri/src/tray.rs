@@ -111,9 +111,13 @@ fn icon(look: Look) -> Option<Image<'static>> {
 
 /// One provider's state for its menu line ("cooling until 15:02"), from the gateway's own
 /// state, and whether there is a cooldown to clear.
-pub fn provider_state(core: &Core, p: &baton::providers::ProviderEntry) -> (String, bool) {
+pub fn provider_state(
+    p: &baton::providers::ProviderEntry,
+    cooldowns: &[baton::limits::CooldownEntry],
+    now: i64,
+) -> (String, bool) {
     use baton::providers::state::{state_of, State};
-    let st = state_of(p, &core.cooldowns.active(), core.clock.now_ms());
+    let st = state_of(p, cooldowns, now);
     let until = st.until_ms.map(clock).unwrap_or_default();
     match st.state {
         State::Disabled => ("disabled".into(), false),
@@ -139,8 +143,10 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
             None::<&str>,
         )?)?;
     }
+    // One look at the cooldowns for every line.
+    let (cooldowns, now) = (core.cooldowns.active(), core.clock.now_ms());
     for (i, p) in snap.providers.iter().enumerate() {
-        let (state, cooling) = provider_state(core, p);
+        let (state, cooling) = provider_state(p, &cooldowns, now);
         let id = p.id();
         let item = Submenu::with_id(
             app,
@@ -176,27 +182,36 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
     Ok(sub)
 }
 
-fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
+/// The tray's look and state line, from the gateway (or why it is not running).
+fn status_line(app: &AppHandle) -> (Look, String) {
     let shell = app.state::<Shell>();
-    let core = shell.core();
-    let (look, line) = match (&core, shell.failed()) {
-        (Some(core), _) => summary(core),
+    match (shell.core(), shell.failed()) {
+        (Some(core), _) => summary(&core),
         (None, Some(why)) if why == "restarting" => (Look::Down, "Restarting…".into()),
         (None, Some(why)) if why.contains("in use") => (
             Look::Down,
             format!(
                 "Not running: port {} is taken",
-                shell.origin().rsplit(':').next().unwrap_or_default()
+                crate::shell::ports(&shell.origin()).0
             ),
         ),
         (None, Some(why)) => (Look::Down, format!("Not running: {why}")),
         (None, None) => (Look::Down, "Not running".into()),
-    };
+    }
+}
+
+fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
+    let (look, line) = status_line(app);
+    Ok((build_menu(app, &line)?, look, line))
+}
+
+fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
+    let core = app.state::<Shell>().core();
     let running = core.is_some();
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
-    let status = MenuItem::with_id(app, "status", truncate(&line, 80), false, None::<&str>)?;
+    let status = MenuItem::with_id(app, "status", truncate(line, 80), false, None::<&str>)?;
     let open = MenuItem::with_id(app, OPEN, "Open Baton", true, None::<&str>)?;
     let copy_url = MenuItem::with_id(app, COPY_URL, "Copy base URL", running, None::<&str>)?;
     let copy_key = MenuItem::with_id(app, COPY_KEY, "Copy gateway key", running, None::<&str>)?;
@@ -259,7 +274,7 @@ fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
         None::<&str>,
     )?;
     menu.append_items(&[&activity, &restart, &sep3, &version, &quit])?;
-    Ok((menu, look, line))
+    Ok(menu)
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -308,11 +323,12 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
+            let (cooldowns, now) = (c.cooldowns.active(), c.clock.now_ms());
             c.snapshot
                 .load()
                 .providers
                 .iter()
-                .map(|p| format!("{}:{}", p.id(), provider_state(&c, p).0))
+                .map(|p| format!("{}:{}", p.id(), provider_state(p, &cooldowns, now).0))
                 .collect()
         })
         .unwrap_or_default();
@@ -324,9 +340,9 @@ pub fn refresh(app: &AppHandle) {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return;
     };
-    let Ok((menu, look, line)) = menu(app) else {
-        return;
-    };
+    // The menu is built only when what it shows changed (it was built and thrown away on
+    // every tick).
+    let (look, line) = status_line(app);
     let key = state_key(app, look, &line);
     let changed = app
         .try_state::<LastLook>()
@@ -341,6 +357,15 @@ pub fn refresh(app: &AppHandle) {
     if !changed {
         return;
     }
+    let Ok(menu) = build_menu(app, &line) else {
+        // Try again at the next refresh.
+        if let Some(l) = app.try_state::<LastLook>() {
+            if let Ok(mut last) = l.0.lock() {
+                *last = None;
+            }
+        }
+        return;
+    };
     let _ = tray.set_menu(Some(menu));
     let _ = tray.set_icon(icon(look));
     let _ = tray.set_tooltip(Some(format!("Baton — {line}")));

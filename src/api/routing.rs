@@ -156,8 +156,7 @@ pub async fn put_route(
             RouteConfig::Chain(detail.targets.clone())
         },
     );
-    let mut live = ui.clone();
-    live.extend(core.file_config.routes.clone());
+    let live = core.routes_over(ui.clone());
     let prefix = format!("routes.{name}");
     check(core, &live, &core.live_model_map()).map_err(|(path, message)| {
         let param = match path.strip_prefix(&prefix) {
@@ -204,8 +203,7 @@ pub async fn delete_route(
             format!("No route `{name}` (it may have been deleted; reload)."),
         ));
     }
-    let mut live = ui.clone();
-    live.extend(core.file_config.routes.clone());
+    let live = core.routes_over(ui.clone());
     check(core, &live, &core.live_model_map()).map_err(|(path, _)| {
         conflict(
             "route_in_use",
@@ -256,8 +254,7 @@ pub async fn put_map(
     let target = e.target.trim().to_string();
     let mut ui = core.ui_model_map();
     let created = ui.insert(pattern.clone(), target.clone()).is_none();
-    let mut live = ui.clone();
-    live.extend(core.file_config.model_map.clone());
+    let live = core.map_over(ui.clone());
     check(core, &core.live_routes(), &live).map_err(|(path, message)| {
         let param = if path.starts_with("modelMap.") {
             "target".to_string()
