@@ -450,9 +450,11 @@ impl GatewayHandle {
     }
 }
 
-/// Opens the store, seeds it from the config file, builds the first snapshot and serves on
-/// `listener` until [`GatewayHandle::shutdown`].
-pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayHandle, StartError> {
+/// Builds the core: opens the store, seeds it from the config file, loads cooldowns and keys
+/// and builds the first snapshot. Nothing listens and no background task runs yet (the
+/// router's unit tests use the core as it is). Returns the gateway key generated on first
+/// start, if one was.
+pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String>), StartError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let clock = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let store = Store::open_with_clock(&opts.data_dir, &opts.config.log, clock.clone())?;
@@ -468,9 +470,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     cooldowns.share(shared.clone());
     let (keys, generated_key) = Keys::load(&opts.config, &opts.data_dir)?;
     crate::store::make_private(&opts.data_dir);
-    let addr = listener.local_addr().map_err(StartError::Listener)?;
     let server_cfg = opts.config.server.clone();
-    let grace = Duration::from_millis(server_cfg.shutdown_grace_ms);
     let empty = Snapshot::build(
         Vec::new(),
         Default::default(),
@@ -507,6 +507,15 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     core.reload()?;
     core.load_ui_keys()?;
     core.seed_budgets()?;
+    Ok((core, generated_key))
+}
+
+/// Opens the core, starts its background tasks (shared state, model discovery, CLI checks)
+/// and serves on `listener` until [`GatewayHandle::shutdown`].
+pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayHandle, StartError> {
+    let addr = listener.local_addr().map_err(StartError::Listener)?;
+    let (core, generated_key) = open(opts).await?;
+    let grace = Duration::from_millis(core.server.shutdown_grace_ms);
     core.shared.start(Arc::downgrade(&core));
 
     // Discover models in the background: start-up never waits on a slow provider.

@@ -266,42 +266,29 @@ async fn handle_client(
                     "The provider's answer could not be translated.",
                 )
             };
-            let body = match (wire, format) {
-                (Wire::OpenAi, Format::OpenAi) | (Wire::Anthropic, Format::Anthropic) => body,
-                (Wire::OpenAi, Format::Anthropic) => {
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let answer = crate::canonical::openai::response_from_openai(&v)
-                        .ok_or_else(untranslatable)?;
-                    let out = crate::canonical::anthropic::response_to_anthropic(
-                        &answer,
-                        &target.model.id,
-                    );
-                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
-                }
-                (Wire::Gemini, _) => {
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let mut answer = crate::canonical::gemini::response_from_gemini(&v)
-                        .ok_or_else(untranslatable)?;
-                    answer.created = core.clock.now_ms() / 1000;
+            let same = matches!(
+                (wire, format),
+                (Wire::OpenAi, Format::OpenAi) | (Wire::Anthropic, Format::Anthropic)
+            );
+            let body = if same {
+                body
+            } else {
+                let mut answer =
+                    crate::providers::codec::answer(wire, &body).ok_or_else(untranslatable)?;
+                answer.created = core.clock.now_ms() / 1000;
+                if wire == Wire::Gemini {
+                    // Gemini answers carry neither an id nor the model.
                     answer.id = request_id.to_string();
                     answer.model = target.model.id.clone();
-                    let out = match format {
-                        Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
-                        Format::Anthropic => crate::canonical::anthropic::response_to_anthropic(
-                            &answer,
-                            &target.model.id,
-                        ),
-                    };
-                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
                 }
-                (Wire::Anthropic, Format::OpenAi) => {
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let mut answer = crate::canonical::anthropic::response_from_anthropic(&v)
-                        .ok_or_else(untranslatable)?;
-                    answer.created = core.clock.now_ms() / 1000;
-                    let out = crate::canonical::openai::response_to_openai(&answer);
-                    Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
-                }
+                let out = match format {
+                    Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
+                    Format::Anthropic => crate::canonical::anthropic::response_to_anthropic(
+                        &answer,
+                        &target.model.id,
+                    ),
+                };
+                Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
             };
             let mut resp = (StatusCode::OK, body).into_response();
             resp.headers_mut().insert(
@@ -315,8 +302,8 @@ async fn handle_client(
             target,
             reader,
             prelude,
+            codec,
             slot,
-            wire,
             resume,
         }) => {
             gateway_headers(base, target.provider.id(), &target.model.id);
@@ -339,7 +326,7 @@ async fn handle_client(
                 crate::router::stream::Upstream {
                     reader,
                     prelude,
-                    wire,
+                    codec,
                     client_wants_usage: inbound.canonical.stream_usage,
                     prompt_tokens,
                 },

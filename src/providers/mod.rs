@@ -1,8 +1,11 @@
 //! Upstream providers: resolved definitions (keys read from the environment), their run-time
 //! state (concurrency limit, key cursor) and one adapter per upstream kind.
 
+pub mod anthropic;
 pub mod cli;
+pub mod codec;
 pub mod discovery;
+pub mod gemini;
 pub mod openai_compat;
 pub mod outbound;
 pub mod state;

@@ -3,7 +3,9 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError};
 use super::{ApiKey, ProviderEntry};
+use crate::canonical::openai::{chunk_events, usage_from_openai};
 
 /// The client's own body with only `model` replaced, serialised without copying the map. A
 /// stream always asks for usage (`stream_options.include_usage`): tokens, budgets and cost
@@ -101,6 +103,141 @@ pub fn build(
     rb.body(body)
 }
 
+/// A complete 2xx body: a chat completion, an `{"error": …}` some services answer 200 with, or
+/// neither. One light parse (the choices are not built).
+pub fn complete(body: &[u8]) -> Complete {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        choices: Option<serde::de::IgnoredAny>,
+        error: Option<Value>,
+        usage: Option<Value>,
+    }
+    match serde_json::from_slice::<Peek>(body) {
+        Ok(Peek {
+            choices: Some(_),
+            usage,
+            ..
+        }) => Complete::Answer(usage.as_ref().and_then(usage_from_openai)),
+        Ok(Peek { error: Some(e), .. }) => {
+            Complete::Error(error_of(serde_json::json!({ "error": e })))
+        }
+        _ => Complete::NotAnswer("upstream answered 2xx with a body that is not a chat completion"),
+    }
+}
+
+/// An `{"error": …}` in a 2xx answer or a stream, with the status its own code names (else 502).
+fn error_of(body: Value) -> UpstreamError {
+    let status = body
+        .pointer("/error/code")
+        .and_then(|c| {
+            c.as_u64()
+                .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+        })
+        .filter(|c| (400..600).contains(c))
+        .map_or(502, |c| c as u16);
+    UpstreamError { status, body }
+}
+
+fn is_error(v: &Value) -> bool {
+    v.get("error").is_some() && v.get("choices").is_none()
+}
+
+/// One `chat.completion.chunk`. Without `events`, most chunks are only checked to be JSON and
+/// scanned for their text length: a tree is built only for chunks that carry a finish reason,
+/// usage or an error.
+pub fn decode(data: &[u8], events: bool) -> Result<Decoded, NotJson> {
+    if data.starts_with(b"[DONE]") {
+        return Ok(Decoded {
+            end: true,
+            ..Decoded::default()
+        });
+    }
+    if events {
+        let v = parse(data)?;
+        if is_error(&v) {
+            return Ok(Decoded {
+                error: Some(error_of(v)),
+                ..Decoded::default()
+            });
+        }
+        let mut d = Decoded::from_events(chunk_events(&v));
+        d.usage_only = d.usage.is_some() && choices_empty(&v);
+        return Ok(d);
+    }
+    let (finish, usage, error) = (
+        set(data, token!(b"\"finish_reason\"")),
+        set(data, token!(b"\"usage\"")),
+        has(data, token!(b"\"error\"")),
+    );
+    let text_bytes = content_len(data);
+    if !finish && !usage && !error {
+        check_json(data)?;
+        return Ok(Decoded {
+            content: text_bytes > 0 || has(data, token!(b"\"tool_calls\"")),
+            text_bytes,
+            ..Decoded::default()
+        });
+    }
+    let v = parse(data)?;
+    if is_error(&v) {
+        return Ok(Decoded {
+            error: Some(error_of(v)),
+            ..Decoded::default()
+        });
+    }
+    let finish = v
+        .pointer("/choices/0/finish_reason")
+        .is_some_and(|f| !f.is_null());
+    let usage = v.get("usage").and_then(usage_from_openai);
+    Ok(Decoded {
+        content: finish || text_bytes > 0 || has(data, token!(b"\"tool_calls\"")),
+        finish,
+        usage_only: usage.is_some() && choices_empty(&v),
+        usage,
+        text_bytes,
+        ..Decoded::default()
+    })
+}
+
+/// Whether `key` occurs with a value other than `null` (most chunks carry
+/// `"finish_reason":null`, and some `"usage":null`).
+fn set(data: &[u8], key: &memchr::memmem::Finder) -> bool {
+    key.find_iter(data).any(|at| {
+        let rest = &data[at + key.needle().len()..];
+        let mut it = rest.iter().skip_while(|b| b.is_ascii_whitespace());
+        it.next() == Some(&b':') && it.find(|b| !b.is_ascii_whitespace()) != Some(&b'n')
+    })
+}
+
+fn choices_empty(v: &Value) -> bool {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.is_empty())
+}
+
+/// Bytes of the `delta.content` string in a chunk, found without parsing it.
+pub fn content_len(data: &[u8]) -> usize {
+    string_len(data, token!(b"\"content\":\""))
+}
+
+/// Bytes of the first string value that `opening` (`"key":"`) starts, found without parsing.
+pub fn string_len(data: &[u8], opening: &memchr::memmem::Finder) -> usize {
+    let Some(at) = opening.find(data) else {
+        return 0;
+    };
+    let s = &data[at + opening.needle().len()..];
+    let mut from = 0;
+    while let Some(off) = memchr::memchr(b'"', &s[from..]) {
+        let q = from + off;
+        let escapes = s[..q].iter().rev().take_while(|b| **b == b'\\').count();
+        if escapes % 2 == 0 {
+            return q;
+        }
+        from = q + 1;
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +270,62 @@ mod tests {
         let out: Value =
             serde_json::from_slice(&passthrough_body(&map, "m", Some(100_000))).expect("json");
         assert_eq!(out["max_tokens"], 64000);
+    }
+
+    #[test]
+    fn the_fast_path_and_the_full_parse_read_chunks_alike() {
+        let chunks = [
+            r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"he said \"hi\""},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason" : "stop"}]}"#,
+            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#,
+        ];
+        let expect = [
+            (false, false, None, false),
+            (true, false, None, false),
+            (true, false, None, false),
+            (true, true, None, false),
+            (false, false, Some((5, 2)), true),
+        ];
+        for (c, want) in chunks.iter().zip(expect) {
+            for events in [false, true] {
+                let d = decode(c.as_bytes(), events).unwrap();
+                let got = (
+                    d.content,
+                    d.finish,
+                    d.usage.map(|u| (u.input_tokens, u.output_tokens)),
+                    d.usage_only,
+                );
+                assert_eq!(got, want, "{c} (events: {events})");
+                assert!(d.error.is_none() && !d.end);
+            }
+        }
+        assert!(decode(b"[DONE]", false).unwrap().end);
+        assert!(decode(b"{not json", false).is_err());
+        assert!(decode(b"{\"choices\":[{\"delta\":{\"content\":\"x\"}}]", false).is_err());
+        let e = decode(br#"{"error":{"message":"slow down","code":"429"}}"#, false)
+            .unwrap()
+            .error
+            .unwrap();
+        assert_eq!((e.status, e.message()), (429, "slow down"));
+        let e = decode(br#"{"error":{"message":"boom"}}"#, true)
+            .unwrap()
+            .error
+            .unwrap();
+        assert_eq!(e.status, 502, "an error without a code is a bad gateway");
+    }
+
+    #[test]
+    fn complete_bodies_are_answers_errors_or_neither() {
+        assert!(matches!(
+            complete(br#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#),
+            Complete::Answer(Some(_))
+        ));
+        assert!(matches!(
+            complete(br#"{"error":{"message":"quota","code":429}}"#),
+            Complete::Error(UpstreamError { status: 429, .. })
+        ));
+        assert!(matches!(complete(b"<html>"), Complete::NotAnswer(_)));
     }
 }

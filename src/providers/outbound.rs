@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
-use crate::canonical::{self, ChatRequest};
+use super::{anthropic, gemini, openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use crate::canonical::ChatRequest;
 use crate::config::ProviderKind;
 use crate::limits::{self, Classified};
 
@@ -30,12 +30,9 @@ impl Wire {
     }
 }
 
-/// `max_tokens` for Anthropic upstreams when neither the client nor the config gave one (the
-/// Messages API requires it).
-pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u64 = 4096;
-
-/// `anthropic-version` sent to Messages API upstreams.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub use super::anthropic::{
+    DEFAULT_MAX_TOKENS as DEFAULT_ANTHROPIC_MAX_TOKENS, VERSION as ANTHROPIC_VERSION,
+};
 
 /// What the client asked for, in the forms an upstream may take it in.
 pub struct Outbound<'a> {
@@ -67,96 +64,14 @@ pub fn build(
     let Some(wire) = Wire::of(p.config.kind) else {
         return Err(limits::classify_transport("not an HTTP provider"));
     };
-    let cap = model.max_output_tokens;
     let rb = match wire {
         Wire::OpenAi => {
-            let body = openai_compat::passthrough_body(o.openai_body, &model.id, cap);
+            let body =
+                openai_compat::passthrough_body(o.openai_body, &model.id, model.max_output_tokens);
             openai_compat::build(client, url, p, key, body, o.stream, o.request_id)
         }
-        Wire::Anthropic => {
-            let body = match o.anthropic_body {
-                // Same format both sides: the client's body, model rewritten.
-                Some(b) => openai_compat::passthrough_body(b, &model.id, cap),
-                None => {
-                    let mut b = canonical::anthropic::request_to_anthropic(
-                        o.canonical,
-                        &model.id,
-                        cap.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS),
-                    );
-                    if let Some(c) = cap {
-                        if b.get("max_tokens")
-                            .and_then(Value::as_u64)
-                            .is_some_and(|m| m > c)
-                        {
-                            b.insert("max_tokens".into(), c.into());
-                        }
-                    }
-                    serde_json::to_vec(&b).unwrap_or_default()
-                }
-            };
-            anthropic(client, url, p, key, body, o)
-        }
-        Wire::Gemini => {
-            let mut body = canonical::gemini::request_to_gemini(o.canonical);
-            if let (Some(c), Some(cfg)) = (cap, body.get_mut("generationConfig")) {
-                if cfg
-                    .get("maxOutputTokens")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|m| m > c)
-                {
-                    cfg["maxOutputTokens"] = c.into();
-                }
-            }
-            let action = if o.stream {
-                ":streamGenerateContent?alt=sse"
-            } else {
-                ":generateContent"
-            };
-            let Ok(url) = reqwest::Url::parse(&format!(
-                "{}/{}{action}",
-                url.as_str().trim_end_matches('/'),
-                model.id
-            )) else {
-                return Err(limits::classify_transport(
-                    "model name does not form a valid URL",
-                ));
-            };
-            let mut rb = client
-                .post(url)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .header("x-request-id", o.request_id)
-                .body(serde_json::to_vec(&body).unwrap_or_default());
-            if let Some(k) = key {
-                rb = rb.header("x-goog-api-key", k.secret.expose());
-            }
-            for (name, value) in &p.config.headers {
-                rb = rb.header(name.as_str(), value.as_str());
-            }
-            rb
-        }
+        Wire::Anthropic => anthropic::request(client, url, p, key, anthropic::body(o, model), o),
+        Wire::Gemini => gemini::request(client, &url, p, model, key, o)?,
     };
     Ok((rb, wire))
-}
-
-/// A Messages API request: `x-api-key`, `anthropic-version`, the client's `anthropic-beta`.
-fn anthropic(
-    client: &reqwest::Client,
-    url: reqwest::Url,
-    p: &ProviderEntry,
-    key: Option<&ApiKey>,
-    body: Vec<u8>,
-    o: &Outbound,
-) -> reqwest::RequestBuilder {
-    let mut rb = openai_compat::json_post(client, url, o.stream, o.request_id)
-        .header("anthropic-version", ANTHROPIC_VERSION);
-    if let Some(k) = key {
-        rb = rb.header("x-api-key", k.secret.expose());
-    }
-    if let Some(b) = o.anthropic_beta {
-        rb = rb.header("anthropic-beta", b);
-    }
-    for (name, value) in &p.config.headers {
-        rb = rb.header(name.as_str(), value.as_str());
-    }
-    rb.body(body)
 }

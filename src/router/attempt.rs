@@ -4,17 +4,16 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::time::timeout_at;
 
 use super::snapshot::Target;
 use super::sse::{self, SseError, SseReader};
 use super::{
-    Answer, Attempt, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
+    Answer, Attempt, Held, Inbound, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
 };
-use crate::canonical;
 use crate::gateway::Core;
 use crate::limits::{self, Classified};
+use crate::providers::codec::{self, Codec, Complete, UpstreamError};
 use crate::providers::ApiKey;
 
 /// One request to one target, up to the first content (streaming) or the whole body.
@@ -86,71 +85,20 @@ pub(super) async fn attempt(
             Ok(b) => b,
             Err(e) => return failed(sse_failure(&e)),
         };
-        // One light parse: is it a completion, an error in a 200, or garbage? And its usage.
-        #[derive(serde::Deserialize)]
-        struct Peek {
-            choices: Option<serde::de::IgnoredAny>,
-            error: Option<Value>,
-            usage: Option<Value>,
-        }
-        if wire == Wire::Gemini {
-            return match serde_json::from_slice::<Value>(&body) {
-                Ok(v) if v.get("candidates").is_some() => {
-                    let usage = v
-                        .get("usageMetadata")
-                        .map(canonical::gemini::usage_from_gemini);
-                    Attempt::Served(Answer::Complete(body, usage, Wire::Gemini))
-                }
-                Ok(v) if v.get("error").is_some() => error_in_body(core, t, &v, status),
-                _ => failed(limits::classify_transport(
-                    "upstream answered 2xx with a body that is not an answer",
-                )),
-            };
-        }
-        if wire == Wire::Anthropic {
-            return match serde_json::from_slice::<Value>(&body) {
-                Ok(v) if v.get("type").and_then(Value::as_str) == Some("message") => {
-                    let usage = v
-                        .get("usage")
-                        .map(canonical::anthropic::usage_from_anthropic);
-                    Attempt::Served(Answer::Complete(body, usage, Wire::Anthropic))
-                }
-                Ok(v) if v.get("type").and_then(Value::as_str) == Some("error") => {
-                    anthropic_error(core, t, &v)
-                }
-                _ => failed(limits::classify_transport(
-                    "upstream answered 2xx with a body that is not a message",
-                )),
-            };
-        }
-        return match serde_json::from_slice::<Peek>(&body) {
-            Ok(Peek {
-                choices: Some(_),
-                usage,
-                ..
-            }) => {
-                let usage = usage
-                    .as_ref()
-                    .and_then(canonical::openai::usage_from_openai);
-                Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi))
-            }
-            Ok(Peek { error: Some(e), .. }) => {
-                error_in_body(core, t, &serde_json::json!({ "error": e }), status)
-            }
-            _ => failed(limits::classify_transport(
-                "upstream answered 2xx with a body that is not a chat completion",
-            )),
+        return match codec::complete(wire, &body) {
+            Complete::Answer(usage) => Attempt::Served(Answer::Complete(body, usage, wire)),
+            Complete::Error(e) => error_in_answer(core, t, e),
+            Complete::NotAnswer(what) => failed(limits::classify_transport(what)),
         };
     }
-    // Streaming: hold everything until the first content event so a failure can still fall over.
+    // Streaming: hold everything until the first content event so a failure can still fall
+    // over. Each event is decoded once; the pump takes the decoded events and the codec.
+    let mut codec = Codec::new(wire);
     let mut prelude = Vec::new();
-    let mut decoder = canonical::anthropic::StreamDecoder::default();
-    let mut gemini = canonical::gemini::StreamDecoder::default();
     loop {
         // Bounded by the reader's idle timeout: silence fails over, activity (keep-alives,
         // reasoning deltas) does not.
-        let next = reader.next_event().await;
-        let ev = match next {
+        let ev = match reader.next_event().await {
             Err(e) => return failed(sse_failure(&e)),
             Ok(None) => {
                 return failed(limits::classify_transport(
@@ -162,71 +110,41 @@ pub(super) async fn attempt(
         let Some(data) = ev.data.as_ref() else {
             continue; // comments and keep-alives before content are not forwarded
         };
-        if ev.is_done() {
-            return failed(limits::classify_transport(
-                "stream ended before any content",
-            ));
-        }
-        let v: Value = match serde_json::from_slice(data) {
-            Ok(v) => v,
+        let decoded = match codec.decode(data, true) {
+            Ok(d) => d,
             Err(_) => {
                 return failed(limits::classify_transport(
                     "upstream sent an event that is not JSON",
                 ))
             }
         };
-        let content = match wire {
-            Wire::OpenAi => {
-                if v.get("error").is_some() && v.get("choices").is_none() {
-                    return error_in_body(core, t, &v, status);
-                }
-                canonical::openai::chunk_events(&v)
-                    .iter()
-                    .any(|e| e.is_content())
-            }
-            Wire::Gemini => {
-                if v.get("error").is_some() && v.get("candidates").is_none() {
-                    return error_in_body(core, t, &v, status);
-                }
-                gemini.push(&v).iter().any(|e| e.is_content())
-            }
-            Wire::Anthropic => {
-                let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
-                if kind == "error" {
-                    return anthropic_error(core, t, &v);
-                }
-                kind == "message_stop" || decoder.push(&v).iter().any(|e| e.is_content())
-            }
-        };
-        prelude.push(ev.raw);
+        if let Some(e) = decoded.error {
+            return error_in_answer(core, t, e);
+        }
+        if decoded.end {
+            return failed(limits::classify_transport(
+                "stream ended before any content",
+            ));
+        }
+        let content = decoded.content;
+        prelude.push(Held {
+            raw: ev.raw,
+            decoded,
+        });
         if content || prelude.len() >= MAX_PRELUDE_EVENTS {
             return Attempt::Served(Answer::Stream {
                 reader,
                 prelude,
-                wire,
+                codec,
             });
         }
     }
 }
 
-/// An Anthropic `{"type":"error"}` answer (in a 200 body or mid-stream), classified by its type.
-fn anthropic_error(core: &Core, t: &Target, v: &Value) -> Attempt {
-    let status = match v
-        .pointer("/error/type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-    {
-        "rate_limit_error" => 429,
-        "overloaded_error" => 529,
-        "authentication_error" => 401,
-        "permission_error" => 403,
-        "not_found_error" => 404,
-        "invalid_request_error" => 400,
-        "request_too_large" => 413,
-        _ => 500,
-    };
-    let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
-    upstream_error(core, t, status, &http::HeaderMap::new(), body)
+/// An error the upstream put in a 2xx answer or a stream, classified by its own code.
+fn error_in_answer(core: &Core, t: &Target, e: UpstreamError) -> Attempt {
+    let body = Bytes::from(serde_json::to_vec(&e.body).unwrap_or_default());
+    upstream_error(core, t, e.status, &http::HeaderMap::new(), body)
 }
 
 /// Every upstream error body enters Baton here: redacted once (an upstream may echo the key it
@@ -264,21 +182,6 @@ fn failed(c: Classified) -> Attempt {
         status: None,
         body: None,
     }
-}
-
-/// Some services answer 200 with an `{"error": …}` body; classify it by its own code.
-fn error_in_body(core: &Core, t: &Target, v: &Value, status: u16) -> Attempt {
-    let code = v
-        .pointer("/error/code")
-        .and_then(|c| {
-            c.as_u64()
-                .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
-        })
-        .filter(|c| (400..600).contains(c))
-        .map(|c| c as u16)
-        .unwrap_or(if status >= 400 { status } else { 502 });
-    let body = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
-    upstream_error(core, t, code, &http::HeaderMap::new(), body)
 }
 
 async fn read_all(reader: &mut SseReader, max: usize) -> Result<Bytes, SseError> {

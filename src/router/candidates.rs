@@ -15,8 +15,19 @@ use crate::limits::{self, Classified};
 use crate::providers::{ApiKey, ProviderEntry};
 use crate::store::AttemptRecord;
 
-pub(super) fn ok_classified() -> Classified {
+fn ok_classified() -> Classified {
     limits::classify_transport("")
+}
+
+/// The attempt that served the answer.
+pub(crate) fn served(
+    t: &Target,
+    key: Option<&ApiKey>,
+    started: std::time::Instant,
+) -> AttemptRecord {
+    let mut ok = record(t, key, &ok_classified(), Some(200), started);
+    ok.class = "ok".into();
+    ok
 }
 
 pub(super) fn larger_window(candidate: Option<u64>, failed: Option<u64>) -> bool {

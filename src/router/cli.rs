@@ -191,7 +191,7 @@ pub(super) async fn attempt(
     Attempt::Served(Answer::Stream {
         reader: SseReader::new(Box::pin(body), idle),
         prelude: Vec::new(),
-        wire: Wire::OpenAi,
+        codec: crate::providers::codec::Codec::OpenAi,
     })
 }
 

@@ -3,13 +3,15 @@
 //! at an error the client must fix.
 
 mod attempt;
-mod candidates;
+pub(crate) mod candidates;
 mod cli;
 mod failure;
 pub mod record;
 pub mod snapshot;
 pub mod sse;
 pub mod stream;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -24,6 +26,7 @@ use tokio::time::timeout_at;
 use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::gateway::Core;
 use crate::limits::{self, Classified, ErrorClass};
+use crate::providers::codec::Codec;
 use crate::providers::ProviderEntry;
 pub(crate) use candidates::skipped;
 use candidates::*;
@@ -101,9 +104,11 @@ pub enum Served {
     Stream {
         target: Target,
         reader: SseReader,
-        prelude: Vec<Bytes>,
+        /// The events held back until the first content, decoded once.
+        prelude: Vec<Held>,
+        /// The decoder those events went through, handed on to the pump.
+        codec: Codec,
         slot: Slot,
-        wire: Wire,
         /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
         resume: Vec<Target>,
     },
@@ -133,16 +138,22 @@ pub enum Failure {
 }
 
 /// What one attempt produced before the target and slot are attached.
-enum Answer {
+pub(crate) enum Answer {
     Complete(Bytes, Option<Usage>, Wire),
     Stream {
         reader: SseReader,
-        prelude: Vec<Bytes>,
-        wire: Wire,
+        prelude: Vec<Held>,
+        codec: Codec,
     },
 }
 
-enum Attempt {
+/// One stream event held back before the commit: as received, and decoded.
+pub struct Held {
+    pub raw: Bytes,
+    pub decoded: crate::providers::codec::Decoded,
+}
+
+pub(crate) enum Attempt {
     Served(Answer),
     Failed {
         classified: Classified,
@@ -151,15 +162,56 @@ enum Attempt {
     },
 }
 
-enum Pick {
+pub(crate) enum Pick {
     Go(usize),
     /// Out until this instant, why, and whether that is a limit to wait out (rate or spending)
     /// rather than a failure (breaker, overload, a rejected key).
     Cooling(i64, String, bool),
 }
 
+/// How the fallback loop reaches an upstream: one call per attempt, up to the first content of
+/// a stream or the whole answer. [`Live`] sends HTTP (the request built for the target's kind,
+/// the answer read by its codec) or spawns a CLI; the loop's unit tests script answers.
+pub(crate) trait Upstream: Sync {
+    fn attempt<'a>(
+        &'a self,
+        t: &'a Target,
+        key: Option<&'a crate::providers::ApiKey>,
+        inbound: &'a Inbound,
+        request_id: &'a str,
+    ) -> impl std::future::Future<Output = Attempt> + Send + 'a;
+}
+
+/// The real upstreams.
+pub(crate) struct Live<'a>(pub &'a Core);
+
+impl Upstream for Live<'_> {
+    fn attempt<'a>(
+        &'a self,
+        t: &'a Target,
+        key: Option<&'a crate::providers::ApiKey>,
+        inbound: &'a Inbound,
+        request_id: &'a str,
+    ) -> impl std::future::Future<Output = Attempt> + Send + 'a {
+        attempt::attempt(self.0, t, key, inbound, request_id)
+    }
+}
+
 /// Runs the fallback loop for one request.
 pub async fn dispatch(
+    core: &Core,
+    snap: &Snapshot,
+    inbound: &Inbound,
+    targets: Vec<Target>,
+    selection: Selection,
+    rec: &mut Record,
+) -> Result<Served, Failure> {
+    dispatch_via(&Live(core), core, snap, inbound, targets, selection, rec).await
+}
+
+/// The fallback loop over `up`.
+pub(crate) async fn dispatch_via<U: Upstream>(
+    up: &U,
     core: &Core,
     snap: &Snapshot,
     inbound: &Inbound,
@@ -241,13 +293,13 @@ pub async fn dispatch(
     let mut waited_for_reset = false;
     loop {
         let result = run_candidates(
+            up,
             core,
             snap,
             inbound,
             targets.clone(),
             rec,
-            deadline,
-            deadline_ms,
+            (deadline, deadline_ms),
         )
         .await;
         // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
@@ -297,14 +349,14 @@ fn announce(t: &Target, c: Classified) -> Option<(String, Classified, String)> {
     Some((t.label(), c, t.provider.config.display_name().to_string()))
 }
 
-async fn run_candidates(
+async fn run_candidates<U: Upstream>(
+    up: &U,
     core: &Core,
     snap: &Snapshot,
     inbound: &Inbound,
     targets: Vec<Target>,
     rec: &mut Record,
-    deadline: tokio::time::Instant,
-    deadline_ms: u64,
+    (deadline, deadline_ms): (tokio::time::Instant, u64),
 ) -> Result<Served, Failure> {
     let mut pending: VecDeque<Target> = targets.into();
     let mut busy: Vec<Target> = Vec::new();
@@ -446,19 +498,15 @@ async fn run_candidates(
 
         let started = Instant::now();
         let sent_ms = core.clock.now_ms();
-        let outcome = match timeout_at(
-            deadline,
-            attempt::attempt(core, &target, api_key, inbound, rec.id()),
-        )
-        .await
-        {
-            Ok(o) => o,
-            Err(_) => {
-                let c = limits::classify_timeout("request deadline reached");
-                rec.push_attempt(record(&target, api_key, &c, None, started));
-                return Err(Failure::Deadline(deadline_ms));
-            }
-        };
+        let outcome =
+            match timeout_at(deadline, up.attempt(&target, api_key, inbound, rec.id())).await {
+                Ok(o) => o,
+                Err(_) => {
+                    let c = limits::classify_timeout("request deadline reached");
+                    rec.push_attempt(record(&target, api_key, &c, None, started));
+                    return Err(Failure::Deadline(deadline_ms));
+                }
+            };
         match outcome {
             Attempt::Served(answer) => {
                 let p = &target.provider;
@@ -473,9 +521,7 @@ async fn run_candidates(
                         provider: p.id().to_string(),
                     });
                 }
-                let mut ok = record(&target, api_key, &ok_classified(), Some(200), started);
-                ok.class = "ok".into();
-                rec.push_attempt(ok);
+                rec.push_attempt(served(&target, api_key, started));
                 return Ok(match answer {
                     Answer::Complete(body, usage, wire) => Served::Complete {
                         wire,
@@ -487,7 +533,7 @@ async fn run_candidates(
                     Answer::Stream {
                         reader,
                         prelude,
-                        wire,
+                        codec,
                     } => {
                         let resume =
                             if snap.resumes_on_break(snap.map_model(&inbound.canonical.model)) {
@@ -499,7 +545,7 @@ async fn run_candidates(
                                             && t.provider.id() != target.provider.id()
                                             && t.provider.config.kind
                                                 == crate::config::ProviderKind::OpenaiCompatible
-                                            && wire == Wire::OpenAi
+                                            && codec.wire() == Wire::OpenAi
                                     })
                                     .cloned()
                                     .collect()
@@ -510,8 +556,8 @@ async fn run_candidates(
                             target,
                             reader,
                             prelude,
+                            codec,
                             slot,
-                            wire,
                             resume,
                         }
                     }
@@ -667,7 +713,7 @@ pub async fn test_target(
     let limit = Duration::from_millis(
         target.provider.config.timeouts.first_byte_ms + target.provider.config.timeouts.idle_ms,
     );
-    match tokio::time::timeout(limit, attempt::attempt(core, target, key, &inbound, "test")).await {
+    match tokio::time::timeout(limit, Live(core).attempt(target, key, &inbound, "test")).await {
         Err(_) => Err(limits::classify_timeout("no answer in time")),
         Ok(Attempt::Served(_)) => Ok(started.elapsed().as_millis() as u64),
         Ok(Attempt::Failed { classified, .. }) => Err(classified),

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 
 /// Largest single event accepted from an upstream.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
@@ -46,6 +46,8 @@ pub struct SseReader {
     scan: usize,
     idle: Duration,
     eof: bool,
+    /// A transport error found while looking ahead, reported by the next read.
+    failed: Option<String>,
 }
 
 impl SseReader {
@@ -56,6 +58,7 @@ impl SseReader {
             scan: 0,
             idle,
             eof: false,
+            failed: None,
         }
     }
 
@@ -80,9 +83,31 @@ impl SseReader {
         }
     }
 
+    /// The next event if it has already arrived in full, without waiting: from the buffer, or
+    /// from body chunks the connection already holds (an upstream that sends a burst arrives
+    /// as one chunk per event). A transport error met here is kept for the next read.
+    pub fn buffered_event(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(ev) = self.take_event() {
+                return Some(ev);
+            }
+            if self.eof || self.failed.is_some() || self.buf.len() > MAX_EVENT_BYTES {
+                return None;
+            }
+            match self.body.next().now_or_never()? {
+                None => self.eof = true,
+                Some(Err(e)) => self.failed = Some(e),
+                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+            }
+        }
+    }
+
     /// Appends the next chunk of the body to the buffer, or notes its end; bounded by the idle
     /// timeout.
     async fn fill(&mut self) -> Result<(), SseError> {
+        if let Some(e) = self.failed.take() {
+            return Err(SseError::Transport(e));
+        }
         match tokio::time::timeout(self.idle, self.body.next()).await {
             Err(_) => Err(SseError::Idle(self.idle.as_millis() as u64)),
             Ok(None) => {
@@ -220,6 +245,34 @@ mod tests {
         let e4 = r.next_event().await.expect("ok").expect("event");
         assert!(e4.is_done());
         assert_eq!(r.next_event().await, Ok(None));
+    }
+
+    #[tokio::test]
+    async fn buffered_events_are_taken_without_waiting_and_a_break_is_kept_for_the_next_read() {
+        let items: Vec<Result<Bytes, String>> = vec![
+            Ok(Bytes::from_static(b"data: 1\n\n")),
+            Ok(Bytes::from_static(b"data: 2\n\ndata: 3\n\n")),
+            Err("reset".into()),
+        ];
+        // Ready chunks, then a body that has nothing yet.
+        let body = futures_util::stream::iter(items).chain(futures_util::stream::pending());
+        let mut r = SseReader::new(Box::pin(body), Duration::from_secs(5));
+        assert_eq!(
+            r.next_event().await.unwrap().unwrap().data.as_deref(),
+            Some(&b"1"[..])
+        );
+        assert_eq!(r.buffered_event().unwrap().data.as_deref(), Some(&b"2"[..]));
+        assert_eq!(r.buffered_event().unwrap().data.as_deref(), Some(&b"3"[..]));
+        assert_eq!(r.buffered_event(), None, "the error is not an event");
+        assert_eq!(r.buffered_event(), None);
+        assert_eq!(
+            r.next_event().await,
+            Err(SseError::Transport("reset".into())),
+            "the error found while looking ahead is not lost"
+        );
+        let quiet = futures_util::stream::pending::<Result<Bytes, String>>();
+        let mut r = SseReader::new(Box::pin(quiet), Duration::from_secs(5));
+        assert_eq!(r.buffered_event(), None, "nothing has arrived: no wait");
     }
 
     #[tokio::test]

@@ -644,7 +644,7 @@ fn slow_stream(
     let body = futures_util::stream::unfold(
         (events.into_iter(), Some(guard), abandon, 0usize),
         move |(mut it, guard, mut abandon, i)| async move {
-            if i > 0 {
+            if i > 0 && delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
             match it.next() {
@@ -686,6 +686,14 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
             name: "get_weather".into(),
             arguments: "{\"city\":\"Paris\"}".into(),
         },
+        other if other.starts_with("stream:") => {
+            // "stream:N" streams N content chunks back to back (the benchmark's stream shape).
+            let chunks = other["stream:".len()..].parse().ok()?;
+            Behavior::SlowStream {
+                chunks,
+                delay_ms: 0,
+            }
+        }
         other => {
             // "tool:NAME:{json arguments}" answers with that tool call.
             let rest = other.strip_prefix("tool:")?;

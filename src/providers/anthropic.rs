@@ -1,0 +1,183 @@
+//! The `anthropic` upstream kind: `POST {baseUrl}/messages` with `x-api-key` and
+//! `anthropic-version`; its answers, error bodies and stream events.
+
+use serde_json::{Map, Value};
+
+use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError};
+use super::outbound::Outbound;
+use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use crate::canonical;
+use crate::canonical::anthropic::StreamDecoder;
+
+/// `max_tokens` when neither the client nor the config gave one (the Messages API requires it).
+pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// `anthropic-version` sent to Messages API upstreams.
+pub const VERSION: &str = "2023-06-01";
+
+/// The body: the client's own when it spoke Anthropic (model rewritten, so thinking signatures,
+/// cache control and betas survive), else translated from the canonical request.
+pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
+    let cap = model.max_output_tokens;
+    if let Some(b) = o.anthropic_body {
+        return openai_compat::passthrough_body(b, &model.id, cap);
+    }
+    let mut b: Map<String, Value> = canonical::anthropic::request_to_anthropic(
+        o.canonical,
+        &model.id,
+        cap.unwrap_or(DEFAULT_MAX_TOKENS),
+    );
+    if let Some(c) = cap {
+        if b.get("max_tokens")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| m > c)
+        {
+            b.insert("max_tokens".into(), c.into());
+        }
+    }
+    serde_json::to_vec(&b).unwrap_or_default()
+}
+
+/// A Messages API request: `x-api-key`, `anthropic-version`, the client's `anthropic-beta`.
+pub fn request(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+    body: Vec<u8>,
+    o: &Outbound,
+) -> reqwest::RequestBuilder {
+    let mut rb = openai_compat::json_post(client, url, o.stream, o.request_id)
+        .header("anthropic-version", VERSION);
+    if let Some(k) = key {
+        rb = rb.header("x-api-key", k.secret.expose());
+    }
+    if let Some(b) = o.anthropic_beta {
+        rb = rb.header("anthropic-beta", b);
+    }
+    for (name, value) in &p.config.headers {
+        rb = rb.header(name.as_str(), value.as_str());
+    }
+    rb.body(body)
+}
+
+/// An `{"type":"error"}` body (in a 200 or mid-stream) with the status its error type means.
+fn error_of(v: Value) -> UpstreamError {
+    let status = match v
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "rate_limit_error" => 429,
+        "overloaded_error" => 529,
+        "authentication_error" => 401,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "invalid_request_error" => 400,
+        "request_too_large" => 413,
+        _ => 500,
+    };
+    UpstreamError { status, body: v }
+}
+
+fn kind(v: &Value) -> &str {
+    v.get("type").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A complete 2xx body: a message, an error, or neither.
+pub fn complete(body: &[u8]) -> Complete {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) if kind(&v) == "message" => Complete::Answer(
+            v.get("usage")
+                .map(canonical::anthropic::usage_from_anthropic),
+        ),
+        Ok(v) if kind(&v) == "error" => Complete::Error(error_of(v)),
+        _ => Complete::NotAnswer("upstream answered 2xx with a body that is not a message"),
+    }
+}
+
+/// One Messages stream event. Without `events`, the text deltas that make up most of a stream
+/// are only checked to be JSON: a tree is built for the events that start, finish or break the
+/// message.
+pub fn decode(d: &mut StreamDecoder, data: &[u8], events: bool) -> Result<Decoded, NotJson> {
+    let matters = events
+        || has(data, token!(b"\"message_start\""))
+        || has(data, token!(b"\"message_delta\""))
+        || has(data, token!(b"\"message_stop\""))
+        || has(data, token!(b"\"error\""));
+    if !matters {
+        check_json(data)?;
+        let text_bytes = openai_compat::string_len(data, token!(b"\"text\":\""))
+            + openai_compat::string_len(data, token!(b"\"partial_json\":\""));
+        return Ok(Decoded {
+            content: has(data, token!(b"\"content_block_delta\"")),
+            text_bytes,
+            ..Decoded::default()
+        });
+    }
+    let v = parse(data)?;
+    match kind(&v) {
+        "error" => Ok(Decoded {
+            error: Some(error_of(v)),
+            ..Decoded::default()
+        }),
+        "message_stop" => Ok(Decoded {
+            end: true,
+            ..Decoded::default()
+        }),
+        _ => Ok(Decoded::from_events(d.push(&v))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same events with and without the fast path: usage, finish, end and errors agree.
+    #[test]
+    fn stream_events_read_alike_with_and_without_the_fast_path() {
+        let events = [
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":9,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message_stop"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        for fast in [true, false] {
+            let mut d = StreamDecoder::default();
+            let got: Vec<_> = events
+                .iter()
+                .map(|e| decode(&mut d, e.as_bytes(), !fast).unwrap())
+                .map(|x| {
+                    (
+                        x.finish,
+                        x.usage.map(|u| (u.input_tokens, u.output_tokens)),
+                        x.end,
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (false, None, false),
+                    (false, None, false),
+                    (false, None, false),
+                    (true, Some((9, 4)), false),
+                    (false, None, true),
+                ],
+                "fast path: {fast}"
+            );
+        }
+        let mut d = StreamDecoder::default();
+        let e = decode(
+            &mut d,
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            false,
+        )
+        .unwrap()
+        .error
+        .unwrap();
+        assert_eq!((e.status, e.message()), (529, "Overloaded"));
+        assert!(decode(&mut d, b"{\"type\":", false).is_err());
+    }
+}

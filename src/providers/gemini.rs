@@ -1,0 +1,96 @@
+//! The `gemini` upstream kind: `POST {baseUrl}/{model}:generateContent` (or
+//! `:streamGenerateContent?alt=sse`) with `x-goog-api-key`; its answers, errors and stream chunks.
+
+use serde_json::Value;
+
+use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
+use super::outbound::Outbound;
+use super::{ApiKey, ModelInfo, ProviderEntry};
+use crate::canonical;
+use crate::canonical::gemini::StreamDecoder;
+use crate::limits::{self, Classified};
+
+/// The request: the canonical request translated, at the model's own URL.
+pub fn request(
+    client: &reqwest::Client,
+    base: &reqwest::Url,
+    p: &ProviderEntry,
+    model: &ModelInfo,
+    key: Option<&ApiKey>,
+    o: &Outbound,
+) -> Result<reqwest::RequestBuilder, Classified> {
+    let mut body = canonical::gemini::request_to_gemini(o.canonical);
+    if let (Some(c), Some(cfg)) = (model.max_output_tokens, body.get_mut("generationConfig")) {
+        if cfg
+            .get("maxOutputTokens")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| m > c)
+        {
+            cfg["maxOutputTokens"] = c.into();
+        }
+    }
+    let action = if o.stream {
+        ":streamGenerateContent?alt=sse"
+    } else {
+        ":generateContent"
+    };
+    let Ok(url) = reqwest::Url::parse(&format!(
+        "{}/{}{action}",
+        base.as_str().trim_end_matches('/'),
+        model.id
+    )) else {
+        return Err(limits::classify_transport(
+            "model name does not form a valid URL",
+        ));
+    };
+    let mut rb = client
+        .post(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header("x-request-id", o.request_id)
+        .body(serde_json::to_vec(&body).unwrap_or_default());
+    if let Some(k) = key {
+        rb = rb.header("x-goog-api-key", k.secret.expose());
+    }
+    for (name, value) in &p.config.headers {
+        rb = rb.header(name.as_str(), value.as_str());
+    }
+    Ok(rb)
+}
+
+/// `{"error": {"code": 429, …}}`, with the status its code names (else 502).
+fn error_of(v: Value) -> UpstreamError {
+    let status = v
+        .pointer("/error/code")
+        .and_then(Value::as_u64)
+        .filter(|c| (400..600).contains(c))
+        .map_or(502, |c| c as u16);
+    UpstreamError { status, body: v }
+}
+
+fn is_error(v: &Value) -> bool {
+    v.get("error").is_some() && v.get("candidates").is_none()
+}
+
+/// A complete 2xx body: candidates, an error, or neither.
+pub fn complete(body: &[u8]) -> Complete {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) if v.get("candidates").is_some() => Complete::Answer(
+            v.get("usageMetadata")
+                .map(canonical::gemini::usage_from_gemini),
+        ),
+        Ok(v) if v.get("error").is_some() => Complete::Error(error_of(v)),
+        _ => Complete::NotAnswer("upstream answered 2xx with a body that is not an answer"),
+    }
+}
+
+/// One streamed chunk (always translated: no client speaks Gemini to Baton).
+pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
+    let v = parse(data)?;
+    if is_error(&v) {
+        return Ok(Decoded {
+            error: Some(error_of(v)),
+            ..Decoded::default()
+        });
+    }
+    Ok(Decoded::from_events(d.push(&v)))
+}
