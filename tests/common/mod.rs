@@ -238,16 +238,21 @@ impl std::io::Write for Captured {
 }
 
 impl Captured {
-    /// Installs a subscriber at `filter` that writes here (once per test binary).
-    pub fn install(filter: &str) -> Self {
-        let logs = Captured::default();
-        let writer = logs.clone();
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .try_init();
-        logs
+    /// Everything the test process logs at debug level and above, in one buffer every test
+    /// shares (a subscriber is global to the process, and all the tests run in one).
+    pub fn install() -> Self {
+        static LOGS: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = Captured::default();
+            let writer = logs.clone();
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter("debug,hyper=info,reqwest=info,h2=info,rustls=info")
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .try_init();
+            logs
+        })
+        .clone()
     }
 
     pub fn bytes(&self) -> Vec<u8> {

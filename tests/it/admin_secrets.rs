@@ -1,0 +1,153 @@
+//! The admin key cannot read other secrets by pointing a provider at a server it chooses: a
+//! provider body may name only API-key variables (never `PATH`, never Baton's own keys), and a
+//! key typed into the UI stays bound to the provider and host it was saved for.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use testkit::FakeUpstream;
+
+fn body(id: &str, url: &str, keys: Value) -> Value {
+    json!({"id": id, "kind": "openai-compatible", "baseUrl": url, "models": ["m"], "keys": keys})
+}
+
+/// Every request the fake received carried none of these values.
+fn never_sent(up: &FakeUpstream, values: &[&str]) {
+    for r in up.received() {
+        let auth = r
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        for v in values {
+            assert!(!auth.contains(v), "sent {auth}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_their_host() {
+    std::env::set_var(
+        "BATON_TEST_TEAM_VAR",
+        "bt-team-secret-for-the-admin-secrets-test",
+    );
+    std::env::set_var("MYPROXY_API_KEY", "sk-proxy-key-for-admin-secrets-0000");
+    let home = FakeUpstream::start("home").await;
+    let attacker = FakeUpstream::start("attacker").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gateway.key"),
+        "bt-team-secret-for-the-admin-secrets-test",
+    )
+    .unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"gatewayKeys": [{"env": "BATON_TEST_TEAM_VAR", "label": "team"}], "providers": []}),
+    )
+    .await;
+    let admin = Admin(&baton);
+
+    // Process variables and Baton's own keys are refused, by test, create and import alike.
+    for (var, why) in [
+        ("PATH", "does not look like an API-key variable"),
+        ("HOME", "does not look like an API-key variable"),
+        ("BATON_TEST_TEAM_VAR", "Baton's own keys"),
+        ("BATON_ADMIN_KEY", "Baton's own keys"),
+    ] {
+        let b = body("evil", &attacker.base_url(), json!([{"env": var}]));
+        for path in ["/admin/test", "/admin/providers"] {
+            let (st, v) = admin.send(Method::POST, path, Some(b.clone())).await;
+            assert_eq!(st, 422, "{path} {var}: {v}");
+            assert_eq!(v["error"]["param"], "keys[0].env", "{v}");
+            assert!(v["error"]["message"].as_str().unwrap().contains(why), "{v}");
+        }
+        let import = json!({"providers": [b]}).to_string();
+        let r = admin
+            .req(Method::POST, "/admin/import")
+            .body(import)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "import {var}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["param"], "providers[0].keys[0].env", "{v}");
+    }
+    assert_eq!(attacker.hits(), 0, "nothing was sent anywhere");
+    let (_, providers) = admin.send(Method::GET, "/admin/providers", None).await;
+    assert_eq!(
+        providers["providers"].as_array().unwrap().len(),
+        0,
+        "nothing was saved"
+    );
+
+    // An API-key variable works.
+    let b = body(
+        "proxy",
+        &home.base_url(),
+        json!([{"env": "MYPROXY_API_KEY"}]),
+    );
+    let (st, v) = admin.send(Method::POST, "/admin/test", Some(b)).await;
+    assert_eq!(st, 200, "{v}");
+
+    // A key typed into the UI is stored for its provider and host.
+    let mut b = body("home", &home.base_url(), json!([]));
+    b["newKeys"] = json!(["sk-typed-key-bound-to-home-1111"]);
+    let (st, v) = admin.send(Method::POST, "/admin/providers", Some(b)).await;
+    assert_eq!(st, 201, "{v}");
+    let (_, state) = admin.send(Method::GET, "/admin/providers", None).await;
+    let saved = state["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "home")
+        .unwrap()["config"]
+        .clone();
+    let stored = saved["keys"][0].clone();
+    assert!(stored["stored"].is_string(), "{saved}");
+
+    // Re-pointing the provider at another host keeps no stored key: it must be typed again.
+    let mut moved = saved.clone();
+    moved["baseUrl"] = json!(attacker.base_url());
+    for (method, path) in [
+        (Method::PUT, "/admin/providers/home"),
+        (Method::POST, "/admin/test"),
+    ] {
+        let (st, v) = admin.send(method, path, Some(moved.clone())).await;
+        assert_eq!(st, 422, "{path}: {v}");
+        assert_eq!(v["error"]["param"], "keys[0]", "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("type it again"),
+            "{v}"
+        );
+    }
+    // Another provider cannot borrow it either, on any host.
+    let thief = body("thief", &home.base_url(), json!([stored.clone()]));
+    for path in ["/admin/test", "/admin/providers"] {
+        let (st, v) = admin.send(Method::POST, path, Some(thief.clone())).await;
+        assert_eq!(st, 422, "{path}: {v}");
+        assert_eq!(v["error"]["param"], "keys[0].stored", "{v}");
+    }
+    assert_eq!(attacker.hits(), 0);
+    never_sent(&attacker, &["sk-typed-key", "bt-team-secret"]);
+
+    // The same host with another path, or a retyped key on a new host, is fine.
+    let mut same_host = saved.clone();
+    same_host["baseUrl"] = json!(format!("{}/", home.base_url()));
+    let (st, v) = admin
+        .send(Method::PUT, "/admin/providers/home", Some(same_host))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let mut retyped = moved.clone();
+    retyped["keys"] = json!([]);
+    retyped["newKeys"] = json!(["sk-a-new-key-for-the-new-host-22"]);
+    let (st, v) = admin
+        .send(Method::PUT, "/admin/providers/home", Some(retyped))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    baton.stop().await;
+}

@@ -1,0 +1,167 @@
+//! The `anthropic` upstream kind: Anthropic clients pass through unchanged (but for the model),
+//! OpenAI clients are translated both ways, streaming included.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+async fn setup() -> (tempfile::TempDir, FakeUpstream, Baton) {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("claude").await;
+    std::env::set_var("BT_ANTHROPIC_UP_KEY", "sk-ant-upstream-secret");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "anthropic", "kind": "anthropic", "baseUrl": up.base_url(),
+            "keys": [{"env": "BT_ANTHROPIC_UP_KEY"}], "models": ["claude-real-model"]}],
+            "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    (dir, up, baton)
+}
+
+#[tokio::test]
+async fn anthropic_clients_pass_through_with_their_fields_and_headers() {
+    let (_d, up, baton) = setup().await;
+    let body = json!({"model": "claude-opus-4-8", "max_tokens": 50,
+        "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        "thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u1"},
+        "messages": [{"role": "user", "content": "hello"}]});
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "interleaved-thinking-2025-05-14")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["content"][0]["text"], "claude: hello");
+    let got = &up.received()[0];
+    assert_eq!(got.headers["x-api-key"], "sk-ant-upstream-secret");
+    assert_eq!(got.headers["anthropic-version"], "2023-06-01");
+    assert_eq!(
+        got.headers["anthropic-beta"],
+        "interleaved-thinking-2025-05-14"
+    );
+    let mut expected = body.clone();
+    expected["model"] = json!("claude-real-model");
+    assert_eq!(
+        got.body, expected,
+        "unchanged but for the model: thinking, cache_control, metadata kept"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn openai_clients_are_translated_to_messages_and_back() {
+    let (_d, up, baton) = setup().await;
+    let r = baton
+        .post(json!({"model": "auto", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"}, {"role": "user", "content": "there"}], "seed": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["choices"][0]["message"]["content"], "claude: there");
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert_eq!(v["usage"]["prompt_tokens"], 11);
+    let sent = &up.received()[0].body;
+    assert_eq!(sent["system"], "be brief");
+    assert_eq!(
+        sent["messages"].as_array().unwrap().len(),
+        1,
+        "same-role turns merged"
+    );
+    assert_eq!(sent["max_tokens"], 4096, "filled in: Anthropic requires it");
+    assert!(
+        sent.get("seed").is_none(),
+        "OpenAI-only fields are not sent to Anthropic"
+    );
+
+    // Streamed, with a tool call.
+    up.script([Behavior::ToolCall {
+        name: "get_weather".into(),
+        arguments: "{\"city\":\"Paris\"}".into(),
+    }]);
+    let mut body = chat_body("auto", "weather?", true);
+    body["tools"] = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]);
+    let events = sse_data(&baton.post(body).send().await.unwrap().text().await.unwrap());
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let args: String = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .filter_map(|v| {
+            v.pointer("/choices/0/delta/tool_calls/0/function/arguments")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(args, "{\"city\":\"Paris\"}");
+    assert!(events
+        .iter()
+        .any(|e| e.contains("\"finish_reason\":\"tool_calls\"")));
+    let sent = &up.received()[1].body;
+    assert_eq!(sent["tools"][0]["name"], "get_weather");
+    assert_eq!(sent["tools"][0]["input_schema"], json!({"type": "object"}));
+    // Plain text stream.
+    let events = sse_data(
+        &baton
+            .post(chat_body("auto", "one two", true))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(stream_text(&events), "claude: one two");
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn anthropic_errors_are_classified_and_breaks_end_explicitly() {
+    let (_d, up, baton) = setup().await;
+    up.script([Behavior::Status { status: 429, body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        headers: vec![("retry-after".into(), "30".into())] }]);
+    let r = baton.chat("auto", "x").await;
+    assert_eq!(r.status(), 429);
+    let cd = baton.handle.core.cooldowns.active();
+    assert_eq!((cd.len(), cd[0].class.as_str()), (1, "rate"));
+    baton.handle.core.cooldowns.clear(&cd[0].scope);
+    up.script([Behavior::StreamDies(1)]);
+    let r = baton.http.post(format!("{}/v1/messages", baton.url)).header("x-api-key", &baton.key)
+        .json(&json!({"model": "claude-x", "max_tokens": 50, "stream": true, "messages": [{"role": "user", "content": "one two three"}]}))
+        .send().await.unwrap();
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("event: error") && !text.contains("message_stop"),
+        "{text}"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn count_tokens_is_exact_through_an_anthropic_provider() {
+    let (_d, up, baton) = setup().await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages/count_tokens", baton.url))
+        .header("x-api-key", &baton.key)
+        .json(&json!({"model": "claude-x", "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["input_tokens"], 4242, "the provider's own count");
+    let got = up.received();
+    assert_eq!(got[0].body["model"], "claude-real-model");
+    assert_eq!(got[0].headers["x-api-key"], "sk-ant-upstream-secret");
+    baton.stop().await;
+}

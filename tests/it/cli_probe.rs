@@ -1,0 +1,278 @@
+//! `baton probe` against fake upstreams (healthy, rate-limited, rejected key): printed
+//! classification, JSON and exit status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_classifies_each_target_and_exits_nonzero_on_failure() {
+    let (a, b, c) = (
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+        FakeUpstream::start("c").await,
+    );
+    b.always(Behavior::rate_limited(Some(30)));
+    c.always(Behavior::Status { status: 401, body: json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}), headers: vec![] });
+    let mut pc = provider("c", &c.base_url(), 30);
+    pc["keys"] = json!([{"env": "BT_PROBE_C_KEY"}]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.json");
+    std::fs::write(&cfg, json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20), pc]}).to_string()).unwrap();
+    let cfg = cfg.display().to_string();
+    let env = vec![("BT_PROBE_C_KEY", "sk-probe-secret-9999")];
+
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg.clone(),
+            "--json".into(),
+        ],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(
+        code, 1,
+        "a failing target makes the exit status non-zero: {err}"
+    );
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let classes: Vec<(&str, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["provider"].as_str().unwrap(),
+                r["class"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(classes, [("a", "ok"), ("b", "rate"), ("c", "auth")]);
+    assert!(
+        results[1]["resetAtMs"].as_i64().unwrap() > baton::clock::unix_ms() + 25_000,
+        "reset instant from Retry-After"
+    );
+    assert_eq!(results[2]["key"], "env:BT_PROBE_C_KEY");
+    assert_eq!(a.received()[0].body["max_tokens"], 1, "a cheap request");
+    assert_eq!(
+        c.received()[0].headers["authorization"],
+        "Bearer sk-probe-secret-9999"
+    );
+
+    let (code, out, _) = run_baton(
+        vec!["probe".into(), "--config".into(), cfg.clone()],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(out.starts_with("TARGET"));
+    let row = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap().to_string();
+    assert!(row("a/a-model").contains(" ok "));
+    assert!(row("b/b-model").contains("rate") && row("b/b-model").contains("HTTP 429"));
+    assert!(row("c/c-model").contains("auth"));
+    assert!(!out.contains("sk-probe-secret"));
+
+    let (code, _, _) = run_baton(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg.clone(),
+            "--provider".into(),
+            "a".into(),
+        ],
+        env.clone(),
+    )
+    .await;
+    assert_eq!(code, 0, "only the healthy provider");
+    let (code, _, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--config".into(),
+            cfg,
+            "--provider".into(),
+            "zzz".into(),
+        ],
+        env,
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown provider"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_reads_the_live_providers_from_the_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()[0]["class"],
+        "ok"
+    );
+    assert!(
+        baton.handle.core.cooldowns.active().is_empty(),
+        "probing changes no cooldowns"
+    );
+    baton.stop().await;
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            empty.path().display().to_string(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no configuration"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_apply_cools_failed_targets_in_the_running_baton() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    b.always(Behavior::rate_limited(Some(300)));
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    let d = dir.path().display().to_string();
+    let (code, _, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            d.clone(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 1, "b failed: {err}");
+    assert!(err.contains("applied 1 cooldown(s)"), "{err}");
+    let cd = baton.handle.core.cooldowns.active();
+    assert_eq!(cd.len(), 1);
+    assert_eq!(
+        (cd[0].scope.provider.as_str(), cd[0].class.as_str()),
+        ("b", "rate")
+    );
+    assert!(
+        cd[0].until_ms > baton::clock::unix_ms() + 290_000,
+        "the provider's own reset"
+    );
+    // The admin endpoint validates what it is given.
+    let r = baton.http.post(format!("{}/admin/cooldowns", baton.url)).bearer_auth(&baton.admin_key)
+        .json(&json!({"provider": "nope", "untilMs": baton::clock::unix_ms() + 1000, "class": "rate", "reason": "x"})).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let r = baton
+        .http
+        .post(format!("{}/admin/cooldowns", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .json(&json!({"provider": "a", "untilMs": 1, "class": "rate", "reason": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    baton.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_alone() {
+    // Fakes that refuse anything but the real APIs' authentication.
+    let (oa, an, ge) = (
+        FakeUpstream::start("openai").await,
+        FakeUpstream::start("claude").await,
+        FakeUpstream::start("gemini").await,
+    );
+    for f in [&oa, &an, &ge] {
+        f.strict_auth();
+    }
+    std::env::set_var("BT_PROBE_OA_KEY", "sk-probe-openai-1111");
+    std::env::set_var("BT_PROBE_AN_KEY", "sk-ant-probe-2222");
+    std::env::set_var("BT_PROBE_GE_KEY", "gemini-probe-3333");
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "oa", "kind": "openai-compatible", "baseUrl": oa.base_url(),
+             "keys": [{"env": "BT_PROBE_OA_KEY"}], "models": ["gpt-x"]},
+            {"id": "an", "kind": "anthropic", "baseUrl": an.base_url(),
+             "keys": [{"env": "BT_PROBE_AN_KEY"}], "models": ["claude-x"]},
+            {"id": "ge", "kind": "gemini", "baseUrl": ge.gemini_base_url(),
+             "keys": [{"env": "BT_PROBE_GE_KEY"}], "models": ["gemini-x"]}]}),
+    )
+    .await;
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![],
+    )
+    .await;
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let classes: Vec<(&str, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["provider"].as_str().unwrap(),
+                r["class"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [("an", "ok"), ("ge", "ok"), ("oa", "ok")],
+        "{out}{err}"
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("applied 0 cooldown(s)"), "{err}");
+    assert!(
+        baton.handle.core.cooldowns.active().is_empty(),
+        "healthy keys are left alone"
+    );
+    // Each got its own API: Anthropic's headers and body, Gemini's path and key header.
+    let a = &an.received()[0];
+    assert_eq!(a.headers["x-api-key"], "sk-ant-probe-2222");
+    assert!(a.headers.contains_key("anthropic-version"));
+    assert!(!a.headers.contains_key("authorization"));
+    assert_eq!(a.body["max_tokens"], 1);
+    assert_eq!(a.body["messages"][0]["role"], "user");
+    let g = &ge.received()[0];
+    assert_eq!(g.body["path"], "gemini-x:generateContent");
+    assert_eq!(g.headers["x-goog-api-key"], "gemini-probe-3333");
+    assert_eq!(g.body["body"]["generationConfig"]["maxOutputTokens"], 1);
+    assert!(g.body["body"]["contents"].is_array());
+    assert_eq!(
+        oa.received()[0].headers["authorization"],
+        "Bearer sk-probe-openai-1111"
+    );
+    baton.stop().await;
+}

@@ -1,0 +1,136 @@
+//! `baton status` against a running gateway in front of a healthy, a rate-limited and a
+//! rejected-key provider: what it prints, its JSON, and its exit status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_each_provider_state_and_exits_by_readiness() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        FakeUpstream::start("a").await,
+        FakeUpstream::start("b").await,
+        FakeUpstream::start("c").await,
+    );
+    std::env::set_var("BT_STATUS_C_KEY", "sk-status-c-secret-1234");
+    let mut pc = provider("c", &c.base_url(), 30);
+    pc["keys"] = json!([{"env": "BT_STATUS_C_KEY"}]);
+    let mut pd = provider("d", &a.base_url(), 40);
+    pd["enabled"] = json!(false);
+    let baton = Baton::start(dir.path(), json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20), pc, pd]})).await;
+    b.script([Behavior::rate_limited(Some(600))]);
+    c.script([Behavior::Status { status: 401, body: json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}), headers: vec![] }]);
+    assert_eq!(baton.chat("b", "x").await.status(), 429);
+    assert_eq!(baton.chat("c", "x").await.status(), 502);
+    assert_eq!(baton.chat("a", "x").await.status(), 200);
+
+    let base = vec![
+        "status".to_string(),
+        "--url".into(),
+        baton.url.clone(),
+        "--data-dir".into(),
+        dir.path().display().to_string(),
+    ];
+    let (code, out, err) = run_baton(base.clone(), vec![]).await;
+    assert_eq!(code, 0, "a provider is ready: {err}");
+    assert!(!out.contains('\x1b'), "no colour when piped");
+    let line = |id: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row for {id}:\n{out}"))
+            .to_string()
+    };
+    assert!(out.lines().next().unwrap().starts_with("PROVIDER"));
+    assert!(line("a").contains("ready"));
+    let b_line = line("b");
+    assert!(
+        b_line.contains("cooling until") && b_line.contains("rate"),
+        "{b_line}"
+    );
+    let c_line = line("c");
+    assert!(
+        c_line.contains("unavailable") && c_line.contains("auth"),
+        "{c_line}"
+    );
+    assert!(line("d").contains("disabled"));
+    assert!(!out.contains("sk-status-c-secret"), "no secrets printed");
+
+    let mut json_args = base.clone();
+    json_args.push("--json".into());
+    let (code, out, _) = run_baton(json_args, vec![]).await;
+    assert_eq!(code, 0);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let states: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("a", "ready"),
+            ("b", "cooling"),
+            ("c", "unavailable"),
+            ("d", "disabled")
+        ]
+    );
+    assert!(rows[1]["resetAtMs"].as_i64().unwrap() > baton::clock::unix_ms() + 590_000);
+
+    // Wrong key and nothing listening: exit 2 with a message saying what to do.
+    let (code, _, err) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            baton.url.clone(),
+            "--admin-key".into(),
+            "bta-wrong".into(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("refused the admin key"), "{err}");
+    let (code, _, err) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            "http://127.0.0.1:9".into(),
+            "--admin-key".into(),
+            "x".into(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot reach Baton"), "{err}");
+    baton.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_exits_1_when_nothing_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    a.script([Behavior::rate_limited(Some(600))]);
+    assert_eq!(baton.chat("auto", "x").await.status(), 429);
+    let (code, out, _) = run_baton(
+        vec![
+            "status".into(),
+            "--url".into(),
+            baton.url.clone(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 1, "{out}");
+    baton.stop().await;
+}

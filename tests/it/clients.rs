@@ -1,0 +1,614 @@
+//! Client keys for teams: rate limits, token limits and budgets enforced before any upstream is
+//! called, the price-tier cap on failover, allow lists, expiry and the disabled switch, the
+//! bad-request throttle, usage attribution (JSON and CSV) and `GET /metrics`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+/// A provider whose one model has this price (USD per million tokens).
+fn priced(id: &str, url: &str, priority: i64, input: f64, output: f64) -> Value {
+    json!({"id": id, "kind": "openai-compatible", "baseUrl": url, "priority": priority,
+        "models": [{"id": format!("{id}-model"), "price": {"input": input, "output": output}}],
+        "timeouts": {"connectMs": 2000, "firstByteMs": 3000, "idleMs": 3000}})
+}
+
+/// Makes a client key with `policy`; returns (id, key).
+async fn make_key(b: &Baton, label: &str, policy: Value) -> (String, String) {
+    let mut body = policy;
+    body["label"] = json!(label);
+    let (st, v) = Admin(b).send(Method::POST, "/admin/keys", Some(body)).await;
+    assert_eq!(st, 201, "{v}");
+    (
+        v["id"].as_str().unwrap().to_string(),
+        v["key"].as_str().unwrap().to_string(),
+    )
+}
+
+/// A gateway with one provider `a` in front of a fake upstream.
+async fn one_provider() -> (FakeUpstream, Baton, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    (up, baton, dir)
+}
+
+async fn error_of(r: reqwest::Response) -> (u16, String, Value) {
+    let st = r.status().as_u16();
+    let retry = header(&r, "retry-after").to_string();
+    let v: Value = r.json().await.unwrap();
+    (st, retry, v["error"].clone())
+}
+
+#[tokio::test]
+async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
+    let (up, baton, _dir) = one_provider().await;
+    let (_, limited) = make_key(&baton, "script", json!({"rpm": 2})).await;
+    let (_, other) = make_key(&baton, "alice", json!({})).await;
+    for _ in 0..2 {
+        assert_eq!(baton.chat_as(&limited, "auto").await.status(), 200);
+    }
+    let (st, retry, err) = error_of(baton.chat_as(&limited, "auto").await).await;
+    assert_eq!(st, 429, "{err}");
+    assert_eq!(err["code"], "client_rate_limited");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 requests per minute"),
+        "{err}"
+    );
+    // A bucket of 2 per minute refills one request every 30 s.
+    let secs: u64 = retry.parse().expect("Retry-After");
+    assert!((29..=30).contains(&secs), "Retry-After {retry}");
+    assert_eq!(
+        up.hits(),
+        2,
+        "the refused request never reached the upstream"
+    );
+    // Everyone else, and the upstream key, are unaffected.
+    assert_eq!(baton.chat_as(&other, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&baton.key, "auto").await.status(), 200);
+    assert!(
+        baton.handle.core.cooldowns.active().is_empty(),
+        "no upstream cooldown"
+    );
+
+    // Tokens per minute: each answer uses 18 tokens; a 20-token bucket admits two requests
+    // (the second overdraws it) and refuses the third.
+    let (_, tok) = make_key(&baton, "tokens", json!({"tpm": 20})).await;
+    assert_eq!(baton.chat_as(&tok, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&tok, "auto").await.status(), 200);
+    let (st, retry, err) = error_of(baton.chat_as(&tok, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (429, Some("client_token_limited")),
+        "{err}"
+    );
+    assert!(retry.parse::<u64>().unwrap() >= 1);
+}
+
+#[tokio::test]
+async fn budgets_are_estimated_from_prices_and_renew_at_the_period_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    // The period decisions run on a pinned clock, never on the day the test runs.
+    let now: i64 = "2026-12-01T09:00:00Z"
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        .as_millisecond();
+    let clock = std::sync::Arc::new(baton::clock::ManualClock::new(now));
+    // $1000 per million tokens: an answer of 11 + 7 tokens costs $0.018.
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [priced("a", &up.base_url(), 1, 1000.0, 1000.0)]}),
+        Some(clock.clone()),
+    )
+    .await;
+    let (id, key) = make_key(&baton, "team", json!({"budget": {"dayUsd": 0.03}})).await;
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    let (st, retry, err) = error_of(baton.chat_as(&key, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (429, Some("budget_exceeded")),
+        "{err}"
+    );
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("daily budget ($0.0360 of $0.03)"),
+        "{err}"
+    );
+    assert_eq!(
+        retry,
+        (15 * 3600).to_string(),
+        "Retry-After is the next UTC midnight"
+    );
+    assert_eq!(up.hits(), 2);
+    let log = baton.log().await;
+    let costs: Vec<f64> = log
+        .iter()
+        .filter(|r| r.client_key == id && r.status == 200)
+        .map(|r| r.cost_usd.unwrap())
+        .collect();
+    assert_eq!(costs.len(), 2);
+    assert!(costs.iter().all(|c| (c - 0.018).abs() < 1e-9), "{costs:?}");
+    let (_, keys) = Admin(&baton).send(Method::GET, "/admin/keys", None).await;
+    let k = &keys["ui"][0];
+    assert_eq!(k["usage"]["dayTokens"], 36);
+    assert!(
+        (k["usage"]["dayUsd"].as_f64().unwrap() - 0.036).abs() < 1e-9,
+        "{k}"
+    );
+
+    // Spending survives a restart: the budget is rebuilt from the request log.
+    baton.stop().await;
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [priced("a", &up.base_url(), 1, 1000.0, 1000.0)]}),
+        Some(clock.clone()),
+    )
+    .await;
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (429, Some("budget_exceeded")),
+        "{err}"
+    );
+    // Raising the budget lets the key work again at once.
+    let (st, v) = Admin(&baton)
+        .send(
+            Method::PATCH,
+            &format!("/admin/keys/{id}"),
+            Some(json!({"budget": {"dayUsd": 1.0}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+}
+
+#[tokio::test]
+async fn failover_never_moves_a_capped_client_to_a_dearer_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let cheap = FakeUpstream::start("cheap").await;
+    let dear = FakeUpstream::start("dear").await;
+    cheap.always(Behavior::rate_limited(Some(60)));
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            priced("cheap", &cheap.base_url(), 1, 0.05, 0.08),
+            priced("dear", &dear.base_url(), 2, 3.0, 15.0),
+        ]}),
+    )
+    .await;
+    let (_, capped) = make_key(&baton, "intern", json!({"maxTier": "low"})).await;
+    let (st, retry, err) = error_of(baton.chat_as(&capped, "auto").await).await;
+    assert_eq!(
+        st, 429,
+        "the cheap provider is rate-limited and the dear one is off limits: {err}"
+    );
+    assert!(!retry.is_empty());
+    assert_eq!(dear.hits(), 0, "never sent to the dearer tier");
+    let log = baton.log().await;
+    let skipped = log[0]
+        .attempts
+        .iter()
+        .find(|a| a.provider == "dear")
+        .unwrap();
+    assert_eq!(skipped.class, "skipped");
+    assert!(skipped
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("price tier high is above this key's limit (low)"));
+    // An uncapped key fails over as usual.
+    let r = baton.chat_as(&baton.key, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "dear");
+    // Pinning the dear model with the capped key says why it cannot.
+    let (st, _, err) = error_of(baton.chat_as(&capped, "dear/dear-model").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (403, Some("price_tier_exceeded")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn allow_lists_expiry_and_the_disabled_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 1), provider("b", &b.base_url(), 2)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    // Policies are checked: unknown targets, zero limits and bad dates name the field.
+    for (body, param) in [
+        (json!({"label": "x", "allow": ["nope"]}), "allow[0]"),
+        (json!({"label": "x", "rpm": 0}), "rpm"),
+        (json!({"label": "x", "maxTier": "cheapest"}), "maxTier"),
+        (json!({"label": "x", "expiresAt": "tomorrow"}), "expiresAt"),
+        (
+            json!({"label": "x", "budget": {"dayUsd": -1}}),
+            "budget.dayUsd",
+        ),
+        (json!({"label": "x", "rpn": 5}), "rpn"),
+    ] {
+        let (st, v) = admin
+            .send(Method::POST, "/admin/keys", Some(body.clone()))
+            .await;
+        assert_eq!(st, 422, "{body} -> {v}");
+        assert_eq!(v["error"]["param"], param, "{v}");
+    }
+    let (id, key) = make_key(&baton, "b-only", json!({"allow": ["b"]})).await;
+    let r = baton.chat_as(&key, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        header(&r, "x-gateway-provider"),
+        "b",
+        "auto keeps to what the key may use"
+    );
+    let (st, _, err) = error_of(baton.chat_as(&key, "a/a-model").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (403, Some("model_not_allowed")),
+        "{err}"
+    );
+    assert!(
+        err["message"].as_str().unwrap().contains("It may use: b"),
+        "{err}"
+    );
+    assert_eq!(a.hits(), 0);
+    // Its model list shows only what it may use.
+    let models: Value = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["auto", "b", "b/b-model"]);
+
+    let patch = |body: Value| {
+        let admin = Admin(&baton);
+        let id = id.clone();
+        async move {
+            admin
+                .send(Method::PATCH, &format!("/admin/keys/{id}"), Some(body))
+                .await
+        }
+    };
+    let (st, v) = patch(json!({"disabled": true})).await;
+    assert_eq!((st, v["state"].as_str()), (200, Some("disabled")), "{v}");
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (403, Some("key_disabled")),
+        "{err}"
+    );
+    patch(json!({"disabled": false})).await;
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    let (st, v) = patch(json!({"expiresAt": "2020-01-01T00:00:00Z"})).await;
+    assert_eq!((st, v["state"].as_str()), (200, Some("expired")), "{v}");
+    let (st, _, err) = error_of(baton.chat_as(&key, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (401, Some("key_expired")),
+        "{err}"
+    );
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .contains("2020-01-01 00:00:00 UTC"));
+    let (st, v) = patch(json!({"expiresAt": null, "allow": null})).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["policy"], json!({}), "null removes a field");
+    let (st, v) = patch(json!({"label": "renamed"})).await;
+    assert_eq!((st, v["error"]["param"].as_str()), (422, Some("label")));
+    let (st, _) = admin
+        .send(Method::PATCH, "/admin/keys/k_nope", Some(json!({})))
+        .await;
+    assert_eq!(st, 404);
+    // The Anthropic API refuses the same way, in its own error shape.
+    patch(json!({"allow": ["b"]})).await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &key)
+        .json(&json!({"model": "a/a-model", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error", "{v}");
+    assert_eq!(v["error"]["type"], "permission_error", "{v}");
+}
+
+#[tokio::test]
+async fn a_runaway_client_sending_bad_requests_is_throttled_alone() {
+    let (up, baton, _dir) = one_provider().await;
+    let (_, runaway) = make_key(&baton, "runaway", json!({})).await;
+    let (_, good) = make_key(&baton, "good", json!({})).await;
+    for _ in 0..baton::clients::BAD_REQUEST_LIMIT {
+        let r = baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(&runaway)
+            .header("content-type", "application/json")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400);
+    }
+    // Now even a valid request from it is refused, with a reason and a wait.
+    let (st, retry, err) = error_of(baton.chat_as(&runaway, "auto").await).await;
+    assert_eq!(
+        (st, err["code"].as_str()),
+        (429, Some("too_many_bad_requests")),
+        "{err}"
+    );
+    assert!(
+        (59..=60).contains(&retry.parse::<u64>().unwrap()),
+        "{retry}"
+    );
+    assert_eq!(
+        baton.chat_as(&good, "auto").await.status(),
+        200,
+        "others unaffected"
+    );
+    assert_eq!(up.hits(), 1);
+}
+
+#[tokio::test]
+async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    a.script([Behavior::rate_limited(Some(60))]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [priced("a", &a.base_url(), 1, 2.0, 4.0), priced("b", &b.base_url(), 2, 0.5, 1.0)]}),
+    )
+    .await;
+    let (alice_id, alice) = make_key(&baton, "alice", json!({})).await;
+    let (bob_id, bob) = make_key(&baton, "bob, \"the builder\"", json!({})).await;
+    // Alice's first request fails over from a (429) to b.
+    for _ in 0..3 {
+        assert_eq!(baton.chat_as(&alice, "auto").await.status(), 200);
+    }
+    for _ in 0..2 {
+        assert_eq!(baton.chat_as(&bob, "b").await.status(), 200);
+    }
+    // A request for an unknown model is refused before routing, and logged (Activity shows
+    // what a tool sent): a request and an error in the usage.
+    let (st, _, _) = error_of(baton.chat_as(&bob, "nope").await).await;
+    assert_eq!(st, 404);
+    let log = baton.log().await;
+    let admin = Admin(&baton);
+    let (st, usage) = admin
+        .send(Method::GET, "/admin/usage?by=client&bucket=hour", None)
+        .await;
+    assert_eq!(st, 200, "{usage}");
+    for id in [&alice_id, &bob_id] {
+        let mine: Vec<_> = log.iter().filter(|r| &r.client_key == id).collect();
+        let rows: Vec<&Value> = usage["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["key"] == **id)
+            .collect();
+        let sum = |f: &str| rows.iter().map(|r| r[f].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(sum("requests"), mine.len() as u64);
+        assert_eq!(
+            sum("inputTokens"),
+            mine.iter()
+                .map(|r| r.input_tokens.unwrap_or(0))
+                .sum::<u64>()
+        );
+        assert_eq!(
+            sum("outputTokens"),
+            mine.iter()
+                .map(|r| r.output_tokens.unwrap_or(0))
+                .sum::<u64>()
+        );
+        let cost: f64 = rows.iter().map(|r| r["costUsd"].as_f64().unwrap()).sum();
+        let logged: f64 = mine.iter().map(|r| r.cost_usd.unwrap_or(0.0)).sum();
+        assert!((cost - logged).abs() < 1e-12, "{cost} vs {logged}");
+    }
+    let alice_row = usage["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == alice_id)
+        .unwrap();
+    assert_eq!(alice_row["failovers"], 1, "{alice_row}");
+    assert_eq!(alice_row["label"], "ui:alice");
+    let bob_row = usage["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == bob_id)
+        .unwrap();
+    assert_eq!(bob_row["requests"], 3);
+    assert_eq!(bob_row["errors"], 1);
+    // 2 × (11 × $0.5 + 7 × $1.0) per million.
+    assert!((bob_row["costUsd"].as_f64().unwrap() - 2.0 * 12.5e-6).abs() < 1e-12);
+    let (_, by_provider) = admin
+        .send(Method::GET, "/admin/usage?by=provider", None)
+        .await;
+    let b_row = by_provider["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "b")
+        .unwrap();
+    assert_eq!(b_row["requests"], 5, "{by_provider}");
+    // The log can be filtered by client too.
+    let (_, page) = admin
+        .send(Method::GET, &format!("/admin/log?client={bob_id}"), None)
+        .await;
+    assert_eq!(page["rows"].as_array().unwrap().len(), 3, "{page}");
+
+    let r = admin
+        .req(Method::GET, "/admin/usage?by=client&format=csv")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(header(&r, "content-type").starts_with("text/csv"));
+    assert!(header(&r, "content-disposition").contains("baton-usage-by-client.csv"));
+    let csv = r.text().await.unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,estimated_cost_usd"
+    );
+    let bob_line = csv.lines().find(|l| l.contains(&bob_id)).unwrap();
+    assert!(
+        bob_line.contains(",\"ui:bob, \"\"the builder\"\"\",3,1,0,22,14,0.000025"),
+        "{bob_line}"
+    );
+    for bad in ["bucket=week", "by=model", "format=xml"] {
+        let (st, v) = admin
+            .send(Method::GET, &format!("/admin/usage?{bad}"), None)
+            .await;
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+}
+
+#[tokio::test]
+async fn metrics_expose_requests_failovers_latency_and_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    a.script([Behavior::rate_limited(Some(120))]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [priced("a", &a.base_url(), 1, 1.0, 1.0), provider("b", &b.base_url(), 2)]}),
+    )
+    .await;
+    let (id, key) = make_key(&baton, "ci", json!({"rpm": 1})).await;
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 429);
+    let r = baton
+        .http
+        .get(format!("{}/metrics", baton.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "admin key required");
+    let r = Admin(&baton)
+        .req(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(header(&r, "content-type").starts_with("text/plain"));
+    let text = r.text().await.unwrap();
+    let has = |needle: &str| assert!(text.contains(needle), "missing {needle} in\n{text}");
+    has(&format!(
+        "baton_requests_total{{provider=\"b\",client=\"{id}\",status=\"200\"}} 1"
+    ));
+    has("baton_failovers_total{provider=\"a\"} 1");
+    has("baton_upstream_attempts_total{provider=\"a\",key=\"none\",class=\"rate\"} 1");
+    has(&format!(
+        "baton_client_denied_total{{client=\"{id}\",reason=\"client_rate_limited\"}} 1"
+    ));
+    has(&format!(
+        "baton_tokens_total{{provider=\"b\",client=\"{id}\",direction=\"input\"}} 11"
+    ));
+    has("baton_cooldowns_active{provider=\"a\"} 1");
+    has("baton_breaker_open{provider=\"b\"} 0");
+    has("baton_in_flight{provider=\"a\"} 0");
+    has("baton_added_latency_seconds_count 1");
+    has("baton_request_duration_seconds_bucket{le=");
+    has("baton_shared_state_up -1");
+    has("# EOF");
+}
+
+/// Streamed answers count their tokens whether or not the client asked for usage: Baton asks
+/// the upstream every time, keeps the extra chunk from a client that did not ask, and estimates
+/// when the upstream reports none — so a token budget holds for clients that stream.
+#[tokio::test]
+async fn streamed_requests_count_tokens_and_budgets_hold() {
+    let (up, baton, _dir) = one_provider().await;
+    let (_, key) = make_key(&baton, "streamer", json!({"budget": {"dayTokens": 60}})).await;
+    let stream = |key: &str, usage: bool| {
+        let mut body = chat_body("auto", "hi", true);
+        if usage {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    // No usage asked: the upstream was asked anyway, the client sees no usage-only chunk.
+    let r = stream(&key, false).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(
+        !events.iter().any(|e| e.contains("\"usage\"")),
+        "a client that did not ask gets no usage chunk: {events:?}"
+    );
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(
+        up.received()[0].body["stream_options"],
+        json!({"include_usage": true})
+    );
+    let log = baton.log().await;
+    assert_eq!(
+        (log[0].input_tokens, log[0].output_tokens),
+        (Some(11), Some(7))
+    );
+    // Asked: relayed as sent.
+    let r = stream(&key, true).await.unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert!(
+        events.iter().any(|e| e.contains("\"completion_tokens\":7")),
+        "{events:?}"
+    );
+    // 36 of 60 spent: two more are admitted (36, then 54 < 60), the next is refused.
+    for spent in [36, 54] {
+        let r = stream(&key, false).await.unwrap();
+        assert_eq!(r.status(), 200, "{spent} of 60 spent");
+        let _ = r.text().await;
+    }
+    assert_eq!(
+        stream(&key, false).await.unwrap().status(),
+        429,
+        "the day's tokens are spent, streamed or not"
+    );
+
+    // An upstream that reports no usage even when asked: estimated, not zero.
+    up.script([Behavior::NoUsage]);
+    let r = stream(&baton.key, false).await.unwrap();
+    let _ = r.text().await;
+    let log = baton.log().await;
+    assert!(log[0].input_tokens.unwrap() > 0, "{:?}", log[0]);
+    assert!(log[0].output_tokens.unwrap() > 0, "{:?}", log[0]);
+}

@@ -1,0 +1,119 @@
+//! Client connections cannot be held open for free: headers that trickle and idle keep-alive
+//! connections are closed after `server.headerTimeoutMs`, a body that stalls or trickles gets a
+//! 408 after `server.bodyTimeoutMs`, and at most `server.maxConnections` are open at once (the
+//! next waits, and the limit is logged) — so a slow client cannot make Baton unreachable.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::FakeUpstream;
+
+fn connect(url: &str) -> TcpStream {
+    let s = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    // Far longer than any timeout under test: a read that hits it means the server held on.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// Reads until the server closes the connection; returns what it sent. Panics if it never does.
+fn read_until_closed(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return String::from_utf8_lossy(&out).into_owned(),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return String::from_utf8_lossy(&out).into_owned()
+            }
+            Err(e) => panic!("the server kept the connection open: {e}; got {out:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
+    let logs = Captured::install();
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)],
+               "server": {"headerTimeoutMs": 500, "bodyTimeoutMs": 500, "maxConnections": 3}}),
+    )
+    .await;
+    let url = baton.url.clone();
+    let key = baton.key.clone();
+
+    tokio::task::spawn_blocking(move || {
+        // Headers that never finish: closed, with nothing sent back.
+        let mut s = connect(&url);
+        s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .unwrap();
+        read_until_closed(&mut s);
+
+        // An idle keep-alive connection: one answer, then closed.
+        let mut s = connect(&url);
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let got = read_until_closed(&mut s);
+        assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+
+        // A body that stops: 408 in OpenAI's shape, and the connection is closed.
+        let mut s = connect(&url);
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"model\":"
+        )
+        .unwrap();
+        let got = read_until_closed(&mut s);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        let body: Value = serde_json::from_str(got.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert_eq!(body["error"]["code"], "request_timeout", "{body}");
+
+        // A body that trickles a byte every 200 ms (never silent for 500 ms): 408 all the same.
+        let mut s = connect(&url);
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        .unwrap();
+        s.set_nonblocking(false).unwrap();
+        let mut writer = s.try_clone().unwrap();
+        let trickle = std::thread::spawn(move || {
+            for _ in 0..50 {
+                if writer.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let got = read_until_closed(&mut s);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        trickle.join().unwrap();
+    })
+    .await
+    .unwrap();
+
+    // Three connections that send nothing take every slot; a real request waits for one to
+    // be closed (by the header timeout) and is then answered.
+    let url = baton.url.clone();
+    let idle: Vec<TcpStream> = (0..3).map(|_| connect(&url)).collect();
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(r.status(), 200);
+    drop(idle);
+    let logged = String::from_utf8_lossy(&logs.bytes()).into_owned();
+    assert!(
+        logged.contains("connection limit reached"),
+        "the limit is logged: {logged}"
+    );
+    // Everything still works after all that.
+    assert_eq!(baton.chat("auto", "again").await.status(), 200);
+    baton.stop().await;
+}

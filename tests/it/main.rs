@@ -1,0 +1,55 @@
+//! Baton's integration tests, as one test binary: each module was its own crate, and each of
+//! those linked the whole dependency tree (42 links on every change). Helpers: `common`
+//! (a gateway on a free port, fake upstreams), `cli` (running the `baton` binary), `redis_pair`
+//! (two instances sharing a Redis).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../cli/mod.rs"]
+mod cli;
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/redis.rs"]
+mod redis_pair;
+
+mod admin;
+mod admin_edit;
+mod admin_secrets;
+mod admin_settings;
+mod anthropic;
+mod anthropic_upstream;
+mod api;
+mod architecture_map;
+mod bad_input;
+mod bad_request_throttle;
+mod catalog;
+mod chaos;
+mod cli_config;
+mod cli_keys;
+mod cli_probe;
+mod cli_processes;
+mod cli_providers;
+mod cli_status;
+mod clients;
+mod config;
+mod connections;
+mod date_boundaries;
+mod error_classes;
+mod error_contract;
+mod fault_scenarios;
+mod fuzz;
+mod gemini_upstream;
+mod limit_fixtures;
+mod limits;
+mod local_fallback;
+mod log_queue;
+mod os_keyring;
+mod private_files;
+mod real_clis;
+mod redaction;
+mod routes_admin;
+mod routing;
+mod shared_dates;
+mod shared_state;
+mod stream_breaks;
+mod streaming;
+mod timeouts;

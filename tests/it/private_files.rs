@@ -1,0 +1,51 @@
+//! The data directory is 0700 and every file in it 0600 — on creation, and when an older
+//! version (or a hand-made copy) left them readable by other local users.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::common::*;
+use serde_json::json;
+use testkit::FakeUpstream;
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+fn assert_private(dir: &std::path::Path) {
+    assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    let mut files = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_file() {
+            files += 1;
+            assert_eq!(mode(&e.path()), 0o600, "{}", e.path().display());
+        }
+    }
+    assert!(files >= 4, "baton.db, its -wal and -shm, and the keys");
+}
+
+#[tokio::test]
+async fn the_data_directory_and_its_files_are_private() {
+    let up = FakeUpstream::start("a").await;
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let config = json!({"providers": [provider("a", &up.base_url(), 1)]});
+    // A fresh directory.
+    let baton = Baton::start(&dir, config.clone()).await;
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    let _ = baton.log().await;
+    assert_private(&dir);
+    baton.stop().await;
+
+    // Found looser: everything readable by all, as an older version left it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let baton = Baton::start(&dir, config).await;
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    let _ = baton.log().await;
+    assert_private(&dir);
+    baton.stop().await;
+}
