@@ -203,11 +203,7 @@ impl Pump {
             };
         };
         if d.end {
-            self.ended = true;
-            self.settle_resumed();
-            self.estimate_if_unreported();
-            self.count_tokens();
-            self.rec.finish(200, None);
+            self.finished();
             return self.done(Some(raw));
         }
         if let Some(e) = d.error {
@@ -228,15 +224,20 @@ impl Pump {
         self.translate(raw, &d)
     }
 
+    /// The answer is complete: its tokens are settled and counted, and the request logged.
+    fn finished(&mut self) {
+        self.ended = true;
+        self.settle_resumed();
+        self.estimate_if_unreported();
+        self.count_tokens();
+        self.rec.finish(200, None);
+    }
+
     /// The upstream's body ended without its terminator.
     async fn upstream_ended(&mut self) -> Bytes {
         if self.finish_seen {
             // Complete answer without the terminator some servers omit: add it.
-            self.ended = true;
-            self.settle_resumed();
-            self.estimate_if_unreported();
-            self.count_tokens();
-            self.rec.finish(200, None);
+            self.finished();
             self.done(None)
         } else {
             self.broke("the upstream stream ended before the answer was finished".into())
