@@ -29,19 +29,39 @@ pub(super) enum Next {
     Move,
 }
 
+/// A failed attempt, as [`on_failure`] weighs it.
+pub(super) struct Failed<'a> {
+    pub t: &'a Target,
+    pub key: Option<&'a ApiKey>,
+    pub c: &'a Classified,
+    pub status: Option<u16>,
+    /// This target was not retried on the spot yet in this request.
+    pub first_retry: bool,
+}
+
+/// What to do next, and whether this failure started a cooldown (false when another request
+/// already put the target in cooldown for the same limit: that failover is announced once,
+/// not for every request).
+pub(super) struct Decision {
+    pub next: Next,
+    pub fresh: bool,
+}
+
 /// Records the failure's consequences and decides the next step.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn on_failure(
     core: &Core,
     snap: &Snapshot,
-    t: &Target,
-    key: Option<&ApiKey>,
-    c: &Classified,
-    status: Option<u16>,
-    first_retry: bool,
+    f: Failed<'_>,
     deadline: tokio::time::Instant,
-    fresh: &mut bool,
-) -> Next {
+) -> Decision {
+    let Failed {
+        t,
+        key,
+        c,
+        status,
+        first_retry,
+    } = f;
+    let mut fresh = true;
     let p = &t.provider;
     let now = core.clock.now_ms();
     let mut recorded = false;
@@ -79,7 +99,7 @@ pub(super) async fn on_failure(
                 Next::Move
             }
             ErrorClass::Rate => {
-                *fresh = apply_cooldown(core, snap, t, key, c);
+                fresh = apply_cooldown(core, snap, t, key, c);
                 recorded = true;
                 if c.reset_at_ms.is_some() {
                     // Wait for the cooldown as recorded (clamped to at least a second).
@@ -112,7 +132,7 @@ pub(super) async fn on_failure(
             // not as a cooldown that would outlast the fix.
             ErrorClass::Auth if p.config.kind.is_cli() => Next::DropProvider,
             ErrorClass::Auth => {
-                *fresh = apply_cooldown(core, snap, t, key, c);
+                fresh = apply_cooldown(core, snap, t, key, c);
                 recorded = true;
                 core.events.emit(Event::KeyDisabled {
                     provider: p.id().to_string(),
@@ -127,7 +147,7 @@ pub(super) async fn on_failure(
                 Next::Move
             }
             ErrorClass::Billing => {
-                *fresh = apply_cooldown(core, snap, t, key, c);
+                fresh = apply_cooldown(core, snap, t, key, c);
                 recorded = true;
                 if other_key_free(core, t, key) {
                     break 'decide Next::OtherKey;
@@ -135,7 +155,7 @@ pub(super) async fn on_failure(
                 Next::Move
             }
             _ => {
-                *fresh = apply_cooldown(core, snap, t, key, c);
+                fresh = apply_cooldown(core, snap, t, key, c);
                 recorded = true;
                 Next::Move
             }
@@ -146,7 +166,7 @@ pub(super) async fn on_failure(
     if recorded {
         core.store.writer().flush().await;
     }
-    next
+    Decision { next, fresh }
 }
 
 /// Whether the provider has another key that is not cooling for this model.

@@ -6,6 +6,7 @@ mod attempt;
 pub(crate) mod candidates;
 mod cli;
 mod failure;
+mod fallback;
 pub mod record;
 pub mod snapshot;
 pub mod sse;
@@ -13,7 +14,6 @@ pub mod stream;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,17 +21,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::time::timeout_at;
 
 use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::gateway::Core;
-use crate::limits::{self, Classified, ErrorClass};
+use crate::limits::{self, Classified};
 use crate::providers::codec::Codec;
 use crate::providers::ProviderEntry;
 pub(crate) use candidates::skipped;
 use candidates::*;
-use failure::{cooldown_until, on_failure, Next};
-use limits::breaker::Admit;
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 use sse::SseReader;
@@ -292,16 +289,15 @@ pub(crate) async fn dispatch_via<U: Upstream>(
         tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
     let mut waited_for_reset = false;
     loop {
-        let result = run_candidates(
+        let cx = fallback::Ctx {
             up,
             core,
             snap,
             inbound,
-            targets.clone(),
-            rec,
-            (deadline, deadline_ms),
-        )
-        .await;
+            deadline,
+            deadline_ms,
+        };
+        let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
         // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
         if let Err(Failure::Exhausted {
             retry_at_ms: Some(at),
@@ -320,354 +316,6 @@ pub(crate) async fn dispatch_via<U: Upstream>(
         }
         return result;
     }
-}
-
-/// Per-target bookkeeping within one pass over the candidates.
-#[derive(Default)]
-struct Pass {
-    soonest_reset: Option<i64>,
-    all_limited: bool,
-    context_retry: Option<Option<u64>>,
-    /// The failure to announce as a failover when the next target is tried: label,
-    /// verdict, display name.
-    last_failure: Option<(String, Classified, String)>,
-    summary: Vec<String>,
-    /// Targets already retried on the spot (lone 500 / reset, or a short rate-limit wait).
-    retried: std::collections::HashSet<String>,
-    /// The first answer saying the request alone is over a provider's per-minute token
-    /// limit: what the client gets (as a 413) if no other candidate takes it.
-    too_large: Option<Bytes>,
-}
-
-impl Pass {
-    fn limited_until(&mut self, until: i64) {
-        self.soonest_reset = Some(self.soonest_reset.map_or(until, |s| s.min(until)));
-    }
-}
-
-fn announce(t: &Target, c: Classified) -> Option<(String, Classified, String)> {
-    Some((t.label(), c, t.provider.config.display_name().to_string()))
-}
-
-async fn run_candidates<U: Upstream>(
-    up: &U,
-    core: &Core,
-    snap: &Snapshot,
-    inbound: &Inbound,
-    targets: Vec<Target>,
-    rec: &mut Record,
-    (deadline, deadline_ms): (tokio::time::Instant, u64),
-) -> Result<Served, Failure> {
-    let mut pending: VecDeque<Target> = targets.into();
-    let mut busy: Vec<Target> = Vec::new();
-    // Targets whose shared slots (across instances) are all taken, and how long to wait.
-    let mut shared_busy: Vec<Target> = Vec::new();
-    let mut shared_wait_until: Option<tokio::time::Instant> = None;
-    let mut pass = Pass {
-        all_limited: true,
-        ..Pass::default()
-    };
-    loop {
-        let (target, slot) = if let Some(t) = pending.pop_front() {
-            if let Some(window) = pass.context_retry {
-                if !larger_window(t.model.context_window, window) {
-                    continue;
-                }
-            }
-            if let Some(reason) = t.provider.unavailable() {
-                pass.all_limited = false;
-                pass.summary.push(format!("{}: {reason}", t.label()));
-                rec.push_attempt(skipped(&t, None, "unavailable", Some(reason), None));
-                continue;
-            }
-            match try_slot(&t) {
-                Some(slot) => (t, slot),
-                None => {
-                    busy.push(t);
-                    continue;
-                }
-            }
-        } else if !busy.is_empty() {
-            match wait_for_slot(core, &mut busy, snap, deadline).await {
-                Ok(ts) => ts,
-                Err(f) => {
-                    if rec.sent_count() == 0 {
-                        return Err(f);
-                    }
-                    break;
-                }
-            }
-        } else if !shared_busy.is_empty() {
-            let until = *shared_wait_until.get_or_insert_with(|| {
-                (tokio::time::Instant::now() + Duration::from_millis(snap.routing.queue_timeout_ms))
-                    .min(deadline)
-            });
-            if tokio::time::Instant::now() + SHARED_SLOT_POLL >= until {
-                if rec.sent_count() == 0 {
-                    return Err(Failure::Busy {
-                        retry_after_ms: 1_000,
-                        message: format!(
-                            "Every candidate provider was at its concurrency limit across all Baton instances for {} ms ({}).",
-                            snap.routing.queue_timeout_ms,
-                            shared_busy
-                                .iter()
-                                .map(Target::label)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    });
-                }
-                break;
-            }
-            tokio::time::sleep(SHARED_SLOT_POLL).await;
-            pending.extend(shared_busy.drain(..));
-            continue;
-        } else {
-            break;
-        };
-        let mut slot = slot;
-        match core
-            .shared
-            .lease(
-                target.provider.id(),
-                target.provider.config.concurrency(),
-                snap.routing.request_timeout_ms.max(60_000),
-            )
-            .await
-        {
-            crate::shared::LeaseResult::Local => {}
-            crate::shared::LeaseResult::Held(lease) => slot._lease = Some(lease),
-            crate::shared::LeaseResult::Full => {
-                drop(slot);
-                shared_busy.push(target);
-                continue;
-            }
-        }
-
-        let key = match pick_key(core, &target) {
-            Pick::Go(i) => i,
-            Pick::Cooling(until, reason, limit) => {
-                // Only limits make "every candidate is rate-limited" true: a provider out after
-                // failures (an unreachable host behind an open breaker) is not rate-limited.
-                if limit {
-                    pass.limited_until(until);
-                } else {
-                    pass.all_limited = false;
-                }
-                pass.summary.push(format!(
-                    "{}: cooling until {} ({reason})",
-                    target.label(),
-                    fmt_ms(until)
-                ));
-                rec.push_attempt(skipped(&target, None, "cooling", Some(reason), Some(until)));
-                continue;
-            }
-        };
-        let now = core.clock.now_ms();
-        if let Admit::Open(until) = target.provider.breaker(&target.model.id).admit(now) {
-            pass.all_limited = false;
-            pass.summary
-                .push(format!("{}: circuit breaker open", target.label()));
-            rec.push_attempt(skipped(&target, None, "breaker open", None, Some(until)));
-            continue;
-        }
-        let api_key = target.provider.keys.get(key);
-        if api_key.is_some() {
-            target.provider.runtime.used_key(key);
-        }
-        if let Some((from, c, from_name)) = pass.last_failure.take() {
-            if from != target.label() {
-                let to_name = target.provider.config.display_name();
-                core.events.emit(crate::events::Event::Failover {
-                    request_id: rec.id().to_string(),
-                    message: crate::events::failover_message(
-                        &from_name,
-                        to_name,
-                        &c,
-                        &core.local_tz,
-                        core.clock.now_ms(),
-                    ),
-                    from,
-                    to: target.label(),
-                    class: c.class.as_str().into(),
-                    reason: c.reason,
-                    reset_at_ms: c.reset_at_ms,
-                });
-            }
-        }
-
-        let started = Instant::now();
-        let sent_ms = core.clock.now_ms();
-        let outcome =
-            match timeout_at(deadline, up.attempt(&target, api_key, inbound, rec.id())).await {
-                Ok(o) => o,
-                Err(_) => {
-                    let c = limits::classify_timeout("request deadline reached");
-                    rec.push_attempt(record(&target, api_key, &c, None, started));
-                    return Err(Failure::Deadline(deadline_ms));
-                }
-            };
-        match outcome {
-            Attempt::Served(answer) => {
-                let p = &target.provider;
-                core.cooldowns.clear_covering(
-                    p.id(),
-                    api_key.map(|k| k.id.as_str()),
-                    &target.model.id,
-                    sent_ms,
-                );
-                if p.breaker(&target.model.id).success(core.clock.now_ms()) {
-                    core.events.emit(crate::events::Event::BreakerClosed {
-                        provider: p.id().to_string(),
-                    });
-                }
-                rec.push_attempt(served(&target, api_key, started));
-                return Ok(match answer {
-                    Answer::Complete(body, usage, wire) => Served::Complete {
-                        wire,
-                        target,
-                        body,
-                        usage,
-                        slot,
-                    },
-                    Answer::Stream {
-                        reader,
-                        prelude,
-                        codec,
-                    } => {
-                        let resume =
-                            if snap.resumes_on_break(snap.map_model(&inbound.canonical.model)) {
-                                pending
-                                    .iter()
-                                    .chain(busy.iter())
-                                    .filter(|t| {
-                                        t.provider.config.capabilities.prefill
-                                            && t.provider.id() != target.provider.id()
-                                            && t.provider.config.kind
-                                                == crate::config::ProviderKind::OpenaiCompatible
-                                            && codec.wire() == Wire::OpenAi
-                                    })
-                                    .cloned()
-                                    .collect()
-                            } else {
-                                Vec::new()
-                            };
-                        Served::Stream {
-                            target,
-                            reader,
-                            prelude,
-                            codec,
-                            slot,
-                            resume,
-                        }
-                    }
-                });
-            }
-            Attempt::Failed {
-                classified,
-                status,
-                body,
-            } => {
-                rec.push_attempt(record(&target, api_key, &classified, status, started));
-                drop(slot);
-                tracing::info!(request_id = rec.id(), target = %target.label(), class = classified.class.as_str(), reason = %classified.reason, "attempt failed");
-                if classified.too_large {
-                    // Nothing to wait out and nothing to cool (a smaller request still fits
-                    // there): another candidate may have a larger per-minute limit.
-                    pass.too_large
-                        .get_or_insert_with(|| body.clone().unwrap_or_default());
-                    pass.all_limited = false;
-                    pass.summary
-                        .push(format!("{}: {}", target.label(), classified.reason));
-                    continue;
-                }
-                if classified.context_length
-                    && snap.routing.context_fallback
-                    && pass.context_retry.is_none()
-                {
-                    pass.context_retry = Some(target.model.context_window);
-                    pass.all_limited = false;
-                    pass.summary
-                        .push(format!("{}: {}", target.label(), classified.reason));
-                    pass.last_failure = announce(&target, classified);
-                    continue;
-                }
-                let policy_fallback = classified.class == ErrorClass::ContentPolicy
-                    && snap.routing.content_policy_fallback;
-                if !classified.class.fails_over() && !policy_fallback
-                    || pass.context_retry.is_some() && classified.context_length
-                {
-                    return Err(Failure::Client {
-                        status: status.unwrap_or(400),
-                        body: body.unwrap_or_default(),
-                    });
-                }
-                let label = target.label();
-                let first_retry = !pass.retried.contains(&label);
-                // False when another request already put this target in cooldown for the
-                // same limit: that failover is announced once, not for every request.
-                let mut fresh = true;
-                let next = on_failure(
-                    core,
-                    snap,
-                    &target,
-                    api_key,
-                    &classified,
-                    status,
-                    first_retry,
-                    deadline,
-                    &mut fresh,
-                )
-                .await;
-                // Another instance asked right after this one must already know about any
-                // cooldown this failure started.
-                core.shared.barrier().await;
-                match next {
-                    Next::SameTarget => {
-                        pass.retried.insert(label);
-                        pending.push_front(target);
-                        continue;
-                    }
-                    Next::OtherKey => {
-                        pending.push_front(target);
-                        continue;
-                    }
-                    Next::DropProvider => {
-                        let id = target.provider.id().to_string();
-                        pending.retain(|t| t.provider.id() != id);
-                    }
-                    Next::Move => {}
-                }
-                if classified.class == ErrorClass::Rate {
-                    pass.limited_until(cooldown_until(core, snap, &classified));
-                } else {
-                    pass.all_limited = false;
-                }
-                pass.summary
-                    .push(format!("{}: {}", target.label(), classified.reason));
-                pass.last_failure = if fresh {
-                    announce(&target, classified)
-                } else {
-                    None
-                };
-            }
-        }
-    }
-    if let Some(body) = pass.too_large {
-        return Err(Failure::Client { status: 413, body });
-    }
-    Err(Failure::Exhausted {
-        retry_at_ms: if pass.all_limited {
-            pass.soonest_reset
-        } else {
-            None
-        },
-        summary: if pass.summary.is_empty() {
-            "no candidate could be tried".into()
-        } else {
-            pass.summary.join("; ")
-        },
-    })
 }
 
 /// A limit the UI's Test found on a saved provider, applied like routing would (same scope
