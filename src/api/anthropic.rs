@@ -8,7 +8,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::openai::{handle, header_value, new_request_id, Format};
+use super::pipeline::{handle, header_value, new_request_id, Format};
 use super::{authenticate, AppState};
 
 pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
@@ -19,7 +19,7 @@ pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
     match handle(&state, req, &request_id, &mut base, Format::Anthropic).await {
         Ok(resp) => resp,
         Err(e) => {
-            super::openai::log_failure(&request_id, &e);
+            super::pipeline::log_failure(&request_id, &e);
             let mut resp = anthropic_error(e);
             resp.headers_mut().extend(base);
             resp
@@ -85,7 +85,7 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
     let resolved = match snap.resolve(snap.map_model(&req.model)) {
         // A model no request could be sent to is not counted either, as /v1/messages answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
-            return anthropic_error(super::openai::resolve_error(e))
+            return anthropic_error(super::pipeline::resolve_error(e))
         }
         r => r,
     };

@@ -13,6 +13,7 @@ pub mod clients;
 pub mod error;
 pub mod manage;
 pub mod openai;
+pub(crate) mod pipeline;
 pub(crate) mod routing;
 pub mod settings;
 mod transfer;

@@ -1,0 +1,572 @@
+//! The inbound pipeline every dialect shares: authenticate, admit, read and parse the body,
+//! resolve the model, dispatch through the router, and render the answer (complete or
+//! streamed) or the failure in the client's format. The dialect handlers (`openai.rs`,
+//! `anthropic.rs`) are thin adapters over [`handle`].
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use super::admission::{client_targets, deny_error};
+use super::error::ApiError;
+use super::{authenticate, AppState};
+use crate::canonical::openai::request_from_openai;
+use crate::router::record::Record;
+use crate::router::snapshot::ResolveError;
+use crate::router::{self, Failure, Inbound, Served, Wire};
+
+/// The client's API format; the router in between is the same.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+pub(super) async fn handle(
+    state: &AppState,
+    req: Request,
+    request_id: &str,
+    base: &mut HeaderMap,
+    format: Format,
+) -> Result<Response, ApiError> {
+    let core = &state.core;
+    let client = authenticate(core, req.headers())?;
+    let mut seen = Seen::default();
+    let result = handle_client(
+        state,
+        req,
+        request_id,
+        base,
+        format,
+        client.clone(),
+        &mut seen,
+    )
+    .await;
+    if let Err(e) = &result {
+        if malformed(e) {
+            core.bad_request(&client);
+        }
+        if !seen.logged && !own_limit(e) {
+            // Refused before routing (bad JSON, an unknown model, paused): still in Activity,
+            // which is where a user debugging a tool looks.
+            let mut rec = Record::new(
+                request_id.to_string(),
+                core.clock.now_ms(),
+                client,
+                // Bounded: a hostile client must not fill the log with megabyte model names.
+                crate::limits::truncate(&seen.model.unwrap_or_default(), 200).to_string(),
+                seen.stream,
+                core,
+            );
+            let message = crate::limits::truncate(&e.message, 1000).to_string();
+            rec.finish(e.status.as_u16(), Some(message));
+        }
+    }
+    result
+}
+
+/// What a request showed of itself before it was refused, for its log row.
+#[derive(Default)]
+struct Seen {
+    model: Option<String>,
+    stream: bool,
+    /// A log row was started (the router's record writes it).
+    logged: bool,
+}
+
+/// A client over its own limits: counted by the metrics, not logged row by row (a runaway
+/// script would flood the log).
+fn own_limit(e: &ApiError) -> bool {
+    matches!(
+        e.code,
+        "client_rate_limited"
+            | "client_token_limited"
+            | "budget_exceeded"
+            | "too_many_bad_requests"
+    )
+}
+
+/// Whether a refusal is the client's own malformed request, the only kind that feeds its
+/// bad-request throttle: not an unknown model (404; a tool's model names may simply not be
+/// mapped yet), not an upload that broke off, not an upstream's verdict relayed as it came.
+fn malformed(e: &ApiError) -> bool {
+    matches!(e.status.as_u16(), 400 | 413 | 422)
+        && !matches!(
+            e.code,
+            "body_incomplete" | "upstream_rejected" | "context_length_exceeded"
+        )
+}
+
+/// Server-side failures and upstream limits are worth a line; a client over its own limits is
+/// not (a runaway script would flood the log), and the metrics count those.
+pub(super) fn log_failure(request_id: &str, e: &ApiError) {
+    if own_limit(e) {
+        tracing::debug!(request_id, status = e.status.as_u16(), message = %e.message, "request refused");
+    } else if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
+        tracing::info!(request_id, status = e.status.as_u16(), message = %e.message, "request failed");
+    }
+}
+
+async fn handle_client(
+    state: &AppState,
+    req: Request,
+    request_id: &str,
+    base: &mut HeaderMap,
+    format: Format,
+    client: std::sync::Arc<crate::clients::Client>,
+    seen: &mut Seen,
+) -> Result<Response, ApiError> {
+    let core = &state.core;
+    admit(core, &client).await?;
+    // The charge is held until this request's parsed form is gone (the budget's estimate
+    // covers it).
+    let (inbound, _charge) = parse(state, req, format, seen).await?;
+    let snap = core.snapshot.load_full();
+    let mapped = snap.map_model(&inbound.canonical.model).to_string();
+    let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
+    let mut rec = Record::new(
+        request_id.to_string(),
+        core.clock.now_ms(),
+        client.clone(),
+        inbound.canonical.model.clone(),
+        inbound.canonical.stream,
+        core,
+    );
+    seen.logged = true;
+    let targets = match client_targets(&client, &mapped, targets, &mut rec) {
+        Ok(t) => t,
+        Err(e) => {
+            core.metrics.denied(&client.id, e.code);
+            rec.finish(e.status.as_u16(), Some(e.message.clone()));
+            return Err(e);
+        }
+    };
+    let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
+    base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
+    if !rec.attempts().is_empty() {
+        base.insert(
+            "x-gateway-attempt-details",
+            header_value(&attempt_details(rec.attempts())),
+        );
+    }
+    let out = Out {
+        state,
+        request_id,
+        format,
+        base,
+    };
+    match result {
+        Ok(served @ Served::Complete { .. }) => out.complete(served, rec),
+        Ok(served @ Served::Stream { .. }) => Ok(out.stream(served, &inbound, rec)),
+        Err(f) => Err(out.failure(f, &inbound, rec)),
+    }
+}
+
+/// The client's own limits and the tray's pause, before anything is read.
+async fn admit(
+    core: &crate::gateway::Core,
+    client: &crate::clients::Client,
+) -> Result<(), ApiError> {
+    if let Err(d) = core.admit(client).await {
+        return Err(deny_error(&d, &client.label, core.clock.now_ms()));
+    }
+    if core.paused.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "paused",
+            "Baton is paused: routing was paused from the tray menu. Choose Resume routing there to serve requests again.",
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the request within the memory budget and parses it: the dialect's body to the
+/// canonical request, and the headers that shape routing.
+async fn parse(
+    state: &AppState,
+    req: Request,
+    format: Format,
+    seen: &mut Seen,
+) -> Result<(Inbound, super::budget::Charge), ApiError> {
+    let anthropic_beta = req
+        .headers()
+        .get("anthropic-beta")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let deadline_ms = timeout_header(req.headers())?;
+    let (bytes, charge) = super::budget::read_body(state, req).await?;
+    let body = json_object(&bytes)?;
+    seen.model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    seen.stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let (canonical, body, anthropic_body) = match format {
+        Format::OpenAi => {
+            let c =
+                request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
+            (c, body, None)
+        }
+        Format::Anthropic => {
+            let c = crate::canonical::anthropic::request_from_anthropic(&body)
+                .map_err(|e| ApiError::invalid(e.param, e.message))?;
+            // The router speaks OpenAI to openai-compatible upstreams. Anthropic-only fields
+            // (metadata, thinking, context_management…) stay in the canonical request for
+            // Anthropic upstreams; an OpenAI server would reject them.
+            let mut for_openai = c.clone();
+            for_openai.extra.clear();
+            let openai = crate::canonical::openai::request_to_openai(&for_openai);
+            (c, openai, Some(body))
+        }
+    };
+    let inbound = Inbound {
+        body,
+        anthropic_body,
+        anthropic_beta,
+        needs: canonical.needs(),
+        canonical,
+        deadline_ms,
+    };
+    Ok((inbound, charge))
+}
+
+/// `x-gateway-timeout-ms`: this request's deadline, overriding `routing.requestTimeoutMs`.
+fn timeout_header(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(v) = headers.get("x-gateway-timeout-ms") else {
+        return Ok(None);
+    };
+    match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(ms) if (1..=86_400_000).contains(&ms) => Ok(Some(ms)),
+        _ => Err(ApiError::invalid(
+            "x-gateway-timeout-ms",
+            "The x-gateway-timeout-ms header must be a whole number of milliseconds between 1 and 86400000.",
+        )),
+    }
+}
+
+/// The body as a JSON object, or the error that says what is wrong with it.
+fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::invalid(
+            "body",
+            "The request body must be a JSON object.",
+        )),
+        Err(e) => {
+            let mut err =
+                ApiError::invalid("body", format!("The request body is not valid JSON: {e}"));
+            err.code = "invalid_json";
+            Err(err)
+        }
+    }
+}
+
+/// Renders the router's outcome for the client.
+struct Out<'a> {
+    state: &'a AppState,
+    request_id: &'a str,
+    format: Format,
+    base: &'a mut HeaderMap,
+}
+
+impl Out<'_> {
+    /// A complete answer: logged, counted, translated when the formats differ.
+    fn complete(self, served: Served, mut rec: Record) -> Result<Response, ApiError> {
+        let Served::Complete {
+            target,
+            body,
+            usage,
+            slot,
+            wire,
+        } = served
+        else {
+            unreachable!("complete() takes complete answers")
+        };
+        let core = &self.state.core;
+        drop(slot);
+        gateway_headers(self.base, target.provider.id(), &target.model.id);
+        rec.served_by(&target);
+        rec.first_byte();
+        if let Some(u) = usage {
+            rec.usage(u);
+            core.count_tokens(
+                &target.provider,
+                rec.served_key().unwrap_or_default(),
+                u.input_tokens + u.output_tokens,
+            );
+        }
+        rec.finish(200, None);
+        let same = matches!(
+            (wire, self.format),
+            (Wire::OpenAi, Format::OpenAi) | (Wire::Anthropic, Format::Anthropic)
+        );
+        let body = if same {
+            body
+        } else {
+            let mut answer = crate::providers::codec::answer(wire, &body).ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "upstream_error",
+                    "malformed_upstream_answer",
+                    "The provider's answer could not be translated.",
+                )
+            })?;
+            answer.created = core.clock.now_ms() / 1000;
+            if wire == Wire::Gemini {
+                // Gemini answers carry neither an id nor the model.
+                answer.id = self.request_id.to_string();
+                answer.model = target.model.id.clone();
+            }
+            let out = match self.format {
+                Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
+                Format::Anthropic => {
+                    crate::canonical::anthropic::response_to_anthropic(&answer, &target.model.id)
+                }
+            };
+            Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+        };
+        let mut resp = (StatusCode::OK, body).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        resp.headers_mut().extend(self.base.clone());
+        Ok(resp)
+    }
+
+    /// A committed stream: the pump relays it in the client's format.
+    fn stream(self, served: Served, inbound: &Inbound, mut rec: Record) -> Response {
+        let Served::Stream {
+            target,
+            reader,
+            prelude,
+            codec,
+            slot,
+            resume,
+        } = served
+        else {
+            unreachable!("stream() takes streams")
+        };
+        gateway_headers(self.base, target.provider.id(), &target.model.id);
+        rec.served_by(&target);
+        // The estimate the router already made (no second walk of the messages).
+        let prompt_tokens = inbound.needs.prompt_tokens();
+        let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
+            core: self.state.core.clone(),
+            body: inbound.body.clone(),
+            targets: resume.into(),
+            prompt_tokens,
+        });
+        let out = match self.format {
+            Format::OpenAi => crate::router::stream::Out::OpenAi,
+            Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
+                crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id),
+            )),
+        };
+        let upstream = crate::router::stream::Upstream {
+            reader,
+            prelude,
+            codec,
+            client_wants_usage: inbound.canonical.stream_usage,
+            prompt_tokens,
+        };
+        let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
+        let mut resp = Response::new(Body::from_stream(body));
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        h.extend(self.base.clone());
+        resp
+    }
+
+    /// No answer: the error for the client (with the candidates when every one failed), logged,
+    /// and announced when everything is exhausted.
+    fn failure(self, f: Failure, inbound: &Inbound, mut rec: Record) -> ApiError {
+        let core = &self.state.core;
+        let now = core.clock.now_ms();
+        let (status, mut err) = failure_to_error(f, now);
+        let exhausted = matches!(
+            err.code,
+            "all_providers_rate_limited" | "all_providers_failed"
+        );
+        if exhausted {
+            err.candidates = Some(candidates(rec.attempts()));
+        }
+        if let Some(last) = rec.attempts().iter().rev().find(|a| a.class != "skipped") {
+            gateway_headers(self.base, &last.provider, &last.model);
+        }
+        rec.finish(status, Some(err.message.clone()));
+        if exhausted {
+            core.events.emit(crate::events::Event::AllExhausted {
+                request_id: self.request_id.to_string(),
+                requested_model: inbound.canonical.model.clone(),
+                retry_at_ms: err.retry_after_secs.map(|s| now + s as i64 * 1000),
+            });
+        }
+        err
+    }
+}
+
+/// Passes an upstream's own 4xx through when it is already an OpenAI error; wraps it otherwise.
+pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
+    match f {
+        Failure::Client { status, body } => {
+            let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+            let message = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
+            let param = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/param").and_then(Value::as_str).map(str::to_string));
+            let code = parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/error/code").and_then(Value::as_str))
+                .map(|c| if c == "context_length_exceeded" { "context_length_exceeded" } else { "upstream_rejected" })
+                .unwrap_or("upstream_rejected");
+            let code = if status == 413 { "request_too_large" } else { code };
+            let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            let mut e = ApiError::new(st, "invalid_request_error", code, message);
+            e.param = param;
+            // The provider's own type and code, when they are plain identifiers (a 413 keeps
+            // Baton's code: the provider's may call it a rate limit, which no wait fixes).
+            let ident = |p: &str| {
+                parsed
+                    .as_ref()
+                    .and_then(|v| v.pointer(p))
+                    .and_then(Value::as_str)
+                    .filter(|s| {
+                        !s.is_empty()
+                            && s.len() <= 64
+                            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+                    })
+                    .map(str::to_string)
+            };
+            if let Some(t) = ident("/error/type") {
+                e.relayed = Some((t, ident("/error/code").filter(|_| status != 413)));
+            }
+            (status, e)
+        }
+        Failure::Exhausted { retry_at_ms: Some(at), summary } => {
+            let secs = ((at - now_ms).max(0) as u64).div_ceil(1000);
+            let e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "all_providers_rate_limited",
+                format!("Every candidate provider is rate-limited; the soonest is back in {secs} s. {summary}"),
+            )
+            .retry_after(secs);
+            (429, e)
+        }
+        Failure::Exhausted { retry_at_ms: None, summary } => (
+            502,
+            ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", "all_providers_failed", format!("Every candidate provider failed: {summary}")),
+        ),
+        Failure::NoProvider(m) => (503, ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "no_provider", m)),
+        Failure::Unsupported(m) => {
+            let mut e = ApiError::invalid("messages", m);
+            e.code = "unsupported_request";
+            (400, e)
+        }
+        Failure::Busy { retry_after_ms, message } => (
+            429,
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "gateway_busy", message).retry_after(retry_after_ms.div_ceil(1000)),
+        ),
+        Failure::Deadline(ms) => (
+            504,
+            ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timeout_error",
+                "deadline_exceeded",
+                format!("No provider answered within the request deadline ({ms} ms, routing.requestTimeoutMs)."),
+            ),
+        ),
+    }
+}
+
+/// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
+pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
+    let mut out = String::new();
+    for a in attempts {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        let class = if a.class == "skipped" {
+            "skipped"
+        } else {
+            a.class.as_str()
+        };
+        out.push_str(&format!("{}/{}={class}", a.provider, a.model));
+        if let Some(at) = a
+            .reset_at_ms
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        {
+            out.push_str(&format!("@{}", at.round(jiff::Unit::Second).unwrap_or(at)));
+        }
+        if out.len() > 2000 {
+            out.push_str(", …");
+            break;
+        }
+    }
+    out.retain(|c| c.is_ascii() && !c.is_ascii_control());
+    out
+}
+
+/// Each candidate's last state, for the body of a 429/502 when routing gave up.
+pub(super) fn candidates(attempts: &[crate::store::AttemptRecord]) -> Value {
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    for a in attempts {
+        let target = format!("{}/{}", a.provider, a.model);
+        let v = json!({"target": target, "state": a.class, "status": a.status, "reason": a.reason,
+            "resetAt": a.reset_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|t| t.to_string())});
+        match seen.iter_mut().find(|(t, _)| *t == target) {
+            Some(slot) => slot.1 = v,
+            None => seen.push((target, v)),
+        }
+    }
+    Value::Array(seen.into_iter().map(|(_, v)| v).collect())
+}
+
+pub(super) fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
+    h.insert("x-gateway-provider", header_value(provider));
+    h.insert("x-gateway-model", header_value(model));
+}
+
+pub(super) fn header_value(s: &str) -> HeaderValue {
+    HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+pub(super) fn new_request_id() -> String {
+    format!("req_{:016x}", rand::random::<u64>())
+}
+
+/// know, 503 for a provider that is switched off.
+/// Why a model name leads nowhere, as the client's error: 404 for a name the gateway does not
+/// know, 503 for a provider that is switched off.
+pub(crate) fn resolve_error(e: ResolveError) -> ApiError {
+    match e {
+        ResolveError::UnknownModel { .. } => {
+            let mut err = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                e.to_string(),
+            );
+            err.param = Some("model".into());
+            err
+        }
+        ResolveError::Disabled(m) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "provider_disabled",
+            m,
+        ),
+    }
+}
