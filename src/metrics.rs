@@ -223,11 +223,7 @@ impl Metrics {
                 ("status", status_label(row.status)),
             ])
             .inc();
-        let sent: Vec<_> = row
-            .attempts
-            .iter()
-            .filter(|a| a.class != "skipped")
-            .collect();
+        let sent: Vec<_> = row.attempts.iter().filter(|a| a.class.sent()).collect();
         for (i, a) in sent.iter().enumerate() {
             let p = self.providers.get(&a.provider);
             let key = self.keys.get(a.key.as_deref().unwrap_or("none"));
@@ -241,7 +237,7 @@ impl Metrics {
             let moved_on = sent
                 .get(i + 1)
                 .is_some_and(|n| n.provider != a.provider || n.model != a.model);
-            if a.class != "ok" && moved_on {
+            if a.class != crate::limits::Outcome::Ok && moved_on {
                 self.failovers.get_or_create(&[("provider", p)]).inc();
             }
         }

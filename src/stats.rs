@@ -62,9 +62,9 @@ impl Stats {
         let served = row
             .attempts
             .iter()
-            .rposition(|a| a.class == "ok" || a.streamed);
+            .rposition(|a| a.class == crate::limits::Outcome::Ok || a.streamed);
         for (i, a) in row.attempts.iter().enumerate() {
-            if a.class == "skipped" {
+            if a.class == crate::limits::Outcome::Skipped {
                 continue;
             }
             let Some(e) = slot(&mut map, &a.provider)
@@ -74,13 +74,13 @@ impl Stats {
                 continue;
             };
             e.calls += 1;
-            if a.class == "ok" {
+            if a.class == crate::limits::Outcome::Ok {
                 e.successes += 1;
             } else {
-                *e.failures.entry(a.class.clone()).or_default() += 1;
+                *e.failures.entry(a.class.to_string()).or_default() += 1;
                 e.last_error = Some((
                     row.ts_ms,
-                    a.reason.clone().unwrap_or_else(|| a.class.clone()),
+                    a.reason.clone().unwrap_or_else(|| a.class.to_string()),
                 ));
             }
             e.latencies.push_back(a.latency_ms);

@@ -399,7 +399,7 @@ impl Out<'_> {
         if exhausted {
             err.candidates = Some(candidates(rec.attempts()));
         }
-        if let Some(last) = rec.attempts().iter().rev().find(|a| a.class != "skipped") {
+        if let Some(last) = rec.attempts().iter().rev().find(|a| a.class.sent()) {
             gateway_headers(self.base, &last.provider, &last.model);
         }
         rec.finish(status, Some(err.message.clone()));
@@ -498,12 +498,7 @@ pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> Strin
         if !out.is_empty() {
             out.push_str(", ");
         }
-        let class = if a.class == "skipped" {
-            "skipped"
-        } else {
-            a.class.as_str()
-        };
-        out.push_str(&format!("{}/{}={class}", a.provider, a.model));
+        out.push_str(&format!("{}/{}={}", a.provider, a.model, a.class));
         if let Some(at) = a
             .reset_at_ms
             .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())

@@ -49,6 +49,74 @@ impl ErrorClass {
     pub fn fails_over(self) -> bool {
         !matches!(self, ErrorClass::Request | ErrorClass::ContentPolicy)
     }
+
+    pub const ALL: [ErrorClass; 8] = [
+        ErrorClass::Request,
+        ErrorClass::Auth,
+        ErrorClass::Billing,
+        ErrorClass::Model,
+        ErrorClass::Rate,
+        ErrorClass::Overloaded,
+        ErrorClass::Transient,
+        ErrorClass::ContentPolicy,
+    ];
+
+    /// The class named `s` (its `as_str` name).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// How one attempt ended: it served the answer, it was passed over without sending, or it
+/// failed with an error class. Stored, logged and shown by name (`ok`, `skipped`, `rate`…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Ok,
+    Skipped,
+    Failed(ErrorClass),
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Skipped => "skipped",
+            Outcome::Failed(c) => c.as_str(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ok" => Some(Outcome::Ok),
+            "skipped" => Some(Outcome::Skipped),
+            other => ErrorClass::parse(other).map(Outcome::Failed),
+        }
+    }
+
+    /// Something was sent (not passed over).
+    pub fn sent(self) -> bool {
+        self != Outcome::Skipped
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Outcome::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown attempt outcome `{s}`")))
+    }
 }
 
 /// The verdict on one failed attempt.
@@ -199,5 +267,25 @@ mod tests {
         assert!(!c.class.fails_over());
         assert!(classify_http(500, &h, b"oops", &ctx).class.fails_over());
         assert_eq!(classify_http(404, &h, b"{}", &ctx).class, ErrorClass::Model);
+    }
+
+    #[test]
+    fn outcomes_round_trip_by_name() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::parse(c.as_str()), Some(c));
+        }
+        for o in [
+            Outcome::Ok,
+            Outcome::Skipped,
+            Outcome::Failed(ErrorClass::ContentPolicy),
+        ] {
+            let json = serde_json::to_string(&o).unwrap();
+            assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), o, "{json}");
+        }
+        assert_eq!(
+            serde_json::to_string(&Outcome::Failed(ErrorClass::Rate)).unwrap(),
+            "\"rate\""
+        );
+        assert!(serde_json::from_str::<Outcome>("\"sideways\"").is_err());
     }
 }

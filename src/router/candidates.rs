@@ -26,7 +26,7 @@ pub(crate) fn served(
     started: std::time::Instant,
 ) -> AttemptRecord {
     let mut ok = record(t, key, &ok_classified(), Some(200), started);
-    ok.class = "ok".into();
+    ok.class = crate::limits::Outcome::Ok;
     ok
 }
 
@@ -238,7 +238,7 @@ pub(super) fn record(
         provider: t.provider.id().to_string(),
         model: t.model.id.clone(),
         key: key.map(|k| k.id.clone()),
-        class: c.class.as_str().to_string(),
+        class: crate::limits::Outcome::Failed(c.class),
         status,
         latency_ms: took.as_millis() as u64,
         latency_us: took.as_micros() as u64,
@@ -260,7 +260,7 @@ pub(crate) fn skipped(
         provider: t.provider.id().to_string(),
         model: t.model.id.clone(),
         key: key.map(|k| k.id.clone()),
-        class: "skipped".into(),
+        class: crate::limits::Outcome::Skipped,
         status: None,
         latency_ms: 0,
         latency_us: 0,

@@ -87,10 +87,7 @@ impl Record {
 
     /// Number of upstream requests actually sent (skipped candidates do not count).
     pub fn sent_count(&self) -> usize {
-        self.attempts()
-            .iter()
-            .filter(|a| a.class != "skipped")
-            .count()
+        self.attempts().iter().filter(|a| a.class.sent()).count()
     }
 
     pub fn served_by(&mut self, target: &crate::router::snapshot::Target) {
@@ -120,7 +117,7 @@ impl Record {
         self.attempts()
             .iter()
             .rev()
-            .find(|a| a.class == "ok" || a.streamed)
+            .find(|a| a.class == crate::limits::Outcome::Ok || a.streamed)
             .and_then(|a| a.key.as_deref())
     }
 
@@ -129,8 +126,13 @@ impl Record {
     /// log; its tokens still count.
     pub fn serving_attempt_broke(&mut self, reason: &str) {
         if let Some(r) = &mut self.row {
-            if let Some(a) = r.attempts.iter_mut().rev().find(|a| a.class == "ok") {
-                a.class = "transient".into();
+            if let Some(a) = r
+                .attempts
+                .iter_mut()
+                .rev()
+                .find(|a| a.class == crate::limits::Outcome::Ok)
+            {
+                a.class = crate::limits::Outcome::Failed(crate::limits::ErrorClass::Transient);
                 a.status = None;
                 a.reason = Some(format!("stream broke after content: {reason}"));
                 a.streamed = true;
@@ -183,7 +185,7 @@ impl Record {
                 provider: row.provider.clone(),
                 model: row.model.clone(),
                 status,
-                attempts: row.attempts.iter().filter(|a| a.class != "skipped").count(),
+                attempts: row.attempts.iter().filter(|a| a.class.sent()).count(),
                 total_ms: row.total_ms,
             });
         }

@@ -222,7 +222,7 @@ async fn send(
 }
 
 fn classes(rec: &Record) -> Vec<String> {
-    rec.attempts().iter().map(|a| a.class.clone()).collect()
+    rec.attempts().iter().map(|a| a.class.to_string()).collect()
 }
 
 fn served_by(r: &Result<Served, Failure>) -> String {

@@ -123,8 +123,8 @@ pub struct AttemptRecord {
     pub model: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// Error class (`rate`, `transient`, `request`…) or `ok`.
-    pub class: String,
+    /// `ok`, `skipped`, or the error class (`rate`, `transient`, `request`…).
+    pub class: crate::limits::Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     pub latency_ms: u64,

@@ -174,10 +174,10 @@ impl Store {
             let (provider, status, attempts, input, output) = self.sql(row)?;
             let attempts: Vec<super::AttemptRecord> =
                 serde_json::from_str(&attempts).unwrap_or_default();
-            for a in attempts.iter().filter(|a| a.class != "skipped") {
+            for a in attempts.iter().filter(|a| a.class.sent()) {
                 let s = out.entry(a.provider.clone()).or_default();
                 s.calls += 1;
-                if a.class != "ok" {
+                if a.class != crate::limits::Outcome::Ok {
                     s.failures += 1;
                 } else {
                     latencies

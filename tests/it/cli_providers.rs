@@ -294,7 +294,7 @@ async fn gemini_quotas_reset_when_gemini_says() {
     assert_eq!(cd.len(), 1);
     assert_eq!(cd[0].until_ms, ts("2026-11-30T08:00:00Z"));
     assert_eq!(cd[0].scope.model.as_deref(), Some("gemini-2.5-pro"));
-    assert_eq!(cd[0].class, "rate");
+    assert_eq!(cd[0].class.as_str(), "rate");
 
     // Capacity: Gemini CLI would sleep 2h13m47s; Baton stops it at once and fails over.
     baton
@@ -461,7 +461,7 @@ async fn overloaded_cli_cools_briefly_and_fails_over() {
     let r = baton.chat("auto", "hi").await;
     assert_eq!(header(&r, "x-gateway-provider"), "codex");
     let log = baton.log().await;
-    assert_eq!(log[0].attempts[0].class, "overloaded");
+    assert_eq!(log[0].attempts[0].class.as_str(), "overloaded");
     let cd = baton.handle.core.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert!(

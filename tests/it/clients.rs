@@ -203,7 +203,7 @@ async fn failover_never_moves_a_capped_client_to_a_dearer_tier() {
         .iter()
         .find(|a| a.provider == "dear")
         .unwrap();
-    assert_eq!(skipped.class, "skipped");
+    assert_eq!(skipped.class.as_str(), "skipped");
     assert!(skipped
         .reason
         .as_deref()

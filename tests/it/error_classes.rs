@@ -97,7 +97,7 @@ async fn a_400_that_is_a_spending_limit_cools_the_key_until_its_date() {
     let cd = baton.handle.core.cooldowns.active();
     let c = cd.iter().find(|c| c.scope.provider == "capped").unwrap();
     assert_eq!(c.until_ms, at("2027-01-01T00:00:00Z"));
-    assert_eq!(c.class, "billing");
+    assert_eq!(c.class.as_str(), "billing");
     // The next request does not hit the same wall.
     let hits = capped.hits();
     assert_eq!(
@@ -172,7 +172,7 @@ async fn an_overloaded_model_cools_alone_unless_the_provider_says_otherwise() {
         );
         let cd = baton.handle.core.cooldowns.active();
         assert_eq!(cd.len(), 1, "{cd:?}");
-        assert_eq!(cd[0].class, "overloaded");
+        assert_eq!(cd[0].class.as_str(), "overloaded");
         if other_model_serves {
             assert_eq!(cd[0].scope.model.as_deref(), Some("big"));
             let r = baton.chat("multi/small", "hi").await;

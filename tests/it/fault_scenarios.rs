@@ -281,7 +281,7 @@ fn scenarios() -> Vec<(&'static str, Run)> {
                 l.interrupted("one two three").await?;
                 let log = l.log().await;
                 check(
-                    log[0].attempts[0].class == "transient",
+                    log[0].attempts[0].class.as_str() == "transient",
                     format!("logged as a failure: {:?}", log[0].attempts),
                 )
             }),

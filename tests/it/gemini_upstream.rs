@@ -115,7 +115,7 @@ async fn daily_quota_errors_cool_until_pacific_midnight() {
     let r = baton.chat("auto", "x").await;
     assert_eq!(r.status(), 429);
     let cd = baton.handle.core.cooldowns.active();
-    assert_eq!(cd[0].class, "rate");
+    assert_eq!(cd[0].class.as_str(), "rate");
     assert_eq!(
         cd[0].scope.model.as_deref(),
         Some("gemini-2.5-flash"),

@@ -275,7 +275,7 @@ async fn candidates_passed_over_for_what_the_request_needs_are_logged() {
         "{:?}",
         first.reason
     );
-    assert_eq!(row.attempts[1].class, "ok");
+    assert_eq!(row.attempts[1].class.as_str(), "ok");
     baton.stop().await;
 }
 

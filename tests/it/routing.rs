@@ -81,10 +81,11 @@ async fn rate_limit_fails_over_and_cools_the_provider() {
     let log = baton.log().await;
     assert_eq!(log.len(), 2);
     let (second, first) = (&log[0], &log[1]);
-    assert_eq!(first.attempts[0].class, "rate");
-    assert_eq!(first.attempts[1].class, "ok");
+    assert_eq!(first.attempts[0].class.as_str(), "rate");
+    assert_eq!(first.attempts[1].class.as_str(), "ok");
     assert_eq!(
-        second.attempts[0].class, "skipped",
+        second.attempts[0].class.as_str(),
+        "skipped",
         "cooling target recorded as skipped"
     );
     assert!(second.attempts[0].reset_at_ms.is_some());

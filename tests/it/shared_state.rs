@@ -69,7 +69,7 @@ async fn a_limit_seen_by_one_instance_cools_that_key_for_both() {
         .iter()
         .find(|x| x.provider == "limited")
         .unwrap();
-    assert_eq!(skip.class, "skipped", "{:?}", log[0].attempts);
+    assert_eq!(skip.class.as_str(), "skipped", "{:?}", log[0].attempts);
 
     // Breaker states travel too: A opens flaky's breaker; B skips flaky without calling it.
     for _ in 0..3 {
