@@ -464,3 +464,61 @@ async fn a_stream_that_breaks_after_content_ends_with_an_explicit_error() {
     assert!(breaker.failure(w.clock.now_ms(), &cfg).is_none());
     assert!(breaker.failure(w.clock.now_ms(), &cfg).is_some());
 }
+
+#[tokio::test]
+async fn events_that_arrived_together_leave_in_one_write() {
+    let w = world("burst", json!([provider("p", &[])])).await;
+    let script = Script::default().on(
+        "p/m",
+        vec![Reply::Stream(
+            vec![
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"a"},"finish_reason":null}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"c"},"finish_reason":null}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+                "[DONE]",
+            ],
+            None,
+        )],
+    );
+    let (r, rec, _) = send(&w, script, true).await;
+    let Ok(Served::Stream {
+        target,
+        reader,
+        prelude,
+        codec,
+        slot,
+        ..
+    }) = r
+    else {
+        panic!("expected a stream");
+    };
+    let body = stream::body(
+        stream::Upstream {
+            reader,
+            prelude,
+            codec,
+            client_wants_usage: false,
+            prompt_tokens: 3,
+        },
+        slot,
+        target,
+        rec,
+        None,
+        stream::Out::OpenAi,
+    );
+    let writes: Vec<Bytes> = futures_util::StreamExt::collect::<Vec<_>>(body)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    // The held-back first content, then everything else at once.
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let rest = String::from_utf8(writes[1].to_vec()).unwrap();
+    assert!(
+        rest.contains("\"content\":\"b\"")
+            && rest.contains("\"content\":\"c\"")
+            && rest.ends_with("data: [DONE]\n\n"),
+        "{rest}"
+    );
+}

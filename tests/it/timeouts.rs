@@ -74,6 +74,11 @@ async fn a_model_that_thinks_longer_than_first_byte_keeps_streaming_and_silence_
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "spare");
+    // A stream's log row is written when it ends: read the answer first.
+    assert_eq!(
+        stream_text(&sse_data(&r.text().await.unwrap())),
+        "spare: hello"
+    );
     let log = baton.log().await;
     let a = &log[0].attempts[0];
     assert_eq!(

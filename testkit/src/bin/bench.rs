@@ -396,24 +396,23 @@ fn start_baton(
 const STREAM_CHUNKS: usize = 20;
 
 /// `bench NEW --compare OLD`: the CPU Baton spends per 1,000 plain requests and per 1,000
-/// streams (20 content chunks, OpenAI in and out; and an Anthropic client on an OpenAI upstream,
-/// translated), for two builds in the same run, alternating in rounds so drift in this
+/// streams (20 content chunks, OpenAI in and out; an Anthropic client on an OpenAI upstream,
+/// translated; and paced a chunk every 2 ms, as a model sends them), for two builds in the same run, alternating in rounds so drift in this
 /// machine's speed falls on both. Both are pinned to the same core when `BENCH_BATON_CPU` is set.
 async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
     let fake = FakeUpstream::start("bench").await;
     let dir = tempfile_dir();
+    // One gateway key for both, so requests can alternate between them.
+    let key = "bt-compare-key-000000000000000000000000000000";
     let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
         "log": {"retentionDays": 1}});
     let mut sides = Vec::new();
     for (name, bin) in [("old", old_bin), ("new", new_bin)] {
         let d = dir.join(name);
         std::fs::create_dir_all(&d).unwrap();
-        let (child, pid, url) = start_baton(bin, &d, &config, &[]);
-        let key = std::fs::read_to_string(d.join("data/gateway.key"))
-            .unwrap()
-            .trim()
-            .to_string();
-        sides.push((child, pid, url, key));
+        let (child, pid, url) = start_baton(bin, &d, &config, &[("BENCH_KEY", key)]);
+        sides.push((child, pid, url, key.to_string()));
     }
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(512)
@@ -423,7 +422,7 @@ async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
     let streams_n = (n / 4).max(1_000);
     let rounds = 5;
     // [side][measure] = (cpu seconds, count)
-    let mut cpu = [[(0.0f64, 0usize); 3]; 2];
+    let mut cpu = [[(0.0f64, 0usize); 4]; 2];
     for round in 0..=rounds {
         for i in 0..2 {
             let side = if round % 2 == 0 { i } else { 1 - i };
@@ -453,7 +452,16 @@ async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
                 anthropic_streams(&client, &messages_url, key, streams, 8).await
             };
             let c3 = proc_cpu_secs(*pid);
+            // Paced like a real model: a chunk every 2 ms, so nothing can be gathered.
+            fake.always(Behavior::SlowStream {
+                chunks: STREAM_CHUNKS,
+                delay_ms: 2,
+            });
+            let (_, paced) = streams_raw(&client, url, key, streams / 4, 32).await;
+            let c4 = proc_cpu_secs(*pid);
             if round > 0 {
+                cpu[side][3].0 += c4 - c3;
+                cpu[side][3].1 += paced.len();
                 let m = &mut cpu[side];
                 m[0].0 += c1 - c0;
                 m[0].1 += s.count;
@@ -464,6 +472,9 @@ async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
             }
         }
     }
+    // Time to first token, old and new alternating in rounds at 200 streams/s.
+    fake.always(Behavior::Ok);
+    let (to, tn) = interleaved_stream_rate(&client, &sides[0].2, &sides[1].2, key, 200, 10).await;
     println!("## Same-run comparison ({n} plain requests, {streams_n} streams of {STREAM_CHUNKS} chunks per build; {rounds} alternating rounds; Baton pinned to CPU {})\n",
         std::env::var("BENCH_BATON_CPU").unwrap_or_else(|_| "any".into()));
     println!("| CPU seconds per 1,000 | old | new | new ÷ old |\n|---|---|---|---|");
@@ -472,6 +483,7 @@ async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
         "plain requests",
         "streams (OpenAI in and out)",
         "streams (Anthropic client, OpenAI upstream)",
+        "streams paced 2 ms a chunk (OpenAI in and out)",
     ]
     .iter()
     .enumerate()
@@ -479,6 +491,21 @@ async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
         let (o, nw) = (per(cpu[0][i]), per(cpu[1][i]));
         println!("| {name} | {o:.4} | {nw:.4} | {:.2}x |", nw / o);
     }
+    println!(
+        "\n| time to first token at 200 streams/s | old | new | new ÷ old |\n|---|---|---|---|"
+    );
+    println!(
+        "| p50 | {:.3} ms | {:.3} ms | {:.2}x |",
+        to.p50,
+        tn.p50,
+        tn.p50 / to.p50
+    );
+    println!(
+        "| p99 | {:.3} ms | {:.3} ms | {:.2}x |",
+        to.p99,
+        tn.p99,
+        tn.p99 / to.p99
+    );
     drop(sides);
     let _ = std::fs::remove_dir_all(&dir);
 }
