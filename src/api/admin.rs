@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
+use super::json::{JsonBody, Shape};
 use super::AppState;
 use crate::gateway::Core;
 use crate::limits::CooldownEntry;
@@ -60,22 +61,22 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
 /// resumed) or resumes it — the tray menu's Pause, for the UI and scripts.
 pub async fn set_paused(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(b): JsonBody<PauseBody>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Body {
-        paused: bool,
-    }
-    let b: Body = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "paused",
-            format!("send {{\"paused\": true}} or {{\"paused\": false}} ({e})"),
-        )
-    })?;
     core.set_paused(b.paused);
     Ok(Json(json!({"paused": core.is_paused()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseBody {
+    paused: bool,
+}
+
+impl Shape for PauseBody {
+    const PARAM: &'static str = "paused";
+    const EXPECTED: &'static str = r#"{"paused": true} or {"paused": false}"#;
 }
 
 /// One provider's live state and definition (no secrets: keys are masked, the definition only
@@ -240,19 +241,17 @@ pub struct SetCooldown {
     reason: String,
 }
 
+impl Shape for SetCooldown {
+    const EXPECTED: &'static str = "{provider, key?, model?, untilMs, class, reason}";
+}
+
 /// `POST /admin/cooldowns`: takes a scope out of rotation until `untilMs` (used by
 /// `baton probe --apply`).
 pub async fn set_cooldown(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(c): JsonBody<SetCooldown>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    let c: SetCooldown = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "body",
-            format!("Expected {{provider, key?, model?, untilMs, class, reason}}: {e}"),
-        )
-    })?;
     if core.snapshot.load().provider(&c.provider).is_none() {
         return Err(ApiError::missing(
             "provider_not_found",
@@ -277,27 +276,28 @@ pub async fn set_cooldown(
     Ok((StatusCode::CREATED, Json(json!({"untilMs": until}))))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CliCheck {
+    kind: crate::config::ProviderKind,
+    #[serde(default)]
+    executable: Option<String>,
+}
+
+impl Shape for CliCheck {
+    const PARAM: &'static str = "kind";
+    const EXPECTED: &'static str =
+        r#"{"kind": "claude-cli" | "codex-cli" | "gemini-cli", "executable": optional path}"#;
+}
+
 /// `POST /admin/cli-check` with `{"kind": "claude-cli", "executable": "…"}` (executable
 /// optional): what the Add form shows before anything is saved — the executable found, its
 /// version, whether it is logged in, and what to do if not. Nothing is stored or sent.
 pub async fn cli_check(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(c): JsonBody<CliCheck>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Check {
-        kind: crate::config::ProviderKind,
-        #[serde(default)]
-        executable: Option<String>,
-    }
-    let c: Check = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "kind",
-            format!("Send {{\"kind\": \"claude-cli\" | \"codex-cli\" | \"gemini-cli\", \"executable\": optional path}}: {e}"),
-        )
-    })?;
     if !c.kind.is_cli() {
         return Err(ApiError::field(
             "kind",

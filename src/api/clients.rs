@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
+use super::json::{object_body, JsonBody};
 use super::AppState;
 use crate::clients::ClientPolicy;
 use crate::gateway::Core;
@@ -116,19 +117,25 @@ pub async fn list_keys(State(state): State<AppState>) -> Result<Json<Value>, Api
     Ok(Json(json!({"fixed": fixed, "ui": ui})))
 }
 
+object_body!(
+    /// A new client key's body.
+    NewKey,
+    r#"{"label": "who uses it", …limits}"#
+);
+
+object_body!(
+    /// A client key's policy changes.
+    KeyPatch,
+    "a JSON object of policy fields"
+);
+
 /// `POST /admin/keys` with `{"label": "…", …policy}`: a new client key, shown in this answer
 /// only.
 pub async fn create_key(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(NewKey(mut v)): JsonBody<NewKey>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    let mut v: Map<String, Value> = serde_json::from_slice(&body).map_err(|e| {
-        invalid(
-            "body",
-            format!("Send {{\"label\": \"who uses it\", …limits}}: {e}"),
-        )
-    })?;
     let label = v
         .remove("label")
         .and_then(|l| l.as_str().map(str::to_string))
@@ -178,11 +185,9 @@ pub async fn create_key(
 pub async fn update_key(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-    body: axum::body::Bytes,
+    JsonBody(KeyPatch(patch)): JsonBody<KeyPatch>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let patch: Map<String, Value> = serde_json::from_slice(&body)
-        .map_err(|e| invalid("body", format!("Send a JSON object of policy fields: {e}")))?;
     if patch.contains_key("label") {
         return Err(invalid(
             "label",

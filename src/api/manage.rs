@@ -10,10 +10,11 @@ use std::sync::Arc;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::admin::provider_json;
 use super::error::ApiError;
+use super::json::{object_body, JsonBody, Shape};
 use super::AppState;
 use crate::config::{ConfigError, ProviderConfig, SecretRef};
 use crate::gateway::Core;
@@ -348,16 +349,20 @@ pub async fn update(
     Ok(Json(applied(core, &id).await?))
 }
 
+object_body!(
+    /// The toggle's body.
+    EnabledPatch,
+    r#"{"enabled": true|false}"#
+);
+
 /// `PATCH /admin/providers/{id}` with `{"enabled": bool}`: the toggle (also for providers from
 /// the config file; kept across restarts).
 pub async fn patch(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-    body: axum::body::Bytes,
+    JsonBody(EnabledPatch(v)): JsonBody<EnabledPatch>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let v: Map<String, Value> = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::invalid("body", format!("Send {{\"enabled\": true|false}}: {e}")))?;
     if let Some(k) = v.keys().find(|k| k.as_str() != "enabled") {
         return Err(field_error(k.clone(), format!("`{k}` cannot be patched; only `enabled` can (use PUT for the definition, PUT /admin/order for the order)")));
     }
@@ -415,23 +420,23 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    order: Vec<String>,
+}
+
+impl Shape for Order {
+    const PARAM: &'static str = "order";
+    const EXPECTED: &'static str = r#"{"order": [provider ids in order]}"#;
+}
+
 /// `PUT /admin/order` with `{"order": [ids]}`: the whole routing order in one call.
 pub async fn order(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(o): JsonBody<Order>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Order {
-        order: Vec<String>,
-    }
-    let o: Order = serde_json::from_slice(&body).map_err(|e| {
-        field_error(
-            "order".into(),
-            format!("Send {{\"order\": [provider ids in order]}}: {e}"),
-        )
-    })?;
     core.store
         .set_order(&o.order, core.clock.now_ms())
         .map_err(edit_error)?;

@@ -11,6 +11,7 @@ pub mod anthropic;
 pub mod budget;
 pub mod clients;
 pub mod error;
+pub(crate) mod json;
 pub mod manage;
 pub mod openai;
 pub(crate) mod pipeline;

@@ -12,6 +12,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
+use super::json::{JsonBody, Shape};
 use super::AppState;
 use crate::config::{ConfigError, RouteConfig, RouteDetail};
 use crate::gateway::{Core, UI_MODEL_MAP, UI_ROUTES};
@@ -114,12 +115,29 @@ fn save_map(core: &Core, map: &BTreeMap<String, String>) -> Result<(), ApiError>
         .map_err(store_error)
 }
 
+impl Shape for RouteDetail {
+    const PARAM: &'static str = "targets";
+    const EXPECTED: &'static str = r#"{"targets": ["provider", "provider/model" or a route, in order], "resumeOnBreak": false}"#;
+}
+
+/// A `modelMap` entry's body.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapEntry {
+    target: String,
+}
+
+impl Shape for MapEntry {
+    const PARAM: &'static str = "target";
+    const EXPECTED: &'static str = r#"{"target": "auto", a route, a provider or "provider/model"}"#;
+}
+
 /// `PUT /admin/routes/{name}` with `{"targets": [...], "resumeOnBreak": false}`: creates or
 /// replaces a route made in the UI. The targets are tried in the order given.
 pub async fn put_route(
     State(state): State<AppState>,
     UrlPath(name): UrlPath<String>,
-    body: axum::body::Bytes,
+    JsonBody(detail): JsonBody<RouteDetail>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
     if core.file_config.routes.contains_key(&name) {
@@ -128,12 +146,6 @@ pub async fn put_route(
             format!("The route `{name}` is defined in the config file, which wins at every start; change it there."),
         ));
     }
-    let detail: RouteDetail = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "targets",
-            format!("Send {{\"targets\": [\"provider\", \"provider/model\" or a route, in order], \"resumeOnBreak\": false}}: {e}"),
-        )
-    })?;
     if detail.targets.iter().all(|t| t.trim().is_empty()) {
         return Err(ApiError::field(
             "targets",
@@ -222,14 +234,9 @@ pub async fn delete_route(
 pub async fn put_map(
     State(state): State<AppState>,
     UrlPath(pattern): UrlPath<String>,
-    body: axum::body::Bytes,
+    JsonBody(e): JsonBody<MapEntry>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Entry {
-        target: String,
-    }
     let pattern = pattern.trim().to_string();
     if pattern.is_empty() || pattern.len() > 200 {
         return Err(ApiError::field(
@@ -243,14 +250,6 @@ pub async fn put_map(
             format!("`{pattern}` is mapped in the config file, which wins at every start; change it there."),
         ));
     }
-    let e: Entry = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "target",
-            format!(
-                "Send {{\"target\": \"auto\", a route, a provider or \"provider/model\"}}: {e}"
-            ),
-        )
-    })?;
     let target = e.target.trim().to_string();
     let mut ui = core.ui_model_map();
     let created = ui.insert(pattern.clone(), target.clone()).is_none();

@@ -6,6 +6,7 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
+use super::json::{object_body, JsonBody};
 use super::AppState;
 use crate::gateway::Core;
 
@@ -58,14 +59,24 @@ pub async fn get(State(state): State<AppState>) -> Result<Json<Value>, ApiError>
     })))
 }
 
+object_body!(
+    /// The settings' body.
+    SettingsPatch,
+    r#"{"notifications": {"failover": true, …}, "listen": {"host": "127.0.0.1", "port": 8787}}"#
+);
+
+object_body!(
+    /// The Start at login toggle's body.
+    AutostartBody,
+    r#"{"autostart": true|false}"#
+);
+
 /// `PUT /admin/settings` with `{"notifications": {"failover": bool, …}}`.
 pub async fn put(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(SettingsPatch(v)): JsonBody<SettingsPatch>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let v: Map<String, Value> =
-        serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
     if let Some(k) = v
         .keys()
         .find(|k| k.as_str() != "notifications" && k.as_str() != "listen")
@@ -120,14 +131,12 @@ pub async fn desktop(State(state): State<AppState>) -> Result<Json<Value>, ApiEr
 /// `PUT /admin/desktop` with `{"autostart": bool}`: the UI's Start at login toggle.
 pub async fn set_desktop(
     State(state): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBody(AutostartBody(v)): JsonBody<AutostartBody>,
 ) -> Result<Json<Value>, ApiError> {
     let link = desktop_link(
         &state.core,
         "Start at login is set by the desktop app; this Baton runs headless (baton serve).",
     )?;
-    let v: Map<String, Value> =
-        serde_json::from_slice(&body).map_err(|e| invalid("body", format!("not JSON: {e}")))?;
     let Some(on) = v.get("autostart").and_then(Value::as_bool) else {
         return Err(invalid("autostart", "must be true or false"));
     };
