@@ -23,8 +23,8 @@ struct Entry {
 }
 
 /// What the admin API shows for a key, a model or a provider.
-#[derive(Debug, Default, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Health {
     pub calls: u64,
     pub successes: u64,

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
+use super::views::{AdminState, KeyView, ProviderView};
 use super::AppState;
 use crate::gateway::Core;
 use crate::limits::CooldownEntry;
@@ -40,7 +41,7 @@ fn cooldown_json(c: &CooldownEntry, now: i64) -> Value {
 
 /// `GET /admin/state`: every provider in routing order with keys (masked), models, cooldowns,
 /// breaker, concurrency, quota scores and health counters.
-pub async fn state(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, ApiError> {
     let core = &state.core;
     let now = core.clock.now_ms();
     let snap = core.snapshot.load();
@@ -48,13 +49,17 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
         .store
         .load_providers()
         .map_err(|e| ApiError::internal("store_failed", e))?;
-    let providers: Vec<Value> = snap
+    let providers = snap
         .providers
         .iter()
         .map(|p| provider_json(core, p, &stored, now))
         .collect();
-    Ok(Json(json!({"nowMs": now, "providers": providers,
-        "sharedState": super::shared_state(core), "paused": core.is_paused()})))
+    Ok(Json(AdminState {
+        now_ms: now,
+        providers,
+        shared_state: super::shared_state(core).to_string(),
+        paused: core.is_paused(),
+    }))
 }
 
 /// `PUT /admin/pause` with `{"paused": bool}`: pauses routing (every request gets 503 until
@@ -86,7 +91,7 @@ pub(super) fn provider_json(
     p: &crate::providers::ProviderEntry,
     stored: &[crate::store::StoredProvider],
     now: i64,
-) -> Value {
+) -> ProviderView {
     let cooldowns = core.cooldowns.active();
     let owner = if p.id() == crate::config::LOCAL_PROVIDER_ID {
         "detected"
@@ -119,23 +124,36 @@ pub(super) fn provider_json(
         Some(u) if u > now => "open",
         Some(_) => "half-open",
     };
-    let keys: Vec<Value> = p
+    let keys: Vec<KeyView> = p
         .keys
         .iter()
         .map(|k| {
             let cd = mine.iter().find(|c| c.scope.key.as_deref() == Some(&k.id));
-            json!({
-                "id": k.id,
-                "masked": k.secret.masked(),
-                "quotaScore": p.runtime.quota.score(&k.id, now, &p.config.limits, p.quota_day(now).0),
-                "cooldown": cd.map(|c| cooldown_json(c, now)),
-                "disabled": cd.is_some_and(|c| c.class == "auth"),
-                "health": core.stats.health(id, Some(&k.id), None),
-            })
+            KeyView {
+                id: k.id.clone(),
+                masked: Some(k.secret.masked()),
+                quota_score: p.runtime.quota.score(
+                    &k.id,
+                    now,
+                    &p.config.limits,
+                    p.quota_day(now).0,
+                ),
+                cooldown: cd.map(|c| cooldown_json(c, now)),
+                disabled: cd.is_some_and(|c| c.class == "auth"),
+                health: Some(core.stats.health(id, Some(&k.id), None)),
+                missing: false,
+                reason: None,
+            }
         })
-        .chain(p.missing_keys.iter().map(|env| {
-            json!({"id": format!("env:{env}"), "masked": null, "missing": true,
-                "reason": format!("environment variable {env} is not set")})
+        .chain(p.missing_keys.iter().map(|env| KeyView {
+            id: format!("env:{env}"),
+            masked: None,
+            quota_score: None,
+            cooldown: None,
+            disabled: false,
+            health: None,
+            missing: true,
+            reason: Some(format!("environment variable {env} is not set")),
         }))
         .collect();
     let models: Vec<Value> = p
@@ -150,28 +168,34 @@ pub(super) fn provider_json(
             })
         })
         .collect();
-    json!({
-        "id": id,
-        "name": p.config.display_name(),
-        "kind": p.config.kind.as_str(),
-        "enabled": p.config.enabled,
-        "auto": p.config.auto,
-        "priority": p.config.priority,
-        "unavailable": p.unavailable(),
-        // The one computed state everyone shows (see providers::state).
-        "status": crate::providers::state::state_of(p, &cooldowns, now),
-        "inFlight": p.runtime.in_flight.load(std::sync::atomic::Ordering::Relaxed),
-        "maxConcurrency": p.config.concurrency(),
-        "breaker": {"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers},
-        "cooldowns": mine.iter().map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
-        "keys": keys,
-        "models": models,
-        "health": core.stats.health(id, None, None),
-        "discovery": p.runtime.discovery.get(),
-        "cli": p.runtime.cli_status.load_full().map(|s| json!(*s)),
-        "owner": owner,
-        "config": p.config,
-    })
+    ProviderView {
+        id: id.to_string(),
+        name: p.config.display_name().to_string(),
+        kind: p.config.kind.as_str().to_string(),
+        enabled: p.config.enabled,
+        auto: p.config.auto,
+        priority: p.config.priority,
+        unavailable: p.unavailable(),
+        status: crate::providers::state::state_of(p, &cooldowns, now),
+        in_flight: p
+            .runtime
+            .in_flight
+            .load(std::sync::atomic::Ordering::Relaxed) as u64,
+        max_concurrency: p.config.concurrency(),
+        breaker: json!({"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers}),
+        cooldowns: mine.iter().map(|c| cooldown_json(c, now)).collect(),
+        keys,
+        models,
+        health: core.stats.health(id, None, None),
+        discovery: json!(p.runtime.discovery.get()),
+        cli: p
+            .runtime
+            .cli_status
+            .load_full()
+            .map_or(Value::Null, |s| json!(*s)),
+        owner: owner.to_string(),
+        config: json!(p.config),
+    }
 }
 
 #[derive(Deserialize)]

@@ -277,7 +277,7 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
     let stored = core.store.load_providers().map_err(store_error)?;
     let snap = core.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;
-    Ok(provider_json(core, p, &stored, core.clock.now_ms()))
+    Ok(json!(provider_json(core, p, &stored, core.clock.now_ms())))
 }
 
 /// `POST /admin/providers`: adds a provider (201 with its state).

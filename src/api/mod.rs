@@ -19,6 +19,7 @@ pub(crate) mod routing;
 pub mod settings;
 mod transfer;
 pub mod ui;
+pub mod views;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use serde_json::Value;
+use crate::api::views::AdminState;
 
 /// Why the state could not be shown.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +21,7 @@ pub enum StatusError {
 }
 
 /// Fetches `/admin/state`.
-pub async fn fetch(url: &str, admin_key: &str) -> Result<Value, StatusError> {
+pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -76,44 +76,42 @@ pub struct Row {
 }
 
 /// Turns `/admin/state` into rows, in routing order.
-pub fn rows(state: &Value) -> Vec<Row> {
-    let now = state["nowMs"].as_i64().unwrap_or(0);
-    let mut out = Vec::new();
-    for p in state["providers"].as_array().into_iter().flatten() {
-        let keys = p["keys"].as_array().cloned().unwrap_or_default();
-        let usable: Vec<&Value> = keys.iter().filter(|k| k["missing"] != true).collect();
-        let keys_ready = usable.iter().filter(|k| k["cooldown"].is_null()).count();
-        // The state the gateway computed (the same the UI and the tray show).
-        let st = &p["status"];
-        let state_name = st["state"].as_str().unwrap_or("?");
-        let detail = match (st["class"].as_str(), st["reason"].as_str()) {
-            (Some("breaker"), Some(r)) => Some(r.to_string()),
-            (Some(c), Some(r)) => Some(format!("{c}: {r}")),
-            (None, Some(r)) => Some(r.to_string()),
-            _ => None,
-        };
-        let reset = st["untilMs"].as_i64();
-        let quota = usable
-            .iter()
-            .filter_map(|k| k["quotaScore"].as_f64())
-            .fold(None, |acc: Option<f64>, s| {
-                Some(acc.map_or(s, |a| a.max(s)))
-            });
-        out.push(Row {
-            id: p["id"].as_str().unwrap_or("?").to_string(),
-            kind: p["kind"].as_str().unwrap_or("?").to_string(),
-            state: state_name.to_string(),
-            detail,
-            reset_at_ms: reset.filter(|r| *r > now),
-            keys_ready,
-            keys_total: usable.len(),
-            quota,
-            in_flight: p["inFlight"].as_u64().unwrap_or(0),
-            max_concurrency: p["maxConcurrency"].as_u64(),
-            last_error: p["health"]["lastError"].as_str().map(str::to_string),
-        });
-    }
-    out
+pub fn rows(state: &AdminState) -> Vec<Row> {
+    let now = state.now_ms;
+    state
+        .providers
+        .iter()
+        .map(|p| {
+            let usable: Vec<_> = p.keys.iter().filter(|k| !k.missing).collect();
+            // The state the gateway computed (the same the UI and the tray show).
+            let st = &p.status;
+            let detail = match (st.class.as_deref(), st.reason.as_deref()) {
+                (Some("breaker"), Some(r)) => Some(r.to_string()),
+                (Some(c), Some(r)) => Some(format!("{c}: {r}")),
+                (None, Some(r)) => Some(r.to_string()),
+                _ => None,
+            };
+            let quota = usable
+                .iter()
+                .filter_map(|k| k.quota_score)
+                .fold(None, |acc: Option<f64>, s| {
+                    Some(acc.map_or(s, |a| a.max(s)))
+                });
+            Row {
+                id: p.id.clone(),
+                kind: p.kind.clone(),
+                state: st.state.as_str().to_string(),
+                detail,
+                reset_at_ms: st.until_ms.filter(|r| *r > now),
+                keys_ready: usable.iter().filter(|k| k.cooldown.is_none()).count(),
+                keys_total: usable.len(),
+                quota,
+                in_flight: p.in_flight,
+                max_concurrency: p.max_concurrency.map(u64::from),
+                last_error: p.health.last_error.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Renders the table; `color` adds ANSI colours to the state column.

@@ -8,7 +8,7 @@ use super::ProviderEntry;
 use crate::limits::CooldownEntry;
 
 /// The states, most blocking first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
     Disabled,
@@ -36,7 +36,7 @@ impl State {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderState {
     pub state: State,

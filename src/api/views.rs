@@ -1,0 +1,74 @@
+//! What `GET /admin/state` answers, as types: the server serializes them and `baton status`
+//! deserializes the same types, so a renamed field breaks the build instead of the command.
+//! Parts only the web UI reads (breaker detail, cooldown rows, models, discovery, the CLI's
+//! facts, the definition) stay JSON values.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::providers::state::ProviderState;
+use crate::stats::Health;
+
+/// `GET /admin/state`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminState {
+    pub now_ms: i64,
+    /// In routing order.
+    pub providers: Vec<ProviderView>,
+    /// `local`, `up` or `down` (Redis).
+    #[serde(default)]
+    pub shared_state: String,
+    #[serde(default)]
+    pub paused: bool,
+}
+
+/// One provider's live state and definition (no secrets: keys are masked, the definition only
+/// names where keys come from).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderView {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub enabled: bool,
+    pub auto: bool,
+    pub priority: i64,
+    pub unavailable: Option<String>,
+    /// The one computed state everyone shows (see `providers::state`).
+    pub status: ProviderState,
+    pub in_flight: u64,
+    pub max_concurrency: Option<u32>,
+    pub breaker: Value,
+    pub cooldowns: Vec<Value>,
+    pub keys: Vec<KeyView>,
+    pub models: Vec<Value>,
+    pub health: Health,
+    pub discovery: Value,
+    pub cli: Value,
+    /// `file`, `ui` or `detected`.
+    pub owner: String,
+    pub config: Value,
+}
+
+/// One key of a provider: a usable one (masked, with its quota, cooldown and health), or one
+/// whose environment variable is missing.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyView {
+    pub id: String,
+    pub masked: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_score: Option<f64>,
+    #[serde(default)]
+    pub cooldown: Option<Value>,
+    /// Rejected by the provider (out until the user changes it).
+    #[serde(default)]
+    pub disabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
