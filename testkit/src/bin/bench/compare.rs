@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
-use super::{closed_loop, interleaved_stream_rate, proc_cpu_secs, start_baton, streams_raw, tempfile_dir};
+use super::{
+    closed_loop, interleaved_stream_rate, proc_cpu_secs, start_baton, streams_raw, tempfile_dir,
+};
 
 /// Streams per measured round in `--compare` (20 content chunks each).
 const STREAM_CHUNKS: usize = 20;
