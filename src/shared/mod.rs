@@ -23,6 +23,7 @@ use crate::clients::{utc_day, utc_month, Client, Deny, Period, Spend};
 use crate::config::RedisConfig;
 use crate::limits::{CooldownEntry, Scope};
 
+mod migrate;
 mod scripts;
 mod sync;
 
