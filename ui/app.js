@@ -2,9 +2,10 @@
 
 import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenKeyChangesElsewhere, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
-import { clientTarget, mapClient, renderRouting, targetOptions } from "./routing.js";
+import { renderRouting } from "./routing.js";
+import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
 import { initTeam, renderTeam } from "./team.js";
-import { chart, el, explain, fmtClock, logRow, providerRow, setServerNow, snippet, startCountdowns, status } from "./views.js";
+import { chart, el, explain, fmtClock, logRow, providerRow, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
@@ -294,107 +295,6 @@ function wireDrag(row) {
   });
 }
 
-function presets() {
-  return (state.setup && state.setup.presets) || [];
-}
-
-let setupGen = 0;
-async function ensureSetup() {
-  if (state.setup) return state.setup;
-  // An answer asked for before the last save is stale: used once, not kept.
-  const gen = setupGen;
-  const s = await api("GET", "/admin/setup");
-  if (gen === setupGen) state.setup = s;
-  return s;
-}
-
-const DISMISSED = "baton.foundDismissed";
-
-/** After a save or delete: what was found may now be configured, so ask again. */
-function afterSave() {
-  state.setup = null;
-  setupGen += 1;
-  loadProviders();
-}
-
-function foundRow(x) {
-  return el("div", { class: "found" },
-    el("div", {}, el("strong", {}, x.name), el("div", { class: "muted small" },
-      x.status === "key-found" ? `key in ${x.found}` : x.status === "cli-logged-in" ? `logged in · ${x.found}` : `installed · ${x.found}`)),
-    el("button", { type: "button", class: "primary", "aria-label": `Add ${x.name}`, onclick: () => openProviderForm({ preset: { id: x.id, provider: x.provider }, presets: presets(), onSaved: afterSave, toast }) }, "Add"));
-}
-
-/** What Baton found on this machine, one click each: the welcome screen when nothing is
- * configured; afterwards, while anything found is not added yet, a smaller card the user can
- * hide (it used to vanish after the first Add). */
-let firstRunGen = 0;
-async function renderFirstRun() {
-  // Loads overlap (a save, then the event it causes): only the latest call may draw.
-  const gen = ++firstRunGen;
-  const box = $("first-run");
-  const welcome = !state.providers.length;
-  if (!welcome && localStorage.getItem(DISMISSED) === "1") {
-    box.hidden = true;
-    return;
-  }
-  if (welcome && box.hidden) {
-    box.hidden = false;
-    box.replaceChildren(el("div", { class: "empty" }, "Looking for what this machine has…"));
-  }
-  let s;
-  try {
-    s = await ensureSetup();
-  } catch (e) {
-    showError(e);
-    return;
-  }
-  if (gen !== firstRunGen) return;
-  const found = s.suggestions.filter((x) => !x.configured && x.status !== "cli-logged-out");
-  // Rebuilt only when what it shows changes: the list refreshes on every event, and a rebuild
-  // would take keyboard focus off its buttons.
-  const shown = JSON.stringify([welcome, found.map((x) => x.id), Boolean(s.ollama)]);
-  if (box.dataset.shown === shown && !box.hidden) return;
-  box.dataset.shown = shown;
-  if (!welcome) {
-    if (!found.length) {
-      box.hidden = true;
-      return;
-    }
-    box.hidden = false;
-    box.replaceChildren(
-      el("div", { class: "card stack", id: "also-found" },
-        el("div", { class: "view-head" }, el("h2", {}, "Also found on this machine"),
-          el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); box.hidden = true; } }, "Hide")),
-        ...found.map((x) => foundRow(x))));
-    return;
-  }
-  const items = found.map((x) => foundRow(x));
-  const loggedOut = s.suggestions.filter((x) => x.status === "cli-logged-out");
-  if (s.ollama) {
-    items.push(el("div", { class: "found" },
-      el("div", {}, el("strong", {}, "Ollama on this machine"), el("div", { class: "muted small" }, `${s.ollama.models.length} models`)),
-      el("button", { type: "button", class: "primary", onclick: () => openProviderForm({ preset: { id: "ollama", provider: { id: "ollama", name: "Ollama", kind: "openai-compatible", baseUrl: s.ollama.baseUrl, models: s.ollama.models.slice(0, 5) } }, presets: presets(), onSaved: afterSave, toast }) }, "Add")));
-  }
-  // Free tiers anyone can sign up for: the key arrives by e-mail in minutes, then one click.
-  const offered = new Set([...found.map((x) => x.id), ...state.providers.map((p) => p.id)]);
-  const free = (s.presets || []).filter((x) => x.freeTier && !(x.provider.kind || "").endsWith("-cli") && x.id !== "ollama" && !offered.has(x.id));
-  const freeRows = free.map((x) => el("div", { class: "found" },
-    el("div", {}, el("strong", {}, x.name),
-      el("div", { class: "muted small" }, [x.freeTier.rpm ? `${x.freeTier.rpm} requests/min` : null, x.freeTier.rpd ? `${x.freeTier.rpd}/day` : null, x.freeTier.note].filter(Boolean).join(" · "))),
-    el("div", { class: "row" },
-      x.signup ? el("a", { class: "button", href: x.signup, target: "_blank", rel: "noopener noreferrer", "aria-label": `Sign up for ${x.name} (opens its site)` }, "Sign up") : null,
-      el("button", { type: "button", "aria-label": `Add ${x.name}`, onclick: () => openProviderForm({ preset: x, presets: s.presets, onSaved: afterSave, toast }) }, "Add key"))));
-  box.replaceChildren(
-    el("div", { class: "card stack" },
-      el("h2", {}, "Welcome — let's give Baton something to route to"),
-      items.length ? el("p", { class: "muted small" }, "Found on this machine (one click each):") : el("p", { class: "muted" }, "Nothing found on this machine yet: no subscription CLI logged in, no provider key variables, no local Ollama."),
-      ...items,
-      loggedOut.length ? el("p", { class: "muted small" }, "Installed but logged out: ", loggedOut.map((x) => `${x.name} (${x.hint})`).join("; ")) : null,
-      freeRows.length ? el("h3", {}, "Free tiers you can sign up for") : null,
-      ...freeRows,
-      el("p", { class: "muted small" }, "Then point your tools at Baton: see ", el("a", { href: "#connect" }, "Connect"), ".")));
-}
-
 // ---- activity ---------------------------------------------------------------------------
 
 async function loadLog(reset) {
@@ -428,69 +328,7 @@ async function loadLog(reset) {
 // ---- connect & settings -----------------------------------------------------------------
 
 const routingCtx = { providers: () => state.providers.filter((p) => p.owner !== "detected" || p.enabled), toast, showError: (e) => showError(e) };
-
-async function renderConnect() {
-  const box = $("connect-body");
-  let s, routes;
-  try {
-    [s, routes] = await Promise.all([ensureSetup(), api("GET", "/admin/routes")]);
-    if (!state.providers.length) await loadProviders();
-  } catch (e) {
-    showError(e);
-    return;
-  }
-  // The address this page came from is the one clients on this machine reach.
-  const base = `${location.origin}/v1`;
-  // Snippets read the key where it lives: the UI never holds the gateway key itself.
-  const k = s.gatewayKey || { file: s.gatewayKeyFile };
-  const shellKey = k.env ? `$${k.env}` : `$(cat '${k.file}')`;
-  const pyKey = k.env ? `os.environ["${k.env}"]` : `open(${JSON.stringify(k.file)}).read().strip()`;
-  const keyNote = k.env
-    ? el("p", { class: "muted small" }, "Clients use the gateway key as their API key: it is in the environment variable ", el("code", {}, k.env), " (from the config file).")
-    : el("p", { class: "muted small" }, "Clients use the gateway key as their API key. It is in ", el("code", { "data-testid": "key-file" }, k.file), "; the snippets below read it from there.");
-  box.replaceChildren(
-    el("div", { class: "card stack" },
-      snippet("Base URL for OpenAI-compatible clients (Cursor, Continue, SDKs)", base),
-      snippet("Base URL for Anthropic clients", location.origin),
-      keyNote),
-    claudeCodeCard(routes, shellKey),
-    el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
-    el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
-    el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
-      el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
-      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
-  );
-}
-
-/** Claude Code in two steps: its model names mapped (one click), then the environment. */
-function claudeCodeCard(routes, shellKey) {
-  const now = clientTarget(routes, "Claude Code");
-  const options = targetOptions(routes, routingCtx.providers());
-  const target = el("select", { id: "cc-target" }, options.map((o) => el("option", { value: o.value }, o.label)));
-  target.value = now || "auto";
-  const result = el("p", { role: "status", id: "cc-mapped", class: now ? "ok-text" : "muted small" },
-    now ? `✓ Claude Code's model names (claude-…) go to ${now}.` : "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404.");
-  const cli = state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
-  return el("div", { class: "card stack", id: "claude-code" },
-    el("h2", {}, "Claude Code"),
-    el("p", {}, el("strong", {}, "1. "), "Send its model names to"),
-    el("div", { class: "row" },
-      el("label", { class: "visually-hidden", for: "cc-target" }, "Where Claude Code's model names go"), target,
-      el("button", { type: "button", class: now ? "" : "primary", id: "cc-map", onclick: async () => {
-        try {
-          await mapClient("Claude Code", target.value);
-          toast(`Claude Code's model names now go to ${target.value}.`);
-          await renderConnect();
-          $("cc-map")?.focus();
-        } catch (e) {
-          showError(e);
-        }
-      } }, now ? "Change" : "Map Claude Code's names")),
-    result,
-    cli.length ? el("p", { class: "muted small" }, `Claude Code always sends tools, which subscription CLI providers (${cli.map((p) => p.name).join(", ")}) cannot take: they are skipped for it, and Activity says so on each request.`) : null,
-    el("p", {}, el("strong", {}, "2. "), "Start it pointed at Baton:"),
-    snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`));
-}
+initSetup({ state, toast, showError, loadProviders, routingCtx });
 
 async function renderSettings() {
   if (!state.providers.length) await loadProviders();

@@ -32,6 +32,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/forms.js"),
     ),
     (
+        "setup.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/setup.js"),
+    ),
+    (
         "routing.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/routing.js"),
