@@ -1,0 +1,251 @@
+//! The OpenAI-format answers the fake sends: complete, streamed, cut off, stalled, paced, or
+//! thinking before it answers.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::{Abandon, InFlight, Shared};
+
+/// Headers at once, a reasoning delta every 100 ms for `ms`, then `text` and the finish.
+pub(crate) fn thinking_stream(
+    s: Arc<Shared>,
+    guard: InFlight,
+    model: String,
+    ms: u64,
+    text: String,
+) -> Response {
+    let abandon = Abandon {
+        shared: s,
+        done: false,
+    };
+    let steps = (ms / 100).max(1) as usize;
+    let mut events: Vec<(u64, Bytes)> = vec![(
+        0,
+        chunk(
+            &model,
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        ),
+    )];
+    for i in 0..steps {
+        events.push((
+            100,
+            chunk(
+                &model,
+                json!({"reasoning_content": format!("step {i}. ")}),
+                Value::Null,
+            ),
+        ));
+    }
+    for w in text.split_inclusive(' ') {
+        events.push((0, chunk(&model, json!({"content": w}), Value::Null)));
+    }
+    events.push((0, chunk(&model, json!({}), json!("stop"))));
+    events.push((0, Bytes::from_static(b"data: [DONE]\n\n")));
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon),
+        |(mut it, guard, mut abandon)| async move {
+            match it.next() {
+                Some((wait, b)) => {
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon)))
+                }
+                None => {
+                    abandon.done = true;
+                    drop(abandon);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
+}
+
+pub(crate) enum Reply {
+    Text(String),
+    Tool(String, String),
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Cut {
+    Die(usize),
+    Stall(usize),
+    Malformed(usize),
+    NoDone,
+}
+
+pub(crate) fn chunk(model: &str, delta: Value, finish: Value) -> Bytes {
+    // Each fake's chunks carry their own id (per model), as separate upstreams would.
+    let c = json!({"id": format!("chatcmpl-{model}"), "object": "chat.completion.chunk", "created": 1,
+        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    Bytes::from(format!("data: {c}\n\n"))
+}
+
+pub(crate) async fn answer(
+    s: &Arc<Shared>,
+    guard: InFlight,
+    stream: bool,
+    usage: bool,
+    model: &str,
+    reply: Reply,
+    cut: Option<Cut>,
+) -> Response {
+    let usage_v = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
+    if !stream {
+        let (message, finish) = match &reply {
+            Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
+            Reply::Tool(name, args) => (
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_fake1", "type": "function",
+                    "function": {"name": name, "arguments": args}}]}),
+                "tool_calls",
+            ),
+        };
+        drop(guard);
+        return axum::Json(
+            json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage_v}),
+        )
+        .into_response();
+    }
+    let mut events = vec![chunk(
+        model,
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = match &reply {
+        Reply::Text(t) => {
+            for w in t.split_inclusive(' ') {
+                events.push(chunk(model, json!({"content": w}), Value::Null));
+            }
+            "stop"
+        }
+        Reply::Tool(name, args) => {
+            events.push(chunk(
+                model,
+                json!({"tool_calls": [{"index": 0, "id": "call_fake1", "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+                Value::Null,
+            ));
+            let mid = args.len() / 2;
+            for part in [&args[..mid], &args[mid..]] {
+                events.push(chunk(
+                    model,
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                    Value::Null,
+                ));
+            }
+            "tool_calls"
+        }
+    };
+    let mut tail = vec![chunk(model, json!({}), json!(finish))];
+    if usage {
+        let u = json!({"id": format!("chatcmpl-{model}"), "object": "chat.completion.chunk", "created": 1,
+            "model": model, "choices": [], "usage": usage_v});
+        tail.push(Bytes::from(format!("data: {u}\n\n")));
+    }
+    let stall = match cut {
+        Some(Cut::Die(n)) => {
+            events.truncate(n + 1);
+            false
+        }
+        Some(Cut::Stall(n)) => {
+            events.truncate(n + 1);
+            true
+        }
+        Some(Cut::Malformed(n)) => {
+            events.insert(
+                (n + 1).min(events.len()),
+                Bytes::from_static(b"data: {\"choices\": [{\"delta\": {\"content\n\n"),
+            );
+            events.extend(tail);
+            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            false
+        }
+        Some(Cut::NoDone) => {
+            events.extend(tail);
+            false
+        }
+        None => {
+            events.extend(tail);
+            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            false
+        }
+    };
+    let abandon = Abandon {
+        shared: s.clone(),
+        done: false,
+    };
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon, stall),
+        |(mut it, guard, mut abandon, stall)| async move {
+            match it.next() {
+                Some(b) => Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon, stall))),
+                None => {
+                    if stall {
+                        std::future::pending::<()>().await;
+                    }
+                    abandon.done = true;
+                    drop(abandon);
+                    drop(guard);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
+}
+
+pub(crate) fn slow_stream(
+    s: Arc<Shared>,
+    guard: InFlight,
+    model: String,
+    words: Vec<String>,
+    delay_ms: u64,
+) -> Response {
+    let abandon = Abandon {
+        shared: s,
+        done: false,
+    };
+    let mut events = vec![chunk(
+        &model,
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    events.extend(
+        words
+            .iter()
+            .map(|w| chunk(&model, json!({"content": w}), Value::Null)),
+    );
+    events.push(chunk(&model, json!({}), json!("stop")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), Some(guard), abandon, 0usize),
+        move |(mut it, guard, mut abandon, i)| async move {
+            if i > 0 && delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            match it.next() {
+                Some(b) => Some((Ok::<Bytes, Infallible>(b), (it, guard, abandon, i + 1))),
+                None => {
+                    abandon.done = true;
+                    drop(abandon);
+                    None
+                }
+            }
+        },
+    );
+    sse(Body::from_stream(body))
+}
+
+pub(crate) fn sse(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    resp.headers_mut()
+        .insert("content-type", "text/event-stream".parse().unwrap());
+    resp
+}
