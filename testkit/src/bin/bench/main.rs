@@ -13,6 +13,7 @@ use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
 mod compare;
+mod state;
 
 struct Stats {
     count: usize,
@@ -394,96 +395,6 @@ fn start_baton(
     (child, pid, url)
 }
 
-/// `bench --state`: Baton's added latency with the Redis backend against SQLite (the default),
-/// same fake upstream, same run. The key is metered and the provider has `maxConcurrency`, so
-/// every request takes the shared paths (admission, lease, spending).
-async fn state_bench(baton_bin: &str, n: usize) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let redis = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server (apt install redis-server)");
-    let _redis = KillOnDrop(redis);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let fake = FakeUpstream::start("bench").await;
-    fake.always(Behavior::Ok);
-    let key = "bt-bench-key-0000000000000000000000000000000";
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(512)
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let direct_url = format!("{}/chat/completions", fake.base_url());
-    closed_loop(&client, &direct_url, key, 2_000, 16).await;
-    let d = fixed_rate(&client, &direct_url, key, 500, 5).await;
-    let mut results = Vec::new();
-    for backend in ["sqlite", "redis"] {
-        let dir = tempfile_dir().join(backend);
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = json!({
-            "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench",
-                "policy": {"rpm": 100_000_000, "tpm": 1_000_000_000_000u64, "budget": {"dayTokens": 1_000_000_000_000_000u64}}}],
-            "state": {"backend": backend, "redis": {"url": format!("redis://127.0.0.1:{port}"), "prefix": "bench"}},
-            "providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"], "maxConcurrency": 256}],
-            "log": {"retentionDays": 1},
-        });
-        let (child, pid, url) = start_baton(baton_bin, &dir, &config, &[("BENCH_KEY", key)]);
-        // Let the Redis instance connect before measuring.
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        closed_loop(&client, &url, key, 2_000, 16).await;
-        let cpu0 = proc_cpu_secs(pid);
-        let c = closed_loop(&client, &url, key, n, 32).await;
-        let cpu = (proc_cpu_secs(pid) - cpu0) / c.count as f64 * 1000.0;
-        let f = fixed_rate(&client, &url, key, 500, 5).await;
-        results.push((backend, c, cpu, f));
-        drop(child);
-    }
-    println!("## Shared state: Redis backend against SQLite ({n} requests closed-loop, 2,500 at 500 req/s; metered key, maxConcurrency set)\n");
-    println!("| measure | SQLite (local) | Redis (shared) | ratio |\n|---|---|---|---|");
-    let (s, r) = (&results[0], &results[1]);
-    row(
-        "throughput (32 conns)",
-        s.1.count as f64 / s.1.secs,
-        r.1.count as f64 / r.1.secs,
-        "req/s",
-    );
-    row("CPU seconds per 1,000 requests", s.2, r.2, "s");
-    row("p50 at 500 req/s", s.3.p50, r.3.p50, "ms");
-    row("p99 at 500 req/s", s.3.p99, r.3.p99, "ms");
-    row(
-        "added p50 (minus direct)",
-        s.3.p50 - d.p50,
-        r.3.p50 - d.p50,
-        "ms",
-    );
-    row(
-        "added p99 (minus direct)",
-        s.3.p99 - d.p99,
-        r.3.p99 - d.p99,
-        "ms",
-    );
-    println!(
-        "\nDirect to the fake upstream: p50 {:.3} ms, p99 {:.3} ms.",
-        d.p50, d.p99
-    );
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -497,7 +408,7 @@ async fn main() {
         .unwrap_or(20_000);
     let _ = rustls::crypto::ring::default_provider().install_default();
     if args.iter().any(|a| a == "--state") {
-        state_bench(&baton_bin, n).await;
+        state::state_bench(&baton_bin, n).await;
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--compare") {
