@@ -9,7 +9,7 @@ use tokio::time::timeout_at;
 use super::snapshot::Target;
 use super::sse::{self, SseError, SseReader};
 use super::{
-    Answer, Attempt, Held, Inbound, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
+    Answer, Attempt, Held, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
 };
 use crate::gateway::Core;
 use crate::limits::{self, Classified};
@@ -24,15 +24,40 @@ pub(super) async fn attempt(
     inbound: &Inbound,
     request_id: &str,
 ) -> Attempt {
-    let p = &t.provider;
-    if p.config.kind.is_cli() {
+    if t.provider.config.kind.is_cli() {
         return super::cli::attempt(core, t, inbound, request_id).await;
     }
-    let timeouts = &p.config.timeouts;
-    let client = match core.http.get(timeouts.connect_ms) {
-        Ok(c) => c,
-        Err(e) => return failed(limits::classify_transport(format!("HTTP client: {e}"))),
+    let (mut reader, status, headers, wire) = match send(core, t, key, inbound, request_id).await {
+        Ok(sent) => sent,
+        Err(c) => return failed(c),
     };
+    if !(200..300).contains(&status) {
+        let body = read_all(&mut reader, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        return upstream_error(core, t, status, &headers, body);
+    }
+    if !inbound.canonical.stream {
+        return complete(core, t, reader, wire).await;
+    }
+    prelude(core, t, reader, wire).await
+}
+
+/// Builds the request for the target's kind and sends it; the answer's status, headers and
+/// body reader (bounded by the provider's idle timeout), or why there is none.
+async fn send(
+    core: &Core,
+    t: &Target,
+    key: Option<&ApiKey>,
+    inbound: &Inbound,
+    request_id: &str,
+) -> Result<(SseReader, u16, http::HeaderMap, Wire), Classified> {
+    let p = &t.provider;
+    let timeouts = &p.config.timeouts;
+    let client = core
+        .http
+        .get(timeouts.connect_ms)
+        .map_err(|e| limits::classify_transport(format!("HTTP client: {e}")))?;
     let stream = inbound.canonical.stream;
     let outbound = crate::providers::outbound::Outbound {
         openai_body: &inbound.body,
@@ -42,57 +67,50 @@ pub(super) async fn attempt(
         stream,
         request_id,
     };
-    let (rb, wire) = match crate::providers::outbound::build(&client, p, &t.model, key, &outbound) {
-        Ok(built) => built,
-        Err(c) => return failed(c),
-    };
+    let (rb, wire) = crate::providers::outbound::build(&client, p, &t.model, key, &outbound)?;
     // A stream's headers come at once; a whole answer's only when the model is done.
     let headers_ms = timeouts.headers_ms(stream);
-    let headers_within = Duration::from_millis(headers_ms);
-    let idle = Duration::from_millis(timeouts.idle_ms);
-    let first_deadline = tokio::time::Instant::now() + headers_within;
+    let first_deadline = tokio::time::Instant::now() + Duration::from_millis(headers_ms);
     let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
-    p.runtime
-        .quota
-        .sent(key_id, core.clock.now_ms(), &p.config.limits);
-    core.shared.quota(p, key_id, 1, 0, core.clock.now_ms());
+    let now = core.clock.now_ms();
+    p.runtime.quota.sent(key_id, now, &p.config.limits);
+    core.shared.quota(p, key_id, 1, 0, now);
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
-            return failed(limits::classify_timeout(format!(
+            return Err(limits::classify_timeout(format!(
                 "no response within {headers_ms} ms"
             )))
         }
-        Ok(Err(e)) => return failed(limits::classify_transport(sse::describe(&e))),
+        Ok(Err(e)) => return Err(limits::classify_transport(sse::describe(&e))),
         Ok(Ok(r)) => r,
     };
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
     p.runtime
         .quota
         .observe(key_id, &headers, core.clock.now_ms());
     let body =
         futures_util::StreamExt::map(resp.bytes_stream(), |r| r.map_err(|e| sse::describe(&e)));
-    let mut reader = SseReader::new(Box::pin(body), idle);
-    if !(200..300).contains(&status) {
-        let body = read_all(&mut reader, MAX_ERROR_BODY)
-            .await
-            .unwrap_or_default();
-        return upstream_error(core, t, status, &headers, body);
+    let idle = Duration::from_millis(timeouts.idle_ms);
+    Ok((SseReader::new(Box::pin(body), idle), status, headers, wire))
+}
+
+/// A whole (non-streamed) 2xx answer, read by the kind's codec.
+async fn complete(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
+    let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
+        Ok(b) => b,
+        Err(e) => return failed(sse_failure(&e)),
+    };
+    match codec::complete(wire, &body) {
+        Complete::Answer(usage) => Attempt::Served(Answer::Complete(body, usage, wire)),
+        Complete::Error(e) => error_in_answer(core, t, e),
+        Complete::NotAnswer(what) => failed(limits::classify_transport(what)),
     }
-    if !stream {
-        let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
-            Ok(b) => b,
-            Err(e) => return failed(sse_failure(&e)),
-        };
-        return match codec::complete(wire, &body) {
-            Complete::Answer(usage) => Attempt::Served(Answer::Complete(body, usage, wire)),
-            Complete::Error(e) => error_in_answer(core, t, e),
-            Complete::NotAnswer(what) => failed(limits::classify_transport(what)),
-        };
-    }
-    // Streaming: hold everything until the first content event so a failure can still fall
-    // over. Each event is decoded once; the pump takes the decoded events and the codec.
+}
+
+/// A stream, held back up to its first content event so a failure can still fall over. Each
+/// event is decoded once; the pump takes the decoded events and the codec.
+async fn prelude(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
     let mut codec = Codec::new(wire);
     let mut prelude = Vec::new();
     loop {

@@ -54,111 +54,34 @@ pub(super) async fn on_failure(
     f: Failed<'_>,
     deadline: tokio::time::Instant,
 ) -> Decision {
-    let Failed {
-        t,
-        key,
-        c,
-        status,
-        first_retry,
-    } = f;
-    let mut fresh = true;
-    let p = &t.provider;
-    let now = core.clock.now_ms();
-    let mut recorded = false;
-    let next = 'decide: {
-        match c.class {
-            ErrorClass::Transient => {
-                let model = p.breaker_scope(&t.model.id);
-                if let Some(until) = p
-                    .runtime
-                    .breakers
-                    .get(model)
-                    .failure(now, &snap.routing.breaker)
-                {
-                    let scope = Scope {
-                        provider: p.id().to_string(),
-                        key: None,
-                        model: model.map(str::to_string),
-                    };
-                    core.cooldowns.start(scope, until, "breaker", &c.reason);
-                    recorded = true;
-                    core.events.emit(Event::BreakerOpened {
-                        provider: p.id().to_string(),
-                        until_ms: until,
-                        reason: c.reason.clone(),
-                    });
-                    break 'decide Next::Move;
-                }
-                // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
-                // (A CLI is not retried on the spot: its failures are a dead network or a crash,
-                // and each try is a new process.)
-                let lone = status.is_none_or(|s| s == 500) && !c.timeout && !p.config.kind.is_cli();
-                if lone && first_retry && p.config.retries > 0 {
-                    break 'decide Next::SameTarget;
-                }
-                Next::Move
-            }
-            ErrorClass::Rate => {
-                fresh = apply_cooldown(core, snap, t, key, c);
-                recorded = true;
-                if c.reset_at_ms.is_some() {
-                    // Wait for the cooldown as recorded (clamped to at least a second).
-                    let wait = cooldown_until(core, snap, c) - now;
-                    let fits = tokio::time::Instant::now()
-                        + Duration::from_millis(wait.max(0) as u64)
-                        < deadline;
-                    if first_retry
-                        && (0..=snap.routing.short_wait_ms as i64).contains(&wait)
-                        && fits
-                    {
-                        tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
-                        break 'decide Next::SameTarget;
-                    }
-                }
-                if other_key_free(core, t, key) {
-                    break 'decide Next::OtherKey;
-                }
-                let per_model = matches!(
-                    p.config.limit_scope,
-                    Some(LimitScope::KeyModel | LimitScope::Model)
-                ) || p.config.limit_scope.is_none() && c.per_model;
-                if per_model && !p.config.model_fallback {
-                    Next::DropProvider
-                } else {
-                    Next::Move
-                }
-            }
-            // A CLI's login is tracked as its status (unavailable until it is logged in again),
-            // not as a cooldown that would outlast the fix.
-            ErrorClass::Auth if p.config.kind.is_cli() => Next::DropProvider,
-            ErrorClass::Auth => {
-                fresh = apply_cooldown(core, snap, t, key, c);
-                recorded = true;
+    let (t, key, c) = (f.t, f.key, f.c);
+    let (next, fresh, recorded) = match c.class {
+        ErrorClass::Transient => {
+            let (next, opened) = transient(core, snap, &f);
+            (next, true, opened)
+        }
+        // A CLI's login is tracked as its status (unavailable until it is logged in again),
+        // not as a cooldown that would outlast the fix.
+        ErrorClass::Auth if t.provider.config.kind.is_cli() => (Next::DropProvider, true, false),
+        class => {
+            let fresh = apply_cooldown(core, snap, t, key, c);
+            if class == ErrorClass::Auth {
                 core.events.emit(Event::KeyDisabled {
-                    provider: p.id().to_string(),
+                    provider: t.provider.id().to_string(),
                     key: key
                         .map(|k| k.id.clone())
                         .unwrap_or_else(|| "(no key)".into()),
                     reason: c.reason.clone(),
                 });
-                if other_key_free(core, t, key) {
-                    break 'decide Next::OtherKey;
+            }
+            let next = match class {
+                ErrorClass::Rate => rate(core, snap, &f, deadline).await,
+                ErrorClass::Auth | ErrorClass::Billing if other_key_free(core, t, key) => {
+                    Next::OtherKey
                 }
-                Next::Move
-            }
-            ErrorClass::Billing => {
-                fresh = apply_cooldown(core, snap, t, key, c);
-                recorded = true;
-                if other_key_free(core, t, key) {
-                    break 'decide Next::OtherKey;
-                }
-                Next::Move
-            }
-            _ => {
-                fresh = apply_cooldown(core, snap, t, key, c);
-                recorded = true;
-                Next::Move
-            }
+                _ => Next::Move,
+            };
+            (next, fresh, true)
         }
     };
     // The cooldown is on disk before the answer from the next candidate is sent: a crash
@@ -167,6 +90,76 @@ pub(super) async fn on_failure(
         core.store.writer().flush().await;
     }
     Decision { next, fresh }
+}
+
+/// A transient failure feeds the breaker (which may open, cooling the provider or model:
+/// `true`); a lone 500 or a dropped connection is retried once on the spot.
+fn transient(core: &Core, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool) {
+    let (t, c) = (f.t, f.c);
+    let p = &t.provider;
+    let model = p.breaker_scope(&t.model.id);
+    let now = core.clock.now_ms();
+    if let Some(until) = p
+        .runtime
+        .breakers
+        .get(model)
+        .failure(now, &snap.routing.breaker)
+    {
+        let scope = Scope {
+            provider: p.id().to_string(),
+            key: None,
+            model: model.map(str::to_string),
+        };
+        core.cooldowns.start(scope, until, "breaker", &c.reason);
+        core.events.emit(Event::BreakerOpened {
+            provider: p.id().to_string(),
+            until_ms: until,
+            reason: c.reason.clone(),
+        });
+        return (Next::Move, true);
+    }
+    // One immediate retry after a lone 500 or a dropped connection; never after a timeout.
+    // (A CLI is not retried on the spot: its failures are a dead network or a crash, and
+    // each try is a new process.)
+    let lone = f.status.is_none_or(|s| s == 500) && !c.timeout && !p.config.kind.is_cli();
+    if lone && f.first_retry && p.config.retries > 0 {
+        return (Next::SameTarget, false);
+    }
+    (Next::Move, false)
+}
+
+/// A rate limit (already cooling): a short stated wait is waited out once on the spot;
+/// else another key, or past this provider when its limit covers every model.
+async fn rate(
+    core: &Core,
+    snap: &Snapshot,
+    f: &Failed<'_>,
+    deadline: tokio::time::Instant,
+) -> Next {
+    let (t, c) = (f.t, f.c);
+    let p = &t.provider;
+    if c.reset_at_ms.is_some() {
+        // Wait for the cooldown as recorded (clamped to at least a second).
+        let wait = cooldown_until(core, snap, c) - core.clock.now_ms();
+        let pause = Duration::from_millis(wait.max(0) as u64);
+        let fits = tokio::time::Instant::now() + pause < deadline;
+        if f.first_retry && (0..=snap.routing.short_wait_ms as i64).contains(&wait) && fits {
+            tokio::time::sleep(pause).await;
+            return Next::SameTarget;
+        }
+    }
+    if other_key_free(core, t, f.key) {
+        return Next::OtherKey;
+    }
+    let per_model = matches!(
+        p.config.limit_scope,
+        Some(LimitScope::KeyModel | LimitScope::Model)
+    ) || p.config.limit_scope.is_none() && c.per_model;
+    if per_model && !p.config.model_fallback {
+        Next::DropProvider
+    } else {
+        Next::Move
+    }
 }
 
 /// Whether the provider has another key that is not cooling for this model.

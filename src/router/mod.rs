@@ -212,10 +212,62 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     core: &Core,
     snap: &Snapshot,
     inbound: &Inbound,
-    mut targets: Vec<Target>,
+    targets: Vec<Target>,
     selection: Selection,
     rec: &mut Record,
 ) -> Result<Served, Failure> {
+    let mut targets = able(snap, inbound, targets, selection, rec)?;
+    if matches!(selection, Selection::Auto) {
+        // Proactive: providers about to run out go behind the others (order otherwise kept).
+        let now = core.clock.now_ms();
+        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
+    }
+    let deadline_ms = inbound
+        .deadline_ms
+        .unwrap_or(snap.routing.request_timeout_ms);
+    let deadline =
+        tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
+    let mut waited_for_reset = false;
+    loop {
+        let cx = fallback::Ctx {
+            up,
+            core,
+            snap,
+            inbound,
+            deadline,
+            deadline_ms,
+        };
+        let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
+        // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
+        if let Err(Failure::Exhausted {
+            retry_at_ms: Some(at),
+            ..
+        }) = &result
+        {
+            let wait = at - core.clock.now_ms();
+            let bound = snap.routing.wait_for_reset_ms as i64;
+            let fits =
+                tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64) < deadline;
+            if !waited_for_reset && bound > 0 && wait <= bound && fits {
+                waited_for_reset = true;
+                tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
+                continue;
+            }
+        }
+        return result;
+    }
+}
+
+/// The targets that can take this request: those that lack what it needs (tools, images,
+/// context) or cannot take its shape (a CLI's one prompt) are passed over and logged with the
+/// reason; a request pinned to one learns why it cannot go there.
+fn able(
+    snap: &Snapshot,
+    inbound: &Inbound,
+    mut targets: Vec<Target>,
+    selection: Selection,
+    rec: &mut Record,
+) -> Result<Vec<Target>, Failure> {
     if snap.enabled().next().is_none() {
         return Err(Failure::NoProvider(if snap.providers.is_empty() {
             "No provider is configured. Add one to the config file (see config.example.json) and restart, or add one in the UI.".into()
@@ -277,45 +329,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             "No enabled provider is available for this model.".into(),
         ));
     }
-    if matches!(selection, Selection::Auto) {
-        // Proactive: providers about to run out go behind the others (order otherwise kept).
-        let now = core.clock.now_ms();
-        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
-    }
-    let deadline_ms = inbound
-        .deadline_ms
-        .unwrap_or(snap.routing.request_timeout_ms);
-    let deadline =
-        tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
-    let mut waited_for_reset = false;
-    loop {
-        let cx = fallback::Ctx {
-            up,
-            core,
-            snap,
-            inbound,
-            deadline,
-            deadline_ms,
-        };
-        let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
-        // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
-        if let Err(Failure::Exhausted {
-            retry_at_ms: Some(at),
-            ..
-        }) = &result
-        {
-            let wait = at - core.clock.now_ms();
-            let bound = snap.routing.wait_for_reset_ms as i64;
-            let fits =
-                tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64) < deadline;
-            if !waited_for_reset && bound > 0 && wait <= bound && fits {
-                waited_for_reset = true;
-                tokio::time::sleep(Duration::from_millis(wait.max(0) as u64)).await;
-                continue;
-            }
-        }
-        return result;
-    }
+    Ok(targets)
 }
 
 /// A limit the UI's Test found on a saved provider, applied like routing would (same scope
