@@ -28,51 +28,17 @@ pub(super) async fn attempt(
     request_id: &str,
 ) -> Attempt {
     let p = &t.provider;
-    let kind = p.config.kind;
-    if let Some(why) = cli::shape_problem(&inbound.canonical, p.config.flatten_history) {
-        return Attempt::Failed {
-            classified: Classified {
-                class: ErrorClass::Request,
-                ..limits::classify_transport(why)
-            },
-            status: Some(400),
-            body: None,
-        };
-    }
-    let program = match p.runtime.cli_status.load_full() {
-        Some(st) if st.executable.is_some() => st.executable.clone().unwrap_or_default(),
-        _ => {
-            let name = p
-                .config
-                .executable
-                .as_deref()
-                .or(kind.cli_program())
-                .unwrap_or_default();
-            match cli::resolve_executable(name, std::env::var_os("PATH").as_deref()) {
-                Ok(path) => path,
-                Err(e) => return failed(limits::classify_transport(e)),
+    let mut run = match spawn(core, t, inbound, request_id) {
+        Ok(run) => run,
+        // A request the CLI cannot take is the client's to fix.
+        Err(c) => {
+            return Attempt::Failed {
+                status: (c.class == ErrorClass::Request).then_some(400),
+                classified: c,
+                body: None,
             }
         }
     };
-    let (stdin, system) = cli::stdin_and_system(kind, &inbound.canonical);
-    let spec = run::Spawn {
-        kind,
-        args: cli::command_args(kind, &t.model.id, system.as_deref()),
-        env: cli::environment(kind, &p.config.env, &|k| std::env::var_os(k)),
-        program,
-        stdin,
-        ctx: ResetContext {
-            now_ms: core.clock.now_ms(),
-            // The CLI runs with TZ=UTC, so the times it prints are UTC.
-            local_tz: jiff::tz::TimeZone::UTC,
-            day_reset: p.day_reset.clone(),
-        },
-    };
-    let mut run = match run::start(spec, core.cli_procs.clone()) {
-        Ok(r) => r,
-        Err(c) => return failed(c),
-    };
-    tracing::debug!(request_id, provider = p.id(), model = %t.model.id, "CLI started");
     // A CLI is a program to start (and log in) before it asks its model anything: unless
     // the provider sets its own, it gets the longer CLI default.
     let first_ms = match p.config.timeouts.first_byte_ms {
@@ -80,7 +46,6 @@ pub(super) async fn attempt(
         ms => ms,
     };
     let first_byte = Duration::from_millis(first_ms);
-    let idle = Duration::from_millis(p.config.timeouts.idle_ms);
     let mut usage: Option<Usage> = None;
     // Up to the first content: a failure here still fails over.
     let first = loop {
@@ -101,66 +66,127 @@ pub(super) async fn attempt(
             Ok(Some(item)) => break item,
         }
     };
-    let id = format!("chatcmpl-{request_id}");
-    let created = core.clock.now_ms() / 1000;
-    let model = t.model.id.clone();
-    if !inbound.canonical.stream {
-        let mut text = String::new();
-        let mut stop = None;
-        let mut item = first;
-        loop {
-            match item {
-                CliItem::Text(s) => {
-                    if text.len() + s.len() > MAX_UPSTREAM_BODY {
-                        return failed(limits::classify_transport(
-                            "the CLI's answer is larger than Baton accepts",
-                        ));
-                    }
-                    text.push_str(&s);
-                }
-                CliItem::Usage(u) => usage = Some(u),
-                CliItem::Finish(s) => {
-                    stop = Some(s);
-                }
-                CliItem::Failed(c) => return cli_failed(core, p, c),
-            }
-            if stop.is_some() {
-                break;
-            }
-            item = match timeout(idle, run.next()).await {
-                Err(_) => {
-                    return failed(limits::classify_timeout(format!(
-                        "the CLI went silent for {} ms",
-                        idle.as_millis()
-                    )))
-                }
-                Ok(None) => {
-                    return failed(limits::classify_transport("the CLI stopped mid-answer"))
-                }
-                Ok(Some(i)) => i,
-            };
-        }
-        let body = openai::response_to_openai(&ChatResponse {
-            id,
-            model,
-            created,
-            content: vec![Part::Text(text)],
-            stop,
-            usage,
-        });
-        let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
-        return Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi));
-    }
-    // Streaming: the CLI's items become OpenAI chunks; the reader's idle timeout bounds
-    // silences, and dropping the reader (client gone) kills the CLI.
     let enc = Encoder {
-        id,
-        model,
-        created,
+        id: format!("chatcmpl-{request_id}"),
+        model: t.model.id.clone(),
+        created: core.clock.now_ms() / 1000,
         usage,
         include_usage: inbound.canonical.stream_usage,
         first: true,
     };
+    if !inbound.canonical.stream {
+        return collect(core, t, run, first, enc).await;
+    }
+    stream_out(core, t, run, first, enc)
+}
+
+/// Starts the CLI for `t` (without a shell, in its own process group), or why it cannot.
+fn spawn(
+    core: &Core,
+    t: &Target,
+    inbound: &Inbound,
+    request_id: &str,
+) -> Result<run::CliRun, Classified> {
+    let p = &t.provider;
+    let kind = p.config.kind;
+    if let Some(why) = cli::shape_problem(&inbound.canonical, p.config.flatten_history) {
+        return Err(Classified {
+            class: ErrorClass::Request,
+            ..limits::classify_transport(why)
+        });
+    }
+    let program = match p.runtime.cli_status.load_full() {
+        Some(st) if st.executable.is_some() => st.executable.clone().unwrap_or_default(),
+        _ => {
+            let name = p
+                .config
+                .executable
+                .as_deref()
+                .or(kind.cli_program())
+                .unwrap_or_default();
+            cli::resolve_executable(name, std::env::var_os("PATH").as_deref())
+                .map_err(limits::classify_transport)?
+        }
+    };
+    let (stdin, system) = cli::stdin_and_system(kind, &inbound.canonical);
+    let spec = run::Spawn {
+        kind,
+        args: cli::command_args(kind, &t.model.id, system.as_deref()),
+        env: cli::environment(kind, &p.config.env, &|k| std::env::var_os(k)),
+        program,
+        stdin,
+        ctx: ResetContext {
+            now_ms: core.clock.now_ms(),
+            // The CLI runs with TZ=UTC, so the times it prints are UTC.
+            local_tz: jiff::tz::TimeZone::UTC,
+            day_reset: p.day_reset.clone(),
+        },
+    };
+    let run = run::start(spec, core.cli_procs.clone())?;
+    tracing::debug!(request_id, provider = p.id(), model = %t.model.id, "CLI started");
+    Ok(run)
+}
+
+/// The whole answer (non-streamed): the CLI's items from `first` to its finish, as one OpenAI
+/// completion.
+async fn collect(
+    core: &Core,
+    t: &Target,
+    mut run: run::CliRun,
+    first: CliItem,
+    enc: Encoder,
+) -> Attempt {
+    let idle = Duration::from_millis(t.provider.config.timeouts.idle_ms);
+    let mut usage = enc.usage;
+    let mut text = String::new();
+    let mut stop = None;
+    let mut item = first;
+    loop {
+        match item {
+            CliItem::Text(s) => {
+                if text.len() + s.len() > MAX_UPSTREAM_BODY {
+                    return failed(limits::classify_transport(
+                        "the CLI's answer is larger than Baton accepts",
+                    ));
+                }
+                text.push_str(&s);
+            }
+            CliItem::Usage(u) => usage = Some(u),
+            CliItem::Finish(s) => {
+                stop = Some(s);
+            }
+            CliItem::Failed(c) => return cli_failed(core, &t.provider, c),
+        }
+        if stop.is_some() {
+            break;
+        }
+        item = match timeout(idle, run.next()).await {
+            Err(_) => {
+                return failed(limits::classify_timeout(format!(
+                    "the CLI went silent for {} ms",
+                    idle.as_millis()
+                )))
+            }
+            Ok(None) => return failed(limits::classify_transport("the CLI stopped mid-answer")),
+            Ok(Some(i)) => i,
+        };
+    }
+    let body = openai::response_to_openai(&ChatResponse {
+        id: enc.id,
+        model: enc.model,
+        created: enc.created,
+        content: vec![Part::Text(text)],
+        stop,
+        usage,
+    });
+    let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi))
+}
+
+/// Streaming: the CLI's items become OpenAI chunks; the reader's idle timeout bounds
+/// silences, and dropping the reader (client gone) kills the CLI.
+fn stream_out(core: &Core, t: &Target, run: run::CliRun, first: CliItem, enc: Encoder) -> Attempt {
+    let idle = Duration::from_millis(t.provider.config.timeouts.idle_ms);
     let state = (run, enc, Some(first), false);
     let redactor = core.redactor.clone();
     let body = futures_util::stream::unfold(state, move |(mut run, mut enc, pending, done)| {
