@@ -162,20 +162,22 @@ impl Pump {
             if self.ended {
                 return out;
             }
-            let mut buf = BytesMut::from(&out[..]);
             // Gather what the upstream already sent into this one write. The HTTP client hands
             // its body over a chunk at a time and decodes the next only after this task has
             // asked and yielded (measured: two yields); so a look-ahead that finds nothing
             // yields up to twice before giving up. An upstream that paces its tokens costs two
             // extra polls per event and no waiting; a burst goes out as one write instead of
-            // one per event.
+            // one per event. The buffer is made only when a second event is found: a paced
+            // stream's event goes out as it is, uncopied.
+            let mut buf: Option<BytesMut> = None;
             let mut yields = 0;
-            while buf.len() < MAX_COALESCED && !self.ended {
+            while buf.as_ref().map_or(out.len(), BytesMut::len) < MAX_COALESCED && !self.ended {
                 match self.reader.buffered_event() {
                     Some(ev) => {
                         yields = 0;
                         let more = self.event(ev).await;
-                        buf.extend_from_slice(&more);
+                        buf.get_or_insert_with(|| BytesMut::from(&out[..]))
+                            .extend_from_slice(&more);
                     }
                     None if yields < LOOKAHEAD_YIELDS => {
                         yields += 1;
@@ -184,7 +186,7 @@ impl Pump {
                     None => break,
                 }
             }
-            return buf.freeze();
+            return buf.map_or(out, BytesMut::freeze);
         }
     }
 
