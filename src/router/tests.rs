@@ -221,6 +221,36 @@ async fn send(
     (result, rec, up.0)
 }
 
+/// Sends one streamed request through the loop and relays the committed stream to an OpenAI
+/// client; returns the writes the client got, one item per write.
+async fn relayed(w: &World, script: Script) -> Vec<Bytes> {
+    let (r, rec, _) = send(w, script, true).await;
+    let Ok(Served::Stream {
+        target,
+        reader,
+        prelude,
+        codec,
+        slot,
+        ..
+    }) = r
+    else {
+        panic!("expected a stream");
+    };
+    let upstream = stream::Upstream {
+        reader,
+        prelude,
+        codec,
+        client_wants_usage: false,
+        prompt_tokens: 3,
+    };
+    let body = stream::body(upstream, slot, target, rec, None, stream::Out::OpenAi);
+    futures_util::StreamExt::collect::<Vec<_>>(body)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
 fn classes(rec: &Record) -> Vec<String> {
     rec.attempts().iter().map(|a| a.class.to_string()).collect()
 }
@@ -406,37 +436,7 @@ async fn a_stream_that_breaks_after_content_ends_with_an_explicit_error() {
             Some("connection reset by peer"),
         )],
     );
-    let (r, rec, _) = send(&w, script, true).await;
-    let Ok(Served::Stream {
-        target,
-        reader,
-        prelude,
-        codec,
-        slot,
-        ..
-    }) = r
-    else {
-        panic!("expected a stream");
-    };
-    let body = stream::body(
-        stream::Upstream {
-            reader,
-            prelude,
-            codec,
-            client_wants_usage: false,
-            prompt_tokens: 3,
-        },
-        slot,
-        target,
-        rec,
-        None,
-        stream::Out::OpenAi,
-    );
-    let chunks: Vec<Bytes> = futures_util::StreamExt::collect::<Vec<_>>(body)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let chunks = relayed(&w, script).await;
     let text = String::from_utf8(chunks.concat()).unwrap();
     assert!(
         text.contains("\"content\":\"Hel\"") && text.contains("\"content\":\"lo\""),
@@ -481,37 +481,7 @@ async fn events_that_arrived_together_leave_in_one_write() {
             None,
         )],
     );
-    let (r, rec, _) = send(&w, script, true).await;
-    let Ok(Served::Stream {
-        target,
-        reader,
-        prelude,
-        codec,
-        slot,
-        ..
-    }) = r
-    else {
-        panic!("expected a stream");
-    };
-    let body = stream::body(
-        stream::Upstream {
-            reader,
-            prelude,
-            codec,
-            client_wants_usage: false,
-            prompt_tokens: 3,
-        },
-        slot,
-        target,
-        rec,
-        None,
-        stream::Out::OpenAi,
-    );
-    let writes: Vec<Bytes> = futures_util::StreamExt::collect::<Vec<_>>(body)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let writes = relayed(&w, script).await;
     // The held-back first content, then everything else at once.
     assert_eq!(writes.len(), 2, "{writes:?}");
     let rest = String::from_utf8(writes[1].to_vec()).unwrap();
