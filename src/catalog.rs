@@ -91,3 +91,41 @@ pub fn load() -> Result<Catalog, serde_json::Error> {
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Catalog)).unwrap_or_default()
 }
+
+static CATALOG: std::sync::LazyLock<Option<Catalog>> = std::sync::LazyLock::new(|| load().ok());
+
+/// The catalog's price for `model` at the provider whose API lives at `base_url`. OpenRouter's
+/// `:free` variants cost nothing.
+pub fn price(base_url: &str, model: &str) -> Option<crate::pricing::Price> {
+    let base = base_url.trim_end_matches('/');
+    if let Some(entry) = CATALOG.as_ref().and_then(|c| {
+        c.providers
+            .iter()
+            .find(|e| e.base_url.as_deref().map(|b| b.trim_end_matches('/')) == Some(base))
+    }) {
+        if let Some(p) = entry.prices.get(model) {
+            return Some(*p);
+        }
+        if entry.id == "openrouter" && model.ends_with(":free") {
+            return Some(crate::pricing::Price::FREE);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_prices_are_found_by_base_url() {
+        let groq =
+            price("https://api.groq.com/openai/v1/", "llama-3.1-8b-instant").expect("groq price");
+        assert_eq!(groq.tier(), crate::pricing::Tier::Low);
+        assert_eq!(
+            price("https://openrouter.ai/api/v1", "x/y:free"),
+            Some(crate::pricing::Price::FREE)
+        );
+        assert_eq!(price("http://127.0.0.1:9/v1", "gpt-4.1-mini"), None);
+    }
+}

@@ -8,14 +8,13 @@ pub mod api;
 pub mod auth;
 pub mod canonical;
 pub mod catalog;
-pub mod cli;
 pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod events;
 pub(crate) mod gateway;
 pub mod limits;
-mod live;
+
 pub(crate) mod metrics;
 pub(crate) mod pricing;
 pub mod providers;
@@ -28,7 +27,8 @@ pub(crate) mod shared;
 pub(crate) mod stats;
 pub mod store;
 
-pub use gateway::{start, Core, DesktopLink, GatewayHandle, StartError, StartOptions};
+pub use gateway::{Core, DesktopLink, StartError, StartOptions};
+pub use server::{start, GatewayHandle};
 
 /// The platform's data directory for Baton (`~/.local/share/baton` on Linux).
 pub fn default_data_dir() -> std::path::PathBuf {

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
@@ -139,7 +141,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    use baton::cli::commands;
+    use cli::commands;
     let result = match cli.command {
         Command::Serve(args) => return serve(args),
         Command::Keys { json } => commands::keys(json),

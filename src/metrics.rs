@@ -282,13 +282,12 @@ impl Metrics {
     }
 
     /// Sets the scrape-time gauges and renders everything.
-    pub fn render(&self, core: &crate::gateway::Core) -> String {
-        let snap = core.snapshot.load();
-        let now = core.clock.now_ms();
+    pub fn render(&self, at: Scrape<'_>) -> String {
+        let now = at.now_ms;
         self.cooldowns.clear();
         self.breaker_open.clear();
         self.in_flight.clear();
-        for p in &snap.providers {
+        for p in at.providers {
             let id = self.providers.get(p.id());
             self.in_flight
                 .get_or_create(&[("provider", id.clone())])
@@ -303,20 +302,19 @@ impl Metrics {
                 .set(open as i64);
             self.cooldowns.get_or_create(&[("provider", id)]).set(0);
         }
-        for c in core.cooldowns.active() {
+        for c in at.cooldowns {
             self.cooldowns
                 .get_or_create(&[("provider", self.providers.get(&c.scope.provider))])
                 .inc();
         }
-        self.queued
-            .set(core.queued.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        self.queued.set(at.queued as i64);
         // The writer counts drops; the counter catches up at scrape time.
-        let dropped = core.store.writer().dropped();
+        let dropped = at.log_dropped;
         let seen = self.log_dropped.get();
         if dropped > seen {
             self.log_dropped.inc_by(dropped - seen);
         }
-        self.shared_up.set(match core.shared.is_up() {
+        self.shared_up.set(match at.shared_up {
             None => -1,
             Some(up) => up as i64,
         });
@@ -326,4 +324,17 @@ impl Metrics {
         }
         out
     }
+}
+
+/// What the scrape-time gauges show, read by the caller from the running gateway.
+pub struct Scrape<'a> {
+    pub now_ms: i64,
+    pub providers: &'a [Arc<crate::providers::ProviderEntry>],
+    pub cooldowns: Vec<crate::limits::CooldownEntry>,
+    /// Requests waiting for a concurrency slot.
+    pub queued: usize,
+    /// Request-log rows the writer has dropped so far.
+    pub log_dropped: u64,
+    /// Whether shared state is reachable (`None`: not configured).
+    pub shared_up: Option<bool>,
 }

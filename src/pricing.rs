@@ -1,8 +1,6 @@
 //! Prices and price tiers. A model's price (USD per million tokens) comes from its config entry,
-//! else from the built-in catalog; budgets are estimated from it and a client key's `maxTier`
+//! else from the built-in catalog (`catalog::price`); budgets are estimated from it and a client key's `maxTier`
 //! keeps failover from moving that client onto a more expensive tier.
-
-use std::sync::LazyLock;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,28 +69,6 @@ impl Price {
     }
 }
 
-static CATALOG: LazyLock<Option<crate::catalog::Catalog>> =
-    LazyLock::new(|| crate::catalog::load().ok());
-
-/// The catalog's price for `model` at the provider whose API lives at `base_url`. OpenRouter's
-/// `:free` variants cost nothing.
-pub fn catalog_price(base_url: &str, model: &str) -> Option<Price> {
-    let base = base_url.trim_end_matches('/');
-    if let Some(entry) = CATALOG.as_ref().and_then(|c| {
-        c.providers
-            .iter()
-            .find(|e| e.base_url.as_deref().map(|b| b.trim_end_matches('/')) == Some(base))
-    }) {
-        if let Some(p) = entry.prices.get(model) {
-            return Some(*p);
-        }
-        if entry.id == "openrouter" && model.ends_with(":free") {
-            return Some(Price::FREE);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,17 +82,5 @@ mod tests {
         assert_eq!(p(3.0, 15.0).tier(), Tier::High);
         assert!(Tier::Low < Tier::High);
         assert!((p(3.0, 15.0).cost(1_000_000, 100_000) - 4.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn catalog_prices_are_found_by_base_url() {
-        let groq = catalog_price("https://api.groq.com/openai/v1/", "llama-3.1-8b-instant")
-            .expect("groq price");
-        assert_eq!(groq.tier(), Tier::Low);
-        assert_eq!(
-            catalog_price("https://openrouter.ai/api/v1", "x/y:free"),
-            Some(Price::FREE)
-        );
-        assert_eq!(catalog_price("http://127.0.0.1:9/v1", "gpt-4.1-mini"), None);
     }
 }

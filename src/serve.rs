@@ -6,9 +6,7 @@ use std::process::ExitCode;
 
 use crate::config::ConfigFile;
 
-/// The setting with the listen address chosen in Settings (or given to the desktop app on its
-/// command line): `{"host": …, "port": …}`, used from the next start.
-pub const LISTEN_SETTING: &str = "listen";
+pub use crate::store::LISTEN_SETTING;
 
 /// What `baton serve` and the desktop app take on the command line.
 #[derive(Debug, Clone, Default)]

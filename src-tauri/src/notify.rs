@@ -199,8 +199,8 @@ fn exhausted_message(back_at_ms: Option<i64>, tz: &jiff::tz::TimeZone) -> String
 
 /// Runs `f` with the gateway's state now.
 fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
-    let active = core.cooldowns.active();
-    let snap = core.snapshot.load();
+    let active = core.routing.cooldowns.active();
+    let snap = core.routing.snapshot.load();
     let name = |id: &str| {
         snap.provider(id)
             .map(|p| p.config.display_name().to_string())
@@ -209,7 +209,7 @@ fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
     let cooling = |id: &str| active.iter().any(|c| c.scope.provider == id);
     let subscription = |id: &str| snap.provider(id).is_some_and(|p| p.config.kind.is_cli());
     f(&Ctx {
-        now_ms: core.clock.now_ms(),
+        now_ms: core.routing.clock.now_ms(),
         name: &name,
         cooling: &cooling,
         subscription: &subscription,
@@ -218,7 +218,7 @@ fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
 
 pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
     // Subscribed before returning, so no event after start-up is missed.
-    let mut rx = core.events.subscribe();
+    let mut rx = core.routing.events.subscribe();
     tauri::async_runtime::spawn(async move {
         let mut announced: HashSet<String> = HashSet::new();
         let mut logged_out: HashSet<String> = HashSet::new();
@@ -243,7 +243,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                         show_on(&app, "Baton", &format!("{} back in rotation", back.join(", ")), "providers");
                     }
                     // A subscription CLI found logged out (at a check or by a failed call).
-                    let snap = core.snapshot.load();
+                    let snap = core.routing.snapshot.load();
                     for p in snap.providers.iter().filter(|p| p.config.enabled) {
                         let out = p.runtime.cli_status.load().as_ref().is_some_and(|s| s.logged_in == Some(false));
                         let name = p.config.display_name().to_string();
@@ -278,7 +278,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                 show_on(
                     &app,
                     "Baton: no provider available",
-                    &exhausted_message(b.back_at_ms, &core.local_tz),
+                    &exhausted_message(b.back_at_ms, &core.routing.local_tz),
                     "providers",
                 );
             } else if let [one] = b.failovers.as_slice() {

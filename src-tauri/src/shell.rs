@@ -233,7 +233,7 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
                 shell.lock().remembered = true;
             }
             link_desktop(app, &core);
-            let first_run = core.snapshot.load().providers.is_empty();
+            let first_run = core.routing.snapshot.load().providers.is_empty();
             let generation = {
                 let mut run = shell.lock();
                 run.generation += 1;

@@ -44,9 +44,9 @@ pub fn summary(core: &Core) -> (Look, String) {
             "Paused — requests get 503 until you resume".into(),
         );
     }
-    let snap = core.snapshot.load();
-    let now = core.clock.now_ms();
-    let cooldowns = core.cooldowns.active();
+    let snap = core.routing.snapshot.load();
+    let now = core.routing.clock.now_ms();
+    let cooldowns = core.routing.cooldowns.active();
     let mut serving = None;
     let mut out: Vec<(String, Option<i64>)> = Vec::new();
     for p in snap.enabled() {
@@ -132,7 +132,7 @@ pub fn provider_state(
 
 /// The Providers submenu: each provider with its state, and what can be done to it from here.
 fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::Wry>> {
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     let sub = Submenu::with_id(app, "providers", "Providers", true)?;
     if snap.providers.is_empty() {
         sub.append(&MenuItem::with_id(
@@ -144,7 +144,7 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
         )?)?;
     }
     // One look at the cooldowns for every line.
-    let (cooldowns, now) = (core.cooldowns.active(), core.clock.now_ms());
+    let (cooldowns, now) = (core.routing.cooldowns.active(), core.routing.clock.now_ms());
     for (i, p) in snap.providers.iter().enumerate() {
         let (state, cooling) = provider_state(p, &cooldowns, now);
         let id = p.id();
@@ -323,8 +323,9 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
-            let (cooldowns, now) = (c.cooldowns.active(), c.clock.now_ms());
-            c.snapshot
+            let (cooldowns, now) = (c.routing.cooldowns.active(), c.routing.clock.now_ms());
+            c.routing
+                .snapshot
                 .load()
                 .providers
                 .iter()
@@ -374,7 +375,7 @@ pub fn refresh(app: &AppHandle) {
 /// Refreshes the tray on every gateway event (coalesced) and every few seconds (cooldowns end
 /// without an event when nobody asks).
 pub fn follow(app: AppHandle, core: Arc<Core>, generation: u64) {
-    let mut rx = core.events.subscribe();
+    let mut rx = core.routing.events.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
             // A restarted gateway has its own follower.
@@ -403,6 +404,7 @@ fn on_provider(app: &AppHandle, core: &Core, action: &str, id: &str) {
     let r = match action {
         "toggle" => {
             let on = core
+                .routing
                 .snapshot
                 .load()
                 .provider(id)

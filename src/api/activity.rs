@@ -51,7 +51,7 @@ pub async fn events(
     State(state): State<AppState>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let core = &state.core;
-    let rx = core.events.subscribe();
+    let rx = core.routing.events.subscribe();
     let stopping = core.stopping.clone();
     let stream = futures_util::stream::unfold((rx, stopping), |(mut rx, stopping)| async move {
         use tokio::sync::broadcast::error::RecvError;
@@ -91,13 +91,15 @@ pub async fn setup(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
     let catalog = crate::catalog::load().map_err(|e| ApiError::internal("catalog", e))?;
     let found = tokio::task::spawn_blocking(move || {
         let env = |name: &str| std::env::var(name).ok();
-        let rows = crate::cli::keys::check(&catalog, &env, &crate::cli::keys::which);
+        let rows =
+            crate::providers::presence::check(&catalog, &env, &crate::providers::presence::which);
         (catalog, rows)
     })
     .await
     .map_err(|e| ApiError::internal("setup", e))?;
     let (catalog, rows) = found;
     let configured: Vec<String> = core
+        .routing
         .snapshot
         .load()
         .providers
@@ -157,7 +159,7 @@ fn suggestion(entry: &crate::catalog::CatalogEntry) -> Value {
 }
 
 async fn ollama_models(core: &crate::gateway::Core) -> Option<Vec<String>> {
-    let client = core.http.get(1_000).ok()?;
+    let client = core.routing.http.get(1_000).ok()?;
     let r = client
         .get("http://127.0.0.1:11434/v1/models")
         .timeout(Duration::from_secs(2))
@@ -181,7 +183,7 @@ async fn ollama_models(core: &crate::gateway::Core) -> Option<Vec<String>> {
 pub async fn stats(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     core.store.writer().flush().await;
-    let now = core.clock.now_ms();
+    let now = core.routing.clock.now_ms();
     let store = core.store.clone();
     let (hour, day) = tokio::task::spawn_blocking(move || {
         Ok::<_, crate::store::StoreError>((

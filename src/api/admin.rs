@@ -43,8 +43,8 @@ fn cooldown_json(c: &CooldownEntry, now: i64) -> Value {
 /// breaker, concurrency, quota scores and health counters.
 pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, ApiError> {
     let core = &state.core;
-    let now = core.clock.now_ms();
-    let snap = core.snapshot.load();
+    let now = core.routing.clock.now_ms();
+    let snap = core.routing.snapshot.load();
     let stored = core
         .store
         .load_providers()
@@ -92,7 +92,7 @@ pub(super) fn provider_json(
     stored: &[crate::store::StoredProvider],
     now: i64,
 ) -> ProviderView {
-    let cooldowns = core.cooldowns.active();
+    let cooldowns = core.routing.cooldowns.active();
     let owner = if p.id() == crate::config::LOCAL_PROVIDER_ID {
         "detected"
     } else if stored
@@ -212,7 +212,7 @@ pub async fn clear_cooldowns(
     Query(q): Query<ClearQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     let Some(p) = snap.provider(&q.provider) else {
         return Err(ApiError::missing(
             "provider_not_found",
@@ -238,7 +238,7 @@ pub async fn discover(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     if let Some(id) = &q.provider {
-        if core.snapshot.load().provider(id).is_none() {
+        if core.routing.snapshot.load().provider(id).is_none() {
             return Err(ApiError::missing(
                 "provider_not_found",
                 "provider",
@@ -276,14 +276,14 @@ pub async fn set_cooldown(
     JsonBody(c): JsonBody<SetCooldown>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    if core.snapshot.load().provider(&c.provider).is_none() {
+    if core.routing.snapshot.load().provider(&c.provider).is_none() {
         return Err(ApiError::missing(
             "provider_not_found",
             "provider",
             format!("No provider `{}`.", c.provider),
         ));
     }
-    let now = core.clock.now_ms();
+    let now = core.routing.clock.now_ms();
     if c.until_ms <= now {
         return Err(ApiError::invalid(
             "untilMs",
@@ -296,7 +296,9 @@ pub async fn set_cooldown(
         key: c.key,
         model: c.model,
     };
-    core.cooldowns.start(scope, until, &c.class, &c.reason);
+    core.routing
+        .cooldowns
+        .start(scope, until, &c.class, &c.reason);
     Ok((StatusCode::CREATED, Json(json!({"untilMs": until}))))
 }
 
@@ -342,7 +344,7 @@ pub async fn cli_check(
         "id": "cli-check", "kind": c.kind.as_str(), "models": ["default"], "executable": executable,
     }))
     .map_err(|e| ApiError::internal("cli_check", e))?;
-    let now = core.clock.now_ms();
+    let now = core.routing.clock.now_ms();
     let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
         .await
         .map_err(|e| ApiError::internal("cli_check", e))?;

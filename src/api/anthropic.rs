@@ -81,7 +81,7 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
         Ok(r) => r,
         Err(e) => return anthropic_error(ApiError::invalid(e.param, e.message)),
     };
-    let snap = core.snapshot.load_full();
+    let snap = core.routing.snapshot.load_full();
     let resolved = match snap.resolve(snap.map_model(&req.model)) {
         // A model no request could be sent to is not counted either, as /v1/messages answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
@@ -117,7 +117,7 @@ async fn exact_count(
         "{}/messages/count_tokens",
         p.config.base_url.trim_end_matches('/')
     );
-    let client = core.http.get(p.config.timeouts.connect_ms).ok()?;
+    let client = core.routing.http.get(p.config.timeouts.connect_ms).ok()?;
     let mut rb = client
         .post(url)
         .header("anthropic-version", "2023-06-01")

@@ -66,7 +66,7 @@ fn parse_policy(core: &Core, mut v: Map<String, Value>) -> Result<ClientPolicy, 
         let msg = super::error::plain_serde(&e.inner().to_string());
         invalid(if path == "." { "body" } else { &path }, msg)
     })?;
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     policy
         .validate(&|name| snap.resolve(name).is_ok())
         .map_err(|e| invalid(&e.param, e.message))?;
@@ -74,7 +74,7 @@ fn parse_policy(core: &Core, mut v: Map<String, Value>) -> Result<ClientPolicy, 
 }
 
 fn key_json(core: &Core, k: &crate::store::ClientKeyRow) -> Value {
-    let now = core.clock.now_ms();
+    let now = core.routing.clock.now_ms();
     let mut v = serde_json::to_value(k).unwrap_or_default();
     v["usage"] = serde_json::to_value(core.clients.usage(&k.id, now)).unwrap_or_default();
     let p = &k.policy;
@@ -104,7 +104,7 @@ pub async fn list_keys(State(state): State<AppState>) -> Result<Json<Value>, Api
             };
             json!({"id": client.id, "label": label, "masked": masked, "from": from,
                 "policy": client.policy,
-                "usage": core.clients.usage(&client.id, core.clock.now_ms())})
+                "usage": core.clients.usage(&client.id, core.routing.clock.now_ms())})
         })
         .collect();
     let ui: Vec<Value> = core
@@ -169,7 +169,7 @@ pub async fn create_key(
         label: label.clone(),
         hash: crate::auth::key_hash(&key),
         hint: crate::providers::Secret::new(key.clone()).masked(),
-        created_ms: core.clock.now_ms(),
+        created_ms: core.routing.clock.now_ms(),
         policy,
     };
     core.store.add_client_key(&row).map_err(internal)?;
@@ -208,7 +208,7 @@ pub async fn update_key(
     }
     let policy = parse_policy(core, merged)?;
     core.store
-        .set_client_policy(&id, &policy, core.clock.now_ms())
+        .set_client_policy(&id, &policy, core.routing.clock.now_ms())
         .map_err(|e| edit_error(e, &id))?;
     core.client_key_changed(&id).map_err(internal)?;
     tracing::info!(key = %id, "client key changed");
@@ -224,7 +224,7 @@ pub async fn revoke_key(
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
     core.store
-        .revoke_client_key(&id, core.clock.now_ms())
+        .revoke_client_key(&id, core.routing.clock.now_ms())
         .map_err(|e| edit_error(e, &id))?;
     core.client_key_changed(&id).map_err(internal)?;
     tracing::info!(key = %id, "client key revoked");
@@ -267,7 +267,7 @@ pub async fn usage(
         q.format.as_deref(),
         &[("json", false), ("csv", true)],
     )?;
-    let now = core.clock.now_ms();
+    let now = core.routing.clock.now_ms();
     let until = q.until_ms.unwrap_or(now + 1);
     let since = q.since_ms.unwrap_or(until - 30 * 86_400_000);
     if since >= until {
@@ -409,7 +409,7 @@ fn csv_cell(s: &str) -> String {
 /// `GET /metrics` (admin key): Prometheus text format.
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let core = &state.core;
-    let text = core.metrics.render(core);
+    let text = core.metrics_text();
     let mut resp = text.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

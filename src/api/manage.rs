@@ -219,6 +219,7 @@ fn declared_elsewhere(core: &Core, name: &str) -> bool {
     let declares = |c: &ProviderConfig| c.keys.iter().any(|k| k.env == name);
     core.file_config.providers.iter().any(declares)
         || core
+            .routing
             .snapshot
             .load()
             .providers
@@ -267,6 +268,7 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
     core.reload_blocking().await.map_err(store_error)?;
     // A CLI's executable, version and login are known when the answer comes, not minutes later.
     let is_cli = core
+        .routing
         .snapshot
         .load()
         .provider(id)
@@ -275,9 +277,14 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
         core.check_clis(Some(id)).await;
     }
     let stored = core.store.load_providers().map_err(store_error)?;
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;
-    Ok(json!(provider_json(core, p, &stored, core.clock.now_ms())))
+    Ok(json!(provider_json(
+        core,
+        p,
+        &stored,
+        core.routing.clock.now_ms()
+    )))
 }
 
 /// `POST /admin/providers`: adds a provider (201 with its state).
@@ -288,7 +295,13 @@ pub async fn create(
     let core = &state.core;
     let mut p = parse_provider(&body)?;
     check_key_refs(core, &p.config, None)?;
-    if core.snapshot.load().provider(&p.config.id).is_some() {
+    if core
+        .routing
+        .snapshot
+        .load()
+        .provider(&p.config.id)
+        .is_some()
+    {
         return Err(field_error(
             "id".into(),
             format!("a provider with id `{}` exists already", p.config.id),
@@ -302,7 +315,10 @@ pub async fn create(
         }
     }
     let secrets = store_new_keys(core, &mut p)?;
-    if let Err(e) = core.store.create_provider(&p.config, core.clock.now_ms()) {
+    if let Err(e) = core
+        .store
+        .create_provider(&p.config, core.routing.clock.now_ms())
+    {
         let _ = core.secrets.delete(&secrets);
         return Err(edit_error(e));
     }
@@ -333,7 +349,7 @@ pub async fn update(
     let secrets = store_new_keys(core, &mut p)?;
     if let Err(e) = core
         .store
-        .update_provider(&id, &p.config, core.clock.now_ms())
+        .update_provider(&id, &p.config, core.routing.clock.now_ms())
     {
         let _ = core.secrets.delete(&secrets);
         return Err(edit_error(e));
@@ -408,12 +424,13 @@ pub async fn delete(
         let _ = core.secrets.delete(&ids);
     }
     for c in core
+        .routing
         .cooldowns
         .active()
         .iter()
         .filter(|c| c.scope.provider == id)
     {
-        core.cooldowns.clear(&c.scope);
+        core.routing.cooldowns.clear(&c.scope);
     }
     core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(provider = %id, "provider deleted");
@@ -438,7 +455,7 @@ pub async fn order(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     core.store
-        .set_order(&o.order, core.clock.now_ms())
+        .set_order(&o.order, core.routing.clock.now_ms())
         .map_err(edit_error)?;
     core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(order = ?o.order, "providers reordered");
@@ -464,7 +481,7 @@ async fn test_result(
             model,
         };
         let key = entry.keys.first();
-        match crate::router::test_target(core, &target, key).await {
+        match crate::router::test_target(&core.routing, &target, key).await {
             Ok(ms) => json!({"ok": true, "model": target.model.id, "latencyMs": ms}),
             Err(c) => {
                 let limit = matches!(
@@ -473,7 +490,7 @@ async fn test_result(
                 );
                 let adopted = adopt && limit;
                 if adopted {
-                    crate::router::adopt_limit(core, &target, key, &c);
+                    crate::router::adopt_limit(&core.routing, &target, key, &c);
                 }
                 json!({"ok": false, "model": target.model.id, "class": c.class.as_str(),
                 "reason": c.reason, "resetAtMs": c.reset_at_ms, "adopted": adopted})
@@ -489,6 +506,7 @@ pub async fn test_saved(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     let entry = core
+        .routing
         .snapshot
         .load()
         .provider(&id)
@@ -507,6 +525,7 @@ pub async fn test_unsaved(
     let mut p = parse_provider(&body)?;
     // Testing an edit of a saved provider may keep its stored keys (same host only).
     let saved = core
+        .routing
         .snapshot
         .load()
         .provider(&p.config.id)
@@ -537,7 +556,7 @@ pub async fn test_unsaved(
     let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);
     if p.config.kind.is_cli() {
         let config = p.config.clone();
-        let now = core.clock.now_ms();
+        let now = core.routing.clock.now_ms();
         let st =
             tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
                 .await

@@ -196,10 +196,10 @@ pub fn authenticate(
 
 async fn health(State(state): State<AppState>) -> axum::response::Response {
     let core = &state.core;
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     let enabled: Vec<_> = snap.enabled().collect();
-    let cooldowns = core.cooldowns.active();
-    let now = core.clock.now_ms();
+    let cooldowns = core.routing.cooldowns.active();
+    let now = core.routing.clock.now_ms();
     use crate::providers::state::{state_of, State};
     let states: Vec<State> = enabled
         .iter()
@@ -239,7 +239,7 @@ async fn health(State(state): State<AppState>) -> axum::response::Response {
 
 /// `local` (SQLite only), or whether the shared Redis answers (`up` / `down`).
 pub(crate) fn shared_state(core: &Core) -> &'static str {
-    match core.shared.is_up() {
+    match core.routing.shared.is_up() {
         None => "local",
         Some(true) => "up",
         Some(false) => "down",

@@ -32,7 +32,7 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
         Err(e) if anthropic => return super::anthropic::anthropic_error(e),
         Err(e) => return e.into_response(),
     };
-    let snap = state.core.snapshot.load();
+    let snap = state.core.routing.snapshot.load();
     // A key limited to some targets or a price tier sees only the names it can use.
     let usable = |name: &str| {
         let p = &client.policy;

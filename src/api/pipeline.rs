@@ -53,12 +53,12 @@ pub(super) async fn handle(
             // which is where a user debugging a tool looks.
             let mut rec = Record::new(
                 request_id.to_string(),
-                core.clock.now_ms(),
+                core.routing.clock.now_ms(),
                 client,
                 // Bounded: a hostile client must not fill the log with megabyte model names.
                 crate::limits::truncate(&seen.model.unwrap_or_default(), 200).to_string(),
                 seen.stream,
-                core,
+                &core.routing,
             );
             let message = crate::limits::truncate(&e.message, 1000).to_string();
             rec.finish(e.status.as_u16(), Some(message));
@@ -123,16 +123,16 @@ async fn handle_client(
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
     let (inbound, _charge) = parse(state, req, format, seen).await?;
-    let snap = core.snapshot.load_full();
+    let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
     let mut rec = Record::new(
         request_id.to_string(),
-        core.clock.now_ms(),
+        core.routing.clock.now_ms(),
         client.clone(),
         inbound.canonical.model.clone(),
         inbound.canonical.stream,
-        core,
+        &core.routing,
     );
     seen.logged = true;
     let targets = match client_targets(&client, &mapped, targets, &mut rec) {
@@ -143,7 +143,8 @@ async fn handle_client(
             return Err(e);
         }
     };
-    let result = router::dispatch(core, &snap, &inbound, targets, selection, &mut rec).await;
+    let result =
+        router::dispatch(&core.routing, &snap, &inbound, targets, selection, &mut rec).await;
     base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
     if !rec.attempts().is_empty() {
         base.insert(
@@ -170,7 +171,7 @@ async fn admit(
     client: &crate::clients::Client,
 ) -> Result<(), ApiError> {
     if let Err(d) = core.admit(client).await {
-        return Err(deny_error(&d, &client.label, core.clock.now_ms()));
+        return Err(deny_error(&d, &client.label, core.routing.clock.now_ms()));
     }
     if core.paused.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(ApiError::new(
@@ -292,7 +293,7 @@ impl Out<'_> {
         rec.first_byte();
         if let Some(u) = usage {
             rec.usage(u);
-            core.count_tokens(
+            core.routing.count_tokens(
                 &target.provider,
                 rec.served_key().unwrap_or_default(),
                 u.input_tokens + u.output_tokens,
@@ -314,7 +315,7 @@ impl Out<'_> {
                     "The provider's answer could not be translated.",
                 )
             })?;
-            answer.created = core.clock.now_ms() / 1000;
+            answer.created = core.routing.clock.now_ms() / 1000;
             if wire == Wire::Gemini {
                 // Gemini answers carry neither an id nor the model.
                 answer.id = self.request_id.to_string();
@@ -355,7 +356,7 @@ impl Out<'_> {
         // The estimate the router already made (no second walk of the messages).
         let prompt_tokens = inbound.needs.prompt_tokens();
         let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
-            core: self.state.core.clone(),
+            routing: self.state.core.routing.clone(),
             body: inbound.body.clone(),
             targets: resume.into(),
             prompt_tokens,
@@ -390,7 +391,7 @@ impl Out<'_> {
     /// and announced when everything is exhausted.
     fn failure(self, f: Failure, inbound: &Inbound, mut rec: Record) -> ApiError {
         let core = &self.state.core;
-        let now = core.clock.now_ms();
+        let now = core.routing.clock.now_ms();
         let (status, mut err) = failure_to_error(f, now);
         let exhausted = matches!(
             err.code,
@@ -404,11 +405,13 @@ impl Out<'_> {
         }
         rec.finish(status, Some(err.message.clone()));
         if exhausted {
-            core.events.emit(crate::events::Event::AllExhausted {
-                request_id: self.request_id.to_string(),
-                requested_model: inbound.canonical.model.clone(),
-                retry_at_ms: err.retry_after_secs.map(|s| now + s as i64 * 1000),
-            });
+            core.routing
+                .events
+                .emit(crate::events::Event::AllExhausted {
+                    request_id: self.request_id.to_string(),
+                    requested_model: inbound.canonical.model.clone(),
+                    retry_at_ms: err.retry_after_secs.map(|s| now + s as i64 * 1000),
+                });
         }
         err
     }

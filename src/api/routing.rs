@@ -38,7 +38,7 @@ fn owner(file: bool) -> &'static str {
 /// (`file`: read-only here; `ui`: editable) and the targets that name nothing any more.
 pub async fn routes(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let snap = core.snapshot.load();
+    let snap = core.routing.snapshot.load();
     let auto: Vec<Value> = snap
         .enabled()
         .filter(|p| p.config.auto)

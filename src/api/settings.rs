@@ -48,7 +48,7 @@ pub async fn get(State(state): State<AppState>) -> Result<Json<Value>, ApiError>
     let core = &state.core;
     let next = core
         .store
-        .setting(crate::serve::LISTEN_SETTING)
+        .setting(crate::store::LISTEN_SETTING)
         .map_err(internal)?;
     Ok(Json(json!({
         "notifications": notifications(core),
@@ -199,7 +199,7 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
     }
     let v = json!({"host": host, "port": port});
     core.store
-        .set_setting(crate::serve::LISTEN_SETTING, &v)
+        .set_setting(crate::store::LISTEN_SETTING, &v)
         .map_err(internal)?;
     tracing::info!(%host, port, "listen address set for the next start");
     Ok(v)

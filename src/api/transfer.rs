@@ -89,6 +89,7 @@ pub async fn import(
     // when one is not).
     for (i, p) in config.providers.iter().enumerate() {
         let existing = core
+            .routing
             .snapshot
             .load()
             .provider(&p.id)
@@ -152,7 +153,7 @@ pub async fn import(
         return Err(e);
     }
     core.store
-        .import_providers(&taking, core.clock.now_ms())
+        .import_providers(&taking, core.routing.clock.now_ms())
         .map_err(store_error)?;
     for (key, value) in [
         (crate::gateway::UI_ROUTES, serde_json::to_value(&ui_routes)),

@@ -5,8 +5,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::config::{self, ConfigFile, ProviderConfig};
-use crate::store::Store;
+use baton::config::{self, ConfigFile, ProviderConfig};
+use baton::store::Store;
 
 pub type CmdResult = Result<ExitCode, String>;
 
@@ -18,7 +18,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn data_dir(dir: Option<PathBuf>) -> PathBuf {
-    dir.unwrap_or_else(crate::default_data_dir)
+    dir.unwrap_or_else(baton::default_data_dir)
 }
 
 /// Opens the database of a Baton that has run in `dir`.
@@ -46,7 +46,7 @@ pub fn status(url: &str, dir: Option<PathBuf>, admin_key: Option<String>, json: 
     let key = match admin_key {
         Some(k) => k,
         None => {
-            let path = data_dir(dir).join(crate::auth::ADMIN_KEY_FILE);
+            let path = data_dir(dir).join(baton::auth::ADMIN_KEY_FILE);
             let k = std::fs::read_to_string(&path).map_err(|e| {
                 status::StatusError::Key {
                     path: path.display().to_string(),
@@ -145,7 +145,7 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
             let key = match &o.admin_key {
                 Some(k) => k.clone(),
                 None => std::fs::read_to_string(
-                    data_dir(o.data_dir.clone()).join(crate::auth::ADMIN_KEY_FILE),
+                    data_dir(o.data_dir.clone()).join(baton::auth::ADMIN_KEY_FILE),
                 )
                 .map_err(|e| {
                     format!("--apply needs the admin key (admin.key in the data directory, or --admin-key): {e}")
@@ -201,7 +201,7 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>) -> CmdResult {
     let config = config::load_file(file).map_err(|e| format!("{e}\nnothing was imported"))?;
     let store = Store::open(&data_dir(dir), &Default::default()).map_err(|e| e.to_string())?;
     store
-        .import_providers(&config.providers, crate::clock::unix_ms())
+        .import_providers(&config.providers, baton::clock::unix_ms())
         .map_err(|e| format!("{e}\nnothing was imported"))?;
     let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
     println!(
@@ -215,7 +215,7 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>) -> CmdResult {
 /// `baton keys`: always 0 (a report, not a check).
 pub fn keys(json: bool) -> CmdResult {
     let catalog =
-        crate::catalog::load().map_err(|e| format!("the built-in catalog is unreadable: {e}"))?;
+        baton::catalog::load().map_err(|e| format!("the built-in catalog is unreadable: {e}"))?;
     let env = |name: &str| std::env::var(name).ok();
     let rows = super::keys::check(&catalog, &env, &super::keys::which);
     if json {

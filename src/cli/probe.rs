@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::config::ProviderConfig;
-use crate::limits::{self, ResetContext};
-use crate::providers::{self, outbound, ProviderRuntime};
+use baton::config::ProviderConfig;
+use baton::limits::{self, ResetContext};
+use baton::providers::{self, outbound, ProviderRuntime};
 
 /// The outcome for one key and model.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -134,7 +134,7 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| e.to_string())?;
-    let now = crate::clock::unix_ms();
+    let now = baton::clock::unix_ms();
     let mut applied = 0;
     for r in results.iter().filter(|r| !r.ok()) {
         let Some(hold) = default_hold_ms(&r.class) else {
@@ -159,7 +159,7 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
             .map_err(|e| {
                 format!(
                     "cannot reach Baton at {url}: {}",
-                    crate::router::sse::describe(&e)
+                    baton::providers::outbound::describe(&e)
                 )
             })?;
         if !resp.status().is_success() {
@@ -212,7 +212,7 @@ pub async fn probe_one(
     let Some(map) = body.as_object() else {
         return result;
     };
-    let Ok(canonical) = crate::canonical::openai::request_from_openai(map) else {
+    let Ok(canonical) = baton::canonical::openai::request_from_openai(map) else {
         return result;
     };
     // The same request routing would send, in the provider's own format and auth.
@@ -240,7 +240,7 @@ pub async fn probe_one(
             None,
         )),
         Ok(Err(e)) => Some((
-            limits::classify_transport(crate::router::sse::describe(&e)),
+            limits::classify_transport(baton::providers::outbound::describe(&e)),
             None,
         )),
         Ok(Ok(resp)) => {
@@ -255,7 +255,7 @@ pub async fn probe_one(
                 None
             } else {
                 let ctx = ResetContext {
-                    now_ms: crate::clock::unix_ms(),
+                    now_ms: baton::clock::unix_ms(),
                     local_tz: jiff::tz::TimeZone::system(),
                     day_reset: entry.day_reset.clone(),
                 };
@@ -285,7 +285,7 @@ async fn probe_cli(
     mut result: ProbeResult,
     started: Instant,
 ) -> ProbeResult {
-    use crate::providers::cli::{self, run, CliItem};
+    use baton::providers::cli::{self, run, CliItem};
     let config = entry.config.clone();
     let status = tokio::task::spawn_blocking(move || cli::check_status(&config, 0))
         .await
@@ -312,7 +312,7 @@ async fn probe_cli(
         env: cli::environment(kind, &entry.config.env, &|k| std::env::var_os(k)),
         stdin: "Reply with the single word: OK".into(),
         ctx: ResetContext {
-            now_ms: crate::clock::unix_ms(),
+            now_ms: baton::clock::unix_ms(),
             local_tz: jiff::tz::TimeZone::UTC,
             day_reset: entry.day_reset.clone(),
         },

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use crate::api::views::AdminState;
+use baton::api::views::AdminState;
 
 /// Why the state could not be shown.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError
         .await
         .map_err(|e| StatusError::Unreachable {
             url: url.to_string(),
-            reason: crate::router::sse::describe(&e),
+            reason: baton::providers::outbound::describe(&e),
         })?;
     let status = resp.status().as_u16();
     if status == 401 || status == 403 {

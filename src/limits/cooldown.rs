@@ -7,7 +7,6 @@ use std::sync::{Arc, RwLock};
 
 use crate::clock::Clock;
 use crate::events::{Event, Events};
-use crate::store::{CooldownRow, StoreWriter, WriteOp};
 
 /// What a cooldown covers. `None` means every key / every model of the provider.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -39,14 +38,30 @@ pub struct CooldownEntry {
 pub struct Cooldowns {
     map: RwLock<HashMap<String, Vec<CooldownEntry>>>,
     clock: Arc<dyn Clock>,
-    writer: Option<StoreWriter>,
+    writer: Option<Box<dyn Persist>>,
     events: Events,
     /// Other instances, when state is shared through Redis.
-    shared: std::sync::OnceLock<crate::shared::Shared>,
+    shared: std::sync::OnceLock<Box<dyn Mirror>>,
+}
+
+/// Where cooldowns outlive a restart. The store's writer implements it; limits does not know
+/// how they are kept.
+pub trait Persist: Send + Sync {
+    fn save(&self, entry: &CooldownEntry);
+    fn forget(&self, scope: &Scope);
+    /// Resolves once everything saved or forgotten so far is on disk.
+    fn flush(&self) -> futures_util::future::BoxFuture<'_, ()>;
+}
+
+/// Where this instance's cooldown changes go so other instances see them (the shared state
+/// implements it; limits does not know how it is shared).
+pub trait Mirror: Send + Sync {
+    fn cooldown_started(&self, entry: &CooldownEntry);
+    fn cooldown_cleared(&self, scope: &Scope);
 }
 
 impl Cooldowns {
-    pub fn new(clock: Arc<dyn Clock>, writer: Option<StoreWriter>, events: Events) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, writer: Option<Box<dyn Persist>>, events: Events) -> Self {
         Self {
             map: RwLock::new(HashMap::new()),
             clock,
@@ -57,8 +72,15 @@ impl Cooldowns {
     }
 
     /// Publishes this instance's cooldown changes to the others from now on.
-    pub fn share(&self, shared: crate::shared::Shared) {
+    pub fn share(&self, shared: Box<dyn Mirror>) {
         let _ = self.shared.set(shared);
+    }
+
+    /// Waits until the cooldowns changed so far are on disk.
+    pub async fn flush(&self) {
+        if let Some(w) = &self.writer {
+            w.flush().await;
+        }
     }
 
     /// Applies a cooldown another instance started (not published again).
@@ -136,24 +158,13 @@ impl Cooldowns {
 
     fn persist(&self, e: &CooldownEntry) {
         if let Some(w) = &self.writer {
-            w.send(WriteOp::SetCooldown(CooldownRow {
-                provider: e.scope.provider.clone(),
-                key_id: e.scope.key.clone().unwrap_or_default(),
-                model: e.scope.model.clone().unwrap_or_default(),
-                until_ms: e.until_ms,
-                class: e.class.clone(),
-                reason: e.reason.clone(),
-            }));
+            w.save(e);
         }
     }
 
     fn unpersist(&self, scope: &Scope) {
         if let Some(w) = &self.writer {
-            w.send(WriteOp::ClearCooldown {
-                provider: scope.provider.clone(),
-                key_id: scope.key.clone().unwrap_or_default(),
-                model: scope.model.clone().unwrap_or_default(),
-            });
+            w.forget(scope);
         }
     }
 
@@ -162,29 +173,21 @@ impl Cooldowns {
     }
 
     /// Restores persisted cooldowns (already filtered to unexpired ones).
-    pub fn load(&self, rows: Vec<CooldownRow>) {
+    pub fn load(&self, entries: Vec<CooldownEntry>) {
         let Ok(mut map) = self.map.write() else {
             return;
         };
-        for r in rows {
+        for mut entry in entries {
             // A rejected key stays out until the user changes it — and a restart is when a
             // changed environment variable takes effect, so auth verdicts are not restored.
-            if r.class == "auth" {
+            if entry.class == "auth" {
                 continue;
             }
-            let entry = CooldownEntry {
-                scope: Scope {
-                    provider: r.provider.clone(),
-                    key: Some(r.key_id).filter(|s| !s.is_empty()),
-                    model: Some(r.model).filter(|s| !s.is_empty()),
-                },
-                until_ms: r.until_ms,
-                class: r.class,
-                reason: r.reason,
-                // Before anything this run sends.
-                since_ms: i64::MIN,
-            };
-            map.entry(r.provider).or_default().push(entry);
+            // Before anything this run sends.
+            entry.since_ms = i64::MIN;
+            map.entry(entry.scope.provider.clone())
+                .or_default()
+                .push(entry);
         }
     }
 

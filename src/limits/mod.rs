@@ -3,11 +3,13 @@
 pub mod breaker;
 mod classify;
 mod cooldown;
+mod notice;
 pub mod quota;
 pub mod reset;
 
 pub use classify::{classify_cli, classify_http};
-pub use cooldown::{CooldownEntry, Cooldowns, Scope};
+pub use cooldown::{CooldownEntry, Cooldowns, Mirror, Persist, Scope};
+pub use notice::failover_message;
 pub use reset::ResetContext;
 
 /// What kind of failure an attempt hit; each class has its own consequence.

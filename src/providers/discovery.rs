@@ -51,12 +51,12 @@ pub async fn discover(client: &reqwest::Client, p: &ProviderEntry, now_ms: i64) 
         rb = rb.header(name.as_str(), value.as_str());
     }
     let result = match rb.send().await {
-        Err(e) => Err(crate::router::sse::describe(&e)),
+        Err(e) => Err(super::outbound::describe(&e)),
         Ok(resp) if !resp.status().is_success() => Err(format!("HTTP {}", resp.status().as_u16())),
         Ok(resp) => resp
             .bytes()
             .await
-            .map_err(|e| crate::router::sse::describe(&e))
+            .map_err(|e| super::outbound::describe(&e))
             .and_then(|b| {
                 serde_json::from_slice::<Value>(&b).map_err(|e| format!("not a model list: {e}"))
             })

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod gemini;
 pub mod openai_compat;
 pub mod outbound;
+pub mod presence;
 pub mod state;
 
 use std::collections::HashMap;
@@ -125,14 +126,14 @@ fn price_and_tier(
     price: Option<crate::pricing::Price>,
     tier: Option<crate::pricing::Tier>,
 ) -> (Option<crate::pricing::Price>, Option<crate::pricing::Tier>) {
-    use crate::pricing::{catalog_price, Price, Tier};
+    use crate::pricing::{Price, Tier};
     let local = config.kind.is_cli()
         || reqwest::Url::parse(&config.base_url).is_ok_and(|u| {
             u.host_str()
                 .is_some_and(crate::config::validate::is_loopback_host)
         });
     let price = price
-        .or_else(|| catalog_price(&config.base_url, id))
+        .or_else(|| crate::catalog::price(&config.base_url, id))
         .or((local && config.tier.is_none()).then_some(Price::FREE));
     let tier = tier
         .or(price.map(|p| p.tier()))

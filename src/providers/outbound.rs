@@ -75,3 +75,29 @@ pub fn build(
     };
     Ok((rb, wire))
 }
+
+/// A transport error in words, without URLs (which could carry credentials for some services).
+pub fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_body() || e.is_decode() {
+        "response body broke off"
+    } else if e.is_request() {
+        "request failed"
+    } else {
+        "error"
+    };
+    let mut detail = String::new();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        detail = s.to_string();
+        src = s.source();
+    }
+    if detail.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {detail}")
+    }
+}

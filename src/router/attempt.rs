@@ -7,27 +7,28 @@ use bytes::Bytes;
 use tokio::time::timeout_at;
 
 use super::snapshot::Target;
-use super::sse::{self, SseError, SseReader};
+use super::sse::{SseError, SseReader};
+use super::Routing;
 use super::{
     Answer, Attempt, Held, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
 };
-use crate::gateway::Core;
 use crate::limits::{self, Classified};
 use crate::providers::codec::{self, Codec, Complete, UpstreamError};
 use crate::providers::ApiKey;
 
 /// One request to one target, up to the first content (streaming) or the whole body.
 pub(super) async fn attempt(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     key: Option<&ApiKey>,
     inbound: &Inbound,
     request_id: &str,
 ) -> Attempt {
     if t.provider.config.kind.is_cli() {
-        return super::cli::attempt(core, t, inbound, request_id).await;
+        return super::cli::attempt(routing, t, inbound, request_id).await;
     }
-    let (mut reader, status, headers, wire) = match send(core, t, key, inbound, request_id).await {
+    let (mut reader, status, headers, wire) = match send(routing, t, key, inbound, request_id).await
+    {
         Ok(sent) => sent,
         Err(c) => return failed(c),
     };
@@ -35,18 +36,18 @@ pub(super) async fn attempt(
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
-        return upstream_error(core, t, status, &headers, body);
+        return upstream_error(routing, t, status, &headers, body);
     }
     if !inbound.canonical.stream {
-        return complete(core, t, reader, wire).await;
+        return complete(routing, t, reader, wire).await;
     }
-    prelude(core, t, reader, wire).await
+    prelude(routing, t, reader, wire).await
 }
 
 /// Builds the request for the target's kind and sends it; the answer's status, headers and
 /// body reader (bounded by the provider's idle timeout), or why there is none.
 async fn send(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     key: Option<&ApiKey>,
     inbound: &Inbound,
@@ -54,7 +55,7 @@ async fn send(
 ) -> Result<(SseReader, u16, http::HeaderMap, Wire), Classified> {
     let p = &t.provider;
     let timeouts = &p.config.timeouts;
-    let client = core
+    let client = routing
         .http
         .get(timeouts.connect_ms)
         .map_err(|e| limits::classify_transport(format!("HTTP client: {e}")))?;
@@ -72,45 +73,50 @@ async fn send(
     let headers_ms = timeouts.headers_ms(stream);
     let first_deadline = tokio::time::Instant::now() + Duration::from_millis(headers_ms);
     let key_id = key.map(|k| k.id.as_str()).unwrap_or_default();
-    let now = core.clock.now_ms();
+    let now = routing.clock.now_ms();
     p.runtime.quota.sent(key_id, now, &p.config.limits);
-    core.shared.quota(p, key_id, 1, 0, now);
+    routing.shared.quota(p, key_id, 1, 0, now);
     let resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
             return Err(limits::classify_timeout(format!(
                 "no response within {headers_ms} ms"
             )))
         }
-        Ok(Err(e)) => return Err(limits::classify_transport(sse::describe(&e))),
+        Ok(Err(e)) => {
+            return Err(limits::classify_transport(
+                crate::providers::outbound::describe(&e),
+            ))
+        }
         Ok(Ok(r)) => r,
     };
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     p.runtime
         .quota
-        .observe(key_id, &headers, core.clock.now_ms());
-    let body =
-        futures_util::StreamExt::map(resp.bytes_stream(), |r| r.map_err(|e| sse::describe(&e)));
+        .observe(key_id, &headers, routing.clock.now_ms());
+    let body = futures_util::StreamExt::map(resp.bytes_stream(), |r| {
+        r.map_err(|e| crate::providers::outbound::describe(&e))
+    });
     let idle = Duration::from_millis(timeouts.idle_ms);
     Ok((SseReader::new(Box::pin(body), idle), status, headers, wire))
 }
 
 /// A whole (non-streamed) 2xx answer, read by the kind's codec.
-async fn complete(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
+async fn complete(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
     let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
         Ok(b) => b,
         Err(e) => return failed(sse_failure(&e)),
     };
     match codec::complete(wire, &body) {
         Complete::Answer(usage) => Attempt::Served(Answer::Complete(body, usage, wire)),
-        Complete::Error(e) => error_in_answer(core, t, e),
+        Complete::Error(e) => error_in_answer(routing, t, e),
         Complete::NotAnswer(what) => failed(limits::classify_transport(what)),
     }
 }
 
 /// A stream, held back up to its first content event so a failure can still fall over. Each
 /// event is decoded once; the pump takes the decoded events and the codec.
-async fn prelude(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
+async fn prelude(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
     let mut codec = Codec::new(wire);
     let mut prelude = Vec::new();
     loop {
@@ -137,7 +143,7 @@ async fn prelude(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> 
             }
         };
         if let Some(e) = decoded.error {
-            return error_in_answer(core, t, e);
+            return error_in_answer(routing, t, e);
         }
         if decoded.end {
             return failed(limits::classify_transport(
@@ -160,26 +166,26 @@ async fn prelude(core: &Core, t: &Target, mut reader: SseReader, wire: Wire) -> 
 }
 
 /// An error the upstream put in a 2xx answer or a stream, classified by its own code.
-fn error_in_answer(core: &Core, t: &Target, e: UpstreamError) -> Attempt {
+fn error_in_answer(routing: &Routing, t: &Target, e: UpstreamError) -> Attempt {
     let body = Bytes::from(serde_json::to_vec(&e.body).unwrap_or_default());
-    upstream_error(core, t, e.status, &http::HeaderMap::new(), body)
+    upstream_error(routing, t, e.status, &http::HeaderMap::new(), body)
 }
 
 /// Every upstream error body enters Baton here: redacted once (an upstream may echo the key it
 /// was sent), then classified. The reason, the relayed error, the log and the cooldown row are
 /// all made from the redacted bytes.
 fn upstream_error(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     status: u16,
     headers: &http::HeaderMap,
     body: Bytes,
 ) -> Attempt {
-    let body = match core.redactor.bytes(&body) {
+    let body = match routing.redactor.bytes(&body) {
         std::borrow::Cow::Borrowed(_) => body,
         std::borrow::Cow::Owned(b) => Bytes::from(b),
     };
-    let c = limits::classify_http(status, headers, &body, &core.reset_context(&t.provider));
+    let c = limits::classify_http(status, headers, &body, &routing.reset_context(&t.provider));
     Attempt::Failed {
         classified: c,
         status: Some(status),

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use tokio::time::timeout_at;
 
 use super::snapshot::{Snapshot, Target};
+use super::Routing;
 use super::{Failure, Pick, Slot};
 use crate::canonical::Needs;
-use crate::gateway::Core;
 use crate::limits::quota::DEMOTE_BELOW;
 use crate::limits::{self, Classified};
 use crate::providers::{ApiKey, ProviderEntry};
@@ -100,14 +100,14 @@ pub(super) fn try_slot(t: &Target) -> Option<Slot> {
 
 /// Waits (bounded by the queue timeout and size) until any saturated candidate frees a slot.
 pub(super) async fn wait_for_slot(
-    core: &Core,
+    routing: &Routing,
     busy: &mut Vec<Target>,
     snap: &Snapshot,
     deadline: tokio::time::Instant,
 ) -> Result<(Target, Slot), Failure> {
     let wait_ms = snap.routing.queue_timeout_ms;
-    let queued = core.queued.fetch_add(1, Ordering::SeqCst);
-    let _leave = scopeguard(&core.queued);
+    let queued = routing.queued.fetch_add(1, Ordering::SeqCst);
+    let _leave = scopeguard(&routing.queued);
     if queued >= snap.routing.max_queued {
         return Err(Failure::Busy {
             retry_after_ms: 1_000,
@@ -158,23 +158,23 @@ impl Drop for QueueGuard<'_> {
 
 /// Round-robin over the provider's keys that are not cooling, without sending anything to a
 /// cooling one; keys whose quota score is nearly exhausted are used only when no other is free.
-pub(super) fn pick_key(core: &Core, t: &Target) -> Pick {
+pub(super) fn pick_key(routing: &Routing, t: &Target) -> Pick {
     let p = &t.provider;
     let n = p.keys.len();
     if n == 0 {
-        return match core.cooldowns.blocking(p.id(), None, &t.model.id) {
+        return match routing.cooldowns.blocking(p.id(), None, &t.model.id) {
             Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
             None => Pick::Go(0),
         };
     }
-    let now = core.clock.now_ms();
+    let now = routing.clock.now_ms();
     let day = p.quota_day(now).0;
     let start = p.runtime.key_start();
     let mut soonest: Option<(i64, String, bool)> = None;
     let mut low: Option<usize> = None;
     for i in 0..n {
         let idx = (start + i) % n;
-        match core
+        match routing
             .cooldowns
             .blocking(p.id(), Some(&p.keys[idx].id), &t.model.id)
         {

@@ -11,9 +11,9 @@ use tokio::time::timeout;
 
 use super::snapshot::Target;
 use super::sse::SseReader;
+use super::Routing;
 use super::{Answer, Attempt, Inbound, Wire, MAX_UPSTREAM_BODY};
 use crate::canonical::{openai, ChatResponse, Part, StreamEvent, Usage};
-use crate::gateway::Core;
 use crate::limits::{self, Classified, ErrorClass, ResetContext};
 use crate::providers::cli::{self, run, CliItem, CliStatus};
 
@@ -22,13 +22,13 @@ use crate::providers::cli::{self, run, CliItem, CliStatus};
 const CLI_FIRST_OUTPUT_MS: u64 = 120_000;
 
 pub(super) async fn attempt(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     inbound: &Inbound,
     request_id: &str,
 ) -> Attempt {
     let p = &t.provider;
-    let mut run = match spawn(core, t, inbound, request_id) {
+    let mut run = match spawn(routing, t, inbound, request_id) {
         Ok(run) => run,
         // A request the CLI cannot take is the client's to fix.
         Err(c) => {
@@ -61,7 +61,7 @@ pub(super) async fn attempt(
                     "the CLI ended without an answer",
                 ))
             }
-            Ok(Some(CliItem::Failed(c))) => return cli_failed(core, p, c),
+            Ok(Some(CliItem::Failed(c))) => return cli_failed(routing, p, c),
             Ok(Some(CliItem::Usage(u))) => usage = Some(u),
             Ok(Some(item)) => break item,
         }
@@ -69,20 +69,20 @@ pub(super) async fn attempt(
     let enc = Encoder {
         id: format!("chatcmpl-{request_id}"),
         model: t.model.id.clone(),
-        created: core.clock.now_ms() / 1000,
+        created: routing.clock.now_ms() / 1000,
         usage,
         include_usage: inbound.canonical.stream_usage,
         first: true,
     };
     if !inbound.canonical.stream {
-        return collect(core, t, run, first, enc).await;
+        return collect(routing, t, run, first, enc).await;
     }
-    stream_out(core, t, run, first, enc)
+    stream_out(routing, t, run, first, enc)
 }
 
 /// Starts the CLI for `t` (without a shell, in its own process group), or why it cannot.
 fn spawn(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     inbound: &Inbound,
     request_id: &str,
@@ -116,13 +116,13 @@ fn spawn(
         program,
         stdin,
         ctx: ResetContext {
-            now_ms: core.clock.now_ms(),
+            now_ms: routing.clock.now_ms(),
             // The CLI runs with TZ=UTC, so the times it prints are UTC.
             local_tz: jiff::tz::TimeZone::UTC,
             day_reset: p.day_reset.clone(),
         },
     };
-    let run = run::start(spec, core.cli_procs.clone())?;
+    let run = run::start(spec, routing.cli_procs.clone())?;
     tracing::debug!(request_id, provider = p.id(), model = %t.model.id, "CLI started");
     Ok(run)
 }
@@ -130,7 +130,7 @@ fn spawn(
 /// The whole answer (non-streamed): the CLI's items from `first` to its finish, as one OpenAI
 /// completion.
 async fn collect(
-    core: &Core,
+    routing: &Routing,
     t: &Target,
     mut run: run::CliRun,
     first: CliItem,
@@ -155,7 +155,7 @@ async fn collect(
             CliItem::Finish(s) => {
                 stop = Some(s);
             }
-            CliItem::Failed(c) => return cli_failed(core, &t.provider, c),
+            CliItem::Failed(c) => return cli_failed(routing, &t.provider, c),
         }
         if stop.is_some() {
             break;
@@ -185,10 +185,16 @@ async fn collect(
 
 /// Streaming: the CLI's items become OpenAI chunks; the reader's idle timeout bounds
 /// silences, and dropping the reader (client gone) kills the CLI.
-fn stream_out(core: &Core, t: &Target, run: run::CliRun, first: CliItem, enc: Encoder) -> Attempt {
+fn stream_out(
+    routing: &Routing,
+    t: &Target,
+    run: run::CliRun,
+    first: CliItem,
+    enc: Encoder,
+) -> Attempt {
     let idle = Duration::from_millis(t.provider.config.timeouts.idle_ms);
     let state = (run, enc, Some(first), false);
-    let redactor = core.redactor.clone();
+    let redactor = routing.redactor.clone();
     let body = futures_util::stream::unfold(state, move |(mut run, mut enc, pending, done)| {
         let redactor = redactor.clone();
         async move {
@@ -284,8 +290,12 @@ impl Encoder {
 
 /// A CLI failure; a login problem also marks the provider unavailable until the next check
 /// finds it logged in again.
-fn cli_failed(core: &Core, p: &crate::providers::ProviderEntry, mut c: Classified) -> Attempt {
-    c.reason = core.redactor.string(c.reason);
+fn cli_failed(
+    routing: &Routing,
+    p: &crate::providers::ProviderEntry,
+    mut c: Classified,
+) -> Attempt {
+    c.reason = routing.redactor.string(c.reason);
     if c.class == ErrorClass::Auth {
         let program = p.config.kind.cli_program().unwrap_or_default();
         let prev = p.runtime.cli_status.load_full();

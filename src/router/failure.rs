@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::snapshot::{Snapshot, Target};
+use super::Routing;
 use crate::config::LimitScope;
 use crate::events::Event;
-use crate::gateway::Core;
 use crate::limits::{Classified, ErrorClass, Scope};
 use crate::providers::ApiKey;
 
@@ -49,7 +49,7 @@ pub(super) struct Decision {
 
 /// Records the failure's consequences and decides the next step.
 pub(super) async fn on_failure(
-    core: &Core,
+    routing: &Routing,
     snap: &Snapshot,
     f: Failed<'_>,
     deadline: tokio::time::Instant,
@@ -57,16 +57,16 @@ pub(super) async fn on_failure(
     let (t, key, c) = (f.t, f.key, f.c);
     let (next, fresh, recorded) = match c.class {
         ErrorClass::Transient => {
-            let (next, opened) = transient(core, snap, &f);
+            let (next, opened) = transient(routing, snap, &f);
             (next, true, opened)
         }
         // A CLI's login is tracked as its status (unavailable until it is logged in again),
         // not as a cooldown that would outlast the fix.
         ErrorClass::Auth if t.provider.config.kind.is_cli() => (Next::DropProvider, true, false),
         class => {
-            let fresh = apply_cooldown(core, snap, t, key, c);
+            let fresh = apply_cooldown(routing, snap, t, key, c);
             if class == ErrorClass::Auth {
-                core.events.emit(Event::KeyDisabled {
+                routing.events.emit(Event::KeyDisabled {
                     provider: t.provider.id().to_string(),
                     key: key
                         .map(|k| k.id.clone())
@@ -75,8 +75,8 @@ pub(super) async fn on_failure(
                 });
             }
             let next = match class {
-                ErrorClass::Rate => rate(core, snap, &f, deadline).await,
-                ErrorClass::Auth | ErrorClass::Billing if other_key_free(core, t, key) => {
+                ErrorClass::Rate => rate(routing, snap, &f, deadline).await,
+                ErrorClass::Auth | ErrorClass::Billing if other_key_free(routing, t, key) => {
                     Next::OtherKey
                 }
                 _ => Next::Move,
@@ -87,18 +87,18 @@ pub(super) async fn on_failure(
     // The cooldown is on disk before the answer from the next candidate is sent: a crash
     // right after a 429 never calls the limited key again after the restart.
     if recorded {
-        core.store.writer().flush().await;
+        routing.cooldowns.flush().await;
     }
     Decision { next, fresh }
 }
 
 /// A transient failure feeds the breaker (which may open, cooling the provider or model:
 /// `true`); a lone 500 or a dropped connection is retried once on the spot.
-fn transient(core: &Core, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool) {
+fn transient(routing: &Routing, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool) {
     let (t, c) = (f.t, f.c);
     let p = &t.provider;
     let model = p.breaker_scope(&t.model.id);
-    let now = core.clock.now_ms();
+    let now = routing.clock.now_ms();
     if let Some(until) = p
         .runtime
         .breakers
@@ -110,8 +110,8 @@ fn transient(core: &Core, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool) {
             key: None,
             model: model.map(str::to_string),
         };
-        core.cooldowns.start(scope, until, "breaker", &c.reason);
-        core.events.emit(Event::BreakerOpened {
+        routing.cooldowns.start(scope, until, "breaker", &c.reason);
+        routing.events.emit(Event::BreakerOpened {
             provider: p.id().to_string(),
             until_ms: until,
             reason: c.reason.clone(),
@@ -131,7 +131,7 @@ fn transient(core: &Core, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool) {
 /// A rate limit (already cooling): a short stated wait is waited out once on the spot;
 /// else another key, or past this provider when its limit covers every model.
 async fn rate(
-    core: &Core,
+    routing: &Routing,
     snap: &Snapshot,
     f: &Failed<'_>,
     deadline: tokio::time::Instant,
@@ -140,7 +140,7 @@ async fn rate(
     let p = &t.provider;
     if c.reset_at_ms.is_some() {
         // Wait for the cooldown as recorded (clamped to at least a second).
-        let wait = cooldown_until(core, snap, c) - core.clock.now_ms();
+        let wait = cooldown_until(routing, snap, c) - routing.clock.now_ms();
         let pause = Duration::from_millis(wait.max(0) as u64);
         let fits = tokio::time::Instant::now() + pause < deadline;
         if f.first_retry && (0..=snap.routing.short_wait_ms as i64).contains(&wait) && fits {
@@ -148,7 +148,7 @@ async fn rate(
             return Next::SameTarget;
         }
     }
-    if other_key_free(core, t, f.key) {
+    if other_key_free(routing, t, f.key) {
         return Next::OtherKey;
     }
     let per_model = matches!(
@@ -163,19 +163,19 @@ async fn rate(
 }
 
 /// Whether the provider has another key that is not cooling for this model.
-fn other_key_free(core: &Core, t: &Target, used: Option<&ApiKey>) -> bool {
+fn other_key_free(routing: &Routing, t: &Target, used: Option<&ApiKey>) -> bool {
     let Some(used) = used else { return false };
     t.provider.keys.iter().any(|k| {
         k.id != used.id
-            && core
+            && routing
                 .cooldowns
                 .blocking(t.provider.id(), Some(&k.id), &t.model.id)
                 .is_none()
     })
 }
 
-pub(super) fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i64 {
-    let now = core.cooldowns.now_ms();
+pub(super) fn cooldown_until(routing: &Routing, snap: &Snapshot, c: &Classified) -> i64 {
+    let now = routing.cooldowns.now_ms();
     let default = match c.class {
         ErrorClass::Billing | ErrorClass::Model => LONG_COOLDOWN_MS,
         // Out until the user changes the key (or restarts with a new one).
@@ -198,7 +198,7 @@ pub(super) fn cooldown_until(core: &Core, snap: &Snapshot, c: &Classified) -> i6
 /// Cools the narrowest scope the failure applies to; false when that scope was already
 /// cooling (another request hit the same limit first).
 pub(super) fn apply_cooldown(
-    core: &Core,
+    routing: &Routing,
     snap: &Snapshot,
     t: &Target,
     key: Option<&ApiKey>,
@@ -253,7 +253,8 @@ pub(super) fn apply_cooldown(
         },
         ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return true,
     };
-    let until = cooldown_until(core, snap, c);
-    core.cooldowns
+    let until = cooldown_until(routing, snap, c);
+    routing
+        .cooldowns
         .start(scope, until, c.class.as_str(), &c.reason)
 }

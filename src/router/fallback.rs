@@ -12,19 +12,19 @@ use super::candidates::{fmt_ms, pick_key, record, served, skipped, try_slot, wai
 use super::failure::{cooldown_until, on_failure, Decision, Failed, Next};
 use super::record::Record;
 use super::snapshot::{Snapshot, Target};
+use super::Routing;
 use super::{
     larger_window, Answer, Attempt, Failure, Inbound, Pick, Served, Slot, Upstream, Wire,
     SHARED_SLOT_POLL,
 };
 use crate::config::ProviderKind;
-use crate::gateway::Core;
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
 
 /// What a pass needs around it: where to send, the state it reads and the request's deadline.
 pub(super) struct Ctx<'a, U> {
     pub up: &'a U,
-    pub core: &'a Core,
+    pub routing: &'a Routing,
     pub snap: &'a Snapshot,
     pub inbound: &'a Inbound,
     pub deadline: tokio::time::Instant,
@@ -127,7 +127,7 @@ impl Queue {
                     }
                 }
             } else if !self.busy.is_empty() {
-                match wait_for_slot(cx.core, &mut self.busy, cx.snap, cx.deadline).await {
+                match wait_for_slot(cx.routing, &mut self.busy, cx.snap, cx.deadline).await {
                     Ok(ts) => ts,
                     Err(f) if rec.sent_count() == 0 => return Take::Fail(f),
                     Err(_) => return Take::Done,
@@ -147,7 +147,7 @@ impl Queue {
             let p = &target.provider;
             let ttl = cx.snap.routing.request_timeout_ms.max(60_000);
             match cx
-                .core
+                .routing
                 .shared
                 .lease(p.id(), p.config.concurrency(), ttl)
                 .await
@@ -188,8 +188,8 @@ impl Queue {
 }
 
 /// The key to use on `t`, or `None` (noted) while every key cools or its breaker is open.
-fn admit(core: &Core, t: &Target, pass: &mut Pass, rec: &mut Record) -> Option<usize> {
-    let key = match pick_key(core, t) {
+fn admit(routing: &Routing, t: &Target, pass: &mut Pass, rec: &mut Record) -> Option<usize> {
+    let key = match pick_key(routing, t) {
         Pick::Go(i) => i,
         Pick::Cooling(until, reason, limit) => {
             // Only limits make "every candidate is rate-limited" true: a provider out after
@@ -200,7 +200,11 @@ fn admit(core: &Core, t: &Target, pass: &mut Pass, rec: &mut Record) -> Option<u
             return None;
         }
     };
-    if let Admit::Open(until) = t.provider.breaker(&t.model.id).admit(core.clock.now_ms()) {
+    if let Admit::Open(until) = t
+        .provider
+        .breaker(&t.model.id)
+        .admit(routing.clock.now_ms())
+    {
         pass.passed(t, "circuit breaker open", None);
         rec.push_attempt(skipped(t, None, "breaker open", None, Some(until)));
         return None;
@@ -209,7 +213,7 @@ fn admit(core: &Core, t: &Target, pass: &mut Pass, rec: &mut Record) -> Option<u
 }
 
 /// Announces the failover from the last failed target to `t` (not to the same target again).
-fn announce_failover(core: &Core, pass: &mut Pass, t: &Target, request_id: &str) {
+fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id: &str) {
     let Some((from, c, from_name)) = pass.last_failure.take() else {
         return;
     };
@@ -217,14 +221,14 @@ fn announce_failover(core: &Core, pass: &mut Pass, t: &Target, request_id: &str)
         return;
     }
     let to_name = t.provider.config.display_name();
-    core.events.emit(crate::events::Event::Failover {
+    routing.events.emit(crate::events::Event::Failover {
         request_id: request_id.to_string(),
-        message: crate::events::failover_message(
+        message: crate::limits::failover_message(
             &from_name,
             to_name,
             &c,
-            &core.local_tz,
-            core.clock.now_ms(),
+            &routing.local_tz,
+            routing.clock.now_ms(),
         ),
         from,
         to: t.label(),
@@ -275,18 +279,18 @@ pub(super) async fn run_candidates<U: Upstream>(
             Take::Done => return Err(pass.exhausted()),
             Take::Fail(f) => return Err(f),
         };
-        let Some(key) = admit(cx.core, &target, &mut pass, rec) else {
+        let Some(key) = admit(cx.routing, &target, &mut pass, rec) else {
             continue;
         };
         if target.provider.keys.get(key).is_some() {
             target.provider.runtime.used_key(key);
         }
-        announce_failover(cx.core, &mut pass, &target, rec.id());
+        announce_failover(cx.routing, &mut pass, &target, rec.id());
         let sent = Sent {
             target,
             key,
             started: Instant::now(),
-            sent_ms: cx.core.clock.now_ms(),
+            sent_ms: cx.routing.clock.now_ms(),
         };
         let attempt = cx
             .up
@@ -333,17 +337,17 @@ fn answered<U>(
     queue: &Queue,
     rec: &mut Record,
 ) -> Served {
-    let core = cx.core;
+    let routing = cx.routing;
     let p = &sent.target.provider;
     let model = &sent.target.model.id;
-    core.cooldowns.clear_covering(
+    routing.cooldowns.clear_covering(
         p.id(),
         sent.key().map(|k| k.id.as_str()),
         model,
         sent.sent_ms,
     );
-    if p.breaker(model).success(core.clock.now_ms()) {
-        core.events.emit(crate::events::Event::BreakerClosed {
+    if p.breaker(model).success(routing.clock.now_ms()) {
+        routing.events.emit(crate::events::Event::BreakerClosed {
             provider: p.id().to_string(),
         });
     }
@@ -440,10 +444,10 @@ async fn weigh<U>(
         status: v.status,
         first_retry: !pass.retried.contains(&label),
     };
-    let Decision { next, fresh } = on_failure(cx.core, snap, failed, cx.deadline).await;
+    let Decision { next, fresh } = on_failure(cx.routing, snap, failed, cx.deadline).await;
     // Another instance asked right after this one must already know about any cooldown this
     // failure started.
-    cx.core.shared.barrier().await;
+    cx.routing.shared.barrier().await;
     match next {
         Next::SameTarget => {
             pass.retried.insert(label);
@@ -460,7 +464,7 @@ async fn weigh<U>(
         }
         Next::Move => {}
     }
-    let limit = (c.class == ErrorClass::Rate).then(|| cooldown_until(cx.core, snap, c));
+    let limit = (c.class == ErrorClass::Rate).then(|| cooldown_until(cx.routing, snap, c));
     pass.passed(t, &c.reason, limit);
     if fresh {
         pass.announce_next(t, v.c);

@@ -5,6 +5,7 @@
 mod attempt;
 pub(crate) mod candidates;
 mod cli;
+mod context;
 mod failure;
 mod fallback;
 pub mod record;
@@ -23,12 +24,12 @@ use serde_json::{Map, Value};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::canonical::{ChatRequest, Needs, Usage};
-use crate::gateway::Core;
 use crate::limits::{self, Classified};
 use crate::providers::codec::Codec;
 use crate::providers::ProviderEntry;
 pub(crate) use candidates::skipped;
 use candidates::*;
+pub use context::{Routing, Sink};
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 use sse::SseReader;
@@ -180,7 +181,7 @@ pub(crate) trait Upstream: Sync {
 }
 
 /// The real upstreams.
-pub(crate) struct Live<'a>(pub &'a Core);
+pub(crate) struct Live<'a>(pub &'a Routing);
 
 impl Upstream for Live<'_> {
     fn attempt<'a>(
@@ -196,20 +197,29 @@ impl Upstream for Live<'_> {
 
 /// Runs the fallback loop for one request.
 pub async fn dispatch(
-    core: &Core,
+    routing: &Routing,
     snap: &Snapshot,
     inbound: &Inbound,
     targets: Vec<Target>,
     selection: Selection,
     rec: &mut Record,
 ) -> Result<Served, Failure> {
-    dispatch_via(&Live(core), core, snap, inbound, targets, selection, rec).await
+    dispatch_via(
+        &Live(routing),
+        routing,
+        snap,
+        inbound,
+        targets,
+        selection,
+        rec,
+    )
+    .await
 }
 
 /// The fallback loop over `up`.
 pub(crate) async fn dispatch_via<U: Upstream>(
     up: &U,
-    core: &Core,
+    routing: &Routing,
     snap: &Snapshot,
     inbound: &Inbound,
     targets: Vec<Target>,
@@ -219,7 +229,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     let mut targets = able(snap, inbound, targets, selection, rec)?;
     if matches!(selection, Selection::Auto) {
         // Proactive: providers about to run out go behind the others (order otherwise kept).
-        let now = core.clock.now_ms();
+        let now = routing.clock.now_ms();
         targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
     }
     let deadline_ms = inbound
@@ -231,7 +241,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     loop {
         let cx = fallback::Ctx {
             up,
-            core,
+            routing,
             snap,
             inbound,
             deadline,
@@ -244,7 +254,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             ..
         }) = &result
         {
-            let wait = at - core.clock.now_ms();
+            let wait = at - routing.clock.now_ms();
             let bound = snap.routing.wait_for_reset_ms as i64;
             let fits =
                 tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64) < deadline;
@@ -335,20 +345,20 @@ fn able(
 /// A limit the UI's Test found on a saved provider, applied like routing would (same scope
 /// rules, same bounds), so the row and the next request agree with what the test showed.
 pub fn adopt_limit(
-    core: &Core,
+    routing: &Routing,
     target: &Target,
     key: Option<&crate::providers::ApiKey>,
     c: &Classified,
 ) {
-    let snap = core.snapshot.load();
+    let snap = routing.snapshot.load();
     // Started, or (already cooling) replaced with what the test found.
-    failure::apply_cooldown(core, &snap, target, key, c);
+    failure::apply_cooldown(routing, &snap, target, key, c);
 }
 
 /// The UI's "Test": one tiny real request (a one-word answer) to `target` through the same
 /// attempt path routing uses, with `key` (or none). Changes no routing state.
 pub async fn test_target(
-    core: &Core,
+    routing: &Routing,
     target: &Target,
     key: Option<&crate::providers::ApiKey>,
 ) -> Result<u64, Classified> {
@@ -375,7 +385,7 @@ pub async fn test_target(
     let limit = Duration::from_millis(
         target.provider.config.timeouts.first_byte_ms + target.provider.config.timeouts.idle_ms,
     );
-    match tokio::time::timeout(limit, Live(core).attempt(target, key, &inbound, "test")).await {
+    match tokio::time::timeout(limit, Live(routing).attempt(target, key, &inbound, "test")).await {
         Err(_) => Err(limits::classify_timeout("no answer in time")),
         Ok(Attempt::Served(_)) => Ok(started.elapsed().as_millis() as u64),
         Ok(Attempt::Failed { classified, .. }) => Err(classified),

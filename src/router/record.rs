@@ -1,20 +1,19 @@
-//! One request's record: its attempts, timing and usage. Finishing it writes the request-log row
-//! and emits the request event; dropping it unfinished (client went away) records a 499.
+//! One request's record: its attempts, timing and usage. Finishing it hands the request-log row
+//! to the gateway's [`Sink`](super::Sink) (log, stats, metrics, spending, the request event); dropping it unfinished (client went away) records a 499.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::Routing;
 use crate::canonical::Usage;
-use crate::clients::{Client, Spend};
-use crate::events::Event;
-use crate::gateway::Core;
+use crate::clients::Client;
 use crate::pricing::Price;
-use crate::store::{AttemptRecord, LogRow, WriteOp};
+use crate::store::{AttemptRecord, LogRow};
 
 pub struct Record {
     row: Option<LogRow>,
     started: Instant,
-    core: Arc<Core>,
+    routing: Arc<Routing>,
     client: Arc<Client>,
     /// Price of the model that served, for the cost estimate.
     price: Option<Price>,
@@ -29,7 +28,7 @@ impl Record {
         client: Arc<Client>,
         requested_model: String,
         stream: bool,
-        core: &Arc<Core>,
+        routing: &Arc<Routing>,
     ) -> Self {
         Self {
             row: Some(LogRow {
@@ -52,15 +51,15 @@ impl Record {
                 error: None,
             }),
             started: Instant::now(),
-            core: core.clone(),
+            routing: routing.clone(),
             client,
             price: None,
             upstream_us: 0,
         }
     }
 
-    pub fn core(&self) -> &Arc<Core> {
-        &self.core
+    pub fn routing(&self) -> &Arc<Routing> {
+        &self.routing
     }
 
     pub fn id(&self) -> &str {
@@ -148,48 +147,24 @@ impl Record {
             .unwrap_or(0)
     }
 
-    /// Writes the log row and emits the request event.
+    /// Completes the log row and hands it to the gateway.
     pub fn finish(&mut self, status: u16, error: Option<String>) {
         let Some(mut row) = self.row.take() else {
             return;
         };
-        let core = &self.core;
         row.status = status;
         row.error = error;
         let total = self.started.elapsed();
         row.total_ms = total.as_millis() as u64;
         row.upstream_ms = Some(self.upstream_us / 1000);
-        let tokens = row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0);
-        let cost = self.price.map(|p| {
+        row.cost_usd = self.price.map(|p| {
             p.cost(
                 row.input_tokens.unwrap_or(0),
                 row.output_tokens.unwrap_or(0),
             )
         });
-        row.cost_usd = cost;
-        if tokens > 0 || cost.is_some_and(|c| c > 0.0) {
-            core.spend(
-                &self.client,
-                Spend {
-                    tokens,
-                    micro_usd: (cost.unwrap_or(0.0) * 1_000_000.0).round() as u64,
-                },
-            );
-        }
-        core.stats.observe(&row);
-        core.metrics.observe(&row, total, self.upstream_us);
-        if core.events.has_subscribers() {
-            core.events.emit(Event::Request {
-                id: row.id.clone(),
-                requested_model: row.requested_model.clone(),
-                provider: row.provider.clone(),
-                model: row.model.clone(),
-                status,
-                attempts: row.attempts.iter().filter(|a| a.class.sent()).count(),
-                total_ms: row.total_ms,
-            });
-        }
-        core.store.writer().send(WriteOp::Log(Box::new(row)));
+        self.routing
+            .finished(&self.client, row, total, self.upstream_us);
     }
 }
 

@@ -266,7 +266,7 @@ impl Pump {
     /// An error event after the commit: the request fails with it, and the client gets it in
     /// its own format (the upstream's own frame, redacted, when the formats match).
     fn upstream_error(&mut self, raw: Bytes, e: UpstreamError) -> Bytes {
-        let redactor = self.rec.core().redactor.clone();
+        let redactor = self.rec.routing().redactor.clone();
         let msg = redactor.string(e.message().to_string());
         self.ended = true;
         self.rec
@@ -377,18 +377,18 @@ impl Pump {
     /// or stalls every stream does not stay first in line.
     fn count_break(&mut self, why: &str) {
         self.rec.serving_attempt_broke(why);
-        let core = self.rec.core().clone();
+        let routing = self.rec.routing().clone();
         let p = &self.target.provider;
-        let snap = core.snapshot.load();
+        let snap = routing.snapshot.load();
         let model = p.breaker_scope(&self.target.model.id);
         if let Some(until) = p
             .runtime
             .breakers
             .get(model)
-            .failure(core.clock.now_ms(), &snap.routing.breaker)
+            .failure(routing.clock.now_ms(), &snap.routing.breaker)
         {
             let reason = format!("streams keep breaking: {why}");
-            core.cooldowns.start(
+            routing.cooldowns.start(
                 crate::limits::Scope {
                     provider: p.id().to_string(),
                     key: None,
@@ -398,7 +398,7 @@ impl Pump {
                 "breaker",
                 &reason,
             );
-            core.events.emit(crate::events::Event::BreakerOpened {
+            routing.events.emit(crate::events::Event::BreakerOpened {
                 provider: p.id().to_string(),
                 until_ms: until,
                 reason,
@@ -408,7 +408,7 @@ impl Pump {
 
     /// Counts the answer's tokens against the serving key's declared `tpm`.
     fn count_tokens(&self) {
-        self.rec.core().count_tokens(
+        self.rec.routing().count_tokens(
             &self.target.provider,
             self.rec.served_key().unwrap_or_default(),
             self.rec.total_tokens(),

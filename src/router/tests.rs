@@ -88,7 +88,7 @@ impl Upstream for (Script, Arc<Core>) {
                     status,
                     &h,
                     body.as_bytes(),
-                    &core.reset_context(&t.provider),
+                    &core.routing.reset_context(&t.provider),
                 );
                 Attempt::Failed {
                     classified: c,
@@ -205,7 +205,7 @@ async fn send(
     script: Script,
     stream: bool,
 ) -> (Result<Served, Failure>, Record, Script) {
-    let snap = w.core.snapshot.load_full();
+    let snap = w.core.routing.snapshot.load_full();
     let (targets, selection) = snap.resolve("auto").unwrap();
     let mut rec = Record::new(
         format!("req-{}", w.clock.now_ms()),
@@ -213,11 +213,20 @@ async fn send(
         Arc::new(crate::clients::Client::unlimited("test")),
         "auto".into(),
         stream,
-        &w.core,
+        &w.core.routing,
     );
     let up = (script, w.core.clone());
     let inbound = inbound(stream);
-    let result = dispatch_via(&up, &w.core, &snap, &inbound, targets, selection, &mut rec).await;
+    let result = dispatch_via(
+        &up,
+        &w.core.routing,
+        &snap,
+        &inbound,
+        targets,
+        selection,
+        &mut rec,
+    )
+    .await;
     (result, rec, up.0)
 }
 
@@ -283,7 +292,7 @@ async fn a_rate_limited_key_moves_to_the_next_key_and_cools_for_what_the_provide
             )],
         )
         .on("p/m#env:ROUTER_T1_K2", vec![Reply::Ok, Reply::Ok]);
-    let mut events = w.core.events.subscribe();
+    let mut events = w.core.routing.events.subscribe();
     let (r, rec, script) = send(&w, script, false).await;
     assert_eq!(served_by(&r), "p/m");
     assert_eq!(classes(&rec), ["rate", "ok"]);
@@ -344,7 +353,7 @@ async fn when_everything_is_rate_limited_the_client_learns_the_soonest_reset() {
                 RATE_BODY,
             )],
         );
-    let mut events = w.core.events.subscribe();
+    let mut events = w.core.routing.events.subscribe();
     let (r, rec, script) = send(&w, script, false).await;
     match r {
         Err(Failure::Exhausted { retry_at_ms, .. }) => {
@@ -458,7 +467,7 @@ async fn a_stream_that_breaks_after_content_ends_with_an_explicit_error() {
     );
     // The break counts against the provider's breaker: with it, two more transient failures
     // open the breaker (three in a row, the default).
-    let p = w.core.snapshot.load().providers[0].clone();
+    let p = w.core.routing.snapshot.load().providers[0].clone();
     let breaker = p.runtime.breakers.get(p.breaker_scope("m"));
     let cfg = Default::default();
     assert!(breaker.failure(w.clock.now_ms(), &cfg).is_none());

@@ -3,7 +3,7 @@
 
 use redis::AsyncCommands;
 
-use super::{PeriodKind, Redis};
+use super::{Host, PeriodKind, Redis};
 use crate::clients::{utc_day, utc_month};
 
 /// The layout of counter keys in Redis. 1: `budget:{client}:{start}` and
@@ -38,14 +38,14 @@ fn glob_escape(s: &str) -> String {
 impl Redis {
     /// Brings counters written under an older key layout to the current one (see
     /// [`KEY_LAYOUT`]); a no-op once Redis records that layout.
-    pub(super) async fn migrate(&self, core: &crate::gateway::Core) -> redis::RedisResult<()> {
+    pub(super) async fn migrate(&self, core: &dyn Host) -> redis::RedisResult<()> {
         let mut conn = self.conn.clone();
         let layout_key = self.key(&["layout"]);
         let layout: Option<i64> = conn.get(&layout_key).await?;
         if layout.is_some_and(|v| v >= KEY_LAYOUT) {
             return Ok(());
         }
-        let now = core.clock.now_ms();
+        let now = core.now_ms();
         let (day, next_day) = utc_day(now);
         let (month, next_month) = utc_month(now);
         let keep_day = next_day - now + 86_400_000;
@@ -80,7 +80,6 @@ impl Redis {
             }
             folded += inv.invoke_async::<i64>(&mut conn).await?;
         }
-        let snap = core.snapshot.load();
         for old in self.scan(&["quota"]).await? {
             let Some((rest, start)) = old_layout(&old, &self.key(&["quota"])) else {
                 continue;
@@ -92,7 +91,7 @@ impl Redis {
                 // Old minute counters expire within two minutes.
                 continue;
             }
-            let Some(p) = snap.providers.iter().find(|p| p.id() == provider) else {
+            let Some(p) = core.provider(provider) else {
                 continue;
             };
             let (qday, qend) = p.quota_day(now);

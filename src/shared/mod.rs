@@ -85,6 +85,20 @@ enum Op {
 }
 
 /// Where shared state goes; `Shared::local()` when there is no Redis.
+/// What the shared-state loops reach in the gateway that runs them. The composition root
+/// implements it, so this module does not depend on the gateway.
+pub(crate) trait Host: Send + Sync {
+    fn now_ms(&self) -> i64;
+    fn provider(&self, id: &str) -> Option<Arc<crate::providers::ProviderEntry>>;
+    fn cooldowns(&self) -> &crate::limits::Cooldowns;
+    fn store(&self) -> &crate::store::Store;
+    fn clients(&self) -> &crate::clients::Limiter;
+    /// Loads the client keys again after another instance changed one.
+    fn reload_keys(&self) -> Result<(), crate::store::StoreError>;
+    /// Cancelled when this gateway shuts down.
+    fn stopping(&self) -> &tokio_util::sync::CancellationToken;
+}
+
 #[derive(Default, Clone)]
 pub struct Shared {
     inner: Option<Arc<Redis>>,
@@ -228,7 +242,7 @@ impl Shared {
     }
 
     /// Starts the health loop and the cooldown subscription (once the core exists).
-    pub fn start(&self, core: Weak<crate::gateway::Core>) {
+    pub(crate) fn start(&self, core: Weak<dyn Host>) {
         if let Some(r) = &self.inner {
             tokio::spawn(sync::health(r.clone(), core.clone()));
             tokio::spawn(sync::subscribe(r.clone(), core));
@@ -390,24 +404,6 @@ impl Shared {
         }
     }
 
-    /// Publishes a cooldown this instance started.
-    pub fn cooldown_started(&self, e: &CooldownEntry) {
-        if let Some(r) = &self.inner {
-            let _ = r.ops.send(Op::SetCooldown(e.clone()));
-        }
-    }
-
-    /// Publishes a cooldown this instance cleared.
-    pub fn cooldown_cleared(&self, s: &Scope) {
-        if let Some(r) = &self.inner {
-            if r.up.load(Ordering::Relaxed) {
-                let _ = r.ops.send(Op::ClearCooldown(s.clone()));
-            } else if let Ok(mut c) = r.cleared.lock() {
-                c.push(s.clone());
-            }
-        }
-    }
-
     /// Waits (briefly) until everything published so far has reached Redis, so another
     /// instance asked right after this one's answer already knows.
     pub async fn barrier(&self) {
@@ -417,6 +413,26 @@ impl Shared {
         let (tx, rx) = oneshot::channel();
         if r.ops.send(Op::Barrier(tx)).is_ok() {
             let _ = tokio::time::timeout(OP_TIMEOUT, rx).await;
+        }
+    }
+}
+
+impl crate::limits::Mirror for Shared {
+    /// Publishes a cooldown this instance started.
+    fn cooldown_started(&self, e: &CooldownEntry) {
+        if let Some(r) = &self.inner {
+            let _ = r.ops.send(Op::SetCooldown(e.clone()));
+        }
+    }
+
+    /// Publishes a cooldown this instance cleared.
+    fn cooldown_cleared(&self, s: &Scope) {
+        if let Some(r) = &self.inner {
+            if r.up.load(Ordering::Relaxed) {
+                let _ = r.ops.send(Op::ClearCooldown(s.clone()));
+            } else if let Ok(mut c) = r.cleared.lock() {
+                c.push(s.clone());
+            }
         }
     }
 }

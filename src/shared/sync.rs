@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::PeriodKind;
-use super::{Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
+use super::{Host, Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
 use crate::clients::{utc_day, utc_month, Client, Spend};
 use crate::limits::quota::SharedCounts;
 use crate::limits::{CooldownEntry, Scope};
@@ -246,10 +246,7 @@ impl Redis {
 
     /// Takes the other instances' client keys where theirs are newer; returns the versions
     /// Redis holds.
-    async fn pull_keys(
-        &self,
-        core: &crate::gateway::Core,
-    ) -> redis::RedisResult<HashMap<String, i64>> {
+    async fn pull_keys(&self, core: &dyn Host) -> redis::RedisResult<HashMap<String, i64>> {
         let mut conn = self.conn.clone();
         let theirs: HashMap<String, String> = conn.hgetall(self.key(&["keys"])).await?;
         let keys: Vec<crate::store::SyncedKey> = theirs
@@ -279,7 +276,7 @@ impl Redis {
     }
 
     /// Pushes what this instance learned while Redis was away and pulls what the others did.
-    async fn reconcile(&self, core: &crate::gateway::Core) -> redis::RedisResult<()> {
+    async fn reconcile(&self, core: &dyn Host) -> redis::RedisResult<()> {
         self.migrate(core).await?;
         let cleared = self
             .cleared
@@ -290,7 +287,7 @@ impl Redis {
             self.write(&Op::ClearCooldown(s.clone())).await?;
         }
         let known_keys = self.pull_keys(core).await?;
-        if let Ok(mine) = core.store.synced_keys(None) {
+        if let Ok(mine) = core.store().synced_keys(None) {
             for k in mine {
                 if known_keys.get(&k.row.id).is_none_or(|u| *u < k.updated_ms) {
                     self.write(&Op::Key(Box::new(k))).await?;
@@ -298,7 +295,7 @@ impl Redis {
             }
         }
         let known = self.pull_cooldowns(core).await?;
-        for e in core.cooldowns.active() {
+        for e in core.cooldowns().active() {
             let field = cooldown_field(&e.scope);
             if known.get(&field).is_none_or(|u| *u < e.until_ms) {
                 self.write(&Op::SetCooldown(e)).await?;
@@ -316,8 +313,8 @@ impl Redis {
             }
             // If Redis lost its data (restarted without persistence), what this instance saw
             // is still a floor for the period's spending.
-            if let Some((day, month)) = core.clients.periods(&client.id) {
-                let now = core.clock.now_ms();
+            if let Some((day, month)) = core.clients().periods(&client.id) {
+                let now = core.now_ms();
                 for (kind, p, end) in [
                     (PeriodKind::Day, day, utc_day(now).1),
                     (PeriodKind::Month, month, utc_month(now).1),
@@ -336,11 +333,8 @@ impl Redis {
     }
 
     /// Takes every live cooldown in Redis into this instance's table; returns their ends.
-    async fn pull_cooldowns(
-        &self,
-        core: &crate::gateway::Core,
-    ) -> redis::RedisResult<HashMap<String, i64>> {
-        let now = core.clock.now_ms();
+    async fn pull_cooldowns(&self, core: &dyn Host) -> redis::RedisResult<HashMap<String, i64>> {
+        let now = core.now_ms();
         let mut conn = self.conn.clone();
         let theirs: HashMap<String, String> = conn.hgetall(self.key(&["cooldowns"])).await?;
         let mut known: HashMap<String, i64> = HashMap::new();
@@ -355,7 +349,7 @@ impl Redis {
             }
             known.insert(field.clone(), m.until_ms);
             if let Some(scope) = scope_of(field) {
-                core.cooldowns.apply_remote(CooldownEntry {
+                core.cooldowns().apply_remote(CooldownEntry {
                     scope,
                     until_ms: m.until_ms,
                     class: m.class,
@@ -382,19 +376,16 @@ impl Redis {
 
 /// Takes other instances' versions of client keys where they are newer, then reloads the
 /// key checker once.
-fn adopt_keys<'a>(
-    core: &crate::gateway::Core,
-    keys: impl IntoIterator<Item = &'a crate::store::SyncedKey>,
-) {
+fn adopt_keys<'a>(core: &dyn Host, keys: impl IntoIterator<Item = &'a crate::store::SyncedKey>) {
     let mut changed = false;
     for k in keys {
-        match core.store.adopt_key(k) {
+        match core.store().adopt_key(k) {
             Ok(c) => changed |= c,
             Err(e) => tracing::warn!(error = %e, "cannot take a shared client key"),
         }
     }
     if changed {
-        if let Err(e) = core.load_ui_keys() {
+        if let Err(e) = core.reload_keys() {
             tracing::warn!(error = %e, "cannot reload client keys");
         }
     }
@@ -424,13 +415,13 @@ pub(super) async fn worker(redis: Weak<Redis>, mut rx: mpsc::UnboundedReceiver<O
     }
 }
 
-pub(super) async fn health(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
+pub(super) async fn health(r: Arc<Redis>, core: Weak<dyn Host>) {
     let mut announced_start = false;
     loop {
         let Some(core) = core.upgrade() else {
             return;
         };
-        if core.stopping.is_cancelled() {
+        if core.stopping().is_cancelled() {
             return;
         }
         let mut conn = r.conn.clone();
@@ -442,7 +433,7 @@ pub(super) async fn health(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
         match ping {
             Ok(Ok(_)) => {
                 if !r.up.load(Ordering::Relaxed) {
-                    match r.reconcile(&core).await {
+                    match r.reconcile(&*core).await {
                         Ok(()) => {
                             r.up.store(true, Ordering::Relaxed);
                             tracing::info!(
@@ -468,10 +459,10 @@ pub(super) async fn health(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
 }
 
 /// Applies the other instances' cooldown changes as they are published.
-pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
+pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<dyn Host>) {
     let channel = r.key(&["events"]);
     loop {
-        if core.upgrade().is_none_or(|c| c.stopping.is_cancelled()) {
+        if core.upgrade().is_none_or(|c| c.stopping().is_cancelled()) {
             return;
         }
         let mut pubsub = match r.client.get_async_pubsub().await {
@@ -487,16 +478,16 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
         }
         // Whatever was published before this subscription is in the hashes already.
         if let Some(c) = core.upgrade() {
-            if let Err(e) = r.pull_keys(&c).await {
+            if let Err(e) = r.pull_keys(&*c).await {
                 tracing::debug!(error = %e, "reading shared client keys failed");
             }
-            if let Err(e) = r.pull_cooldowns(&c).await {
+            if let Err(e) = r.pull_cooldowns(&*c).await {
                 tracing::debug!(error = %e, "reading shared cooldowns failed");
             }
         }
         let mut stream = pubsub.into_on_message();
         loop {
-            let stopping = core.upgrade().map(|c| c.stopping.clone());
+            let stopping = core.upgrade().map(|c| c.stopping().clone());
             let stopped = async move {
                 if let Some(t) = stopping {
                     t.cancelled_owned().await;
@@ -522,12 +513,11 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
                 return;
             };
             if let Some(k) = &m.client_key {
-                adopt_keys(&core, [k.as_ref()]);
+                adopt_keys(&*core, [k.as_ref()]);
                 continue;
             }
             if let (Some(counts), Some(key)) = (m.counts, &m.key) {
-                let snap = core.snapshot.load();
-                if let Some(p) = snap.providers.iter().find(|p| p.id() == m.provider) {
+                if let Some(p) = core.provider(&m.provider) {
                     p.runtime.quota.shared(key, counts);
                 }
                 continue;
@@ -538,14 +528,14 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<crate::gateway::Core>) {
                 model: m.model,
             };
             match m.op.as_str() {
-                "set" => core.cooldowns.apply_remote(CooldownEntry {
+                "set" => core.cooldowns().apply_remote(CooldownEntry {
                     scope,
                     until_ms: m.until_ms,
                     class: m.class,
                     reason: m.reason,
                     since_ms: 0, // set on arrival
                 }),
-                "clear" => core.cooldowns.remove_remote(&scope),
+                "clear" => core.cooldowns().remove_remote(&scope),
                 _ => {}
             }
         }

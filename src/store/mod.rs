@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
 pub use keys::{ClientKeyRow, SyncedKey};
-pub use settings::{UsageRow, WindowStats};
+pub use settings::{UsageRow, WindowStats, LISTEN_SETTING};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
@@ -302,19 +302,26 @@ impl Store {
     }
 
     /// Cooldowns that have not yet expired at `now_ms`.
-    pub fn load_cooldowns(&self, now_ms: i64) -> Result<Vec<CooldownRow>, StoreError> {
+    pub fn load_cooldowns(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<crate::limits::CooldownEntry>, StoreError> {
         let conn = self.read()?;
         let mut stmt = self.sql(conn.prepare(
             "SELECT provider, key_id, model, until_ms, class, reason FROM cooldowns WHERE until_ms > ?1",
         ))?;
         let rows = self.sql(stmt.query_map([now_ms], |r| {
-            Ok(CooldownRow {
-                provider: r.get(0)?,
-                key_id: r.get(1)?,
-                model: r.get(2)?,
+            let (key, model): (String, String) = (r.get(1)?, r.get(2)?);
+            Ok(crate::limits::CooldownEntry {
+                scope: crate::limits::Scope {
+                    provider: r.get(0)?,
+                    key: Some(key).filter(|s| !s.is_empty()),
+                    model: Some(model).filter(|s| !s.is_empty()),
+                },
                 until_ms: r.get(3)?,
                 class: r.get(4)?,
                 reason: r.get(5)?,
+                since_ms: i64::MIN,
             })
         }))?;
         self.sql(rows.collect())

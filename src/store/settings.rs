@@ -4,6 +4,10 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
+/// The setting with the listen address chosen in Settings (or given to the desktop app on its
+/// command line): `{"host": …, "port": …}`, used from the next start.
+pub const LISTEN_SETTING: &str = "listen";
+
 use super::{Store, StoreError};
 
 /// Usage of one client or provider in one time bucket.

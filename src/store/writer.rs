@@ -296,6 +296,32 @@ pub(super) fn prune(conn: &Connection, log: &LogConfig, now: i64) -> rusqlite::R
     Ok(())
 }
 
+/// The cooldown table lives in SQLite next to the request log, written by the same thread.
+impl crate::limits::Persist for StoreWriter {
+    fn save(&self, e: &crate::limits::CooldownEntry) {
+        self.send(WriteOp::SetCooldown(CooldownRow {
+            provider: e.scope.provider.clone(),
+            key_id: e.scope.key.clone().unwrap_or_default(),
+            model: e.scope.model.clone().unwrap_or_default(),
+            until_ms: e.until_ms,
+            class: e.class.clone(),
+            reason: e.reason.clone(),
+        }));
+    }
+
+    fn forget(&self, scope: &crate::limits::Scope) {
+        self.send(WriteOp::ClearCooldown {
+            provider: scope.provider.clone(),
+            key_id: scope.key.clone().unwrap_or_default(),
+            model: scope.model.clone().unwrap_or_default(),
+        });
+    }
+
+    fn flush(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(StoreWriter::flush(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

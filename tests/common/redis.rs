@@ -157,8 +157,8 @@ pub async fn pair_at(
     let b = out.pop().unwrap();
     let a = out.pop().unwrap();
     assert!(
-        eventually(5, || a.handle.core.shared.is_up() == Some(true)
-            && b.handle.core.shared.is_up() == Some(true))
+        eventually(5, || a.handle.core.routing.shared.is_up() == Some(true)
+            && b.handle.core.routing.shared.is_up() == Some(true))
         .await,
         "both instances reach Redis"
     );

@@ -132,9 +132,9 @@ async fn anthropic_errors_are_classified_and_breaks_end_explicitly() {
         headers: vec![("retry-after".into(), "30".into())] }]);
     let r = baton.chat("auto", "x").await;
     assert_eq!(r.status(), 429);
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!((cd.len(), cd[0].class.as_str()), (1, "rate"));
-    baton.handle.core.cooldowns.clear(&cd[0].scope);
+    baton.handle.core.routing.cooldowns.clear(&cd[0].scope);
     up.script([Behavior::StreamDies(1)]);
     let r = baton.http.post(format!("{}/v1/messages", baton.url)).header("x-api-key", &baton.key)
         .json(&json!({"model": "claude-x", "max_tokens": 50, "stream": true, "messages": [{"role": "user", "content": "one two three"}]}))

@@ -45,3 +45,113 @@ fn every_source_file_is_on_the_map_and_the_map_names_no_missing_file() {
         "the map names files that do not exist: {stale:?}"
     );
 }
+
+/// The library's top-level modules each file of `module` names through `crate::…` (comments and
+/// the unit-test module at a file's end left out: tests may reach anywhere).
+fn imports(root: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut graph = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for f in files {
+        let rel = f.strip_prefix(root.join("src")).unwrap();
+        let module = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        // The binary's own code (main.rs, cli/) and the crate root are not layers.
+        if matches!(module.as_str(), "main" | "lib" | "cli") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let body = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        let code: String = body
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let deps = graph.entry(module.clone()).or_default();
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                group[..end]
+                    .split(',')
+                    .map(|n| n.trim().split("::").next().unwrap().trim())
+                    .collect()
+            } else {
+                vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap()]
+            };
+            for n in names {
+                // Lower-case names are modules; types re-exported at the root are not layers.
+                if !n.is_empty() && n != module && n.starts_with(|c: char| c.is_ascii_lowercase()) {
+                    deps.insert(n.to_string());
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_library_modules_import_each_other_without_a_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graph = imports(root);
+    // Sanity: the reader sees the edges every request takes.
+    for (from, to) in [
+        ("api", "router"),
+        ("router", "providers"),
+        ("gateway", "router"),
+    ] {
+        assert!(
+            graph.get(from).is_some_and(|d| d.contains(to)),
+            "expected {from} -> {to} in {graph:#?}"
+        );
+    }
+    // Depth-first search; a module met again on the current path closes a circle.
+    fn visit<'a>(
+        m: &'a str,
+        graph: &'a std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut std::collections::BTreeSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| *p == m) {
+            let mut circle: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
+            circle.push(m.to_string());
+            return Some(circle);
+        }
+        if !done.insert(m) {
+            return None;
+        }
+        path.push(m);
+        for d in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(d, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for m in graph.keys() {
+        if let Some(circle) = visit(m, &graph, &mut Vec::new(), &mut done) {
+            panic!("import circle: {}", circle.join(" -> "));
+        }
+    }
+    // Nothing below the API reaches the composition root or the server.
+    for (m, deps) in &graph {
+        if !matches!(m.as_str(), "api" | "gateway" | "server" | "serve") {
+            assert!(
+                !deps.contains("gateway") && !deps.contains("server"),
+                "{m} imports the composition root: {deps:?}"
+            );
+        }
+    }
+}

@@ -126,7 +126,7 @@ async fn probe_reads_the_live_providers_from_the_data_directory() {
         "ok"
     );
     assert!(
-        baton.handle.core.cooldowns.active().is_empty(),
+        baton.handle.core.routing.cooldowns.active().is_empty(),
         "probing changes no cooldowns"
     );
     baton.stop().await;
@@ -170,7 +170,7 @@ async fn probe_apply_cools_failed_targets_in_the_running_baton() {
     .await;
     assert_eq!(code, 1, "b failed: {err}");
     assert!(err.contains("applied 1 cooldown(s)"), "{err}");
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert_eq!(
         (cd[0].scope.provider.as_str(), cd[0].class.as_str()),
@@ -255,7 +255,7 @@ async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("applied 0 cooldown(s)"), "{err}");
     assert!(
-        baton.handle.core.cooldowns.active().is_empty(),
+        baton.handle.core.routing.cooldowns.active().is_empty(),
         "healthy keys are left alone"
     );
     // Each got its own API: Anthropic's headers and body, Gemini's path and key header.

@@ -199,6 +199,7 @@ async fn limits_fail_over_claude_codex_gemini_and_are_announced_once() {
     let cooling: Vec<(String, i64)> = baton
         .handle
         .core
+        .routing
         .cooldowns
         .active()
         .iter()
@@ -290,7 +291,7 @@ async fn gemini_quotas_reset_when_gemini_says() {
     // Daily quota: next midnight in America/Los_Angeles, for this model only.
     let r = baton.chat("auto", "hi").await;
     assert_eq!(header(&r, "x-gateway-provider"), "codex");
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert_eq!(cd[0].until_ms, ts("2026-11-30T08:00:00Z"));
     assert_eq!(cd[0].scope.model.as_deref(), Some("gemini-2.5-pro"));
@@ -300,6 +301,7 @@ async fn gemini_quotas_reset_when_gemini_says() {
     baton
         .handle
         .core
+        .routing
         .cooldowns
         .clear_covering("gemini", None, "gemini-2.5-pro", i64::MAX);
     clock.set(NOW);
@@ -310,7 +312,7 @@ async fn gemini_quotas_reset_when_gemini_says() {
         started.elapsed() < Duration::from_secs(4),
         "did not wait for the CLI's own retry"
     );
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd[0].until_ms, NOW + (2 * 3600 + 13 * 60 + 47) * 1000);
     let call = &clis.calls("gemini")[1];
     let (pid, grandchild) = (
@@ -380,7 +382,7 @@ async fn a_login_that_lapses_mid_run_fails_over_and_marks_the_cli() {
         .unwrap_or_default();
     assert!(why.contains("codex login"), "{st}");
     assert!(
-        baton.handle.core.cooldowns.active().is_empty(),
+        baton.handle.core.routing.cooldowns.active().is_empty(),
         "a login is not a cooldown that outlasts the fix"
     );
     baton.stop().await;
@@ -462,7 +464,7 @@ async fn overloaded_cli_cools_briefly_and_fails_over() {
     assert_eq!(header(&r, "x-gateway-provider"), "codex");
     let log = baton.log().await;
     assert_eq!(log[0].attempts[0].class.as_str(), "overloaded");
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert!(
         cd[0].until_ms - NOW <= 30_000,

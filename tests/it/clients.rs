@@ -76,7 +76,7 @@ async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
     assert_eq!(baton.chat_as(&other, "auto").await.status(), 200);
     assert_eq!(baton.chat_as(&baton.key, "auto").await.status(), 200);
     assert!(
-        baton.handle.core.cooldowns.active().is_empty(),
+        baton.handle.core.routing.cooldowns.active().is_empty(),
         "no upstream cooldown"
     );
 

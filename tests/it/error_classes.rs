@@ -40,7 +40,7 @@ async fn a_request_over_the_per_minute_limit_cools_nothing_and_moves_on() {
         assert_eq!(r.status(), 200, "{status}");
         assert_eq!(header(&r, "x-gateway-provider"), "large");
         assert!(
-            baton.handle.core.cooldowns.active().is_empty(),
+            baton.handle.core.routing.cooldowns.active().is_empty(),
             "{status}: the small provider is not cooled: a smaller request still fits"
         );
         // The next (smaller) request goes to the first provider again.
@@ -68,7 +68,7 @@ async fn a_request_over_the_per_minute_limit_cools_nothing_and_moves_on() {
             .contains("Limit 6000, Requested 9000"),
         "{v}"
     );
-    assert!(baton.handle.core.cooldowns.active().is_empty());
+    assert!(baton.handle.core.routing.cooldowns.active().is_empty());
     assert_eq!(baton.chat("auto", "short").await.status(), 200);
     baton.stop().await;
 }
@@ -94,7 +94,7 @@ async fn a_400_that_is_a_spending_limit_cools_the_key_until_its_date() {
     let r = baton.chat("auto", "hi").await;
     assert_eq!(r.status(), 200, "failed over instead of relaying the 400");
     assert_eq!(header(&r, "x-gateway-provider"), "spare");
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     let c = cd.iter().find(|c| c.scope.provider == "capped").unwrap();
     assert_eq!(c.until_ms, at("2027-01-01T00:00:00Z"));
     assert_eq!(c.class.as_str(), "billing");
@@ -170,7 +170,7 @@ async fn an_overloaded_model_cools_alone_unless_the_provider_says_otherwise() {
             r.status().is_server_error(),
             "{scope:?}: the pinned model was overloaded"
         );
-        let cd = baton.handle.core.cooldowns.active();
+        let cd = baton.handle.core.routing.cooldowns.active();
         assert_eq!(cd.len(), 1, "{cd:?}");
         assert_eq!(cd[0].class.as_str(), "overloaded");
         if other_model_serves {

@@ -114,7 +114,7 @@ async fn daily_quota_errors_cool_until_pacific_midnight() {
         "violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}), headers: vec![] }]);
     let r = baton.chat("auto", "x").await;
     assert_eq!(r.status(), 429);
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd[0].class.as_str(), "rate");
     assert_eq!(
         cd[0].scope.model.as_deref(),

@@ -66,7 +66,7 @@ async fn keys_rotate_fairly_and_a_limited_key_is_not_called_before_its_reset() {
         ["k-one", "k-two", "k-two", "k-two", "k-two"],
         "k-one rests until its reset"
     );
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert_eq!(cd[0].scope.key.as_deref(), Some("env:BT_ROT_K1"));
     baton.stop().await;
@@ -128,7 +128,7 @@ async fn per_model_limit_moves_to_the_next_model_on_the_same_key() {
         ("a", "m2")
     );
     assert_eq!(auths(&a), ["only-key", "only-key"]);
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(
         (cd[0].scope.key.as_deref(), cd[0].scope.model.as_deref()),
         (Some("env:BT_PM_K1"), Some("m1"))
@@ -472,7 +472,7 @@ async fn content_policy_refusals_go_back_unless_configured_to_fall_over() {
         );
         assert_eq!(b.hits(), want_b_hits);
         assert!(
-            baton.handle.core.cooldowns.active().is_empty(),
+            baton.handle.core.routing.cooldowns.active().is_empty(),
             "a refusal cools nothing"
         );
         baton.stop().await;

@@ -24,6 +24,7 @@ async fn local_server_serves_last_and_only_when_enabled() {
                 eventually(5, || baton
                     .handle
                     .core
+                    .routing
                     .snapshot
                     .load()
                     .provider("local")

@@ -71,7 +71,7 @@ async fn rate_limit_fails_over_and_cools_the_provider() {
     assert_eq!(header(&r, "x-gateway-provider"), "b");
     assert_eq!(header(&r, "x-gateway-attempts"), "1");
     assert_eq!(a.hits(), 1);
-    let cd = baton.handle.core.cooldowns.active();
+    let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     let left = cd[0].until_ms - baton::clock::unix_ms();
     assert!(
@@ -165,7 +165,7 @@ async fn client_errors_go_back_without_failover_or_cooldown() {
     assert_eq!(v["error"]["param"], "temperature");
     assert_eq!(b.hits(), 0, "no fallback on 400");
     assert!(
-        baton.handle.core.cooldowns.active().is_empty(),
+        baton.handle.core.routing.cooldowns.active().is_empty(),
         "a 400 cools nothing"
     );
     let r = baton.chat("auto", "next").await;

@@ -18,6 +18,7 @@ use testkit::{Behavior, FakeUpstream};
 fn cooling(b: &Baton, provider: &str) -> Option<i64> {
     b.handle
         .core
+        .routing
         .cooldowns
         .active()
         .into_iter()
@@ -216,8 +217,8 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
         assert_eq!(r.status(), 200, "request {i} while Redis is down");
     }
     assert!(
-        eventually(3, || a.handle.core.shared.is_up() == Some(false)
-            && b.handle.core.shared.is_up() == Some(false))
+        eventually(3, || a.handle.core.routing.shared.is_up() == Some(false)
+            && b.handle.core.routing.shared.is_up() == Some(false))
         .await
     );
     // A learns of a limit while Redis is away; B cannot know yet.
@@ -230,8 +231,8 @@ async fn both_keep_answering_while_redis_is_down_and_converge_when_it_returns() 
 
     redis.run();
     assert!(
-        eventually(10, || a.handle.core.shared.is_up() == Some(true)
-            && b.handle.core.shared.is_up() == Some(true))
+        eventually(10, || a.handle.core.routing.shared.is_up() == Some(true)
+            && b.handle.core.routing.shared.is_up() == Some(true))
         .await,
         "both reconnect"
     );
@@ -288,7 +289,7 @@ async fn declared_quota_is_counted_across_instances() {
         assert_eq!(header(&r, "x-gateway-provider"), "free");
     }
     let score = |x: &Baton| {
-        let snap = x.handle.core.snapshot.load();
+        let snap = x.handle.core.routing.snapshot.load();
         let p = snap.providers.iter().find(|p| p.id() == "free").unwrap();
         p.runtime
             .quota
@@ -447,10 +448,10 @@ async fn tls_with_a_private_ca_and_a_password_from_the_environment() {
     };
     let (good, _d1) = start("BATON_TEST_REDIS_PASSWORD").await;
     assert!(
-        eventually(5, || good.handle.core.shared.is_up() == Some(true)).await,
+        eventually(5, || good.handle.core.routing.shared.is_up() == Some(true)).await,
         "TLS with the private CA and the password"
     );
-    good.handle.core.cooldowns.start(
+    good.handle.core.routing.cooldowns.start(
         baton::limits::Scope {
             provider: "up".into(),
             key: None,
@@ -460,19 +461,28 @@ async fn tls_with_a_private_ca_and_a_password_from_the_environment() {
         "rate",
         "test",
     );
-    good.handle.core.shared.barrier().await;
+    good.handle.core.routing.shared.barrier().await;
     // A wrong password: Redis refuses, and the gateway serves on its own state.
     let (wrong, _d2) = start("BATON_TEST_REDIS_WRONG").await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(wrong.handle.core.shared.is_up(), Some(false));
+    assert_eq!(wrong.handle.core.routing.shared.is_up(), Some(false));
     assert_eq!(wrong.chat("auto", "hi").await.status(), 200);
     assert!(
-        wrong.handle.core.cooldowns.active().is_empty(),
+        wrong.handle.core.routing.cooldowns.active().is_empty(),
         "nothing read without the password"
     );
     // A third with the right password reads the cooldown the first one wrote.
     let (third, _d3) = start("BATON_TEST_REDIS_PASSWORD").await;
-    assert!(eventually(5, || !third.handle.core.cooldowns.active().is_empty()).await);
+    assert!(
+        eventually(5, || !third
+            .handle
+            .core
+            .routing
+            .cooldowns
+            .active()
+            .is_empty())
+        .await
+    );
     for b in [good, wrong, third] {
         b.stop().await;
     }
@@ -531,7 +541,7 @@ async fn client_keys_made_on_one_instance_work_on_all() {
 
     // A key made while Redis is away reaches the others once it is back.
     redis.stop();
-    assert!(eventually(3, || a.handle.core.shared.is_up() == Some(false)).await);
+    assert!(eventually(3, || a.handle.core.routing.shared.is_up() == Some(false)).await);
     let (st, made) = Admin(&a)
         .send(Method::POST, "/admin/keys", Some(json!({"label": "bob"})))
         .await;

@@ -17,7 +17,7 @@ use crate::router::snapshot::Target;
 
 /// What a stream needs to continue elsewhere after a break.
 pub struct Resume {
-    pub core: Arc<crate::gateway::Core>,
+    pub routing: Arc<crate::router::Routing>,
     /// The client's original request body.
     pub body: Map<String, Value>,
     /// Candidates that declared prefill support, in order.
@@ -210,8 +210,8 @@ impl Pump {
     /// on success swaps the upstream and returns the continuation's first bytes.
     async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
         use crate::router::{candidates, Answer, Attempt, Inbound, Pick};
-        let core = &resume.core;
-        let key = match candidates::pick_key(core, &next) {
+        let routing = &resume.routing;
+        let key = match candidates::pick_key(routing, &next) {
             Pick::Go(i) => i,
             Pick::Cooling(..) => return None,
         };
@@ -238,7 +238,7 @@ impl Pump {
             deadline_ms: None,
         };
         let started = Instant::now();
-        let up = crate::router::Live(core);
+        let up = crate::router::Live(routing);
         let outcome =
             crate::router::Upstream::attempt(&up, &next, api_key, &inbound, self.rec.id()).await;
         match outcome {
@@ -248,7 +248,7 @@ impl Pump {
                 codec,
             }) => {
                 tracing::info!(request_id = self.rec.id(), from = %self.target.label(), to = %next.label(), %why, "stream resumed on another provider");
-                core.events.emit(crate::events::Event::Failover {
+                routing.events.emit(crate::events::Event::Failover {
                     request_id: self.rec.id().to_string(),
                     from: self.target.label(),
                     to: next.label(),

@@ -1,15 +1,13 @@
-//! Wiring: the shared core (snapshot, cooldowns, store, events, HTTP clients) and the server's
-//! life cycle. The caller owns the listener and decides when to shut down, so tests bind port 0
-//! and the desktop shell can await a graceful stop from its Quit item.
+//! The composition root: [`Core`] owns the store, the keys, the routing context, the client
+//! limiter and the metrics, and implements what the layers below ask of it (the router's
+//! [`Sink`], shared state's [`Host`](crate::shared::Host)). `open` builds it; the server
+//! (`crate::server`) runs it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, Keys};
@@ -17,28 +15,26 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{ConfigFile, ServerConfig};
 use crate::events::Events;
 use crate::limits::Cooldowns;
-use crate::providers::{HttpClients, ProviderRuntime};
+use crate::providers::ProviderRuntime;
 use crate::router::snapshot::Snapshot;
+use crate::router::{Routing, Sink};
+use crate::store::{LogRow, WriteOp};
 use crate::store::{Store, StoreError};
 
-pub use crate::live::{UI_MODEL_MAP, UI_ROUTES};
+mod live;
+
+pub use live::{UI_MODEL_MAP, UI_ROUTES};
 
 /// Everything a request handler needs, shared behind one `Arc`.
 pub struct Core {
-    pub snapshot: ArcSwap<Snapshot>,
-    pub cooldowns: Cooldowns,
+    /// What routing reads and changes (snapshot, cooldowns, events, clock, HTTP clients, CLI
+    /// processes, shared state).
+    pub routing: Arc<Routing>,
     pub store: Store,
-    pub events: Events,
-    pub http: HttpClients,
     pub keys: Keys,
     pub server: ServerConfig,
-    /// Requests currently waiting for a concurrency slot.
-    pub queued: AtomicUsize,
-    pub clock: Arc<dyn Clock>,
     /// Health counters per provider / key / model.
     pub stats: Arc<crate::stats::Stats>,
-    /// The machine's zone, for CLI messages that print local times.
-    pub local_tz: jiff::tz::TimeZone,
     /// Cancelled when shutdown begins: long-lived streams (the UI's event stream) end at once
     /// instead of holding the graceful shutdown open.
     pub stopping: CancellationToken,
@@ -52,14 +48,8 @@ pub struct Core {
     pub data_dir: std::path::PathBuf,
     /// The configuration file's settings (server, routing, routes) as loaded at start.
     pub file_config: ConfigFile,
-    /// Subscription CLIs running now (killed on shutdown).
-    pub cli_procs: Arc<crate::providers::cli::CliProcesses>,
-    /// Masks secrets in every text that came from an upstream (see `redact`).
-    pub redactor: Arc<crate::redact::Redactor>,
     /// Client keys' rate limits, budgets and bad-request throttle on this instance.
     pub clients: crate::clients::Limiter,
-    /// State shared with other instances (Redis), when configured.
-    pub shared: crate::shared::Shared,
     pub metrics: crate::metrics::Metrics,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     /// The detected local last-resort server, once found.
@@ -78,7 +68,9 @@ impl Core {
                 "routing {}",
                 if paused { "paused" } else { "resumed" }
             );
-            self.events.emit(crate::events::Event::Paused { paused });
+            self.routing
+                .events
+                .emit(crate::events::Event::Paused { paused });
         }
     }
 
@@ -89,11 +81,11 @@ impl Core {
     /// Whether `client` may send a request now: its switch and expiry, the bad-request
     /// throttle, then rate limits and budgets (shared ones when Redis is there).
     pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), crate::clients::Deny> {
-        let now = self.clock.now_ms();
+        let now = self.routing.clock.now_ms();
         let verdict = match self.clients.gate(client, now) {
             Err(d) => Err(d),
             Ok(()) if !client.policy.is_metered() => Ok(()),
-            Ok(()) => match self.shared.admit(client, now, &self.clients).await {
+            Ok(()) => match self.routing.shared.admit(client, now, &self.clients).await {
                 Some(v) => v,
                 None => self.clients.admit(client, now),
             },
@@ -106,18 +98,9 @@ impl Core {
 
     /// Counts a finished request's tokens and estimated cost against its client.
     pub fn spend(&self, client: &Arc<crate::clients::Client>, spend: crate::clients::Spend) {
-        let now = self.clock.now_ms();
+        let now = self.routing.clock.now_ms();
         self.clients.spend(client, spend, now);
-        self.shared.spend(client, spend, now);
-    }
-
-    /// Counts an answer's tokens against the serving provider key's declared `tpm`.
-    pub fn count_tokens(&self, p: &crate::providers::ProviderEntry, key: &str, n: u64) {
-        let now = self.clock.now_ms();
-        p.runtime.quota.tokens(key, now, n, &p.config.limits);
-        if n > 0 {
-            self.shared.quota(p, key, 0, n, now);
-        }
+        self.routing.shared.spend(client, spend, now);
     }
 
     /// Counts a request the client got wrong (the bad-request throttle).
@@ -128,14 +111,33 @@ impl Core {
         if client.id == crate::auth::GENERATED_LABEL {
             return;
         }
-        if self.clients.bad_request(&client.id, self.clock.now_ms()) {
+        if self
+            .clients
+            .bad_request(&client.id, self.routing.clock.now_ms())
+        {
             tracing::warn!(client = %client.label, "client throttled: too many invalid requests in a minute");
         }
     }
 
+    /// The Prometheus text: counters kept as requests finish, gauges read now.
+    pub fn metrics_text(&self) -> String {
+        let snap = self.routing.snapshot.load();
+        self.metrics.render(crate::metrics::Scrape {
+            now_ms: self.routing.clock.now_ms(),
+            providers: &snap.providers,
+            cooldowns: self.routing.cooldowns.active(),
+            queued: self
+                .routing
+                .queued
+                .load(std::sync::atomic::Ordering::Relaxed),
+            log_dropped: self.store.writer().dropped(),
+            shared_up: self.routing.shared.is_up(),
+        })
+    }
+
     /// Loads this day's and month's spending per client key from the request log.
     fn seed_budgets(&self) -> Result<(), StoreError> {
-        let now = self.clock.now_ms();
+        let now = self.routing.clock.now_ms();
         let (day, next_day) = crate::clients::utc_day(now);
         let (month, next_month) = crate::clients::utc_month(now);
         let days: HashMap<String, (u64, u64)> = self
@@ -159,7 +161,7 @@ impl Core {
         if !lf.enabled {
             return;
         }
-        let Ok(client) = self.http.get(2_000) else {
+        let Ok(client) = self.routing.http.get(2_000) else {
             return;
         };
         let url = format!("{}/models", lf.base_url.trim_end_matches('/'));
@@ -226,8 +228,8 @@ impl Core {
         &self,
         only: Option<&str>,
     ) -> Vec<(String, crate::providers::discovery::Discovered)> {
-        let snap = self.snapshot.load_full();
-        let now = self.clock.now_ms();
+        let snap = self.routing.snapshot.load_full();
+        let now = self.routing.clock.now_ms();
         let jobs = snap
             .providers
             .iter()
@@ -238,7 +240,7 @@ impl Core {
                     && p.unavailable().is_none()
             })
             .filter_map(|p| {
-                let client = self.http.get(p.config.timeouts.connect_ms).ok()?;
+                let client = self.routing.http.get(p.config.timeouts.connect_ms).ok()?;
                 let p = p.clone();
                 Some(async move {
                     let d = crate::providers::discovery::discover(&client, &p, now).await;
@@ -252,8 +254,8 @@ impl Core {
     /// runtime) and records the result where routing and `/admin/state` read it.
     /// `only`: just that provider (after it was saved, so its row is complete at once).
     pub async fn check_clis(&self, only: Option<&str>) {
-        let snap = self.snapshot.load_full();
-        let now = self.clock.now_ms();
+        let snap = self.routing.snapshot.load_full();
+        let now = self.routing.clock.now_ms();
         let jobs = snap
             .providers
             .iter()
@@ -282,18 +284,6 @@ impl Core {
                 }
             });
         futures_util::future::join_all(jobs).await;
-    }
-
-    /// "Now" and the zones reset times are read in, for errors from provider `p`.
-    pub fn reset_context(
-        &self,
-        p: &crate::providers::ProviderEntry,
-    ) -> crate::limits::ResetContext {
-        crate::limits::ResetContext {
-            now_ms: self.clock.now_ms(),
-            local_tz: self.local_tz.clone(),
-            day_reset: p.day_reset.clone(),
-        }
     }
 
     /// A provider key by its lookup name: a stored secret (`stored:ID`) or an environment
@@ -327,7 +317,7 @@ impl Core {
     /// other instances (when state is shared) hear of it.
     pub fn client_key_changed(&self, id: &str) -> Result<(), StoreError> {
         self.load_ui_keys()?;
-        self.shared.key_changed(&self.store, id);
+        self.routing.shared.key_changed(&self.store, id);
         Ok(())
     }
 
@@ -365,7 +355,7 @@ impl Core {
             )
         };
         snap.set_model_map(&self.live_model_map());
-        self.redactor.set_secrets(
+        self.routing.redactor.set_secrets(
             snap.providers
                 .iter()
                 .flat_map(|p| p.keys.iter().map(|k| k.secret.expose().to_string()))
@@ -376,9 +366,80 @@ impl Core {
                 tracing::warn!(provider = p.id(), "provider unavailable: {why}");
             }
         }
-        self.snapshot.store(Arc::new(snap));
-        self.events.emit(crate::events::Event::ConfigChanged);
+        self.routing.snapshot.store(Arc::new(snap));
+        self.routing
+            .events
+            .emit(crate::events::Event::ConfigChanged);
         Ok(())
+    }
+}
+
+/// A finished request: its spending, health statistics, metrics, the request event, then the
+/// request-log row (written by the batched writer).
+impl Sink for Core {
+    fn finished(
+        &self,
+        client: &Arc<crate::clients::Client>,
+        row: LogRow,
+        total: Duration,
+        upstream_us: u64,
+    ) {
+        let tokens = row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0);
+        let cost = row.cost_usd;
+        if tokens > 0 || cost.is_some_and(|c| c > 0.0) {
+            self.spend(
+                client,
+                crate::clients::Spend {
+                    tokens,
+                    micro_usd: (cost.unwrap_or(0.0) * 1_000_000.0).round() as u64,
+                },
+            );
+        }
+        self.stats.observe(&row);
+        self.metrics.observe(&row, total, upstream_us);
+        let events = &self.routing.events;
+        if events.has_subscribers() {
+            events.emit(crate::events::Event::Request {
+                id: row.id.clone(),
+                requested_model: row.requested_model.clone(),
+                provider: row.provider.clone(),
+                model: row.model.clone(),
+                status: row.status,
+                attempts: row.attempts.iter().filter(|a| a.class.sent()).count(),
+                total_ms: row.total_ms,
+            });
+        }
+        self.store.writer().send(WriteOp::Log(Box::new(row)));
+    }
+}
+
+impl crate::shared::Host for Core {
+    fn now_ms(&self) -> i64 {
+        self.routing.clock.now_ms()
+    }
+    fn provider(&self, id: &str) -> Option<Arc<crate::providers::ProviderEntry>> {
+        self.routing
+            .snapshot
+            .load()
+            .providers
+            .iter()
+            .find(|p| p.id() == id)
+            .cloned()
+    }
+    fn cooldowns(&self) -> &Cooldowns {
+        &self.routing.cooldowns
+    }
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn clients(&self) -> &crate::clients::Limiter {
+        &self.clients
+    }
+    fn reload_keys(&self) -> Result<(), StoreError> {
+        self.load_ui_keys()
+    }
+    fn stopping(&self) -> &CancellationToken {
+        &self.stopping
     }
 }
 
@@ -410,46 +471,6 @@ pub struct DesktopLink {
     pub restart: Box<dyn Fn() + Send + Sync>,
 }
 
-/// How often CLI providers' logins are checked again.
-const CLI_RECHECK: Duration = Duration::from_secs(300);
-
-/// A running gateway.
-pub struct GatewayHandle {
-    pub addr: std::net::SocketAddr,
-    pub core: Arc<Core>,
-    /// True when the gateway key was generated by this start (show it to the user once).
-    pub generated_key: Option<String>,
-    shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<()>,
-    grace: Duration,
-}
-
-impl GatewayHandle {
-    pub fn events(&self) -> &Events {
-        &self.core.events
-    }
-
-    /// Stops accepting connections, lets in-flight requests finish (bounded by
-    /// `server.shutdownGraceMs`), then flushes the request log.
-    pub async fn shutdown(self) {
-        self.core.stopping.cancel();
-        self.shutdown.cancel();
-        let mut server = self.server;
-        if tokio::time::timeout(self.grace, &mut server).await.is_err() {
-            tracing::warn!(
-                grace_ms = self.grace.as_millis() as u64,
-                "in-flight requests did not finish in time; closing them"
-            );
-            server.abort();
-            let _ = server.await;
-        }
-        // A CLI still running belongs to a request that is gone now.
-        self.core.cli_procs.kill_all();
-        self.core.store.writer().flush().await;
-        tracing::info!("gateway stopped");
-    }
-}
-
 /// Builds the core: opens the store, seeds it from the config file, loads cooldowns and keys
 /// and builds the first snapshot. Nothing listens and no background task runs yet (the
 /// router's unit tests use the core as it is). Returns the gateway key generated on first
@@ -461,13 +482,17 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
     let now = clock.now_ms();
     store.sync_file_providers(&opts.config.providers, now)?;
     let events = Events::default();
-    let cooldowns = Cooldowns::new(clock.clone(), Some(store.writer().clone()), events.clone());
+    let cooldowns = Cooldowns::new(
+        clock.clone(),
+        Some(Box::new(store.writer().clone())),
+        events.clone(),
+    );
     cooldowns.load(store.load_cooldowns(now)?);
     let shared = match (&opts.config.state.backend, &opts.config.state.redis) {
         (crate::config::StateBackend::Redis, Some(r)) => crate::shared::Shared::redis(r)?,
         _ => crate::shared::Shared::local(),
     };
-    cooldowns.share(shared.clone());
+    cooldowns.share(Box::new(shared.clone()));
     let (keys, generated_key) = Keys::load(&opts.config, &opts.data_dir)?;
     crate::store::make_private(&opts.data_dir);
     let server_cfg = opts.config.server.clone();
@@ -478,85 +503,28 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
         &mut HashMap::new(),
         &|_| None,
     );
-    let core = Arc::new(Core {
-        snapshot: ArcSwap::from_pointee(empty),
-        cooldowns,
-        store,
-        events,
-        http: HttpClients::default(),
-        keys,
-        server: server_cfg,
-        queued: AtomicUsize::new(0),
-        clock,
-        stats: Default::default(),
-        local_tz: jiff::tz::TimeZone::system(),
-        cli_procs: Default::default(),
-        paused: Default::default(),
-        stopping: CancellationToken::new(),
-        desktop: Default::default(),
-        secrets: crate::secrets::SecretStore::new(&opts.data_dir),
-        data_dir: opts.data_dir.clone(),
-        runtimes: Mutex::new(HashMap::new()),
-        local: Mutex::new(None),
-        clients: Default::default(),
-        redactor: Default::default(),
-        shared,
-        metrics: Default::default(),
-        file_config: opts.config,
+    let core = Arc::new_cyclic(|me: &std::sync::Weak<Core>| {
+        let sink: std::sync::Weak<dyn Sink> = me.clone();
+        Core {
+            routing: Arc::new(Routing::new(empty, cooldowns, events, clock, shared, sink)),
+            store,
+            keys,
+            server: server_cfg,
+            stats: Default::default(),
+            paused: Default::default(),
+            stopping: CancellationToken::new(),
+            desktop: Default::default(),
+            secrets: crate::secrets::SecretStore::new(&opts.data_dir),
+            data_dir: opts.data_dir.clone(),
+            runtimes: Mutex::new(HashMap::new()),
+            local: Mutex::new(None),
+            clients: Default::default(),
+            metrics: Default::default(),
+            file_config: opts.config,
+        }
     });
     core.reload()?;
     core.load_ui_keys()?;
     core.seed_budgets()?;
     Ok((core, generated_key))
-}
-
-/// Opens the core, starts its background tasks (shared state, model discovery, CLI checks)
-/// and serves on `listener` until [`GatewayHandle::shutdown`].
-pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayHandle, StartError> {
-    let addr = listener.local_addr().map_err(StartError::Listener)?;
-    let (core, generated_key) = open(opts).await?;
-    let grace = Duration::from_millis(core.server.shutdown_grace_ms);
-    core.shared.start(Arc::downgrade(&core));
-
-    // Discover models in the background: start-up never waits on a slow provider.
-    let discovering = core.clone();
-    tokio::spawn(async move {
-        discovering.discover_models(None).await;
-        discovering.detect_local().await;
-    });
-    // CLI versions and logins: now, then every few minutes (a user may log in or out).
-    let checking = Arc::downgrade(&core);
-    tokio::spawn(async move {
-        loop {
-            let Some(core) = checking.upgrade() else {
-                return;
-            };
-            core.check_clis(None).await;
-            drop(core);
-            tokio::time::sleep(CLI_RECHECK).await;
-        }
-    });
-
-    let shutdown = CancellationToken::new();
-    let app = crate::api::app(core.clone(), addr);
-    let token = shutdown.clone();
-    let server_cfg = core.server.clone();
-    let server = tokio::spawn(async move {
-        crate::server::serve(listener, app, &server_cfg, token).await;
-    });
-    let snap = core.snapshot.load();
-    tracing::info!(
-        %addr,
-        providers = snap.providers.len(),
-        enabled = snap.enabled().count(),
-        "Baton gateway listening"
-    );
-    Ok(GatewayHandle {
-        addr,
-        core,
-        generated_key,
-        shutdown,
-        server,
-        grace,
-    })
 }

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::Core;
 use crate::config::RouteConfig;
-use crate::gateway::Core;
 
 /// The setting that holds the named routes made in the UI.
 pub const UI_ROUTES: &str = "routes";
@@ -82,7 +82,7 @@ impl Core {
         }
         let mut ids: Vec<String> = vec![id.to_string()];
         ids.extend(stored.into_iter().map(|p| p.id).filter(|p| p != id));
-        self.store.set_order(&ids, self.clock.now_ms())?;
+        self.store.set_order(&ids, self.routing.clock.now_ms())?;
         tracing::info!(provider = %id, "provider moved to the top");
         Ok(self.reload()?)
     }
@@ -91,16 +91,16 @@ impl Core {
     /// key's, closes its breakers. Returns how many cooldowns were lifted.
     pub fn clear_cooldowns(&self, provider: &str, key: Option<&str>, model: Option<&str>) -> usize {
         let mut cleared = 0;
-        for c in self.cooldowns.active() {
+        for c in self.routing.cooldowns.active() {
             let matches = c.scope.provider == provider
                 && key.is_none_or(|k| c.scope.key.as_deref() == Some(k))
                 && model.is_none_or(|m| c.scope.model.as_deref() == Some(m));
-            if matches && self.cooldowns.clear(&c.scope) {
+            if matches && self.routing.cooldowns.clear(&c.scope) {
                 cleared += 1;
             }
         }
         if key.is_none() {
-            if let Some(p) = self.snapshot.load().provider(provider) {
+            if let Some(p) = self.routing.snapshot.load().provider(provider) {
                 p.runtime.breakers.reset(model);
             }
         }
