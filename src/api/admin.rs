@@ -108,6 +108,52 @@ pub(super) fn provider_json(
         .iter()
         .filter(|c| c.scope.provider == id)
         .collect();
+    let breaker = breaker_json(p, now);
+    let keys = key_views(core, p, &mine, now);
+    let models: Vec<Value> = p
+        .models
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id, "contextWindow": m.context_window, "tools": m.tools, "images": m.images,
+                "cooldowns": mine.iter().filter(|c| c.scope.model.as_deref() == Some(&m.id))
+                    .map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
+                "health": core.stats.health(id, None, Some(&m.id)),
+            })
+        })
+        .collect();
+    ProviderView {
+        id: id.to_string(),
+        name: p.config.display_name().to_string(),
+        kind: p.config.kind.as_str().to_string(),
+        enabled: p.config.enabled,
+        auto: p.config.auto,
+        priority: p.config.priority,
+        unavailable: p.unavailable(),
+        status: crate::providers::state::state_of(p, &cooldowns, now),
+        in_flight: p
+            .runtime
+            .in_flight
+            .load(std::sync::atomic::Ordering::Relaxed) as u64,
+        max_concurrency: p.config.concurrency(),
+        breaker,
+        cooldowns: mine.iter().map(|c| cooldown_json(c, now)).collect(),
+        keys,
+        models,
+        health: core.stats.health(id, None, None),
+        discovery: json!(p.runtime.discovery.get()),
+        cli: p
+            .runtime
+            .cli_status
+            .load_full()
+            .map_or(Value::Null, |s| json!(*s)),
+        owner: owner.to_string(),
+        config: json!(p.config),
+    }
+}
+
+/// The provider's breaker and its models' breakers.
+fn breaker_json(p: &crate::providers::ProviderEntry, now: i64) -> Value {
     let (open_until, consecutive) = p.breaker_state();
     let model_breakers: Vec<Value> = p
         .runtime
@@ -124,8 +170,18 @@ pub(super) fn provider_json(
         Some(u) if u > now => "open",
         Some(_) => "half-open",
     };
-    let keys: Vec<KeyView> = p
-        .keys
+    json!({"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers})
+}
+
+/// Each key (masked) with its quota, cooldown and health, then the keys whose variable is unset.
+fn key_views(
+    core: &Core,
+    p: &crate::providers::ProviderEntry,
+    mine: &[&CooldownEntry],
+    now: i64,
+) -> Vec<KeyView> {
+    let id = p.id();
+    p.keys
         .iter()
         .map(|k| {
             let cd = mine.iter().find(|c| c.scope.key.as_deref() == Some(&k.id));
@@ -155,47 +211,7 @@ pub(super) fn provider_json(
             missing: true,
             reason: Some(format!("environment variable {env} is not set")),
         }))
-        .collect();
-    let models: Vec<Value> = p
-        .models
-        .iter()
-        .map(|m| {
-            json!({
-                "id": m.id, "contextWindow": m.context_window, "tools": m.tools, "images": m.images,
-                "cooldowns": mine.iter().filter(|c| c.scope.model.as_deref() == Some(&m.id))
-                    .map(|c| cooldown_json(c, now)).collect::<Vec<_>>(),
-                "health": core.stats.health(id, None, Some(&m.id)),
-            })
-        })
-        .collect();
-    ProviderView {
-        id: id.to_string(),
-        name: p.config.display_name().to_string(),
-        kind: p.config.kind.as_str().to_string(),
-        enabled: p.config.enabled,
-        auto: p.config.auto,
-        priority: p.config.priority,
-        unavailable: p.unavailable(),
-        status: crate::providers::state::state_of(p, &cooldowns, now),
-        in_flight: p
-            .runtime
-            .in_flight
-            .load(std::sync::atomic::Ordering::Relaxed) as u64,
-        max_concurrency: p.config.concurrency(),
-        breaker: json!({"state": breaker, "openUntilMs": open_until, "consecutiveFailures": consecutive, "models": model_breakers}),
-        cooldowns: mine.iter().map(|c| cooldown_json(c, now)).collect(),
-        keys,
-        models,
-        health: core.stats.health(id, None, None),
-        discovery: json!(p.runtime.discovery.get()),
-        cli: p
-            .runtime
-            .cli_status
-            .load_full()
-            .map_or(Value::Null, |s| json!(*s)),
-        owner: owner.to_string(),
-        config: json!(p.config),
-    }
+        .collect()
 }
 
 #[derive(Deserialize)]

@@ -294,40 +294,7 @@ pub async fn usage(
             .unwrap_or_else(|| k.to_string())
     };
     if csv {
-        let mut out = String::from(
-            "start,key,label,requests,errors,failovers,input_tokens,output_tokens,estimated_cost_usd\n",
-        );
-        for r in &rows {
-            let start = jiff::Timestamp::from_millisecond(r.start_ms)
-                .map(|t| t.to_string())
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "{start},{},{},{},{},{},{},{},{:.6}\n",
-                csv_cell(&r.key),
-                csv_cell(&label_of(&r.key)),
-                r.requests,
-                r.errors,
-                r.failovers,
-                r.input_tokens,
-                r.output_tokens,
-                r.cost_usd
-            ));
-        }
-        let name = if by_provider {
-            "baton-usage-by-provider.csv"
-        } else {
-            "baton-usage-by-client.csv"
-        };
-        let mut resp = out.into_response();
-        let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/csv; charset=utf-8"),
-        );
-        if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-            h.insert(header::CONTENT_DISPOSITION, v);
-        }
-        return Ok(resp);
+        return Ok(usage_csv(&rows, &label_of, by_provider));
     }
     let total = rows.iter().fold(json!({"requests": 0, "errors": 0, "failovers": 0, "inputTokens": 0, "outputTokens": 0, "costUsd": 0.0}), |mut t, r| {
         for (k, v) in [("requests", r.requests), ("errors", r.errors), ("failovers", r.failovers), ("inputTokens", r.input_tokens), ("outputTokens", r.output_tokens)] {
@@ -350,6 +317,48 @@ pub async fn usage(
         "rows": rows, "total": total,
     }))
     .into_response())
+}
+
+/// The usage rows as a CSV download.
+fn usage_csv(
+    rows: &[crate::store::UsageRow],
+    label_of: &dyn Fn(&str) -> String,
+    by_provider: bool,
+) -> Response {
+    let mut out = String::from(
+        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,estimated_cost_usd\n",
+    );
+    for r in rows {
+        let start = jiff::Timestamp::from_millisecond(r.start_ms)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{start},{},{},{},{},{},{},{},{:.6}\n",
+            csv_cell(&r.key),
+            csv_cell(&label_of(&r.key)),
+            r.requests,
+            r.errors,
+            r.failovers,
+            r.input_tokens,
+            r.output_tokens,
+            r.cost_usd
+        ));
+    }
+    let name = if by_provider {
+        "baton-usage-by-provider.csv"
+    } else {
+        "baton-usage-by-client.csv"
+    };
+    let mut resp = out.into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    resp
 }
 
 /// The value of a query parameter that must be one of `options` (the first is the default).

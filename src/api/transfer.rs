@@ -56,27 +56,7 @@ pub async fn import(
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let mut replace = false;
-    for pair in query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        match pair {
-            "replace" | "replace=true" | "replace=1" => replace = true,
-            "replace=false" | "replace=0" => replace = false,
-            other => {
-                return Err(ApiError::invalid(
-                    "replace",
-                    format!(
-                        "`{}` is not understood here: the only option is replace=true",
-                        crate::limits::truncate(other, 60)
-                    ),
-                ))
-            }
-        }
-    }
+    let replace = replace_flag(query.as_deref())?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::invalid("body", "The file is not UTF-8 text."))?;
     let config = crate::config::parse_str(text, Path::new("the file")).map_err(|e| match e {
@@ -101,6 +81,74 @@ pub async fn import(
             e
         })?;
     }
+    let Plan {
+        taking,
+        replaced,
+        skipped,
+        ui_routes,
+        ui_map,
+    } = plan(core, &config)?;
+    if !replaced.is_empty() && !replace {
+        let mut e = ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "import_conflict",
+            format!("{} already exist(s) here; import again with replace=true to overwrite them. Nothing was imported.", replaced.join(", ")),
+        );
+        e.param = Some("replace".into());
+        return Err(e);
+    }
+    core.store
+        .import_providers(&taking, core.routing.clock.now_ms())
+        .map_err(store_error)?;
+    for (key, value) in [
+        (crate::gateway::UI_ROUTES, serde_json::to_value(&ui_routes)),
+        (crate::gateway::UI_MODEL_MAP, serde_json::to_value(&ui_map)),
+    ] {
+        let value = value.map_err(store_error)?;
+        core.store.set_setting(key, &value).map_err(store_error)?;
+    }
+    core.reload_blocking().await.map_err(store_error)?;
+    let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
+    tracing::info!(providers = ?ids, replaced = ?replaced, skipped = skipped.len(), "configuration imported");
+    Ok(Json(
+        json!({"imported": ids, "replaced": replaced, "skipped": skipped}),
+    ))
+}
+
+/// `replace=true|false` (or bare `replace`); anything else is refused.
+fn replace_flag(query: Option<&str>) -> Result<bool, ApiError> {
+    let mut replace = false;
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        match pair {
+            "replace" | "replace=true" | "replace=1" => replace = true,
+            "replace=false" | "replace=0" => replace = false,
+            other => {
+                return Err(ApiError::invalid(
+                    "replace",
+                    format!(
+                        "`{}` is not understood here: the only option is replace=true",
+                        crate::limits::truncate(other, 60)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(replace)
+}
+
+/// What an import would do: the providers it takes (new or replacing a UI-made one), what it
+/// replaces, what it leaves to the running config file, and the UI's routes and modelMap with
+/// the file's merged in.
+struct Plan {
+    taking: Vec<crate::config::ProviderConfig>,
+    replaced: Vec<String>,
+    skipped: Vec<Value>,
+    ui_routes: std::collections::BTreeMap<String, crate::config::RouteConfig>,
+    ui_map: std::collections::BTreeMap<String, String>,
+}
+
+fn plan(core: &crate::gateway::Core, config: &crate::config::ConfigFile) -> Result<Plan, ApiError> {
     let stored = core.store.load_providers().map_err(store_error)?;
     let owner_of = |id: &str| stored.iter().find(|s| s.config.id == id).map(|s| s.owner);
     let mut skipped = Vec::new();
@@ -142,30 +190,11 @@ pub async fn import(
             }
         }
     }
-    if !replaced.is_empty() && !replace {
-        let mut e = ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            "import_conflict",
-            format!("{} already exist(s) here; import again with replace=true to overwrite them. Nothing was imported.", replaced.join(", ")),
-        );
-        e.param = Some("replace".into());
-        return Err(e);
-    }
-    core.store
-        .import_providers(&taking, core.routing.clock.now_ms())
-        .map_err(store_error)?;
-    for (key, value) in [
-        (crate::gateway::UI_ROUTES, serde_json::to_value(&ui_routes)),
-        (crate::gateway::UI_MODEL_MAP, serde_json::to_value(&ui_map)),
-    ] {
-        let value = value.map_err(store_error)?;
-        core.store.set_setting(key, &value).map_err(store_error)?;
-    }
-    core.reload_blocking().await.map_err(store_error)?;
-    let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
-    tracing::info!(providers = ?ids, replaced = ?replaced, skipped = skipped.len(), "configuration imported");
-    Ok(Json(
-        json!({"imported": ids, "replaced": replaced, "skipped": skipped}),
-    ))
+    Ok(Plan {
+        taking,
+        replaced,
+        skipped,
+        ui_routes,
+        ui_map,
+    })
 }

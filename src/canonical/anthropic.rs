@@ -69,161 +69,14 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         }
     }
     for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-        let content = m.get("content").unwrap_or(&Value::Null);
-        let role = match role {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            // Claude Code sends a system message inside `messages`.
-            "system" => {
-                req.system.push(text_of_blocks(content));
-                continue;
-            }
-            other => {
-                return Err(invalid(
-                    format!("messages.{i}.role"),
-                    format!("messages.{i}.role: unexpected role `{other}`; use user or assistant"),
-                ))
-            }
-        };
-        let mut parts = Vec::new();
-        let mut results = Vec::new();
-        match content {
-            Value::String(s) => parts.push(Part::Text(s.clone())),
-            Value::Array(blocks) => {
-                for (j, b) in blocks.iter().enumerate() {
-                    // As the Messages API does: every block says its type, a text block has text.
-                    let kind = b.get("type").and_then(Value::as_str).ok_or_else(|| {
-                        invalid(
-                            format!("messages.{i}.content.{j}.type"),
-                            format!("messages.{i}.content.{j}: each content block needs a string `type` (\"text\", \"image\", \"tool_use\", \"tool_result\", …)"),
-                        )
-                    })?;
-                    match kind {
-                        "text" => parts.push(Part::Text(
-                            b.get("text")
-                                .and_then(Value::as_str)
-                                .ok_or_else(|| {
-                                    invalid(
-                                        format!("messages.{i}.content.{j}.text"),
-                                        format!("messages.{i}.content.{j}.text: a text block needs a string `text`"),
-                                    )
-                                })?
-                                .to_string(),
-                        )),
-                        "image" => {
-                            let src = b.get("source").unwrap_or(&Value::Null);
-                            let url = match src.get("type").and_then(Value::as_str) {
-                                Some("base64") => format!(
-                                    "data:{};base64,{}",
-                                    src.get("media_type")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or("image/png"),
-                                    src.get("data").and_then(Value::as_str).unwrap_or_default()
-                                ),
-                                _ => src
-                                    .get("url")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default()
-                                    .to_string(),
-                            };
-                            parts.push(Part::Image { url, detail: None });
-                        }
-                        "tool_use" => parts.push(tool_use_part(b)),
-                        "tool_result" => results.push(Part::ToolResult {
-                            call_id: b
-                                .get("tool_use_id")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string(),
-                            content: text_of_blocks(b.get("content").unwrap_or(&Value::Null)),
-                        }),
-                        // Thinking blocks and unknown blocks have no place in other formats.
-                        _ => {}
-                    }
-                }
-            }
-            Value::Null => {}
-            _ => {
-                return Err(invalid(
-                    format!("messages.{i}.content"),
-                    format!("messages.{i}.content: must be a string or a list of content blocks"),
-                ))
-            }
-        }
-        // Tool results are their own turns in the canonical (and OpenAI) model.
-        if !results.is_empty() {
-            req.messages.push(Message {
-                role: Role::Tool,
-                content: results,
-                name: None,
-            });
-        }
-        if !parts.is_empty() {
-            req.messages.push(Message {
-                role,
-                content: parts,
-                name: None,
-            });
-        }
+        push_message(&mut req, i, m)?;
     }
-    let tools = match body.get("tools") {
-        None | Some(Value::Null) => &[][..],
-        Some(Value::Array(t)) => &t[..],
-        Some(_) => return Err(invalid("tools", "tools: must be a list of tools")),
-    };
-    for (i, t) in tools.iter().enumerate() {
-        let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
-            invalid(
-                format!("tools.{i}.name"),
-                format!("tools.{i}.name: Field required"),
-            )
-        })?;
-        req.tools.push(Tool {
-            name: name.to_string(),
-            description: t
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            parameters: t
-                .get("input_schema")
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"})),
-        });
-    }
-    req.tool_choice =
-        body.get("tool_choice")
-            .and_then(|tc| match tc.get("type").and_then(Value::as_str) {
-                Some("auto") => Some(json!("auto")),
-                Some("any") => Some(json!("required")),
-                Some("none") => Some(json!("none")),
-                Some("tool") => tc
-                    .get("name")
-                    .map(|n| json!({"type": "function", "function": {"name": n}})),
-                _ => None,
-            });
+    req.tools = tools_from_anthropic(body)?;
+    req.tool_choice = body.get("tool_choice").and_then(tool_choice_from_anthropic);
     req.max_tokens = super::opt_u64(body, "max_tokens")?;
     req.temperature = super::opt_f64(body, "temperature")?;
     req.top_p = super::opt_f64(body, "top_p")?;
-    req.stop = match body.get("stop_sequences") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|s| s.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                invalid(
-                    "stop_sequences",
-                    "`stop_sequences` must be an array of strings",
-                )
-            })?,
-        Some(_) => {
-            return Err(invalid(
-                "stop_sequences",
-                "`stop_sequences` must be an array of strings",
-            ))
-        }
-    };
+    req.stop = stop_sequences(body)?;
     req.stream = super::opt_bool(body, "stream")?.unwrap_or(false);
     // A translated stream needs the upstream's usage for message_delta.
     req.stream_usage = req.stream;
@@ -233,6 +86,181 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         }
     }
     Ok(req)
+}
+
+/// Message `i` of a request: a system message joins the system prompt; tool results become
+/// their own tool turn (as in the canonical and OpenAI models), ahead of the rest.
+fn push_message(req: &mut ChatRequest, i: usize, m: &Value) -> Result<(), InvalidRequest> {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+    let content = m.get("content").unwrap_or(&Value::Null);
+    let role = match role {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        // Claude Code sends a system message inside `messages`.
+        "system" => {
+            req.system.push(text_of_blocks(content));
+            return Ok(());
+        }
+        other => {
+            return Err(invalid(
+                format!("messages.{i}.role"),
+                format!("messages.{i}.role: unexpected role `{other}`; use user or assistant"),
+            ))
+        }
+    };
+    let mut parts = Vec::new();
+    let mut results = Vec::new();
+    match content {
+        Value::String(s) => parts.push(Part::Text(s.clone())),
+        Value::Array(blocks) => {
+            for (j, b) in blocks.iter().enumerate() {
+                match block_part(i, j, b)? {
+                    Some(p @ Part::ToolResult { .. }) => results.push(p),
+                    Some(p) => parts.push(p),
+                    None => {}
+                }
+            }
+        }
+        Value::Null => {}
+        _ => {
+            return Err(invalid(
+                format!("messages.{i}.content"),
+                format!("messages.{i}.content: must be a string or a list of content blocks"),
+            ))
+        }
+    }
+    if !results.is_empty() {
+        req.messages.push(Message {
+            role: Role::Tool,
+            content: results,
+            name: None,
+        });
+    }
+    if !parts.is_empty() {
+        req.messages.push(Message {
+            role,
+            content: parts,
+            name: None,
+        });
+    }
+    Ok(())
+}
+
+/// Content block `j` of message `i`; `None` for blocks other formats have no place for
+/// (thinking, unknown types).
+fn block_part(i: usize, j: usize, b: &Value) -> Result<Option<Part>, InvalidRequest> {
+    // As the Messages API does: every block says its type, a text block has text.
+    let kind = b.get("type").and_then(Value::as_str).ok_or_else(|| {
+        invalid(
+            format!("messages.{i}.content.{j}.type"),
+            format!("messages.{i}.content.{j}: each content block needs a string `type` (\"text\", \"image\", \"tool_use\", \"tool_result\", …)"),
+        )
+    })?;
+    Ok(Some(match kind {
+        "text" => Part::Text(
+            b.get("text")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("messages.{i}.content.{j}.text"),
+                        format!(
+                            "messages.{i}.content.{j}.text: a text block needs a string `text`"
+                        ),
+                    )
+                })?
+                .to_string(),
+        ),
+        "image" => {
+            let src = b.get("source").unwrap_or(&Value::Null);
+            let url = match src.get("type").and_then(Value::as_str) {
+                Some("base64") => format!(
+                    "data:{};base64,{}",
+                    src.get("media_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("image/png"),
+                    src.get("data").and_then(Value::as_str).unwrap_or_default()
+                ),
+                _ => src
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            };
+            Part::Image { url, detail: None }
+        }
+        "tool_use" => tool_use_part(b),
+        "tool_result" => Part::ToolResult {
+            call_id: b
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            content: text_of_blocks(b.get("content").unwrap_or(&Value::Null)),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+fn tools_from_anthropic(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidRequest> {
+    let tools = match body.get("tools") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(t)) => &t[..],
+        Some(_) => return Err(invalid("tools", "tools: must be a list of tools")),
+    };
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
+                invalid(
+                    format!("tools.{i}.name"),
+                    format!("tools.{i}.name: Field required"),
+                )
+            })?;
+            Ok(Tool {
+                name: name.to_string(),
+                description: t
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                parameters: t
+                    .get("input_schema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+            })
+        })
+        .collect()
+}
+
+/// Anthropic's `tool_choice` in the canonical (OpenAI) shape.
+fn tool_choice_from_anthropic(tc: &Value) -> Option<Value> {
+    match tc.get("type").and_then(Value::as_str) {
+        Some("auto") => Some(json!("auto")),
+        Some("any") => Some(json!("required")),
+        Some("none") => Some(json!("none")),
+        Some("tool") => tc
+            .get("name")
+            .map(|n| json!({"type": "function", "function": {"name": n}})),
+        _ => None,
+    }
+}
+
+fn stop_sequences(body: &Map<String, Value>) -> Result<Vec<String>, InvalidRequest> {
+    let bad = || {
+        invalid(
+            "stop_sequences",
+            "`stop_sequences` must be an array of strings",
+        )
+    };
+    match body.get("stop_sequences") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
 }
 
 /// A `tool_use` block (in a request's history or an answer) as a canonical tool call.

@@ -159,51 +159,7 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
         Value::String(s) => parts.push(Part::Text(s.clone())),
         Value::Array(items) => {
             for (j, item) in items.iter().enumerate() {
-                // As OpenAI does: every part says its type, and a text part has its text.
-                let kind = item.get("type").and_then(Value::as_str).ok_or_else(|| {
-                    invalid(
-                        format!("messages[{i}].content[{j}].type"),
-                        "each content part needs a string `type` (\"text\", \"image_url\", …)",
-                    )
-                })?;
-                match kind {
-                    "text" | "input_text" | "output_text" => parts.push(Part::Text(
-                        item.get("text")
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| {
-                                invalid(
-                                    format!("messages[{i}].content[{j}].text"),
-                                    "a text part needs a string `text`",
-                                )
-                            })?
-                            .to_string(),
-                    )),
-                    "image_url" => {
-                        let iu = item.get("image_url");
-                        let url = iu
-                            .and_then(|v| v.get("url").or(Some(v)))
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| {
-                                invalid(
-                                    format!("messages[{i}].content[{j}].image_url.url"),
-                                    "image part needs a url",
-                                )
-                            })?;
-                        parts.push(Part::Image {
-                            url: url.to_string(),
-                            detail: iu
-                                .and_then(|v| v.get("detail"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                        });
-                    }
-                    // Audio, files and refusals have no canonical slot yet; keep their text if any.
-                    _ => {
-                        if let Some(t) = item.get("text").and_then(Value::as_str) {
-                            parts.push(Part::Text(t.to_string()));
-                        }
-                    }
-                }
+                parts.extend(content_part(i, j, item)?);
             }
         }
         _ => {
@@ -215,18 +171,7 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
     }
     if role == "assistant" {
         if let Some(Value::Array(calls)) = m.get("tool_calls") {
-            for c in calls {
-                let f = c.get("function").unwrap_or(&Value::Null);
-                parts.push(Part::ToolCall {
-                    id: str_at(c, "id"),
-                    name: str_at(f, "name"),
-                    arguments: match f.get("arguments") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(v) => v.to_string(),
-                        None => "{}".into(),
-                    },
-                });
-            }
+            parts.extend(calls.iter().map(tool_call_part));
         }
     }
     req.messages.push(Message {
@@ -239,6 +184,68 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
         name,
     });
     Ok(())
+}
+
+/// Part `j` of message `i`'s content list; `None` for a part with no canonical slot and no text.
+fn content_part(i: usize, j: usize, item: &Value) -> Result<Option<Part>, InvalidRequest> {
+    // As OpenAI does: every part says its type, and a text part has its text.
+    let kind = item.get("type").and_then(Value::as_str).ok_or_else(|| {
+        invalid(
+            format!("messages[{i}].content[{j}].type"),
+            "each content part needs a string `type` (\"text\", \"image_url\", …)",
+        )
+    })?;
+    Ok(match kind {
+        "text" | "input_text" | "output_text" => Some(Part::Text(
+            item.get("text")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("messages[{i}].content[{j}].text"),
+                        "a text part needs a string `text`",
+                    )
+                })?
+                .to_string(),
+        )),
+        "image_url" => {
+            let iu = item.get("image_url");
+            let url = iu
+                .and_then(|v| v.get("url").or(Some(v)))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("messages[{i}].content[{j}].image_url.url"),
+                        "image part needs a url",
+                    )
+                })?;
+            Some(Part::Image {
+                url: url.to_string(),
+                detail: iu
+                    .and_then(|v| v.get("detail"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+        }
+        // Audio, files and refusals have no canonical slot yet; keep their text if any.
+        _ => item
+            .get("text")
+            .and_then(Value::as_str)
+            .map(|t| Part::Text(t.to_string())),
+    })
+}
+
+/// One entry of an assistant message's `tool_calls`.
+fn tool_call_part(c: &Value) -> Part {
+    let f = c.get("function").unwrap_or(&Value::Null);
+    Part::ToolCall {
+        id: str_at(c, "id"),
+        name: str_at(f, "name"),
+        arguments: match f.get("arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "{}".into(),
+        },
+    }
 }
 
 fn str_at(v: &Value, key: &str) -> String {

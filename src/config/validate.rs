@@ -9,9 +9,22 @@ use super::{ConfigError, ConfigFile, ProviderConfig};
 /// Names that cannot be provider ids or route names because requests use them.
 pub const RESERVED_MODEL_NAMES: &[&str] = &["auto"];
 
+/// The whole file: each section in turn, stopping at the first problem.
 pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
     let err = |path: String, msg: String| ConfigError::field(file, path, msg);
+    validate_server(config, &err)?;
+    validate_state(&config.state, &err)?;
+    validate_gateway_keys(config, &err)?;
+    validate_routing(config, &err)?;
+    let ids = validate_providers(config, file, &err)?;
+    validate_routes(config, &ids, &err)?;
+    validate_local_fallback(config, &ids, &err)?;
+    validate_model_map(config, &ids, &err)
+}
 
+type Err<'a> = &'a dyn Fn(String, String) -> ConfigError;
+
+fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError> {
     let server = &config.server;
     if server.host.trim().is_empty() {
         return Err(err("server.host".into(), "must not be empty".into()));
@@ -66,7 +79,6 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ),
         ));
     }
-    validate_state(&config.state, &err)?;
     if is_unspecified(&server.host) && server.allowed_hosts.is_empty() {
         return Err(err(
             "server.allowedHosts".into(),
@@ -76,6 +88,10 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ),
         ));
     }
+    Ok(())
+}
+
+fn validate_gateway_keys(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError> {
     let mut labels = HashSet::new();
     for (i, k) in config.gateway_keys.iter().enumerate() {
         check_env_name(&k.env).map_err(|m| err(format!("gatewayKeys[{i}].env"), m))?;
@@ -93,6 +109,10 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             .validate(&|_| true)
             .map_err(|e| err(format!("gatewayKeys[{i}].policy.{}", e.param), e.message))?;
     }
+    Ok(())
+}
+
+fn validate_routing(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError> {
     let r = &config.routing;
     if r.default_cooldown_ms == 0 {
         return Err(err(
@@ -106,7 +126,15 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             "must be at least 1000 (one second)".into(),
         ));
     }
+    Ok(())
+}
 
+/// Each provider, and that ids are unique; returns the ids.
+fn validate_providers<'c>(
+    config: &'c ConfigFile,
+    file: &Path,
+    err: Err<'_>,
+) -> Result<HashSet<&'c str>, ConfigError> {
     let mut ids = HashSet::new();
     for (i, p) in config.providers.iter().enumerate() {
         validate_provider(p, &format!("providers[{i}]"), file)?;
@@ -120,7 +148,14 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ));
         }
     }
+    Ok(ids)
+}
 
+fn validate_routes(
+    config: &ConfigFile,
+    ids: &HashSet<&str>,
+    err: Err<'_>,
+) -> Result<(), ConfigError> {
     for (name, route) in &config.routes {
         let entries = route.targets();
         let path = format!("routes.{name}");
@@ -161,6 +196,14 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             }
         }
     }
+    Ok(())
+}
+
+fn validate_local_fallback(
+    config: &ConfigFile,
+    ids: &HashSet<&str>,
+    err: Err<'_>,
+) -> Result<(), ConfigError> {
     let lf = &config.local_fallback;
     if lf.enabled {
         let host = lf
@@ -185,6 +228,14 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
             ));
         }
     }
+    Ok(())
+}
+
+fn validate_model_map(
+    config: &ConfigFile,
+    ids: &HashSet<&str>,
+    err: Err<'_>,
+) -> Result<(), ConfigError> {
     for (pattern, target) in &config.model_map {
         let path = format!("modelMap.{pattern}");
         if pattern.trim().is_empty() {

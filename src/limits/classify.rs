@@ -85,7 +85,6 @@ pub fn classify_http(
             "context_length_exceeded",
             "too many tokens in the prompt",
         ]);
-    let resource_exhausted = f.status == "resource_exhausted";
     // "Request too large … on tokens per min (TPM): Limit 6000, Requested 9000": the request
     // alone exceeds the per-minute limit. Waiting does not help, so it is not a rate limit.
     let too_large = requested_over_limit(&lower);
@@ -96,8 +95,31 @@ pub fn classify_http(
         "will regain access on",
     ]);
 
-    // Structured verdicts, most specific first.
-    let structured = if too_large {
+    let class = structured_class(&f, too_large, usage_cap, context_length, &has)
+        .unwrap_or_else(|| class_by_status(status, &has));
+    let reset_at_ms = reset_of(class, headers, json.as_ref(), &f, ctx);
+    Classified {
+        class,
+        reason: format!("HTTP {status}: {}", super::truncate(f.message.trim(), 240)),
+        reset_at_ms,
+        context_length: context_length && class == ErrorClass::Request,
+        per_model: f.quota_ids.iter().any(|q| q.contains("PerModel"))
+            || has(&["for model", "on model", "for this model", "on this model"]),
+        timeout: false,
+        too_large,
+    }
+}
+
+/// The class an error body states in its own fields (type, code, status, reasons), most
+/// specific first; `None` when it states none and the status decides.
+fn structured_class(
+    f: &Fields,
+    too_large: bool,
+    usage_cap: bool,
+    context_length: bool,
+    has: &dyn Fn(&[&str]) -> bool,
+) -> Option<ErrorClass> {
+    if too_large {
         Some(ErrorClass::Request)
     } else if usage_cap || f.code == "insufficient_quota" || f.etype == "insufficient_quota" {
         Some(ErrorClass::Billing)
@@ -110,7 +132,7 @@ pub fn classify_http(
         || f.etype == "permission_error"
     {
         Some(ErrorClass::Auth)
-    } else if resource_exhausted
+    } else if f.status == "resource_exhausted"
         || f.etype == "rate_limit_error"
         || f.code == "rate_limit_exceeded"
         || f.etype == "too_many_requests_error"
@@ -127,8 +149,12 @@ pub fn classify_http(
         Some(ErrorClass::Request)
     } else {
         None
-    };
-    let class = structured.unwrap_or_else(|| match status {
+    }
+}
+
+/// The class from the HTTP status, with the message's words where a status is ambiguous.
+fn class_by_status(status: u16, has: &dyn Fn(&[&str]) -> bool) -> ErrorClass {
+    match status {
         402 => ErrorClass::Billing,
         _ if has(&[
             "credit balance is too low",
@@ -168,41 +194,40 @@ pub fn classify_http(
             ErrorClass::ContentPolicy
         }
         _ => ErrorClass::Request,
-    });
+    }
+}
 
-    let reset_at_ms = if matches!(
+/// When a rate, overload or billing limit ends: the headers, then the body's fields, then its
+/// words, then (rate limits) the window its quota names.
+fn reset_of(
+    class: ErrorClass,
+    headers: &HeaderMap,
+    json: Option<&Value>,
+    f: &Fields,
+    ctx: &ResetContext,
+) -> Option<i64> {
+    if !matches!(
         class,
         ErrorClass::Rate | ErrorClass::Overloaded | ErrorClass::Billing
     ) {
-        reset::from_headers(headers, ctx.now_ms)
-            .or_else(|| json.as_ref().and_then(|v| reset::from_body(v, ctx.now_ms)))
-            .or_else(|| {
-                if class == ErrorClass::Billing {
-                    reset::regain_access(&f.message)
-                } else {
-                    reset::from_text(&f.message, ctx)
-                }
-            })
-            .or_else(|| {
-                if class != ErrorClass::Rate {
-                    return None;
-                }
-                let words = format!("{} {} {}", f.quota_ids.join(" "), f.etype, f.message);
-                reset::from_window(&words, ctx)
-            })
-    } else {
-        None
-    };
-    Classified {
-        class,
-        reason: format!("HTTP {status}: {}", super::truncate(f.message.trim(), 240)),
-        reset_at_ms,
-        context_length: context_length && class == ErrorClass::Request,
-        per_model: f.quota_ids.iter().any(|q| q.contains("PerModel"))
-            || has(&["for model", "on model", "for this model", "on this model"]),
-        timeout: false,
-        too_large,
+        return None;
     }
+    reset::from_headers(headers, ctx.now_ms)
+        .or_else(|| json.and_then(|v| reset::from_body(v, ctx.now_ms)))
+        .or_else(|| {
+            if class == ErrorClass::Billing {
+                reset::regain_access(&f.message)
+            } else {
+                reset::from_text(&f.message, ctx)
+            }
+        })
+        .or_else(|| {
+            if class != ErrorClass::Rate {
+                return None;
+            }
+            let words = format!("{} {} {}", f.quota_ids.join(" "), f.etype, f.message);
+            reset::from_window(&words, ctx)
+        })
 }
 
 /// Whether a (lower-cased) message says the request asked for more than the limit itself:

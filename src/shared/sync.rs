@@ -193,36 +193,8 @@ impl Redis {
                 now,
                 day,
             } => {
-                let minute = crate::clock::minute_start(*now);
-                let (day, day_end) = *day;
-                let mut inv = self.quota.prepare_invoke();
-                inv.key(self.quota_key(provider, key, PeriodKind::Minute, minute))
-                    .key(self.quota_key(provider, key, PeriodKind::Day, day))
-                    .arg(requests)
-                    .arg(tokens)
-                    // Kept a day past the day's end (a DST day is 25 hours long).
-                    .arg(day_end - now + 86_400_000);
-                let v: Vec<u64> = inv.invoke_async(&mut conn).await?;
-                if let [m, t, d] = v.as_slice() {
-                    let counts = SharedCounts {
-                        minute_start: minute,
-                        minute_requests: *m,
-                        minute_tokens: *t,
-                        day_start: day,
-                        day_requests: *d,
-                    };
-                    runtime.quota.shared(key, counts);
-                    // The other instances learn the totals too, without asking.
-                    let msg = SharedMsg {
-                        key: Some(key.clone()),
-                        counts: Some(counts),
-                        ..SharedMsg::new(&self.origin, "quota", provider)
-                    };
-                    let json = serde_json::to_string(&msg).unwrap_or_default();
-                    conn.publish::<_, _, ()>(self.key(&["events"]), json)
-                        .await?;
-                }
-                Ok(())
+                self.write_quota(runtime, provider, key, (*requests, *tokens), *now, *day)
+                    .await
             }
             Op::Key(k) => {
                 let msg = SharedMsg {
@@ -242,6 +214,50 @@ impl Redis {
             }
             Op::Barrier(_) => Ok(()),
         }
+    }
+
+    /// Counts requests and tokens on a provider key's shared minute and day counters; the
+    /// totals come back into this instance's quota score and go out to the others.
+    async fn write_quota(
+        &self,
+        runtime: &crate::providers::ProviderRuntime,
+        provider: &str,
+        key: &str,
+        (requests, tokens): (u64, u64),
+        now: i64,
+        day: (i64, i64),
+    ) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let minute = crate::clock::minute_start(now);
+        let (day, day_end) = day;
+        let mut inv = self.quota.prepare_invoke();
+        inv.key(self.quota_key(provider, key, PeriodKind::Minute, minute))
+            .key(self.quota_key(provider, key, PeriodKind::Day, day))
+            .arg(requests)
+            .arg(tokens)
+            // Kept a day past the day's end (a DST day is 25 hours long).
+            .arg(day_end - now + 86_400_000);
+        let v: Vec<u64> = inv.invoke_async(&mut conn).await?;
+        if let [m, t, d] = v.as_slice() {
+            let counts = SharedCounts {
+                minute_start: minute,
+                minute_requests: *m,
+                minute_tokens: *t,
+                day_start: day,
+                day_requests: *d,
+            };
+            runtime.quota.shared(key, counts);
+            // The other instances learn the totals too, without asking.
+            let msg = SharedMsg {
+                key: Some(key.to_string()),
+                counts: Some(counts),
+                ..SharedMsg::new(&self.origin, "quota", provider)
+            };
+            let json = serde_json::to_string(&msg).unwrap_or_default();
+            conn.publish::<_, _, ()>(self.key(&["events"]), json)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Takes the other instances' client keys where theirs are newer; returns the versions
