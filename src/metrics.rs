@@ -84,6 +84,7 @@ pub struct Metrics {
 }
 
 impl Default for Metrics {
+    // Long because it is one registration per metric, in the order `/metrics` lists them.
     fn default() -> Self {
         let mut registry = Registry::with_prefix("baton");
         let requests = Family::<L3, Counter>::default();

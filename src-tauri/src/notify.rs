@@ -216,6 +216,7 @@ fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
     })
 }
 
+/// Long because it is one event loop with an arm per event kind, sharing the fold state.
 pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
     // Subscribed before returning, so no event after start-up is missed.
     let mut rx = core.routing.events.subscribe();

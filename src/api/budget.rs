@@ -201,14 +201,7 @@ pub(crate) async fn read_body(
     let mut charge = Charge::default();
     let over_budget = |r: Refused| r.error(core.server.memory_budget_bytes);
     let max = core.server.max_body_bytes;
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
-            "request_too_large",
-            format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
-        )
-    };
+    let too_large = || too_large(max);
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -221,27 +214,7 @@ pub(crate) async fn read_body(
         inbound.charge(&mut charge, n).map_err(over_budget)?;
     }
     let idle = std::time::Duration::from_millis(core.server.body_timeout_ms);
-    let too_slow = |got: usize| {
-        let mut e = ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "invalid_request_error",
-            "request_timeout",
-            format!(
-                "The request body arrived too slowly ({got} bytes so far; server.bodyTimeoutMs is {} ms). Send the whole body at once.",
-                idle.as_millis()
-            ),
-        );
-        e.headers
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        e
-    };
-    let broken = |e: &dyn std::fmt::Display| {
-        // The upload broke off (a client that went away, a dropped connection): not a
-        // malformed request, so it does not feed the bad-request throttle.
-        let mut err = ApiError::invalid("body", format!("Could not read the request body: {e}"));
-        err.code = "body_incomplete";
-        err
-    };
+    let too_slow = |got: usize| too_slow(got, idle);
     let mut stream = req.into_body().into_data_stream();
     let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0));
     let started = tokio::time::Instant::now();
@@ -273,20 +246,56 @@ pub(crate) async fn read_body(
     // Parsing multiplies a body of many small values many times over: count them first.
     let values = json_values(&buf, inbound.max_values);
     if values > inbound.max_values {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
-            "request_too_large",
-            format!(
-                "The request body holds more than {} JSON values (server.maxJsonValues); send fewer messages or content parts.",
-                inbound.max_values
-            ),
-        ));
+        return Err(too_many_values(inbound.max_values));
     }
     inbound
         .charge(&mut charge, Inbound::parse_cost(buf.len(), values))
         .map_err(over_budget)?;
     Ok((buf.freeze(), charge))
+}
+
+fn too_large(max: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        "request_too_large",
+        format!("The request body is larger than the {max}-byte limit (server.maxBodyBytes)."),
+    )
+}
+
+/// A body that stalled or trickles: the connection closes after the answer.
+fn too_slow(got: usize, idle: std::time::Duration) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "invalid_request_error",
+        "request_timeout",
+        format!(
+            "The request body arrived too slowly ({got} bytes so far; server.bodyTimeoutMs is {} ms). Send the whole body at once.",
+            idle.as_millis()
+        ),
+    );
+    e.headers
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    e
+}
+
+/// The upload broke off (a client that went away, a dropped connection): not a malformed
+/// request, so it does not feed the bad-request throttle.
+fn broken(e: &dyn std::fmt::Display) -> ApiError {
+    let mut err = ApiError::invalid("body", format!("Could not read the request body: {e}"));
+    err.code = "body_incomplete";
+    err
+}
+
+fn too_many_values(max: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        "request_too_large",
+        format!(
+            "The request body holds more than {max} JSON values (server.maxJsonValues); send fewer messages or content parts."
+        ),
+    )
 }
 
 /// Bytes per second a body must average once `server.bodyTimeoutMs` has passed.

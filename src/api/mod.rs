@@ -46,7 +46,8 @@ pub struct AppState {
     pub inbound: Arc<budget::Inbound>,
 }
 
-/// The complete router.
+/// The complete router. Long because it is the route table: one line per endpoint, read as a
+/// list.
 pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     let mut allowed: Vec<String> = core
         .server
@@ -315,30 +316,8 @@ impl Dialect {
 async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let dialect = Dialect::of(path);
-    // Protocol limits, answered in the API's shape (hyper's own, further out, can only close
-    // the connection with a bare status).
-    // Origin-form, as clients send it: path and query (no allocation on every request).
-    let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
-    if uri_len > MAX_URI_BYTES {
-        return dialect.render(ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            "invalid_request_error",
-            "uri_too_long",
-            format!("The request URI is {uri_len} bytes; at most {MAX_URI_BYTES} are accepted. Send parameters in the body."),
-        ));
-    }
-    let header_bytes: usize = req
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len() + 4)
-        .sum();
-    if header_bytes > MAX_HEADER_BYTES {
-        return dialect.render(ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "invalid_request_error",
-            "headers_too_large",
-            format!("The request headers are {header_bytes} bytes; at most {MAX_HEADER_BYTES} are accepted."),
-        ));
+    if let Err(e) = protocol_limits(&req) {
+        return dialect.render(e);
     }
     if dialect == Dialect::Admin {
         if let Err(e) = admin::require_admin(&state.core, req.headers()) {
@@ -386,6 +365,41 @@ async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Re
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return resp;
     }
+    rewrite_rejection(resp, dialect).await
+}
+
+/// The URI and header size limits, answered in the API's shape (hyper's own, further out, can
+/// only close the connection with a bare status).
+fn protocol_limits(req: &Request) -> Result<(), ApiError> {
+    // Origin-form, as clients send it: path and query (no allocation on every request).
+    let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if uri_len > MAX_URI_BYTES {
+        return Err(ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "invalid_request_error",
+            "uri_too_long",
+            format!("The request URI is {uri_len} bytes; at most {MAX_URI_BYTES} are accepted. Send parameters in the body."),
+        ));
+    }
+    let header_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "invalid_request_error",
+            "headers_too_large",
+            format!("The request headers are {header_bytes} bytes; at most {MAX_HEADER_BYTES} are accepted."),
+        ));
+    }
+    Ok(())
+}
+
+/// A plain-text error axum produced itself, in the route's API error shape (its headers kept).
+async fn rewrite_rejection(resp: Response, dialect: Dialect) -> Response {
+    let status = resp.status();
     let (parts, body) = resp.into_parts();
     let text = axum::body::to_bytes(body, 4096)
         .await

@@ -337,7 +337,8 @@ pub(super) fn anthropic_id(id: &str) -> String {
 
 /// Canonical request -> Anthropic Messages body (for `anthropic` upstreams). Consecutive
 /// same-role turns are merged (the API requires alternation); tool results become `tool_result`
-/// blocks in a user turn; `max_tokens` is filled in when the client left it out.
+/// blocks in a user turn; `max_tokens` is filled in when the client left it out. Long because
+/// it is one walk over the messages with an arm per part kind, merging turns as it goes.
 pub fn request_to_anthropic(
     req: &ChatRequest,
     model: &str,

@@ -6,7 +6,8 @@ use super::{ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usag
 
 /// Canonical request -> Gemini body: system prompt to `systemInstruction`, `assistant` to the
 /// `model` role, tools to `functionDeclarations`, images to `inlineData`, tool results to
-/// `functionResponse` (named after the call they answer).
+/// `functionResponse` (named after the call they answer). Long because it is one walk over the
+/// messages with an arm per part kind, building the turns as it goes.
 pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
     let mut body = Map::new();
     let system = req.system.join("\n\n");

@@ -22,6 +22,8 @@ const KNOWN: &[&str] = &[
     "stream_options",
 ];
 
+/// An OpenAI Chat Completions body as a canonical request. Long because it is a flat list of
+/// fields, each checked with its own message.
 pub fn request_from_openai(body: &Map<String, Value>) -> Result<ChatRequest, InvalidRequest> {
     let model = match body.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),

@@ -234,7 +234,27 @@ pub async fn probe_one(
         }
     };
     let timeout = Duration::from_millis(entry.config.timeouts.first_byte_ms);
-    let classified = match tokio::time::timeout(timeout, rb.send()).await {
+    let classified = send_probe(rb, timeout, entry).await;
+    result.latency_ms = started.elapsed().as_millis() as u64;
+    if let Some((c, status)) = classified {
+        result.class = c.class.as_str().into();
+        result.status = status;
+        result.reason = Some(c.reason);
+        result.reset_at_ms = c.reset_at_ms;
+    } else {
+        result.status = Some(200);
+    }
+    result
+}
+
+/// Sends the probe and reads its answer: `None` on a 2xx, else the failure classified (with
+/// the status when there was one).
+async fn send_probe(
+    rb: reqwest::RequestBuilder,
+    timeout: Duration,
+    entry: &providers::ProviderEntry,
+) -> Option<(limits::Classified, Option<u16>)> {
+    match tokio::time::timeout(timeout, rb.send()).await {
         Err(_) => Some((
             limits::classify_timeout(format!("no response within {} ms", timeout.as_millis())),
             None,
@@ -265,17 +285,7 @@ pub async fn probe_one(
                 ))
             }
         }
-    };
-    result.latency_ms = started.elapsed().as_millis() as u64;
-    if let Some((c, status)) = classified {
-        result.class = c.class.as_str().into();
-        result.status = status;
-        result.reason = Some(c.reason);
-        result.reset_at_ms = c.reset_at_ms;
-    } else {
-        result.status = Some(200);
     }
-    result
 }
 
 /// A subscription CLI: its install and login first, then one tiny prompt through it, spawned

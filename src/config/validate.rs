@@ -254,6 +254,7 @@ fn validate_model_map(
     Ok(())
 }
 
+/// Long because it is a flat list of independent checks, each naming its field.
 pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<(), ConfigError> {
     let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
     check_id(&p.id).map_err(|m| err("id", m))?;

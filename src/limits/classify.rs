@@ -251,6 +251,41 @@ fn requested_over_limit(lower: &str) -> bool {
 /// Classifies what a subscription CLI printed when it failed: JSON event lines (Claude's
 /// `rate_limit_event` / `result`, Codex's `turn.failed` / `error`, Gemini's `error`) or plain text.
 pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) -> Classified {
+    let CliSignals {
+        texts,
+        mut reset_at_ms,
+        api_status,
+    } = cli_signals(output);
+    let text = texts.join("\n");
+    let lower = text.to_ascii_lowercase();
+    let has = |w: &[&str]| w.iter().any(|x| lower.contains(x));
+    let class = cli_class(&has, exit_code, api_status);
+    if class == ErrorClass::Rate && reset_at_ms.is_none() {
+        reset_at_ms = reset::from_text(&text, ctx).or_else(|| reset::from_window(&text, ctx));
+    }
+    let first = texts.first().map(String::as_str).unwrap_or("no output");
+    Classified {
+        class,
+        reason: super::truncate(first, 240).to_string(),
+        reset_at_ms,
+        context_length: false,
+        // Gemini CLI: "You have exhausted your daily quota on this model."
+        per_model: has(&["on this model", "for this model"]),
+        timeout: false,
+        too_large: false,
+    }
+}
+
+/// What a failed CLI's output says: its messages, a reset instant and an API status, from the
+/// JSON event lines (Claude's `rate_limit_event` / `result`, Codex's `turn.failed` / `error`,
+/// Gemini's `result`), with every other non-empty line kept as text.
+struct CliSignals {
+    texts: Vec<String>,
+    reset_at_ms: Option<i64>,
+    api_status: Option<u16>,
+}
+
+fn cli_signals(output: &str) -> CliSignals {
     let mut texts: Vec<String> = Vec::new();
     let mut reset_at_ms = None;
     let mut api_status: Option<u16> = None;
@@ -298,10 +333,21 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
             _ => {}
         }
     }
-    let text = texts.join("\n");
-    let lower = text.to_ascii_lowercase();
-    let has = |w: &[&str]| w.iter().any(|x| lower.contains(x));
-    let class = if has(&[
+    CliSignals {
+        texts,
+        reset_at_ms,
+        api_status,
+    }
+}
+
+/// The class from the CLI's words, its exit code (Gemini CLI: 41 is auth, 173 is HTTP 429 mod 256) and the
+/// API status it reported.
+fn cli_class(
+    has: &dyn Fn(&[&str]) -> bool,
+    exit_code: Option<i32>,
+    api_status: Option<u16>,
+) -> ErrorClass {
+    if has(&[
         "not logged in",
         "please run /login",
         "set an auth method",
@@ -337,19 +383,5 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
         ErrorClass::Overloaded
     } else {
         ErrorClass::Transient
-    };
-    if class == ErrorClass::Rate && reset_at_ms.is_none() {
-        reset_at_ms = reset::from_text(&text, ctx).or_else(|| reset::from_window(&text, ctx));
-    }
-    let first = texts.first().map(String::as_str).unwrap_or("no output");
-    Classified {
-        class,
-        reason: super::truncate(first, 240).to_string(),
-        reset_at_ms,
-        context_length: false,
-        // Gemini CLI: "You have exhausted your daily quota on this model."
-        per_model: has(&["on this model", "for this model"]),
-        timeout: false,
-        too_large: false,
     }
 }

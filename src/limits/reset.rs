@@ -253,6 +253,8 @@ const MONTHS: [&str; 12] = [
 
 /// A wall-clock instant such as "12:50am (America/Los_Angeles)", "Dec 4, 8:56am (…)",
 /// "Dec 2nd, 2026 6:24 AM", "11:51 PM", "12pm", resolved to the next such instant after now.
+/// Long because it is one small parser over the clause (month, day, year, time, meridiem,
+/// zone) whose steps share the cursor.
 fn parse_when(s: &str, ctx: &ResetContext) -> Option<i64> {
     // Stop at the end of the clause.
     let end = s

@@ -82,6 +82,8 @@ fn soonest<'a>(list: &[&'a CooldownEntry]) -> Option<&'a CooldownEntry> {
 }
 
 /// The state of `p` at `now`, from the active cooldowns (any provider's; others are ignored).
+/// Long because the order of its checks is the precedence of the states (disabled, then
+/// unavailable or logged out, then the breaker, then cooldowns), best read in one place.
 pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> ProviderState {
     if !p.config.enabled {
         return ProviderState::new(State::Disabled);

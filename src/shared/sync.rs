@@ -475,6 +475,7 @@ pub(super) async fn health(r: Arc<Redis>, core: Weak<dyn Host>) {
 }
 
 /// Applies the other instances' cooldown changes as they are published.
+/// Long because it is one reconnecting loop with a `select!` over messages and shutdown.
 pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<dyn Host>) {
     let channel = r.key(&["events"]);
     loop {

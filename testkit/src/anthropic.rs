@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::{sse, Behavior, InFlight, Received, Shared};
 
 /// The fake as an Anthropic Messages API: same script, Anthropic's shapes and event sequence.
+/// Long because it is the behaviour table again, each arm in Anthropic's shapes.
 pub(crate) async fn messages(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -35,19 +36,7 @@ pub(crate) async fn messages(
         .and_then(Value::as_str)
         .unwrap_or("fake")
         .to_string();
-    let last_user = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| match &m["content"] {
-            Value::String(t) => Some(t.clone()),
-            Value::Array(blocks) => blocks
-                .iter()
-                .rev()
-                .find_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string)),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let last_user = last_user_text(&body);
     let (blocks, stop, cut) = match behavior {
         Behavior::Status {
             status,
@@ -169,4 +158,20 @@ fn refuse(headers: &HeaderMap) -> Option<Response> {
         ));
     }
     None
+}
+
+/// The text of the last user message (a string or its last text block).
+fn last_user_text(body: &Value) -> String {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| match &m["content"] {
+            Value::String(t) => Some(t.clone()),
+            Value::Array(blocks) => blocks
+                .iter()
+                .rev()
+                .find_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string)),
+            _ => None,
+        })
+        .unwrap_or_default()
 }

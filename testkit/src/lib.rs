@@ -275,6 +275,9 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
     .into_response()
 }
 
+/// The fake's Chat Completions endpoint. Long because it is the fake's behaviour table: one arm
+/// per scripted behaviour a test can ask for (a status, a hang, a stream that dies, stalls or
+/// turns malformed, a slow stream, a tool call…).
 async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let bearer = headers

@@ -86,39 +86,32 @@ pub(crate) fn chunk(model: &str, delta: Value, finish: Value) -> Bytes {
     Bytes::from(format!("data: {c}\n\n"))
 }
 
-pub(crate) async fn answer(
-    s: &Arc<Shared>,
-    guard: InFlight,
-    stream: bool,
-    usage: bool,
-    model: &str,
-    reply: Reply,
-    cut: Option<Cut>,
-) -> Response {
-    let usage_v = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
-    if !stream {
-        let (message, finish) = match &reply {
-            Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
-            Reply::Tool(name, args) => (
-                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_fake1", "type": "function",
-                    "function": {"name": name, "arguments": args}}]}),
-                "tool_calls",
-            ),
-        };
-        drop(guard);
-        return axum::Json(
-            json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
-            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage_v}),
-        )
-        .into_response();
-    }
+/// The whole answer, non-streamed.
+fn complete(model: &str, reply: &Reply, usage_v: Value) -> Response {
+    let (message, finish) = match &reply {
+        Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
+        Reply::Tool(name, args) => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_fake1", "type": "function",
+                "function": {"name": name, "arguments": args}}]}),
+            "tool_calls",
+        ),
+    };
+    axum::Json(
+        json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
+        "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage_v}),
+    )
+    .into_response()
+}
+
+/// The stream's chunks up to (not including) the finish, and the finish reason.
+fn content_chunks(model: &str, reply: &Reply) -> (Vec<Bytes>, &'static str) {
     let mut events = vec![chunk(
         model,
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    let finish = match &reply {
+    let finish = match reply {
         Reply::Text(t) => {
             for w in t.split_inclusive(' ') {
                 events.push(chunk(model, json!({"content": w}), Value::Null));
@@ -143,6 +136,24 @@ pub(crate) async fn answer(
             "tool_calls"
         }
     };
+    (events, finish)
+}
+
+pub(crate) async fn answer(
+    s: &Arc<Shared>,
+    guard: InFlight,
+    stream: bool,
+    usage: bool,
+    model: &str,
+    reply: Reply,
+    cut: Option<Cut>,
+) -> Response {
+    let usage_v = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
+    if !stream {
+        drop(guard);
+        return complete(model, &reply, usage_v);
+    }
+    let (mut events, finish) = content_chunks(model, &reply);
     let mut tail = vec![chunk(model, json!({}), json!(finish))];
     if usage {
         let u = json!({"id": format!("chatcmpl-{model}"), "object": "chat.completion.chunk", "created": 1,

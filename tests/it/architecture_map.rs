@@ -155,3 +155,61 @@ fn the_library_modules_import_each_other_without_a_circle() {
         }
     }
 }
+
+/// Functions over 80 lines that do not say why they are long, and files over 600 lines, in the
+/// code (unit-test modules and test files left out: a test is a scenario, read top to bottom).
+#[test]
+fn functions_stay_short_unless_they_say_why_and_files_stay_under_600_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "src-tauri/src", "testkit/src"] {
+        sources(&root.join(dir), &mut files);
+    }
+    let mut long = Vec::new();
+    let mut big = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if text.lines().count() > 600 {
+            big.push(format!("{rel} ({} lines)", text.lines().count()));
+        }
+        let code = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            let sig = t
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub(super) ")
+                .trim_start_matches("pub ")
+                .trim_start_matches("async ")
+                .trim_start_matches("const ");
+            if !sig.starts_with("fn ") || t.ends_with(';') {
+                continue;
+            }
+            let indent = line.len() - t.len();
+            let close = " ".repeat(indent) + "}";
+            let Some(end) = lines[i + 1..]
+                .iter()
+                .position(|l| l.starts_with(&close) && l.len() - l.trim_start().len() == indent)
+            else {
+                continue;
+            };
+            let n = end + 2;
+            if n <= 80 {
+                continue;
+            }
+            let said = lines[i.saturating_sub(12)..i]
+                .iter()
+                .any(|l| l.contains("Long because"));
+            if !said {
+                let name = sig[3..].split(['(', '<']).next().unwrap_or_default();
+                long.push(format!("{rel}:{} {name} ({n} lines)", i + 1));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 80 lines without a `Long because …` comment saying why: {long:#?}"
+    );
+    assert!(big.is_empty(), "files over 600 lines: {big:?}");
+}

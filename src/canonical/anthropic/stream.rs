@@ -132,6 +132,7 @@ pub struct StreamDecoder {
 }
 
 impl StreamDecoder {
+    /// Long because it is one match arm per Anthropic event type.
     pub fn push(&mut self, data: &Value) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         match data.get("type").and_then(Value::as_str).unwrap_or_default() {

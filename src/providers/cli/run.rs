@@ -159,6 +159,8 @@ pub fn start(spec: Spawn, procs: Arc<CliProcesses>) -> Result<CliRun, Classified
 }
 
 /// Reads the CLI's output until it finishes, fails, or the reader goes away.
+/// Long because it is one `select!` loop over stdout, stderr, the exit and the reader going
+/// away; split, the arms would share half a dozen pieces of state through arguments.
 async fn pump(
     child: &mut tokio::process::Child,
     stdout: Option<tokio::process::ChildStdout>,

@@ -208,6 +208,8 @@ impl Pump {
 
     /// Sends the original request plus the partial answer as an assistant prefill to `next`;
     /// on success swaps the upstream and returns the continuation's first bytes.
+    /// Long because it is one attempt, step by step (key, slot, request, first content, swap),
+    /// each of which can end the resume with its own reason.
     async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
         use crate::router::{candidates, Answer, Attempt, Inbound, Pick};
         let routing = &resume.routing;

@@ -32,6 +32,8 @@ const GEMINI_CAPACITY: &str =
 const GEMINI_CAPACITY_ERR: &str =
     include_str!("../../../tests/fixtures/cli/gemini-fake-429capacity-stream-json.err");
 
+/// Long because it is the fake CLI's table: one arm per recorded output a test can ask for
+/// (`FAKE_CLI_MODE`), each printing the real CLI's bytes.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let me = Path::new(&args[0])

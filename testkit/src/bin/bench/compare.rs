@@ -16,6 +16,8 @@ const STREAM_CHUNKS: usize = 20;
 /// streams (20 content chunks, OpenAI in and out; an Anthropic client on an OpenAI upstream,
 /// translated; and paced a chunk every 2 ms, as a model sends them), for two builds in the same run, alternating in rounds so drift in this
 /// machine's speed falls on both. Both are pinned to the same core when `BENCH_BATON_CPU` is set.
+/// Long because it is one measured run: both builds started, then each phase in alternating
+/// rounds, then the report.
 pub(super) async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
     let fake = FakeUpstream::start("bench").await;
     let dir = tempfile_dir();

@@ -395,6 +395,7 @@ fn start_baton(
     (child, pid, url)
 }
 
+/// Long because it is the benchmark script: its phases in the order the report prints them.
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();

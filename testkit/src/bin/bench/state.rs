@@ -11,6 +11,8 @@ use super::{closed_loop, fixed_rate, proc_cpu_secs, row, start_baton, tempfile_d
 /// `bench --state`: Baton's added latency with the Redis backend against SQLite (the default),
 /// same fake upstream, same run. The key is metered and the provider has `maxConcurrency`, so
 /// every request takes the shared paths (admission, lease, spending).
+/// Long because it is one measured run: two gateways (SQLite, Redis), alternating rounds,
+/// the report.
 pub(super) async fn state_bench(baton_bin: &str, n: usize) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
