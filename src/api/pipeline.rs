@@ -15,13 +15,23 @@ use super::{authenticate, AppState};
 use crate::canonical::openai::request_from_openai;
 use crate::router::record::Record;
 use crate::router::snapshot::ResolveError;
-use crate::router::{self, Failure, Inbound, Served, Wire};
+use crate::router::{self, Completed, Failure, Inbound, Reply, Served, Streamed, Wire};
 
 /// The client's API format; the router in between is the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     OpenAi,
     Anthropic,
+}
+
+impl Format {
+    /// The wire format whose bytes reach this client untouched.
+    fn wire(self) -> Wire {
+        match self {
+            Format::OpenAi => Wire::OpenAi,
+            Format::Anthropic => Wire::Anthropic,
+        }
+    }
 }
 
 pub(super) async fn handle(
@@ -159,8 +169,8 @@ async fn handle_client(
         base,
     };
     match result {
-        Ok(served @ Served::Complete { .. }) => out.complete(served, rec),
-        Ok(served @ Served::Stream { .. }) => Ok(out.stream(served, &inbound, rec)),
+        Ok(Served::Complete(c)) => out.complete(c, rec),
+        Ok(Served::Stream(s)) => Ok(out.stream(s, &inbound, rec)),
         Err(f) => Err(out.failure(f, &inbound, rec)),
     }
 }
@@ -275,17 +285,13 @@ struct Out<'a> {
 
 impl Out<'_> {
     /// A complete answer: logged, counted, translated when the formats differ.
-    fn complete(self, served: Served, mut rec: Record) -> Result<Response, ApiError> {
-        let Served::Complete {
+    fn complete(self, served: Completed, mut rec: Record) -> Result<Response, ApiError> {
+        let Completed {
             target,
-            body,
+            reply,
             usage,
             slot,
-            wire,
-        } = served
-        else {
-            unreachable!("complete() takes complete answers")
-        };
+        } = served;
         let core = &self.state.core;
         drop(slot);
         gateway_headers(self.base, target.provider.id(), &target.model.id);
@@ -300,34 +306,43 @@ impl Out<'_> {
             );
         }
         rec.finish(200, None);
-        let same = matches!(
-            (wire, self.format),
-            (Wire::OpenAi, Format::OpenAi) | (Wire::Anthropic, Format::Anthropic)
-        );
-        let body = if same {
-            body
-        } else {
-            let mut answer = crate::providers::codec::answer(wire, &body).ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "upstream_error",
-                    "malformed_upstream_answer",
-                    "The provider's answer could not be translated.",
-                )
-            })?;
-            answer.created = core.routing.clock.now_ms() / 1000;
-            if wire == Wire::Gemini {
-                // Gemini answers carry neither an id nor the model.
-                answer.id = self.request_id.to_string();
-                answer.model = target.model.id.clone();
+        let answer = match reply {
+            Reply::Wire(body, wire) if wire == self.format.wire() => Ok(body),
+            Reply::Wire(body, wire) => crate::providers::codec::answer(wire, &body)
+                .map(|mut answer| {
+                    if wire == Wire::Gemini {
+                        // Gemini answers carry neither an id nor the model.
+                        answer.id = self.request_id.to_string();
+                        answer.model = target.model.id.clone();
+                    }
+                    answer
+                })
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::BAD_GATEWAY,
+                        "upstream_error",
+                        "malformed_upstream_answer",
+                        "The provider's answer could not be translated.",
+                    )
+                })
+                .map(Err)?,
+            Reply::Canonical(answer) => Err(answer),
+        };
+        // The client's format: the upstream's bytes as they are, or the canonical answer
+        // rendered.
+        let body = match answer {
+            Ok(body) => body,
+            Err(mut answer) => {
+                answer.created = core.routing.clock.now_ms() / 1000;
+                let out = match self.format {
+                    Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
+                    Format::Anthropic => crate::canonical::anthropic::response_to_anthropic(
+                        &answer,
+                        &target.model.id,
+                    ),
+                };
+                Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
             }
-            let out = match self.format {
-                Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
-                Format::Anthropic => {
-                    crate::canonical::anthropic::response_to_anthropic(&answer, &target.model.id)
-                }
-            };
-            Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
         };
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -339,18 +354,14 @@ impl Out<'_> {
     }
 
     /// A committed stream: the pump relays it in the client's format.
-    fn stream(self, served: Served, inbound: &Inbound, mut rec: Record) -> Response {
-        let Served::Stream {
+    fn stream(self, served: Streamed, inbound: &Inbound, mut rec: Record) -> Response {
+        let Streamed {
             target,
-            reader,
+            source,
             prelude,
-            codec,
             slot,
             resume,
-        } = served
-        else {
-            unreachable!("stream() takes streams")
-        };
+        } = served;
         gateway_headers(self.base, target.provider.id(), &target.model.id);
         rec.served_by(&target);
         // The estimate the router already made (no second walk of the messages).
@@ -362,15 +373,21 @@ impl Out<'_> {
             prompt_tokens,
         });
         let out = match self.format {
-            Format::OpenAi => crate::router::stream::Out::OpenAi,
+            Format::OpenAi => crate::router::stream::Out::OpenAi(Box::new(
+                crate::canonical::openai::StreamEncoder::new(
+                    self.request_id,
+                    &target.model.id,
+                    self.state.core.routing.clock.now_ms() / 1000,
+                    inbound.canonical.stream_usage,
+                ),
+            )),
             Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
                 crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id),
             )),
         };
         let upstream = crate::router::stream::Upstream {
-            reader,
+            source,
             prelude,
-            codec,
             client_wants_usage: inbound.canonical.stream_usage,
             prompt_tokens,
         };

@@ -555,5 +555,8 @@ pub fn event_to_chunk(ev: &StreamEvent, id: &str, model: &str, created: i64) -> 
     chunk
 }
 
+mod stream;
+pub use stream::StreamEncoder;
+
 #[cfg(test)]
 mod tests;

@@ -8,9 +8,11 @@ use tokio::time::timeout_at;
 
 use super::snapshot::Target;
 use super::sse::{SseError, SseReader};
+use super::stream::Source;
 use super::Routing;
 use super::{
-    Answer, Attempt, Held, Inbound, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
+    Answer, Attempt, Held, Inbound, Reply, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS,
+    MAX_UPSTREAM_BODY,
 };
 use crate::limits::{self, Classified};
 use crate::providers::codec::{self, Codec, Complete, UpstreamError};
@@ -108,7 +110,9 @@ async fn complete(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wi
         Err(e) => return failed(sse_failure(&e)),
     };
     match codec::complete(wire, &body) {
-        Complete::Answer(usage) => Attempt::Served(Answer::Complete(body, usage, wire)),
+        Complete::Answer(usage) => {
+            Attempt::Served(Answer::Complete(Reply::Wire(body, wire), usage))
+        }
         Complete::Error(e) => error_in_answer(routing, t, e),
         Complete::NotAnswer(what) => failed(limits::classify_transport(what)),
     }
@@ -157,9 +161,8 @@ async fn prelude(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wir
         });
         if content || prelude.len() >= MAX_PRELUDE_EVENTS {
             return Attempt::Served(Answer::Stream {
-                reader,
+                source: Source::Sse { reader, codec },
                 prelude,
-                codec,
             });
         }
     }

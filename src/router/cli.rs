@@ -1,19 +1,18 @@
 //! One attempt at a subscription-CLI target: start the CLI, wait for its first output, and
-//! hand its answer on as an OpenAI-format body or stream (the stream pump translates it for
-//! Anthropic clients like any OpenAI-compatible upstream).
+//! hand its answer on in canonical form, a whole answer or a stream of canonical events,
+//! which the API renders in the client's format (no detour through another wire format).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use serde_json::{json, Value};
 use tokio::time::timeout;
 
 use super::snapshot::Target;
-use super::sse::SseReader;
+use super::stream::source::{CliEvents, Next};
+use super::stream::Source;
 use super::Routing;
-use super::{Answer, Attempt, Inbound, Wire, MAX_UPSTREAM_BODY};
-use crate::canonical::{openai, ChatResponse, Part, StreamEvent, Usage};
+use super::{Answer, Attempt, Held, Inbound, Reply, MAX_UPSTREAM_BODY};
+use crate::canonical::{ChatResponse, Part, Usage};
 use crate::limits::{self, Classified, ErrorClass, ResetContext};
 use crate::providers::cli::{self, run, CliItem, CliStatus};
 
@@ -71,8 +70,6 @@ pub(super) async fn attempt(
         model: t.model.id.clone(),
         created: routing.clock.now_ms() / 1000,
         usage,
-        include_usage: inbound.canonical.stream_usage,
-        first: true,
     };
     if !inbound.canonical.stream {
         return collect(routing, t, run, first, enc).await;
@@ -171,20 +168,20 @@ async fn collect(
             Ok(Some(i)) => i,
         };
     }
-    let body = openai::response_to_openai(&ChatResponse {
+    let answer = ChatResponse {
         id: enc.id,
         model: enc.model,
         created: enc.created,
         content: vec![Part::Text(text)],
         stop,
         usage,
-    });
-    let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
-    Attempt::Served(Answer::Complete(body, usage, Wire::OpenAi))
+    };
+    Attempt::Served(Answer::Complete(Reply::Canonical(answer), usage))
 }
 
-/// Streaming: the CLI's items become OpenAI chunks; the reader's idle timeout bounds
-/// silences, and dropping the reader (client gone) kills the CLI.
+/// Streaming: the CLI's items go on as canonical events, which the pump encodes in the
+/// client's format; the idle timeout bounds silences, and dropping the stream (client gone)
+/// kills the CLI.
 fn stream_out(
     routing: &Routing,
     t: &Target,
@@ -193,99 +190,26 @@ fn stream_out(
     enc: Encoder,
 ) -> Attempt {
     let idle = Duration::from_millis(t.provider.config.timeouts.idle_ms);
-    let state = (run, enc, Some(first), false);
-    let redactor = routing.redactor.clone();
-    let body = futures_util::stream::unfold(state, move |(mut run, mut enc, pending, done)| {
-        let redactor = redactor.clone();
-        async move {
-            if done {
-                return None;
-            }
-            let item = match pending {
-                Some(i) => Some(i),
-                None => run.next().await,
-            };
-            let (bytes, done) = match item {
-                None => {
-                    return Some((
-                        Err("the CLI stopped mid-answer".to_string()),
-                        (run, enc, None, true),
-                    ))
-                }
-                Some(CliItem::Failed(c)) => {
-                    return Some((Err(redactor.string(c.reason)), (run, enc, None, true)));
-                }
-                Some(item) => enc.encode(item),
-            };
-            Some((Ok(bytes), (run, enc, None, done)))
+    let mut events = CliEvents::new(run, idle, routing.redactor.clone());
+    let mut prelude = Vec::new();
+    // Usage printed before the first content goes first.
+    for item in enc.usage.map(CliItem::Usage).into_iter().chain([first]) {
+        if let Next::Event(raw, Some(decoded)) = events.item(item) {
+            prelude.push(Held { raw, decoded });
         }
-    });
+    }
     Attempt::Served(Answer::Stream {
-        reader: SseReader::new(Box::pin(body), idle),
-        prelude: Vec::new(),
-        codec: crate::providers::codec::Codec::OpenAi,
+        source: Source::Cli(events),
+        prelude,
     })
 }
 
-/// CLI items as OpenAI `chat.completion.chunk` events.
+/// What the CLI said before its first content, and the answer's identity.
 struct Encoder {
     id: String,
     model: String,
     created: i64,
     usage: Option<Usage>,
-    include_usage: bool,
-    first: bool,
-}
-
-impl Encoder {
-    /// The SSE bytes for one item, and whether the stream is complete.
-    fn encode(&mut self, item: CliItem) -> (Bytes, bool) {
-        let mut out = Vec::new();
-        let mut push = |v: &Value| {
-            out.extend_from_slice(b"data: ");
-            out.extend_from_slice(&serde_json::to_vec(v).unwrap_or_default());
-            out.extend_from_slice(b"\n\n");
-        };
-        let done = match item {
-            CliItem::Text(t) => {
-                let mut chunk = openai::event_to_chunk(
-                    &StreamEvent::TextDelta(t),
-                    &self.id,
-                    &self.model,
-                    self.created,
-                );
-                if std::mem::take(&mut self.first) {
-                    chunk["choices"][0]["delta"]["role"] = json!("assistant");
-                }
-                push(&chunk);
-                false
-            }
-            CliItem::Usage(u) => {
-                self.usage = Some(u);
-                false
-            }
-            CliItem::Finish(stop) => {
-                push(&openai::event_to_chunk(
-                    &StreamEvent::Finish(stop),
-                    &self.id,
-                    &self.model,
-                    self.created,
-                ));
-                if let (true, Some(u)) = (self.include_usage, self.usage) {
-                    push(&openai::event_to_chunk(
-                        &StreamEvent::Usage(u),
-                        &self.id,
-                        &self.model,
-                        self.created,
-                    ));
-                }
-                out.extend_from_slice(b"data: [DONE]\n\n");
-                true
-            }
-            CliItem::Failed(_) => true,
-        };
-        (Bytes::from(out), done)
-    }
 }
 
 /// A CLI failure; a login problem also marks the provider unavailable until the next check

@@ -14,8 +14,8 @@ use super::record::Record;
 use super::snapshot::{Snapshot, Target};
 use super::Routing;
 use super::{
-    larger_window, Answer, Attempt, Failure, Inbound, Pick, Served, Slot, Upstream, Wire,
-    SHARED_SLOT_POLL,
+    larger_window, Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed,
+    Upstream, Wire, SHARED_SLOT_POLL,
 };
 use crate::config::ProviderKind;
 use crate::limits::breaker::Admit;
@@ -354,18 +354,13 @@ fn answered<U>(
     rec.push_attempt(served(&sent.target, sent.key(), sent.started));
     let target = sent.target;
     match answer {
-        Answer::Complete(body, usage, wire) => Served::Complete {
-            wire,
+        Answer::Complete(reply, usage) => Served::Complete(Completed {
             target,
-            body,
+            reply,
             usage,
             slot,
-        },
-        Answer::Stream {
-            reader,
-            prelude,
-            codec,
-        } => {
+        }),
+        Answer::Stream { source, prelude } => {
             let snap = cx.snap;
             let resume = if snap.resumes_on_break(snap.map_model(&cx.inbound.canonical.model)) {
                 queue
@@ -376,21 +371,20 @@ fn answered<U>(
                         t.provider.config.capabilities.prefill
                             && t.provider.id() != target.provider.id()
                             && t.provider.config.kind == ProviderKind::OpenaiCompatible
-                            && codec.wire() == Wire::OpenAi
+                            && source.wire() == Some(Wire::OpenAi)
                     })
                     .cloned()
                     .collect()
             } else {
                 Vec::new()
             };
-            Served::Stream {
+            Served::Stream(Streamed {
                 target,
-                reader,
+                source,
                 prelude,
-                codec,
                 slot,
                 resume,
-            }
+            })
         }
     }
 }

@@ -25,14 +25,12 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::canonical::{ChatRequest, Needs, Usage};
 use crate::limits::{self, Classified};
-use crate::providers::codec::Codec;
 use crate::providers::ProviderEntry;
 pub(crate) use candidates::skipped;
 use candidates::*;
 pub use context::{Routing, Sink};
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
-use sse::SseReader;
 
 /// Largest non-streamed upstream body accepted.
 const MAX_UPSTREAM_BODY: usize = 64 * 1024 * 1024;
@@ -91,25 +89,35 @@ impl Drop for Slot {
 
 /// A successful upstream answer.
 pub enum Served {
-    Complete {
-        target: Target,
-        body: Bytes,
-        usage: Option<Usage>,
-        slot: Slot,
-        /// The answer's format (the upstream's API).
-        wire: Wire,
-    },
-    Stream {
-        target: Target,
-        reader: SseReader,
-        /// The events held back until the first content, decoded once.
-        prelude: Vec<Held>,
-        /// The decoder those events went through, handed on to the pump.
-        codec: Codec,
-        slot: Slot,
-        /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
-        resume: Vec<Target>,
-    },
+    Complete(Completed),
+    Stream(Streamed),
+}
+
+/// A whole answer.
+pub struct Completed {
+    pub target: Target,
+    pub reply: Reply,
+    pub usage: Option<Usage>,
+    pub slot: Slot,
+}
+
+/// A stream committed after its first content.
+pub struct Streamed {
+    pub target: Target,
+    /// The rest of the stream.
+    pub source: stream::Source,
+    /// The events held back until the first content, decoded once.
+    pub prelude: Vec<Held>,
+    pub slot: Slot,
+    /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
+    pub resume: Vec<Target>,
+}
+
+/// A complete answer's body: the upstream's bytes in its wire format, or (from a CLI) canonical
+/// already.
+pub enum Reply {
+    Wire(Bytes, Wire),
+    Canonical(crate::canonical::ChatResponse),
 }
 
 /// Why no upstream answer can be given.
@@ -137,11 +145,10 @@ pub enum Failure {
 
 /// What one attempt produced before the target and slot are attached.
 pub(crate) enum Answer {
-    Complete(Bytes, Option<Usage>, Wire),
+    Complete(Reply, Option<Usage>),
     Stream {
-        reader: SseReader,
+        source: stream::Source,
         prelude: Vec<Held>,
-        codec: Codec,
     },
 }
 

@@ -8,6 +8,7 @@
 //! arrives go out in the same write.
 
 mod resume;
+pub(crate) mod source;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -18,11 +19,12 @@ use serde_json::json;
 
 use super::record::Record;
 use super::snapshot::Target;
-use super::sse::SseReader;
 use super::{Held, Slot, Wire};
-use crate::providers::codec::{Codec, Decoded, UpstreamError};
+use crate::providers::codec::{Decoded, UpstreamError};
 use resume::Parts;
 pub use resume::Resume;
+use source::Next;
+pub use source::Source;
 
 /// Most bytes gathered into one write from events that were already buffered.
 const MAX_COALESCED: usize = 64 * 1024;
@@ -31,9 +33,8 @@ const LOOKAHEAD_YIELDS: u32 = 2;
 
 /// The committed upstream stream and the format it speaks.
 pub struct Upstream {
-    pub reader: SseReader,
+    pub source: Source,
     pub prelude: Vec<Held>,
-    pub codec: Codec,
     /// The client asked for a usage chunk (`stream_options.include_usage`); Baton always asks
     /// the upstream, and drops that chunk for a client that did not.
     pub client_wants_usage: bool,
@@ -43,8 +44,8 @@ pub struct Upstream {
 
 /// The client's wire format.
 pub enum Out {
-    /// OpenAI chunks.
-    OpenAi,
+    /// OpenAI chunks (the encoder is used when the upstream spoke another format).
+    OpenAi(Box<crate::canonical::openai::StreamEncoder>),
     /// Anthropic Messages events.
     Anthropic(Box<crate::canonical::anthropic::StreamEncoder>),
 }
@@ -52,15 +53,14 @@ pub enum Out {
 impl Out {
     fn wire(&self) -> Wire {
         match self {
-            Out::OpenAi => Wire::OpenAi,
+            Out::OpenAi(_) => Wire::OpenAi,
             Out::Anthropic(_) => Wire::Anthropic,
         }
     }
 }
 
 struct Pump {
-    reader: SseReader,
-    codec: Codec,
+    source: Source,
     queued: VecDeque<Bytes>,
     rec: Record,
     target: Target,
@@ -89,9 +89,8 @@ pub fn body(
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     rec.first_byte();
     let Upstream {
-        reader,
+        source,
         prelude,
-        codec,
         client_wants_usage,
         prompt_tokens,
     } = up;
@@ -104,8 +103,7 @@ pub fn body(
         usage_seen: false,
         content_bytes: 0,
         parts,
-        codec,
-        reader,
+        source,
         queued: VecDeque::new(),
         rec,
         target,
@@ -134,7 +132,22 @@ pub fn body(
 
 impl Pump {
     fn same_format(&self) -> bool {
-        self.codec.wire() == self.out.wire()
+        self.source.wire() == Some(self.out.wire())
+    }
+
+    /// Whether the canonical events are needed: to translate, or to keep the partial answer
+    /// for a resume.
+    fn wants_events(&self) -> bool {
+        !self.same_format() || self.parts.is_some()
+    }
+
+    /// What the source gave, in the client's format.
+    async fn act(&mut self, next: Next) -> Bytes {
+        match next {
+            Next::Event(raw, decoded) => self.step(raw, decoded),
+            Next::End => self.upstream_ended().await,
+            Next::Broke(why) => self.broke(why).await,
+        }
     }
 
     /// The prelude's events (decoded before the commit) in the client's format, as one buffer.
@@ -150,11 +163,8 @@ impl Pump {
     /// The next non-empty output: one event, plus every complete event already buffered.
     async fn next_output(&mut self) -> Bytes {
         loop {
-            let out = match self.reader.next_event().await {
-                Ok(Some(ev)) => self.event(ev).await,
-                Ok(None) => self.upstream_ended().await,
-                Err(e) => self.broke(e.to_string()).await,
-            };
+            let next = self.source.next(self.wants_events()).await;
+            let out = self.act(next).await;
             if out.is_empty() && !self.ended {
                 // Nothing to say in the client's format (a keep-alive while translating).
                 continue;
@@ -172,10 +182,10 @@ impl Pump {
             let mut buf: Option<BytesMut> = None;
             let mut yields = 0;
             while buf.as_ref().map_or(out.len(), BytesMut::len) < MAX_COALESCED && !self.ended {
-                match self.reader.buffered_event() {
-                    Some(ev) => {
+                match self.source.buffered(self.wants_events()) {
+                    Some(next) => {
                         yields = 0;
-                        let more = self.event(ev).await;
+                        let more = self.act(next).await;
                         buf.get_or_insert_with(|| BytesMut::from(&out[..]))
                             .extend_from_slice(&more);
                     }
@@ -188,27 +198,6 @@ impl Pump {
             }
             return buf.map_or(out, BytesMut::freeze);
         }
-    }
-
-    async fn event(&mut self, ev: super::sse::SseEvent) -> Bytes {
-        let decoded = match &ev.data {
-            None => None,
-            Some(data) => {
-                let events = !self.same_format() || self.parts.is_some();
-                match self.codec.decode(data, events) {
-                    Ok(d) => Some(d),
-                    // An event that is not JSON after content has reached the client would
-                    // crash the client's parser (the official SDKs raise mid-stream): end
-                    // explicitly instead, or resume where the route allows.
-                    Err(_) => {
-                        return self
-                            .broke("the upstream sent an event that is not JSON".into())
-                            .await
-                    }
-                }
-            }
-        };
-        self.step(ev.raw, decoded)
     }
 
     /// One decoded upstream event (`None`: a comment or keep-alive) in the client's format.
@@ -278,7 +267,7 @@ impl Pump {
             };
         }
         match &self.out {
-            Out::OpenAi => {
+            Out::OpenAi(_) => {
                 let body = json!({"error": {"message": msg, "type": "upstream_error",
                     "param": null, "code": "stream_interrupted"}});
                 Bytes::from(format!("data: {body}\n\n"))
@@ -325,14 +314,9 @@ impl Pump {
                     enc.push(ev, &mut out);
                 }
             }
-            Out::OpenAi => {
-                let id = self.rec.id();
-                let model = &self.target.model.id;
+            Out::OpenAi(enc) => {
                 for ev in &d.events {
-                    let chunk = crate::canonical::openai::event_to_chunk(ev, id, model, 0);
-                    out.push_str("data: ");
-                    out.push_str(&chunk.to_string());
-                    out.push_str("\n\n");
+                    enc.push(ev, &mut out);
                 }
             }
         }
@@ -357,10 +341,14 @@ impl Pump {
     fn end_frame(&mut self, raw: Option<Bytes>) -> Bytes {
         let same = self.same_format();
         match &mut self.out {
-            Out::OpenAi => match raw {
-                Some(raw) if same => raw,
-                _ => Bytes::from_static(b"data: [DONE]\n\n"),
-            },
+            Out::OpenAi(_) if same => {
+                raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n"))
+            }
+            Out::OpenAi(enc) => {
+                let mut out = String::new();
+                enc.finish(&mut out);
+                Bytes::from(out)
+            }
             Out::Anthropic(_) if same => raw.unwrap_or_else(|| {
                 Bytes::from_static(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
             }),
@@ -424,7 +412,7 @@ impl Pump {
         tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), %why, "stream broke after content was sent");
         self.rec.finish(502, Some(message.clone()));
         match &self.out {
-            Out::OpenAi => {
+            Out::OpenAi(_) => {
                 let body = json!({"error": {"message": message, "type": "upstream_error",
                     "param": null, "code": "stream_interrupted"}});
                 Bytes::from(format!("data: {body}\n\n"))

@@ -13,6 +13,8 @@ use serde_json::json;
 use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::gateway::{Core, StartOptions};
+use crate::providers::codec::Codec;
+use crate::router::sse::SseReader;
 
 const NOW: i64 = 1_780_000_000_000; // a fixed instant: nothing here depends on today's date
 
@@ -73,11 +75,13 @@ impl Upstream for (Script, Arc<Core>) {
         };
         let attempt = match reply {
             Reply::Ok => Attempt::Served(Answer::Complete(
-                Bytes::from_static(
-                    br#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#,
+                super::Reply::Wire(
+                    Bytes::from_static(
+                        br#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#,
+                    ),
+                    Wire::OpenAi,
                 ),
                 None,
-                Wire::OpenAi,
             )),
             Reply::Error(status, headers, body) => {
                 let mut h = http::HeaderMap::new();
@@ -127,9 +131,8 @@ impl Upstream for (Script, Arc<Core>) {
                 };
                 futures_util::FutureExt::now_or_never(reader_ready).expect("scripted stream");
                 Attempt::Served(Answer::Stream {
-                    reader,
+                    source: stream::Source::Sse { reader, codec },
                     prelude,
-                    codec,
                 })
             }
         };
@@ -234,25 +237,26 @@ async fn send(
 /// client; returns the writes the client got, one item per write.
 async fn relayed(w: &World, script: Script) -> Vec<Bytes> {
     let (r, rec, _) = send(w, script, true).await;
-    let Ok(Served::Stream {
+    let Ok(Served::Stream(Streamed {
         target,
-        reader,
+        source,
         prelude,
-        codec,
         slot,
         ..
-    }) = r
+    })) = r
     else {
         panic!("expected a stream");
     };
     let upstream = stream::Upstream {
-        reader,
+        source,
         prelude,
-        codec,
         client_wants_usage: false,
         prompt_tokens: 3,
     };
-    let body = stream::body(upstream, slot, target, rec, None, stream::Out::OpenAi);
+    let out = stream::Out::OpenAi(Box::new(crate::canonical::openai::StreamEncoder::new(
+        "t", "m", 0, false,
+    )));
+    let body = stream::body(upstream, slot, target, rec, None, out);
     futures_util::StreamExt::collect::<Vec<_>>(body)
         .await
         .into_iter()
@@ -266,7 +270,9 @@ fn classes(rec: &Record) -> Vec<String> {
 
 fn served_by(r: &Result<Served, Failure>) -> String {
     match r {
-        Ok(Served::Complete { target, .. } | Served::Stream { target, .. }) => target.label(),
+        Ok(
+            Served::Complete(Completed { target, .. }) | Served::Stream(Streamed { target, .. }),
+        ) => target.label(),
         Err(f) => panic!("not served: {f:?}"),
     }
 }

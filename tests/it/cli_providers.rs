@@ -78,6 +78,35 @@ async fn each_cli_answers_streamed_and_not_through_both_apis() {
         }
         let usage_chunk: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
         assert_eq!(usage_chunk["usage"]["completion_tokens"], usage.1);
+        // As OpenAI's own stream: the first delta names the role, every chunk the request's id.
+        let first: Value = serde_json::from_str(&events[0]).unwrap();
+        assert_eq!(first["choices"][0]["delta"]["role"], "assistant", "{id}");
+        assert!(
+            events[..events.len() - 1].iter().all(|e| {
+                serde_json::from_str::<Value>(e).unwrap()["id"] == first["id"]
+            }),
+            "{id}: one id for the whole stream"
+        );
+
+        // Not streamed, Anthropic API: the CLI's answer rendered straight as a Message.
+        let r = baton
+            .http
+            .post(format!("{}/v1/messages", baton.url))
+            .header("x-api-key", &baton.key)
+            .header("anthropic-version", "2023-06-01")
+            .json(
+                &json!({"model": pinned, "max_tokens": 100, "system": "Be brief.",
+                "messages": [{"role": "user", "content": "say hi"}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{id}");
+        let m: Value = r.json().await.unwrap();
+        assert_eq!(m["type"], "message");
+        assert_eq!(m["content"][0]["text"], text, "{id}");
+        assert_eq!(m["stop_reason"], "end_turn");
+        assert_eq!(m["usage"]["output_tokens"], usage.1, "{id}");
 
         // Streamed, Anthropic API.
         let r = baton
@@ -102,6 +131,13 @@ async fn each_cli_answers_streamed_and_not_through_both_apis() {
             .collect();
         assert_eq!(deltas, text);
         assert!(body.contains("event: message_stop"), "{body}");
+        let delta = sse_data(&body)
+            .iter()
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|v| v["type"] == "message_delta")
+            .unwrap();
+        assert_eq!(delta["delta"]["stop_reason"], "end_turn", "{id}");
+        assert_eq!(delta["usage"]["output_tokens"], usage.1, "{id}");
     }
     baton.stop().await;
 }

@@ -104,6 +104,11 @@ impl CliRun {
     pub async fn next(&mut self) -> Option<CliItem> {
         self.rx.recv().await
     }
+
+    /// An item already waiting, without waiting for one.
+    pub fn try_next(&mut self) -> Option<CliItem> {
+        self.rx.try_recv().ok()
+    }
 }
 
 /// Starts the CLI. Fails only when it cannot be spawned at all.

@@ -244,11 +244,7 @@ impl Pump {
         let outcome =
             crate::router::Upstream::attempt(&up, &next, api_key, &inbound, self.rec.id()).await;
         match outcome {
-            Attempt::Served(Answer::Stream {
-                reader,
-                prelude,
-                codec,
-            }) => {
+            Attempt::Served(Answer::Stream { source, prelude }) => {
                 tracing::info!(request_id = self.rec.id(), from = %self.target.label(), to = %next.label(), %why, "stream resumed on another provider");
                 routing.events.emit(crate::events::Event::Failover {
                     request_id: self.rec.id().to_string(),
@@ -266,8 +262,7 @@ impl Pump {
                 self.rec
                     .push_attempt(candidates::served(&next, api_key, started));
                 self.rec.served_by(&next);
-                self.reader = reader;
-                self.codec = codec;
+                self.source = source;
                 self._slot = slot;
                 if let Some(parts) = &mut self.parts {
                     parts.chain.push(next.label());
