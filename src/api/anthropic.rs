@@ -118,17 +118,15 @@ async fn exact_count(
         p.config.base_url.trim_end_matches('/')
     );
     let client = core.routing.http.get(p.config.timeouts.connect_ms).ok()?;
-    let mut rb = client
+    let rb = client
         .post(url)
-        .header("anthropic-version", "2023-06-01")
         .timeout(std::time::Duration::from_millis(
             p.config.timeouts.first_byte_ms,
         ))
         .header(axum::http::header::CONTENT_TYPE, "application/json")
         .body(serde_json::to_vec(&body).ok()?);
-    if let Some(k) = p.keys.first() {
-        rb = rb.header("x-api-key", k.secret.expose());
-    }
+    // The same authentication as every request to this provider.
+    let mut rb = crate::providers::anthropic::authorize(rb, p, p.keys.first());
     if let Some(beta) = headers.get("anthropic-beta") {
         rb = rb.header("anthropic-beta", beta);
     }

@@ -47,18 +47,32 @@ pub fn request(
     body: Vec<u8>,
     o: &Outbound,
 ) -> reqwest::RequestBuilder {
-    let mut rb = openai_compat::json_post(client, url, o.stream, o.request_id)
-        .header("anthropic-version", VERSION);
-    if let Some(k) = key {
-        rb = rb.header("x-api-key", k.secret.expose());
-    }
+    let mut rb = authorize(
+        openai_compat::json_post(client, url, o.stream, o.request_id),
+        p,
+        key,
+    );
     if let Some(b) = o.anthropic_beta {
         rb = rb.header("anthropic-beta", b);
+    }
+    rb.body(body)
+}
+
+/// The Messages API's authentication (`x-api-key`, `anthropic-version`) and the provider's
+/// configured headers, on any request to it (chat, `count_tokens`, model lists).
+pub fn authorize(
+    mut rb: reqwest::RequestBuilder,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+) -> reqwest::RequestBuilder {
+    rb = rb.header("anthropic-version", VERSION);
+    if let Some(k) = key {
+        rb = rb.header("x-api-key", k.secret.expose());
     }
     for (name, value) in &p.config.headers {
         rb = rb.header(name.as_str(), value.as_str());
     }
-    rb.body(body)
+    rb
 }
 
 /// An `{"type":"error"}` body (in a 200 or mid-stream) with the status its error type means.

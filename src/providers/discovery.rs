@@ -1,5 +1,6 @@
-//! Model discovery: `GET {baseUrl}/models` on OpenAI-compatible providers, at start-up and on
-//! demand, cached per provider, so Baton can warn when a configured model has disappeared and
+//! Model discovery: `GET {baseUrl}/models` on every HTTP provider, in its kind's own
+//! authentication (OpenAI's `data[].id`, Anthropic's `data[].id`, Gemini's `models[].name`), at
+//! start-up and on demand, cached per provider, so Baton can warn when a configured model has disappeared and
 //! offer real model names.
 
 use std::sync::Mutex;
@@ -40,18 +41,17 @@ impl DiscoveryCache {
 
 /// Asks one provider for its models and records the answer.
 pub async fn discover(client: &reqwest::Client, p: &ProviderEntry, now_ms: i64) -> Discovered {
-    let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
-    let mut rb = client.get(&url).timeout(Duration::from_millis(
-        p.config.timeouts.first_byte_ms.min(15_000),
-    ));
-    if let Some(k) = p.keys.first() {
-        rb = rb.bearer_auth(k.secret.expose());
-    }
-    for (name, value) in &p.config.headers {
-        rb = rb.header(name.as_str(), value.as_str());
-    }
-    let result = match rb.send().await {
-        Err(e) => Err(super::outbound::describe(&e)),
+    let request = super::outbound::models_request(client, p, p.keys.first()).map(|rb| {
+        rb.timeout(Duration::from_millis(
+            p.config.timeouts.first_byte_ms.min(15_000),
+        ))
+    });
+    let sent = match request {
+        Ok(rb) => rb.send().await.map_err(|e| super::outbound::describe(&e)),
+        Err(e) => Err(e),
+    };
+    let result = match sent {
+        Err(e) => Err(e),
         Ok(resp) if !resp.status().is_success() => Err(format!("HTTP {}", resp.status().as_u16())),
         Ok(resp) => resp
             .bytes()
@@ -72,7 +72,8 @@ pub async fn discover(client: &reqwest::Client, p: &ProviderEntry, now_ms: i64) 
                                     .or_else(|| m.get("name"))
                                     .and_then(Value::as_str)
                             })
-                            .map(str::to_string)
+                            // Gemini names its models `models/gemini-2.5-pro`.
+                            .map(|id| id.strip_prefix("models/").unwrap_or(id).to_string())
                             .collect::<Vec<_>>()
                     })
                     .unwrap_or_default()

@@ -43,18 +43,27 @@ pub fn request(
             "model name does not form a valid URL",
         ));
     };
-    let mut rb = client
+    let rb = client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header("x-request-id", o.request_id)
         .body(serde_json::to_vec(&body).unwrap_or_default());
+    Ok(authorize(rb, p, key))
+}
+
+/// Gemini's authentication (`x-goog-api-key`) and the provider's configured headers.
+pub fn authorize(
+    mut rb: reqwest::RequestBuilder,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+) -> reqwest::RequestBuilder {
     if let Some(k) = key {
         rb = rb.header("x-goog-api-key", k.secret.expose());
     }
     for (name, value) in &p.config.headers {
         rb = rb.header(name.as_str(), value.as_str());
     }
-    Ok(rb)
+    rb
 }
 
 /// `{"error": {"code": 429, …}}`, with the status its code names (else 502).

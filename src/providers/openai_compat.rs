@@ -93,14 +93,22 @@ pub fn build(
     stream: bool,
     request_id: &str,
 ) -> reqwest::RequestBuilder {
-    let mut rb = json_post(client, url, stream, request_id);
+    authorize(json_post(client, url, stream, request_id), entry, key).body(body)
+}
+
+/// Bearer authentication and the provider's configured headers.
+pub fn authorize(
+    mut rb: reqwest::RequestBuilder,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+) -> reqwest::RequestBuilder {
     if let Some(k) = key {
         rb = rb.bearer_auth(k.secret.expose());
     }
-    for (name, value) in &entry.config.headers {
+    for (name, value) in &p.config.headers {
         rb = rb.header(name.as_str(), value.as_str());
     }
-    rb.body(body)
+    rb
 }
 
 /// A complete 2xx body: a chat completion, an `{"error": …}` some services answer 200 with, or

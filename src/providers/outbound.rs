@@ -76,6 +76,22 @@ pub fn build(
     Ok((rb, wire))
 }
 
+/// `GET {baseUrl}/models` with the kind's own authentication (model discovery).
+pub fn models_request(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+) -> Result<reqwest::RequestBuilder, String> {
+    let wire = Wire::of(p.config.kind).ok_or("not an HTTP provider")?;
+    let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
+    let rb = client.get(url);
+    Ok(match wire {
+        Wire::OpenAi => openai_compat::authorize(rb, p, key),
+        Wire::Anthropic => anthropic::authorize(rb, p, key),
+        Wire::Gemini => gemini::authorize(rb, p, key),
+    })
+}
+
 /// A transport error in words, without URLs (which could carry credentials for some services).
 pub fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {

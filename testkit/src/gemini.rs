@@ -87,3 +87,22 @@ pub(crate) async fn generate(
         frames.into_iter().map(Ok::<Bytes, Infallible>),
     )))
 }
+
+/// `GET /v1beta/models`: Gemini's model list (`models/…` names). Strict, refused without
+/// `x-goog-api-key`.
+pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    s.lists.lock().unwrap().push(headers.clone());
+    if s.strict() && !headers.contains_key("x-goog-api-key") {
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"error": {"code": 403, "status": "PERMISSION_DENIED",
+                "message": "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."}})),
+        )
+            .into_response();
+    }
+    axum::Json(
+        json!({"models": [{"name": format!("models/{}-model", s.name),
+        "displayName": s.name, "supportedGenerationMethods": ["generateContent"]}]}),
+    )
+    .into_response()
+}

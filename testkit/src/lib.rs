@@ -110,6 +110,8 @@ pub(crate) struct Shared {
     abandoned: AtomicUsize,
     /// Refuse requests not authenticated the way the real API wants (see `strict_auth`).
     strict: std::sync::atomic::AtomicBool,
+    /// The headers of every model-list request (`model_list_requests()`).
+    lists: Mutex<Vec<HeaderMap>>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -141,6 +143,7 @@ impl FakeUpstream {
             .route("/v1/models", get(models))
             .route("/v1/messages", post(anthropic::messages))
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+            .route("/v1beta/models", get(gemini::models))
             .route("/v1beta/models/{*rest}", post(gemini::generate))
             .route("/_script", post(control::script))
             .route("/_stats", get(control::stats))
@@ -178,6 +181,11 @@ impl FakeUpstream {
 
     pub fn received(&self) -> Vec<Received> {
         self.shared.received.lock().unwrap().clone()
+    }
+
+    /// The headers of each `GET …/models` so far (model discovery).
+    pub fn model_list_requests(&self) -> Vec<HeaderMap> {
+        self.shared.lists.lock().unwrap().clone()
     }
 
     pub fn hits(&self) -> usize {
@@ -268,11 +276,41 @@ impl Drop for Abandon {
     }
 }
 
-async fn models(State(s): State<Arc<Shared>>) -> Response {
-    axum::Json(
-        json!({"object": "list", "data": [{"id": format!("{}-model", s.name), "object": "model"}]}),
-    )
-    .into_response()
+/// `GET /v1/models`, in the shape of the API the caller's authentication belongs to: Anthropic's
+/// for `x-api-key`, OpenAI's otherwise. Strict, each API's own refusal without its headers.
+async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    s.lists.lock().unwrap().push(headers.clone());
+    let id = format!("{}-model", s.name);
+    if headers.contains_key("x-api-key") {
+        if s.strict() && !headers.contains_key("anthropic-version") {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(
+                    json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "anthropic-version: header is required"}}),
+                ),
+            )
+                .into_response();
+        }
+        return axum::Json(json!({"data": [{"type": "model", "id": id, "display_name": id,
+            "created_at": "2026-01-01T00:00:00Z"}], "has_more": false, "first_id": id, "last_id": id}))
+        .into_response();
+    }
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
+    if s.strict() && !bearer {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"error": {"message": "You didn't provide an API key.",
+                "type": "invalid_request_error", "param": null, "code": null}}),
+            ),
+        )
+            .into_response();
+    }
+    axum::Json(json!({"object": "list", "data": [{"id": id, "object": "model"}]})).into_response()
 }
 
 /// The fake's Chat Completions endpoint. Long because it is the fake's behaviour table: one arm

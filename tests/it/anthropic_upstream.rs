@@ -163,5 +163,6 @@ async fn count_tokens_is_exact_through_an_anthropic_provider() {
     let got = up.received();
     assert_eq!(got[0].body["model"], "claude-real-model");
     assert_eq!(got[0].headers["x-api-key"], "sk-ant-upstream-secret");
+    assert!(got[0].headers.contains_key("anthropic-version"));
     baton.stop().await;
 }

@@ -274,5 +274,33 @@ async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_
         oa.received()[0].headers["authorization"],
         "Bearer sk-probe-openai-1111"
     );
+    // Model discovery speaks each kind's API too: every list is read, none refused.
+    let r = baton
+        .http
+        .post(format!("{}/admin/discover", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let found: Value = r.json().await.unwrap();
+    for (id, model) in [
+        ("oa", "openai-model"),
+        ("an", "claude-model"),
+        ("ge", "gemini-model"),
+    ] {
+        assert_eq!(found[id]["error"], Value::Null, "{id}: {found}");
+        assert_eq!(found[id]["models"], json!([model]), "{id}: {found}");
+    }
+    let lists = an.model_list_requests();
+    assert!(!lists.is_empty());
+    for h in &lists {
+        assert_eq!(h["x-api-key"], "sk-ant-probe-2222");
+        assert!(h.contains_key("anthropic-version"));
+        assert!(
+            !h.contains_key("authorization"),
+            "no Bearer token to Anthropic"
+        );
+    }
     baton.stop().await;
 }

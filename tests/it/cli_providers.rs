@@ -82,9 +82,9 @@ async fn each_cli_answers_streamed_and_not_through_both_apis() {
         let first: Value = serde_json::from_str(&events[0]).unwrap();
         assert_eq!(first["choices"][0]["delta"]["role"], "assistant", "{id}");
         assert!(
-            events[..events.len() - 1].iter().all(|e| {
-                serde_json::from_str::<Value>(e).unwrap()["id"] == first["id"]
-            }),
+            events[..events.len() - 1]
+                .iter()
+                .all(|e| { serde_json::from_str::<Value>(e).unwrap()["id"] == first["id"] }),
             "{id}: one id for the whole stream"
         );
 
