@@ -19,7 +19,7 @@ pub(crate) mod metrics;
 pub(crate) mod pricing;
 pub mod providers;
 pub(crate) mod redact;
-pub mod router;
+pub(crate) mod router;
 pub(crate) mod secrets;
 pub mod serve;
 mod server;

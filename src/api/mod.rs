@@ -4,21 +4,21 @@
 // ApiError is built once per failed request, never on the hot path; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
-pub mod activity;
-pub mod admin;
+pub(crate) mod activity;
+pub(crate) mod admin;
 mod admission;
-pub mod anthropic;
-pub mod budget;
-pub mod clients;
-pub mod error;
+pub(crate) mod anthropic;
+pub(crate) mod budget;
+pub(crate) mod clients;
+pub(crate) mod error;
 pub(crate) mod json;
-pub mod manage;
-pub mod openai;
+pub(crate) mod manage;
+pub(crate) mod openai;
 pub(crate) mod pipeline;
 pub(crate) mod routing;
 pub mod settings;
 mod transfer;
-pub mod ui;
+pub(crate) mod ui;
 pub mod views;
 
 use std::net::SocketAddr;

@@ -9,6 +9,7 @@ pub mod gemini;
 pub mod openai_compat;
 pub mod outbound;
 pub mod presence;
+pub mod sse;
 pub mod state;
 
 use std::collections::HashMap;

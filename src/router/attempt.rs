@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tokio::time::timeout_at;
 
 use super::snapshot::Target;
-use super::sse::{SseError, SseReader};
+use crate::providers::sse::{SseError, SseReader};
 use super::stream::Source;
 use super::Routing;
 use super::{

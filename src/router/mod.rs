@@ -10,7 +10,7 @@ mod failure;
 mod fallback;
 pub mod record;
 pub mod snapshot;
-pub mod sse;
+
 pub mod stream;
 #[cfg(test)]
 mod tests;

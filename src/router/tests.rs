@@ -14,7 +14,7 @@ use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::gateway::{Core, StartOptions};
 use crate::providers::codec::Codec;
-use crate::router::sse::SseReader;
+use crate::providers::sse::SseReader;
 
 const NOW: i64 = 1_780_000_000_000; // a fixed instant: nothing here depends on today's date
 

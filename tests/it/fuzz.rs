@@ -12,7 +12,7 @@ use baton::canonical::{self, Message, Part, Role};
 use baton::config::ProviderKind;
 use baton::limits::{self, reset, ResetContext};
 use baton::providers::cli::decode::{self, Decoder};
-use baton::router::sse::{SseError, SseReader};
+use baton::providers::sse::{SseError, SseReader};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use proptest::prelude::*;

@@ -13,7 +13,7 @@ use crate::providers::cli::{run::CliRun, CliItem};
 use crate::providers::codec::{Codec, Decoded};
 use crate::providers::outbound::Wire;
 use crate::redact::Redactor;
-use crate::router::sse::{SseEvent, SseReader};
+use crate::providers::sse::{SseEvent, SseReader};
 
 pub enum Source {
     Sse { reader: SseReader, codec: Codec },
