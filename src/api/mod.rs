@@ -15,6 +15,8 @@ pub(crate) mod json;
 pub(crate) mod manage;
 pub(crate) mod openai;
 pub(crate) mod pipeline;
+mod render;
+pub(crate) mod responses;
 pub(crate) mod routing;
 pub mod settings;
 mod transfer;
@@ -119,6 +121,8 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/chat/completions", post(openai::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route("/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
@@ -328,7 +332,12 @@ async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Re
     // (a stream included) is being sent.
     let inbound = matches!(
         path,
-        "/v1/chat/completions" | "/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens"
+        "/v1/chat/completions"
+            | "/chat/completions"
+            | "/v1/responses"
+            | "/responses"
+            | "/v1/messages"
+            | "/v1/messages/count_tokens"
     );
     let slot = if inbound {
         match state.inbound.request_slot() {
@@ -435,7 +444,7 @@ async fn not_found(req: Request) -> Response {
         "invalid_request_error",
         "unknown_url",
         format!(
-            "Unknown path {} {}. Baton serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models.",
+            "Unknown path {} {}. Baton serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and GET /v1/models.",
             req.method(),
             req.uri().path()
         ),

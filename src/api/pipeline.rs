@@ -3,33 +3,37 @@
 //! streamed) or the failure in the client's format. The dialect handlers (`openai.rs`,
 //! `anthropic.rs`) are thin adapters over [`handle`].
 
-use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::admission::{client_targets, deny_error};
 use super::error::ApiError;
 use super::{authenticate, AppState};
 use crate::canonical::openai::request_from_openai;
+use crate::canonical::responses::Echo;
 use crate::router::record::Record;
 use crate::router::snapshot::ResolveError;
-use crate::router::{self, Completed, Failure, Inbound, Reply, Served, Streamed, Wire};
+use crate::router::{self, Failure, Inbound, Served, Wire};
 
 /// The client's API format; the router in between is the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API (Codex).
+    Responses,
 }
 
 impl Format {
-    /// The wire format whose bytes reach this client untouched.
-    fn wire(self) -> Wire {
+    /// The wire format whose bytes reach this client untouched (none yet for Responses: no
+    /// upstream speaks it).
+    pub(super) fn wire(self) -> Option<Wire> {
         match self {
-            Format::OpenAi => Wire::OpenAi,
-            Format::Anthropic => Wire::Anthropic,
+            Format::OpenAi => Some(Wire::OpenAi),
+            Format::Anthropic => Some(Wire::Anthropic),
+            Format::Responses => None,
         }
     }
 }
@@ -132,7 +136,8 @@ async fn handle_client(
     admit(core, &client).await?;
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let (inbound, _charge) = parse(state, req, format, seen).await?;
+    let now = core.routing.clock.now_ms();
+    let (inbound, _charge, echo) = parse(state, req, format, seen, request_id, now).await?;
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
@@ -162,11 +167,12 @@ async fn handle_client(
             header_value(&attempt_details(rec.attempts())),
         );
     }
-    let out = Out {
+    let out = super::render::Out {
         state,
         request_id,
         format,
         base,
+        echo,
     };
     match result {
         Ok(Served::Complete(c)) => out.complete(c, rec),
@@ -201,7 +207,9 @@ async fn parse(
     req: Request,
     format: Format,
     seen: &mut Seen,
-) -> Result<(Inbound, super::budget::Charge), ApiError> {
+    request_id: &str,
+    now_ms: i64,
+) -> Result<(Inbound, super::budget::Charge, Option<Echo>), ApiError> {
     let anthropic_beta = req
         .headers()
         .get("anthropic-beta")
@@ -215,6 +223,7 @@ async fn parse(
         .and_then(Value::as_str)
         .map(str::to_string);
     seen.stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let mut echo = None;
     let (canonical, body, anthropic_body) = match format {
         Format::OpenAi => {
             let c =
@@ -232,6 +241,14 @@ async fn parse(
             let openai = crate::canonical::openai::request_to_openai(&for_openai);
             (c, openai, Some(body))
         }
+        Format::Responses => {
+            let c = crate::canonical::responses::request_from_responses(&body)
+                .map_err(|e| ApiError::invalid(e.param, e.message))?;
+            echo = Some(Echo::new(&body, request_id, &c.model, now_ms / 1000));
+            // Its extras (response_format, parallel_tool_calls) are Chat Completions fields.
+            let openai = crate::canonical::openai::request_to_openai(&c);
+            (c, openai, None)
+        }
     };
     let inbound = Inbound {
         body,
@@ -241,7 +258,7 @@ async fn parse(
         canonical,
         deadline_ms,
     };
-    Ok((inbound, charge))
+    Ok((inbound, charge, echo))
 }
 
 /// `x-gateway-timeout-ms`: this request's deadline, overriding `routing.requestTimeoutMs`.
@@ -272,165 +289,6 @@ fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError>
             err.code = "invalid_json";
             Err(err)
         }
-    }
-}
-
-/// Renders the router's outcome for the client.
-struct Out<'a> {
-    state: &'a AppState,
-    request_id: &'a str,
-    format: Format,
-    base: &'a mut HeaderMap,
-}
-
-impl Out<'_> {
-    /// A complete answer: logged, counted, translated when the formats differ.
-    fn complete(self, served: Completed, mut rec: Record) -> Result<Response, ApiError> {
-        let Completed {
-            target,
-            reply,
-            usage,
-            slot,
-        } = served;
-        let core = &self.state.core;
-        drop(slot);
-        gateway_headers(self.base, target.provider.id(), &target.model.id);
-        rec.served_by(&target);
-        rec.first_byte();
-        if let Some(u) = usage {
-            rec.usage(u);
-            core.routing.count_tokens(
-                &target.provider,
-                rec.served_key().unwrap_or_default(),
-                u.input_tokens + u.output_tokens,
-            );
-        }
-        rec.finish(200, None);
-        let answer = match reply {
-            Reply::Wire(body, wire) if wire == self.format.wire() => Ok(body),
-            Reply::Wire(body, wire) => crate::providers::codec::answer(wire, &body)
-                .map(|mut answer| {
-                    if wire == Wire::Gemini {
-                        // Gemini answers carry neither an id nor the model.
-                        answer.id = self.request_id.to_string();
-                        answer.model = target.model.id.clone();
-                    }
-                    answer
-                })
-                .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::BAD_GATEWAY,
-                        "upstream_error",
-                        "malformed_upstream_answer",
-                        "The provider's answer could not be translated.",
-                    )
-                })
-                .map(Err)?,
-            Reply::Canonical(answer) => Err(answer),
-        };
-        // The client's format: the upstream's bytes as they are, or the canonical answer
-        // rendered.
-        let body = match answer {
-            Ok(body) => body,
-            Err(mut answer) => {
-                answer.created = core.routing.clock.now_ms() / 1000;
-                let out = match self.format {
-                    Format::OpenAi => crate::canonical::openai::response_to_openai(&answer),
-                    Format::Anthropic => crate::canonical::anthropic::response_to_anthropic(
-                        &answer,
-                        &target.model.id,
-                    ),
-                };
-                Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
-            }
-        };
-        let mut resp = (StatusCode::OK, body).into_response();
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        resp.headers_mut().extend(self.base.clone());
-        Ok(resp)
-    }
-
-    /// A committed stream: the pump relays it in the client's format.
-    fn stream(self, served: Streamed, inbound: &Inbound, mut rec: Record) -> Response {
-        let Streamed {
-            target,
-            source,
-            prelude,
-            slot,
-            resume,
-        } = served;
-        gateway_headers(self.base, target.provider.id(), &target.model.id);
-        rec.served_by(&target);
-        // The estimate the router already made (no second walk of the messages).
-        let prompt_tokens = inbound.needs.prompt_tokens();
-        let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
-            routing: self.state.core.routing.clone(),
-            body: inbound.body.clone(),
-            targets: resume.into(),
-            prompt_tokens,
-        });
-        let out = match self.format {
-            Format::OpenAi => crate::router::stream::Out::OpenAi(Box::new(
-                crate::canonical::openai::StreamEncoder::new(
-                    self.request_id,
-                    &target.model.id,
-                    self.state.core.routing.clock.now_ms() / 1000,
-                    inbound.canonical.stream_usage,
-                ),
-            )),
-            Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
-                crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id),
-            )),
-        };
-        let upstream = crate::router::stream::Upstream {
-            source,
-            prelude,
-            client_wants_usage: inbound.canonical.stream_usage,
-            prompt_tokens,
-        };
-        let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
-        let mut resp = Response::new(Body::from_stream(body));
-        let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        h.extend(self.base.clone());
-        resp
-    }
-
-    /// No answer: the error for the client (with the candidates when every one failed), logged,
-    /// and announced when everything is exhausted.
-    fn failure(self, f: Failure, inbound: &Inbound, mut rec: Record) -> ApiError {
-        let core = &self.state.core;
-        let now = core.routing.clock.now_ms();
-        let (status, mut err) = failure_to_error(f, now);
-        let exhausted = matches!(
-            err.code,
-            "all_providers_rate_limited" | "all_providers_failed"
-        );
-        if exhausted {
-            err.candidates = Some(candidates(rec.attempts()));
-        }
-        if let Some(last) = rec.attempts().iter().rev().find(|a| a.class.sent()) {
-            gateway_headers(self.base, &last.provider, &last.model);
-        }
-        rec.finish(status, Some(err.message.clone()));
-        if exhausted {
-            core.routing
-                .events
-                .emit(crate::events::Event::AllExhausted {
-                    request_id: self.request_id.to_string(),
-                    requested_model: inbound.canonical.model.clone(),
-                    retry_at_ms: err.retry_after_secs.map(|s| now + s as i64 * 1000),
-                });
-        }
-        err
     }
 }
 

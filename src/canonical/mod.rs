@@ -5,6 +5,7 @@
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
+pub mod responses;
 
 use serde_json::{Map, Value};
 

@@ -7,7 +7,6 @@ use bytes::Bytes;
 use tokio::time::timeout_at;
 
 use super::snapshot::Target;
-use crate::providers::sse::{SseError, SseReader};
 use super::stream::Source;
 use super::Routing;
 use super::{
@@ -16,6 +15,7 @@ use super::{
 };
 use crate::limits::{self, Classified};
 use crate::providers::codec::{self, Codec, Complete, UpstreamError};
+use crate::providers::sse::{SseError, SseReader};
 use crate::providers::ApiKey;
 
 /// One request to one target, up to the first content (streaming) or the whole body.

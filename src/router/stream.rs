@@ -48,13 +48,16 @@ pub enum Out {
     OpenAi(Box<crate::canonical::openai::StreamEncoder>),
     /// Anthropic Messages events.
     Anthropic(Box<crate::canonical::anthropic::StreamEncoder>),
+    /// Responses API events (always encoded: no upstream speaks it yet).
+    Responses(Box<crate::canonical::responses::StreamEncoder>),
 }
 
 impl Out {
-    fn wire(&self) -> Wire {
+    fn wire(&self) -> Option<Wire> {
         match self {
-            Out::OpenAi(_) => Wire::OpenAi,
-            Out::Anthropic(_) => Wire::Anthropic,
+            Out::OpenAi(_) => Some(Wire::OpenAi),
+            Out::Anthropic(_) => Some(Wire::Anthropic),
+            Out::Responses(_) => None,
         }
     }
 }
@@ -132,7 +135,7 @@ pub fn body(
 
 impl Pump {
     fn same_format(&self) -> bool {
-        self.source.wire() == Some(self.out.wire())
+        self.source.wire().is_some() && self.source.wire() == self.out.wire()
     }
 
     /// Whether the canonical events are needed: to translate, or to keep the partial answer
@@ -266,14 +269,25 @@ impl Pump {
                 std::borrow::Cow::Owned(b) => Bytes::from(b),
             };
         }
-        match &self.out {
+        self.error_frame(&msg)
+    }
+
+    /// An explicit error event in the client's format: the answer above it is incomplete.
+    fn error_frame(&mut self, message: &str) -> Bytes {
+        match &mut self.out {
             Out::OpenAi(_) => {
-                let body = json!({"error": {"message": msg, "type": "upstream_error",
+                let body = json!({"error": {"message": message, "type": "upstream_error",
                     "param": null, "code": "stream_interrupted"}});
                 Bytes::from(format!("data: {body}\n\n"))
             }
-            Out::Anthropic(_) => {
-                Bytes::from(crate::canonical::anthropic::error_frame("api_error", &msg))
+            Out::Anthropic(_) => Bytes::from(crate::canonical::anthropic::error_frame(
+                "api_error",
+                message,
+            )),
+            Out::Responses(enc) => {
+                let mut out = String::new();
+                enc.fail(message, &mut out);
+                Bytes::from(out)
             }
         }
     }
@@ -310,6 +324,11 @@ impl Pump {
         let mut out = String::new();
         match &mut self.out {
             Out::Anthropic(enc) => {
+                for ev in &d.events {
+                    enc.push(ev, &mut out);
+                }
+            }
+            Out::Responses(enc) => {
                 for ev in &d.events {
                     enc.push(ev, &mut out);
                 }
@@ -353,6 +372,11 @@ impl Pump {
                 Bytes::from_static(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
             }),
             Out::Anthropic(enc) => {
+                let mut out = String::new();
+                enc.finish(&mut out);
+                Bytes::from(out)
+            }
+            Out::Responses(enc) => {
                 let mut out = String::new();
                 enc.finish(&mut out);
                 Bytes::from(out)
@@ -411,16 +435,6 @@ impl Pump {
         );
         tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), %why, "stream broke after content was sent");
         self.rec.finish(502, Some(message.clone()));
-        match &self.out {
-            Out::OpenAi(_) => {
-                let body = json!({"error": {"message": message, "type": "upstream_error",
-                    "param": null, "code": "stream_interrupted"}});
-                Bytes::from(format!("data: {body}\n\n"))
-            }
-            Out::Anthropic(_) => Bytes::from(crate::canonical::anthropic::error_frame(
-                "api_error",
-                &message,
-            )),
-        }
+        self.error_frame(&message)
     }
 }

@@ -12,8 +12,8 @@ use crate::canonical::StreamEvent;
 use crate::providers::cli::{run::CliRun, CliItem};
 use crate::providers::codec::{Codec, Decoded};
 use crate::providers::outbound::Wire;
-use crate::redact::Redactor;
 use crate::providers::sse::{SseEvent, SseReader};
+use crate::redact::Redactor;
 
 pub enum Source {
     Sse { reader: SseReader, codec: Codec },

@@ -1,0 +1,478 @@
+//! OpenAI Responses API (`POST /v1/responses`, what Codex speaks) ⇄ canonical.
+//!
+//! Baton keeps no conversation state: the whole conversation comes in `input` (Codex sends it
+//! so, with `store: false`); `previous_response_id` is refused with a message that says so.
+//! Freeform tools (`"type": "custom"`, such as Codex's `apply_patch`) have no counterpart in
+//! other formats: they travel as a function with one string parameter, `input`, whose
+//! description carries the tool's grammar, and come back to the client as `custom_tool_call`
+//! items with the raw input. Reasoning items (encrypted, for OpenAI's own servers) are dropped.
+
+mod stream;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    invalid, kind_of, ChatRequest, ChatResponse, InvalidRequest, Message, Part, Role, StopReason,
+    Tool, Usage,
+};
+pub use stream::StreamEncoder;
+
+/// The one parameter a freeform tool has on upstreams without freeform tools.
+const FREEFORM_PARAM: &str = "input";
+
+/// A Responses request as a canonical request.
+pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, InvalidRequest> {
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        _ => {
+            return Err(invalid(
+                "model",
+                "`model` is required: a model name or a Baton route",
+            ))
+        }
+    };
+    if body
+        .get("previous_response_id")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(invalid(
+            "previous_response_id",
+            "Baton keeps no conversation state: send the whole conversation in `input` (as Codex does with \"store\": false) instead of `previous_response_id`.",
+        ));
+    }
+    let mut req = ChatRequest {
+        model,
+        ..ChatRequest::default()
+    };
+    match body.get("instructions") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => req.system.push(s.clone()),
+        Some(v) => {
+            return Err(invalid(
+                "instructions",
+                format!("`instructions` must be a string, not {}", kind_of(v)),
+            ))
+        }
+    }
+    match body.get("input") {
+        Some(Value::String(s)) => req.messages.push(Message {
+            role: Role::User,
+            content: vec![Part::Text(s.clone())],
+            name: None,
+        }),
+        Some(Value::Array(items)) if !items.is_empty() => {
+            for (i, item) in items.iter().enumerate() {
+                push_item(&mut req, i, item)?;
+            }
+        }
+        Some(Value::Array(_)) => return Err(invalid("input", "`input` is empty")),
+        None | Some(Value::Null) => return Err(invalid("input", "`input` is required")),
+        Some(v) => {
+            return Err(invalid(
+                "input",
+                format!(
+                    "`input` must be a string or a list of items, not {}",
+                    kind_of(v)
+                ),
+            ))
+        }
+    }
+    req.tools = tools(body)?;
+    req.tool_choice = body.get("tool_choice").and_then(tool_choice);
+    req.max_tokens = super::opt_u64(body, "max_output_tokens")?;
+    req.temperature = super::opt_f64(body, "temperature")?;
+    req.top_p = super::opt_f64(body, "top_p")?;
+    req.stream = super::opt_bool(body, "stream")?.unwrap_or(false);
+    // A translated stream ends with the usage in `response.completed`.
+    req.stream_usage = req.stream;
+    if let Some(p) = super::opt_bool(body, "parallel_tool_calls")? {
+        req.extra
+            .insert("parallel_tool_calls".into(), Value::Bool(p));
+    }
+    if let Some(f) = body.get("text").and_then(|t| t.get("format")) {
+        if let Some(rf) = response_format(f) {
+            req.extra.insert("response_format".into(), rf);
+        }
+    }
+    Ok(req)
+}
+
+/// Input item `i`: a message, a tool call the model made, or a tool's output.
+fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), InvalidRequest> {
+    let kind = item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
+    let s = |k: &str| {
+        item.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    match kind {
+        "message" => push_message(req, i, item),
+        "function_call" => {
+            push_call(req, s("call_id"), s("name"), s("arguments"));
+            Ok(())
+        }
+        "custom_tool_call" => {
+            let arguments = json!({ FREEFORM_PARAM: s("input") }).to_string();
+            push_call(req, s("call_id"), s("name"), arguments);
+            Ok(())
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            let content = match item.get("output") {
+                Some(Value::String(t)) => t.clone(),
+                Some(v @ Value::Array(_)) => text_of(v),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            };
+            req.messages.push(Message {
+                role: Role::Tool,
+                content: vec![Part::ToolResult {
+                    call_id: s("call_id"),
+                    content,
+                }],
+                name: None,
+            });
+            Ok(())
+        }
+        // Reasoning is for the server that produced it; other items have no canonical slot.
+        _ => Ok(()),
+    }
+}
+
+/// A message item: system and developer text joins the instructions.
+fn push_message(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), InvalidRequest> {
+    let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
+    let content = item.get("content").unwrap_or(&Value::Null);
+    let role = match role {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "system" | "developer" => {
+            req.system.push(text_of(content));
+            return Ok(());
+        }
+        other => {
+            return Err(invalid(
+                format!("input[{i}].role"),
+                format!("unknown role `{other}`; use user, assistant, system or developer"),
+            ))
+        }
+    };
+    let parts = match content {
+        Value::String(t) => vec![Part::Text(t.clone())],
+        Value::Array(items) => items.iter().filter_map(content_part).collect(),
+        Value::Null => Vec::new(),
+        v => {
+            return Err(invalid(
+                format!("input[{i}].content"),
+                format!(
+                    "a message's content must be a string or a list of parts, not {}",
+                    kind_of(v)
+                ),
+            ))
+        }
+    };
+    if !parts.is_empty() {
+        req.messages.push(Message {
+            role,
+            content: parts,
+            name: None,
+        });
+    }
+    Ok(())
+}
+
+fn content_part(p: &Value) -> Option<Part> {
+    match p.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "input_image" => {
+            let url = p
+                .get("image_url")
+                .and_then(|u| u.as_str().or_else(|| u.get("url").and_then(Value::as_str)))?;
+            Some(Part::Image {
+                url: url.to_string(),
+                detail: p.get("detail").and_then(Value::as_str).map(str::to_string),
+            })
+        }
+        _ => p
+            .get("text")
+            .and_then(Value::as_str)
+            .map(|t| Part::Text(t.to_string())),
+    }
+}
+
+/// A tool call the model made earlier: joins the assistant turn before it, when there is one.
+fn push_call(req: &mut ChatRequest, id: String, name: String, arguments: String) {
+    let call = Part::ToolCall {
+        id,
+        name,
+        arguments,
+    };
+    match req.messages.last_mut() {
+        Some(m) if m.role == Role::Assistant => m.content.push(call),
+        _ => req.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![call],
+            name: None,
+        }),
+    }
+}
+
+/// The text in a list of parts (or a string).
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Function and freeform tools; others (hosted tools such as web search) cannot run anywhere
+/// but on OpenAI's servers and are left out.
+fn tools(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidRequest> {
+    let list = match body.get("tools") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(t)) => t,
+        Some(v) => {
+            return Err(invalid(
+                "tools",
+                format!("`tools` must be a list, not {}", kind_of(v)),
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        let kind = t.get("type").and_then(Value::as_str).unwrap_or_default();
+        if kind != "function" && kind != "custom" {
+            continue;
+        }
+        let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
+            invalid(
+                format!("tools[{i}].name"),
+                "a function or custom tool needs a `name`",
+            )
+        })?;
+        let description = t
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.push(if kind == "function" {
+            Tool {
+                name: name.to_string(),
+                description,
+                parameters: t
+                    .get("parameters")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            }
+        } else {
+            freeform_tool(name, description, t.get("format"))
+        });
+    }
+    Ok(out)
+}
+
+/// A freeform tool as a function with one string parameter; its grammar, when it has one, is
+/// what the model must write in it.
+fn freeform_tool(name: &str, description: Option<String>, format: Option<&Value>) -> Tool {
+    let grammar = format
+        .and_then(|f| f.get("definition"))
+        .and_then(Value::as_str);
+    let input = match grammar {
+        Some(g) => format!("The tool's raw input, exactly in this grammar:\n{g}"),
+        None => "The tool's raw input.".to_string(),
+    };
+    Tool {
+        name: name.to_string(),
+        description,
+        parameters: json!({"type": "object",
+            "properties": {FREEFORM_PARAM: {"type": "string", "description": input}},
+            "required": [FREEFORM_PARAM], "additionalProperties": false}),
+    }
+}
+
+/// The names of the request's freeform tools (their calls go back as `custom_tool_call`).
+pub fn freeform_tools(body: &Map<String, Value>) -> Vec<String> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("type").and_then(Value::as_str) == Some("custom"))
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// The raw input of a freeform tool call from its function arguments.
+fn freeform_input(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|v| {
+            v.get(FREEFORM_PARAM)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| arguments.to_string())
+}
+
+fn tool_choice(tc: &Value) -> Option<Value> {
+    match tc {
+        Value::String(s) => Some(json!(s)),
+        Value::Object(o) => {
+            let name = o.get("name").and_then(Value::as_str)?;
+            Some(json!({"type": "function", "function": {"name": name}}))
+        }
+        _ => None,
+    }
+}
+
+/// `text.format` as Chat Completions' `response_format`.
+fn response_format(f: &Value) -> Option<Value> {
+    match f.get("type").and_then(Value::as_str)? {
+        "json_schema" => Some(json!({"type": "json_schema", "json_schema": {
+            "name": f.get("name").cloned().unwrap_or(json!("response")),
+            "schema": f.get("schema").cloned().unwrap_or(json!({})),
+            "strict": f.get("strict").cloned().unwrap_or(Value::Null),
+        }})),
+        "json_object" => Some(json!({"type": "json_object"})),
+        _ => None,
+    }
+}
+
+/// What a response echoes of its request, and what it needs to render tool calls.
+#[derive(Debug, Clone, Default)]
+pub struct Echo {
+    pub id: String,
+    pub model: String,
+    pub created: i64,
+    pub freeform: Vec<String>,
+    fields: Map<String, Value>,
+}
+
+impl Echo {
+    /// `id`: Baton's request id; `created`: Unix seconds.
+    pub fn new(body: &Map<String, Value>, id: &str, model: &str, created: i64) -> Self {
+        let mut fields = Map::new();
+        for k in [
+            "instructions",
+            "max_output_tokens",
+            "metadata",
+            "temperature",
+            "top_p",
+            "text",
+            "reasoning",
+            "prompt_cache_key",
+        ] {
+            if let Some(v) = body.get(k) {
+                fields.insert(k.into(), v.clone());
+            }
+        }
+        fields.insert(
+            "tools".into(),
+            body.get("tools").cloned().unwrap_or(json!([])),
+        );
+        fields.insert(
+            "tool_choice".into(),
+            body.get("tool_choice").cloned().unwrap_or(json!("auto")),
+        );
+        fields.insert(
+            "parallel_tool_calls".into(),
+            body.get("parallel_tool_calls")
+                .cloned()
+                .unwrap_or(json!(true)),
+        );
+        fields.insert("store".into(), json!(false));
+        Self {
+            id: format!("resp_{id}"),
+            model: model.to_string(),
+            created,
+            freeform: freeform_tools(body),
+            fields,
+        }
+    }
+
+    /// The `response` object with these output items.
+    pub fn response(&self, status: &str, output: Vec<Value>, usage: Option<&Usage>) -> Value {
+        let mut r = self.fields.clone();
+        r.insert("id".into(), json!(self.id));
+        r.insert("object".into(), json!("response"));
+        r.insert("created_at".into(), json!(self.created));
+        r.insert("model".into(), json!(self.model));
+        r.insert("status".into(), json!(status));
+        r.insert("output".into(), Value::Array(output));
+        r.insert("error".into(), Value::Null);
+        r.insert(
+            "incomplete_details".into(),
+            if status == "incomplete" {
+                json!({"reason": "max_output_tokens"})
+            } else {
+                Value::Null
+            },
+        );
+        r.insert("usage".into(), usage.map_or(Value::Null, usage_json));
+        Value::Object(r)
+    }
+
+    /// A tool call as its output item: `custom_tool_call` for a freeform tool.
+    fn call_item(&self, n: usize, id: &str, name: &str, arguments: &str) -> Value {
+        if self.freeform.iter().any(|f| f == name) {
+            json!({"type": "custom_tool_call", "id": format!("ctc_{}_{n}", self.id),
+                "call_id": id, "name": name, "input": freeform_input(arguments),
+                "status": "completed"})
+        } else {
+            json!({"type": "function_call", "id": format!("fc_{}_{n}", self.id),
+                "call_id": id, "name": name, "arguments": arguments, "status": "completed"})
+        }
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({"input_tokens": u.input_tokens,
+        "input_tokens_details": {"cached_tokens": u.cached_input_tokens},
+        "output_tokens": u.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": u.input_tokens + u.output_tokens})
+}
+
+fn message_item(id: String, text: &str, status: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+}
+
+/// A complete canonical answer as a Responses `response`.
+pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
+    let text: String = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut output = Vec::new();
+    if !text.is_empty() {
+        output.push(message_item(format!("msg_{}", echo.id), &text, "completed"));
+    }
+    for (n, p) in r.content.iter().enumerate() {
+        if let Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } = p
+        {
+            output.push(echo.call_item(n, id, name, arguments));
+        }
+    }
+    let status = match r.stop {
+        Some(StopReason::Length) => "incomplete",
+        _ => "completed",
+    };
+    echo.response(status, output, r.usage.as_ref())
+}
+
+#[cfg(test)]
+mod tests;

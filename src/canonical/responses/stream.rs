@@ -1,0 +1,263 @@
+//! Canonical stream events as the Responses API's streamed events, each with its
+//! `sequence_number`: `response.created`, `response.in_progress`, then per output item
+//! `output_item.added`, its deltas (`output_text`, `function_call_arguments`,
+//! `custom_tool_call_input`), its `.done` events and `output_item.done`, and at the end
+//! `response.completed` (or `response.incomplete` when the answer hit its token limit) with
+//! the whole response and its usage. A break after content ends with `response.failed`.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::{message_item, Echo};
+use crate::canonical::{StopReason, StreamEvent, Usage};
+
+/// A tool call being streamed.
+struct Call {
+    index: u32,
+    output_index: usize,
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+    freeform: bool,
+}
+
+/// The message item being streamed.
+struct Text {
+    output_index: usize,
+    item_id: String,
+    text: String,
+}
+
+pub struct StreamEncoder {
+    echo: Echo,
+    seq: u64,
+    started: bool,
+    next_index: usize,
+    message: Option<Text>,
+    calls: Vec<Call>,
+    /// Finished items by output index.
+    done: Vec<(usize, Value)>,
+    stop: Option<StopReason>,
+    usage: Option<Usage>,
+}
+
+impl StreamEncoder {
+    pub fn new(echo: Echo) -> Self {
+        Self {
+            echo,
+            seq: 0,
+            started: false,
+            next_index: 0,
+            message: None,
+            calls: Vec::new(),
+            done: Vec::new(),
+            stop: None,
+            usage: None,
+        }
+    }
+
+    /// Appends the events for `ev` to `out`.
+    pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        self.start(out);
+        match ev {
+            StreamEvent::TextDelta(t) => self.text(t, out),
+            StreamEvent::ToolCallStart { index, id, name } => {
+                self.close_message(out);
+                let output_index = self.take_index();
+                let freeform = self.echo.freeform.iter().any(|f| f == name);
+                let item_id = format!(
+                    "{}_{}_{output_index}",
+                    if freeform { "ctc" } else { "fc" },
+                    self.echo.id
+                );
+                let item = if freeform {
+                    json!({"type": "custom_tool_call", "id": item_id, "call_id": id,
+                        "name": name, "input": "", "status": "in_progress"})
+                } else {
+                    json!({"type": "function_call", "id": item_id, "call_id": id,
+                        "name": name, "arguments": "", "status": "in_progress"})
+                };
+                self.frame(
+                    out,
+                    "response.output_item.added",
+                    json!({"output_index": output_index, "item": item}),
+                );
+                self.calls.push(Call {
+                    index: *index,
+                    output_index,
+                    item_id,
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                    freeform,
+                });
+            }
+            StreamEvent::ToolCallDelta { index, arguments } => {
+                self.arguments(*index, arguments, out)
+            }
+            StreamEvent::Finish(stop) => self.stop = Some(stop.clone()),
+            StreamEvent::Usage(u) => self.usage = Some(*u),
+        }
+    }
+
+    /// The end of a complete answer: every open item closed, then the whole response.
+    pub fn finish(&mut self, out: &mut String) {
+        self.start(out);
+        self.close_message(out);
+        for call in std::mem::take(&mut self.calls) {
+            self.close_call(call, out);
+        }
+        let mut items = std::mem::take(&mut self.done);
+        items.sort_by_key(|(i, _)| *i);
+        let output = items.into_iter().map(|(_, v)| v).collect();
+        let (kind, status) = match self.stop {
+            Some(StopReason::Length) => ("response.incomplete", "incomplete"),
+            _ => ("response.completed", "completed"),
+        };
+        let response = self.echo.response(status, output, self.usage.as_ref());
+        self.frame(out, kind, json!({ "response": response }));
+    }
+
+    /// A break after content: the response failed, with why.
+    pub fn fail(&mut self, message: &str, out: &mut String) {
+        self.start(out);
+        let mut response = self
+            .echo
+            .response("failed", Vec::new(), self.usage.as_ref());
+        response["error"] = json!({"code": "server_error", "message": message});
+        self.frame(out, "response.failed", json!({ "response": response }));
+    }
+
+    fn start(&mut self, out: &mut String) {
+        if std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        let response = self.echo.response("in_progress", Vec::new(), None);
+        self.frame(out, "response.created", json!({ "response": response }));
+        self.frame(out, "response.in_progress", json!({ "response": response }));
+    }
+
+    fn take_index(&mut self) -> usize {
+        self.next_index += 1;
+        self.next_index - 1
+    }
+
+    fn text(&mut self, t: &str, out: &mut String) {
+        if self.message.is_none() {
+            let output_index = self.take_index();
+            let item_id = format!("msg_{}_{output_index}", self.echo.id);
+            self.frame(
+                out,
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": {"type": "message", "id": item_id,
+                    "status": "in_progress", "role": "assistant", "content": []}}),
+            );
+            self.frame(
+                out,
+                "response.content_part.added",
+                json!({"item_id": item_id, "output_index": output_index, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}),
+            );
+            self.message = Some(Text {
+                output_index,
+                item_id,
+                text: String::new(),
+            });
+        }
+        let Some(m) = &mut self.message else {
+            return;
+        };
+        m.text.push_str(t);
+        let data = json!({"item_id": m.item_id, "output_index": m.output_index,
+            "content_index": 0, "delta": t, "logprobs": []});
+        self.frame(out, "response.output_text.delta", data);
+    }
+
+    fn close_message(&mut self, out: &mut String) {
+        let Some(m) = self.message.take() else {
+            return;
+        };
+        let (id, oi) = (&m.item_id, m.output_index);
+        self.frame(
+            out,
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": oi, "content_index": 0, "text": m.text,
+                "logprobs": []}),
+        );
+        self.frame(
+            out,
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": oi, "content_index": 0,
+                "part": {"type": "output_text", "text": m.text, "annotations": [], "logprobs": []}}),
+        );
+        let item = message_item(m.item_id.clone(), &m.text, "completed");
+        self.frame(
+            out,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": item}),
+        );
+        self.done.push((oi, item));
+    }
+
+    /// A piece of a tool call's arguments. A freeform tool's input is held back: it is the
+    /// `input` string inside JSON arguments, readable only once they are complete.
+    fn arguments(&mut self, index: u32, delta: &str, out: &mut String) {
+        let Some(call) = self.calls.iter_mut().rev().find(|c| c.index == index) else {
+            return;
+        };
+        call.arguments.push_str(delta);
+        if call.freeform {
+            return;
+        }
+        let data = json!({"item_id": call.item_id, "output_index": call.output_index,
+            "delta": delta});
+        self.frame(out, "response.function_call_arguments.delta", data);
+    }
+
+    fn close_call(&mut self, call: Call, out: &mut String) {
+        let item = self.echo.call_item(
+            call.output_index,
+            &call.call_id,
+            &call.name,
+            &call.arguments,
+        );
+        let (id, oi) = (&call.item_id, call.output_index);
+        let mut item = item;
+        item["id"] = json!(id);
+        if call.freeform {
+            let input = item["input"].clone();
+            self.frame(
+                out,
+                "response.custom_tool_call_input.delta",
+                json!({"item_id": id, "output_index": oi, "delta": input}),
+            );
+            self.frame(
+                out,
+                "response.custom_tool_call_input.done",
+                json!({"item_id": id, "output_index": oi, "input": input}),
+            );
+        } else {
+            self.frame(
+                out,
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": oi, "name": call.name,
+                    "arguments": call.arguments}),
+            );
+        }
+        self.frame(
+            out,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": item}),
+        );
+        self.done.push((oi, item));
+    }
+
+    fn frame(&mut self, out: &mut String, kind: &str, mut data: Value) {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        let _ = write!(out, "event: {kind}\ndata: {data}\n\n");
+    }
+}

@@ -1,0 +1,114 @@
+"""The official `openai` SDK's Responses API (`client.responses`, what Codex speaks) against a
+running `baton serve`, over OpenAI-compatible and Anthropic fake upstreams."""
+import json
+
+import openai
+import pytest
+
+
+def client(gw):
+    return openai.OpenAI(base_url=gw.base_url, api_key=gw.key, max_retries=0)
+
+
+WEATHER = [{"type": "function", "name": "get_weather", "description": "Weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                           "required": ["city"]}}]
+PATCH = {"type": "custom", "name": "apply_patch", "description": "Edit files with a patch.",
+         "format": {"type": "grammar", "syntax": "lark",
+                    "definition": "start: \"*** Begin Patch\" LF hunk+ \"*** End Patch\""}}
+
+
+def test_create_not_streamed(gateway):
+    raw = client(gateway).responses.with_raw_response.create(
+        model="auto", instructions="Be brief.", input="hello there", max_output_tokens=50)
+    assert raw.headers["x-gateway-provider"] == "a"
+    r = raw.parse()
+    assert r.object == "response" and r.status == "completed"
+    assert r.output_text == "a: hello there"
+    assert r.usage.input_tokens == 11 and r.usage.output_tokens == 7
+    sent = gateway.a.stats()["last"]
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert sent["max_tokens"] == 50
+
+
+def test_stream_events_satisfy_the_sdk_helpers(gateway):
+    c = client(gateway)
+    with c.responses.stream(model="auto", input="one two three") as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(deltas) == "a: one two three"
+    assert final.output_text == "a: one two three"
+    assert final.usage.output_tokens == 7
+    # Every event in order, numbered.
+    events = list(c.responses.create(model="auto", input="hi", stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[0].type == "response.created" and events[-1].type == "response.completed"
+
+
+def test_function_call_round_trip(gateway):
+    c = client(gateway)
+    first = c.responses.create(model="auto", input="What's the weather in Paris?", tools=WEATHER)
+    call = next(o for o in first.output if o.type == "function_call")
+    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
+    second = c.responses.create(model="auto", tools=WEATHER, input=[
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+        {"type": "function_call_output", "call_id": call.call_id, "output": "18 C and sunny"},
+    ])
+    assert second.output_text.startswith("a: ")
+    sent = gateway.a.stats()["last"]
+    assert sent["messages"][-2]["tool_calls"][0]["id"] == call.call_id
+    assert sent["messages"][-1] == {"role": "tool", "tool_call_id": call.call_id, "content": "18 C and sunny"}
+    assert sent["tools"][0]["function"]["name"] == "get_weather"
+
+
+def test_freeform_tool_comes_back_as_a_custom_tool_call_streamed_and_not(gateway):
+    c = client(gateway)
+    patch = "*** Begin Patch\n*** Add File: hi.txt\n+hi\n*** End Patch\n"
+    args = json.dumps({"input": patch})
+    gateway.a.script(f"tool:apply_patch:{args}", f"tool:apply_patch:{args}")
+    r = c.responses.create(model="auto", input="add hi.txt", tools=[PATCH])
+    item = r.output[-1]
+    assert item.type == "custom_tool_call" and item.name == "apply_patch"
+    assert item.input == patch
+    sent = gateway.a.stats()["last"]
+    fn = sent["tools"][0]["function"]
+    assert fn["name"] == "apply_patch" and fn["parameters"]["required"] == ["input"]
+    assert "*** Begin Patch" in fn["parameters"]["properties"]["input"]["description"]
+    with c.responses.stream(model="auto", input="add hi.txt", tools=[PATCH]) as stream:
+        kinds = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert "response.custom_tool_call_input.done" in kinds
+    assert final.output[-1].type == "custom_tool_call" and final.output[-1].input == patch
+
+
+def test_through_an_anthropic_upstream(anthropic_gateway):
+    r = client(anthropic_gateway).responses.create(model="claude-real-model", input="hello")
+    assert r.output_text == "a: hello"
+    sent = anthropic_gateway.a.stats()["last"]
+    assert sent["messages"][-1]["role"] == "user"
+    with client(anthropic_gateway).responses.stream(model="claude-real-model", input="one two") as s:
+        final = s.get_final_response()
+    assert final.output_text == "a: one two"
+    assert final.usage.output_tokens > 0
+
+
+def test_a_break_after_content_is_response_failed_not_a_silent_end(gateway):
+    gateway.a.script("stream-dies")
+    events = list(client(gateway).responses.create(model="a/a-model", input="one two three", stream=True))
+    kinds = [e.type for e in events]
+    assert "response.output_text.delta" in kinds
+    assert kinds[-1] == "response.failed", kinds
+    assert "stopped mid-answer" in events[-1].response.error.message
+    assert "response.completed" not in kinds
+
+
+def test_bad_requests_get_openai_errors(gateway):
+    c = client(gateway)
+    with pytest.raises(openai.BadRequestError) as e:
+        c.responses.create(model="auto", input="hi", previous_response_id="resp_123")
+    assert "whole conversation" in e.value.message
+    assert e.value.body["param"] == "previous_response_id"
+    with pytest.raises(openai.BadRequestError) as e:
+        c.responses.create(model="auto", input=[])
+    assert e.value.body["param"] == "input"
