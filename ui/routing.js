@@ -11,7 +11,7 @@ const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was chan
 /** Model names the agents send, as globs: one click maps them all. */
 export const CLIENT_NAMES = {
   "Claude Code": ["claude-*"],
-  Codex: ["gpt-5*", "codex-*"],
+  Codex: ["gpt-*", "codex-*"],
 };
 
 /** Everything a route or a mapping may lead to: `auto`, routes, providers, provider/model. */

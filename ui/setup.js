@@ -145,6 +145,7 @@ export async function renderConnect() {
       snippet("Base URL for Anthropic clients", location.origin),
       keyNote),
     claudeCodeCard(routes, shellKey),
+    codexCard(routes, shellKey, base),
     el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
     el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
@@ -153,32 +154,51 @@ export async function renderConnect() {
   );
 }
 
-/** Claude Code in two steps: its model names mapped (one click), then the environment. */
-function claudeCodeCard(routes, shellKey) {
-  const now = clientTarget(routes, "Claude Code");
+/** Step 1 for an agent: its own model names (claude-…, gpt-5…) mapped to a target, one click. */
+function mapStep(routes, client, id, why) {
+  const now = clientTarget(routes, client);
   const options = targetOptions(routes, app.routingCtx.providers());
-  const target = el("select", { id: "cc-target" }, options.map((o) => el("option", { value: o.value }, o.label)));
+  const target = el("select", { id: `${id}-target` }, options.map((o) => el("option", { value: o.value }, o.label)));
   target.value = now || "auto";
-  const result = el("p", { role: "status", id: "cc-mapped", class: now ? "ok-text" : "muted small" },
-    now ? `✓ Claude Code's model names (claude-…) go to ${now}.` : "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404.");
-  const cli = app.state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
-  return el("div", { class: "card stack", id: "claude-code" },
-    el("h2", {}, "Claude Code"),
+  const result = el("p", { role: "status", id: `${id}-mapped`, class: now ? "ok-text" : "muted small" },
+    now ? `✓ ${client}'s model names go to ${now}.` : why);
+  return [
     el("p", {}, el("strong", {}, "1. "), "Send its model names to"),
     el("div", { class: "row" },
-      el("label", { class: "visually-hidden", for: "cc-target" }, "Where Claude Code's model names go"), target,
-      el("button", { type: "button", class: now ? "" : "primary", id: "cc-map", onclick: async () => {
+      el("label", { class: "visually-hidden", for: `${id}-target` }, `Where ${client}'s model names go`), target,
+      el("button", { type: "button", class: now ? "" : "primary", id: `${id}-map`, onclick: async () => {
         try {
-          await mapClient("Claude Code", target.value);
-          toast(`Claude Code's model names now go to ${target.value}.`);
+          await mapClient(client, target.value);
+          toast(`${client}'s model names now go to ${target.value}.`);
           await renderConnect();
-          $("cc-map")?.focus();
+          $(`${id}-map`)?.focus();
         } catch (e) {
           showError(e);
         }
-      } }, now ? "Change" : "Map Claude Code's names")),
+      } }, now ? "Change" : `Map ${client}'s names`)),
     result,
+  ];
+}
+
+/** Claude Code in two steps: its model names mapped (one click), then the environment. */
+function claudeCodeCard(routes, shellKey) {
+  const cli = app.state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
+  return el("div", { class: "card stack", id: "claude-code" },
+    el("h2", {}, "Claude Code"),
+    ...mapStep(routes, "Claude Code", "cc", "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404."),
     cli.length ? el("p", { class: "muted small" }, `Claude Code always sends tools, which subscription CLI providers (${cli.map((p) => p.name).join(", ")}) cannot take: they are skipped for it, and Activity says so on each request.`) : null,
     el("p", {}, el("strong", {}, "2. "), "Start it pointed at Baton:"),
     snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`));
+}
+
+/** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */
+function codexCard(routes, shellKey, base) {
+  const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"\nsupports_websockets = false`;
+  return el("div", { class: "card stack", id: "codex" },
+    el("h2", {}, "Codex"),
+    ...mapStep(routes, "Codex", "cx", "Codex asks for its own model names (gpt-…, codex-…); without this step they get 404."),
+    el("p", {}, el("strong", {}, "2. "), "Add Baton as a model provider in ", el("code", {}, "~/.codex/config.toml"), ":"),
+    snippet("~/.codex/config.toml", toml),
+    el("p", {}, el("strong", {}, "3. "), "Start it with the gateway key:"),
+    snippet("In a terminal", `export BATON_KEY="${shellKey}"\ncodex`));
 }

@@ -1,7 +1,7 @@
 //! Baton's exact invocation against the real CLIs from npm (`scripts/test` installs them, sets
 //! CLAUDE_BIN, CODEX_BIN, GEMINI_BIN and runs these ignored tests): with an empty HOME and no login, each must get past
 //! its argument parser and end in its "no auth" outcome, which Baton classifies as auth — never
-//! in an unknown-option error.
+//! in an unknown-option error. And the real Codex as a client of Baton's Responses API.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
@@ -191,4 +191,67 @@ fn status_says_logged_out(
         st.problem.as_deref().unwrap_or_default().contains(hint),
         "{st:?}"
     );
+}
+
+/// The real Codex as a *client*: a `model_providers` entry with `wire_api = "responses"` and the
+/// gateway key in `env_key` (the Connect screen's set-up), its own model name mapped to an
+/// OpenAI-compatible fake. `codex exec` must print the fake's answer, with nothing refused.
+#[tokio::test]
+#[ignore = "needs the real CLIs from npm: scripts/test runs it with --ignored"]
+async fn codex_runs_through_batons_responses_api() {
+    let up = testkit::FakeUpstream::start("up").await;
+    up.always(testkit::Behavior::Ok);
+    let dir = tempfile::tempdir().unwrap();
+    let baton = crate::common::Baton::start(
+        dir.path(),
+        serde_json::json!({"providers": [{"id": "up", "kind": "openai-compatible",
+            "baseUrl": up.base_url(), "models": ["up-model"]}],
+            "modelMap": {"gpt-*": "up", "codex-*": "up"}}),
+    )
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join("codex");
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model_provider = \"baton\"\n\n[model_providers.baton]\nname = \"Baton\"\nbase_url = \"{}/v1\"\nenv_key = \"BATON_KEY\"\nwire_api = \"responses\"\nsupports_websockets = false\n",
+            baton.url
+        ),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(bin("CODEX_BIN"))
+        .args(["exec", "--skip-git-repo-check", "say hi"])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("CODEX_HOME", &codex_home)
+        .env("BATON_KEY", &baton.key)
+        .env("SHELL", "/bin/bash")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out)
+        .await
+        .expect("codex exec finished")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("up: say hi"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+    // Codex's turn arrived whole: its instructions as system text, then the prompt. (With a
+    // fresh HOME this Codex sends no tools; tool calls are covered with the SDK.)
+    let got = up.received();
+    let turn = &got.last().expect("Codex called the upstream").body;
+    assert_eq!(turn["model"], "up-model");
+    assert_eq!(turn["messages"][0]["role"], "system");
+    let last = turn["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"], "say hi");
+    baton.stop().await;
 }

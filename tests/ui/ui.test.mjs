@@ -349,6 +349,31 @@ test("Connect: Claude Code is set up by clicking only, and its snippet is comple
   }
 });
 
+test("Connect: Codex gets its names mapped and a config.toml provider that speaks the Responses API", async () => {
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#codex #cx-map");
+  const ask = (model) => fetch(`${baton}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model, input: "hi" }),
+  });
+  assert.equal((await ask("gpt-5.5")).status, 404);
+  const [toml, terminal] = await page.$$eval("#codex pre", (p) => p.map((x) => x.textContent));
+  assert.ok(toml.includes(`base_url = "${baton}/v1"`), toml);
+  assert.ok(toml.includes('wire_api = "responses"') && toml.includes('env_key = "BATON_KEY"'), toml);
+  const keyFile = join(dataDir, "data", "gateway.key");
+  assert.ok(terminal.includes(`export BATON_KEY="$(cat '${keyFile}')"`), terminal);
+  await page.selectOption("#cx-target", "beta");
+  await page.focus("#cx-map");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#cx-mapped:text('go to beta')");
+  await shot("connect-codex");
+  const r = await ask("gpt-5.5");
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("x-gateway-provider"), "beta");
+  assert.equal((await r.json()).object, "response");
+});
+
 test("Activity says why a candidate was passed over (a model without tools, for Claude Code)", async () => {
   const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
   let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "notools", kind: "openai-compatible", baseUrl: upC, models: [{ id: "plain", tools: false }], priority: 1 }) });
