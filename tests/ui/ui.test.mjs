@@ -528,6 +528,12 @@ test("narrow tray window and dark mode render without errors", async () => {
   assert.ok(header.height < 48, `header ${header.height}px tall`);
   assert.equal(header.links, 5);
   await small.screenshot({ path: join(artifacts, "tray-dark.png"), fullPage: true });
+  // Connect: the agents' set-ups (long config lines) scroll inside their boxes, not the page.
+  await small.click("nav a[data-tab=connect]");
+  await small.waitForSelector("#codex pre");
+  const connectOverflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(connectOverflow, false, "Connect: no horizontal scrolling at 420 px");
+  await small.screenshot({ path: join(artifacts, "tray-connect.png"), fullPage: true });
   // The Team screen's key list, limit fields and usage table fit too.
   await small.click("nav a[data-tab=team]");
   await small.waitForSelector("#usage-rows tr");
