@@ -5,7 +5,7 @@ import { api, ApiError } from "./api.js";
 import { el, explain, kindLabel } from "./views.js";
 
 const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was saved.";
-const KINDS = ["openai-compatible", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
+const KINDS = ["openai-compatible", "openai-responses", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
 const isCli = (k) => k.endsWith("-cli");
 const CLI_PROGRAM = { "claude-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini" };
 const CLI_MODEL = { "claude-cli": "sonnet", "codex-cli": "gpt-5-codex", "gemini-cli": "gemini-2.5-pro" };

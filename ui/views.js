@@ -27,6 +27,7 @@ export function el(tag, attrs = {}, ...children) {
 
 const KIND_LABEL = {
   "openai-compatible": ["AI", "OpenAI-compatible API"],
+  "openai-responses": ["R", "OpenAI Responses API"],
   anthropic: ["A", "Anthropic API"],
   gemini: ["G", "Gemini API"],
   "claude-cli": ["CC", "Claude Code CLI"],

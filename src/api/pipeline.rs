@@ -33,7 +33,7 @@ impl Format {
         match self {
             Format::OpenAi => Some(Wire::OpenAi),
             Format::Anthropic => Some(Wire::Anthropic),
-            Format::Responses => None,
+            Format::Responses => Some(Wire::Responses),
         }
     }
 }
@@ -224,6 +224,7 @@ async fn parse(
         .map(str::to_string);
     seen.stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let mut echo = None;
+    let mut responses_body = None;
     let (canonical, body, anthropic_body) = match format {
         Format::OpenAi => {
             let c =
@@ -247,12 +248,14 @@ async fn parse(
             echo = Some(Echo::new(&body, request_id, &c.model, now_ms / 1000));
             // Its extras (response_format, parallel_tool_calls) are Chat Completions fields.
             let openai = crate::canonical::openai::request_to_openai(&c);
+            responses_body = Some(body);
             (c, openai, None)
         }
     };
     let inbound = Inbound {
         body,
         anthropic_body,
+        responses_body,
         anthropic_beta,
         needs: canonical.needs(),
         canonical,

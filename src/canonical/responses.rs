@@ -8,6 +8,7 @@
 //! items with the raw input. Reasoning items (encrypted, for OpenAI's own servers) are dropped.
 
 mod stream;
+pub mod upstream;
 
 use serde_json::{json, Map, Value};
 

@@ -219,6 +219,7 @@ pub async fn probe_one(
     let outbound = outbound::Outbound {
         openai_body: map,
         anthropic_body: None,
+        responses_body: None,
         anthropic_beta: None,
         canonical: &canonical,
         stream: false,

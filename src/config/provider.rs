@@ -46,6 +46,8 @@ impl SecretRef {
 pub enum ProviderKind {
     /// Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).
     OpenaiCompatible,
+    /// OpenAI's Responses API (`POST {baseUrl}/responses`), for models only it serves.
+    OpenaiResponses,
     /// Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).
     Anthropic,
     /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
@@ -62,6 +64,7 @@ impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenaiCompatible => "openai-compatible",
+            ProviderKind::OpenaiResponses => "openai-responses",
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Gemini => "gemini",
             ProviderKind::ClaudeCli => "claude-cli",

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::outbound::Wire;
-use super::{anthropic, gemini, openai_compat};
+use super::{anthropic, gemini, openai_compat, openai_responses};
 use crate::canonical::{ChatResponse, StreamEvent, Usage};
 
 /// An error an upstream put in a 2xx answer or a stream: the HTTP status it stands for and its
@@ -81,6 +81,7 @@ pub struct NotJson;
 /// A stream's decoder: the state an upstream format needs across events.
 pub enum Codec {
     OpenAi,
+    Responses(crate::canonical::responses::upstream::StreamDecoder),
     Anthropic(Box<crate::canonical::anthropic::StreamDecoder>),
     Gemini(crate::canonical::gemini::StreamDecoder),
 }
@@ -89,6 +90,7 @@ impl Codec {
     pub fn new(wire: Wire) -> Self {
         match wire {
             Wire::OpenAi => Codec::OpenAi,
+            Wire::Responses => Codec::Responses(Default::default()),
             Wire::Anthropic => Codec::Anthropic(Default::default()),
             Wire::Gemini => Codec::Gemini(Default::default()),
         }
@@ -97,6 +99,7 @@ impl Codec {
     pub fn wire(&self) -> Wire {
         match self {
             Codec::OpenAi => Wire::OpenAi,
+            Codec::Responses(_) => Wire::Responses,
             Codec::Anthropic(_) => Wire::Anthropic,
             Codec::Gemini(_) => Wire::Gemini,
         }
@@ -107,6 +110,7 @@ impl Codec {
     pub fn decode(&mut self, data: &[u8], events: bool) -> Result<Decoded, NotJson> {
         match self {
             Codec::OpenAi => openai_compat::decode(data, events),
+            Codec::Responses(d) => openai_responses::decode(d, data),
             Codec::Anthropic(d) => anthropic::decode(d, data, events),
             Codec::Gemini(d) => gemini::decode(d, data),
         }
@@ -117,6 +121,7 @@ impl Codec {
 pub fn complete(wire: Wire, body: &[u8]) -> Complete {
     match wire {
         Wire::OpenAi => openai_compat::complete(body),
+        Wire::Responses => openai_responses::complete(body),
         Wire::Anthropic => anthropic::complete(body),
         Wire::Gemini => gemini::complete(body),
     }
@@ -127,6 +132,7 @@ pub fn answer(wire: Wire, body: &[u8]) -> Option<ChatResponse> {
     let v: Value = serde_json::from_slice(body).ok()?;
     match wire {
         Wire::OpenAi => crate::canonical::openai::response_from_openai(&v),
+        Wire::Responses => crate::canonical::responses::upstream::response_from_responses(&v),
         Wire::Anthropic => crate::canonical::anthropic::response_from_anthropic(&v),
         Wire::Gemini => crate::canonical::gemini::response_from_gemini(&v),
     }

@@ -7,6 +7,7 @@ pub mod codec;
 pub mod discovery;
 pub mod gemini;
 pub mod openai_compat;
+pub mod openai_responses;
 pub mod outbound;
 pub mod presence;
 pub mod sse;
@@ -294,6 +295,7 @@ pub fn resolve(
     use crate::config::ProviderKind;
     let path = match config.kind {
         ProviderKind::OpenaiCompatible => Some("chat/completions"),
+        ProviderKind::OpenaiResponses => Some("responses"),
         ProviderKind::Anthropic => Some("messages"),
         // Per model: `models/{model}:generateContent`; this base is completed per request.
         ProviderKind::Gemini => Some("models"),

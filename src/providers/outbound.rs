@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{anthropic, gemini, openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use super::{anthropic, gemini, openai_compat, openai_responses, ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical::ChatRequest;
 use crate::config::ProviderKind;
 use crate::limits::{self, Classified};
@@ -14,6 +14,8 @@ use crate::limits::{self, Classified};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
     OpenAi,
+    /// OpenAI's Responses API.
+    Responses,
     Anthropic,
     Gemini,
 }
@@ -23,6 +25,7 @@ impl Wire {
     pub fn of(kind: ProviderKind) -> Option<Self> {
         match kind {
             ProviderKind::OpenaiCompatible => Some(Wire::OpenAi),
+            ProviderKind::OpenaiResponses => Some(Wire::Responses),
             ProviderKind::Anthropic => Some(Wire::Anthropic),
             ProviderKind::Gemini => Some(Wire::Gemini),
             ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
@@ -41,6 +44,9 @@ pub struct Outbound<'a> {
     /// The client's own body when it spoke Anthropic: sent unchanged (but for the model) to
     /// Anthropic upstreams.
     pub anthropic_body: Option<&'a Map<String, Value>>,
+    /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
+    /// Responses upstreams.
+    pub responses_body: Option<&'a Map<String, Value>>,
     /// `anthropic-beta` from the client, for Anthropic upstreams.
     pub anthropic_beta: Option<&'a str>,
     pub canonical: &'a ChatRequest,
@@ -70,6 +76,9 @@ pub fn build(
                 openai_compat::passthrough_body(o.openai_body, &model.id, model.max_output_tokens);
             openai_compat::build(client, url, p, key, body, o.stream, o.request_id)
         }
+        Wire::Responses => {
+            openai_responses::request(client, url, p, key, openai_responses::body(o, model), o)
+        }
         Wire::Anthropic => anthropic::request(client, url, p, key, anthropic::body(o, model), o),
         Wire::Gemini => gemini::request(client, &url, p, model, key, o)?,
     };
@@ -86,7 +95,7 @@ pub fn models_request(
     let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
     let rb = client.get(url);
     Ok(match wire {
-        Wire::OpenAi => openai_compat::authorize(rb, p, key),
+        Wire::OpenAi | Wire::Responses => openai_compat::authorize(rb, p, key),
         Wire::Anthropic => anthropic::authorize(rb, p, key),
         Wire::Gemini => gemini::authorize(rb, p, key),
     })

@@ -48,6 +48,9 @@ pub struct Inbound {
     /// The client's own body when it spoke Anthropic: sent unchanged (but for the model) to
     /// Anthropic upstreams, keeping thinking signatures, cache control and betas.
     pub anthropic_body: Option<Map<String, Value>>,
+    /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
+    /// Responses upstreams.
+    pub responses_body: Option<Map<String, Value>>,
     /// `anthropic-beta` from the client, passed to Anthropic upstreams.
     pub anthropic_beta: Option<String>,
     pub canonical: ChatRequest,
@@ -385,6 +388,7 @@ pub async fn test_target(
         canonical,
         body,
         anthropic_body: None,
+        responses_body: None,
         anthropic_beta: None,
         deadline_ms: None,
     };

@@ -48,7 +48,7 @@ pub enum Out {
     OpenAi(Box<crate::canonical::openai::StreamEncoder>),
     /// Anthropic Messages events.
     Anthropic(Box<crate::canonical::anthropic::StreamEncoder>),
-    /// Responses API events (always encoded: no upstream speaks it yet).
+    /// Responses API events (encoded unless the upstream speaks Responses too).
     Responses(Box<crate::canonical::responses::StreamEncoder>),
 }
 
@@ -57,7 +57,7 @@ impl Out {
         match self {
             Out::OpenAi(_) => Some(Wire::OpenAi),
             Out::Anthropic(_) => Some(Wire::Anthropic),
-            Out::Responses(_) => None,
+            Out::Responses(_) => Some(Wire::Responses),
         }
     }
 }
@@ -274,6 +274,7 @@ impl Pump {
 
     /// An explicit error event in the client's format: the answer above it is incomplete.
     fn error_frame(&mut self, message: &str) -> Bytes {
+        let same = self.same_format();
         match &mut self.out {
             Out::OpenAi(_) => {
                 let body = json!({"error": {"message": message, "type": "upstream_error",
@@ -286,7 +287,13 @@ impl Pump {
             )),
             Out::Responses(enc) => {
                 let mut out = String::new();
-                enc.fail(message, &mut out);
+                if same {
+                    // The upstream's own response is in flight: an error event, not a second
+                    // lifecycle under another id.
+                    enc.error(message, &mut out);
+                } else {
+                    enc.fail(message, &mut out);
+                }
                 Bytes::from(out)
             }
         }
@@ -376,6 +383,8 @@ impl Pump {
                 enc.finish(&mut out);
                 Bytes::from(out)
             }
+            // A Responses stream has no terminator of its own: its `response.completed` went by.
+            Out::Responses(_) if same => raw.unwrap_or_default(),
             Out::Responses(enc) => {
                 let mut out = String::new();
                 enc.finish(&mut out);

@@ -197,6 +197,7 @@ fn inbound(stream: bool) -> Inbound {
         canonical,
         body,
         anthropic_body: None,
+        responses_body: None,
         anthropic_beta: None,
         deadline_ms: None,
     }

@@ -21,6 +21,7 @@ mod anthropic;
 mod control;
 mod gemini;
 mod openai;
+mod responses;
 
 pub(crate) use openai::sse;
 use openai::{answer, slow_stream, thinking_stream, Cut, Reply};
@@ -141,6 +142,7 @@ impl FakeUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
+            .route("/v1/responses", post(responses::create))
             .route("/v1/messages", post(anthropic::messages))
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
             .route("/v1beta/models", get(gemini::models))

@@ -112,3 +112,31 @@ def test_bad_requests_get_openai_errors(gateway):
     with pytest.raises(openai.BadRequestError) as e:
         c.responses.create(model="auto", input=[])
     assert e.value.body["param"] == "input"
+
+
+@pytest.fixture
+def responses_gateway(tmp_path):
+    """Baton in front of a fake Responses upstream (kind `openai-responses`)."""
+    from conftest import Baton, Fake
+    up = Fake("r")
+    baton = Baton(tmp_path, [{"id": "resp", "kind": "openai-responses", "baseUrl": up.url + "/v1",
+                              "models": ["gpt-real"]}])
+    baton.a = up
+    yield baton
+    if baton.proc.poll() is None:
+        baton.stop()
+    up.stop()
+
+
+def test_same_format_to_a_responses_upstream_passes_through_for_the_sdk(responses_gateway):
+    c = client(responses_gateway)
+    r = c.responses.create(model="gpt-real", input="hello", prompt_cache_key="k1")
+    assert r.id == "resp_fake" and r.output_text == "r: hello"
+    assert responses_gateway.a.stats()["last"]["prompt_cache_key"] == "k1"
+    with c.responses.stream(model="gpt-real", input="one two") as s:
+        final = s.get_final_response()
+    assert final.output_text == "r: one two"
+    assert final.usage.input_tokens_details.cached_tokens == 3
+    # A Chat Completions client on the same upstream, translated.
+    chat = c.chat.completions.create(model="resp/gpt-real", messages=[{"role": "user", "content": "hi"}])
+    assert chat.choices[0].message.content == "r: hi"

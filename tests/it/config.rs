@@ -13,8 +13,14 @@ fn root(file: &str) -> std::path::PathBuf {
 #[test]
 fn example_config_parses_and_covers_every_section() {
     let c = load_file(&root("config.example.json")).expect("config.example.json is valid");
-    assert_eq!(c.providers.len(), 6);
-    for kind in ["claude-cli", "codex-cli", "gemini-cli", "openai-compatible"] {
+    assert_eq!(c.providers.len(), 7);
+    for kind in [
+        "claude-cli",
+        "codex-cli",
+        "gemini-cli",
+        "openai-compatible",
+        "openai-responses",
+    ] {
         assert!(
             c.providers.iter().any(|p| p.kind.as_str() == kind),
             "shows a {kind} provider"

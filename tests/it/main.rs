@@ -48,6 +48,7 @@ mod os_keyring;
 mod private_files;
 mod real_clis;
 mod redaction;
+mod responses_upstream;
 mod routes_admin;
 mod routing;
 mod shared_dates;

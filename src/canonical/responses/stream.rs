@@ -130,6 +130,16 @@ impl StreamEncoder {
         self.frame(out, "response.failed", json!({ "response": response }));
     }
 
+    /// A break inside a stream someone else started (a Responses upstream's own): an `error`
+    /// event only.
+    pub fn error(&mut self, message: &str, out: &mut String) {
+        self.frame(
+            out,
+            "error",
+            json!({"code": "stream_interrupted", "message": message, "param": null}),
+        );
+    }
+
     fn start(&mut self, out: &mut String) {
         if std::mem::replace(&mut self.started, true) {
             return;

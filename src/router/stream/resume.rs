@@ -231,6 +231,7 @@ impl Pump {
         let inbound = Inbound {
             body,
             anthropic_body: None,
+            responses_body: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {
                 stream: true,

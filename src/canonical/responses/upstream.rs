@@ -1,0 +1,259 @@
+//! The other direction, for `openai-responses` upstreams: a canonical request as a Responses
+//! request, and a Responses answer and its stream events as canonical ones. A freeform tool
+//! call the upstream makes (`custom_tool_call`) becomes a tool call whose arguments are
+//! `{"input": …}`, as a freeform tool travels everywhere else.
+
+use serde_json::{json, Map, Value};
+
+use super::FREEFORM_PARAM;
+use crate::canonical::{ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usage};
+
+/// A canonical request as a Responses body (Baton keeps no state upstream either: `store` is
+/// off and the whole conversation goes in `input`).
+pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
+    let mut b = Map::new();
+    b.insert("model".into(), json!(req.model));
+    if !req.system.is_empty() {
+        b.insert("instructions".into(), json!(req.system.join("\n\n")));
+    }
+    let mut input = Vec::new();
+    for m in &req.messages {
+        push_items(&mut input, m.role, &m.content);
+    }
+    b.insert("input".into(), Value::Array(input));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description,
+                "parameters": t.parameters})
+            })
+            .collect();
+        b.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(tc) = &req.tool_choice {
+        let choice = match tc.pointer("/function/name") {
+            Some(name) => json!({"type": "function", "name": name}),
+            None => tc.clone(),
+        };
+        b.insert("tool_choice".into(), choice);
+    }
+    if let Some(n) = req.max_tokens {
+        b.insert("max_output_tokens".into(), json!(n));
+    }
+    for (k, v) in [("temperature", req.temperature), ("top_p", req.top_p)] {
+        if let Some(v) = v {
+            b.insert(k.into(), json!(v));
+        }
+    }
+    if let Some(p) = req.extra.get("parallel_tool_calls") {
+        b.insert("parallel_tool_calls".into(), p.clone());
+    }
+    if let Some(f) = req.extra.get("response_format").and_then(text_format) {
+        b.insert("text".into(), json!({ "format": f }));
+    }
+    b.insert("stream".into(), json!(req.stream));
+    b.insert("store".into(), json!(false));
+    b
+}
+
+/// One canonical message as input items: its text and images as a message, its tool calls and
+/// results as their own items.
+fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
+    let text_kind = if role == Role::Assistant {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let mut parts = Vec::new();
+    let mut calls = Vec::new();
+    for p in content {
+        match p {
+            Part::Text(t) => parts.push(json!({"type": text_kind, "text": t})),
+            Part::Image { url, detail } => parts.push(json!({"type": "input_image",
+                "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => calls.push(json!({"type": "function_call", "call_id": id, "name": name,
+                "arguments": arguments})),
+            Part::ToolResult { call_id, content } => calls.push(json!({
+                "type": "function_call_output", "call_id": call_id, "output": content})),
+        }
+    }
+    if !parts.is_empty() {
+        let role = if role == Role::Assistant {
+            "assistant"
+        } else {
+            "user"
+        };
+        input.push(json!({"type": "message", "role": role, "content": parts}));
+    }
+    input.extend(calls);
+}
+
+/// Chat Completions' `response_format` as a Responses `text.format`.
+fn text_format(rf: &Value) -> Option<Value> {
+    match rf.get("type").and_then(Value::as_str)? {
+        "json_schema" => {
+            let s = rf.get("json_schema")?;
+            Some(json!({"type": "json_schema",
+                "name": s.get("name").cloned().unwrap_or(json!("response")),
+                "schema": s.get("schema").cloned().unwrap_or(json!({})),
+                "strict": s.get("strict").cloned().unwrap_or(Value::Null)}))
+        }
+        "json_object" => Some(json!({"type": "json_object"})),
+        _ => None,
+    }
+}
+
+/// The usage of a `response` object.
+pub(crate) fn usage_from_responses(u: &Value) -> Usage {
+    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n("/input_tokens"),
+        output_tokens: n("/output_tokens"),
+        cached_input_tokens: n("/input_tokens_details/cached_tokens"),
+    }
+}
+
+/// A tool call item (`function_call` or `custom_tool_call`) as canonical name and arguments.
+fn call_of(item: &Value) -> Option<(String, String, String)> {
+    let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
+    match item.get("type").and_then(Value::as_str)? {
+        "function_call" => Some((
+            s("call_id")?,
+            s("name")?,
+            s("arguments").unwrap_or_default(),
+        )),
+        "custom_tool_call" => Some((
+            s("call_id")?,
+            s("name")?,
+            json!({ FREEFORM_PARAM: s("input").unwrap_or_default() }).to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// A complete `response` object as a canonical answer.
+pub fn response_from_responses(v: &Value) -> Option<ChatResponse> {
+    let output = v.get("output")?.as_array()?;
+    let mut content = Vec::new();
+    for item in output {
+        if item.get("type").and_then(Value::as_str) == Some("message") {
+            for p in item
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    content.push(Part::Text(t.to_string()));
+                }
+            }
+        } else if let Some((id, name, arguments)) = call_of(item) {
+            content.push(Part::ToolCall {
+                id,
+                name,
+                arguments,
+            });
+        }
+    }
+    let calls = content.iter().any(|p| matches!(p, Part::ToolCall { .. }));
+    Some(ChatResponse {
+        id: v
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        model: v
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        created: v.get("created_at").and_then(Value::as_i64).unwrap_or(0),
+        content,
+        stop: Some(stop_of(v, calls)),
+        usage: v
+            .get("usage")
+            .filter(|u| u.is_object())
+            .map(usage_from_responses),
+    })
+}
+
+fn stop_of(response: &Value, calls: bool) -> StopReason {
+    if response.get("status").and_then(Value::as_str) == Some("incomplete") {
+        StopReason::Length
+    } else if calls {
+        StopReason::ToolCalls
+    } else {
+        StopReason::Stop
+    }
+}
+
+/// A Responses stream's events as canonical events.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    /// Output index of each tool call -> its canonical index.
+    calls: Vec<(u64, u32)>,
+}
+
+impl StreamDecoder {
+    pub fn push(&mut self, v: &Value) -> Vec<StreamEvent> {
+        let output_index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let tool = |calls: &[(u64, u32)]| {
+            calls
+                .iter()
+                .find(|(o, _)| *o == output_index)
+                .map(|(_, i)| *i)
+        };
+        match v.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "response.output_text.delta" => v
+                .get("delta")
+                .and_then(Value::as_str)
+                .map(|t| vec![StreamEvent::TextDelta(t.to_string())])
+                .unwrap_or_default(),
+            "response.output_item.added" => {
+                let item = v.get("item").unwrap_or(&Value::Null);
+                let Some((id, name, _)) = call_of(item) else {
+                    return Vec::new();
+                };
+                let index = self.calls.len() as u32;
+                self.calls.push((output_index, index));
+                vec![StreamEvent::ToolCallStart { index, id, name }]
+            }
+            "response.function_call_arguments.delta" => match tool(&self.calls) {
+                Some(index) => vec![StreamEvent::ToolCallDelta {
+                    index,
+                    arguments: v
+                        .get("delta")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .into(),
+                }],
+                None => Vec::new(),
+            },
+            // A freeform call's input is whole at its `.done`; canonical arguments are JSON.
+            "response.custom_tool_call_input.done" => match tool(&self.calls) {
+                Some(index) => vec![StreamEvent::ToolCallDelta {
+                    index,
+                    arguments:
+                        json!({ FREEFORM_PARAM: v.get("input").cloned().unwrap_or_default() })
+                            .to_string(),
+                }],
+                None => Vec::new(),
+            },
+            "response.completed" | "response.incomplete" => {
+                let r = v.get("response").unwrap_or(&Value::Null);
+                let mut out = vec![StreamEvent::Finish(stop_of(r, !self.calls.is_empty()))];
+                if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
+                    out.push(StreamEvent::Usage(usage_from_responses(u)));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The `openai-responses` upstream kind: `POST {baseUrl}/responses` with Bearer auth (OpenAI's
+//! Responses API, for models only it serves); its answers, error bodies and stream events. A
+//! client that spoke Responses has its own body sent on with only the model rewritten.
+
+use serde_json::{json, Value};
+
+use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
+use super::outbound::Outbound;
+use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use crate::canonical::responses::upstream::{
+    request_to_responses, usage_from_responses, StreamDecoder,
+};
+
+/// The least `max_output_tokens` the Responses API accepts.
+const MIN_OUTPUT_TOKENS: u64 = 16;
+
+/// The request body: the client's own Responses body (model rewritten, output capped to the
+/// model's limit), or the canonical request translated.
+pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
+    let mut b = match o.responses_body {
+        Some(own) => own.clone(),
+        None => request_to_responses(o.canonical),
+    };
+    b.insert("model".into(), json!(model.id));
+    // The API refuses fewer than 16 output tokens (a probe or the UI's Test asks for 1 or 8).
+    if b.get("max_output_tokens")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n < MIN_OUTPUT_TOKENS)
+    {
+        b.insert("max_output_tokens".into(), json!(MIN_OUTPUT_TOKENS));
+    }
+    if let Some(cap) = model.max_output_tokens {
+        if b.get("max_output_tokens")
+            .and_then(Value::as_u64)
+            .is_none_or(|n| n > cap)
+        {
+            b.insert("max_output_tokens".into(), json!(cap));
+        }
+    }
+    serde_json::to_vec(&b).unwrap_or_default()
+}
+
+pub fn request(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+    body: Vec<u8>,
+    o: &Outbound,
+) -> reqwest::RequestBuilder {
+    openai_compat::authorize(
+        openai_compat::json_post(client, url, o.stream, o.request_id),
+        p,
+        key,
+    )
+    .body(body)
+}
+
+/// An error (a body's `error`, a `response.failed`'s response error, an `error` event) with
+/// the status its code means.
+fn error_of(e: &Value) -> UpstreamError {
+    let code = e
+        .get("code")
+        .or_else(|| e.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let status = match code {
+        "rate_limit_exceeded" | "usage_limit_reached" | "insufficient_quota" => 429,
+        "invalid_api_key" => 401,
+        "model_not_found" => 404,
+        "invalid_prompt" | "invalid_request_error" | "context_length_exceeded" => 400,
+        "server_is_overloaded" | "slow_down" => 503,
+        _ => 502,
+    };
+    let mut body = json!({ "error": e });
+    if code == "insufficient_quota" {
+        body["error"]["type"] = json!("insufficient_quota");
+    }
+    UpstreamError { status, body }
+}
+
+/// A complete 2xx body: a `response`, an error, or neither.
+pub fn complete(body: &[u8]) -> Complete {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return Complete::NotAnswer("upstream answered 2xx with a body that is not JSON");
+    };
+    if let Some(e) = v.get("error").filter(|e| e.is_object()) {
+        return Complete::Error(error_of(e));
+    }
+    if v.get("object").and_then(Value::as_str) == Some("response") {
+        return Complete::Answer(
+            v.get("usage")
+                .filter(|u| u.is_object())
+                .map(usage_from_responses),
+        );
+    }
+    Complete::NotAnswer("upstream answered 2xx with a body that is not a response")
+}
+
+/// One Responses stream event. Every event is parsed: they are few and small beside a chat
+/// stream's chunks, and which ones matter depends on their `type`.
+pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
+    let v = parse(data)?;
+    match v.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "error" => {
+            return Ok(Decoded {
+                error: Some(error_of(&v)),
+                ..Decoded::default()
+            })
+        }
+        "response.failed" => {
+            let e = v
+                .pointer("/response/error")
+                .cloned()
+                .unwrap_or_else(|| json!({"message": "the response failed"}));
+            return Ok(Decoded {
+                error: Some(error_of(&e)),
+                ..Decoded::default()
+            });
+        }
+        _ => {}
+    }
+    Ok(Decoded::from_events(d.push(&v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_reads_as_canonical_events_with_its_usage_and_errors() {
+        let mut d = StreamDecoder::default();
+        let mut ev = |s: &str| decode(&mut d, s.as_bytes()).unwrap();
+        assert!(!ev(r#"{"type":"response.created","response":{}}"#).content);
+        let t = ev(r#"{"type":"response.output_text.delta","output_index":0,"delta":"Hi"}"#);
+        assert!(t.content);
+        assert_eq!(t.text_bytes, 2);
+        let c = ev(
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"custom_tool_call","call_id":"c1","name":"apply_patch","input":""}}"#,
+        );
+        assert!(c.content);
+        let i = ev(
+            r#"{"type":"response.custom_tool_call_input.done","output_index":1,"input":"*** Begin Patch"}"#,
+        );
+        assert_eq!(
+            i.events,
+            [crate::canonical::StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: json!({"input": "*** Begin Patch"}).to_string()
+            }]
+        );
+        let done = ev(
+            r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":5,"output_tokens":2,"input_tokens_details":{"cached_tokens":1}}}}"#,
+        );
+        assert!(done.finish);
+        assert_eq!(done.usage.map(|u| u.cached_input_tokens), Some(1));
+        let e = ev(r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down"}"#);
+        assert_eq!(e.error.map(|e| e.status), Some(429));
+    }
+
+    #[test]
+    fn complete_bodies_are_answers_errors_or_neither() {
+        assert!(matches!(
+            complete(br#"{"object":"response","output":[],"usage":{"input_tokens":1,"output_tokens":1}}"#),
+            Complete::Answer(Some(_))
+        ));
+        assert!(matches!(
+            complete(br#"{"error":{"code":"usage_limit_reached","message":"The usage limit has been reached"}}"#),
+            Complete::Error(UpstreamError { status: 429, .. })
+        ));
+        assert!(matches!(complete(b"[]"), Complete::NotAnswer(_)));
+    }
+}

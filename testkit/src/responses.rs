@@ -1,0 +1,200 @@
+//! The fake as an OpenAI Responses API (`POST /v1/responses`): same script, the Responses
+//! `response` object and its streamed event sequence. Strict, it wants a Bearer token.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::{sse, Behavior, InFlight, Received, Shared};
+
+/// The text of the last user message in `input` (a string or message items).
+fn last_user(body: &Value) -> String {
+    match body.get("input") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .rev()
+            .find(|i| i["role"] == "user")
+            .map(|i| match &i["content"] {
+                Value::String(t) => t.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .rev()
+                    .find_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The output item for a tool call: `custom_tool_call` when the request's tool is freeform.
+fn call_item(body: &Value, name: &str, arguments: &str) -> Value {
+    let freeform = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|t| t["type"] == "custom" && t["name"] == name);
+    if freeform {
+        let input = serde_json::from_str::<Value>(arguments)
+            .ok()
+            .and_then(|v| v.get("input").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| arguments.to_string());
+        json!({"type": "custom_tool_call", "id": "ctc_fake1", "call_id": "call_fake1",
+            "name": name, "input": input, "status": "completed"})
+    } else {
+        json!({"type": "function_call", "id": "fc_fake1", "call_id": "call_fake1",
+            "name": name, "arguments": arguments, "status": "completed"})
+    }
+}
+
+pub(crate) async fn create(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
+    s.receive(Received {
+        headers,
+        body: body.clone(),
+    });
+    if s.strict() && !bearer {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"error": {"message": "Missing bearer authentication in header",
+                "type": "invalid_request_error", "param": null, "code": null}}),
+            ),
+        )
+            .into_response();
+    }
+    let _guard = InFlight::new(s.clone());
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model = body["model"].as_str().unwrap_or("fake").to_string();
+    let text = format!("{}: {}", s.name, last_user(&body));
+    let (item, cut) = match s.next_behavior() {
+        Behavior::Status {
+            status,
+            body,
+            headers,
+        } => {
+            let mut resp =
+                (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
+            for (k, v) in headers {
+                resp.headers_mut().insert(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            return resp;
+        }
+        Behavior::ToolCall { name, arguments } => (call_item(&body, &name, &arguments), None),
+        Behavior::Text(t) => (message(&t), None),
+        Behavior::StreamDies(n) => (message(&text), Some(n)),
+        _ => (message(&text), None),
+    };
+    let response = |status: &str, output: Value| response_json(&model, status, output);
+    if !stream {
+        return axum::Json(response("completed", json!([item]))).into_response();
+    }
+    let frames = stream_frames(&item, &response, cut);
+    let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
+    sse(Body::from_stream(body))
+}
+
+fn response_json(model: &str, status: &str, output: Value) -> Value {
+    json!({"id": "resp_fake", "object": "response", "created_at": 1, "model": model,
+        "status": status, "output": output, "parallel_tool_calls": true,
+        "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3},
+            "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 18}})
+}
+
+/// The streamed events for one output item; with `cut`, the stream stops after that many text
+/// deltas (a connection that dies mid-answer).
+fn stream_frames(
+    item: &Value,
+    response: &dyn Fn(&str, Value) -> Value,
+    cut: Option<usize>,
+) -> Vec<Bytes> {
+    let mut seq = 0;
+    let mut frames = Vec::new();
+    let mut frame = |data: Value| {
+        let mut data = data;
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        let kind = data["type"].as_str().unwrap_or_default().to_string();
+        frames.push(Bytes::from(format!("event: {kind}\ndata: {data}\n\n")));
+    };
+    frame(json!({"type": "response.created", "response": response("in_progress", json!([]))}));
+    let mut started = item.clone();
+    started["status"] = json!("in_progress");
+    if item["type"] == "message" {
+        started["content"] = json!([]);
+    }
+    frame(json!({"type": "response.output_item.added", "output_index": 0, "item": started}));
+    let id = item["id"].clone();
+    match item["type"].as_str() {
+        Some("message") => {
+            let t = item["content"][0]["text"].as_str().unwrap_or_default();
+            let part = json!({"type": "output_text", "text": "", "annotations": []});
+            frame(json!({"type": "response.content_part.added", "item_id": id,
+                "output_index": 0, "content_index": 0, "part": part}));
+            for (n, w) in t.split_inclusive(' ').enumerate() {
+                if cut == Some(n) {
+                    return frames;
+                }
+                frame(json!({"type": "response.output_text.delta", "item_id": id,
+                    "output_index": 0, "content_index": 0, "delta": w}));
+            }
+            frame(json!({"type": "response.output_text.done", "item_id": id,
+                "output_index": 0, "content_index": 0, "text": t}));
+            frame(json!({"type": "response.content_part.done", "item_id": id,
+                "output_index": 0, "content_index": 0, "part": item["content"][0]}));
+        }
+        Some("function_call") => {
+            let args = item["arguments"].as_str().unwrap_or_default();
+            let mid = args.len() / 2;
+            for part in [&args[..mid], &args[mid..]] {
+                frame(
+                    json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                    "output_index": 0, "delta": part}),
+                );
+            }
+            frame(
+                json!({"type": "response.function_call_arguments.done", "item_id": id,
+                "output_index": 0, "arguments": args}),
+            );
+        }
+        _ => {
+            frame(
+                json!({"type": "response.custom_tool_call_input.delta", "item_id": id,
+                "output_index": 0, "delta": item["input"]}),
+            );
+            frame(
+                json!({"type": "response.custom_tool_call_input.done", "item_id": id,
+                "output_index": 0, "input": item["input"]}),
+            );
+        }
+    }
+    frame(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+    frame(json!({"type": "response.completed", "response": response("completed", json!([item]))}));
+    frames
+}
+
+fn message(text: &str) -> Value {
+    json!({"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}

@@ -1,0 +1,232 @@
+//! The `openai-responses` upstream kind: Responses clients pass through unchanged (but for the
+//! model), Chat Completions and Anthropic clients are translated both ways, streams included;
+//! its usage limit fails over like any other.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+async fn setup(extra: Vec<Value>) -> (tempfile::TempDir, FakeUpstream, Baton) {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("resp").await;
+    up.strict_auth();
+    std::env::set_var("BT_RESPONSES_UP_KEY", "sk-responses-upstream");
+    let mut providers = vec![json!({"id": "resp", "kind": "openai-responses",
+        "baseUrl": up.base_url(), "keys": [{"env": "BT_RESPONSES_UP_KEY"}],
+        "models": ["gpt-real"], "priority": 1})];
+    providers.extend(extra);
+    let baton = Baton::start(dir.path(), json!({"providers": providers})).await;
+    (dir, up, baton)
+}
+
+fn responses_post(baton: &Baton, body: Value) -> reqwest::RequestBuilder {
+    baton
+        .http
+        .post(format!("{}/v1/responses", baton.url))
+        .bearer_auth(&baton.key)
+        .json(&body)
+}
+
+#[tokio::test]
+async fn chat_clients_are_translated_to_responses_and_back() {
+    let (_d, up, baton) = setup(vec![]).await;
+    let body = json!({"model": "auto", "max_tokens": 40, "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]});
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "resp: hello");
+    assert_eq!(v["usage"]["prompt_tokens"], 11);
+    let got = &up.received()[0];
+    assert_eq!(got.headers["authorization"], "Bearer sk-responses-upstream");
+    assert_eq!(got.body["model"], "gpt-real");
+    assert_eq!(got.body["instructions"], "Be brief.");
+    assert_eq!(got.body["max_output_tokens"], 40);
+    assert_eq!(got.body["store"], false);
+    assert_eq!(
+        got.body["input"],
+        json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}])
+    );
+    // Streamed: the text as it comes, then the usage the client asked for.
+    let r = baton
+        .post(
+            json!({"model": "auto", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "one two three"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    assert_eq!(stream_text(&events), "resp: one two three");
+    assert_eq!(events.last().unwrap(), "[DONE]");
+    let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
+    assert_eq!(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn tool_calls_come_back_as_the_clients_own() {
+    let (_d, up, baton) = setup(vec![]).await;
+    up.script([Behavior::ToolCall {
+        name: "get_weather".into(),
+        arguments: "{\"city\":\"Paris\"}".into(),
+    }]);
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+    let r = baton
+        .post(json!({"model": "auto", "stream": true, "tools": tools,
+            "messages": [{"role": "user", "content": "weather?"}]}))
+        .send()
+        .await
+        .unwrap();
+    let events = sse_data(&r.text().await.unwrap());
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let args: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, "{\"city\":\"Paris\"}");
+    assert!(chunks
+        .iter()
+        .any(|c| c["choices"][0]["finish_reason"] == "tool_calls"));
+    let sent = &up.received()[0].body;
+    assert_eq!(sent["tools"][0]["name"], "get_weather");
+    assert_eq!(sent["tools"][0]["type"], "function");
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn responses_clients_pass_through_unchanged_but_for_the_model() {
+    let (_d, up, baton) = setup(vec![]).await;
+    let body = json!({"model": "gpt-real", "input": "hello", "prompt_cache_key": "k1",
+        "reasoning": {"effort": "low"}, "include": ["reasoning.encrypted_content"], "store": false});
+    let r = responses_post(&baton, body.clone()).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["id"], "resp_fake", "the upstream's own answer");
+    assert_eq!(v["output"][0]["content"][0]["text"], "resp: hello");
+    assert_eq!(up.received()[0].body, body);
+    // Streamed: the upstream's events as they came.
+    let r = responses_post(
+        &baton,
+        json!({"model": "gpt-real", "input": "a b", "stream": true}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let text = r.text().await.unwrap();
+    assert!(text.contains("\"resp_fake\""), "{text}");
+    let deltas: String = sse_data(&text)
+        .iter()
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| e["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, "resp: a b");
+    let kinds: Vec<String> = sse_data(&text)
+        .iter()
+        .map(|d| {
+            serde_json::from_str::<Value>(d).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds.first().unwrap(), "response.created");
+    assert_eq!(kinds.last().unwrap(), "response.completed");
+    assert_eq!(
+        kinds.iter().filter(|k| k.starts_with("response.c")).count(),
+        4,
+        "one lifecycle, the upstream's (created, content_part, content_part.done, completed): {kinds:?}"
+    );
+    // A break mid-stream: an error event after the upstream's own events, no second lifecycle.
+    up.script([Behavior::StreamDies(2)]);
+    let r = responses_post(
+        &baton,
+        json!({"model": "gpt-real", "input": "a b c", "stream": true}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let events: Vec<Value> = sse_data(&r.text().await.unwrap())
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "error", "{events:?}");
+    assert!(last["message"]
+        .as_str()
+        .unwrap()
+        .contains("stopped mid-answer"));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "response.created")
+            .count(),
+        1
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn anthropic_clients_stream_from_a_responses_upstream() {
+    let (_d, _up, baton) = setup(vec![]).await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .json(
+            &json!({"model": "resp/gpt-real", "max_tokens": 50, "stream": true,
+            "messages": [{"role": "user", "content": "hi there"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let body = r.text().await.unwrap();
+    let text: String = sse_data(&body)
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|v| v["type"] == "content_block_delta")
+        .map(|v| v["delta"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(text, "resp: hi there");
+    assert!(body.contains("event: message_stop"), "{body}");
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_usage_limit_fails_over_and_cools_until_the_stated_reset() {
+    let other = FakeUpstream::start("other").await;
+    let (_d, up, baton) = setup(vec![json!({"id": "other", "kind": "openai-compatible",
+        "baseUrl": other.base_url(), "models": ["other-model"], "priority": 2})])
+    .await;
+    up.script([Behavior::Status {
+        status: 429,
+        body: json!({"error": {"type": "usage_limit_reached",
+            "message": "The usage limit has been reached", "resets_in_seconds": 3600}}),
+        headers: vec![],
+    }]);
+    let r = responses_post(&baton, json!({"model": "auto", "input": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["output"][0]["content"][0]["text"], "other: hello");
+    let cooling = baton.handle.core.routing.cooldowns.active();
+    let c = cooling.iter().find(|c| c.scope.provider == "resp").unwrap();
+    let now = baton::clock::unix_ms();
+    assert!(
+        (c.until_ms - now - 3_600_000).abs() < 60_000,
+        "cools for the hour it said: {}",
+        c.until_ms - now
+    );
+    baton.stop().await;
+}
