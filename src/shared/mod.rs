@@ -10,7 +10,6 @@
 //! with its local state and logs one warning; when it returns, the instance pushes what it
 //! learned meanwhile (cooldowns, spending) and pulls what the others did, then uses Redis again.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -53,7 +52,17 @@ impl PeriodKind {
 }
 
 /// Spending not yet written to Redis: the client, the amount, and when it was last added.
-type Unsynced = (Arc<Client>, Spend, i64);
+/// Spending Redis has not confirmed: the client, the amount, when, and the write's id (`None`
+/// once too many are waiting and the rest are summed up).
+type Unsynced = (Arc<Client>, Spend, i64, Option<u64>);
+
+/// Unconfirmed writes kept one by one (each replayed under its own id, so one Redis applied
+/// after all is not counted twice); past this many, the rest are summed per client.
+const MAX_UNSYNCED: usize = 10_000;
+
+/// How long Redis remembers that a spending write was applied: replays within a day of an
+/// outage are recognised.
+const SPENT_MARKER_MS: i64 = 86_400_000;
 
 /// What the background worker sends to Redis, in order.
 enum Op {
@@ -63,6 +72,8 @@ enum Op {
         client: Arc<Client>,
         spend: Spend,
         now: i64,
+        /// This instance's id for the write: Redis applies each id once.
+        id: u64,
     },
     Release {
         provider: String,
@@ -112,8 +123,9 @@ pub struct Redis {
     origin: String,
     up: AtomicBool,
     ops: mpsc::UnboundedSender<Op>,
-    /// Spending that could not be written while Redis was away, by client.
-    unsynced: Mutex<HashMap<String, Unsynced>>,
+    /// Spending that could not be written (or whose write was not confirmed) while Redis was
+    /// away, oldest first.
+    unsynced: Mutex<Vec<Unsynced>>,
     /// Cooldowns cleared while Redis was away (cleared there on return).
     cleared: Mutex<Vec<Scope>>,
     leases: AtomicU64,
@@ -218,7 +230,7 @@ impl Shared {
             origin: crate::auth::new_gateway_key()[3..19].to_string(),
             up: AtomicBool::new(false),
             ops: tx,
-            unsynced: Mutex::new(HashMap::new()),
+            unsynced: Mutex::new(Vec::new()),
             cleared: Mutex::new(Vec::new()),
             leases: AtomicU64::new(0),
             admit: Script::new(ADMIT),
@@ -326,6 +338,7 @@ impl Shared {
                     client: client.clone(),
                     spend,
                     now,
+                    id: r.leases.fetch_add(1, Ordering::Relaxed),
                 });
             }
         }

@@ -39,6 +39,7 @@ return {0, 0, dt, du, mt, mu}
 "#;
 
 pub(super) const SPEND: &str = r#"
+if not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[7]) then return 0 end
 local now = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local tokens = tonumber(ARGV[3])

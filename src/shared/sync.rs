@@ -86,8 +86,14 @@ impl Redis {
     /// each other or behind the ordered cooldown queue.
     pub(super) fn send_unordered(self: Arc<Self>, op: Op) {
         if !self.up.load(Ordering::Relaxed) {
-            if let Op::Spend { client, spend, now } = op {
-                self.remember_spend(client, spend, now);
+            if let Op::Spend {
+                client,
+                spend,
+                now,
+                id,
+            } = op
+            {
+                self.remember_spend(client, spend, now, Some(id));
             }
             return;
         }
@@ -98,8 +104,14 @@ impl Redis {
         rt.spawn(async move {
             if let Err(e) = self.write(&op).await {
                 self.down(&e.to_string());
-                if let Op::Spend { client, spend, now } = op {
-                    self.remember_spend(client, spend, now);
+                if let Op::Spend {
+                    client,
+                    spend,
+                    now,
+                    id,
+                } = op
+                {
+                    self.remember_spend(client, spend, now, Some(id));
                 }
             }
         });
@@ -179,7 +191,12 @@ impl Redis {
                     .query_async::<()>(&mut conn)
                     .await
             }
-            Op::Spend { client, spend, now } => self.write_spend(client, *spend, *now).await,
+            Op::Spend {
+                client,
+                spend,
+                now,
+                id,
+            } => self.write_spend(client, *spend, *now, *id).await,
             Op::Release { provider, lease } => {
                 conn.zrem::<_, _, ()>(self.key(&["inflight", provider]), lease)
                     .await
@@ -273,20 +290,30 @@ impl Redis {
         Ok(keys.into_iter().map(|k| (k.row.id, k.updated_ms)).collect())
     }
 
-    async fn write_spend(&self, c: &Client, spend: Spend, now: i64) -> redis::RedisResult<()> {
+    /// Adds one request's spending, once: a write Redis applied but whose answer was lost (a
+    /// timeout, a connection that broke) is replayed under the same id and skipped.
+    async fn write_spend(
+        &self,
+        c: &Client,
+        spend: Spend,
+        now: i64,
+        id: u64,
+    ) -> redis::RedisResult<()> {
         let (day, next_day) = utc_day(now);
         let (month, next_month) = utc_month(now);
         let mut inv = self.spend.prepare_invoke();
         inv.key(self.key(&["tpm", &c.id]))
             .key(self.budget_key(&c.id, PeriodKind::Day, day))
             .key(self.budget_key(&c.id, PeriodKind::Month, month))
+            .key(self.key(&["spent", &self.origin, &id.to_string()]))
             .arg(now)
             .arg(c.policy.tpm.unwrap_or(0))
             .arg(spend.tokens)
             .arg(spend.micro_usd)
             // Kept a day past the period's end.
             .arg(next_day - now + 86_400_000)
-            .arg(next_month - now + 86_400_000);
+            .arg(next_month - now + 86_400_000)
+            .arg(super::SPENT_MARKER_MS);
         let mut conn = self.conn.clone();
         inv.invoke_async::<i64>(&mut conn).await.map(|_| ())
     }
@@ -322,13 +349,26 @@ impl Redis {
             .lock()
             .map(|mut u| std::mem::take(&mut *u))
             .unwrap_or_default();
-        for (_, (client, spend, at)) in pending {
-            if let Err(e) = self.write_spend(&client, spend, at).await {
-                self.remember_spend(client, spend, at);
+        let mut floors: Vec<Arc<Client>> = Vec::new();
+        let mut pending = pending.into_iter();
+        while let Some((client, spend, at, id)) = pending.next() {
+            // A summed-up entry never had one write: it gets a fresh id.
+            let id = id.unwrap_or_else(|| self.leases.fetch_add(1, Ordering::Relaxed));
+            if let Err(e) = self.write_spend(&client, spend, at, id).await {
+                // This one and every one after it wait for the next reconnection.
+                self.remember_spend(client, spend, at, Some(id));
+                for (c, s, a, i) in pending {
+                    self.remember_spend(c, s, a, i);
+                }
                 return Err(e);
             }
-            // If Redis lost its data (restarted without persistence), what this instance saw
-            // is still a floor for the period's spending.
+            if !floors.iter().any(|c| c.id == client.id) {
+                floors.push(client);
+            }
+        }
+        // If Redis lost its data (restarted without persistence), what this instance saw is
+        // still a floor for the period's spending.
+        for client in floors {
             if let Some((day, month)) = core.clients().periods(&client.id) {
                 let now = core.now_ms();
                 for (kind, p, end) in [
@@ -377,15 +417,34 @@ impl Redis {
         Ok(known)
     }
 
-    pub(super) fn remember_spend(&self, client: Arc<Client>, spend: Spend, now: i64) {
-        if let Ok(mut u) = self.unsynced.lock() {
-            let e = u
-                .entry(client.id.clone())
-                .or_insert((client, Spend::default(), now));
-            // A day or month that ended meanwhile is past enforcing; count it in the newest.
-            e.1.tokens += spend.tokens;
-            e.1.micro_usd += spend.micro_usd;
-            e.2 = e.2.max(now);
+    /// Keeps a spending write Redis has not confirmed, for the reconnection to replay.
+    pub(super) fn remember_spend(
+        &self,
+        client: Arc<Client>,
+        spend: Spend,
+        now: i64,
+        id: Option<u64>,
+    ) {
+        let Ok(mut u) = self.unsynced.lock() else {
+            return;
+        };
+        if u.len() < super::MAX_UNSYNCED {
+            u.push((client, spend, now, id));
+            return;
+        }
+        // Too many to keep one by one: summed into this client's last summed-up entry.
+        // A day or month that ended meanwhile is past enforcing; count it in the newest.
+        match u
+            .iter_mut()
+            .rev()
+            .find(|e| e.0.id == client.id && e.3.is_none())
+        {
+            Some(e) => {
+                e.1.tokens += spend.tokens;
+                e.1.micro_usd += spend.micro_usd;
+                e.2 = e.2.max(now);
+            }
+            None => u.push((client, spend, now, None)),
         }
     }
 }
@@ -417,15 +476,27 @@ pub(super) async fn worker(redis: Weak<Redis>, mut rx: mpsc::UnboundedReceiver<O
             continue;
         }
         if !r.up.load(Ordering::Relaxed) {
-            if let Op::Spend { client, spend, now } = op {
-                r.remember_spend(client, spend, now);
+            if let Op::Spend {
+                client,
+                spend,
+                now,
+                id,
+            } = op
+            {
+                r.remember_spend(client, spend, now, Some(id));
             }
             continue;
         }
         if let Err(e) = r.write(&op).await {
             r.down(&e.to_string());
-            if let Op::Spend { client, spend, now } = op {
-                r.remember_spend(client, spend, now);
+            if let Op::Spend {
+                client,
+                spend,
+                now,
+                id,
+            } = op
+            {
+                r.remember_spend(client, spend, now, Some(id));
             }
         }
     }
