@@ -198,8 +198,15 @@ fn generate(prefix: &str) -> String {
     format!("{prefix}{body}")
 }
 
+pub use crate::providers::BATON_KEY_HEADER;
+
 /// The credential a request presents: `Authorization: Bearer …` or `x-api-key`.
 pub fn presented_key(headers: &http::HeaderMap) -> Option<&str> {
+    // A client that sends its own subscription credential in Authorization / x-api-key
+    // presents Baton's key here.
+    if let Some(v) = headers.get(BATON_KEY_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(v.trim());
+    }
     if let Some(v) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

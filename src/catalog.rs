@@ -28,6 +28,9 @@ pub struct CatalogEntry {
     pub base_url: Option<String>,
     /// Environment variable the key conventionally lives in; none when no key is needed.
     pub key_env: Option<String>,
+    /// `client`: the provider calls with the caller's own subscription login (passthrough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// Executable of a subscription CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli: Option<String>,

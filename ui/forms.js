@@ -48,6 +48,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     newKey: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: "paste a key (stored on this machine, never shown again)" }),
     executable: el("input", { autocomplete: "off", spellcheck: "false" }),
     flattenHistory: el("input", { type: "checkbox" }),
+    clientLogin: el("input", { type: "checkbox", id: "f-clientLogin", "aria-describedby": "h-clientLogin" }),
     maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: "no limit" }),
     firstByteMs: el("input", { type: "number", min: "100", step: "100" }),
   };
@@ -59,6 +60,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   inputs.models.value = (base.models || []).map((m) => (typeof m === "string" ? m : m.id)).join("\n");
   inputs.executable.value = base.executable || "";
   inputs.flattenHistory.checked = Boolean(base.flattenHistory);
+  inputs.clientLogin.checked = base.credentials === "client";
   inputs.maxConcurrency.value = base.maxConcurrency || "";
   inputs.firstByteMs.value = (base.timeouts && base.timeouts.firstByteMs) || "";
   if (preset) inputs.preset.value = preset.id;
@@ -100,7 +102,9 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
         el("p", { class: "field-error", id: "e-keys", role: "alert" })),
       readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "Baton reads the variable at start; the key never enters the configuration."),
-      readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey)),
+      readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey),
+      el("label", { class: "switch-row" }, inputs.clientLogin, " Call with the client's own login (its subscription) instead of a key"),
+      el("p", { class: "hint", id: "h-clientLogin" }, "Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in x-baton-key. Model \"*\" serves any model it names.")),
     cli: el("div", { class: "stack" },
       field("executable", "Executable", inputs.executable, "A name on PATH or an absolute path; empty means the CLI's own name."),
       cliFacts,
@@ -164,6 +168,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     inputs.name.value = pv.name || "";
     inputs.baseUrl.value = pv.baseUrl || "";
     inputs.models.value = (pv.models || []).join("\n");
+    inputs.clientLogin.checked = pv.credentials === "client";
     keptKeys.splice(0, keptKeys.length, ...(pv.keys || []));
     renderKeys();
     syncKind();
@@ -227,6 +232,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       out.keys = keys;
       const typed = inputs.newKey.value.trim();
       if (typed) out.newKeys = [typed];
+      if (inputs.clientLogin.checked) out.credentials = "client"; else delete out.credentials;
     }
     if (!editing) out.enabled = true;
     return out;

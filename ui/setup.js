@@ -183,12 +183,19 @@ function mapStep(routes, client, id, why) {
 /** Claude Code in two steps: its model names mapped (one click), then the environment. */
 function claudeCodeCard(routes, shellKey) {
   const cli = app.state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
+  const subscription = app.state.providers.filter((p) => p.kind === "anthropic" && p.config?.credentials === "client");
   return el("div", { class: "card stack", id: "claude-code" },
     el("h2", {}, "Claude Code"),
     ...mapStep(routes, "Claude Code", "cc", "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404."),
     cli.length ? el("p", { class: "muted small" }, `Claude Code always sends tools, which subscription CLI providers (${cli.map((p) => p.name).join(", ")}) cannot take: they are skipped for it, and Activity says so on each request.`) : null,
     el("p", {}, el("strong", {}, "2. "), "Start it pointed at Baton:"),
-    snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`));
+    snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`),
+    subscription.length
+      ? el("div", { class: "stack", id: "cc-subscription" },
+          el("p", {}, "Or on your own Claude plan: ", el("strong", {}, subscription.map((p) => p.name).join(", ")),
+            " calls with Claude Code's login, forwarded unchanged, and Baton's key goes in a header of its own."),
+          snippet("In a terminal, logged in to Claude Code", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_CUSTOM_HEADERS="x-baton-key: ${shellKey}"\nclaude`))
+      : null);
 }
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */

@@ -108,7 +108,12 @@ pub async fn setup(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
         .collect();
     let suggestions: Vec<Value> = rows
         .iter()
-        .filter(|r| r.status != "missing" && r.status != "no-key-needed")
+        .filter(|r| {
+            !matches!(
+                r.status.as_str(),
+                "missing" | "no-key-needed" | "client-login"
+            )
+        })
         .filter_map(|r| {
             let entry = catalog.providers.iter().find(|p| p.id == r.id)?;
             Some(json!({
@@ -154,6 +159,9 @@ fn suggestion(entry: &crate::catalog::CatalogEntry) -> Value {
     }
     if let Some(var) = &entry.key_env {
         p["keys"] = json!([{"env": var}]);
+    }
+    if let Some(c) = &entry.credentials {
+        p["credentials"] = json!(c);
     }
     p
 }

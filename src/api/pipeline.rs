@@ -141,6 +141,7 @@ async fn handle_client(
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
+    let targets = snap.name_any_model(targets, &inbound.canonical.model);
     let mut rec = Record::new(
         request_id.to_string(),
         core.routing.clock.now_ms(),
@@ -216,6 +217,7 @@ async fn parse(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let deadline_ms = timeout_header(req.headers())?;
+    let client = crate::providers::ClientCredential::from_headers(req.headers());
     let (bytes, charge) = super::budget::read_body(state, req).await?;
     let body = json_object(&bytes)?;
     seen.model = body
@@ -256,6 +258,7 @@ async fn parse(
         body,
         anthropic_body,
         responses_body,
+        client,
         anthropic_beta,
         needs: canonical.needs(),
         canonical,

@@ -220,6 +220,7 @@ pub async fn probe_one(
         openai_body: map,
         anthropic_body: None,
         responses_body: None,
+        client: None,
         anthropic_beta: None,
         canonical: &canonical,
         stream: false,

@@ -45,7 +45,7 @@ pub fn parse_str(text: &str, file: &Path) -> Result<ConfigFile, ConfigError> {
 /// models, key variable, daily-reset zone and limit scope fill whatever the provider leaves out
 /// (the user's own fields always win).
 fn apply_catalog(value: &mut serde_json::Value, file: &Path) -> Result<(), ConfigError> {
-    use serde_json::{json, Value};
+    use serde_json::Value;
     let Some(providers) = value.get_mut("providers").and_then(Value::as_array_mut) else {
         return Ok(());
     };
@@ -95,32 +95,45 @@ fn apply_catalog(value: &mut serde_json::Value, file: &Path) -> Result<(), Confi
                 format!("`{id}` is a subscription CLI; CLI providers are not supported yet"),
             ));
         };
-        obj.entry("kind").or_insert_with(|| json!(entry.kind));
-        obj.entry("baseUrl").or_insert_with(|| json!(base_url));
-        obj.entry("name").or_insert_with(|| json!(entry.name));
-        obj.entry("models").or_insert_with(|| {
-            json!(entry
-                .models
-                .iter()
-                .chain(&entry.fallback_models)
-                .collect::<Vec<_>>())
-        });
-        if let Some(env) = &entry.key_env {
-            obj.entry("keys").or_insert_with(|| json!([{"env": env}]));
-        }
-        if let Some(zone) = &entry.day_reset {
-            obj.entry("dayReset").or_insert_with(|| json!(zone));
-        }
-        if let Some(scope) = entry.free_tier.as_ref().map(|t| t.scope.as_str()) {
-            let s = match scope {
-                "model" => "key-model",
-                "provider" => "provider",
-                _ => "key",
-            };
-            obj.entry("limitScope").or_insert_with(|| json!(s));
-        }
+        fill_from(obj, entry, base_url);
     }
     Ok(())
+}
+
+/// The catalog entry's fields a provider left out.
+fn fill_from(
+    obj: &mut serde_json::Map<String, serde_json::Value>,
+    entry: &crate::catalog::CatalogEntry,
+    base_url: &str,
+) {
+    use serde_json::json;
+    obj.entry("kind").or_insert_with(|| json!(entry.kind));
+    obj.entry("baseUrl").or_insert_with(|| json!(base_url));
+    obj.entry("name").or_insert_with(|| json!(entry.name));
+    obj.entry("models").or_insert_with(|| {
+        json!(entry
+            .models
+            .iter()
+            .chain(&entry.fallback_models)
+            .collect::<Vec<_>>())
+    });
+    if let Some(env) = &entry.key_env {
+        obj.entry("keys").or_insert_with(|| json!([{"env": env}]));
+    }
+    if let Some(c) = &entry.credentials {
+        obj.entry("credentials").or_insert_with(|| json!(c));
+    }
+    if let Some(zone) = &entry.day_reset {
+        obj.entry("dayReset").or_insert_with(|| json!(zone));
+    }
+    if let Some(scope) = entry.free_tier.as_ref().map(|t| t.scope.as_str()) {
+        let s = match scope {
+            "model" => "key-model",
+            "provider" => "provider",
+            _ => "key",
+        };
+        obj.entry("limitScope").or_insert_with(|| json!(s));
+    }
 }
 
 /// JSON has no comments, so the example configuration documents itself with `"$comment"`

@@ -40,6 +40,21 @@ impl SecretRef {
     }
 }
 
+/// Whose credential calls a provider.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Credentials {
+    #[default]
+    Baton,
+    Client,
+}
+
+impl Credentials {
+    pub fn is_baton(&self) -> bool {
+        *self == Credentials::Baton
+    }
+}
+
 /// Upstream API kinds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -160,6 +175,12 @@ pub struct ProviderConfig {
     /// keeps failover below its tier; models of unknown tier are kept away from such keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<crate::pricing::Tier>,
+    /// Whose credential calls this provider: Baton's own keys (`baton`, the default), or the
+    /// calling client's own (`client`: Claude Code's or Codex's subscription login, forwarded
+    /// unchanged; the client then authenticates to Baton with `x-baton-key`). Baton never stores
+    /// a client's credential; cooldowns are kept per account.
+    #[serde(default, skip_serializing_if = "Credentials::is_baton")]
+    pub credentials: Credentials,
 }
 
 fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {

@@ -49,3 +49,64 @@ pub struct RedisConfig {
 fn default_redis_prefix() -> String {
     "baton".into()
 }
+
+impl StateConfig {
+    pub(super) fn validate(
+        &self,
+        err: &dyn Fn(String, String) -> super::ConfigError,
+    ) -> Result<(), super::ConfigError> {
+        let state = self;
+        use crate::config::StateBackend;
+        let Some(redis) = &state.redis else {
+            if state.backend == StateBackend::Redis {
+                return Err(err(
+                    "state.redis".into(),
+                    "the redis backend needs {\"url\": \"redis://127.0.0.1:6379\"}".into(),
+                ));
+            }
+            return Ok(());
+        };
+        let url = reqwest::Url::parse(&redis.url).map_err(|e| {
+            err(
+                "state.redis.url".into(),
+                format!(
+                    "`{}` is not a URL ({e}); use redis://host:port/db or rediss://… for TLS",
+                    redis.url
+                ),
+            )
+        })?;
+        if !matches!(url.scheme(), "redis" | "rediss") {
+            return Err(err(
+                "state.redis.url".into(),
+                format!("scheme `{}` is not redis:// or rediss://", url.scheme()),
+            ));
+        }
+        if url.password().is_some() || !url.username().is_empty() {
+            return Err(err(
+                "state.redis.url".into(),
+                "credentials must not be written into the configuration: put the password in an environment variable named by `passwordEnv` (and the user in `usernameEnv`)".into(),
+            ));
+        }
+        for (field, v) in [
+            ("passwordEnv", &redis.password_env),
+            ("usernameEnv", &redis.username_env),
+        ] {
+            if let Some(v) = v {
+                super::validate::check_env_name(v)
+                    .map_err(|m| err(format!("state.redis.{field}"), m))?;
+            }
+        }
+        if redis.prefix.is_empty()
+            || !redis
+                .prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+        {
+            return Err(err(
+                "state.redis.prefix".into(),
+                "use letters, digits and - _ . : only".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -13,7 +13,7 @@ pub const RESERVED_MODEL_NAMES: &[&str] = &["auto"];
 pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
     let err = |path: String, msg: String| ConfigError::field(file, path, msg);
     validate_server(config, &err)?;
-    validate_state(&config.state, &err)?;
+    config.state.validate(&err)?;
     validate_gateway_keys(config, &err)?;
     validate_routing(config, &err)?;
     let ids = validate_providers(config, file, &err)?;
@@ -269,6 +269,7 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     if p.models.is_empty() {
         return Err(err("models", "list at least one model".into()));
     }
+    validate_credentials(p, &err)?;
     let mut seen = HashSet::new();
     for (i, m) in p.models.iter().enumerate() {
         let id = m.id();
@@ -473,7 +474,7 @@ fn check_id(id: &str) -> Result<(), String> {
     }
 }
 
-fn check_env_name(name: &str) -> Result<(), String> {
+pub(super) fn check_env_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -509,58 +510,38 @@ fn is_unspecified(host: &str) -> bool {
     h.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified())
 }
 
-fn validate_state(
-    state: &crate::config::StateConfig,
-    err: &dyn Fn(String, String) -> ConfigError,
+/// `credentials: "client"`: an HTTP provider with no keys of its own; `"*"` (any model the
+/// client names) only there.
+fn validate_credentials(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    use crate::config::StateBackend;
-    let Some(redis) = &state.redis else {
-        if state.backend == StateBackend::Redis {
+    let any_model = p.models.iter().any(|m| m.id() == "*");
+    if p.credentials.is_baton() {
+        if any_model {
             return Err(err(
-                "state.redis".into(),
-                "the redis backend needs {\"url\": \"redis://127.0.0.1:6379\"}".into(),
+                "models",
+                "`*` (any model the client names) is for providers with credentials: \"client\"; list this provider's models".into(),
             ));
         }
         return Ok(());
-    };
-    let url = reqwest::Url::parse(&redis.url).map_err(|e| {
-        err(
-            "state.redis.url".into(),
-            format!(
-                "`{}` is not a URL ({e}); use redis://host:port/db or rediss://… for TLS",
-                redis.url
-            ),
-        )
-    })?;
-    if !matches!(url.scheme(), "redis" | "rediss") {
+    }
+    if p.kind.is_cli() {
         return Err(err(
-            "state.redis.url".into(),
-            format!("scheme `{}` is not redis:// or rediss://", url.scheme()),
+            "credentials",
+            "a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)".into(),
         ));
     }
-    if url.password().is_some() || !url.username().is_empty() {
+    if !p.keys.is_empty() {
         return Err(err(
-            "state.redis.url".into(),
-            "credentials must not be written into the configuration: put the password in an environment variable named by `passwordEnv` (and the user in `usernameEnv`)".into(),
+            "keys",
+            "a provider with credentials: \"client\" calls with the client's own credential and has no keys of its own; remove keys".into(),
         ));
     }
-    for (field, v) in [
-        ("passwordEnv", &redis.password_env),
-        ("usernameEnv", &redis.username_env),
-    ] {
-        if let Some(v) = v {
-            check_env_name(v).map_err(|m| err(format!("state.redis.{field}"), m))?;
-        }
-    }
-    if redis.prefix.is_empty()
-        || !redis
-            .prefix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
-    {
+    if any_model && p.models.len() > 1 {
         return Err(err(
-            "state.redis.prefix".into(),
-            "use letters, digits and - _ . : only".into(),
+            "models",
+            "`*` already means any model: list it alone".into(),
         ));
     }
     Ok(())

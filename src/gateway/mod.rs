@@ -196,6 +196,7 @@ impl Core {
             executable: None,
             env: Default::default(),
             flatten_history: false,
+            credentials: Default::default(),
             keys: Vec::new(),
             models: models
                 .into_iter()

@@ -100,7 +100,11 @@ pub fn classify_http(
     let reset_at_ms = reset_of(class, headers, json.as_ref(), &f, ctx);
     Classified {
         class,
-        reason: format!("HTTP {status}: {}", super::truncate(f.message.trim(), 240)),
+        reason: format!(
+            "HTTP {status}: {}{}",
+            subscription_cap(headers).unwrap_or_default(),
+            super::truncate(f.message.trim(), 240)
+        ),
         reset_at_ms,
         context_length: context_length && class == ErrorClass::Request,
         per_model: f.quota_ids.iter().any(|q| q.contains("PerModel"))
@@ -108,6 +112,21 @@ pub fn classify_http(
         timeout: false,
         too_large,
     }
+}
+
+/// A Claude subscription's cap (`anthropic-ratelimit-unified-status: rejected`), in words, with
+/// the window its representative claim names.
+fn subscription_cap(headers: &HeaderMap) -> Option<String> {
+    let get = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+    if get("anthropic-ratelimit-unified-status") != Some("rejected") {
+        return None;
+    }
+    let window = match get("anthropic-ratelimit-unified-representative-claim") {
+        Some("five_hour") => " (5-hour window)",
+        Some("seven_day" | "seven_day_opus" | "seven_day_sonnet") => " (weekly)",
+        _ => "",
+    };
+    Some(format!("subscription limit reached{window}: "))
 }
 
 /// The class an error body states in its own fields (type, code, status, reasons), most

@@ -17,6 +17,8 @@ pub fn failover_message(
         ErrorClass::Rate => {
             if lower.contains("session limit") || lower.contains("5-hour limit") {
                 "session limit reached"
+            } else if lower.contains("subscription limit") {
+                "subscription limit reached"
             } else if lower.contains("weekly limit") {
                 "weekly limit reached"
             } else if lower.contains("daily quota") {

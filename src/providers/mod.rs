@@ -67,6 +67,81 @@ pub struct ApiKey {
     pub secret: Secret,
 }
 
+/// The calling client's own credential (a subscription login, when Baton's key came in
+/// `x-baton-key`), for providers with `credentials: "client"`: held for this request only,
+/// never stored, logged or sent to any other provider.
+#[derive(Debug, Clone)]
+pub struct ClientCredential {
+    /// Cooldowns and health are per account: `id` is a non-secret digest of the credential
+    /// (`client:3f9a…`); `secret` the credential itself.
+    pub key: ApiKey,
+    /// The headers that carry it and the client's own identification, as they came.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+}
+
+/// The header a client puts Baton's key in when Authorization / x-api-key carry its own
+/// subscription credential (for `credentials: "client"` providers).
+pub const BATON_KEY_HEADER: &str = "x-baton-key";
+
+/// Headers a client's own request carries that its subscription backend expects back.
+const CLIENT_HEADERS: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "chatgpt-account-id",
+    "x-app",
+    "user-agent",
+    "originator",
+    "session_id",
+    "session-id",
+    "openai-beta",
+];
+
+impl ClientCredential {
+    /// The client's credential, when it authenticated to Baton with `x-baton-key` and sent
+    /// its own in Authorization or x-api-key.
+    pub fn from_headers(h: &http::HeaderMap) -> Option<Self> {
+        h.get(BATON_KEY_HEADER)?;
+        let secret = h
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.trim_start_matches("Bearer ")
+                    .trim_start_matches("bearer ")
+                    .trim()
+            })
+            .or_else(|| {
+                h.get("x-api-key")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::trim)
+            })
+            .filter(|s| !s.is_empty())?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, secret.as_bytes());
+        let id: String = digest.as_ref()[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let headers = h
+            .iter()
+            .filter(|(name, _)| {
+                let n = name.as_str();
+                CLIENT_HEADERS.contains(&n) || n.starts_with("x-codex-")
+            })
+            .map(|(n, v)| {
+                let mut v = v.clone();
+                v.set_sensitive(true);
+                (n.clone(), v)
+            })
+            .collect();
+        Some(Self {
+            key: ApiKey {
+                id: format!("client:{id}"),
+                secret: Secret::new(secret),
+            },
+            headers,
+        })
+    }
+}
+
 /// Per-provider state that outlives configuration swaps (so in-flight counts stay right).
 #[derive(Debug)]
 pub struct ProviderRuntime {

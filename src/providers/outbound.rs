@@ -47,6 +47,9 @@ pub struct Outbound<'a> {
     /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
     /// Responses upstreams.
     pub responses_body: Option<&'a Map<String, Value>>,
+    /// The client's own credential and identification headers, for providers with
+    /// `credentials: "client"` (sent instead of any key of Baton's).
+    pub client: Option<&'a super::ClientCredential>,
     /// `anthropic-beta` from the client, for Anthropic upstreams.
     pub anthropic_beta: Option<&'a str>,
     pub canonical: &'a ChatRequest,
@@ -70,6 +73,12 @@ pub fn build(
     let Some(wire) = Wire::of(p.config.kind) else {
         return Err(limits::classify_transport("not an HTTP provider"));
     };
+    // The account's key stands for the client's credential, which goes in its own headers.
+    let key = if p.config.credentials.is_baton() {
+        key
+    } else {
+        None
+    };
     let rb = match wire {
         Wire::OpenAi => {
             let body =
@@ -81,6 +90,14 @@ pub fn build(
         }
         Wire::Anthropic => anthropic::request(client, url, p, key, anthropic::body(o, model), o),
         Wire::Gemini => gemini::request(client, &url, p, model, key, o)?,
+    };
+    // The client's own credential goes to a `credentials: "client"` provider, and only there.
+    let rb = match (p.config.credentials, o.client) {
+        (crate::config::Credentials::Client, Some(c)) => c
+            .headers
+            .iter()
+            .fold(rb, |rb, (name, value)| rb.header(name, value.clone())),
+        _ => rb,
     };
     Ok((rb, wire))
 }

@@ -12,7 +12,8 @@ use crate::catalog::{Catalog, CatalogEntry};
 pub struct KeyStatus {
     pub id: String,
     pub name: String,
-    /// `key-found`, `no-key-needed`, `cli-logged-in`, `cli-logged-out`, `cli-installed`
+    /// `key-found`, `no-key-needed`, `client-login` (the caller's own subscription is
+    /// forwarded), `cli-logged-in`, `cli-logged-out`, `cli-installed`
     /// (login state unknown), `missing`.
     pub status: String,
     /// Where the key or executable was found.
@@ -79,6 +80,8 @@ pub fn check(
                     Some(_) => ("key-found", Some(format!("${var}"))),
                     None => ("missing", None),
                 }
+            } else if p.credentials.as_deref() == Some("client") {
+                ("client-login", None)
             } else {
                 ("no-key-needed", None)
             };

@@ -66,6 +66,7 @@ async fn send(
         openai_body: &inbound.body,
         anthropic_body: inbound.anthropic_body.as_ref(),
         responses_body: inbound.responses_body.as_ref(),
+        client: inbound.client.as_ref(),
         anthropic_beta: inbound.anthropic_beta.as_deref(),
         canonical: &inbound.canonical,
         stream,

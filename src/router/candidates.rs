@@ -156,11 +156,22 @@ impl Drop for QueueGuard<'_> {
     }
 }
 
+/// The key index that stands for the client's own credential.
+pub(super) const CLIENT_KEY: usize = usize::MAX;
+
 /// Round-robin over the provider's keys that are not cooling, without sending anything to a
 /// cooling one; keys whose quota score is nearly exhausted are used only when no other is free.
-pub(super) fn pick_key(routing: &Routing, t: &Target) -> Pick {
+pub(super) fn pick_key(routing: &Routing, t: &Target, client: Option<&ApiKey>) -> Pick {
     let p = &t.provider;
     let n = p.keys.len();
+    if !p.config.credentials.is_baton() {
+        // The client's account is this provider's only key.
+        let account = client.map(|k| k.id.as_str());
+        return match routing.cooldowns.blocking(p.id(), account, &t.model.id) {
+            Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
+            None => Pick::Go(CLIENT_KEY),
+        };
+    }
     if n == 0 {
         return match routing.cooldowns.blocking(p.id(), None, &t.model.id) {
             Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),

@@ -209,6 +209,12 @@ pub(super) fn apply_cooldown(
     let model = Some(t.model.id.clone());
     let scope = match c.class {
         // The narrowest scope the provider's limit applies to.
+        // A client's own subscription: its cap is that account's, never another user's.
+        ErrorClass::Rate if !t.provider.config.credentials.is_baton() => Scope {
+            provider,
+            key: key_id,
+            model: c.per_model.then_some(t.model.id.clone()),
+        },
         ErrorClass::Rate => match (t.provider.config.limit_scope, c.per_model) {
             (Some(LimitScope::Provider), _) => Scope {
                 provider,

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::time::timeout_at;
 
-use super::candidates::{fmt_ms, pick_key, record, served, skipped, try_slot, wait_for_slot};
+use super::candidates::{
+    fmt_ms, pick_key, record, served, skipped, try_slot, wait_for_slot, CLIENT_KEY,
+};
 use super::failure::{cooldown_until, on_failure, Decision, Failed, Next};
 use super::record::Record;
 use super::snapshot::{Snapshot, Target};
@@ -20,6 +22,7 @@ use super::{
 use crate::config::ProviderKind;
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
+use crate::providers::ApiKey;
 
 /// What a pass needs around it: where to send, the state it reads and the request's deadline.
 pub(super) struct Ctx<'a, U> {
@@ -188,8 +191,14 @@ impl Queue {
 }
 
 /// The key to use on `t`, or `None` (noted) while every key cools or its breaker is open.
-fn admit(routing: &Routing, t: &Target, pass: &mut Pass, rec: &mut Record) -> Option<usize> {
-    let key = match pick_key(routing, t) {
+fn admit(
+    routing: &Routing,
+    t: &Target,
+    client: Option<&ApiKey>,
+    pass: &mut Pass,
+    rec: &mut Record,
+) -> Option<usize> {
+    let key = match pick_key(routing, t, client) {
         Pick::Go(i) => i,
         Pick::Cooling(until, reason, limit) => {
             // Only limits make "every candidate is rate-limited" true: a provider out after
@@ -242,13 +251,18 @@ fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id:
 struct Sent {
     target: Target,
     key: usize,
+    /// The client's own credential, when the key is [`CLIENT_KEY`].
+    client: Option<ApiKey>,
     started: Instant,
     sent_ms: i64,
 }
 
 impl Sent {
-    fn key(&self) -> Option<&crate::providers::ApiKey> {
-        self.target.provider.keys.get(self.key)
+    fn key(&self) -> Option<&ApiKey> {
+        match self.key {
+            CLIENT_KEY => self.client.as_ref(),
+            i => self.target.provider.keys.get(i),
+        }
     }
 }
 
@@ -279,7 +293,8 @@ pub(super) async fn run_candidates<U: Upstream>(
             Take::Done => return Err(pass.exhausted()),
             Take::Fail(f) => return Err(f),
         };
-        let Some(key) = admit(cx.routing, &target, &mut pass, rec) else {
+        let client = cx.inbound.client.as_ref().map(|c| &c.key);
+        let Some(key) = admit(cx.routing, &target, client, &mut pass, rec) else {
             continue;
         };
         if target.provider.keys.get(key).is_some() {
@@ -289,6 +304,7 @@ pub(super) async fn run_candidates<U: Upstream>(
         let sent = Sent {
             target,
             key,
+            client: (key == CLIENT_KEY).then(|| client.cloned()).flatten(),
             started: Instant::now(),
             sent_ms: cx.routing.clock.now_ms(),
         };
@@ -371,6 +387,7 @@ fn answered<U>(
                         t.provider.config.capabilities.prefill
                             && t.provider.id() != target.provider.id()
                             && t.provider.config.kind == ProviderKind::OpenaiCompatible
+                            && t.provider.config.credentials.is_baton()
                             && source.wire() == Some(Wire::OpenAi)
                     })
                     .cloned()

@@ -32,6 +32,9 @@ pub use context::{Routing, Sink};
 use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 
+/// Why a `credentials: "client"` provider was passed over.
+const NO_CLIENT_CREDENTIAL: &str = "it calls with the client's own credential, and this request carried none (send Baton's key in x-baton-key and your own in Authorization or x-api-key)";
+
 /// Largest non-streamed upstream body accepted.
 const MAX_UPSTREAM_BODY: usize = 64 * 1024 * 1024;
 /// Longest error body read for classification.
@@ -51,6 +54,8 @@ pub struct Inbound {
     /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
     /// Responses upstreams.
     pub responses_body: Option<Map<String, Value>>,
+    /// The client's own credential, for providers with `credentials: "client"`.
+    pub client: Option<crate::providers::ClientCredential>,
     /// `anthropic-beta` from the client, passed to Anthropic upstreams.
     pub anthropic_beta: Option<String>,
     pub canonical: ChatRequest,
@@ -316,6 +321,28 @@ fn able(
             return Err(Failure::Unsupported(unsupported_message(&needs)));
         }
     }
+    // A provider that calls with the client's own credential needs one.
+    if inbound.client.is_none() {
+        let before = targets.len();
+        targets.retain(|t| {
+            let own = t.provider.config.credentials.is_baton();
+            if !own {
+                rec.push_attempt(skipped(
+                    t,
+                    None,
+                    "cannot take this request",
+                    Some(NO_CLIENT_CREDENTIAL.to_string()),
+                    None,
+                ));
+            }
+            own
+        });
+        if targets.is_empty() && before > 0 {
+            return Err(Failure::Unsupported(format!(
+                "This model is served with your own subscription: {NO_CLIENT_CREDENTIAL}."
+            )));
+        }
+    }
     // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot take,
     // and a request pinned to one learns why it cannot go there.
     let mut cli_problem = None;
@@ -389,6 +416,7 @@ pub async fn test_target(
         body,
         anthropic_body: None,
         responses_body: None,
+        client: None,
         anthropic_beta: None,
         deadline_ms: None,
     };

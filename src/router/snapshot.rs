@@ -149,6 +149,24 @@ impl Snapshot {
     }
 
     /// Turns a requested model name into an ordered, de-duplicated candidate list.
+    /// A provider that serves any model (`"*"`, with the client's own credential) serves the
+    /// name the client sent; it sits out a request for `auto` or a route, which names none.
+    pub fn name_any_model(&self, targets: Vec<Target>, requested: &str) -> Vec<Target> {
+        let named = requested != "auto" && !self.routes.contains_key(requested);
+        targets
+            .into_iter()
+            .filter_map(|mut t| {
+                if t.model.id != "*" {
+                    return Some(t);
+                }
+                named.then(|| {
+                    t.model.id = requested.to_string();
+                    t
+                })
+            })
+            .collect()
+    }
+
     pub fn resolve(&self, requested: &str) -> Result<(Vec<Target>, Selection), ResolveError> {
         let mut out = Vec::new();
         let selection = if requested == "auto" {

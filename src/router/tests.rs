@@ -198,6 +198,7 @@ fn inbound(stream: bool) -> Inbound {
         body,
         anthropic_body: None,
         responses_body: None,
+        client: None,
         anthropic_beta: None,
         deadline_ms: None,
     }

@@ -20,7 +20,11 @@ pub(crate) async fn messages(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let refusal = s.strict().then(|| refuse(&headers)).flatten();
+    let subscription = s.subscription.lock().unwrap().clone();
+    let refusal = match subscription {
+        Some(token) => refuse_but(&headers, &token),
+        None => s.strict().then(|| refuse(&headers)).flatten(),
+    };
     s.receive(Received {
         headers,
         body: body.clone(),
@@ -132,6 +136,24 @@ pub(crate) async fn count_tokens(
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     s.receive(Received { headers, body });
     axum::Json(json!({"input_tokens": 4242})).into_response()
+}
+
+/// A subscription endpoint: only `Authorization: Bearer {token}`.
+fn refuse_but(headers: &HeaderMap, token: &str) -> Option<Response> {
+    let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
+    if bearer == Some(&format!("Bearer {token}")) && !headers.contains_key("x-api-key") {
+        return None;
+    }
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"type": "error", "error": {"type": "authentication_error",
+                "message": "Invalid bearer token"}}),
+            ),
+        )
+            .into_response(),
+    )
 }
 
 /// What Anthropic answers a request that is not authenticated its way.

@@ -113,6 +113,8 @@ pub(crate) struct Shared {
     strict: std::sync::atomic::AtomicBool,
     /// The headers of every model-list request (`model_list_requests()`).
     lists: Mutex<Vec<HeaderMap>>,
+    /// The one subscription token Anthropic requests must carry (`only_subscription`).
+    subscription: Mutex<Option<String>>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -216,6 +218,12 @@ impl FakeUpstream {
     /// and `anthropic-version` (or with a Bearer token), Gemini requests without
     /// `x-goog-api-key`, chat completions without `Authorization: Bearer` — each with that
     /// API's own error answer.
+    /// An Anthropic endpoint that takes only this subscription login, as Claude Code sends it
+    /// (`Authorization: Bearer sk-ant-oat01-…`, no `x-api-key`), and refuses anything else.
+    pub fn only_subscription(&self, token: &str) {
+        *self.shared.subscription.lock().unwrap() = Some(token.to_string());
+    }
+
     pub fn strict_auth(&self) {
         self.shared.strict.store(true, Ordering::SeqCst);
     }

@@ -17,6 +17,10 @@ struct Args {
     /// Behaviour for every request: ok, auto (tool call when tools are offered), 429, 500, 503, 400, 401, reset, hang.
     #[arg(long, default_value = "auto")]
     mode: String,
+    /// Anthropic requests must carry exactly this subscription login
+    /// (`Authorization: Bearer TOKEN`, as Claude Code sends it), else 401.
+    #[arg(long)]
+    subscription: Option<String>,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -38,6 +42,9 @@ fn main() {
             testkit::FakeUpstream::start_on(&args.name, &format!("{}:{}", args.host, args.port))
                 .await;
         fake.always(behavior);
+        if let Some(token) = &args.subscription {
+            fake.only_subscription(token);
+        }
         println!("listening on http://{}", fake.addr);
         let _ = tokio::signal::ctrl_c().await;
     });

@@ -26,8 +26,8 @@ def _spawn(args, env=None):
 
 
 class Fake:
-    def __init__(self, name):
-        self.proc, self.url = _spawn([FAKE, "--name", name, "--mode", "auto"])
+    def __init__(self, name, *extra):
+        self.proc, self.url = _spawn([FAKE, "--name", name, "--mode", "auto", *extra])
 
     def script(self, *modes):
         req = urllib.request.Request(self.url + "/_script", data=json.dumps(list(modes)).encode(),

@@ -87,3 +87,53 @@ def test_claude_code_through_an_anthropic_upstream(tmp_path):
     finally:
         gw.stop()
         up.stop()
+
+
+def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
+    """Claude Code logged in with a (fake) subscription: its own login goes through Baton to the
+    subscription provider, which takes nothing else; at the cap, the next provider answers."""
+    from conftest import Baton, Fake
+    if not os.path.exists(CLAUDE):
+        if os.environ.get("CI"):
+            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+        pytest.skip("Claude Code not installed (scripts/test installs it)")
+    token = "sk-ant-oat01-fake-subscription-login-0123456789"
+    sub = Fake("claude", "--subscription", token)
+    other = Fake("b")
+    gw = Baton(tmp_path, [
+        {"id": "claude-sub", "name": "Claude", "kind": "anthropic",
+         "baseUrl": sub.url + "/v1", "credentials": "client", "models": ["*"], "priority": 1},
+        {"id": "b", "kind": "openai-compatible", "baseUrl": other.url + "/v1", "models": ["b-model"],
+         "priority": 2}])
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": token, "refreshToken": "sk-ant-ort01-fake", "expiresAt": 4102444800000,
+        "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
+        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+    def ask(prompt):
+        out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return json.loads(out.stdout)
+
+    try:
+        result = ask("say hi")
+        assert result["is_error"] is False, result
+        assert result["result"] == "claude: say hi", "the subscription answered (it takes only that login)"
+        sub.script("429")
+        result = ask("say hi")
+        assert result["is_error"] is False, result
+        assert result["result"] == "b: say hi", "at the cap the next provider answered"
+    finally:
+        gw.stop()
+        sub.stop()
+        other.stop()

@@ -55,4 +55,5 @@ mod shared_dates;
 mod shared_state;
 mod stream_breaks;
 mod streaming;
+mod subscription;
 mod timeouts;

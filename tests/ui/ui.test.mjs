@@ -425,6 +425,30 @@ test("the Add form shows a CLI's executable, version and login before saving, an
   assert.equal(r.status, 204);
 });
 
+test("a subscription preset calls with the client's own login, and Connect gives Claude Code's set-up for it", async () => {
+  await page.click("nav a[data-tab=providers]");
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-preset", "claude-subscription");
+  assert.equal(await page.isChecked("#f-clientLogin"), true, "the preset asks for the client's login");
+  assert.equal(await page.inputValue("#f-models"), "*");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-list > li[data-id=claude-subscription]");
+  const admin = { "x-admin-key": adminKey };
+  const saved = await (await fetch(`${baton}/admin/state`, { headers: admin })).json();
+  const p = saved.providers.find((x) => x.id === "claude-subscription");
+  assert.equal(p.config.credentials, "client");
+  assert.equal(p.config.keys, undefined, "no key of Baton's");
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#cc-subscription pre");
+  const keyFile = join(dataDir, "data", "gateway.key");
+  const text = await page.textContent("#cc-subscription pre");
+  assert.ok(text.includes(`ANTHROPIC_CUSTOM_HEADERS="x-baton-key: $(cat '${keyFile}')"`), text);
+  await shot("connect-claude-subscription");
+  const r = await fetch(`${baton}/admin/providers/claude-subscription`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
 test("Settings: a named route is made, reordered and used with the keyboard; mappings are listed", async () => {
   await page.click("nav a[data-tab=settings]");
   await page.waitForSelector("#routes-info [data-pattern='claude-*']");

@@ -213,7 +213,7 @@ impl Pump {
     async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
         use crate::router::{candidates, Answer, Attempt, Inbound, Pick};
         let routing = &resume.routing;
-        let key = match candidates::pick_key(routing, &next) {
+        let key = match candidates::pick_key(routing, &next, None) {
             Pick::Go(i) => i,
             Pick::Cooling(..) => return None,
         };
@@ -232,6 +232,7 @@ impl Pump {
             body,
             anthropic_body: None,
             responses_body: None,
+            client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {
                 stream: true,

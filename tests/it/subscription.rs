@@ -1,0 +1,202 @@
+//! `credentials: "client"`: a client's own subscription login (as Claude Code sends it) is
+//! forwarded unchanged to that provider and nowhere else; its cap cools that account only and
+//! fails over, translated, to the next provider; a request without a login skips the provider.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::{Behavior, FakeUpstream};
+
+const ALICE: &str = "sk-ant-oat01-alice-subscription-token";
+const BOB: &str = "sk-ant-oat01-bob-subscription-token";
+
+async fn setup() -> (tempfile::TempDir, FakeUpstream, FakeUpstream, Baton) {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("claude").await;
+    sub.only_subscription(ALICE);
+    let other = FakeUpstream::start("other").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            {"id": "other", "kind": "openai-compatible", "baseUrl": other.base_url(),
+             "models": ["other-model"], "priority": 2}],
+         "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    (dir, sub, other, baton)
+}
+
+/// A Messages request the way Claude Code sends it on a subscription, with Baton's key in
+/// `x-baton-key` (ANTHROPIC_CUSTOM_HEADERS).
+fn claude_code(baton: &Baton, token: &str, text: &str) -> reqwest::RequestBuilder {
+    baton
+        .http
+        .post(format!("{}/v1/messages?beta=true", baton.url))
+        .header("x-baton-key", &baton.key)
+        .header("authorization", format!("Bearer {token}"))
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "claude-code-20250219,oauth-2025-04-20")
+        .header("x-app", "cli")
+        .header("user-agent", "claude-cli/2.1.197 (external, cli)")
+        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "messages": [{"role": "user", "content": text}]}))
+}
+
+#[tokio::test]
+async fn the_clients_own_login_goes_to_its_provider_unchanged() {
+    let (_d, sub, other, baton) = setup().await;
+    let r = claude_code(&baton, ALICE, "hello").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "claude-sub");
+    assert_eq!(header(&r, "x-gateway-model"), "claude-sonnet-4-5");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["content"][0]["text"], "claude: hello");
+    let got = &sub.received()[0];
+    assert_eq!(got.headers["authorization"], format!("Bearer {ALICE}"));
+    assert!(!got.headers.contains_key("x-api-key"));
+    assert!(
+        !got.headers.contains_key("x-baton-key"),
+        "Baton's key stays here"
+    );
+    assert_eq!(got.headers["x-app"], "cli");
+    assert!(got.headers["anthropic-beta"]
+        .to_str()
+        .unwrap()
+        .contains("oauth-2025-04-20"));
+    assert_eq!(
+        got.body["model"], "claude-sonnet-4-5",
+        "any model: the name the client sent"
+    );
+    // Without a login of its own (Baton's key as the API key), the provider is passed over.
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    assert_eq!(sub.received().len(), 1);
+    assert_eq!(
+        other.received()[0].headers.get("authorization"),
+        None,
+        "no client credential reaches another provider"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_capped_subscription_fails_over_for_that_account_only_and_says_so() {
+    let logs = Captured::install();
+    let (_d, sub, other, baton) = setup().await;
+    let mut events = baton.handle.core.routing.events.subscribe();
+    let reset = baton::clock::unix_ms() / 1000 + 3 * 3600;
+    sub.script([Behavior::Status {
+        status: 429,
+        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Error"}}),
+        headers: vec![
+            (
+                "anthropic-ratelimit-unified-status".into(),
+                "rejected".into(),
+            ),
+            (
+                "anthropic-ratelimit-unified-reset".into(),
+                reset.to_string(),
+            ),
+        ],
+    }]);
+    let r = claude_code(&baton, ALICE, "hello").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "message", "translated back to the client's API");
+    assert_eq!(v["content"][0]["text"], "other: hello");
+    // That account cools until the stated reset; the failover is announced.
+    let cooling = baton.handle.core.routing.cooldowns.active();
+    let c = cooling
+        .iter()
+        .find(|c| c.scope.provider == "claude-sub")
+        .unwrap();
+    assert_eq!(c.until_ms, reset * 1000);
+    let account = c.scope.key.clone().unwrap();
+    assert!(account.starts_with("client:"), "{account}");
+    let mut failovers = 0;
+    while let Ok(e) = events.try_recv() {
+        if let baton::events::Event::Failover { message, .. } = e {
+            assert!(
+                message.contains("subscription limit reached — back at"),
+                "{message}"
+            );
+            failovers += 1;
+        }
+    }
+    assert_eq!(failovers, 1);
+    // The same account goes straight to the next provider while the cap lasts…
+    let hits = sub.hits();
+    let r = claude_code(&baton, ALICE, "again").send().await.unwrap();
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    assert_eq!(sub.hits(), hits);
+    // …another user's subscription is not touched by it.
+    sub.only_subscription(BOB);
+    let r = claude_code(&baton, BOB, "mine").send().await.unwrap();
+    assert_eq!(header(&r, "x-gateway-provider"), "claude-sub");
+    // No credential anywhere it could leak: the log, the admin state, the request log.
+    let state = baton.admin_state().await.to_string();
+    let log = String::from_utf8_lossy(&logs.bytes()).to_string();
+    let rows = format!("{:?}", baton.log().await);
+    for token in [ALICE, BOB] {
+        assert!(!state.contains(token), "admin state");
+        assert!(!log.contains(token), "logs");
+        assert!(!rows.contains(token), "request log");
+    }
+    assert!(
+        rows.contains(&account),
+        "the attempt names the account, not the token"
+    );
+    let _ = other;
+    baton.stop().await;
+}
+
+#[test]
+fn client_credentials_are_configured_with_no_keys_and_any_model_only_there() {
+    let parse = |p: Value| {
+        baton::config::parse_str(
+            &json!({"providers": [p]}).to_string(),
+            std::path::Path::new("c.json"),
+        )
+    };
+    let e = parse(
+        json!({"id": "s", "kind": "anthropic", "baseUrl": "https://api.anthropic.com/v1",
+        "credentials": "client", "keys": [{"env": "ANTHROPIC_API_KEY"}], "models": ["*"]}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("providers[0].keys") && e.contains("no keys of its own"),
+        "{e}"
+    );
+    let e = parse(
+        json!({"id": "s", "kind": "anthropic", "baseUrl": "https://api.anthropic.com/v1",
+        "models": ["*"]}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("credentials: \"client\""), "{e}");
+    let e = parse(
+        json!({"id": "s", "kind": "claude-cli", "credentials": "client", "models": ["sonnet"]}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("providers[0].credentials"), "{e}");
+    assert!(parse(
+        json!({"id": "s", "kind": "anthropic", "baseUrl": "https://api.anthropic.com/v1",
+        "credentials": "client", "models": ["*"]})
+    )
+    .is_ok());
+}
