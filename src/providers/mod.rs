@@ -72,8 +72,9 @@ pub struct ApiKey {
 /// never stored, logged or sent to any other provider.
 #[derive(Debug, Clone)]
 pub struct ClientCredential {
-    /// Cooldowns and health are per account: `id` is a non-secret digest of the credential
-    /// (`client:3f9a…`); `secret` the credential itself.
+    /// Cooldowns and health are per account: `id` is a non-secret digest of the account
+    /// (`client:3f9a…`: ChatGPT's account id when the client names it, else the login itself,
+    /// so a Claude login refreshed counts as a new account); `secret` the credential.
     pub key: ApiKey,
     /// The headers that carry it and the client's own identification, as they came.
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
@@ -100,7 +101,7 @@ impl ClientCredential {
     /// The client's credential, when it authenticated to Baton with `x-baton-key` and sent
     /// its own in Authorization or x-api-key.
     pub fn from_headers(h: &http::HeaderMap) -> Option<Self> {
-        h.get(BATON_KEY_HEADER)?;
+        let baton_key = h.get(BATON_KEY_HEADER)?.to_str().ok()?.trim();
         let secret = h
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -114,8 +115,15 @@ impl ClientCredential {
                     .and_then(|v| v.to_str().ok())
                     .map(str::trim)
             })
-            .filter(|s| !s.is_empty())?;
-        let digest = ring::digest::digest(&ring::digest::SHA256, secret.as_bytes());
+            // Baton's own key sent twice is not a login, and never leaves.
+            .filter(|s| !s.is_empty() && *s != baton_key)?;
+        // The account: ChatGPT names it (stable across token refreshes); otherwise the login.
+        let account = h
+            .get("chatgpt-account-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|a| !a.is_empty())
+            .unwrap_or(secret);
+        let digest = ring::digest::digest(&ring::digest::SHA256, account.as_bytes());
         let id: String = digest.as_ref()[..6]
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -443,5 +451,59 @@ mod tests {
         assert_eq!(s.masked(), "sk-…abcd");
         assert_eq!(format!("{s:?}"), "Secret(*****)");
         assert_eq!(Secret::new("short").masked(), "…");
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                *k,
+                v.parse()
+                    .unwrap_or_else(|_| http::HeaderValue::from_static("")),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn a_client_login_is_taken_only_beside_batons_key_and_named_by_its_account() {
+        // Baton's key as the API key: no client login; nor when it comes twice.
+        assert!(
+            ClientCredential::from_headers(&headers(&[("authorization", "Bearer gw-key")]))
+                .is_none()
+        );
+        assert!(ClientCredential::from_headers(&headers(&[
+            ("x-baton-key", "gw-key"),
+            ("authorization", "Bearer gw-key")
+        ]))
+        .is_none());
+        let claude = ClientCredential::from_headers(&headers(&[
+            ("x-baton-key", "gw-key"),
+            ("authorization", "Bearer sk-ant-oat01-abc"),
+            ("x-app", "cli"),
+            ("cookie", "not forwarded"),
+        ]))
+        .expect("a login");
+        assert!(claude.key.id.starts_with("client:") && claude.key.id.len() == 19);
+        assert!(!claude.key.id.contains("sk-ant"));
+        let names: Vec<&str> = claude.headers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["authorization", "x-app"],
+            "Baton's key and unknown headers stay"
+        );
+        assert!(claude.headers.iter().all(|(_, v)| v.is_sensitive()));
+        // ChatGPT names the account: a refreshed token is the same account.
+        let codex = |token: &str| {
+            ClientCredential::from_headers(&headers(&[
+                ("x-baton-key", "gw-key"),
+                ("authorization", token),
+                ("chatgpt-account-id", "acct-1"),
+                ("x-codex-window-id", "w1"),
+            ]))
+            .expect("a login")
+        };
+        assert_eq!(codex("Bearer tok-1").key.id, codex("Bearer tok-2").key.id);
+        assert_eq!(codex("Bearer tok-1").headers.len(), 3);
     }
 }
