@@ -143,7 +143,13 @@ impl Snapshot {
         names.extend(self.routes.keys().cloned());
         for p in self.enabled() {
             names.push(p.id().to_string());
-            names.extend(p.models.iter().map(|m| format!("{}/{}", p.id(), m.id)));
+            // `*` is not a name a client can send.
+            names.extend(
+                p.models
+                    .iter()
+                    .filter(|m| m.id != "*")
+                    .map(|m| format!("{}/{}", p.id(), m.id)),
+            );
         }
         names
     }

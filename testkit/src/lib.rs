@@ -218,8 +218,9 @@ impl FakeUpstream {
     /// and `anthropic-version` (or with a Bearer token), Gemini requests without
     /// `x-goog-api-key`, chat completions without `Authorization: Bearer` — each with that
     /// API's own error answer.
-    /// An Anthropic endpoint that takes only this subscription login, as Claude Code sends it
-    /// (`Authorization: Bearer sk-ant-oat01-…`, no `x-api-key`), and refuses anything else.
+    /// Anthropic and Responses endpoints that take only this subscription login, as Claude Code
+    /// and Codex send it (`Authorization: Bearer …`; for Anthropic no `x-api-key` either), and
+    /// refuse anything else.
     pub fn only_subscription(&self, token: &str) {
         *self.shared.subscription.lock().unwrap() = Some(token.to_string());
     }

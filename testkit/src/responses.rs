@@ -61,14 +61,30 @@ pub(crate) async fn create(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let bearer = headers
+    let authorization = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let bearer = authorization
+        .as_deref()
         .is_some_and(|v| v.starts_with("Bearer "));
     s.receive(Received {
         headers,
         body: body.clone(),
     });
+    let subscription = s.subscription.lock().unwrap().clone();
+    if let Some(token) = subscription {
+        if authorization.as_deref() != Some(&format!("Bearer {token}")) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(
+                    json!({"error": {"message": "Your authentication token is not valid",
+                    "type": "invalid_request_error", "param": null, "code": "token_invalid"}}),
+                ),
+            )
+                .into_response();
+        }
+    }
     if s.strict() && !bearer {
         return (
             StatusCode::UNAUTHORIZED,

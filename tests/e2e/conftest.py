@@ -43,9 +43,9 @@ class Fake:
 
 
 class Baton:
-    def __init__(self, tmp, providers):
+    def __init__(self, tmp, providers, model_map=None):
         self.data = tmp / "data"
-        cfg = {"providers": providers, "modelMap": {"claude-*": "auto"}}
+        cfg = {"providers": providers, "modelMap": model_map or {"claude-*": "auto"}}
         self.config = tmp / "config.json"
         self.config.write_text(json.dumps(cfg))
         env = dict(os.environ, BATON_LOG="info")
