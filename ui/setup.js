@@ -200,6 +200,8 @@ function claudeCodeCard(routes, shellKey) {
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */
 function codexCard(routes, shellKey, base) {
+  const subscription = app.state.providers.filter((p) => p.kind === "openai-responses" && p.config?.credentials === "client");
+  const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nsupports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;
   const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"\nsupports_websockets = false`;
   return el("div", { class: "card stack", id: "codex" },
     el("h2", {}, "Codex"),
@@ -207,5 +209,11 @@ function codexCard(routes, shellKey, base) {
     el("p", {}, el("strong", {}, "2. "), "Add Baton as a model provider in ", el("code", {}, "~/.codex/config.toml"), ":"),
     snippet("~/.codex/config.toml", toml),
     el("p", {}, el("strong", {}, "3. "), "Start it with the gateway key:"),
-    snippet("In a terminal", `export BATON_KEY="${shellKey}"\ncodex`));
+    snippet("In a terminal", `export BATON_KEY="${shellKey}"\ncodex`),
+    subscription.length
+      ? el("div", { class: "stack", id: "cx-subscription" },
+          el("p", {}, "Or on your own ChatGPT plan: ", el("strong", {}, subscription.map((p) => p.name).join(", ")),
+            " calls with Codex's login, forwarded unchanged, and Baton's key goes in a header of its own. Use this provider block instead (and log in with ", el("code", {}, "codex login"), "):"),
+          snippet("~/.codex/config.toml, on your ChatGPT login", subToml))
+      : null);
 }

@@ -445,8 +445,23 @@ test("a subscription preset calls with the client's own login, and Connect gives
   const text = await page.textContent("#cc-subscription pre");
   assert.ok(text.includes(`ANTHROPIC_CUSTOM_HEADERS="x-baton-key: $(cat '${keyFile}')"`), text);
   await shot("connect-claude-subscription");
-  const r = await fetch(`${baton}/admin/providers/claude-subscription`, { method: "DELETE", headers: admin });
-  assert.equal(r.status, 204);
+  // A ChatGPT-plan provider: Codex's card gives the requires_openai_auth block.
+  const made = await fetch(`${baton}/admin/providers`, {
+    method: "POST",
+    headers: { ...admin, "content-type": "application/json" },
+    body: JSON.stringify({ id: "chatgpt-codex", kind: "openai-responses", baseUrl: "https://chatgpt.com/backend-api/codex", credentials: "client", models: ["*"] }),
+  });
+  assert.equal(made.status, 201, await made.text());
+  await page.click("nav a[data-tab=providers]");
+  await page.waitForSelector("#provider-list > li[data-id=chatgpt-codex]");
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#cx-subscription pre");
+  const toml = await page.textContent("#cx-subscription pre");
+  assert.ok(toml.includes("requires_openai_auth = true") && toml.includes('env_http_headers = { "x-baton-key" = "BATON_KEY" }'), toml);
+  for (const id of ["claude-subscription", "chatgpt-codex"]) {
+    const r = await fetch(`${baton}/admin/providers/${id}`, { method: "DELETE", headers: admin });
+    assert.equal(r.status, 204);
+  }
 });
 
 test("Settings: a named route is made, reordered and used with the keyboard; mappings are listed", async () => {
