@@ -86,15 +86,7 @@ impl Redis {
     /// each other or behind the ordered cooldown queue.
     pub(super) fn send_unordered(self: Arc<Self>, op: Op) {
         if !self.up.load(Ordering::Relaxed) {
-            if let Op::Spend {
-                client,
-                spend,
-                now,
-                id,
-            } = op
-            {
-                self.remember_spend(client, spend, now, Some(id));
-            }
+            self.keep_unconfirmed(op);
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -104,17 +96,23 @@ impl Redis {
         rt.spawn(async move {
             if let Err(e) = self.write(&op).await {
                 self.down(&e.to_string());
-                if let Op::Spend {
-                    client,
-                    spend,
-                    now,
-                    id,
-                } = op
-                {
-                    self.remember_spend(client, spend, now, Some(id));
-                }
+                self.keep_unconfirmed(op);
             }
         });
+    }
+
+    /// An operation Redis did not confirm: spending is kept for the reconnection to replay
+    /// (under its own id); the rest is state the reconciliation rebuilds anyway.
+    pub(super) fn keep_unconfirmed(&self, op: Op) {
+        if let Op::Spend {
+            client,
+            spend,
+            now,
+            id,
+        } = op
+        {
+            self.remember_spend(client, spend, now, Some(id));
+        }
     }
 
     pub(super) fn key(&self, parts: &[&str]) -> String {
@@ -316,28 +314,12 @@ pub(super) async fn worker(redis: Weak<Redis>, mut rx: mpsc::UnboundedReceiver<O
             continue;
         }
         if !r.up.load(Ordering::Relaxed) {
-            if let Op::Spend {
-                client,
-                spend,
-                now,
-                id,
-            } = op
-            {
-                r.remember_spend(client, spend, now, Some(id));
-            }
+            r.keep_unconfirmed(op);
             continue;
         }
         if let Err(e) = r.write(&op).await {
             r.down(&e.to_string());
-            if let Op::Spend {
-                client,
-                spend,
-                now,
-                id,
-            } = op
-            {
-                r.remember_spend(client, spend, now, Some(id));
-            }
+            r.keep_unconfirmed(op);
         }
     }
 }

@@ -49,9 +49,11 @@ pub(crate) async fn generate(
         .to_string();
     let usage = json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18});
     let parts = match behavior {
-        Behavior::Status { status, body, .. } => {
-            return (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
-        }
+        Behavior::Status {
+            status,
+            body,
+            headers,
+        } => return crate::status_response(status, body, headers),
         Behavior::ToolCall { name, arguments } => vec![json!({"functionCall": {"name": name,
             "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}})],
         Behavior::Text(t) => vec![json!({"text": t})],

@@ -324,6 +324,22 @@ async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     axum::Json(json!({"object": "list", "data": [{"id": id, "object": "model"}]})).into_response()
 }
 
+/// A scripted error answer: that status, that JSON body, those headers.
+pub(crate) fn status_response(
+    status: u16,
+    body: Value,
+    headers: Vec<(String, String)>,
+) -> Response {
+    let mut resp = (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
+    for (k, v) in headers {
+        resp.headers_mut().insert(
+            axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    resp
+}
+
 /// The fake's Chat Completions endpoint. Long because it is the fake's behaviour table: one arm
 /// per scripted behaviour a test can ask for (a status, a hang, a stream that dies, stalls or
 /// turns malformed, a slow stream, a tool call…).
@@ -433,17 +449,7 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             status,
             body,
             headers,
-        } => {
-            let mut resp =
-                (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
-            for (k, v) in headers {
-                resp.headers_mut().insert(
-                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    v.parse().unwrap(),
-                );
-            }
-            resp
-        }
+        } => crate::status_response(status, body, headers),
         Behavior::Reset => {
             let s = futures_util::stream::once(async {
                 Err::<Bytes, std::io::Error>(std::io::Error::other("reset"))

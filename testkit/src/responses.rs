@@ -105,15 +105,7 @@ pub(crate) async fn create(
             body,
             headers,
         } => {
-            let mut resp =
-                (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
-            for (k, v) in headers {
-                resp.headers_mut().insert(
-                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    v.parse().unwrap(),
-                );
-            }
-            return resp;
+            return crate::status_response(status, body, headers);
         }
         Behavior::ToolCall { name, arguments } => (call_item(&body, &name, &arguments), None),
         Behavior::Text(t) => (message(&t), None),
