@@ -96,15 +96,21 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   }
   renderCliFacts(editing ? p.cli : null);
 
+  // A provider that calls with the client's own login has no keys of its own.
+  const keyFields = el("div", { class: "stack" },
+    el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
+      el("p", { class: "field-error", id: "e-keys", role: "alert" })),
+    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "Baton reads the variable at start; the key never enters the configuration."),
+    readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey));
+  const syncLogin = () => { keyFields.hidden = inputs.clientLogin.checked; };
+  inputs.clientLogin.addEventListener("change", syncLogin);
+  syncLogin();
   const groups = {
     http: el("div", { class: "stack" },
       field("baseUrl", "Base URL", inputs.baseUrl, "Up to and including the version, e.g. https://api.groq.com/openai/v1"),
-      el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
-        el("p", { class: "field-error", id: "e-keys", role: "alert" })),
-      readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "Baton reads the variable at start; the key never enters the configuration."),
-      readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey),
       el("label", { class: "switch-row" }, inputs.clientLogin, " Call with the client's own login (its subscription) instead of a key"),
-      el("p", { class: "hint", id: "h-clientLogin" }, "Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in x-baton-key. Model \"*\" serves any model it names.")),
+      el("p", { class: "hint", id: "h-clientLogin" }, "Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in x-baton-key. Model \"*\" serves any model it names."),
+      keyFields),
     cli: el("div", { class: "stack" },
       field("executable", "Executable", inputs.executable, "A name on PATH or an absolute path; empty means the CLI's own name."),
       cliFacts,
@@ -169,6 +175,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     inputs.baseUrl.value = pv.baseUrl || "";
     inputs.models.value = (pv.models || []).join("\n");
     inputs.clientLogin.checked = pv.credentials === "client";
+    syncLogin();
     keptKeys.splice(0, keptKeys.length, ...(pv.keys || []));
     renderKeys();
     syncKind();
@@ -232,7 +239,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       out.keys = keys;
       const typed = inputs.newKey.value.trim();
       if (typed) out.newKeys = [typed];
-      if (inputs.clientLogin.checked) out.credentials = "client"; else delete out.credentials;
+      if (inputs.clientLogin.checked) {
+        out.credentials = "client";
+        out.keys = [];
+        delete out.newKeys;
+      } else delete out.credentials;
     }
     if (!editing) out.enabled = true;
     return out;

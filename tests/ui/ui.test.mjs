@@ -432,6 +432,10 @@ test("a subscription preset calls with the client's own login, and Connect gives
   await page.selectOption("#f-preset", "claude-subscription");
   assert.equal(await page.isChecked("#f-clientLogin"), true, "the preset asks for the client's login");
   assert.equal(await page.inputValue("#f-models"), "*");
+  assert.equal(await page.isHidden("#f-envKey"), true, "no key of its own to ask for");
+  await page.uncheck("#f-clientLogin");
+  assert.equal(await page.isVisible("#f-envKey"), true);
+  await page.check("#f-clientLogin");
   await page.click("#form-save");
   await page.waitForSelector("#provider-list > li[data-id=claude-subscription]");
   const admin = { "x-admin-key": adminKey };
