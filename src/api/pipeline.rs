@@ -141,7 +141,17 @@ async fn handle_client(
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
+    let before = targets.len();
     let targets = snap.name_any_model(targets, &inbound.canonical.model);
+    if targets.is_empty() && before > 0 {
+        return Err(ApiError::invalid(
+            "model",
+            format!(
+                "`{}` names no model, and the providers it leads to serve the model the client names (\"*\"): ask for a model name mapped to them, or `provider/model`.",
+                crate::limits::truncate(&inbound.canonical.model, 200)
+            ),
+        ));
+    }
     let mut rec = Record::new(
         request_id.to_string(),
         core.routing.clock.now_ms(),

@@ -156,9 +156,13 @@ impl Snapshot {
 
     /// Turns a requested model name into an ordered, de-duplicated candidate list.
     /// A provider that serves any model (`"*"`, with the client's own credential) serves the
-    /// name the client sent; it sits out a request for `auto` or a route, which names none.
+    /// name the client sent; it sits out a request for `auto`, a route or the provider itself,
+    /// which name none (`provider/model` names one).
     pub fn name_any_model(&self, targets: Vec<Target>, requested: &str) -> Vec<Target> {
-        let named = requested != "auto" && !self.routes.contains_key(requested);
+        // `auto`, a route or a provider's id names no model.
+        let named = requested != "auto"
+            && !self.routes.contains_key(requested)
+            && self.provider(requested).is_none();
         targets
             .into_iter()
             .filter_map(|mut t| {

@@ -69,6 +69,34 @@ async fn the_clients_own_login_goes_to_its_provider_unchanged() {
         got.body["model"], "claude-sonnet-4-5",
         "any model: the name the client sent"
     );
+    // Pinned with a model name, it serves that model; by its id alone it names none.
+    let pinned = |model: &str| {
+        let mut r = claude_code(&baton, ALICE, "pinned");
+        r = r.json(&json!({"model": model, "max_tokens": 100,
+            "messages": [{"role": "user", "content": "pinned"}]}));
+        r
+    };
+    let r = pinned("claude-sub/claude-opus-4-1").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        sub.received().last().unwrap().body["model"],
+        "claude-opus-4-1"
+    );
+    let r = pinned("claude-sub").send().await.unwrap();
+    assert_eq!(r.status(), 400, "no model to send");
+    let e: Value = r.json().await.unwrap();
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("provider/model"),
+        "{e}"
+    );
+    assert_eq!(
+        sub.received().len(),
+        2,
+        "nothing sent with a provider id for a model"
+    );
     // Without a login of its own (Baton's key as the API key), the provider is passed over.
     let r = baton
         .http
@@ -82,7 +110,7 @@ async fn the_clients_own_login_goes_to_its_provider_unchanged() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "other");
-    assert_eq!(sub.received().len(), 1);
+    assert_eq!(sub.received().len(), 2);
     assert_eq!(
         other.received()[0].headers.get("authorization"),
         None,
