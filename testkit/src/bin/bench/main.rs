@@ -185,24 +185,7 @@ async fn open_loop(
         tick.tick().await;
         let (client, url, key) = (client.clone(), url.to_string(), key.to_string());
         tasks.push(tokio::spawn(async move {
-            let t = Instant::now();
-            let r = client
-                .post(&url)
-                .bearer_auth(&key)
-                .header("content-type", "application/json")
-                .body(body(stream))
-                .send()
-                .await
-                .unwrap();
-            let mut s = r.bytes_stream();
-            let mut first = None;
-            while let Some(c) = s.next().await {
-                let c = c.unwrap();
-                if first.is_none() && stream && has_content(&c) {
-                    first = Some(t.elapsed().as_secs_f64() * 1000.0);
-                }
-            }
-            let full = t.elapsed().as_secs_f64() * 1000.0;
+            let (first, full) = timed(&client, &url, &key, stream).await;
             (
                 if stream {
                     first.unwrap_or(f64::NAN)
@@ -300,26 +283,9 @@ async fn streams_raw(
         tasks.push(tokio::spawn(async move {
             let (mut ttfb, mut full) = (Vec::new(), Vec::new());
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < total {
-                let t = Instant::now();
-                let r = client
-                    .post(&url)
-                    .bearer_auth(&key)
-                    .header("content-type", "application/json")
-                    .body(body(true))
-                    .send()
-                    .await
-                    .unwrap();
-                let mut s = r.bytes_stream();
-                let mut first = true;
-                while let Some(c) = s.next().await {
-                    let c = c.unwrap();
-                    // Time to the first answer token (what a user waits for), the same for both paths.
-                    if first && has_content(&c) {
-                        ttfb.push(t.elapsed().as_secs_f64() * 1000.0);
-                        first = false;
-                    }
-                }
-                full.push(t.elapsed().as_secs_f64() * 1000.0);
+                let (first, whole) = timed(&client, &url, &key, true).await;
+                ttfb.extend(first);
+                full.push(whole);
             }
             (ttfb, full)
         }));
@@ -331,6 +297,29 @@ async fn streams_raw(
         b.extend(y);
     }
     (a, b)
+}
+
+/// One request read to its end: milliseconds to the first answer token (streams only; what a
+/// user waits for, measured the same for both paths) and to the end.
+async fn timed(client: &reqwest::Client, url: &str, key: &str, stream: bool) -> (Option<f64>, f64) {
+    let t = Instant::now();
+    let r = client
+        .post(url)
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .body(body(stream))
+        .send()
+        .await
+        .unwrap();
+    let mut s = r.bytes_stream();
+    let mut first = None;
+    while let Some(c) = s.next().await {
+        let c = c.unwrap();
+        if first.is_none() && stream && has_content(&c) {
+            first = Some(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    (first, t.elapsed().as_secs_f64() * 1000.0)
 }
 
 fn has_content(chunk: &[u8]) -> bool {
