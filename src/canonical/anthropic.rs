@@ -265,15 +265,9 @@ fn stop_sequences(body: &Map<String, Value>) -> Result<Vec<String>, InvalidReque
 
 /// A `tool_use` block (in a request's history or an answer) as a canonical tool call.
 fn tool_use_part(b: &Value) -> Part {
-    let s = |k: &str| {
-        b.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     Part::ToolCall {
-        id: s("id"),
-        name: s("name"),
+        id: super::str_at(b, "id"),
+        name: super::str_at(b, "name"),
         arguments: b
             .get("input")
             .map(Value::to_string)
@@ -484,16 +478,8 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
         })
         .collect();
     Some(ChatResponse {
-        id: v
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        id: crate::canonical::str_at(v, "id"),
+        model: crate::canonical::str_at(v, "model"),
         created: 0,
         content,
         stop: v

@@ -80,6 +80,14 @@ pub(crate) fn kind_of(v: &Value) -> String {
     }
 }
 
+/// A string field of a JSON object, or "" when it is absent or not a string.
+pub(crate) fn str_at(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
     InvalidRequest {
         param: param.into(),

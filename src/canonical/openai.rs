@@ -2,7 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage};
+use super::{
+    str_at, ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, Tool, Usage,
+};
 
 pub use super::InvalidRequest;
 use super::{invalid, opt_bool, opt_f64, opt_u64};
@@ -248,13 +250,6 @@ fn tool_call_part(c: &Value) -> Part {
             None => "{}".into(),
         },
     }
-}
-
-fn str_at(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn text_of(content: &Value, param: &str) -> Result<String, InvalidRequest> {

@@ -104,12 +104,7 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("message");
-    let s = |k: &str| {
-        item.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+    let s = |k: &str| super::str_at(item, k);
     match kind {
         "message" => push_message(req, i, item),
         "function_call" => {

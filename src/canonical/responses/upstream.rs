@@ -163,16 +163,8 @@ pub fn response_from_responses(v: &Value) -> Option<ChatResponse> {
     }
     let calls = content.iter().any(|p| matches!(p, Part::ToolCall { .. }));
     Some(ChatResponse {
-        id: v
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        id: crate::canonical::str_at(v, "id"),
+        model: crate::canonical::str_at(v, "model"),
         created: v.get("created_at").and_then(Value::as_i64).unwrap_or(0),
         content,
         stop: Some(stop_of(v, calls)),
