@@ -46,48 +46,27 @@ impl Out<'_> {
             );
         }
         rec.finish(200, None);
-        let answer = match reply {
-            Reply::Wire(body, wire) if Some(wire) == self.format.wire() => Ok(body),
-            Reply::Wire(body, wire) => crate::providers::codec::answer(wire, &body)
-                .map(|mut answer| {
-                    if wire == Wire::Gemini {
-                        // Gemini answers carry neither an id nor the model.
-                        answer.id = self.request_id.to_string();
-                        answer.model = target.model.id.clone();
-                    }
-                    answer
-                })
-                .ok_or_else(|| {
+        // The client's format: the upstream's bytes as they are, or the canonical answer
+        // rendered.
+        let body = match reply {
+            Reply::Wire(body, wire) if Some(wire) == self.format.wire() => body,
+            Reply::Wire(body, wire) => {
+                let mut answer = crate::providers::codec::answer(wire, &body).ok_or_else(|| {
                     ApiError::new(
                         StatusCode::BAD_GATEWAY,
                         "upstream_error",
                         "malformed_upstream_answer",
                         "The provider's answer could not be translated.",
                     )
-                })
-                .map(Err)?,
-            Reply::Canonical(answer) => Err(answer),
-        };
-        // The client's format: the upstream's bytes as they are, or the canonical answer
-        // rendered.
-        let body = match answer {
-            Ok(body) => body,
-            Err(mut answer) => {
-                answer.created = core.routing.clock.now_ms() / 1000;
-                let out = match (self.format, &self.echo) {
-                    (Format::Responses, Some(echo)) => {
-                        crate::canonical::responses::response_to_responses(&answer, echo)
-                    }
-                    (Format::OpenAi | Format::Responses, _) => {
-                        crate::canonical::openai::response_to_openai(&answer)
-                    }
-                    (Format::Anthropic, _) => crate::canonical::anthropic::response_to_anthropic(
-                        &answer,
-                        &target.model.id,
-                    ),
-                };
-                Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+                })?;
+                if wire == Wire::Gemini {
+                    // Gemini answers carry neither an id nor the model.
+                    answer.id = self.request_id.to_string();
+                    answer.model = target.model.id.clone();
+                }
+                self.render(answer, &target.model.id)
             }
+            Reply::Canonical(answer) => self.render(answer, &target.model.id),
         };
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -96,6 +75,23 @@ impl Out<'_> {
         );
         resp.headers_mut().extend(self.base.clone());
         Ok(resp)
+    }
+
+    /// A canonical answer in the client's format.
+    fn render(&self, mut answer: crate::canonical::ChatResponse, model: &str) -> Bytes {
+        answer.created = self.state.core.routing.clock.now_ms() / 1000;
+        let out = match (self.format, &self.echo) {
+            (Format::Responses, Some(echo)) => {
+                crate::canonical::responses::response_to_responses(&answer, echo)
+            }
+            (Format::OpenAi | Format::Responses, _) => {
+                crate::canonical::openai::response_to_openai(&answer)
+            }
+            (Format::Anthropic, _) => {
+                crate::canonical::anthropic::response_to_anthropic(&answer, model)
+            }
+        };
+        Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
     }
 
     /// A committed stream: the pump relays it in the client's format.
