@@ -136,8 +136,7 @@ async fn handle_client(
     admit(core, &client).await?;
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let now = core.routing.clock.now_ms();
-    let (inbound, _charge, echo) = parse(state, req, format, seen, request_id, now).await?;
+    let (inbound, _charge, echo) = parse(state, req, format, seen, request_id).await?;
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
@@ -219,7 +218,6 @@ async fn parse(
     format: Format,
     seen: &mut Seen,
     request_id: &str,
-    now_ms: i64,
 ) -> Result<(Inbound, super::budget::Charge, Option<Echo>), ApiError> {
     let anthropic_beta = req
         .headers()
@@ -257,7 +255,8 @@ async fn parse(
         Format::Responses => {
             let c = crate::canonical::responses::request_from_responses(&body)
                 .map_err(|e| ApiError::invalid(e.param, e.message))?;
-            echo = Some(Echo::new(&body, request_id, &c.model, now_ms / 1000));
+            let created = state.core.routing.clock.now_ms() / 1000;
+            echo = Some(Echo::new(&body, request_id, &c.model, created));
             // Its extras (response_format, parallel_tool_calls) are Chat Completions fields.
             let openai = crate::canonical::openai::request_to_openai(&c);
             responses_body = Some(body);
