@@ -295,3 +295,28 @@ impl ChatRequest {
         needs
     }
 }
+
+/// A client dialect's stream encoder: canonical events in, that dialect's events out, and the
+/// end of a complete answer.
+pub trait StreamEncode {
+    fn push(&mut self, ev: &StreamEvent, out: &mut String);
+    fn finish(&mut self, out: &mut String);
+}
+
+macro_rules! stream_encode {
+    ($($t:ty),*) => {$(
+        impl StreamEncode for $t {
+            fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+                <$t>::push(self, ev, out)
+            }
+            fn finish(&mut self, out: &mut String) {
+                <$t>::finish(self, out)
+            }
+        }
+    )*};
+}
+stream_encode!(
+    openai::StreamEncoder,
+    anthropic::StreamEncoder,
+    responses::StreamEncoder
+);

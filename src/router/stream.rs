@@ -53,6 +53,15 @@ pub enum Out {
 }
 
 impl Out {
+    /// The encoder for a hop that translates.
+    fn encoder(&mut self) -> &mut dyn crate::canonical::StreamEncode {
+        match self {
+            Out::OpenAi(enc) => enc.as_mut(),
+            Out::Anthropic(enc) => enc.as_mut(),
+            Out::Responses(enc) => enc.as_mut(),
+        }
+    }
+
     fn wire(&self) -> Option<Wire> {
         match self {
             Out::OpenAi(_) => Some(Wire::OpenAi),
@@ -329,22 +338,9 @@ impl Pump {
             return raw;
         }
         let mut out = String::new();
-        match &mut self.out {
-            Out::Anthropic(enc) => {
-                for ev in &d.events {
-                    enc.push(ev, &mut out);
-                }
-            }
-            Out::Responses(enc) => {
-                for ev in &d.events {
-                    enc.push(ev, &mut out);
-                }
-            }
-            Out::OpenAi(enc) => {
-                for ev in &d.events {
-                    enc.push(ev, &mut out);
-                }
-            }
+        let enc = self.out.encoder();
+        for ev in &d.events {
+            enc.push(ev, &mut out);
         }
         Bytes::from(out)
     }
@@ -365,32 +361,22 @@ impl Pump {
     }
 
     fn end_frame(&mut self, raw: Option<Bytes>) -> Bytes {
-        let same = self.same_format();
-        match &mut self.out {
-            Out::OpenAi(_) if same => {
-                raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n"))
-            }
-            Out::OpenAi(enc) => {
-                let mut out = String::new();
-                enc.finish(&mut out);
-                Bytes::from(out)
-            }
-            Out::Anthropic(_) if same => raw.unwrap_or_else(|| {
-                Bytes::from_static(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-            }),
-            Out::Anthropic(enc) => {
-                let mut out = String::new();
-                enc.finish(&mut out);
-                Bytes::from(out)
-            }
-            // A Responses stream has no terminator of its own: its `response.completed` went by.
-            Out::Responses(_) if same => raw.unwrap_or_default(),
-            Out::Responses(enc) => {
-                let mut out = String::new();
-                enc.finish(&mut out);
-                Bytes::from(out)
-            }
+        if self.same_format() {
+            return match &self.out {
+                Out::OpenAi(_) => raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n")),
+                Out::Anthropic(_) => raw.unwrap_or_else(|| {
+                    Bytes::from_static(
+                        b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+                    )
+                }),
+                // A Responses stream has no terminator of its own: its `response.completed`
+                // went by.
+                Out::Responses(_) => raw.unwrap_or_default(),
+            };
         }
+        let mut out = String::new();
+        self.out.encoder().finish(&mut out);
+        Bytes::from(out)
     }
 
     /// A break after content is a transient failure of the serving provider: in the log and
