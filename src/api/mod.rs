@@ -10,6 +10,7 @@ mod admission;
 pub(crate) mod anthropic;
 pub(crate) mod budget;
 pub(crate) mod clients;
+mod codex;
 pub(crate) mod error;
 pub(crate) mod json;
 pub(crate) mod manage;

@@ -1,6 +1,6 @@
 //! Inbound OpenAI Chat Completions (`POST /v1/chat/completions`) and `GET /v1/models`.
 
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -9,6 +9,12 @@ use serde_json::json;
 use super::admission::{admits, Admits};
 use super::pipeline::{handle, header_value, log_failure, new_request_id, Format};
 use super::{authenticate, AppState};
+
+#[derive(serde::Deserialize)]
+pub struct ModelsQuery {
+    /// Codex's version: Codex asks so for its models' metadata.
+    client_version: Option<String>,
+}
 
 pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
     let request_id = new_request_id();
@@ -24,8 +30,12 @@ pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Re
 }
 
 /// `GET /v1/models`: OpenAI's list shape, or Anthropic's when the request carries
-/// `anthropic-version`.
-pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// `anthropic-version`; Codex (`?client_version=`) also gets its own `models` list.
+pub async fn models(
+    State(state): State<AppState>,
+    Query(query): Query<ModelsQuery>,
+    headers: HeaderMap,
+) -> Response {
     let anthropic = headers.contains_key("anthropic-version");
     let client = match authenticate(&state.core, &headers) {
         Ok(c) => c,
@@ -65,9 +75,14 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
     }
     for p in snap.enabled() {
         push(p.id().to_string(), p.id());
-        for m in &p.models {
+        // `*` (any model, for a passthrough provider) is not a name a client can send.
+        for m in p.models.iter().filter(|m| m.id != "*") {
             push(format!("{}/{}", p.id(), m.id), p.id());
         }
     }
-    Json(json!({"object": "list", "data": data})).into_response()
+    let mut list = json!({"object": "list", "data": data});
+    if let Some(version) = query.client_version {
+        list["models"] = super::codex::models(&state, &headers, &version).await;
+    }
+    Json(list).into_response()
 }

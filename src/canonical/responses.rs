@@ -6,20 +6,23 @@
 //! other formats: they travel as a function with one string parameter, `input`, whose
 //! description carries the tool's grammar, and come back to the client as `custom_tool_call`
 //! items with the raw input. Reasoning items (encrypted, for OpenAI's own servers) are dropped.
+//! Tools may also come in an `additional_tools` input item and in namespaces (current Codex
+//! declares its tools so): a namespaced tool travels as `<namespace>__<name>` and its calls go
+//! back with their `namespace`, as the client declared them (`ClientTools`).
 
 mod stream;
+mod tools;
 pub mod upstream;
 
 use serde_json::{json, Map, Value};
 
 use super::{
     invalid, kind_of, ChatRequest, ChatResponse, InvalidRequest, Message, Part, Role, StopReason,
-    Tool, Usage,
+    Usage,
 };
 pub use stream::StreamEncoder;
-
-/// The one parameter a freeform tool has on upstreams without freeform tools.
-const FREEFORM_PARAM: &str = "input";
+pub use tools::ClientTools;
+use tools::{called_name, freeform_input, tools, FREEFORM_PARAM};
 
 /// A Responses request as a canonical request.
 pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, InvalidRequest> {
@@ -108,18 +111,22 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
     match kind {
         "message" => push_message(req, i, item),
         "function_call" => {
-            push_call(req, s("call_id"), s("name"), s("arguments"));
+            push_call(req, s("call_id"), called_name(item), s("arguments"));
             Ok(())
         }
         "custom_tool_call" => {
             let arguments = json!({ FREEFORM_PARAM: s("input") }).to_string();
-            push_call(req, s("call_id"), s("name"), arguments);
+            push_call(req, s("call_id"), called_name(item), arguments);
             Ok(())
         }
         "function_call_output" | "custom_tool_call_output" => {
             let content = match item.get("output") {
                 Some(Value::String(t)) => t.clone(),
-                Some(v @ Value::Array(_)) => text_of(v),
+                // Codex sends a tool's output as a list of text parts, pieces of one text.
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
                 Some(v) => v.to_string(),
                 None => String::new(),
             };
@@ -133,7 +140,8 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
             });
             Ok(())
         }
-        // Reasoning is for the server that produced it; other items have no canonical slot.
+        // Tools declared in the input were read with the others (`declared`). Reasoning is for
+        // the server that produced it; other items have no canonical slot.
         _ => Ok(()),
     }
 }
@@ -228,93 +236,6 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-/// Function and freeform tools; others (hosted tools such as web search) cannot run anywhere
-/// but on OpenAI's servers and are left out.
-fn tools(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidRequest> {
-    let list = match body.get("tools") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(t)) => t,
-        Some(v) => {
-            return Err(invalid(
-                "tools",
-                format!("`tools` must be a list, not {}", kind_of(v)),
-            ))
-        }
-    };
-    let mut out = Vec::new();
-    for (i, t) in list.iter().enumerate() {
-        let kind = t.get("type").and_then(Value::as_str).unwrap_or_default();
-        if kind != "function" && kind != "custom" {
-            continue;
-        }
-        let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
-            invalid(
-                format!("tools[{i}].name"),
-                "a function or custom tool needs a `name`",
-            )
-        })?;
-        let description = t
-            .get("description")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        out.push(if kind == "function" {
-            Tool {
-                name: name.to_string(),
-                description,
-                parameters: t
-                    .get("parameters")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            }
-        } else {
-            freeform_tool(name, description, t.get("format"))
-        });
-    }
-    Ok(out)
-}
-
-/// A freeform tool as a function with one string parameter; its grammar, when it has one, is
-/// what the model must write in it.
-fn freeform_tool(name: &str, description: Option<String>, format: Option<&Value>) -> Tool {
-    let grammar = format
-        .and_then(|f| f.get("definition"))
-        .and_then(Value::as_str);
-    let input = match grammar {
-        Some(g) => format!("The tool's raw input, exactly in this grammar:\n{g}"),
-        None => "The tool's raw input.".to_string(),
-    };
-    Tool {
-        name: name.to_string(),
-        description,
-        parameters: json!({"type": "object",
-            "properties": {FREEFORM_PARAM: {"type": "string", "description": input}},
-            "required": [FREEFORM_PARAM], "additionalProperties": false}),
-    }
-}
-
-/// The names of the request's freeform tools (their calls go back as `custom_tool_call`).
-pub fn freeform_tools(body: &Map<String, Value>) -> Vec<String> {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|t| t.get("type").and_then(Value::as_str) == Some("custom"))
-        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
-        .collect()
-}
-
-/// The raw input of a freeform tool call from its function arguments.
-fn freeform_input(arguments: &str) -> String {
-    serde_json::from_str::<Value>(arguments)
-        .ok()
-        .and_then(|v| {
-            v.get(FREEFORM_PARAM)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| arguments.to_string())
-}
-
 fn tool_choice(tc: &Value) -> Option<Value> {
     match tc {
         Value::String(s) => Some(json!(s)),
@@ -345,7 +266,7 @@ pub struct Echo {
     pub id: String,
     pub model: String,
     pub created: i64,
-    pub freeform: Vec<String>,
+    pub tools: ClientTools,
     fields: Map<String, Value>,
 }
 
@@ -386,7 +307,7 @@ impl Echo {
             id: format!("resp_{id}"),
             model: model.to_string(),
             created,
-            freeform: freeform_tools(body),
+            tools: ClientTools::of(body),
             fields,
         }
     }
@@ -413,16 +334,30 @@ impl Echo {
         Value::Object(r)
     }
 
-    /// A tool call as its output item: `custom_tool_call` for a freeform tool.
-    fn call_item(&self, n: usize, id: &str, name: &str, arguments: &str) -> Value {
-        if self.freeform.iter().any(|f| f == name) {
-            json!({"type": "custom_tool_call", "id": format!("ctc_{}_{n}", self.id),
-                "call_id": id, "name": name, "input": freeform_input(arguments),
-                "status": "completed"})
+    /// A tool call as its output item: `custom_tool_call` for a freeform tool; `status` is
+    /// `in_progress` while it streams (then with empty arguments) and `completed` after.
+    fn call_item(
+        &self,
+        item_id: String,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+        status: &str,
+    ) -> Value {
+        let mut item = if self.tools.is_freeform(name) {
+            let input = if arguments.is_empty() {
+                String::new()
+            } else {
+                freeform_input(arguments)
+            };
+            json!({"type": "custom_tool_call", "id": item_id, "call_id": call_id,
+                "input": input, "status": status})
         } else {
-            json!({"type": "function_call", "id": format!("fc_{}_{n}", self.id),
-                "call_id": id, "name": name, "arguments": arguments, "status": "completed"})
-        }
+            json!({"type": "function_call", "id": item_id, "call_id": call_id,
+                "arguments": arguments, "status": status})
+        };
+        self.tools.name_into(name, &mut item);
+        item
     }
 }
 
@@ -460,7 +395,13 @@ pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
             arguments,
         } = p
         {
-            output.push(echo.call_item(n, id, name, arguments));
+            let kind = if echo.tools.is_freeform(name) {
+                "ctc"
+            } else {
+                "fc"
+            };
+            let item_id = format!("{kind}_{}_{n}", echo.id);
+            output.push(echo.call_item(item_id, id, name, arguments, "completed"));
         }
     }
     let status = match r.stop {

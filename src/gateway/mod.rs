@@ -235,8 +235,10 @@ impl Core {
             .providers
             .iter()
             .filter(|p| {
+                // A provider on the client's credential has no key of Baton's to ask with.
                 p.config.enabled
                     && !p.config.kind.is_cli()
+                    && p.config.credentials.is_baton()
                     && only.is_none_or(|id| id == p.id())
                     && p.unavailable().is_none()
             })

@@ -102,7 +102,7 @@ pub fn classify_http(
         class,
         reason: format!(
             "HTTP {status}: {}{}",
-            subscription_cap(headers).unwrap_or_default(),
+            subscription_cap(headers, &f).unwrap_or_default(),
             super::truncate(f.message.trim(), 240)
         ),
         reset_at_ms,
@@ -114,10 +114,14 @@ pub fn classify_http(
     }
 }
 
-/// A Claude subscription's cap (`anthropic-ratelimit-unified-status: rejected`), in words, with
-/// the window its representative claim names.
-fn subscription_cap(headers: &HeaderMap) -> Option<String> {
+/// A subscription's cap in words: a Claude plan's (`anthropic-ratelimit-unified-status:
+/// rejected`, with the window its representative claim names) or a ChatGPT plan's (the Codex
+/// backend's `usage_limit_reached`).
+fn subscription_cap(headers: &HeaderMap, f: &Fields) -> Option<String> {
     let get = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+    if f.etype == "usage_limit_reached" || f.code == "usage_limit_reached" {
+        return Some("subscription limit reached: ".into());
+    }
     if get("anthropic-ratelimit-unified-status") != Some("rejected") {
         return None;
     }

@@ -118,6 +118,28 @@ pub fn models_request(
     })
 }
 
+/// `GET {baseUrl}/models?client_version=…` on the client's own login, for a
+/// `credentials: "client"` provider: Codex asks its provider for its models' metadata so.
+pub fn client_models_request(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    credential: &super::ClientCredential,
+    client_version: &str,
+) -> reqwest::RequestBuilder {
+    // Only a version's own characters go into the URL.
+    let version: String = client_version
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+        .take(40)
+        .collect();
+    let base = p.config.base_url.trim_end_matches('/');
+    let rb = client.get(format!("{base}/models?client_version={version}"));
+    credential
+        .headers
+        .iter()
+        .fold(rb, |rb, (name, value)| rb.header(name, value.clone()))
+}
+
 /// A transport error in words, without URLs (which could carry credentials for some services).
 pub fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {

@@ -289,8 +289,15 @@ impl Drop for Abandon {
 
 /// `GET /v1/models`, in the shape of the API the caller's authentication belongs to: Anthropic's
 /// for `x-api-key`, OpenAI's otherwise. Strict, each API's own refusal without its headers.
-async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+async fn models(
+    State(s): State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
     s.lists.lock().unwrap().push(headers.clone());
+    if uri.query().is_some_and(|q| q.contains("client_version=")) {
+        return responses::codex_models(&s, &headers);
+    }
     let id = format!("{}-model", s.name);
     if headers.contains_key("x-api-key") {
         if s.strict() && !headers.contains_key("anthropic-version") {
@@ -496,6 +503,41 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "auto" => Behavior::Auto,
         "429" => Behavior::rate_limited(Some(30)),
         "429-no-retry-after" => Behavior::rate_limited(None),
+        // A Claude subscription's cap as the API answers it: the unified status rejected, the
+        // 5-hour window binding, back in an hour.
+        "claude-cap" => {
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() + 3600)
+                .unwrap_or_default();
+            Behavior::Status {
+                status: 429,
+                body: json!({"type": "error", "error": {"type": "rate_limit_error",
+                    "message": "This request would exceed your account's rate limit. Please try again later."}}),
+                headers: vec![
+                    (
+                        "anthropic-ratelimit-unified-status".into(),
+                        "rejected".into(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-reset".into(),
+                        reset.to_string(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-representative-claim".into(),
+                        "five_hour".into(),
+                    ),
+                ],
+            }
+        }
+        // The Codex backend's subscription cap: back in an hour.
+        "usage-limit" => Behavior::Status {
+            status: 429,
+            body: json!({"error": {"type": "usage_limit_reached",
+                "message": "The usage limit has been reached", "plan_type": "plus",
+                "resets_in_seconds": 3600}}),
+            headers: Vec::new(),
+        },
         "500" => Behavior::status(500),
         "503" => Behavior::status(503),
         "400" => Behavior::status(400),

@@ -34,15 +34,31 @@ fn last_user(body: &Value) -> String {
     }
 }
 
-/// The output item for a tool call: `custom_tool_call` when the request's tool is freeform.
-fn call_item(body: &Value, name: &str, arguments: &str) -> Value {
-    let freeform = body
-        .get("tools")
+/// Whether the request declares `name` as a freeform tool: in `tools` or, as current Codex
+/// does, in an `additional_tools` input item (possibly inside a namespace).
+fn is_freeform(body: &Value, name: &str) -> bool {
+    let additional = body
+        .get("input")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .any(|t| t["type"] == "custom" && t["name"] == name);
-    if freeform {
+        .filter(|i| i["type"] == "additional_tools")
+        .filter_map(|i| i.get("tools").and_then(Value::as_array));
+    let lists = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .chain(additional);
+    lists.flatten().any(|t| {
+        let inner = t.get("tools").and_then(Value::as_array);
+        let mut all = std::iter::once(t).chain(inner.into_iter().flatten());
+        all.any(|t| t["type"] == "custom" && t["name"] == name)
+    })
+}
+
+/// The output item for a tool call: `custom_tool_call` when the request's tool is freeform.
+fn call_item(body: &Value, name: &str, arguments: &str) -> Value {
+    if is_freeform(body, name) {
         let input = serde_json::from_str::<Value>(arguments)
             .ok()
             .and_then(|v| v.get("input").and_then(Value::as_str).map(str::to_string))
@@ -53,6 +69,39 @@ fn call_item(body: &Value, name: &str, arguments: &str) -> Value {
         json!({"type": "function_call", "id": "fc_fake1", "call_id": "call_fake1",
             "name": name, "arguments": arguments, "status": "completed"})
     }
+}
+
+/// The Codex backend's `GET /models?client_version=…`: one model, `gpt-<name>-codex`, with the
+/// metadata that makes Codex offer its classic tools (a shell function and the freeform
+/// `apply_patch`). With `only_subscription`, only for that login.
+pub(crate) fn codex_models(s: &Shared, headers: &HeaderMap) -> Response {
+    let subscription = s.subscription.lock().unwrap().clone();
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok());
+    if let Some(token) = subscription {
+        if authorization != Some(&format!("Bearer {token}")) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(
+                    json!({"error": {"message": "Your authentication token is not valid",
+                    "code": "token_invalid"}}),
+                ),
+            )
+                .into_response();
+        }
+    }
+    let slug = format!("gpt-{}-codex", s.name);
+    axum::Json(json!({"models": [{
+        "slug": slug, "display_name": slug, "description": "A fake Codex model.",
+        "default_reasoning_level": "low",
+        "supported_reasoning_levels": [{"effort": "low", "description": "Fast"}],
+        "shell_type": "shell_command", "visibility": "hide", "supported_in_api": true,
+        "priority": 1, "upgrade": null, "base_instructions": "You are a fake coding agent.",
+        "supports_reasoning_summaries": false, "support_verbosity": false,
+        "default_verbosity": null, "apply_patch_tool_type": "freeform",
+        "truncation_policy": {"mode": "tokens", "limit": 10000},
+        "supports_parallel_tool_calls": false, "context_window": 200000,
+        "experimental_supported_tools": [], "input_modalities": ["text"]}]}))
+    .into_response()
 }
 
 pub(crate) async fn create(

@@ -64,6 +64,36 @@ class Baton:
         return self.proc.returncode
 
 
+class EventTap:
+    """Collects the gateway's events (`GET /admin/events`) in the background."""
+
+    def __init__(self, baton):
+        import threading
+        self.events = []
+        req = urllib.request.Request(baton.url + "/admin/events", headers={
+            "x-admin-key": (baton.data / "admin.key").read_text().strip()})
+        self.resp = urllib.request.urlopen(req)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for raw in self.resp:
+                line = raw.decode().strip()
+                if line.startswith("data:"):
+                    self.events.append(json.loads(line[5:]))
+        except Exception:
+            pass
+
+    def of(self, kind):
+        return [e for e in self.events if e.get("type") == kind]
+
+
+def admin_state(baton):
+    req = urllib.request.Request(baton.url + "/admin/state", headers={
+        "x-admin-key": (baton.data / "admin.key").read_text().strip()})
+    return urllib.request.urlopen(req).read().decode()
+
+
 def provider(pid, fake, priority):
     return {"id": pid, "kind": "openai-compatible", "baseUrl": fake.url + "/v1",
             "models": [f"{pid}-model"], "priority": priority,

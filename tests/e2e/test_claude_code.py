@@ -91,8 +91,11 @@ def test_claude_code_through_an_anthropic_upstream(tmp_path):
 
 def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
     """Claude Code logged in with a (fake) subscription: its own login goes through Baton to the
-    subscription provider, which takes nothing else; at the cap, the next provider answers."""
-    from conftest import Baton, Fake
+    subscription provider, which takes nothing else, for a plain answer and a tool turn; at the
+    cap (Anthropic's own 429, unified status rejected) the next provider, OpenAI-compatible,
+    answers, a tool turn translated both ways; one failover event; while the cap lasts Claude
+    Code's requests skip the capped account; the login appears nowhere."""
+    from conftest import Baton, EventTap, Fake, admin_state
     if not os.path.exists(CLAUDE):
         if os.environ.get("CI"):
             pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
@@ -105,6 +108,7 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
          "baseUrl": sub.url + "/v1", "credentials": "client", "models": ["*"], "priority": 1},
         {"id": "b", "kind": "openai-compatible", "baseUrl": other.url + "/v1", "models": ["b-model"],
          "priority": 2}])
+    tap = EventTap(gw)
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
@@ -112,6 +116,8 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
         "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
     work = tmp_path / "work"
     work.mkdir()
+    (work / "note.txt").write_text("the secret word is baton\n")
+    read_note = "tool:Read:" + json.dumps({"file_path": str(work / "note.txt")})
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
         "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
@@ -123,17 +129,50 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
         out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
-        return json.loads(out.stdout)
+        result = json.loads(out.stdout)
+        assert result["is_error"] is False, result
+        return result
 
     try:
         result = ask("say hi")
-        assert result["is_error"] is False, result
         assert result["result"] == "claude: say hi", "the subscription answered (it takes only that login)"
-        sub.script("429")
-        result = ask("say hi")
-        assert result["is_error"] is False, result
-        assert result["result"] == "b: say hi", "at the cap the next provider answered"
+
+        # A tool turn on the subscription: Claude Code reads the file and sends the result back.
+        sub.script(read_note)
+        result = ask("read note.txt")
+        assert result["num_turns"] >= 2, "Claude Code ran the tool and asked again"
+        sent = sub.stats()["last"]
+        results = [b for m in sent["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        assert results and "the secret word is baton" in json.dumps(results[-1])
+        hits = sub.stats()["hits"]
+
+        # The cap: the OpenAI-compatible provider serves the turn, its tool call translated to
+        # Claude Code's tool_use and the result back to an OpenAI tool message.
+        sub.script("claude-cap")
+        other.script(read_note)
+        result = ask("read note.txt again")
+        assert result["num_turns"] >= 2, result
+        assert result["result"].startswith("b: "), result
+        sent = other.stats()["last"]
+        tool_msgs = [m for m in sent["messages"] if m["role"] == "tool"]
+        assert tool_msgs and "the secret word is baton" in json.dumps(tool_msgs[-1]["content"])
+        calls = [m for m in sent["messages"] if m.get("tool_calls")]
+        assert calls[-1]["tool_calls"][0]["function"]["name"] == "Read"
+        assert sub.stats()["hits"] == hits + 1, "the capped account was asked once"
+
+        # While the cap lasts, Claude Code's requests go straight to the next provider.
+        assert ask("say hi")["result"] == "b: say hi"
+        assert sub.stats()["hits"] == hits + 1
+        failovers = tap.of("failover")
+        assert len(failovers) == 1, failovers
+        assert failovers[0]["message"].startswith("Claude subscription limit reached — back at"), \
+            failovers[0]
+        assert failovers[0]["reset_at_ms"], "cools until the reset Anthropic stated"
+        assert token not in admin_state(gw)
     finally:
         gw.stop()
         sub.stop()
         other.stop()
+    log = gw.proc.stderr.read()
+    assert "claude-sub" in log and token not in log, "the login is never logged"

@@ -33,8 +33,16 @@ def chatgpt_login(codex_home):
     return access
 
 
+PATCH = "*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch\n"
+
+
 def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
-    from conftest import Baton, Fake
+    """A whole Codex session on the subscription: a plain answer; the backend's own model list
+    reaching Codex through Baton (so Codex offers that model's classic tools), a shell function
+    call and an `apply_patch` freeform call that Codex runs; then the cap, and the next turn
+    served by an Anthropic provider, Codex's freeform `exec` tool translated there and back, the
+    patch applied; later turns go straight to the fallback; the login appears nowhere."""
+    from conftest import Baton, EventTap, Fake, admin_state
     if not os.path.exists(CODEX):
         if os.environ.get("CI"):
             pytest.fail(f"Codex is not installed at {CODEX}; .ci/run installs it")
@@ -50,6 +58,7 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
          "credentials": "client", "models": ["*"], "priority": 1},
         {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
          "models": ["claude-real-model"], "priority": 2}], model_map={"gpt-*": "auto"})
+    tap = EventTap(gw)
     (codex_home / "config.toml").write_text(
         'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
         f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
@@ -59,21 +68,70 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
            "BATON_KEY": gw.key}
 
-    def ask(prompt):
-        out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", prompt], cwd=work, env=env,
+    def ask(prompt, *extra):
+        # No sandbox: Codex's own sandbox helper cannot be installed under /tmp.
+        out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
+                              "danger-full-access", *extra, prompt], cwd=work, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
+        for complaint in ("failed to decode models", "failed to refresh available models",
+                          "Model metadata for"):
+            assert complaint not in out.stderr, out.stderr
         return out.stdout
+
+    def sent_items(fake, kind):
+        return [i for i in fake.stats()["last"].get("input", []) if i.get("type") == kind]
 
     try:
         # Codex's own model name goes to the subscription unchanged, its request passed through.
         assert "chatgpt: say hi" in ask("say hi"), "the subscription answered (it takes only that login)"
         sent = sub.stats()["last"]
-        assert sent["model"].startswith("gpt-") and sent["store"] is False
-        sub.script("429")
-        assert "claude: say hi" in ask("say hi"), "at the cap the next provider answered, translated"
-        assert other.stats()["last"]["model"] == "claude-real-model"
+        assert sent["store"] is False
+
+        # The backend's model list reached Codex: its model (the fake's `gpt-chatgpt-codex`, with
+        # the classic tools) is one Codex knows, without a warning, and offers the tools of.
+        sub.script('tool:exec_command:{"cmd": "echo SHELL_OK"}')
+        ask("run the shell", "-m", "gpt-chatgpt-codex")
+        tools = {t.get("name"): t.get("type") for t in sub.stats()["last"]["tools"]}
+        assert tools.get("exec_command") == "function" and tools.get("apply_patch") == "custom", tools
+        outputs = sent_items(sub, "function_call_output")
+        assert outputs and "SHELL_OK" in json.dumps(outputs[-1]), "Codex ran the shell call"
+
+        patch = PATCH.format(name="sub.txt", text="from the subscription")
+        sub.script("tool:apply_patch:" + json.dumps({"input": patch}))
+        ask("patch it", "-m", "gpt-chatgpt-codex")
+        assert (work / "sub.txt").read_text() == "from the subscription\n"
+        assert sent_items(sub, "custom_tool_call_output"), "the patch result went back"
+        hits = sub.stats()["hits"]
+
+        # The cap: the turn goes to Anthropic. Codex's own default model has its tools in the
+        # input, in namespaces, its freeform `exec` running JavaScript that calls the others: `exec`
+        # travels as a function there, and its call comes back as Codex's freeform call.
+        sub.script("usage-limit")
+        patch = PATCH.format(name="fallback.txt", text="from the fallback")
+        script = f"await tools.apply_patch({json.dumps(patch)}); text('patched');"
+        other.script("tool:exec:" + json.dumps({"input": script}))
+        ask("patch it again")
+        assert (work / "fallback.txt").read_text() == "from the fallback\n", "Codex applied it"
+        sent = other.stats()["last"]
+        assert sent["model"] == "claude-real-model"
+        exec_tool = next(t for t in sent["tools"] if t["name"] == "exec")
+        assert exec_tool["input_schema"]["required"] == ["input"]
+        results = [b for m in sent["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        assert results and "patched" in json.dumps(results[-1]), "the tool's output went back"
+        assert sub.stats()["hits"] == hits + 1, "the capped account was asked once"
+
+        # While the cap lasts, Codex's turns go straight to the fallback.
+        assert "claude: say hi" in ask("say hi")
+        assert sub.stats()["hits"] == hits + 1
+        failovers = tap.of("failover")
+        assert len(failovers) == 1, failovers
+        assert "subscription limit reached" in failovers[0]["message"], failovers[0]
+        assert access not in admin_state(gw)
     finally:
         gw.stop()
         sub.stop()
         other.stop()
+    log = gw.proc.stderr.read()
+    assert "chatgpt" in log and access not in log, "the login is never logged"

@@ -228,3 +228,84 @@ fn client_credentials_are_configured_with_no_keys_and_any_model_only_there() {
     )
     .is_ok());
 }
+
+/// Codex asks its provider for its models' metadata (`GET /models?client_version=…`) in the
+/// Codex backend's own shape; on its ChatGPT login Baton asks the subscription provider, with
+/// that login only, and answers an empty list (never an error) when it cannot.
+#[tokio::test]
+async fn codex_gets_its_models_metadata_from_its_own_backend() {
+    const TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjb2RleCJ9.c2lnbmF0dXJl";
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FakeUpstream::start("chatgpt").await;
+    backend.only_subscription(TOKEN);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "chatgpt", "kind": "openai-responses", "baseUrl": backend.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1}]}),
+    )
+    .await;
+    let codex = |token: &str| {
+        baton
+            .http
+            .get(format!("{}/v1/models?client_version=0.171.0", baton.url))
+            .header("x-baton-key", &baton.key)
+            .header("authorization", format!("Bearer {token}"))
+            .header("chatgpt-account-id", "acct-1")
+            .header("originator", "codex_exec")
+    };
+    let r = codex(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["models"][0]["slug"], "gpt-chatgpt-codex");
+    assert_eq!(v["models"][0]["apply_patch_tool_type"], "freeform");
+    assert_eq!(
+        v["object"], "list",
+        "still an OpenAI list for everyone else"
+    );
+    let names: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.contains(&"chatgpt/*"),
+        "`*` is not a model name: {names:?}"
+    );
+    let asked = backend.model_list_requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["authorization"], format!("Bearer {TOKEN}"));
+    assert_eq!(asked[0]["chatgpt-account-id"], "acct-1");
+    assert!(
+        !asked[0].contains_key("x-baton-key"),
+        "Baton's key stays here"
+    );
+
+    // A login the backend refuses, and no login at all: an empty list, still a 200.
+    let r = codex("eyJhbGciOiJub25lIn0.eyJzdWIiOiJvdGhlciJ9.c2ln")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["models"], json!([]));
+    let r = baton
+        .http
+        .get(format!("{}/v1/models?client_version=0.171.0", baton.url))
+        .bearer_auth(&baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["models"], json!([]));
+    assert_eq!(backend.model_list_requests().len(), 2, "no login, no call");
+    // Other clients get the plain OpenAI list.
+    let r = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .bearer_auth(&baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.json::<Value>().await.unwrap().get("models").is_none());
+    baton.stop().await;
+}

@@ -66,19 +66,15 @@ impl StreamEncoder {
             StreamEvent::ToolCallStart { index, id, name } => {
                 self.close_message(out);
                 let output_index = self.take_index();
-                let freeform = self.echo.freeform.iter().any(|f| f == name);
+                let freeform = self.echo.tools.is_freeform(name);
                 let item_id = format!(
                     "{}_{}_{output_index}",
                     if freeform { "ctc" } else { "fc" },
                     self.echo.id
                 );
-                let item = if freeform {
-                    json!({"type": "custom_tool_call", "id": item_id, "call_id": id,
-                        "name": name, "input": "", "status": "in_progress"})
-                } else {
-                    json!({"type": "function_call", "id": item_id, "call_id": id,
-                        "name": name, "arguments": "", "status": "in_progress"})
-                };
+                let item = self
+                    .echo
+                    .call_item(item_id.clone(), id, name, "", "in_progress");
                 self.frame(
                     out,
                     "response.output_item.added",
@@ -227,15 +223,14 @@ impl StreamEncoder {
     }
 
     fn close_call(&mut self, call: Call, out: &mut String) {
+        let (id, oi) = (&call.item_id, call.output_index);
         let item = self.echo.call_item(
-            call.output_index,
+            id.clone(),
             &call.call_id,
             &call.name,
             &call.arguments,
+            "completed",
         );
-        let (id, oi) = (&call.item_id, call.output_index);
-        let mut item = item;
-        item["id"] = json!(id);
         if call.freeform {
             let input = item["input"].clone();
             self.frame(
@@ -252,7 +247,7 @@ impl StreamEncoder {
             self.frame(
                 out,
                 "response.function_call_arguments.done",
-                json!({"item_id": id, "output_index": oi, "name": call.name,
+                json!({"item_id": id, "output_index": oi, "name": item["name"],
                     "arguments": call.arguments}),
             );
         }

@@ -200,3 +200,134 @@ fn a_complete_answer_and_a_cut_one() {
     assert_eq!(r["output"][1]["input"], "P");
     assert_eq!(r["output"][1]["call_id"], "call_3");
 }
+
+/// Codex 0.171's own shape: its tools in an `additional_tools` input item, grouped in
+/// namespaces (the default `functions` one holds the freeform `exec`), a tool's output as a
+/// list of text parts, and earlier calls carrying their `namespace`.
+fn codex_171_like() -> Map<String, Value> {
+    obj(json!({
+        "model": "gpt-6.2-sol", "stream": true, "store": false, "tool_choice": "auto",
+        "input": [
+            {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": [
+                {"type": "namespace", "name": "functions", "description": "", "tools": [
+                    {"type": "custom", "name": "exec", "description": "Run JavaScript.",
+                     "format": {"type": "grammar", "syntax": "lark", "definition": "start: SOURCE"}},
+                    {"type": "function", "name": "wait", "parameters": {"type": "object", "properties": {}}}
+                ]},
+                {"type": "namespace", "name": "clock", "tools": [
+                    {"type": "function", "name": "sleep", "parameters": {"type": "object",
+                     "properties": {"duration_ms": {"type": "number"}}}}
+                ]}
+            ]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "nap, then patch"}]},
+            {"type": "function_call", "call_id": "call_a", "name": "sleep", "namespace": "clock",
+             "arguments": "{\"duration_ms\":5}"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "Sleep completed."},
+            {"type": "custom_tool_call", "call_id": "call_b", "name": "exec", "input": "await tools.apply_patch(P)"},
+            {"type": "custom_tool_call_output", "call_id": "call_b", "output": [
+                {"type": "input_text", "text": "Script completed\nOutput:\n"},
+                {"type": "input_text", "text": "patched"}]}
+        ]
+    }))
+}
+
+#[test]
+fn tools_declared_in_input_and_namespaces_travel_flat_and_come_back_namespaced() {
+    let body = codex_171_like();
+    let r = request_from_responses(&body).unwrap();
+    let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["exec", "wait", "clock__sleep"]);
+    assert_eq!(r.tools[0].parameters["required"], json!(["input"]));
+    assert_eq!(
+        r.system,
+        Vec::<String>::new(),
+        "the tools item is not a message"
+    );
+    let calls: Vec<&str> = r
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|p| match p {
+            Part::ToolCall { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["clock__sleep", "exec"]);
+    let outputs: Vec<&str> = r
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|p| match p {
+            Part::ToolResult { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outputs,
+        ["Sleep completed.", "Script completed\nOutput:\npatched"]
+    );
+
+    // Back to the client: the namespaced call with its namespace, the freeform one raw.
+    let echo = Echo::new(&body, "req3", "gpt-6.2-sol", 1);
+    let answer = ChatResponse {
+        id: "x".into(),
+        model: "m".into(),
+        created: 1,
+        content: vec![
+            Part::ToolCall {
+                id: "call_c".into(),
+                name: "clock__sleep".into(),
+                arguments: "{\"duration_ms\":1}".into(),
+            },
+            Part::ToolCall {
+                id: "call_d".into(),
+                name: "exec".into(),
+                arguments: json!({"input": "text('hi')"}).to_string(),
+            },
+        ],
+        stop: Some(StopReason::ToolCalls),
+        usage: None,
+    };
+    let r = response_to_responses(&answer, &echo);
+    assert_eq!(r["output"][0]["type"], "function_call");
+    assert_eq!(r["output"][0]["name"], "sleep");
+    assert_eq!(r["output"][0]["namespace"], "clock");
+    assert_eq!(r["output"][1]["type"], "custom_tool_call");
+    assert_eq!(r["output"][1]["name"], "exec");
+    assert!(r["output"][1].get("namespace").is_none());
+    assert_eq!(r["output"][1]["input"], "text('hi')");
+
+    // Streamed, the same names on every event that carries one.
+    let mut enc = StreamEncoder::new(Echo::new(&body, "req4", "gpt-6.2-sol", 1));
+    let mut out = String::new();
+    for ev in [
+        StreamEvent::ToolCallStart {
+            index: 0,
+            id: "call_e".into(),
+            name: "clock__sleep".into(),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            arguments: "{}".into(),
+        },
+        StreamEvent::Finish(StopReason::ToolCalls),
+    ] {
+        enc.push(&ev, &mut out);
+    }
+    enc.finish(&mut out);
+    let f = frames(&out);
+    let named: Vec<(&str, &Value)> = f
+        .iter()
+        .filter_map(|e| {
+            let name = e.get("item").map(|i| &i["name"]).or(e.get("name"))?;
+            Some((e["type"].as_str().unwrap(), name))
+        })
+        .collect();
+    assert_eq!(named.len(), 3, "{named:?}");
+    assert!(named.iter().all(|(_, n)| *n == "sleep"), "{named:?}");
+    let added = f
+        .iter()
+        .find(|e| e["type"] == "response.output_item.added")
+        .unwrap();
+    assert_eq!(added["item"]["namespace"], "clock");
+}
