@@ -363,6 +363,8 @@ pub fn request_to_anthropic(
                 Part::ToolResult { call_id, content } => {
                     Some(json!({"type": "tool_result", "tool_use_id": call_id, "content": content}))
                 }
+                // Unsigned reasoning from elsewhere: Anthropic takes only its own, signed.
+                Part::Reasoning(_) => None,
             })
             .collect();
         if blocks.is_empty() {
@@ -474,6 +476,12 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
                     .to_string(),
             )),
             Some("tool_use") => Some(tool_use_part(b)),
+            // Readable thinking (not `redacted_thinking`); its signature stays here.
+            Some("thinking") => b
+                .get("thinking")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(|t| Part::Reasoning(t.to_string())),
             _ => None,
         })
         .collect();

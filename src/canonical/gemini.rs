@@ -50,6 +50,8 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
                     let name = names.iter().find(|(id, _)| id == call_id).map_or(call_id.as_str(), |(_, n)| n);
                     Some(json!({"functionResponse": {"name": name, "response": {"content": content}}}))
                 }
+                // Reasoning is the answering model's, not part of the conversation sent on.
+                Part::Reasoning(_) => None,
             })
             .collect();
         if parts.is_empty() {
@@ -135,7 +137,10 @@ pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
         .enumerate()
     {
         if let Some(t) = p.get("text").and_then(Value::as_str) {
-            if p.get("thought").and_then(Value::as_bool) != Some(true) {
+            // A thought summary (`includeThoughts`) is the model's reasoning, not its answer.
+            if p.get("thought").and_then(Value::as_bool) == Some(true) {
+                content.push(Part::Reasoning(t.to_string()));
+            } else {
                 content.push(Part::Text(t.to_string()));
             }
         }
@@ -194,6 +199,7 @@ impl StreamDecoder {
         for p in resp.content {
             match p {
                 Part::Text(t) if !t.is_empty() => out.push(StreamEvent::TextDelta(t)),
+                Part::Reasoning(t) if !t.is_empty() => out.push(StreamEvent::ReasoningDelta(t)),
                 Part::ToolCall {
                     id,
                     name,

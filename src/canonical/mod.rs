@@ -148,6 +148,9 @@ pub enum Part {
         call_id: String,
         content: String,
     },
+    /// The model's reasoning, as readable text (a summary, or the raw thinking of an open
+    /// model). Never signed: it goes to clients that show it, not back to a provider.
+    Reasoning(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -210,6 +213,9 @@ pub struct ChatResponse {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     TextDelta(String),
+    /// A piece of the model's reasoning (see `Part::Reasoning`). Not content: it does not
+    /// commit a stream, which can still fail over until the answer itself begins.
+    ReasoningDelta(String),
     ToolCallStart {
         index: u32,
         id: String,
@@ -228,6 +234,7 @@ impl StreamEvent {
     pub fn is_content(&self) -> bool {
         match self {
             StreamEvent::TextDelta(t) => !t.is_empty(),
+            StreamEvent::ReasoningDelta(_) => false,
             StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } => true,
             StreamEvent::Finish(_) => true,
             StreamEvent::Usage(_) => false,
@@ -270,7 +277,7 @@ impl ChatRequest {
             }
             for p in &m.content {
                 match p {
-                    Part::Text(t) => chars += t.len() as u64,
+                    Part::Text(t) | Part::Reasoning(t) => chars += t.len() as u64,
                     Part::Image { .. } => {
                         needs.images = true;
                         chars += 1000 * 4;

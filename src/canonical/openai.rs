@@ -356,7 +356,8 @@ fn message_to_openai(m: &Message) -> Vec<Value> {
                         arguments,
                     } => calls.push(json!({"id": id, "type": "function",
                         "function": {"name": name, "arguments": arguments}})),
-                    Part::ToolResult { .. } => {}
+                    // Reasoning is the answering model's, not part of the conversation sent on.
+                    Part::ToolResult { .. } | Part::Reasoning(_) => {}
                 }
             }
             let texts = m
@@ -413,6 +414,9 @@ pub fn response_from_openai(v: &Value) -> Option<ChatResponse> {
     let choice = v.get("choices")?.get(0)?;
     let msg = choice.get("message")?;
     let mut content = Vec::new();
+    if let Some(t) = reasoning_of(msg) {
+        content.push(Part::Reasoning(t.to_string()));
+    }
     if let Some(t) = msg.get("content").and_then(Value::as_str) {
         content.push(Part::Text(t.to_string()));
     }
@@ -439,6 +443,15 @@ pub fn response_from_openai(v: &Value) -> Option<ChatResponse> {
     })
 }
 
+/// A message's or delta's reasoning, in the field reasoning models' servers put it in
+/// (`reasoning_content`: DeepSeek, vLLM, Qwen; `reasoning`: OpenRouter, Ollama).
+fn reasoning_of(v: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+}
+
 /// Canonical response -> OpenAI `chat.completion` body.
 pub fn response_to_openai(r: &ChatResponse) -> Value {
     let text: String = r
@@ -463,6 +476,17 @@ pub fn response_to_openai(r: &ChatResponse) -> Value {
         })
         .collect();
     let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
+    let reasoning: String = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Reasoning(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
+    }
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
@@ -482,6 +506,9 @@ pub fn chunk_events(v: &Value) -> Vec<StreamEvent> {
     let mut out = Vec::new();
     if let Some(choice) = v.get("choices").and_then(|c| c.get(0)) {
         if let Some(delta) = choice.get("delta") {
+            if let Some(t) = reasoning_of(delta) {
+                out.push(StreamEvent::ReasoningDelta(t.to_string()));
+            }
             if let Some(t) = delta.get("content").and_then(Value::as_str) {
                 if !t.is_empty() {
                     out.push(StreamEvent::TextDelta(t.to_string()));
@@ -523,6 +550,8 @@ pub fn chunk_events(v: &Value) -> Vec<StreamEvent> {
 pub fn event_to_chunk(ev: &StreamEvent, id: &str, model: &str, created: i64) -> Value {
     let (delta, finish, usage) = match ev {
         StreamEvent::TextDelta(t) => (json!({"content": t}), Value::Null, None),
+        // The field reasoning models' OpenAI-compatible servers use (DeepSeek, vLLM, Qwen).
+        StreamEvent::ReasoningDelta(t) => (json!({"reasoning_content": t}), Value::Null, None),
         StreamEvent::ToolCallStart { index, id, name } => (
             json!({"tool_calls": [{"index": index, "id": id, "type": "function",
                 "function": {"name": name, "arguments": ""}}]}),

@@ -369,6 +369,21 @@ fn usage_json(u: &Usage) -> Value {
         "total_tokens": u.input_tokens + u.output_tokens})
 }
 
+/// The id of a reasoning item Baton made (from another provider's reasoning): marked, so that
+/// when the client sends it back it is not passed to a Responses server, which could not resolve
+/// it (`openai_responses::body`).
+pub const REASONING_ID_PREFIX: &str = "rs_baton_";
+
+fn reasoning_id(response_id: &str, n: usize) -> String {
+    let id = response_id.trim_start_matches("resp_");
+    format!("{REASONING_ID_PREFIX}{id}_{n}")
+}
+
+/// Reasoning as a `reasoning` item with one summary part.
+fn reasoning_item(id: String, text: &str) -> Value {
+    json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": text}]})
+}
+
 fn message_item(id: String, text: &str, status: &str) -> Value {
     json!({"type": "message", "id": id, "status": status, "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
@@ -385,6 +400,17 @@ pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
         })
         .collect();
     let mut output = Vec::new();
+    let reasoning: String = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Reasoning(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !reasoning.is_empty() {
+        output.push(reasoning_item(reasoning_id(&echo.id, 0), &reasoning));
+    }
     if !text.is_empty() {
         output.push(message_item(format!("msg_{}", echo.id), &text, "completed"));
     }

@@ -22,6 +22,16 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         None => request_to_responses(o.canonical),
     };
     b.insert("model".into(), json!(model.id));
+    // Reasoning Baton gave the client from another provider has no encrypted content, and the
+    // server has nothing stored under its id: it stays with the client.
+    if let Some(Value::Array(items)) = b.get_mut("input") {
+        items.retain(|i| {
+            i.get("type").and_then(Value::as_str) != Some("reasoning")
+                || !i.get("id").and_then(Value::as_str).is_some_and(|id| {
+                    id.starts_with(crate::canonical::responses::REASONING_ID_PREFIX)
+                })
+        });
+    }
     // The API refuses fewer than 16 output tokens (a probe or the UI's Test asks for 1 or 8).
     if b.get("max_output_tokens")
         .and_then(Value::as_u64)

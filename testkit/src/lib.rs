@@ -546,6 +546,7 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "stream-dies" => Behavior::StreamDies(2),
         "stream-malformed" => Behavior::StreamMalformed(2),
         "hang" => Behavior::Hang,
+        "thinks" => Behavior::Thinks(300),
         "tool" => Behavior::ToolCall {
             name: "get_weather".into(),
             arguments: "{\"city\":\"Paris\"}".into(),

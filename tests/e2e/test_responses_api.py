@@ -45,6 +45,19 @@ def test_stream_events_satisfy_the_sdk_helpers(gateway):
     assert events[0].type == "response.created" and events[-1].type == "response.completed"
 
 
+def test_reasoning_from_the_upstream_streams_as_a_summary_the_sdk_reads(gateway):
+    gateway.a.script("thinks")
+    c = client(gateway)
+    with c.responses.stream(model="a/a-model", input="why") as stream:
+        summary = "".join(e.delta for e in stream
+                          if e.type == "response.reasoning_summary_text.delta")
+        final = stream.get_final_response()
+    assert summary.startswith("step 0. "), summary
+    assert final.output[0].type == "reasoning"
+    assert final.output[0].summary[0].text == summary
+    assert final.output_text == "a: why"
+
+
 def test_function_call_round_trip(gateway):
     c = client(gateway)
     first = c.responses.create(model="auto", input="What's the weather in Paris?", tools=WEATHER)

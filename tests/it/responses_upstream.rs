@@ -230,3 +230,64 @@ async fn a_usage_limit_fails_over_and_cools_until_the_stated_reset() {
     );
     baton.stop().await;
 }
+
+/// Reasoning an upstream gives reaches a Responses client as a reasoning summary (before the
+/// answer, streamed and not); when the client sends that item back, it is not passed on to a
+/// Responses server, which could not resolve it.
+#[tokio::test]
+async fn reasoning_from_another_upstream_is_a_summary_that_stays_with_the_client() {
+    let thinker = FakeUpstream::start("thinker").await;
+    let (_d, up, baton) = setup(vec![json!({"id": "thinker", "kind": "openai-compatible",
+        "baseUrl": thinker.base_url(), "models": ["thinker-model"], "priority": 2})])
+    .await;
+    thinker.script([Behavior::Thinks(250)]);
+    let r = responses_post(
+        &baton,
+        json!({"model": "thinker/thinker-model", "input": "why?", "stream": true}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let events: Vec<Value> = sse_data(&r.text().await.unwrap())
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let summary: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.reasoning_summary_text.delta")
+        .map(|e| e["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert!(summary.starts_with("step 0. step 1."), "{summary}");
+    let done = &events.last().unwrap()["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["output"][0]["type"], "reasoning");
+    assert_eq!(done["output"][1]["content"][0]["text"], "thinker: why?");
+    let rs_id = done["output"][0]["id"].as_str().unwrap().to_string();
+
+    // The next turn, with that item in its history, on the Responses upstream.
+    let history = json!({"model": "gpt-real", "store": false, "input": [
+        {"role": "user", "content": "why?"},
+        {"type": "reasoning", "id": rs_id, "summary": done["output"][0]["summary"],
+         "encrypted_content": null},
+        {"type": "reasoning", "id": "rs_openai_own", "summary": [], "encrypted_content": "gAAA"},
+        {"role": "assistant", "content": "thinker: why?"},
+        {"role": "user", "content": "and?"}]});
+    let r = responses_post(&baton, history).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let sent = &up.received()[0].body["input"];
+    let ids: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "reasoning")
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["rs_openai_own"],
+        "only the server's own reasoning goes to it"
+    );
+    assert_eq!(sent.as_array().unwrap().len(), 4);
+    baton.stop().await;
+}

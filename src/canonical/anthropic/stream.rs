@@ -65,6 +65,8 @@ impl StreamEncoder {
     pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
         self.start(out);
         match ev {
+            // Anthropic clients take only signed thinking, which another provider cannot give.
+            StreamEvent::ReasoningDelta(_) => {}
             StreamEvent::TextDelta(t) => {
                 if !matches!(self.open, Some((_, true))) {
                     self.close(out);
@@ -185,6 +187,15 @@ impl StreamDecoder {
                             .unwrap_or_default()
                             .to_string(),
                     )),
+                    Some("thinking_delta") => {
+                        if let Some(t) = delta
+                            .get("thinking")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
+                            out.push(StreamEvent::ReasoningDelta(t.to_string()));
+                        }
+                    }
                     Some("input_json_delta") => {
                         if let Some((_, n)) = self.tools.iter().find(|(i, _)| *i == index) {
                             out.push(StreamEvent::ToolCallDelta {

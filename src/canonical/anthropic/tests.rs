@@ -276,3 +276,40 @@ fn parallel_tool_calls_and_every_stop_reason_translate() {
         assert_eq!(back.as_deref(), Some(openai));
     }
 }
+
+#[test]
+fn thinking_reads_as_reasoning_without_its_signature() {
+    let mut dec = StreamDecoder::default();
+    let mut events = Vec::new();
+    for f in [
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Check the file."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM"}}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}}),
+    ] {
+        events.extend(dec.push(&f));
+    }
+    assert_eq!(
+        events,
+        [
+            StreamEvent::ReasoningDelta("Check the file.".into()),
+            StreamEvent::TextDelta("Done.".into())
+        ]
+    );
+    let r = response_from_anthropic(&json!({"type": "message", "stop_reason": "end_turn",
+        "content": [{"type": "thinking", "thinking": "Hmm.", "signature": "sig"},
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "text", "text": "Yes."}]}))
+    .unwrap();
+    assert_eq!(
+        r.content,
+        [Part::Reasoning("Hmm.".into()), Part::Text("Yes.".into())]
+    );
+    // Unsigned reasoning never goes back to Anthropic, and an Anthropic client's stream
+    // carries none.
+    let mut enc = StreamEncoder::new("m1", "claude");
+    let mut out = String::new();
+    enc.push(&StreamEvent::ReasoningDelta("private".into()), &mut out);
+    assert!(!out.contains("private"), "{out}");
+}

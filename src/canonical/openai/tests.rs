@@ -124,3 +124,38 @@ fn response_and_chunks_convert_both_ways() {
         .collect();
     assert_eq!(back, events);
 }
+
+#[test]
+fn reasoning_reads_from_either_field_and_goes_out_as_reasoning_content() {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"reasoning_content": "Let me see."}}]});
+    assert_eq!(
+        chunk_events(&chunk),
+        [StreamEvent::ReasoningDelta("Let me see.".into())]
+    );
+    let chunk = json!({"choices": [{"index": 0, "delta": {"reasoning": "Hmm", "content": "Hi"}}]});
+    assert_eq!(
+        chunk_events(&chunk),
+        [
+            StreamEvent::ReasoningDelta("Hmm".into()),
+            StreamEvent::TextDelta("Hi".into())
+        ]
+    );
+    let whole = json!({"id": "c", "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "reasoning_content": "Because.", "content": "Yes."}}]});
+    let r = response_from_openai(&whole).unwrap();
+    assert_eq!(
+        r.content,
+        [
+            Part::Reasoning("Because.".into()),
+            Part::Text("Yes.".into())
+        ]
+    );
+    let back = response_to_openai(&r);
+    assert_eq!(
+        back["choices"][0]["message"]["reasoning_content"],
+        "Because."
+    );
+    assert_eq!(back["choices"][0]["message"]["content"], "Yes.");
+    let c = event_to_chunk(&StreamEvent::ReasoningDelta("x".into()), "i", "m", 1);
+    assert_eq!(c["choices"][0]["delta"]["reasoning_content"], "x");
+}

@@ -4,12 +4,14 @@
 //! `custom_tool_call_input`), its `.done` events and `output_item.done`, and at the end
 //! `response.completed` (or `response.incomplete` when the answer hit its token limit) with
 //! the whole response and its usage. A break after content ends with `response.failed`.
+//! Reasoning an upstream gives is a `reasoning` item with one summary part
+//! (`response.reasoning_summary_text.delta`…), its id marked as Baton's (`rs_baton_…`).
 
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{message_item, Echo};
+use super::{message_item, reasoning_id, reasoning_item, Echo};
 use crate::canonical::{StopReason, StreamEvent, Usage};
 
 /// A tool call being streamed.
@@ -36,6 +38,8 @@ pub struct StreamEncoder {
     started: bool,
     next_index: usize,
     message: Option<Text>,
+    /// The reasoning item being streamed (a `Text` of summary text).
+    reasoning: Option<Text>,
     calls: Vec<Call>,
     /// Finished items by output index.
     done: Vec<(usize, Value)>,
@@ -51,6 +55,7 @@ impl StreamEncoder {
             started: false,
             next_index: 0,
             message: None,
+            reasoning: None,
             calls: Vec::new(),
             done: Vec::new(),
             stop: None,
@@ -61,8 +66,12 @@ impl StreamEncoder {
     /// Appends the events for `ev` to `out`.
     pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
         self.start(out);
+        if !matches!(ev, StreamEvent::ReasoningDelta(_)) {
+            self.close_reasoning(out);
+        }
         match ev {
             StreamEvent::TextDelta(t) => self.text(t, out),
+            StreamEvent::ReasoningDelta(t) => self.reasoning(t, out),
             StreamEvent::ToolCallStart { index, id, name } => {
                 self.close_message(out);
                 let output_index = self.take_index();
@@ -101,6 +110,7 @@ impl StreamEncoder {
     /// The end of a complete answer: every open item closed, then the whole response.
     pub fn finish(&mut self, out: &mut String) {
         self.start(out);
+        self.close_reasoning(out);
         self.close_message(out);
         for call in std::mem::take(&mut self.calls) {
             self.close_call(call, out);
@@ -179,6 +189,63 @@ impl StreamEncoder {
         let data = json!({"item_id": m.item_id, "output_index": m.output_index,
             "content_index": 0, "delta": t, "logprobs": []});
         self.frame(out, "response.output_text.delta", data);
+    }
+
+    fn reasoning(&mut self, t: &str, out: &mut String) {
+        if self.reasoning.is_none() {
+            self.close_message(out);
+            let output_index = self.take_index();
+            let item_id = reasoning_id(&self.echo.id, output_index);
+            self.frame(
+                out,
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": {"type": "reasoning",
+                    "id": item_id, "summary": []}}),
+            );
+            self.frame(
+                out,
+                "response.reasoning_summary_part.added",
+                json!({"item_id": item_id, "output_index": output_index, "summary_index": 0,
+                    "part": {"type": "summary_text", "text": ""}}),
+            );
+            self.reasoning = Some(Text {
+                output_index,
+                item_id,
+                text: String::new(),
+            });
+        }
+        let Some(r) = &mut self.reasoning else {
+            return;
+        };
+        r.text.push_str(t);
+        let data = json!({"item_id": r.item_id, "output_index": r.output_index,
+            "summary_index": 0, "delta": t});
+        self.frame(out, "response.reasoning_summary_text.delta", data);
+    }
+
+    fn close_reasoning(&mut self, out: &mut String) {
+        let Some(r) = self.reasoning.take() else {
+            return;
+        };
+        let (id, oi) = (&r.item_id, r.output_index);
+        self.frame(
+            out,
+            "response.reasoning_summary_text.done",
+            json!({"item_id": id, "output_index": oi, "summary_index": 0, "text": r.text}),
+        );
+        let part = json!({"type": "summary_text", "text": r.text});
+        self.frame(
+            out,
+            "response.reasoning_summary_part.done",
+            json!({"item_id": id, "output_index": oi, "summary_index": 0, "part": part}),
+        );
+        let item = reasoning_item(id.clone(), &r.text);
+        self.frame(
+            out,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": item}),
+        );
+        self.done.push((oi, item));
     }
 
     fn close_message(&mut self, out: &mut String) {

@@ -331,3 +331,57 @@ fn tools_declared_in_input_and_namespaces_travel_flat_and_come_back_namespaced()
         .unwrap();
     assert_eq!(added["item"]["namespace"], "clock");
 }
+
+#[test]
+fn reasoning_from_any_upstream_is_a_summary_the_client_can_show() {
+    let body = obj(json!({"model": "m", "input": "think", "stream": true}));
+    let mut enc = StreamEncoder::new(Echo::new(&body, "req5", "m", 1));
+    let mut out = String::new();
+    for ev in [
+        StreamEvent::ReasoningDelta("Weighing ".into()),
+        StreamEvent::ReasoningDelta("options.".into()),
+        StreamEvent::TextDelta("Done.".into()),
+        StreamEvent::Finish(StopReason::Stop),
+    ] {
+        enc.push(&ev, &mut out);
+    }
+    enc.finish(&mut out);
+    let f = frames(&out);
+    let types: Vec<&str> = f.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types[2..9],
+        [
+            "response.output_item.added",
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+            "response.output_item.done",
+        ]
+    );
+    assert_eq!(f[2]["item"]["type"], "reasoning");
+    let done = &f.last().unwrap()["response"];
+    let reasoning = &done["output"][0];
+    assert_eq!(reasoning["summary"][0]["text"], "Weighing options.");
+    assert!(reasoning["id"]
+        .as_str()
+        .unwrap()
+        .starts_with(REASONING_ID_PREFIX));
+    assert_eq!(done["output"][1]["content"][0]["text"], "Done.");
+    assert_eq!(f[9]["output_index"], 1, "the message is the next item");
+
+    // Whole: the reasoning item first.
+    let answer = ChatResponse {
+        id: "x".into(),
+        model: "m".into(),
+        created: 1,
+        content: vec![Part::Reasoning("Hmm.".into()), Part::Text("Yes.".into())],
+        stop: Some(StopReason::Stop),
+        usage: None,
+    };
+    let r = response_to_responses(&answer, &Echo::new(&body, "req6", "m", 1));
+    assert_eq!(r["output"][0]["type"], "reasoning");
+    assert_eq!(r["output"][0]["summary"][0]["text"], "Hmm.");
+    assert_eq!(r["output"][1]["content"][0]["text"], "Yes.");
+}

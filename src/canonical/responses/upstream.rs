@@ -81,6 +81,8 @@ fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
                 "arguments": arguments})),
             Part::ToolResult { call_id, content } => calls.push(json!({
                 "type": "function_call_output", "call_id": call_id, "output": content})),
+            // Reasoning is the answering model's, not part of the conversation sent on.
+            Part::Reasoning(_) => {}
         }
     }
     if !parts.is_empty() {
@@ -142,7 +144,19 @@ pub fn response_from_responses(v: &Value) -> Option<ChatResponse> {
     let output = v.get("output")?.as_array()?;
     let mut content = Vec::new();
     for item in output {
-        if item.get("type").and_then(Value::as_str) == Some("message") {
+        if item.get("type").and_then(Value::as_str) == Some("reasoning") {
+            let summary: String = item
+                .get("summary")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            if !summary.is_empty() {
+                content.push(Part::Reasoning(summary));
+            }
+        } else if item.get("type").and_then(Value::as_str) == Some("message") {
             for p in item
                 .get("content")
                 .and_then(Value::as_array)
@@ -206,6 +220,11 @@ impl StreamDecoder {
                 .get("delta")
                 .and_then(Value::as_str)
                 .map(|t| vec![StreamEvent::TextDelta(t.to_string())])
+                .unwrap_or_default(),
+            "response.reasoning_summary_text.delta" => v
+                .get("delta")
+                .and_then(Value::as_str)
+                .map(|t| vec![StreamEvent::ReasoningDelta(t.to_string())])
                 .unwrap_or_default(),
             "response.output_item.added" => {
                 let item = v.get("item").unwrap_or(&Value::Null);
