@@ -228,6 +228,7 @@ async fn parse(
     let client = crate::providers::ClientCredential::from_headers(req.headers());
     let (bytes, charge) = super::budget::read_body(state, req).await?;
     let body = json_object(&bytes)?;
+    let client = client.map(|c| c.with_account_in(&body));
     seen.model = body
         .get("model")
         .and_then(Value::as_str)

@@ -73,11 +73,13 @@ pub struct ApiKey {
 #[derive(Debug, Clone)]
 pub struct ClientCredential {
     /// Cooldowns and health are per account: `id` is a non-secret digest of the account
-    /// (`client:3f9a…`: ChatGPT's account id when the client names it, else the login itself,
-    /// so a Claude login refreshed counts as a new account); `secret` the credential.
+    /// (`client:3f9a…`: the account ChatGPT's header or Claude Code's body names, else the login
+    /// itself); `secret` the credential.
     pub key: ApiKey,
     /// The headers that carry it and the client's own identification, as they came.
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The Baton key it came with (for the account id only).
+    baton_key: Secret,
 }
 
 /// The header a client puts Baton's key in when Authorization / x-api-key carry its own
@@ -123,11 +125,6 @@ impl ClientCredential {
             .and_then(|v| v.to_str().ok())
             .filter(|a| !a.is_empty())
             .unwrap_or(secret);
-        let digest = ring::digest::digest(&ring::digest::SHA256, account.as_bytes());
-        let id: String = digest.as_ref()[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         let headers = h
             .iter()
             .filter(|(name, _)| {
@@ -142,12 +139,55 @@ impl ClientCredential {
             .collect();
         Some(Self {
             key: ApiKey {
-                id: format!("client:{id}"),
+                id: account_id(baton_key, account),
                 secret: Secret::new(secret),
             },
             headers,
+            baton_key: Secret::new(baton_key),
         })
     }
+
+    /// The account Claude Code names in its request body (`metadata.user_id`, a JSON text with
+    /// `account_uuid`; older versions `user_…_account_<uuid>_session_…`), which outlives the
+    /// login's refreshes, so a capped account stays capped after Claude Code renews its token.
+    pub fn with_account_in(mut self, body: &serde_json::Map<String, serde_json::Value>) -> Self {
+        let Some(user) = body
+            .get("metadata")
+            .and_then(|m| m.get("user_id"))
+            .and_then(serde_json::Value::as_str)
+        else {
+            return self;
+        };
+        let account = match serde_json::from_str::<serde_json::Value>(user) {
+            Ok(v) => v
+                .get("account_uuid")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            Err(_) => user
+                .split_once("_account_")
+                .map(|(_, rest)| rest.split("_session_").next().unwrap_or(rest).to_string()),
+        };
+        if let Some(a) = account.filter(|a| !a.is_empty()) {
+            self.key.id = account_id(self.baton_key.expose(), &a);
+        }
+        self
+    }
+}
+
+/// A non-secret id for an account (`client:3f9a…`): a digest, never the account itself. The
+/// account is the client's word, so it counts only together with the Baton key that came with
+/// it: one team member naming another's account cannot cool that member's subscription.
+fn account_id(baton_key: &str, account: &str) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(baton_key.as_bytes());
+    ctx.update(b"\n");
+    ctx.update(account.as_bytes());
+    let digest = ctx.finish();
+    let id: String = digest.as_ref()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("client:{id}")
 }
 
 /// Per-provider state that outlives configuration swaps (so in-flight counts stay right).
@@ -505,5 +545,39 @@ mod tests {
         };
         assert_eq!(codex("Bearer tok-1").key.id, codex("Bearer tok-2").key.id);
         assert_eq!(codex("Bearer tok-1").headers.len(), 3);
+
+        // Claude Code names the account in its body: a refreshed login is the same account.
+        let login = |token: &str| {
+            ClientCredential::from_headers(&headers(&[
+                ("x-baton-key", "gw-key"),
+                ("authorization", token),
+            ]))
+            .expect("a login")
+        };
+        let body = |user_id: &str| {
+            serde_json::json!({"metadata": {"user_id": user_id}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let current = body(r#"{"device_id":"d1","account_uuid":"acc-9","session_id":"s1"}"#);
+        let older = body("user_abc_account_acc-9_session_s2");
+        let a = login("Bearer sk-ant-oat01-old").with_account_in(&current);
+        let b = login("Bearer sk-ant-oat01-new").with_account_in(&older);
+        assert_eq!(a.key.id, b.key.id);
+        assert!(!a.key.id.contains("acc-9"), "a digest, not the account");
+        // No account named (an empty one, no metadata): the login itself.
+        let blank = body(r#"{"device_id":"d1","account_uuid":"","session_id":"s1"}"#);
+        let c = login("Bearer sk-ant-oat01-old").with_account_in(&blank);
+        assert_eq!(c.key.id, login("Bearer sk-ant-oat01-old").key.id);
+        assert_ne!(c.key.id, a.key.id);
+        // The account counts with the Baton key it came with.
+        let other_member = ClientCredential::from_headers(&headers(&[
+            ("x-baton-key", "bk-another-member"),
+            ("authorization", "Bearer sk-ant-oat01-old"),
+        ]))
+        .expect("a login")
+        .with_account_in(&current);
+        assert_ne!(other_member.key.id, a.key.id);
     }
 }
