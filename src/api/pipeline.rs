@@ -369,6 +369,11 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
             e.code = "unsupported_request";
             (400, e)
         }
+        Failure::NoStoredConversation(m) => {
+            let mut e = ApiError::invalid("previous_response_id", m);
+            e.code = "unsupported_request";
+            (400, e)
+        }
         Failure::Busy { retry_after_ms, message } => (
             429,
             ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "gateway_busy", message).retry_after(retry_after_ms.div_ceil(1000)),

@@ -1,7 +1,8 @@
 //! OpenAI Responses API (`POST /v1/responses`, what Codex speaks) ⇄ canonical.
 //!
 //! Baton keeps no conversation state: the whole conversation comes in `input` (Codex sends it
-//! so, with `store: false`); `previous_response_id` is refused with a message that says so.
+//! so, with `store: false`); `previous_response_id` goes only to a Responses upstream, which
+//! keeps its own, and is refused with a message that says so when there is none.
 //! Freeform tools (`"type": "custom"`, such as Codex's `apply_patch`) have no counterpart in
 //! other formats: they travel as a function with one string parameter, `input`, whose
 //! description carries the tool's grammar, and come back to the client as `custom_tool_call`
@@ -35,14 +36,19 @@ pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, 
             ))
         }
     };
-    if body
-        .get("previous_response_id")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Err(invalid(
-            "previous_response_id",
-            "Baton keeps no conversation state: send the whole conversation in `input` (as Codex does with \"store\": false) instead of `previous_response_id`.",
-        ));
+    match body.get("previous_response_id") {
+        // Only a Responses upstream, which stores conversations, can continue one (the
+        // router sends it nowhere else).
+        None | Some(Value::Null | Value::String(_)) => {}
+        Some(v) => {
+            return Err(invalid(
+                "previous_response_id",
+                format!(
+                    "`previous_response_id` must be a string, not {}",
+                    kind_of(v)
+                ),
+            ))
+        }
     }
     let mut req = ChatRequest {
         model,

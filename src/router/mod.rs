@@ -142,6 +142,8 @@ pub enum Failure {
     NoProvider(String),
     /// No candidate has the capabilities this request needs.
     Unsupported(String),
+    /// The request continues a conversation stored upstream, and no candidate stores one.
+    NoStoredConversation(String),
     /// Every candidate was busy for the whole queue wait, or the queue was full.
     Busy {
         retry_after_ms: u64,
@@ -283,6 +285,45 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     }
 }
 
+/// A Responses request that continues a conversation stored on a Responses server
+/// (`previous_response_id`) can go only to a Responses upstream: Baton keeps no conversation,
+/// and no other format could be given the turns before.
+fn stored_conversation(
+    inbound: &Inbound,
+    targets: &mut Vec<Target>,
+    rec: &mut Record,
+) -> Result<(), Failure> {
+    let continues = inbound
+        .responses_body
+        .as_ref()
+        .and_then(|b| b.get("previous_response_id"))
+        .is_some_and(|v| !v.is_null());
+    if !continues {
+        return Ok(());
+    }
+    let before = targets.len();
+    targets.retain(|t| {
+        let responses = t.provider.config.kind == crate::config::ProviderKind::OpenaiResponses;
+        if !responses {
+            let why = "`previous_response_id` names a conversation stored on a Responses server";
+            rec.push_attempt(skipped(
+                t,
+                None,
+                "cannot take this request",
+                Some(why.into()),
+                None,
+            ));
+        }
+        responses
+    });
+    if targets.is_empty() && before > 0 {
+        return Err(Failure::NoStoredConversation(
+            "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The targets that can take this request: those that lack what it needs (tools, images,
 /// context) or cannot take its shape (a CLI's one prompt) are passed over and logged with the
 /// reason; a request pinned to one learns why it cannot go there.
@@ -321,6 +362,7 @@ fn able(
             return Err(Failure::Unsupported(unsupported_message(&needs)));
         }
     }
+    stored_conversation(inbound, &mut targets, rec)?;
     // A provider that calls with the client's own credential needs one.
     if inbound.client.is_none() {
         let before = targets.len();

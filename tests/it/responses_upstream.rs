@@ -291,3 +291,41 @@ async fn reasoning_from_another_upstream_is_a_summary_that_stays_with_the_client
     assert_eq!(sent.as_array().unwrap().len(), 4);
     baton.stop().await;
 }
+
+/// `previous_response_id` continues a conversation only a Responses server has: it goes there
+/// (passed through), past providers of other kinds, and is refused, naming the field, when
+/// there is none to go to.
+#[tokio::test]
+async fn a_stored_conversation_continues_only_on_a_responses_upstream() {
+    let other = FakeUpstream::start("other").await;
+    let (_d, up, baton) = setup(vec![json!({"id": "other", "kind": "openai-compatible",
+        "baseUrl": other.base_url(), "models": ["other-model"], "priority": 0})])
+    .await;
+    let body = json!({"model": "auto", "input": "and then?", "previous_response_id": "resp_9"});
+    let r = responses_post(&baton, body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "resp");
+    assert_eq!(up.received()[0].body["previous_response_id"], "resp_9");
+    assert_eq!(
+        other.hits(),
+        0,
+        "first by priority, but it cannot continue the conversation"
+    );
+    let r = responses_post(
+        &baton,
+        json!({"model": "other/other-model", "input": "and then?",
+            "previous_response_id": "resp_9"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["param"], "previous_response_id");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("whole conversation"));
+    assert_eq!(other.hits(), 0);
+    baton.stop().await;
+}

@@ -71,10 +71,10 @@ fn codex_input_items_become_one_canonical_conversation() {
 #[test]
 fn bad_requests_say_what_to_fix() {
     let e = request_from_responses(&obj(json!({"model": "m", "input": "hi",
-        "previous_response_id": "resp_1"})))
+        "previous_response_id": 7})))
     .unwrap_err();
     assert_eq!(e.param, "previous_response_id");
-    assert!(e.message.contains("whole conversation"), "{}", e.message);
+    assert!(e.message.contains("must be a string"), "{}", e.message);
     let e = request_from_responses(&obj(json!({"model": "m", "input": 3}))).unwrap_err();
     assert_eq!(e.param, "input");
     let e = request_from_responses(&obj(json!({"input": "hi"}))).unwrap_err();
