@@ -309,3 +309,50 @@ async fn codex_gets_its_models_metadata_from_its_own_backend() {
     assert!(r.json::<Value>().await.unwrap().get("models").is_none());
     baton.stop().await;
 }
+
+/// When the cap's stated reset passes, that account's requests go back to its subscription.
+#[tokio::test]
+async fn traffic_returns_to_the_subscription_when_its_reset_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("claude").await;
+    sub.only_subscription(ALICE);
+    let other = FakeUpstream::start("other").await;
+    let start = baton::clock::unix_ms();
+    let clock = std::sync::Arc::new(baton::clock::ManualClock::new(start));
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            {"id": "other", "kind": "openai-compatible", "baseUrl": other.base_url(),
+             "models": ["other-model"], "priority": 2}],
+         "modelMap": {"claude-*": "auto"}}),
+        Some(clock.clone()),
+    )
+    .await;
+    let reset_s = start / 1000 + 3600;
+    sub.script([Behavior::Status {
+        status: 429,
+        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Error"}}),
+        headers: vec![
+            (
+                "anthropic-ratelimit-unified-status".into(),
+                "rejected".into(),
+            ),
+            (
+                "anthropic-ratelimit-unified-reset".into(),
+                reset_s.to_string(),
+            ),
+        ],
+    }]);
+    let served = |r: &reqwest::Response| header(r, "x-gateway-provider").to_string();
+    let r = claude_code(&baton, ALICE, "one").send().await.unwrap();
+    assert_eq!(served(&r), "other");
+    clock.advance(3_590_000);
+    let r = claude_code(&baton, ALICE, "two").send().await.unwrap();
+    assert_eq!(served(&r), "other", "ten seconds before the reset");
+    clock.set(reset_s as i64 * 1000 + 1);
+    let r = claude_code(&baton, ALICE, "three").send().await.unwrap();
+    assert_eq!(served(&r), "claude-sub", "back on the subscription");
+    baton.stop().await;
+}
