@@ -333,6 +333,23 @@ pub(super) fn anthropic_id(id: &str) -> String {
 /// same-role turns are merged (the API requires alternation); tool results become `tool_result`
 /// blocks in a user turn; `max_tokens` is filled in when the client left it out. Long because
 /// it is one walk over the messages with an arm per part kind, merging turns as it goes.
+/// A `response_format` as an instruction: only JSON, to the schema when one is given.
+fn json_instruction(rf: &Value) -> Option<String> {
+    match rf.get("type").and_then(Value::as_str)? {
+        "json_object" => Some("Answer with one JSON object and nothing else.".into()),
+        "json_schema" => {
+            let schema = rf
+                .pointer("/json_schema/schema")
+                .cloned()
+                .unwrap_or_default();
+            Some(format!(
+                "Answer with one JSON object and nothing else (no prose, no code fence), valid against this JSON Schema:\n{schema}"
+            ))
+        }
+        _ => None,
+    }
+}
+
 pub fn request_to_anthropic(
     req: &ChatRequest,
     model: &str,
@@ -340,7 +357,15 @@ pub fn request_to_anthropic(
 ) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    let system = req.system.join("\n\n");
+    let mut system = req.system.join("\n\n");
+    // Structured output (`response_format`) has no field every Claude model takes: it is asked
+    // for in words, with the schema.
+    if let Some(ask) = req.extra.get("response_format").and_then(json_instruction) {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&ask);
+    }
     if !system.is_empty() {
         body.insert("system".into(), json!(system));
     }

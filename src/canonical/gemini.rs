@@ -98,6 +98,16 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
     if !req.stop.is_empty() {
         cfg.insert("stopSequences".into(), json!(req.stop));
     }
+    // Structured output (`response_format`): JSON, to the schema when one is given.
+    if let Some(rf) = req.extra.get("response_format") {
+        let kind = rf.get("type").and_then(Value::as_str);
+        if matches!(kind, Some("json_schema" | "json_object")) {
+            cfg.insert("responseMimeType".into(), json!("application/json"));
+        }
+        if let Some(schema) = rf.pointer("/json_schema/schema") {
+            cfg.insert("responseJsonSchema".into(), schema.clone());
+        }
+    }
     if !cfg.is_empty() {
         body.insert("generationConfig".into(), Value::Object(cfg));
     }

@@ -153,3 +153,55 @@ def test_same_format_to_a_responses_upstream_passes_through_for_the_sdk(response
     # A Chat Completions client on the same upstream, translated.
     chat = c.chat.completions.create(model="resp/gpt-real", messages=[{"role": "user", "content": "hi"}])
     assert chat.choices[0].message.content == "r: hi"
+
+
+KINDS = {
+    "openai-compatible": lambda url: url + "/v1",
+    "anthropic": lambda url: url + "/v1",
+    "gemini": lambda url: url + "/v1beta",
+    "openai-responses": lambda url: url + "/v1",
+}
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+          "required": ["city", "temp_c"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_sdk_against_every_upstream_kind(tmp_path, kind):
+    """`client.responses` streamed and not, a function tool and `text.format` json_schema, over
+    each upstream kind: the answer in the Responses shape, the structured-output ask in the
+    upstream's own."""
+    from conftest import Baton, Fake
+    up = Fake("u")
+    gw = Baton(tmp_path, [{"id": "u", "kind": kind, "baseUrl": KINDS[kind](up.url),
+                           "models": ["u-model"]}])
+    try:
+        c = client(gw)
+        up.script('tool:get_weather:{"city": "Paris"}')
+        r = c.responses.create(model="u-model", input="Weather in Paris?", tools=WEATHER)
+        call = next(o for o in r.output if o.type == "function_call")
+        assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
+        up.script('tool:get_weather:{"city": "Rome"}')
+        with c.responses.stream(model="u-model", input="And Rome?", tools=WEATHER) as s:
+            final = s.get_final_response()
+        call = next(o for o in final.output if o.type == "function_call")
+        assert json.loads(call.arguments) == {"city": "Rome"}
+        with c.responses.stream(model="u-model", input="one two") as s:
+            assert s.get_final_response().output_text == "u: one two"
+
+        fmt = {"format": {"type": "json_schema", "name": "weather", "schema": SCHEMA, "strict": True}}
+        r = c.responses.create(model="u-model", input="Weather?", text=fmt)
+        assert r.status == "completed"
+        sent = up.stats()["last"]
+        if kind == "openai-compatible":
+            assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
+        elif kind == "anthropic":
+            assert "JSON Schema" in sent["system"] and "temp_c" in sent["system"]
+        elif kind == "gemini":
+            cfg = sent["body"]["generationConfig"]  # the fake keeps Gemini's path beside it
+            assert cfg["responseMimeType"] == "application/json"
+            assert cfg["responseJsonSchema"] == SCHEMA
+        else:
+            assert sent["text"] == fmt, "a Responses upstream gets the client's own body"
+    finally:
+        gw.stop()
+        up.stop()

@@ -13,7 +13,7 @@ use cli::*;
 use serde_json::{json, Value};
 
 #[tokio::test]
-async fn each_cli_answers_streamed_and_not_through_both_apis() {
+async fn each_cli_answers_streamed_and_not_through_every_api() {
     let clis = FakeClis::new();
     let (_d, baton, _c) = start(
         &clis,
@@ -138,6 +138,38 @@ async fn each_cli_answers_streamed_and_not_through_both_apis() {
             .unwrap();
         assert_eq!(delta["delta"]["stop_reason"], "end_turn", "{id}");
         assert_eq!(delta["usage"]["output_tokens"], usage.1, "{id}");
+
+        // The Responses API (Codex), whole and streamed.
+        let responses = |stream: bool| {
+            baton
+                .http
+                .post(format!("{}/v1/responses", baton.url))
+                .bearer_auth(&baton.key)
+                .json(
+                    &json!({"model": pinned, "instructions": "Be brief.", "input": "say hi",
+                    "stream": stream}),
+                )
+        };
+        let r = responses(false).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{id}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["object"], "response");
+        assert_eq!(v["output"][0]["content"][0]["text"], text, "{id}");
+        assert_eq!(v["usage"]["output_tokens"], usage.1, "{id}");
+        let r = responses(true).send().await.unwrap();
+        let events: Vec<Value> = sse_data(&r.text().await.unwrap())
+            .iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let deltas: String = events
+            .iter()
+            .filter(|e| e["type"] == "response.output_text.delta")
+            .map(|e| e["delta"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(deltas, text, "{id}");
+        let done = events.last().unwrap();
+        assert_eq!(done["type"], "response.completed", "{id}");
+        assert_eq!(done["response"]["usage"]["output_tokens"], usage.1, "{id}");
     }
     baton.stop().await;
 }
