@@ -350,27 +350,11 @@ fn json_instruction(rf: &Value) -> Option<String> {
     }
 }
 
-pub fn request_to_anthropic(
-    req: &ChatRequest,
-    model: &str,
-    default_max_tokens: u64,
-) -> Map<String, Value> {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    let mut system = req.system.join("\n\n");
-    // Structured output (`response_format`) has no field every Claude model takes: it is asked
-    // for in words, with the schema.
-    if let Some(ask) = req.extra.get("response_format").and_then(json_instruction) {
-        if !system.is_empty() {
-            system.push_str("\n\n");
-        }
-        system.push_str(&ask);
-    }
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system));
-    }
+/// Canonical messages as Messages turns: consecutive turns of one role joined, as the API
+/// wants user and assistant to alternate.
+fn messages_to_anthropic(messages: &[crate::canonical::Message]) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in &req.messages {
+    for m in messages {
         let role = if m.role == Role::Assistant {
             "assistant"
         } else {
@@ -400,10 +384,32 @@ pub fn request_to_anthropic(
             _ => turns.push((role, blocks)),
         }
     }
-    let messages: Vec<Value> = turns
+    turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
+        .collect()
+}
+
+pub fn request_to_anthropic(
+    req: &ChatRequest,
+    model: &str,
+    default_max_tokens: u64,
+) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let mut system = req.system.join("\n\n");
+    // Structured output (`response_format`) has no field every Claude model takes: it is asked
+    // for in words, with the schema.
+    if let Some(ask) = req.extra.get("response_format").and_then(json_instruction) {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&ask);
+    }
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    let messages = messages_to_anthropic(&req.messages);
     body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req

@@ -225,6 +225,7 @@ pub async fn probe_one(
         canonical: &canonical,
         stream: false,
         request_id: "probe",
+        thinking: outbound::Keep::None,
     };
     let target = entry.model_or_default(&model);
     let rb = match outbound::build(&client, entry, &target, api_key, &outbound) {

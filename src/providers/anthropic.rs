@@ -20,6 +20,20 @@ pub const VERSION: &str = "2023-06-01";
 pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
     let cap = model.max_output_tokens;
     if let Some(b) = o.anthropic_body {
+        // Thinking blocks go back only to the account that signed them (`thinking`).
+        if super::thinking::has_thinking(b) {
+            let mut own = b.clone();
+            let s = super::thinking::strip(&mut own, o.thinking);
+            if s.blocks > 0 {
+                tracing::debug!(
+                    request_id = o.request_id,
+                    blocks = s.blocks,
+                    thinking_off = s.thinking_off,
+                    "thinking blocks another account signed were left out"
+                );
+            }
+            return openai_compat::passthrough_body(&own, &model.id, cap);
+        }
         return openai_compat::passthrough_body(b, &model.id, cap);
     }
     let mut b: Map<String, Value> = canonical::anthropic::request_to_anthropic(
@@ -118,7 +132,9 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8], events: bool) -> Result<Decode
         || has(data, token!(b"\"message_start\""))
         || has(data, token!(b"\"message_delta\""))
         || has(data, token!(b"\"message_stop\""))
-        || has(data, token!(b"\"error\""));
+        || has(data, token!(b"\"error\""))
+        || has(data, token!(b"\"signature_delta\""))
+        || has(data, token!(b"\"redacted_thinking\""));
     if !matters {
         check_json(data)?;
         let text_bytes = openai_compat::string_len(data, token!(b"\"text\":\""))
@@ -139,8 +155,25 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8], events: bool) -> Result<Decode
             end: true,
             ..Decoded::default()
         }),
-        _ => Ok(Decoded::from_events(d.push(&v))),
+        _ => {
+            let mut decoded = Decoded::from_events(d.push(&v));
+            decoded.seal = seal(&v);
+            Ok(decoded)
+        }
     }
+}
+
+/// The seal of a thinking block an event completes: a `signature_delta`'s signature, or a
+/// `redacted_thinking` block's data.
+fn seal(v: &Value) -> Option<String> {
+    let s = match kind(v) {
+        "content_block_delta" => v.pointer("/delta/signature"),
+        "content_block_start" => v.pointer("/content_block/data").filter(|_| {
+            v.pointer("/content_block/type") == Some(&Value::from("redacted_thinking"))
+        }),
+        _ => None,
+    };
+    s.and_then(Value::as_str).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -55,6 +55,9 @@ pub struct Decoded {
     pub usage_only: bool,
     /// The canonical events, when asked for (translating, resuming, before the commit).
     pub events: Vec<StreamEvent>,
+    /// A thinking block's seal (Anthropic's signature, or a redacted block's data), for the
+    /// book of who signed what (`thinking`).
+    pub seal: Option<String>,
 }
 
 impl Decoded {

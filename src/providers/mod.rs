@@ -12,6 +12,7 @@ pub mod outbound;
 pub mod presence;
 pub mod sse;
 pub mod state;
+pub mod thinking;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -33,6 +33,8 @@ impl Wire {
     }
 }
 
+pub use super::thinking::Keep;
+
 pub use super::anthropic::{
     DEFAULT_MAX_TOKENS as DEFAULT_ANTHROPIC_MAX_TOKENS, VERSION as ANTHROPIC_VERSION,
 };
@@ -55,6 +57,8 @@ pub struct Outbound<'a> {
     pub canonical: &'a ChatRequest,
     pub stream: bool,
     pub request_id: &'a str,
+    /// Which of the client's thinking blocks may go to this account (Anthropic upstreams).
+    pub thinking: super::thinking::Keep<'a>,
 }
 
 /// Builds the request for `model` on provider `p` with `key`, in the provider's format.

@@ -16,6 +16,7 @@ use super::{
 use crate::limits::{self, Classified};
 use crate::providers::codec::{self, Codec, Complete, UpstreamError};
 use crate::providers::sse::{SseError, SseReader};
+use crate::providers::thinking::{self, Keep};
 use crate::providers::ApiKey;
 
 /// One request to one target, up to the first content (streaming) or the whole body.
@@ -29,21 +30,48 @@ pub(super) async fn attempt(
     if t.provider.config.kind.is_cli() {
         return super::cli::attempt(routing, t, inbound, request_id).await;
     }
-    let (mut reader, status, headers, wire) = match send(routing, t, key, inbound, request_id).await
-    {
-        Ok(sent) => sent,
-        Err(c) => return failed(c),
-    };
-    if !(200..300).contains(&status) {
+    let origin = origin(t, key);
+    let mut keep = Keep::Own(&routing.thinking, &origin);
+    let (reader, wire) = loop {
+        let (mut reader, status, headers, wire) =
+            match send(routing, t, key, inbound, request_id, keep).await {
+                Ok(sent) => sent,
+                Err(c) => return failed(c),
+            };
+        if (200..300).contains(&status) {
+            break (reader, wire);
+        }
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
-        return upstream_error(routing, t, status, &headers, body);
-    }
+        // A signature the account refuses (one Baton could not place): once more without any
+        // thinking block, rather than failing over or failing.
+        let retry = !matches!(keep, Keep::None)
+            && wire == Wire::Anthropic
+            && thinking::is_signature_refusal(status, &body)
+            && inbound
+                .anthropic_body
+                .as_ref()
+                .is_some_and(thinking::has_thinking);
+        if !retry {
+            return upstream_error(routing, t, status, &headers, body);
+        }
+        tracing::info!(request_id, provider = %t.provider.id(), "a thinking signature was refused; sending again without thinking blocks");
+        keep = Keep::None;
+    };
     if !inbound.canonical.stream {
-        return complete(routing, t, reader, wire).await;
+        return complete(routing, t, reader, wire, &origin).await;
     }
     prelude(routing, t, reader, wire).await
+}
+
+/// The account an answer comes from, as the thinking book names it: `provider/key`.
+pub(super) fn origin(t: &Target, key: Option<&ApiKey>) -> String {
+    format!(
+        "{}/{}",
+        t.provider.id(),
+        key.map(|k| k.id.as_str()).unwrap_or_default()
+    )
 }
 
 /// Builds the request for the target's kind and sends it; the answer's status, headers and
@@ -54,6 +82,7 @@ async fn send(
     key: Option<&ApiKey>,
     inbound: &Inbound,
     request_id: &str,
+    thinking: Keep<'_>,
 ) -> Result<(SseReader, u16, http::HeaderMap, Wire), Classified> {
     let p = &t.provider;
     let timeouts = &p.config.timeouts;
@@ -71,6 +100,7 @@ async fn send(
         canonical: &inbound.canonical,
         stream,
         request_id,
+        thinking,
     };
     let (rb, wire) = crate::providers::outbound::build(&client, p, &t.model, key, &outbound)?;
     // A stream's headers come at once; a whole answer's only when the model is done.
@@ -106,11 +136,20 @@ async fn send(
 }
 
 /// A whole (non-streamed) 2xx answer, read by the kind's codec.
-async fn complete(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
+async fn complete(
+    routing: &Routing,
+    t: &Target,
+    mut reader: SseReader,
+    wire: Wire,
+    origin: &str,
+) -> Attempt {
     let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
         Ok(b) => b,
         Err(e) => return failed(sse_failure(&e)),
     };
+    if wire == Wire::Anthropic {
+        routing.thinking.record_answer(&body, origin);
+    }
     match codec::complete(wire, &body) {
         Complete::Answer(usage) => {
             Attempt::Served(Answer::Complete(Reply::Wire(body, wire), usage))

@@ -45,6 +45,8 @@ pub struct Routing {
     pub redactor: Arc<Redactor>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
+    /// Who signed the thinking blocks Baton relayed (`providers::thinking`).
+    pub thinking: crate::providers::thinking::ThinkingBook,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
     /// Weak: the gateway owns the routing context, not the other way round.
@@ -69,6 +71,7 @@ impl Routing {
             cli_procs: Default::default(),
             queued: AtomicUsize::new(0),
             redactor: Default::default(),
+            thinking: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             shared,
             sink,

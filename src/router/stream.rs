@@ -235,6 +235,11 @@ impl Pump {
         if let Some(u) = d.usage {
             self.note_usage(u);
         }
+        if let Some(seal) = &d.seal {
+            let key = self.rec.served_key().map(str::to_string);
+            let origin = format!("{}/{}", self.target.provider.id(), key.unwrap_or_default());
+            self.rec.routing().thinking.record(seal, &origin);
+        }
         self.note_part(&raw, &d);
         // The usage-only chunk Baton asked for on the client's behalf.
         if d.usage_only && !self.client_wants_usage && self.same_format() {

@@ -32,6 +32,9 @@ pub(crate) async fn messages(
     if let Some(r) = refusal {
         return r;
     }
+    if let Some(r) = refuse_thinking(&s.name, &body) {
+        return r;
+    }
     let _guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -69,6 +72,20 @@ pub(crate) async fn messages(
             None,
         ),
     };
+    // With thinking on, the answer begins with a thinking block this fake signs as its own.
+    let thinking = body
+        .pointer("/thinking/type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "enabled" || t == "adaptive");
+    let mut blocks = blocks;
+    if thinking {
+        let n = s.hits.load(std::sync::atomic::Ordering::SeqCst);
+        blocks.insert(
+            0,
+            json!({"type": "thinking", "thinking": format!("{} thinks.", s.name),
+                "signature": signature(&s.name, n)}),
+        );
+    }
     let usage = json!({"input_tokens": 11, "output_tokens": 7});
     if !stream {
         return axum::Json(
@@ -86,7 +103,11 @@ pub(crate) async fn messages(
     )];
     let mut deltas = 0;
     for (i, b) in blocks.iter().enumerate() {
-        if b["type"] == "text" {
+        if b["type"] == "thinking" {
+            frames.push(frame("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})));
+            frames.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": b["thinking"]}})));
+            frames.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": b["signature"]}})));
+        } else if b["type"] == "text" {
             frames.push(frame("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})));
             for w in b["text"].as_str().unwrap_or("").split_inclusive(' ') {
                 frames.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": w}})));
@@ -188,4 +209,77 @@ fn last_user_text(body: &Value) -> String {
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// What the real API refuses in a conversation's thinking: a block another account signed (or
+/// nobody did), and, with thinking enabled, a final assistant turn that called a tool without
+/// beginning with thinking.
+fn refuse_thinking(name: &str, body: &Value) -> Option<Response> {
+    let refuse = |message: String| {
+        Some(
+            (
+                StatusCode::BAD_REQUEST,
+                axum::Json(
+                    json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": message}}),
+                ),
+            )
+                .into_response(),
+        )
+    };
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    let own = signed_by(name);
+    for (i, m) in messages.iter().enumerate() {
+        let blocks = m.get("content").and_then(Value::as_array);
+        for (j, b) in blocks.into_iter().flatten().enumerate() {
+            let seal = match b["type"].as_str() {
+                Some("thinking") => b["signature"].as_str(),
+                Some("redacted_thinking") => b["data"].as_str(),
+                _ => continue,
+            };
+            if !seal.is_some_and(|s| s.starts_with(&own)) {
+                return refuse(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                ));
+            }
+        }
+    }
+    // With `enabled` thinking only: adaptive thinking may or may not think in a turn.
+    let thinking_on = body.pointer("/thinking/type").and_then(Value::as_str) == Some("enabled");
+    // The API joins consecutive turns of one role (Claude Code sends a turn's thinking and its
+    // tool call as two assistant messages): the last assistant turn is the last such run.
+    let end = messages.iter().rposition(|m| m["role"] == "assistant")?;
+    let start = messages[..end]
+        .iter()
+        .rposition(|m| m["role"] != "assistant")
+        .map_or(0, |p| p + 1);
+    let i = start;
+    let blocks: Vec<&Value> = messages[start..=end]
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .collect();
+    let calls = blocks.iter().any(|b| b["type"] == "tool_use");
+    let first = blocks
+        .first()
+        .and_then(|b| b["type"].as_str())
+        .unwrap_or("");
+    if thinking_on && calls && first != "thinking" && first != "redacted_thinking" {
+        return refuse(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+        ));
+    }
+    None
+}
+
+/// This fake's signature for its `n`th thinking block: base64-looking, as the real ones are
+/// (Claude Code keeps only those in the history it sends back), with the fake's name in it.
+fn signature(name: &str, n: usize) -> String {
+    format!("{}{n:X}MA", signed_by(name))
+}
+
+/// How every signature of this fake begins.
+fn signed_by(name: &str) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("EqQBCkYIBxgCKkA{hex}Zz")
 }

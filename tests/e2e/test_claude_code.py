@@ -12,7 +12,7 @@ CLAUDE = os.environ.get("CLAUDE_BIN") or str(
     pathlib.Path.home() / ".cache/baton-npm/node_modules/.bin/claude")
 
 
-def claude(gateway, tmp_path, prompt):
+def claude(gateway, tmp_path, prompt, model=None, extra_env=None):
     if not os.path.exists(CLAUDE):
         if os.environ.get("CI"):
             pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
@@ -27,7 +27,9 @@ def claude(gateway, tmp_path, prompt):
         "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
+    env.update(extra_env or {})
+    args = [CLAUDE, "-p", prompt, "--output-format", "json"] + (["--model", model] if model else [])
+    out = subprocess.run(args, cwd=work, env=env,
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout), work
@@ -176,3 +178,42 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
         other.stop()
     log = gw.proc.stderr.read()
     assert "claude-sub" in log and token not in log, "the login is never logged"
+
+
+def test_claude_code_thinking_survives_a_failover_between_anthropic_accounts(tmp_path):
+    """Claude Code thinks (MAX_THINKING_TOKENS: thinking enabled, its signed blocks sent back in
+    the tool loop); the first account signs its thinking, then caps mid tool loop; the second
+    refuses any signature but its own, as the real API does. Baton leaves the first one's
+    thinking out (and thinking off for that turn, as the API then requires), and the turn
+    completes there. Both serve the model Claude Code asked for: Claude Code itself drops
+    thinking that another model signed."""
+    from conftest import Baton, Fake
+    if not os.path.exists(CLAUDE):
+        if os.environ.get("CI"):
+            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+        pytest.skip("Claude Code not installed (scripts/test installs it)")
+    a, b = Fake("a"), Fake("b")
+    model = "claude-sonnet-4-5"
+    gw = Baton(tmp_path, [
+        {"id": "a", "kind": "anthropic", "baseUrl": a.url + "/v1", "models": [model], "priority": 1},
+        {"id": "b", "kind": "anthropic", "baseUrl": b.url + "/v1", "models": [model], "priority": 2}])
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "note.txt").write_text("the secret word is baton\n")
+        a.script("tool:Read:" + json.dumps({"file_path": str(work / "note.txt")}), "claude-cap")
+        result, _ = claude(gw, tmp_path, "read note.txt", model=model,
+                           extra_env={"MAX_THINKING_TOKENS": "4000"})
+        assert result["is_error"] is False, result
+        assert result["num_turns"] >= 2 and result["result"].startswith("b: "), result
+        assert a.stats()["hits"] == 2 and b.stats()["hits"] == 1, "b took the turn at once"
+        sent_to_a = json.dumps(a.stats()["last"]["messages"])
+        assert "a thinks." in sent_to_a, "Claude Code sent a's thinking back (to a, which capped)"
+        sent = b.stats()["last"]
+        assert "a thinks." not in json.dumps(sent["messages"]), "a's signed thinking never reached b"
+        assert "thinking" not in sent, "thinking off for the turn whose tool call lost its thinking"
+        assert "the secret word is baton" in json.dumps(sent["messages"]), "the tool result did"
+    finally:
+        gw.stop()
+        a.stop()
+        b.stop()

@@ -39,7 +39,11 @@ async fn anthropic_clients_pass_through_with_their_fields_and_headers() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
-    assert_eq!(v["content"][0]["text"], "claude: hello");
+    assert_eq!(
+        v["content"][0]["type"], "thinking",
+        "the upstream's signed thinking, passed through"
+    );
+    assert_eq!(v["content"][1]["text"], "claude: hello");
     let got = &up.received()[0];
     assert_eq!(got.headers["x-api-key"], "sk-ant-upstream-secret");
     assert_eq!(got.headers["anthropic-version"], "2023-06-01");

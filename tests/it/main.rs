@@ -56,4 +56,5 @@ mod shared_state;
 mod stream_breaks;
 mod streaming;
 mod subscription;
+mod thinking;
 mod timeouts;
