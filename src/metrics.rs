@@ -108,7 +108,7 @@ impl Default for Metrics {
         let tokens = Family::<L3, Counter>::default();
         registry.register(
             "tokens",
-            "Tokens by serving provider, client key and direction (input, output)",
+            "Tokens by serving provider, client key and direction (input, output; cache_read and cache_write are the parts of input read from and written to the provider's prompt cache)",
             tokens.clone(),
         );
         let cost = Family::<L1, Counter<f64, std::sync::atomic::AtomicU64>>::default();
@@ -242,7 +242,12 @@ impl Metrics {
                 self.failovers.get_or_create(&[("provider", p)]).inc();
             }
         }
-        for (dir, n) in [("input", row.input_tokens), ("output", row.output_tokens)] {
+        for (dir, n) in [
+            ("input", row.input_tokens),
+            ("output", row.output_tokens),
+            ("cache_read", row.cache_read_tokens),
+            ("cache_write", row.cache_write_tokens),
+        ] {
             if let Some(n) = n.filter(|n| *n > 0) {
                 self.tokens
                     .get_or_create(&[

@@ -19,6 +19,7 @@ struct Entry {
     latencies: VecDeque<u64>,
     input_tokens: u64,
     output_tokens: u64,
+    cache_read_tokens: u64,
     last_error: Option<(i64, String)>,
 }
 
@@ -33,6 +34,11 @@ pub struct Health {
     pub p95_ms: Option<u64>,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// `cache_read_tokens / input_tokens`: how much of the prompts the cache served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_hit_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +96,7 @@ impl Stats {
             if Some(i) == served {
                 e.input_tokens += row.input_tokens.unwrap_or(0);
                 e.output_tokens += row.output_tokens.unwrap_or(0);
+                e.cache_read_tokens += row.cache_read_tokens.unwrap_or(0);
             }
         }
     }
@@ -116,6 +123,7 @@ impl Stats {
             merged.latencies.extend(e.latencies.iter().copied());
             merged.input_tokens += e.input_tokens;
             merged.output_tokens += e.output_tokens;
+            merged.cache_read_tokens += e.cache_read_tokens;
             if e.last_error.as_ref().map(|(t, _)| *t) > merged.last_error.as_ref().map(|(t, _)| *t)
             {
                 merged.last_error = e.last_error.clone();
@@ -133,6 +141,9 @@ impl Stats {
             p95_ms: pct(0.95),
             input_tokens: merged.input_tokens,
             output_tokens: merged.output_tokens,
+            cache_read_tokens: merged.cache_read_tokens,
+            cache_hit_ratio: (merged.input_tokens > 0)
+                .then(|| merged.cache_read_tokens as f64 / merged.input_tokens as f64),
             last_error_at_ms: merged.last_error.as_ref().map(|(t, _)| *t),
             last_error: merged.last_error.map(|(_, m)| m),
         }

@@ -238,7 +238,7 @@ async function renderUsage() {
     el("td", { class: "num" }, int(r.requests)),
     el("td", { class: "num" }, r.errors ? int(r.errors) : "·"),
     el("td", { class: "num col-failovers" }, r.failovers ? int(r.failovers) : "·"),
-    el("td", { class: "num" }, int(r.inputTokens + r.outputTokens)),
+    el("td", { class: "num", title: cacheWords(r) }, int(r.inputTokens + r.outputTokens)),
     el("td", { class: "num" }, money(r.costUsd))));
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests in this period.")));
   $("usage-rows").replaceChildren(...rows);
@@ -248,9 +248,16 @@ async function renderUsage() {
     el("td", { class: "num" }, int(t.requests)),
     el("td", { class: "num" }, int(t.errors)),
     el("td", { class: "num col-failovers" }, int(t.failovers)),
-    el("td", { class: "num" }, int(t.inputTokens + t.outputTokens)),
+    el("td", { class: "num", title: cacheWords(t) }, int(t.inputTokens + t.outputTokens)),
     el("td", { class: "num" }, money(t.costUsd))));
   $("usage-key-head").textContent = u.by === "provider" ? "Provider" : "Key";
+}
+
+/** Tokens in words, with the prompt-cache share (cost counts it at cache prices). */
+function cacheWords(r) {
+  const read = r.cacheReadTokens || 0;
+  const share = r.inputTokens ? Math.round((100 * read) / r.inputTokens) : 0;
+  return `${int(r.inputTokens)} prompt (${int(read)} read from cache, ${share} %; ${int(r.cacheWriteTokens || 0)} written) + ${int(r.outputTokens)} answer tokens`;
 }
 
 async function downloadCsv() {

@@ -196,10 +196,12 @@ export function providerRow(p, index, count, handlers) {
   const hour = handlers.stats && handlers.stats.hour && handlers.stats.hour[p.id];
   const day = handlers.stats && handlers.stats.day && handlers.stats.day[p.id];
   if (hour || day) {
-    const h = hour || { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0 };
+    const h = hour || { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0 };
     const d = day || h;
-    facts.push(el("span", { "data-testid": "stats", title: `Last day: ${d.calls} calls, ${d.failures} failed${d.p50Ms != null ? `, p50 ${d.p50Ms} ms` : ""}, ${d.inputTokens + d.outputTokens} tokens` },
-      `last hour: ${h.calls} calls · ${h.failures} failed${h.p50Ms != null ? ` · p50 ${h.p50Ms} ms` : ""} · ${h.inputTokens + h.outputTokens} tokens`));
+    // The share of prompt tokens its prompt cache served: low when conversations hop keys.
+    const cached = (w) => (w.inputTokens && w.cacheReadTokens ? ` · ${Math.round((100 * w.cacheReadTokens) / w.inputTokens)} % cached` : "");
+    facts.push(el("span", { "data-testid": "stats", title: `Last day: ${d.calls} calls, ${d.failures} failed${d.p50Ms != null ? `, p50 ${d.p50Ms} ms` : ""}, ${d.inputTokens + d.outputTokens} tokens${cached(d)}` },
+      `last hour: ${h.calls} calls · ${h.failures} failed${h.p50Ms != null ? ` · p50 ${h.p50Ms} ms` : ""} · ${h.inputTokens + h.outputTokens} tokens${cached(h)}`));
   }
   if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "" }, p.cli.version));
   if (partial.length) {
@@ -260,7 +262,13 @@ export function chain(row) {
 }
 
 export function logRow(r) {
-  const tokens = r.inputTokens != null ? `${r.inputTokens} → ${r.outputTokens ?? 0}` : "";
+  const read = r.cacheReadTokens || 0;
+  const written = r.cacheWriteTokens || 0;
+  const tokens = r.inputTokens != null
+    ? el("span", { title: `${r.inputTokens} prompt tokens (${read} read from the provider's cache, ${written} written to it) → ${r.outputTokens ?? 0} answer tokens` },
+        `${r.inputTokens} → ${r.outputTokens ?? 0}`,
+        read ? el("span", { class: "muted", "data-testid": "cached" }, ` · ${read} cached`) : null)
+    : "";
   return el(
     "tr",
     {},

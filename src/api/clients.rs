@@ -296,8 +296,8 @@ pub async fn usage(
     if csv {
         return Ok(usage_csv(&rows, &label_of, by_provider));
     }
-    let total = rows.iter().fold(json!({"requests": 0, "errors": 0, "failovers": 0, "inputTokens": 0, "outputTokens": 0, "costUsd": 0.0}), |mut t, r| {
-        for (k, v) in [("requests", r.requests), ("errors", r.errors), ("failovers", r.failovers), ("inputTokens", r.input_tokens), ("outputTokens", r.output_tokens)] {
+    let total = rows.iter().fold(json!({"requests": 0, "errors": 0, "failovers": 0, "inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.0}), |mut t, r| {
+        for (k, v) in [("requests", r.requests), ("errors", r.errors), ("failovers", r.failovers), ("inputTokens", r.input_tokens), ("outputTokens", r.output_tokens), ("cacheReadTokens", r.cache_read_tokens), ("cacheWriteTokens", r.cache_write_tokens)] {
             t[k] = Value::from(t[k].as_u64().unwrap_or(0) + v);
         }
         t["costUsd"] = Value::from(t["costUsd"].as_f64().unwrap_or(0.0) + r.cost_usd);
@@ -326,14 +326,14 @@ fn usage_csv(
     by_provider: bool,
 ) -> Response {
     let mut out = String::from(
-        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,estimated_cost_usd\n",
+        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,estimated_cost_usd\n",
     );
     for r in rows {
         let start = jiff::Timestamp::from_millisecond(r.start_ms)
             .map(|t| t.to_string())
             .unwrap_or_default();
         out.push_str(&format!(
-            "{start},{},{},{},{},{},{},{},{:.6}\n",
+            "{start},{},{},{},{},{},{},{},{},{},{:.6}\n",
             csv_cell(&r.key),
             csv_cell(&label_of(&r.key)),
             r.requests,
@@ -341,6 +341,8 @@ fn usage_csv(
             r.failovers,
             r.input_tokens,
             r.output_tokens,
+            r.cache_read_tokens,
+            r.cache_write_tokens,
             r.cost_usd
         ));
     }

@@ -313,11 +313,16 @@ pub fn response_to_anthropic(r: &ChatResponse, model: &str) -> Value {
     })
 }
 
-fn usage_json(u: &Usage) -> Value {
+/// Usage as Anthropic counts it: `input_tokens` only what was neither read from nor written to
+/// the cache.
+pub(super) fn usage_json(u: &Usage) -> Value {
     json!({
-        "input_tokens": u.input_tokens.saturating_sub(u.cached_input_tokens),
+        "input_tokens": u.input_tokens
+            .saturating_sub(u.cached_input_tokens)
+            .saturating_sub(u.cache_write_tokens),
         "output_tokens": u.output_tokens,
         "cache_read_input_tokens": u.cached_input_tokens,
+        "cache_creation_input_tokens": u.cache_write_tokens,
     })
 }
 
@@ -482,10 +487,12 @@ pub(super) fn stop_from_anthropic(s: &str) -> StopReason {
 pub fn usage_from_anthropic(u: &Value) -> Usage {
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
     let cached = n("cache_read_input_tokens");
+    let written = n("cache_creation_input_tokens");
     Usage {
-        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        input_tokens: n("input_tokens") + cached + written,
         output_tokens: n("output_tokens"),
         cached_input_tokens: cached,
+        cache_write_tokens: written,
     }
 }
 

@@ -132,6 +132,7 @@ pub fn usage_from_gemini(u: &Value) -> Usage {
         input_tokens: n("promptTokenCount"),
         output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
         cached_input_tokens: n("cachedContentTokenCount"),
+        cache_write_tokens: 0,
     }
 }
 

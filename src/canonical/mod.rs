@@ -191,11 +191,15 @@ impl StopReason {
     }
 }
 
+/// An answer's tokens. `input_tokens` is the whole prompt, including the part read from the
+/// provider's prompt cache (`cached_input_tokens`) and the part written to it
+/// (`cache_write_tokens`: Anthropic's `cache_creation_input_tokens`; others do not say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
 }
 
 /// A complete (non-streamed) answer.

@@ -397,6 +397,7 @@ pub fn usage_from_openai(u: &Value) -> Option<Usage> {
             .pointer("/prompt_tokens_details/cached_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        cache_write_tokens: 0,
     })
 }
 

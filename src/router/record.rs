@@ -48,6 +48,8 @@ impl Record {
                 total_ms: 0,
                 input_tokens: None,
                 output_tokens: None,
+                cache_read_tokens: None,
+                cache_write_tokens: None,
                 error: None,
             }),
             started: Instant::now(),
@@ -108,6 +110,8 @@ impl Record {
         if let Some(r) = &mut self.row {
             r.input_tokens = Some(u.input_tokens);
             r.output_tokens = Some(u.output_tokens);
+            r.cache_read_tokens = Some(u.cached_input_tokens);
+            r.cache_write_tokens = Some(u.cache_write_tokens);
         }
     }
 
@@ -158,10 +162,12 @@ impl Record {
         row.total_ms = total.as_millis() as u64;
         row.upstream_ms = Some(self.upstream_us / 1000);
         row.cost_usd = self.price.map(|p| {
-            p.cost(
-                row.input_tokens.unwrap_or(0),
-                row.output_tokens.unwrap_or(0),
-            )
+            p.cost(&crate::canonical::Usage {
+                input_tokens: row.input_tokens.unwrap_or(0),
+                output_tokens: row.output_tokens.unwrap_or(0),
+                cached_input_tokens: row.cache_read_tokens.unwrap_or(0),
+                cache_write_tokens: row.cache_write_tokens.unwrap_or(0),
+            })
         });
         self.routing
             .finished(&self.client, row, total, self.upstream_us);

@@ -322,7 +322,7 @@ impl Pump {
         let u = crate::canonical::Usage {
             input_tokens: self.prompt_tokens,
             output_tokens: self.content_bytes.div_ceil(4),
-            cached_input_tokens: 0,
+            ..Default::default()
         };
         tracing::debug!(
             request_id = self.rec.id(),

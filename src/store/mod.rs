@@ -4,6 +4,7 @@
 
 mod edit;
 mod keys;
+mod migrations;
 mod settings;
 mod writer;
 
@@ -20,78 +21,6 @@ pub use writer::{StoreWriter, WriteOp};
 use crate::config::ProviderConfig;
 
 pub(crate) const DB_FILE: &str = "baton.db";
-
-/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[
-    r#"
-CREATE TABLE request_log (
-    -- Rows are appended in time order: an integer key keeps inserts at the end of the b-tree
-    -- (a random text key costs a page split per row under load).
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    ts_ms INTEGER NOT NULL,
-    client TEXT NOT NULL,
-    requested_model TEXT NOT NULL,
-    provider TEXT,
-    model TEXT,
-    status INTEGER NOT NULL,
-    stream INTEGER NOT NULL,
-    attempts TEXT NOT NULL,
-    ttfb_ms INTEGER,
-    total_ms INTEGER NOT NULL,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    error TEXT
-);
-CREATE INDEX request_log_ts ON request_log(ts_ms);
-CREATE TABLE cooldowns (
-    provider TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    until_ms INTEGER NOT NULL,
-    class TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    PRIMARY KEY (provider, key_id, model)
-);
-CREATE TABLE providers (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL CHECK (owner IN ('file', 'ui')),
-    definition TEXT NOT NULL,
-    enabled INTEGER,
-    priority INTEGER,
-    updated_ms INTEGER NOT NULL
-);
-"#,
-    r#"
--- Gateway keys made in the UI: only a SHA-256 of each key is kept, and a masked hint to
--- recognise it by.
-CREATE TABLE client_keys (
-    id TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    hash BLOB NOT NULL,
-    hint TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    revoked_ms INTEGER
-);
-CREATE TABLE settings (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"#,
-    r#"
--- Client keys for teams: limits, budgets, allowed targets, tier cap, expiry (JSON, see
--- clients::ClientPolicy). The request log says which key asked and what it cost. (No index on
--- client_key: the log is written on every request and read rarely, by time range.)
-ALTER TABLE client_keys ADD COLUMN policy TEXT NOT NULL DEFAULT '{}';
--- When the key last changed (made, limits changed, revoked): instances sharing state merge
--- keys by it.
-ALTER TABLE client_keys ADD COLUMN updated_ms INTEGER NOT NULL DEFAULT 0;
-UPDATE client_keys SET updated_ms = COALESCE(revoked_ms, created_ms);
-ALTER TABLE request_log ADD COLUMN client_key TEXT NOT NULL DEFAULT '';
-ALTER TABLE request_log ADD COLUMN cost_usd REAL;
-ALTER TABLE request_log ADD COLUMN upstream_ms INTEGER;
-"#,
-];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -169,6 +98,12 @@ pub struct LogRow {
     /// Time spent waiting on upstreams (the rest is Baton's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_ms: Option<u64>,
+    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 /// Which request-log rows to read.
@@ -275,7 +210,7 @@ impl Store {
                 .open(&path);
         }
         let mut conn = open_conn(&path)?;
-        migrate(&mut conn, &path)?;
+        migrations::migrate(&mut conn, &path)?;
         // SQLite gives the -wal and -shm files the database's mode: private from here on.
         make_private(data_dir);
         let writer = StoreWriter::start(conn, path.clone(), log.clone(), clock);
@@ -341,7 +276,7 @@ impl Store {
         let mut sql = String::from(
             "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
                     ttfb_ms, total_ms, input_tokens, output_tokens, error, client_key, cost_usd,
-                    upstream_ms
+                    upstream_ms, cache_read_tokens, cache_write_tokens
              FROM request_log WHERE 1 = 1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -396,6 +331,8 @@ impl Store {
                 client_key: r.get(14)?,
                 cost_usd: r.get(15)?,
                 upstream_ms: r.get::<_, Option<i64>>(16)?.map(|v| v as u64),
+                cache_read_tokens: r.get::<_, Option<i64>>(17)?.map(|v| v as u64),
+                cache_write_tokens: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
             })
         }))?;
         self.sql(rows.collect())
@@ -528,33 +465,6 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(wrap)?;
     Ok(conn)
-}
-
-fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
-    let wrap = |source| StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tx = conn
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(wrap)?;
-    let version: i64 = tx
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(wrap)?;
-    let known = MIGRATIONS.len() as i64;
-    if version > known {
-        return Err(StoreError::TooNew {
-            path: path.to_path_buf(),
-            found: version,
-            known,
-        });
-    }
-    for sql in &MIGRATIONS[version as usize..] {
-        tx.execute_batch(sql).map_err(wrap)?;
-    }
-    tx.pragma_update(None, "user_version", known)
-        .map_err(wrap)?;
-    tx.commit().map_err(wrap)
 }
 
 /// The data directory 0700 and every file in it 0600, on creation and when found looser (it

@@ -24,6 +24,10 @@ pub struct UsageRow {
     pub failovers: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
+    pub cache_write_tokens: u64,
     pub cost_usd: f64,
 }
 
@@ -73,7 +77,8 @@ impl Store {
                     SUM((SELECT COUNT(DISTINCT json_extract(value, '$.provider')) FROM json_each(attempts)
                          WHERE json_extract(value, '$.class') != 'skipped') > 1),
                     SUM(COALESCE(input_tokens, 0)), SUM(COALESCE(output_tokens, 0)),
-                    SUM(COALESCE(cost_usd, 0))
+                    SUM(COALESCE(cost_usd, 0)),
+                    SUM(COALESCE(cache_read_tokens, 0)), SUM(COALESCE(cache_write_tokens, 0))
              FROM request_log
              WHERE ts_ms >= ?1 AND ts_ms < ?2 AND (?4 IS NULL OR client_key = ?4)
              GROUP BY b, g ORDER BY b, g"
@@ -91,6 +96,8 @@ impl Store {
                     input_tokens: r.get::<_, i64>(5)? as u64,
                     output_tokens: r.get::<_, i64>(6)? as u64,
                     cost_usd: r.get(7)?,
+                    cache_read_tokens: r.get::<_, i64>(8)? as u64,
+                    cache_write_tokens: r.get::<_, i64>(9)? as u64,
                 })
             },
         ))?;
@@ -150,6 +157,8 @@ pub struct WindowStats {
     pub p50_ms: Option<u64>,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from its prompt cache (part of `input_tokens`).
+    pub cache_read_tokens: u64,
 }
 
 impl Store {
@@ -160,8 +169,8 @@ impl Store {
     ) -> Result<std::collections::BTreeMap<String, WindowStats>, StoreError> {
         let conn = self.read()?;
         let mut stmt = self.sql(conn.prepare(
-            "SELECT provider, status, attempts, input_tokens, output_tokens FROM request_log
-             WHERE ts_ms >= ?1 ORDER BY seq DESC LIMIT 100000",
+            "SELECT provider, status, attempts, input_tokens, output_tokens, cache_read_tokens
+             FROM request_log WHERE ts_ms >= ?1 ORDER BY seq DESC LIMIT 100000",
         ))?;
         let mut out: std::collections::BTreeMap<String, WindowStats> = Default::default();
         let mut latencies: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
@@ -172,10 +181,11 @@ impl Store {
                 r.get::<_, String>(2)?,
                 r.get::<_, Option<i64>>(3)?,
                 r.get::<_, Option<i64>>(4)?,
+                r.get::<_, Option<i64>>(5)?,
             ))
         }))?;
         for row in rows {
-            let (provider, status, attempts, input, output) = self.sql(row)?;
+            let (provider, status, attempts, input, output, cached) = self.sql(row)?;
             let attempts: Vec<super::AttemptRecord> =
                 serde_json::from_str(&attempts).unwrap_or_default();
             for a in attempts.iter().filter(|a| a.class.sent()) {
@@ -195,6 +205,7 @@ impl Store {
                 s.served += 1;
                 s.input_tokens += input.unwrap_or(0).max(0) as u64;
                 s.output_tokens += output.unwrap_or(0).max(0) as u64;
+                s.cache_read_tokens += cached.unwrap_or(0).max(0) as u64;
             }
         }
         for (p, mut l) in latencies {

@@ -86,7 +86,14 @@ pub(crate) async fn messages(
                 "signature": signature(&s.name, n)}),
         );
     }
-    let usage = json!({"input_tokens": 11, "output_tokens": 7});
+    let usage = if s.cached() {
+        json!({"input_tokens": 18, "cache_read_input_tokens": 80,
+            "cache_creation_input_tokens": 2, "output_tokens": 7})
+    } else {
+        json!({"input_tokens": 11, "output_tokens": 7})
+    };
+    let mut start_usage = usage.clone();
+    start_usage["output_tokens"] = json!(0);
     if !stream {
         return axum::Json(
             json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
@@ -99,7 +106,7 @@ pub(crate) async fn messages(
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg_fake",
         "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null,
-        "usage": {"input_tokens": 11, "output_tokens": 0}}}),
+        "usage": start_usage}}),
     )];
     let mut deltas = 0;
     for (i, b) in blocks.iter().enumerate() {

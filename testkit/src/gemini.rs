@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use crate::{sse, Behavior, InFlight, Received, Shared};
 
+/// The fake as Gemini's `generateContent` / `streamGenerateContent`. Long because it is the
+/// behaviour table again, each arm in Gemini's shapes.
 pub(crate) async fn generate(
     State(s): State<Arc<Shared>>,
     Path(rest): Path<String>,
@@ -47,7 +49,12 @@ pub(crate) async fn generate(
         })
         .unwrap_or("")
         .to_string();
-    let usage = json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18});
+    let usage = if s.cached() {
+        json!({"promptTokenCount": 100, "cachedContentTokenCount": 80,
+            "candidatesTokenCount": 7, "totalTokenCount": 107})
+    } else {
+        json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18})
+    };
     let parts = match behavior {
         Behavior::Status {
             status,

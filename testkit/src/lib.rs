@@ -115,6 +115,8 @@ pub(crate) struct Shared {
     lists: Mutex<Vec<HeaderMap>>,
     /// The one subscription token Anthropic requests must carry (`only_subscription`).
     subscription: Mutex<Option<String>>,
+    /// Answers report prompt-cache usage (`report_cache_usage`).
+    cache_usage: std::sync::atomic::AtomicBool,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -225,6 +227,13 @@ impl FakeUpstream {
         *self.shared.subscription.lock().unwrap() = Some(token.to_string());
     }
 
+    /// From now on, every answer's usage says its prompt was mostly read from the provider's
+    /// prompt cache, in the API's own fields: 100 prompt tokens, 80 of them read from the cache
+    /// (Anthropic: 18 uncached, 80 read, 2 written).
+    pub fn report_cache_usage(&self) {
+        self.shared.cache_usage.store(true, Ordering::SeqCst);
+    }
+
     pub fn strict_auth(&self) {
         self.shared.strict.store(true, Ordering::SeqCst);
     }
@@ -233,6 +242,10 @@ impl FakeUpstream {
 impl Shared {
     pub(crate) fn strict(&self) -> bool {
         self.strict.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn cached(&self) -> bool {
+        self.cache_usage.load(Ordering::SeqCst)
     }
 }
 

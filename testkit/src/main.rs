@@ -21,6 +21,9 @@ struct Args {
     /// (`Authorization: Bearer TOKEN`, as Claude Code sends it), else 401.
     #[arg(long)]
     subscription: Option<String>,
+    /// Answers report prompt-cache usage (100 prompt tokens, 80 read from the cache).
+    #[arg(long)]
+    cache_usage: bool,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -44,6 +47,9 @@ fn main() {
         fake.always(behavior);
         if let Some(token) = &args.subscription {
             fake.only_subscription(token);
+        }
+        if args.cache_usage {
+            fake.report_cache_usage();
         }
         println!("listening on http://{}", fake.addr);
         let _ = tokio::signal::ctrl_c().await;

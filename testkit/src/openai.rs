@@ -148,7 +148,12 @@ pub(crate) async fn answer(
     reply: Reply,
     cut: Option<Cut>,
 ) -> Response {
-    let usage_v = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
+    let usage_v = if s.cached() {
+        json!({"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
+            "prompt_tokens_details": {"cached_tokens": 80}})
+    } else {
+        json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18})
+    };
     if !stream {
         drop(guard);
         return complete(model, &reply, usage_v);

@@ -161,7 +161,8 @@ pub(crate) async fn create(
         Behavior::StreamDies(n) => (message(&text), Some(n)),
         _ => (message(&text), None),
     };
-    let response = |status: &str, output: Value| response_json(&model, status, output);
+    let cached = s.cached();
+    let response = |status: &str, output: Value| response_json(&model, status, output, cached);
     if !stream {
         return axum::Json(response("completed", json!([item]))).into_response();
     }
@@ -170,13 +171,14 @@ pub(crate) async fn create(
     sse(Body::from_stream(body))
 }
 
-fn response_json(model: &str, status: &str, output: Value) -> Value {
+fn response_json(model: &str, status: &str, output: Value, cached: bool) -> Value {
+    let (input, read) = if cached { (100, 80) } else { (11, 3) };
     json!({"id": "resp_fake", "object": "response", "created_at": 1, "model": model,
         "status": status, "output": output, "parallel_tool_calls": true,
         "tool_choice": "auto", "tools": [],
-        "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3},
+        "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": read},
             "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 18}})
+            "total_tokens": input + 7}})
 }
 
 /// The streamed events for one output item; with `cut`, the stream stops after that many text

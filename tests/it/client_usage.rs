@@ -110,11 +110,11 @@ async fn usage_per_client_and_provider_adds_up_to_the_log_and_exports_as_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,estimated_cost_usd"
+        "start,key,label,requests,errors,failovers,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,estimated_cost_usd"
     );
     let bob_line = csv.lines().find(|l| l.contains(&bob_id)).unwrap();
     assert!(
-        bob_line.contains(",\"ui:bob, \"\"the builder\"\"\",3,1,0,22,14,0.000025"),
+        bob_line.contains(",\"ui:bob, \"\"the builder\"\"\",3,1,0,22,14,0,0,0.000025"),
         "{bob_line}"
     );
     for bad in ["bucket=week", "by=model", "format=xml"] {

@@ -22,6 +22,7 @@ mod api;
 mod architecture_map;
 mod bad_input;
 mod bad_request_throttle;
+mod cache_tokens;
 mod catalog;
 mod chaos;
 mod cli_config;

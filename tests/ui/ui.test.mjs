@@ -393,6 +393,29 @@ test("Activity says why a candidate was passed over (a model without tools, for 
   assert.equal(r.status, 204);
 });
 
+test("prompt-cache reads show in Activity and as the provider's cached share", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const cachey = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "cachey", "--mode", "ok", "--cache-usage"])) + "/v1";
+  let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "cachey", kind: "openai-compatible", baseUrl: cachey, models: ["cachey-model"], priority: 99 }) });
+  assert.equal(r.status, 201, await r.text());
+  r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "cachey/cachey-model", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200);
+  await page.click("nav a[data-tab=activity]");
+  const cell = await page.waitForSelector("#log-rows tr:first-child [data-testid=cached]");
+  assert.equal((await cell.textContent()).trim(), "· 80 cached");
+  assert.match(await page.getAttribute("#log-rows tr:first-child td:last-child span", "title"), /80 read from the provider's cache/);
+  await page.click("nav a[data-tab=providers]");
+  const stats = await page.waitForSelector("#provider-list > li[data-id=cachey] [data-testid=stats]:text('80 % cached')");
+  assert.match(await stats.textContent(), /last hour: 1 calls .* 107 tokens · 80 % cached/);
+  await shot("cache-share");
+  r = await fetch(`${baton}/admin/providers/cachey`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
 test("the Add form shows a CLI's executable, version and login before saving, and the saved row has them at once", async () => {
   // A real executable named `claude` that prints the real CLI's outputs.
   const bin = mkdtempSync(join(tmpdir(), "baton-ui-cli-"));

@@ -117,10 +117,12 @@ impl StreamEncoder {
         self.start(out);
         self.close(out);
         let reason = self.stop.as_ref().map(stop_reason).unwrap_or("end_turn");
-        out.push_str(&frame("message_delta", &json!({"type": "message_delta",
+        out.push_str(&frame(
+            "message_delta",
+            &json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": null},
-            "usage": {"output_tokens": self.usage.output_tokens,
-                "input_tokens": self.usage.input_tokens.saturating_sub(self.usage.cached_input_tokens)}})));
+            "usage": super::usage_json(&self.usage)}),
+        ));
         out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
     }
 }

@@ -121,9 +121,10 @@ fn answers_and_streams_encode_in_anthropic_shape() {
         ],
         stop: Some(StopReason::ToolCalls),
         usage: Some(Usage {
-            input_tokens: 10,
+            input_tokens: 12,
             output_tokens: 3,
             cached_input_tokens: 4,
+            cache_write_tokens: 2,
         }),
     };
     let v = response_to_anthropic(&r, "served-model");
@@ -135,8 +136,12 @@ fn answers_and_streams_encode_in_anthropic_shape() {
     );
     assert_eq!(
         v["usage"],
-        json!({"input_tokens": 6, "output_tokens": 3, "cache_read_input_tokens": 4})
+        json!({"input_tokens": 6, "output_tokens": 3, "cache_read_input_tokens": 4,
+            "cache_creation_input_tokens": 2}),
+        "only the uncached part is input_tokens"
     );
+    let back = usage_from_anthropic(&v["usage"]);
+    assert_eq!(back, r.usage.unwrap(), "and it reads back whole");
 
     let mut enc = StreamEncoder::new("chatcmpl-2", "m");
     let mut out = String::new();
@@ -161,6 +166,7 @@ fn answers_and_streams_encode_in_anthropic_shape() {
             input_tokens: 5,
             output_tokens: 2,
             cached_input_tokens: 0,
+            cache_write_tokens: 0,
         }),
     ] {
         enc.push(&ev, &mut out);

@@ -94,6 +94,7 @@ mod tests {
             input_tokens: 3,
             output_tokens: 2,
             cached_input_tokens: 0,
+            cache_write_tokens: 0,
         };
         let events = [
             StreamEvent::Usage(u),

@@ -95,7 +95,8 @@ fn response_and_chunks_convert_both_ways() {
         Some(Usage {
             input_tokens: 3,
             output_tokens: 4,
-            cached_input_tokens: 1
+            cached_input_tokens: 1,
+            cache_write_tokens: 0
         })
     );
     assert_eq!(response_from_openai(&response_to_openai(&r)), Some(r));
@@ -116,6 +117,7 @@ fn response_and_chunks_convert_both_ways() {
             input_tokens: 1,
             output_tokens: 2,
             cached_input_tokens: 0,
+            cache_write_tokens: 0,
         }),
     ];
     let back: Vec<StreamEvent> = events

@@ -123,6 +123,7 @@ fn a_stream_with_text_a_function_and_a_freeform_call_reads_as_openai_sends_it() 
             input_tokens: 10,
             output_tokens: 5,
             cached_input_tokens: 4,
+            cache_write_tokens: 0,
         }),
     ] {
         enc.push(&ev, &mut out);

@@ -118,6 +118,7 @@ pub(crate) fn usage_from_responses(u: &Value) -> Usage {
         input_tokens: n("/input_tokens"),
         output_tokens: n("/output_tokens"),
         cached_input_tokens: n("/input_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
     }
 }
 

@@ -187,6 +187,7 @@ fn finished(u: &Value, cached_field: &str) -> Vec<Step> {
             input_tokens: n("input_tokens").saturating_sub(cached),
             output_tokens: n("output_tokens"),
             cached_input_tokens: cached,
+            cache_write_tokens: 0,
         }),
         Step::Finish(StopReason::Stop),
     ]

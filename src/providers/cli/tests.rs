@@ -193,7 +193,8 @@ fn real_outputs_decode_to_text_usage_and_finish() {
             Step::Usage(Usage {
                 input_tokens: 12,
                 output_tokens: 7,
-                cached_input_tokens: 0
+                cached_input_tokens: 0,
+                cache_write_tokens: 0
             }),
             Step::Finish(StopReason::Stop),
         ],
@@ -206,7 +207,8 @@ fn real_outputs_decode_to_text_usage_and_finish() {
             Step::Usage(Usage {
                 input_tokens: 12,
                 output_tokens: 7,
-                cached_input_tokens: 0
+                cached_input_tokens: 0,
+                cache_write_tokens: 0
             }),
             Step::Finish(StopReason::Stop),
         ]
@@ -218,7 +220,8 @@ fn real_outputs_decode_to_text_usage_and_finish() {
             Step::Usage(Usage {
                 input_tokens: 24,
                 output_tokens: 14,
-                cached_input_tokens: 0
+                cached_input_tokens: 0,
+                cache_write_tokens: 0
             }),
             Step::Finish(StopReason::Stop),
         ]

@@ -66,6 +66,7 @@ fn add_usage(a: Usage, b: Usage) -> Usage {
         input_tokens: a.input_tokens + b.input_tokens,
         output_tokens: a.output_tokens + b.output_tokens,
         cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
+        cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
     }
 }
 
@@ -118,7 +119,7 @@ impl Pump {
             Usage {
                 input_tokens: parts.prompt_tokens + estimate_text_tokens(prefill),
                 output_tokens: estimate_text_tokens(&parts.text[parts.attempt_start..]),
-                cached_input_tokens: 0,
+                ..Default::default()
             }
         });
         parts.carried = add_usage(parts.carried, part);
