@@ -226,9 +226,11 @@ async fn parse(
         .map(str::to_string);
     let deadline_ms = timeout_header(req.headers())?;
     let client = crate::providers::ClientCredential::from_headers(req.headers());
+    let session = crate::router::affinity::Conversation::session_header(req.headers());
     let (bytes, charge) = super::budget::read_body(state, req).await?;
     let body = json_object(&bytes)?;
     let client = client.map(|c| c.with_account_in(&body));
+    let named = crate::router::affinity::Conversation::named(session.as_deref(), &body);
     seen.model = body
         .get("model")
         .and_then(Value::as_str)
@@ -264,6 +266,8 @@ async fn parse(
             (c, openai, None)
         }
     };
+    let conversation =
+        named.or_else(|| crate::router::affinity::Conversation::by_prefix(&canonical));
     let inbound = Inbound {
         body,
         anthropic_body,
@@ -273,6 +277,7 @@ async fn parse(
         needs: canonical.needs(),
         canonical,
         deadline_ms,
+        conversation,
     };
     Ok((inbound, charge, echo))
 }

@@ -157,6 +157,37 @@ pub struct RoutingConfig {
     /// tries the next candidate (true).
     #[serde(default)]
     pub content_policy_fallback: bool,
+    /// Conversation affinity: a conversation's turns stay on the key and provider that served
+    /// it, so the provider's prompt cache stays warm.
+    #[serde(default)]
+    pub affinity: AffinityConfig,
+}
+
+/// `routing.affinity`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AffinityConfig {
+    /// Keep each conversation on the key (and, for `auto` and routes, the provider) that last
+    /// served it while that is healthy (default true).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// A conversation idle for longer is forgotten (its next turn follows the configured order
+    /// again): about as long as providers keep a prompt cache warm (default 10 minutes).
+    #[serde(default = "default_affinity_ttl")]
+    pub ttl_ms: u64,
+}
+
+impl Default for AffinityConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            ttl_ms: default_affinity_ttl(),
+        }
+    }
+}
+
+fn default_affinity_ttl() -> u64 {
+    600_000
 }
 
 impl Default for RoutingConfig {
@@ -171,6 +202,7 @@ impl Default for RoutingConfig {
             wait_for_reset_ms: 0,
             breaker: Default::default(),
             content_policy_fallback: false,
+            affinity: Default::default(),
         }
     }
 }

@@ -161,7 +161,13 @@ pub(super) const CLIENT_KEY: usize = usize::MAX;
 
 /// Round-robin over the provider's keys that are not cooling, without sending anything to a
 /// cooling one; keys whose quota score is nearly exhausted are used only when no other is free.
-pub(super) fn pick_key(routing: &Routing, t: &Target, client: Option<&ApiKey>) -> Pick {
+/// `prefer`: the key that served this conversation, first while it is not cooling.
+pub(super) fn pick_key(
+    routing: &Routing,
+    t: &Target,
+    client: Option<&ApiKey>,
+    prefer: Option<&str>,
+) -> Pick {
     let p = &t.provider;
     let n = p.keys.len();
     if !p.config.credentials.is_baton() {
@@ -177,6 +183,15 @@ pub(super) fn pick_key(routing: &Routing, t: &Target, client: Option<&ApiKey>) -
             Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
             None => Pick::Go(0),
         };
+    }
+    if let Some(i) = prefer.and_then(|id| p.keys.iter().position(|k| k.id == id)) {
+        if routing
+            .cooldowns
+            .blocking(p.id(), Some(&p.keys[i].id), &t.model.id)
+            .is_none()
+        {
+            return Pick::Go(i);
+        }
     }
     let now = routing.clock.now_ms();
     let day = p.quota_day(now).0;

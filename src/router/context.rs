@@ -47,6 +47,8 @@ pub struct Routing {
     pub local_tz: jiff::tz::TimeZone,
     /// Who signed the thinking blocks Baton relayed (`providers::thinking`).
     pub thinking: crate::providers::thinking::ThinkingBook,
+    /// Where each conversation was last served (`router::affinity`).
+    pub affinity: super::affinity::Affinity,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
     /// Weak: the gateway owns the routing context, not the other way round.
@@ -72,6 +74,7 @@ impl Routing {
             queued: AtomicUsize::new(0),
             redactor: Default::default(),
             thinking: Default::default(),
+            affinity: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             shared,
             sink,

@@ -32,6 +32,8 @@ pub(super) struct Ctx<'a, U> {
     pub inbound: &'a Inbound,
     pub deadline: tokio::time::Instant,
     pub deadline_ms: u64,
+    /// Where the conversation was last served (`affinity`).
+    pub stick: Option<&'a super::affinity::Stick>,
 }
 
 /// Per-target bookkeeping within one pass over the candidates.
@@ -195,10 +197,11 @@ fn admit(
     routing: &Routing,
     t: &Target,
     client: Option<&ApiKey>,
+    prefer: Option<&str>,
     pass: &mut Pass,
     rec: &mut Record,
 ) -> Option<usize> {
-    let key = match pick_key(routing, t, client) {
+    let key = match pick_key(routing, t, client, prefer) {
         Pick::Go(i) => i,
         Pick::Cooling(until, reason, limit) => {
             // Only limits make "every candidate is rate-limited" true: a provider out after
@@ -294,10 +297,15 @@ pub(super) async fn run_candidates<U: Upstream>(
             Take::Fail(f) => return Err(f),
         };
         let client = cx.inbound.client.as_ref().map(|c| &c.key);
-        let Some(key) = admit(cx.routing, &target, client, &mut pass, rec) else {
+        // The key that served this conversation on this provider, to keep its cache warm.
+        let prefer = cx
+            .stick
+            .filter(|s| s.provider == target.provider.id())
+            .map(|s| s.key.as_str());
+        let Some(key) = admit(cx.routing, &target, client, prefer, &mut pass, rec) else {
             continue;
         };
-        if target.provider.keys.get(key).is_some() {
+        if target.provider.keys.get(key).is_some() && prefer.is_none() {
             target.provider.runtime.used_key(key);
         }
         announce_failover(cx.routing, &mut pass, &target, rec.id());
@@ -368,6 +376,16 @@ fn answered<U>(
         });
     }
     rec.push_attempt(served(&sent.target, sent.key(), sent.started));
+    super::affinity::remember(
+        routing,
+        &cx.snap.routing.affinity,
+        cx.inbound.conversation.as_ref(),
+        super::affinity::Stick {
+            provider: p.id().to_string(),
+            model: model.clone(),
+            key: sent.key().map(|k| k.id.clone()).unwrap_or_default(),
+        },
+    );
     let target = sent.target;
     match answer {
         Answer::Complete(reply, usage) => Served::Complete(Completed {

@@ -2,6 +2,7 @@
 //! ones, classify each failure, cool what the provider said, and stop at the first success or
 //! at an error the client must fix.
 
+pub mod affinity;
 mod attempt;
 pub(crate) mod candidates;
 mod cli;
@@ -62,6 +63,8 @@ pub struct Inbound {
     pub needs: Needs,
     /// Per-request deadline from `x-gateway-timeout-ms`, overriding `routing.requestTimeoutMs`.
     pub deadline_ms: Option<u64>,
+    /// The conversation this request continues (`affinity`).
+    pub conversation: Option<affinity::Conversation>,
 }
 
 /// A concurrency slot on a provider, released when the answer is complete.
@@ -244,10 +247,22 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     rec: &mut Record,
 ) -> Result<Served, Failure> {
     let mut targets = able(snap, inbound, targets, selection, rec)?;
+    let now = routing.clock.now_ms();
     if matches!(selection, Selection::Auto) {
         // Proactive: providers about to run out go behind the others (order otherwise kept).
-        let now = routing.clock.now_ms();
         targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
+    }
+    // The conversation goes back where it was served, to keep that prompt cache warm.
+    let stick = affinity::lookup(
+        routing,
+        &snap.routing.affinity,
+        inbound.conversation.as_ref(),
+    )
+    .await;
+    if let Some(s) = &stick {
+        if !matches!(selection, Selection::Pinned | Selection::Provider) {
+            affinity::first(&mut targets, s, now);
+        }
     }
     let deadline_ms = inbound
         .deadline_ms
@@ -263,6 +278,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             inbound,
             deadline,
             deadline_ms,
+            stick: stick.as_ref(),
         };
         let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
         // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
@@ -461,6 +477,7 @@ pub async fn test_target(
         client: None,
         anthropic_beta: None,
         deadline_ms: None,
+        conversation: None,
     };
     let started = Instant::now();
     let limit = Duration::from_millis(

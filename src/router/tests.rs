@@ -201,6 +201,7 @@ fn inbound(stream: bool) -> Inbound {
         client: None,
         anthropic_beta: None,
         deadline_ms: None,
+        conversation: None,
     }
 }
 

@@ -418,6 +418,31 @@ impl Shared {
         }
     }
 
+    /// Where a conversation was last served, as every instance knows it (`None` without Redis,
+    /// when Redis does not answer in time, or when no instance served it lately).
+    pub async fn affinity(&self, conversation: &str) -> Option<String> {
+        let r = self.live()?;
+        let mut conn = r.conn.clone();
+        let mut get = redis::cmd("GET");
+        get.arg(r.key(&["affinity", conversation]));
+        let answer = get.query_async::<Option<String>>(&mut conn);
+        tokio::time::timeout(OP_TIMEOUT, answer).await.ok()?.ok()?
+    }
+
+    /// Tells every instance where a conversation was served; forgotten after `ttl_ms` idle.
+    pub fn set_affinity(&self, conversation: &str, stick: String, ttl_ms: u64) {
+        let Some(r) = self.live() else {
+            return;
+        };
+        let mut conn = r.conn.clone();
+        let key = r.key(&["affinity", conversation]);
+        tokio::spawn(async move {
+            let mut set = redis::cmd("SET");
+            set.arg(key).arg(stick).arg("PX").arg(ttl_ms.max(1));
+            let _ = tokio::time::timeout(OP_TIMEOUT, set.query_async::<()>(&mut conn)).await;
+        });
+    }
+
     /// Waits (briefly) until everything published so far has reached Redis, so another
     /// instance asked right after this one's answer already knows.
     pub async fn barrier(&self) {

@@ -214,7 +214,7 @@ impl Pump {
     async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
         use crate::router::{candidates, Answer, Attempt, Inbound, Pick};
         let routing = &resume.routing;
-        let key = match candidates::pick_key(routing, &next, None) {
+        let key = match candidates::pick_key(routing, &next, None, None) {
             Pick::Go(i) => i,
             Pick::Cooling(..) => return None,
         };
@@ -241,6 +241,7 @@ impl Pump {
             },
             needs: Default::default(),
             deadline_ms: None,
+            conversation: None,
         };
         let started = Instant::now();
         let up = crate::router::Live(routing);

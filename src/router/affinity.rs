@@ -1,0 +1,311 @@
+//! Conversation affinity. Agent clients resend a long, mostly identical prefix every turn and
+//! rely on the provider's prompt cache, which lives per account: a conversation whose turns hop
+//! between keys (or providers) pays for its whole prompt every turn. So each conversation is
+//! remembered with the provider, model and key that last served it; its next turn goes there
+//! first (the key first among the provider's, the provider first among equals for `auto` and
+//! routes) while that target is healthy. A failover moves the conversation, and it stays on the
+//! new target for as long as it keeps going: going back would lose the new target's warm cache.
+//! A conversation idle for longer than `routing.affinity.ttlMs` (the providers' cache lifetime)
+//! is forgotten, and its next turn follows the configured order again.
+//!
+//! A conversation is named by what the client sends: `prompt_cache_key`, Codex's `session-id`
+//! header, Claude Code's session in `metadata.user_id`; else by its system prompt and first user
+//! turn. Only a digest is kept. The memory is bounded (least recently used go first) and, when
+//! `state.backend` is Redis, shared: every instance reads and writes the same entry.
+
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use crate::canonical::{ChatRequest, Part, Role};
+
+/// How many conversations are remembered per instance.
+const CAPACITY: usize = 20_000;
+
+/// The shortest prompt the providers cache (Anthropic and OpenAI: 1,024 tokens).
+pub const MIN_CACHED_TOKENS: u64 = 1024;
+
+/// A conversation's name: a digest of what the client calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Conversation([u8; 16]);
+
+impl Conversation {
+    fn of(kind: &str, name: &str) -> Self {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(kind.as_bytes());
+        ctx.update(b"\n");
+        ctx.update(name.as_bytes());
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&ctx.finish().as_ref()[..16]);
+        Self(out)
+    }
+
+    /// The name in hex (the shared-state key).
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The session header a client names its conversation with (Codex's `session-id`).
+    pub fn session_header(headers: &http::HeaderMap) -> Option<String> {
+        ["session-id", "session_id", "x-claude-code-session-id"]
+            .iter()
+            .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    }
+
+    /// The conversation the client names: its `prompt_cache_key`, its session header, Claude
+    /// Code's session.
+    pub fn named(session: Option<&str>, body: &Map<String, Value>) -> Option<Self> {
+        if let Some(k) = body.get("prompt_cache_key").and_then(Value::as_str) {
+            return Some(Self::of("cache-key", k));
+        }
+        if let Some(s) = session {
+            return Some(Self::of("session", s));
+        }
+        claude_code_session(body).map(|s| Self::of("session", &s))
+    }
+
+    /// A conversation the client does not name, by its system prompt and first user turn (the
+    /// same on every turn); only when its prompt is long enough for providers to cache
+    /// (`MIN_CACHED_TOKENS`): short requests keep the keys' round-robin.
+    pub fn by_prefix(canonical: &ChatRequest) -> Option<Self> {
+        if canonical.needs().prompt_tokens() < MIN_CACHED_TOKENS {
+            return None;
+        }
+        let first = canonical
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)?
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        Some(Self::of(
+            "prefix",
+            &format!("{}\n\n{first}", canonical.system.join("\n")),
+        ))
+    }
+}
+
+/// Claude Code's session, in `metadata.user_id` (a JSON text with `session_id`, or the older
+/// `user_…_account_…_session_<id>`).
+fn claude_code_session(body: &Map<String, Value>) -> Option<String> {
+    let user = body.get("metadata")?.get("user_id")?.as_str()?;
+    let s = match serde_json::from_str::<Value>(user) {
+        Ok(v) => v.get("session_id")?.as_str()?.to_string(),
+        Err(_) => user.split_once("_session_")?.1.to_string(),
+    };
+    (!s.is_empty()).then_some(s)
+}
+
+/// Where a conversation was last served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stick {
+    pub provider: String,
+    pub model: String,
+    /// The key's id (`env:…`, or the client's account); empty for a keyless provider.
+    pub key: String,
+}
+
+impl Stick {
+    /// As kept in shared state: `provider\nmodel\nkey`.
+    pub fn encode(&self) -> String {
+        format!("{}\n{}\n{}", self.provider, self.model, self.key)
+    }
+
+    pub fn decode(s: &str) -> Option<Self> {
+        let mut it = s.splitn(3, '\n');
+        Some(Self {
+            provider: it.next()?.to_string(),
+            model: it.next()?.to_string(),
+            key: it.next()?.to_string(),
+        })
+    }
+}
+
+/// The conversations this instance remembers: where each was last served, and when.
+pub struct Affinity {
+    inner: Mutex<lru::LruCache<Conversation, (Stick, i64)>>,
+}
+
+impl Default for Affinity {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(lru::LruCache::new(
+                NonZeroUsize::new(CAPACITY).unwrap_or(NonZeroUsize::MIN),
+            )),
+        }
+    }
+}
+
+impl Affinity {
+    /// Where `c` was last served, unless that was more than `ttl_ms` ago.
+    pub fn get(&self, c: &Conversation, now_ms: i64, ttl_ms: u64) -> Option<Stick> {
+        let mut m = self.inner.lock().ok()?;
+        match m.get(c) {
+            Some((s, at)) if now_ms - *at <= ttl_ms as i64 => Some(s.clone()),
+            Some(_) => {
+                m.pop(c);
+                None
+            }
+            None => None,
+        }
+    }
+
+    pub fn set(&self, c: Conversation, s: Stick, now_ms: i64) {
+        if let Ok(mut m) = self.inner.lock() {
+            m.put(c, (s, now_ms));
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where this request's conversation was last served, if affinity is on and it was lately: from
+/// Redis when state is shared (every instance agrees), else from this instance's memory.
+pub(crate) async fn lookup(
+    routing: &super::Routing,
+    cfg: &crate::config::AffinityConfig,
+    conversation: Option<&Conversation>,
+) -> Option<Stick> {
+    let c = conversation.filter(|_| cfg.enabled)?;
+    if routing.shared.is_up() == Some(true) {
+        if let Some(s) = routing.shared.affinity(&c.hex()).await {
+            return Stick::decode(&s);
+        }
+    }
+    routing.affinity.get(c, routing.clock.now_ms(), cfg.ttl_ms)
+}
+
+/// Notes where the conversation was served (here and, when state is shared, in Redis).
+pub(crate) fn remember(
+    routing: &super::Routing,
+    cfg: &crate::config::AffinityConfig,
+    conversation: Option<&Conversation>,
+    stick: Stick,
+) {
+    let Some(c) = conversation.filter(|_| cfg.enabled) else {
+        return;
+    };
+    routing
+        .shared
+        .set_affinity(&c.hex(), stick.encode(), cfg.ttl_ms);
+    routing.affinity.set(*c, stick, routing.clock.now_ms());
+}
+
+/// Puts the target that served the conversation first, when the order is Baton's to choose
+/// and that target is not about to run out.
+pub(crate) fn first(targets: &mut Vec<super::snapshot::Target>, stick: &Stick, now_ms: i64) {
+    let Some(i) = targets
+        .iter()
+        .position(|t| t.provider.id() == stick.provider && t.model.id == stick.model)
+    else {
+        return;
+    };
+    if i > 0 && !super::candidates::nearly_exhausted(&targets[i].provider, now_ms) {
+        let t = targets.remove(i);
+        targets.insert(0, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(system: &str, first: &str) -> ChatRequest {
+        ChatRequest {
+            // Long enough to be cached.
+            system: vec![format!("{system}{}", " ".repeat(5000))],
+            messages: vec![crate::canonical::Message {
+                role: Role::User,
+                content: vec![Part::Text(first.into())],
+                name: None,
+            }],
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_conversation_is_named_by_what_the_client_sends_first() {
+        let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let named = |session: Option<&str>, body: Value| Conversation::named(session, &obj(body));
+        let by_key = named(Some("s1"), json!({"prompt_cache_key": "k1"}));
+        assert_eq!(
+            by_key,
+            named(None, json!({"prompt_cache_key": "k1"})),
+            "the key first"
+        );
+        let mut codex = http::HeaderMap::new();
+        codex.insert("session-id", "s1".parse().unwrap());
+        let session = Conversation::session_header(&codex);
+        let by_session = named(session.as_deref(), json!({}));
+        let by_cc = named(
+            None,
+            json!({"metadata": {"user_id": "{\"device_id\":\"d\",\"account_uuid\":\"\",\"session_id\":\"s1\"}"}}),
+        );
+        let older = named(
+            None,
+            json!({"metadata": {"user_id": "user_ab_account_cd_session_s1"}}),
+        );
+        assert!(by_session.is_some());
+        assert_eq!(by_session, by_cc, "one session, however it is sent");
+        assert_eq!(by_cc, older);
+        assert_ne!(by_key, by_session);
+        assert_eq!(named(None, json!({})), None);
+        // Unnamed: the prompt's start names it, the same for every later turn.
+        let r = req("You are Codex.", "fix it");
+        let mut later = req("You are Codex.", "fix it");
+        later.messages.push(crate::canonical::Message {
+            role: Role::Assistant,
+            content: vec![Part::Text("done".into())],
+            name: None,
+        });
+        let a = Conversation::by_prefix(&r);
+        assert_eq!(a, Conversation::by_prefix(&later));
+        assert_ne!(a, Conversation::by_prefix(&req("You are Codex.", "other")));
+        assert_eq!(a.unwrap().hex().len(), 32);
+        let short = ChatRequest {
+            system: vec!["Be brief.".into()],
+            ..req("x", "hi")
+        };
+        assert_eq!(
+            Conversation::by_prefix(&short),
+            None,
+            "too short to be cached"
+        );
+    }
+
+    #[test]
+    fn entries_expire_and_the_oldest_go_first() {
+        let aff = Affinity::default();
+        let c = Conversation::of("t", "1");
+        let s = Stick {
+            provider: "p".into(),
+            model: "m".into(),
+            key: "env:K".into(),
+        };
+        aff.set(c, s.clone(), 1_000);
+        assert_eq!(aff.get(&c, 1_000 + 600_000, 600_000), Some(s.clone()));
+        assert_eq!(aff.get(&c, 1_000 + 600_001, 600_000), None, "idle too long");
+        assert!(aff.is_empty());
+        for i in 0..=CAPACITY {
+            aff.set(Conversation::of("t", &i.to_string()), s.clone(), 0);
+        }
+        assert_eq!(aff.len(), CAPACITY);
+        assert_eq!(aff.get(&Conversation::of("t", "0"), 0, 1), None);
+        assert_eq!(Stick::decode(&s.encode()), Some(s));
+    }
+}
