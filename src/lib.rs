@@ -26,6 +26,7 @@ mod server;
 pub(crate) mod shared;
 pub(crate) mod stats;
 pub mod store;
+pub mod tokens;
 
 pub use gateway::{Core, DesktopLink, StartError, StartOptions};
 pub use server::{start, GatewayHandle};

@@ -11,6 +11,7 @@ pub(crate) mod anthropic;
 pub(crate) mod budget;
 pub(crate) mod clients;
 mod codex;
+mod count;
 pub(crate) mod error;
 pub(crate) mod json;
 pub(crate) mod manage;
@@ -126,7 +127,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
         .route("/v1/messages", post(anthropic::messages))
-        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+        .route("/v1/messages/count_tokens", post(count::count_tokens))
         .route("/health", get(health))
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))

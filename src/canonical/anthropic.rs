@@ -536,12 +536,6 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
     })
 }
 
-/// A documented estimate of prompt tokens (about four characters a token) for non-Anthropic
-/// upstreams.
-pub fn estimate_tokens(req: &ChatRequest) -> u64 {
-    req.needs().prompt_tokens()
-}
-
 mod stream;
 
 pub use stream::{error_frame, StreamDecoder, StreamEncoder};

@@ -55,6 +55,47 @@ pub(super) fn cannot_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> Op
     })
 }
 
+/// The prompt's size counted the way each model's tokenizer would, once per tokenizer.
+#[derive(Default)]
+pub(super) struct Counts(Vec<(Option<crate::tokens::Tokenizer>, u64)>);
+
+impl Counts {
+    /// The request's needs for model `m`. Near its context window (within a factor of two),
+    /// the bytes-a-token guess cannot decide whether the request fits: the prompt is counted as
+    /// that model counts it (`tokens`: OpenAI's tokenizer for OpenAI's models, else the
+    /// calibrated estimate, which counts CJK text at its heavier weight).
+    pub(super) fn needs_for(
+        &mut self,
+        req: &crate::canonical::ChatRequest,
+        needs: &Needs,
+        m: &crate::providers::ModelInfo,
+    ) -> Needs {
+        let Some(w) = m.context_window else {
+            return *needs;
+        };
+        let guess = needs.estimated_tokens;
+        if guess.saturating_mul(2) < w || guess > w.saturating_mul(2) {
+            return *needs;
+        }
+        let t = crate::tokens::Tokenizer::for_model(&m.id);
+        let prompt = match self.0.iter().find(|(k, _)| *k == t) {
+            Some((_, n)) => *n,
+            None => {
+                let n = match t {
+                    Some(t) => crate::tokens::count_request(t, req),
+                    None => crate::tokens::estimate_request(req),
+                };
+                self.0.push((t, n));
+                n
+            }
+        };
+        Needs {
+            estimated_tokens: prompt + needs.max_tokens,
+            ..*needs
+        }
+    }
+}
+
 pub(super) fn can_serve(m: &crate::providers::ModelInfo, needs: &Needs) -> bool {
     (!needs.tools || m.tools)
         && (!needs.images || m.images)

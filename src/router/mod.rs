@@ -358,24 +358,27 @@ fn able(
         }));
     }
     if !matches!(selection, Selection::Pinned | Selection::Provider) {
-        let needs = inbound.needs;
+        let mut counts = candidates::Counts::default();
         let before = targets.len();
         // Passed over for what the request needs: Activity says so for each one.
-        targets.retain(|t| match cannot_serve(&t.model, &needs) {
-            None => true,
-            Some(why) => {
-                rec.push_attempt(skipped(
-                    t,
-                    None,
-                    "cannot take this request",
-                    Some(why),
-                    None,
-                ));
-                false
+        targets.retain(|t| {
+            let needs = counts.needs_for(&inbound.canonical, &inbound.needs, &t.model);
+            match cannot_serve(&t.model, &needs) {
+                None => true,
+                Some(why) => {
+                    rec.push_attempt(skipped(
+                        t,
+                        None,
+                        "cannot take this request",
+                        Some(why),
+                        None,
+                    ));
+                    false
+                }
             }
         });
         if targets.is_empty() && before > 0 {
-            return Err(Failure::Unsupported(unsupported_message(&needs)));
+            return Err(Failure::Unsupported(unsupported_message(&inbound.needs)));
         }
     }
     stored_conversation(inbound, &mut targets, rec)?;

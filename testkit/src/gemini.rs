@@ -34,6 +34,9 @@ pub(crate) async fn generate(
         )
             .into_response();
     }
+    if rest.ends_with(":countTokens") {
+        return count_tokens(&body);
+    }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
     let behavior = s.next_behavior();
@@ -114,4 +117,23 @@ pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> 
         "displayName": s.name, "supportedGenerationMethods": ["generateContent"]}]}),
     )
     .into_response()
+}
+
+/// `models/{model}:countTokens`: this fake counts one token per word of every text part (in
+/// `contents`, or in a `generateContentRequest`'s contents and system instruction).
+fn count_tokens(body: &Value) -> Response {
+    let inner = body.get("generateContentRequest").unwrap_or(body);
+    let mut words = 0;
+    let parts = inner
+        .get("contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .chain(inner.get("systemInstruction"))
+        .filter_map(|c| c.get("parts").and_then(Value::as_array))
+        .flatten();
+    for p in parts {
+        words += p["text"].as_str().unwrap_or("").split_whitespace().count();
+    }
+    axum::Json(json!({"totalTokens": words})).into_response()
 }

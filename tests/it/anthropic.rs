@@ -303,10 +303,11 @@ async fn count_tokens_models_and_probes() {
     let (_d, _a, _b, baton) = setup().await;
     let r = baton.http.post(format!("{}/v1/messages/count_tokens", baton.url)).header("x-api-key", &baton.key)
         .json(&json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "x".repeat(400)}]})).send().await.unwrap();
+    assert_eq!(header(&r, "x-baton-token-count"), "estimate");
     let v: Value = r.json().await.unwrap();
     assert_eq!(
-        v["input_tokens"], 100,
-        "documented estimate: four characters a token"
+        v["input_tokens"], 107,
+        "the stated estimate: four characters a token, and the message's own tokens"
     );
     let v: Value = baton
         .http

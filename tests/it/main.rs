@@ -60,3 +60,4 @@ mod streaming;
 mod subscription;
 mod thinking;
 mod timeouts;
+mod token_counts;
