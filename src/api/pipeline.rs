@@ -177,12 +177,17 @@ async fn handle_client(
             header_value(&attempt_details(rec.attempts())),
         );
     }
+    let thinking = inbound
+        .anthropic_body
+        .as_ref()
+        .is_some_and(crate::canonical::anthropic::thinking_asked);
     let out = super::render::Out {
         state,
         request_id,
         format,
         base,
         echo,
+        thinking,
     };
     match result {
         Ok(Served::Complete(c)) => out.complete(c, rec),

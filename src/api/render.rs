@@ -21,6 +21,8 @@ pub(super) struct Out<'a> {
     pub base: &'a mut HeaderMap,
     /// What a Responses answer echoes of its request.
     pub echo: Option<Echo>,
+    /// An Anthropic client asked for thinking (it gets the upstream's reasoning as thinking).
+    pub thinking: bool,
 }
 
 impl Out<'_> {
@@ -88,7 +90,7 @@ impl Out<'_> {
                 crate::canonical::openai::response_to_openai(&answer)
             }
             (Format::Anthropic, _) => {
-                crate::canonical::anthropic::response_to_anthropic(&answer, model)
+                crate::canonical::anthropic::response_to_anthropic(&answer, model, self.thinking)
             }
         };
         Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
@@ -126,7 +128,8 @@ impl Out<'_> {
                 ),
             )),
             Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
-                crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id),
+                crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id)
+                    .with_thinking(self.thinking),
             )),
         };
         let upstream = crate::router::stream::Upstream {

@@ -85,6 +85,7 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
             req.extra.insert(k.clone(), v.clone());
         }
     }
+    req.effort = super::effort::from_anthropic(body);
     Ok(req)
 }
 
@@ -285,12 +286,17 @@ pub fn stop_reason(s: &StopReason) -> &'static str {
 }
 
 /// Canonical answer -> Anthropic `message`.
-pub fn response_to_anthropic(r: &ChatResponse, model: &str) -> Value {
+/// `thinking`: the client asked for thinking, and gets the upstream's reasoning as (unsigned)
+/// thinking blocks.
+pub fn response_to_anthropic(r: &ChatResponse, model: &str, thinking: bool) -> Value {
     let content: Vec<Value> = r
         .content
         .iter()
         .filter_map(|p| match p {
             Part::Text(t) if !t.is_empty() => Some(json!({"type": "text", "text": t})),
+            Part::Reasoning(t) if thinking && !t.is_empty() => {
+                Some(json!({"type": "thinking", "thinking": t, "signature": ""}))
+            }
             Part::ToolCall {
                 id,
                 name,
@@ -338,6 +344,14 @@ pub(super) fn anthropic_id(id: &str) -> String {
 /// same-role turns are merged (the API requires alternation); tool results become `tool_result`
 /// blocks in a user turn; `max_tokens` is filled in when the client left it out. Long because
 /// it is one walk over the messages with an arm per part kind, merging turns as it goes.
+/// Whether a Messages request asks for thinking (`enabled` or `adaptive`).
+pub fn thinking_asked(body: &Map<String, Value>) -> bool {
+    body.get("thinking")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "enabled" || t == "adaptive")
+}
+
 /// A `response_format` as an instruction: only JSON, to the schema when one is given.
 fn json_instruction(rf: &Value) -> Option<String> {
     match rf.get("type").and_then(Value::as_str)? {
@@ -443,15 +457,24 @@ pub fn request_to_anthropic(
             body.insert("tool_choice".into(), m);
         }
     }
-    body.insert(
-        "max_tokens".into(),
-        json!(req.max_tokens.unwrap_or(default_max_tokens)),
-    );
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
+    let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
+    body.insert("max_tokens".into(), json!(max_tokens));
+    // The client's effort as a thinking budget, for a Claude that thinks (which then takes no
+    // temperature or top_p of the client's).
+    let thinking = req
+        .effort
+        .as_deref()
+        .filter(|_| super::effort::claude_thinks(model))
+        .and_then(|e| super::effort::anthropic_thinking(e, max_tokens));
+    if let Some(t) = thinking {
+        body.insert("thinking".into(), t);
+    } else {
+        if let Some(t) = req.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(p) = req.top_p {
+            body.insert("top_p".into(), json!(p));
+        }
     }
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));

@@ -3,6 +3,7 @@
 //! skip the conversion and forward the client's body with only `model` rewritten.
 
 pub mod anthropic;
+pub mod effort;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
@@ -113,6 +114,8 @@ pub struct ChatRequest {
     pub stream_usage: bool,
     /// Fields this model has no slot for, kept so that same-format upstreams receive them.
     pub extra: Map<String, Value>,
+    /// How hard the model should think (`effort::LEVELS`), when the client said.
+    pub effort: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,6 +109,7 @@ pub fn request_from_openai(body: &Map<String, Value>) -> Result<ChatRequest, Inv
             req.extra.insert(k.clone(), v.clone());
         }
     }
+    req.effort = super::effort::level(body.get("reasoning_effort"));
     Ok(req)
 }
 

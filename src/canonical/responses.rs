@@ -88,6 +88,13 @@ pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, 
         }
     }
     req.tools = tools(body)?;
+    options(body, &mut req)?;
+    Ok(req)
+}
+
+/// The request's settings: effort, tool choice, limits, sampling, streaming, output format.
+fn options(body: &Map<String, Value>, req: &mut ChatRequest) -> Result<(), InvalidRequest> {
+    req.effort = super::effort::level(body.get("reasoning").and_then(|r| r.get("effort")));
     req.tool_choice = body.get("tool_choice").and_then(tool_choice);
     req.max_tokens = super::opt_u64(body, "max_output_tokens")?;
     req.temperature = super::opt_f64(body, "temperature")?;
@@ -104,7 +111,7 @@ pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, 
             req.extra.insert("response_format".into(), rf);
         }
     }
-    Ok(req)
+    Ok(())
 }
 
 /// Input item `i`: a message, a tool call the model made, or a tool's output.

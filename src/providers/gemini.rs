@@ -20,6 +20,19 @@ pub fn request(
     o: &Outbound,
 ) -> Result<reqwest::RequestBuilder, Classified> {
     let mut body = canonical::gemini::request_to_gemini(o.canonical);
+    // The client's effort as a thinking budget, for a Gemini that thinks.
+    let budget = o
+        .canonical
+        .effort
+        .as_deref()
+        .filter(|_| canonical::effort::gemini_thinks(&model.id))
+        .and_then(canonical::effort::gemini_budget);
+    if let Some(b) = budget {
+        let cfg = body
+            .entry("generationConfig")
+            .or_insert_with(|| Value::Object(Default::default()));
+        cfg["thinkingConfig"] = serde_json::json!({"thinkingBudget": b});
+    }
     if let (Some(c), Some(cfg)) = (model.max_output_tokens, body.get_mut("generationConfig")) {
         if cfg
             .get("maxOutputTokens")

@@ -85,8 +85,24 @@ pub fn build(
     };
     let rb = match wire {
         Wire::OpenAi => {
-            let body =
-                openai_compat::passthrough_body(o.openai_body, &model.id, model.max_output_tokens);
+            // A translated request's effort, for an OpenAI reasoning model (the client's own
+            // OpenAI body already says it, to any model).
+            let effort = o
+                .canonical
+                .effort
+                .as_deref()
+                .filter(|_| o.anthropic_body.is_some() || o.responses_body.is_some())
+                .filter(|_| crate::canonical::effort::openai_reasons(&model.id));
+            let with_effort = effort.map(|e| {
+                let mut b = o.openai_body.clone();
+                b.insert("reasoning_effort".into(), Value::from(e));
+                b
+            });
+            let body = openai_compat::passthrough_body(
+                with_effort.as_ref().unwrap_or(o.openai_body),
+                &model.id,
+                model.max_output_tokens,
+            );
             openai_compat::build(client, url, p, key, body, o.stream, o.request_id)
         }
         Wire::Responses => {

@@ -63,6 +63,13 @@ async fn assistant_turn(r: reqwest::Response, stream: bool) -> Value {
                         ))
                     }
                     "signature_delta" => b["signature"] = d["signature"].clone(),
+                    "text_delta" => {
+                        b["text"] = json!(format!(
+                            "{}{}",
+                            b["text"].as_str().unwrap(),
+                            d["text"].as_str().unwrap()
+                        ))
+                    }
                     "input_json_delta" => {
                         b["input"] = serde_json::from_str(d["partial_json"].as_str().unwrap())
                             .unwrap_or(b["input"].clone())
@@ -196,5 +203,151 @@ async fn an_openai_compatible_fallback_gets_the_tool_turn_without_thinking() {
         sent["messages"].as_array().unwrap().last().unwrap()["role"],
         "tool"
     );
+    baton.stop().await;
+}
+
+/// Reasoning from an OpenAI-compatible upstream reaches an Anthropic client that asked for
+/// thinking as thinking blocks (unsigned); sent back in the history, they never reach an
+/// Anthropic account, which would refuse them.
+#[tokio::test]
+async fn reasoning_from_elsewhere_is_unsigned_thinking_that_never_reaches_anthropic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (thinker, claude) = (
+        FakeUpstream::start("thinker").await,
+        FakeUpstream::start("claude").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "thinker", "kind": "openai-compatible", "baseUrl": thinker.base_url(),
+             "models": ["r1"], "priority": 1},
+            {"id": "claude", "kind": "anthropic", "baseUrl": claude.base_url(),
+             "models": ["claude-real"], "priority": 2}]}),
+    )
+    .await;
+    thinker.script([Behavior::Thinks(250)]);
+    let mut body = ask(vec![json!({"role": "user", "content": "why?"})], true);
+    body["model"] = json!("thinker/r1");
+    let turn = assistant_turn(messages(&baton, &body).send().await.unwrap(), true).await;
+    assert_eq!(turn["content"][0]["type"], "thinking", "{turn}");
+    assert!(turn["content"][0]["thinking"]
+        .as_str()
+        .unwrap()
+        .starts_with("step 0."));
+    assert_eq!(turn["content"][0]["signature"], "");
+    assert_eq!(turn["content"][1]["text"], "thinker: why?");
+    // Without thinking asked, none.
+    thinker.script([Behavior::Thinks(150)]);
+    let mut plain = body.clone();
+    plain.as_object_mut().unwrap().remove("thinking");
+    let r = messages(&baton, &plain).send().await.unwrap();
+    assert!(!r.text().await.unwrap().contains("thinking_delta"));
+    // The conversation goes on at Claude: the unsigned block stays out.
+    let mut next = ask(
+        vec![
+            json!({"role": "user", "content": "why?"}),
+            turn,
+            json!({"role": "user", "content": "and?"}),
+        ],
+        false,
+    );
+    next["model"] = json!("claude/claude-real");
+    let r = messages(&baton, &next).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(claude.hits(), 1, "accepted at once");
+    assert_eq!(thinking_blocks(&claude.received()[0].body), 0);
+    baton.stop().await;
+}
+
+/// The client's effort reaches the target in its own terms, where the target's model thinks:
+/// Responses `reasoning.effort` as Anthropic's thinking budget and Gemini's thinking budget;
+/// Anthropic's thinking budget as OpenAI's `reasoning_effort`. Models that do not reason are
+/// not asked to.
+#[tokio::test]
+async fn effort_is_asked_for_in_each_targets_own_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let (an, ge, oa) = (
+        FakeUpstream::start("an").await,
+        FakeUpstream::start("ge").await,
+        FakeUpstream::start("oa").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "an", "kind": "anthropic", "baseUrl": an.base_url(),
+             "models": ["claude-sonnet-4-5", "claude-3-5-sonnet-latest"]},
+            {"id": "ge", "kind": "gemini", "baseUrl": ge.gemini_base_url(), "models": ["gemini-2.5-pro"]},
+            {"id": "oa", "kind": "openai-compatible", "baseUrl": oa.base_url(),
+             "models": ["gpt-5", "llama-3.3-70b"]}]}),
+    )
+    .await;
+    let responses = |model: &str, effort: &str| {
+        baton
+            .http
+            .post(format!("{}/v1/responses", baton.url))
+            .bearer_auth(&baton.key)
+            .json(
+                &json!({"model": model, "input": "think", "temperature": 0.2,
+                "max_output_tokens": 20000, "reasoning": {"effort": effort}}),
+            )
+    };
+    assert_eq!(
+        responses("an/claude-sonnet-4-5", "high")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let sent = &an.received()[0].body;
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384})
+    );
+    assert!(
+        sent.get("temperature").is_none(),
+        "thinking takes no temperature"
+    );
+    assert_eq!(
+        responses("an/claude-3-5-sonnet-latest", "high")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let sent = &an.received()[1].body;
+    assert!(
+        sent.get("thinking").is_none(),
+        "a Claude that does not think is not asked to"
+    );
+    assert_eq!(sent["temperature"], 0.2);
+    assert_eq!(
+        responses("ge/gemini-2.5-pro", "low")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let sent = &ge.received()[0].body["body"];
+    assert_eq!(
+        sent["generationConfig"]["thinkingConfig"]["thinkingBudget"],
+        1024
+    );
+    // Anthropic's thinking budget, to OpenAI models.
+    for (model, expect) in [("oa/gpt-5", Some("high")), ("oa/llama-3.3-70b", None)] {
+        let mut body = ask(vec![json!({"role": "user", "content": "think"})], false);
+        body["model"] = json!(model);
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": 10000});
+        assert_eq!(messages(&baton, &body).send().await.unwrap().status(), 200);
+        let sent = oa.received().last().unwrap().body.clone();
+        assert_eq!(
+            sent.get("reasoning_effort").and_then(Value::as_str),
+            expect,
+            "{model}"
+        );
+        assert!(sent.get("thinking").is_none());
+    }
     baton.stop().await;
 }

@@ -11,13 +11,22 @@ pub struct StreamEncoder {
     id: String,
     model: String,
     started: bool,
-    /// Index of the open content block and whether it is text.
-    open: Option<(usize, bool)>,
+    /// Index of the open content block and what it is.
+    open: Option<(usize, Block)>,
+    /// The client asked for thinking: reasoning goes out as (unsigned) thinking blocks.
+    thinking: bool,
     next_index: usize,
     /// canonical tool index -> Anthropic block index
     tools: Vec<(u32, usize)>,
     stop: Option<StopReason>,
     usage: Usage,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Text,
+    Thinking,
+    Tool,
 }
 
 fn frame(event: &str, data: &Value) -> String {
@@ -31,11 +40,38 @@ impl StreamEncoder {
             model: model.to_string(),
             started: false,
             open: None,
+            thinking: false,
             next_index: 0,
             tools: Vec::new(),
             stop: None,
             usage: Usage::default(),
         }
+    }
+
+    /// Reasoning from the upstream goes to the client as thinking blocks, with no signature:
+    /// for a client that asked for thinking. (Sent back, Baton leaves them out of what goes to
+    /// any Anthropic account, which takes only its own signed ones: `providers::thinking`.)
+    pub fn with_thinking(mut self, asked: bool) -> Self {
+        self.thinking = asked;
+        self
+    }
+
+    /// Opens a block of `kind` unless one is open; its index.
+    fn open_block(&mut self, kind: Block, start: Value, out: &mut String) -> usize {
+        if let Some((i, k)) = self.open {
+            if k == kind && kind != Block::Tool {
+                return i;
+            }
+        }
+        self.close(out);
+        let i = self.next_index;
+        self.next_index += 1;
+        self.open = Some((i, kind));
+        out.push_str(&frame(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": i, "content_block": start}),
+        ));
+        i
     }
 
     fn start(&mut self, out: &mut String) {
@@ -65,21 +101,20 @@ impl StreamEncoder {
     pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
         self.start(out);
         match ev {
-            // Anthropic clients take only signed thinking, which another provider cannot give.
-            StreamEvent::ReasoningDelta(_) => {}
-            StreamEvent::TextDelta(t) => {
-                if !matches!(self.open, Some((_, true))) {
-                    self.close(out);
-                    let i = self.next_index;
-                    self.next_index += 1;
-                    self.open = Some((i, true));
-                    out.push_str(&frame(
-                        "content_block_start",
-                        &json!({"type": "content_block_start", "index": i,
-                        "content_block": {"type": "text", "text": ""}}),
-                    ));
+            StreamEvent::ReasoningDelta(t) => {
+                if !self.thinking {
+                    return;
                 }
-                let i = self.open.map(|(i, _)| i).unwrap_or(0);
+                let start = json!({"type": "thinking", "thinking": "", "signature": ""});
+                let i = self.open_block(Block::Thinking, start, out);
+                out.push_str(&frame(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "thinking_delta", "thinking": t}}),
+                ));
+            }
+            StreamEvent::TextDelta(t) => {
+                let i = self.open_block(Block::Text, json!({"type": "text", "text": ""}), out);
                 out.push_str(&frame(
                     "content_block_delta",
                     &json!({"type": "content_block_delta", "index": i,
@@ -87,16 +122,9 @@ impl StreamEncoder {
                 ));
             }
             StreamEvent::ToolCallStart { index, id, name } => {
-                self.close(out);
-                let i = self.next_index;
-                self.next_index += 1;
-                self.open = Some((i, false));
+                let start = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+                let i = self.open_block(Block::Tool, start, out);
                 self.tools.push((*index, i));
-                out.push_str(&frame(
-                    "content_block_start",
-                    &json!({"type": "content_block_start", "index": i,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                ));
             }
             StreamEvent::ToolCallDelta { index, arguments } => {
                 if let Some((_, i)) = self.tools.iter().find(|(t, _)| t == index) {

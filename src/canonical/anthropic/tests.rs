@@ -127,7 +127,7 @@ fn answers_and_streams_encode_in_anthropic_shape() {
             cache_write_tokens: 2,
         }),
     };
-    let v = response_to_anthropic(&r, "served-model");
+    let v = response_to_anthropic(&r, "served-model", false);
     assert_eq!(v["id"], "msg_1");
     assert_eq!(v["stop_reason"], "tool_use");
     assert_eq!(
@@ -312,10 +312,60 @@ fn thinking_reads_as_reasoning_without_its_signature() {
         r.content,
         [Part::Reasoning("Hmm.".into()), Part::Text("Yes.".into())]
     );
-    // Unsigned reasoning never goes back to Anthropic, and an Anthropic client's stream
-    // carries none.
+    // An Anthropic client that did not ask for thinking gets none.
     let mut enc = StreamEncoder::new("m1", "claude");
     let mut out = String::new();
     enc.push(&StreamEvent::ReasoningDelta("private".into()), &mut out);
     assert!(!out.contains("private"), "{out}");
+}
+
+#[test]
+fn reasoning_from_elsewhere_reaches_a_thinking_client_as_unsigned_thinking() {
+    let mut enc = StreamEncoder::new("m2", "deepseek").with_thinking(true);
+    let mut out = String::new();
+    for ev in [
+        StreamEvent::ReasoningDelta("Weigh ".into()),
+        StreamEvent::ReasoningDelta("it.".into()),
+        StreamEvent::TextDelta("Yes.".into()),
+        StreamEvent::Finish(StopReason::Stop),
+    ] {
+        enc.push(&ev, &mut out);
+    }
+    enc.finish(&mut out);
+    let frames: Vec<Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let starts: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "content_block_start")
+        .collect();
+    assert_eq!(starts[0]["content_block"]["type"], "thinking");
+    assert_eq!(starts[0]["content_block"]["signature"], "");
+    assert_eq!(starts[1]["content_block"]["type"], "text");
+    assert_eq!(starts[1]["index"], 1);
+    let thought: String = frames
+        .iter()
+        .filter(|f| f["delta"]["type"] == "thinking_delta")
+        .map(|f| f["delta"]["thinking"].as_str().unwrap())
+        .collect();
+    assert_eq!(thought, "Weigh it.");
+    let r = ChatResponse {
+        id: "x".into(),
+        model: "m".into(),
+        created: 0,
+        content: vec![Part::Reasoning("Hmm.".into()), Part::Text("Yes.".into())],
+        stop: Some(StopReason::Stop),
+        usage: None,
+    };
+    let v = response_to_anthropic(&r, "m", true);
+    assert_eq!(
+        v["content"][0],
+        json!({"type": "thinking", "thinking": "Hmm.", "signature": ""})
+    );
+    assert_eq!(
+        response_to_anthropic(&r, "m", false)["content"][0]["type"],
+        "text"
+    );
 }
