@@ -460,11 +460,19 @@ pub fn request_to_anthropic(
     let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
     body.insert("max_tokens".into(), json!(max_tokens));
     // The client's effort as a thinking budget, for a Claude that thinks (which then takes no
-    // temperature or top_p of the client's).
+    // temperature or top_p of the client's). Not in the middle of a tool loop: the API wants
+    // the final assistant turn to begin with signed thinking then, which a translated
+    // conversation cannot have.
+    let mid_tool_loop = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .is_some_and(|m| m.content.iter().any(|p| matches!(p, Part::ToolCall { .. })));
     let thinking = req
         .effort
         .as_deref()
-        .filter(|_| super::effort::claude_thinks(model))
+        .filter(|_| super::effort::claude_thinks(model) && !mid_tool_loop)
         .and_then(|e| super::effort::anthropic_thinking(e, max_tokens));
     if let Some(t) = thinking {
         body.insert("thinking".into(), t);

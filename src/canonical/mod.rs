@@ -216,6 +216,32 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
 }
 
+impl ChatResponse {
+    /// The answer's text, its parts joined.
+    pub fn text(&self) -> String {
+        self.joined(|p| match p {
+            Part::Text(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// The answer's reasoning, its parts joined.
+    pub fn reasoning(&self) -> String {
+        self.joined(|p| match p {
+            Part::Reasoning(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    fn joined(&self, pick: impl Fn(&Part) -> Option<&String>) -> String {
+        self.content
+            .iter()
+            .filter_map(pick)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// One increment of a streamed answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {

@@ -456,14 +456,7 @@ fn reasoning_of(v: &Value) -> Option<&str> {
 
 /// Canonical response -> OpenAI `chat.completion` body.
 pub fn response_to_openai(r: &ChatResponse) -> Value {
-    let text: String = r
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = r.text();
     let calls: Vec<Value> = r
         .content
         .iter()
@@ -478,14 +471,7 @@ pub fn response_to_openai(r: &ChatResponse) -> Value {
         })
         .collect();
     let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
-    let reasoning: String = r
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            Part::Reasoning(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let reasoning = r.reasoning();
     if !reasoning.is_empty() {
         message["reasoning_content"] = json!(reasoning);
     }

@@ -404,23 +404,9 @@ fn message_item(id: String, text: &str, status: &str) -> Value {
 
 /// A complete canonical answer as a Responses `response`.
 pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
-    let text: String = r
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = r.text();
     let mut output = Vec::new();
-    let reasoning: String = r
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            Part::Reasoning(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let reasoning = r.reasoning();
     if !reasoning.is_empty() {
         output.push(reasoning_item(reasoning_id(&echo.id, 0), &reasoning));
     }

@@ -119,6 +119,33 @@ pub fn provider(id: &str, base_url: &str, priority: i64) -> Value {
         "timeouts": {"connectMs": 2000, "firstByteMs": 3000, "idleMs": 3000}})
 }
 
+/// A provider on `fake` with these keys, each read from its environment variable (set here).
+pub fn keyed(id: &str, fake: &testkit::FakeUpstream, prio: i64, vars: &[(&str, &str)]) -> Value {
+    for (name, value) in vars {
+        std::env::set_var(name, value);
+    }
+    let mut p = provider(id, &fake.base_url(), prio);
+    p["keys"] = json!(vars
+        .iter()
+        .map(|(n, _)| json!({"env": n}))
+        .collect::<Vec<_>>());
+    p
+}
+
+/// The key each request to `f` carried, in order.
+pub fn auths(f: &testkit::FakeUpstream) -> Vec<String> {
+    f.received()
+        .iter()
+        .map(|r| {
+            r.headers["authorization"]
+                .to_str()
+                .unwrap()
+                .trim_start_matches("Bearer ")
+                .to_string()
+        })
+        .collect()
+}
+
 pub fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
     r.headers()
         .get(name)

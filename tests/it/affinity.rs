@@ -11,31 +11,6 @@ use baton::clock::ManualClock;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
 
-fn keyed(id: &str, fake: &FakeUpstream, prio: i64, vars: &[(&str, &str)]) -> Value {
-    for (name, value) in vars {
-        std::env::set_var(name, value);
-    }
-    let mut p = provider(id, &fake.base_url(), prio);
-    p["keys"] = json!(vars
-        .iter()
-        .map(|(n, _)| json!({"env": n}))
-        .collect::<Vec<_>>());
-    p
-}
-
-fn auths(f: &FakeUpstream) -> Vec<String> {
-    f.received()
-        .iter()
-        .map(|r| {
-            r.headers["authorization"]
-                .to_str()
-                .unwrap()
-                .trim_start_matches("Bearer ")
-                .to_string()
-        })
-        .collect()
-}
-
 /// Turn `n` of a conversation: a long system prompt (worth caching) and the turns so far.
 fn turn(system: &str, n: usize) -> Value {
     let mut messages = vec![json!({"role": "system", "content": system})];

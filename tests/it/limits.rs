@@ -7,31 +7,6 @@ use baton::events::Event;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
 
-fn keyed(id: &str, fake: &FakeUpstream, prio: i64, vars: &[(&str, &str)]) -> Value {
-    for (name, value) in vars {
-        std::env::set_var(name, value);
-    }
-    let mut p = provider(id, &fake.base_url(), prio);
-    p["keys"] = json!(vars
-        .iter()
-        .map(|(n, _)| json!({"env": n}))
-        .collect::<Vec<_>>());
-    p
-}
-
-fn auths(f: &FakeUpstream) -> Vec<String> {
-    f.received()
-        .iter()
-        .map(|r| {
-            r.headers["authorization"]
-                .to_str()
-                .unwrap()
-                .trim_start_matches("Bearer ")
-                .to_string()
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn keys_rotate_fairly_and_a_limited_key_is_not_called_before_its_reset() {
     let dir = tempfile::tempdir().unwrap();

@@ -351,3 +351,34 @@ async fn effort_is_asked_for_in_each_targets_own_terms() {
     }
     baton.stop().await;
 }
+
+/// Mid tool loop a translated conversation has no signed thinking to begin its last turn with,
+/// which the API wants while thinking is on: the effort is not turned into thinking then.
+#[tokio::test]
+async fn no_thinking_is_asked_for_in_the_middle_of_a_translated_tool_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let an = FakeUpstream::start("an").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "an", "kind": "anthropic", "baseUrl": an.base_url(),
+            "models": ["claude-sonnet-4-5"]}]}),
+    )
+    .await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/responses", baton.url))
+        .bearer_auth(&baton.key)
+        .json(&json!({"model": "an/claude-sonnet-4-5", "reasoning": {"effort": "high"},
+            "max_output_tokens": 20000, "input": [
+            {"role": "user", "content": "list files"},
+            {"type": "reasoning", "id": "rs_baton_1", "summary": [{"type": "summary_text", "text": "ls"}]},
+            {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{\"cmd\":\"ls\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}],
+            "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    assert!(an.received()[0].body.get("thinking").is_none());
+    baton.stop().await;
+}
