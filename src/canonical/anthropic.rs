@@ -430,33 +430,7 @@ pub fn request_to_anthropic(
     }
     let messages = messages_to_anthropic(&req.messages);
     body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                let mut v = json!({"name": t.name, "input_schema": t.parameters});
-                if let Some(d) = &t.description {
-                    v["description"] = json!(d);
-                }
-                v
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(tc) = &req.tool_choice {
-        let mapped = match tc {
-            Value::String(s) if s == "auto" => Some(json!({"type": "auto"})),
-            Value::String(s) if s == "required" => Some(json!({"type": "any"})),
-            Value::String(s) if s == "none" => Some(json!({"type": "none"})),
-            v => v
-                .pointer("/function/name")
-                .map(|n| json!({"type": "tool", "name": n})),
-        };
-        if let Some(m) = mapped {
-            body.insert("tool_choice".into(), m);
-        }
-    }
+    tools_to_anthropic(req, &mut body);
     let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
     body.insert("max_tokens".into(), json!(max_tokens));
     // The client's effort as a thinking budget, for a Claude that thinks (which then takes no
@@ -491,6 +465,37 @@ pub fn request_to_anthropic(
         body.insert("stream".into(), json!(true));
     }
     body
+}
+
+/// The client's tools and tool choice in Anthropic's shapes.
+fn tools_to_anthropic(req: &ChatRequest, body: &mut Map<String, Value>) {
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut v = json!({"name": t.name, "input_schema": t.parameters});
+                if let Some(d) = &t.description {
+                    v["description"] = json!(d);
+                }
+                v
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(tc) = &req.tool_choice {
+        let mapped = match tc {
+            Value::String(s) if s == "auto" => Some(json!({"type": "auto"})),
+            Value::String(s) if s == "required" => Some(json!({"type": "any"})),
+            Value::String(s) if s == "none" => Some(json!({"type": "none"})),
+            v => v
+                .pointer("/function/name")
+                .map(|n| json!({"type": "tool", "name": n})),
+        };
+        if let Some(m) = mapped {
+            body.insert("tool_choice".into(), m);
+        }
+    }
 }
 
 fn image_block(url: &str) -> Value {
