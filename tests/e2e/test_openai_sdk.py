@@ -152,8 +152,10 @@ def test_serve_says_where_the_ui_and_the_admin_key_are_and_a_browser_lands_there
     import os
 
     # Raw reads: the text wrapper's buffer would hide lines from select().
+    # A read can end mid-line: wait for everything the test looks for, not just its start.
     fd, seen, deadline = gateway.proc.stderr.fileno(), "", time.time() + 10
-    while "Web UI:" not in seen and time.time() < deadline:
+    wanted = [f"Web UI: {gateway.url}/ui/", str(gateway.data / "admin.key")]
+    while not all(w in seen for w in wanted) and time.time() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.5)
         if ready:
             seen += os.read(fd, 65536).decode(errors="replace")
