@@ -60,6 +60,21 @@ pub enum Event {
         key: String,
         reason: String,
     },
+    /// A limit window of an account crossed a notification threshold (`threshold`, with
+    /// `percent`), was spent (`capped`) or is usable again (`back`).
+    Quota {
+        provider: String,
+        /// The account's non-secret id (a key id, `client:…`, or "" for a CLI's login).
+        account: String,
+        /// The window's id (`5h`, `7d`…) and label ("5 h").
+        window: String,
+        label: String,
+        kind: String,
+        percent: Option<u8>,
+        resets_at_ms: Option<i64>,
+        /// One line for a notification: "Claude Max: 81 % of the 5 h window used — resets 15:00".
+        message: String,
+    },
     /// Routing was paused (every request gets 503) or resumed, from the tray or the UI.
     Paused { paused: bool },
     /// The live configuration changed (a provider, the order, a route): views of it refresh.

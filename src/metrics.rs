@@ -78,6 +78,8 @@ pub struct Metrics {
     queued: Gauge,
     log_dropped: Counter,
     shared_up: Gauge,
+    quota_used: Family<L3, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    quota_reset: Family<L3, Gauge<f64, std::sync::atomic::AtomicU64>>,
     providers: Cap,
     clients: Cap,
     keys: Cap,
@@ -171,8 +173,22 @@ impl Default for Metrics {
             "1 when the shared Redis state is reachable, 0 when it is not, -1 without one",
             shared_up.clone(),
         );
+        let quota_used = Family::<L3, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "quota_used_ratio",
+            "Share used (0..1) of each usage window (5h, 7d, 1m_requests…) by provider and account (a key id, client:… for a subscription passed through, empty for a CLI's login)",
+            quota_used.clone(),
+        );
+        let quota_reset = Family::<L3, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "quota_reset_seconds",
+            "Seconds until each usage window resets, by provider, account and window",
+            quota_reset.clone(),
+        );
         Self {
             registry,
+            quota_used,
+            quota_reset,
             requests,
             attempts,
             failovers,
@@ -313,6 +329,25 @@ impl Metrics {
                 .get_or_create(&[("provider", self.providers.get(&c.scope.provider))])
                 .inc();
         }
+        self.quota_used.clear();
+        self.quota_reset.clear();
+        for (provider, a) in &at.usage {
+            for w in &a.windows {
+                let labels = [
+                    ("provider", self.providers.get(provider)),
+                    ("account", self.keys.get(&a.account)),
+                    ("window", Arc::from(w.id.as_str())),
+                ];
+                self.quota_used
+                    .get_or_create(&labels)
+                    .set(w.used_or_status());
+                if let Some(r) = w.resets_at_ms {
+                    self.quota_reset
+                        .get_or_create(&labels)
+                        .set(((r - now).max(0) as f64) / 1000.0);
+                }
+            }
+        }
         self.queued.set(at.queued as i64);
         // The writer counts drops; the counter catches up at scrape time.
         let dropped = at.log_dropped;
@@ -343,4 +378,6 @@ pub struct Scrape<'a> {
     pub log_dropped: u64,
     /// Whether shared state is reachable (`None`: not configured).
     pub shared_up: Option<bool>,
+    /// Every account's usage windows, by provider id.
+    pub usage: Vec<(String, crate::limits::usage::AccountUsage)>,
 }

@@ -148,8 +148,47 @@ pub(super) fn provider_json(
             .load_full()
             .map_or(Value::Null, |s| json!(*s)),
         owner: owner.to_string(),
+        usage: usage_views(core, p, now),
         config: json!(p.config),
     }
+}
+
+/// Every account's usage windows at `p`: what the provider reported, and the local counts of
+/// its declared limits (per key).
+fn usage_views(
+    core: &Core,
+    p: &crate::providers::ProviderEntry,
+    now: i64,
+) -> Vec<crate::limits::usage::AccountUsage> {
+    let mut out = core.routing.usage.accounts(p.id(), now);
+    if crate::limits::quota::Quota::counts(&p.config.limits) {
+        let day = p.quota_day(now);
+        let keys: Vec<String> = if p.keys.is_empty() {
+            vec![String::new()]
+        } else {
+            p.keys.iter().map(|k| k.id.clone()).collect()
+        };
+        for key in keys {
+            let declared = p
+                .runtime
+                .quota
+                .declared_windows(&key, now, &p.config.limits, day);
+            match out.iter_mut().find(|a| a.account == key) {
+                Some(a) => {
+                    a.windows.extend(declared);
+                    a.binding = crate::limits::windows::binding(&a.windows).map(|w| w.id.clone());
+                }
+                None => out.push(crate::limits::usage::AccountUsage {
+                    account: key,
+                    binding: crate::limits::windows::binding(&declared).map(|w| w.id.clone()),
+                    windows: declared,
+                    caps_at_ms: None,
+                    updated_ms: now,
+                }),
+            }
+        }
+    }
+    out
 }
 
 /// The provider's breaker and its models' breakers.

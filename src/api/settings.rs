@@ -16,7 +16,12 @@ pub const NOTIFICATIONS: &[(&str, bool)] = &[
     ("allExhausted", true),
     ("cooldownEnded", true),
     ("loggedOut", true),
+    ("quotaWarning", true),
+    ("quotaBack", true),
 ];
+
+/// The setting for the usage-window thresholds that notify (percent used).
+const THRESHOLDS: &str = "quotaThresholds";
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::internal("store_failed", e)
@@ -34,13 +39,65 @@ pub fn notifications(core: &Core) -> Map<String, Value> {
         .ok()
         .flatten()
         .unwrap_or_default();
-    NOTIFICATIONS
+    let mut m: Map<String, Value> = NOTIFICATIONS
         .iter()
         .map(|(k, default)| {
             let on = stored.get(*k).and_then(Value::as_bool).unwrap_or(*default);
             (k.to_string(), Value::Bool(on))
         })
-        .collect()
+        .collect();
+    m.insert(THRESHOLDS.into(), json!(thresholds_in(&stored)));
+    m
+}
+
+fn thresholds_in(stored: &Value) -> Vec<u8> {
+    stored
+        .get(THRESHOLDS)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_u64)
+                .filter_map(|n| u8::try_from(n).ok())
+                .collect()
+        })
+        .unwrap_or_else(|| crate::limits::usage::DEFAULT_THRESHOLDS.to_vec())
+}
+
+/// Hands the stored thresholds to the usage book (at start and when they change).
+pub fn apply_thresholds(core: &Core) {
+    let stored = core
+        .store
+        .setting("notifications")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    core.routing.usage.set_thresholds(thresholds_in(&stored));
+}
+
+/// `quotaThresholds`: one to four whole percentages between 1 and 100.
+fn parse_thresholds(v: &Value) -> Result<Value, ApiError> {
+    let param = format!("notifications.{THRESHOLDS}");
+    let bad = || {
+        invalid(
+            &param,
+            "send one to four whole percentages between 1 and 100, e.g. [80, 95]",
+        )
+    };
+    let a = v.as_array().ok_or_else(bad)?;
+    if a.is_empty() || a.len() > 4 {
+        return Err(bad());
+    }
+    let mut out: Vec<u64> = Vec::new();
+    for n in a {
+        let n = n
+            .as_u64()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(bad)?;
+        out.push(n);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(json!(out))
 }
 
 /// `GET /admin/settings`.
@@ -96,8 +153,13 @@ pub async fn put(
     };
     let mut current = notifications(core);
     for (k, val) in n {
+        if k == THRESHOLDS {
+            current.insert(k.clone(), parse_thresholds(val)?);
+            continue;
+        }
         if !NOTIFICATIONS.iter().any(|(name, _)| name == k) {
-            let known: Vec<&str> = NOTIFICATIONS.iter().map(|(n, _)| *n).collect();
+            let mut known: Vec<&str> = NOTIFICATIONS.iter().map(|(n, _)| *n).collect();
+            known.push(THRESHOLDS);
             return Err(invalid(
                 &format!("notifications.{k}"),
                 format!("unknown; known: {}", known.join(", ")),
@@ -114,6 +176,7 @@ pub async fn put(
     core.store
         .set_setting("notifications", &Value::Object(current.clone()))
         .map_err(internal)?;
+    apply_thresholds(core);
     Ok(Json(json!({"notifications": current})))
 }
 

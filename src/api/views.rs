@@ -48,6 +48,9 @@ pub struct ProviderView {
     pub cli: Value,
     /// `file`, `ui` or `detected`.
     pub owner: String,
+    /// Each account's limit windows (5-hour, weekly, per-minute…) with the binding one.
+    #[serde(default)]
+    pub usage: Vec<crate::limits::usage::AccountUsage>,
     pub config: Value,
 }
 

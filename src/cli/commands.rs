@@ -70,6 +70,7 @@ pub fn status(url: &str, dir: Option<PathBuf>, admin_key: Option<String>, json: 
         println!("No providers configured.");
     } else {
         print!("{}", status::render(&rows, status::use_color()));
+        print!("{}", status::render_windows(&rows, state.now_ms));
     }
     Ok(if rows.iter().any(|r| r.state == "ready") {
         ExitCode::SUCCESS

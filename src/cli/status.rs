@@ -73,6 +73,8 @@ pub struct Row {
     pub in_flight: u64,
     pub max_concurrency: Option<u64>,
     pub last_error: Option<String>,
+    /// Each account's limit windows (5-hour, weekly…), the binding one named.
+    pub usage: Vec<baton::limits::usage::AccountUsage>,
 }
 
 /// Turns `/admin/state` into rows, in routing order.
@@ -109,6 +111,7 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
                 in_flight: p.in_flight,
                 max_concurrency: p.max_concurrency.map(u64::from),
                 last_error: p.health.last_error.clone(),
+                usage: p.usage.clone(),
             }
         })
         .collect()
@@ -171,6 +174,71 @@ pub fn render(rows: &[Row], color: bool) -> String {
         &table,
         color.then_some((1, &code as &dyn Fn(usize) -> &'static str)),
     )
+}
+
+/// The usage windows under the table: one line per window, with a bar, the share used, the
+/// reset and which window binds ("" when no provider reported any).
+pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
+    let tz = jiff::tz::TimeZone::system();
+    let mut table: Vec<Vec<String>> = vec![vec![
+        "PROVIDER".into(),
+        "ACCOUNT".into(),
+        "WINDOW".into(),
+        "USED".into(),
+        "".into(),
+        "RESETS".into(),
+        "".into(),
+    ]];
+    for r in rows {
+        for a in &r.usage {
+            for w in &a.windows {
+                let used = w.used_or_status();
+                let filled = (used * 10.0).round() as usize;
+                let bar = format!(
+                    "{}{}",
+                    "█".repeat(filled.min(10)),
+                    "░".repeat(10 - filled.min(10))
+                );
+                let pct = match (w.used, w.status) {
+                    (Some(u), _) => format!("{:.0} %", u * 100.0),
+                    (None, baton::limits::windows::WindowStatus::Rejected) => "spent".into(),
+                    (None, _) => "?".into(),
+                };
+                let resets = w
+                    .resets_at_ms
+                    .map(|ms| baton::limits::clock_time(ms, &tz, now_ms))
+                    .unwrap_or_else(|| "-".into());
+                let mut note = Vec::new();
+                if a.binding.as_deref() == Some(w.id.as_str()) {
+                    note.push("binding".to_string());
+                    if let Some(at) = a.caps_at_ms {
+                        note.push(format!(
+                            "runs out at {} at this rate",
+                            baton::limits::clock_time(at, &tz, now_ms)
+                        ));
+                    }
+                }
+                let account = if a.account.is_empty() {
+                    "login".to_string()
+                } else {
+                    a.account.clone()
+                };
+                table.push(vec![
+                    r.id.clone(),
+                    account,
+                    w.label.clone(),
+                    pct,
+                    bar,
+                    resets,
+                    note.join(", "),
+                ]);
+            }
+        }
+    }
+    if table.len() == 1 {
+        return String::new();
+    }
+    format!("\nUsage windows\n{}", super::table::render(&table, None))
 }
 
 /// Whether to colour: a terminal, and `NO_COLOR` unset.

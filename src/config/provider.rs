@@ -167,6 +167,11 @@ pub struct ProviderConfig {
     /// Immediate retries on the same target after a lone 500 or connection reset.
     #[serde(default = "default_retries")]
     pub retries: u32,
+    /// The last share of a usage window kept for requests pinned to this provider (its id or
+    /// `provider/model`): `{"7d": 0.1}` keeps the last 10 % of the weekly window. Window ids:
+    /// `5h`, `7d`, `7d_opus`, `1d`… (as `baton status` lists them).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reserve: std::collections::BTreeMap<String, f64>,
     /// Per-key limits of a free tier, counted locally to demote a key before it hits them.
     #[serde(default, skip_serializing_if = "is_default_limits")]
     pub limits: crate::limits::quota::DeclaredLimits,

@@ -270,6 +270,24 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         return Err(err("models", "list at least one model".into()));
     }
     validate_credentials(p, &err)?;
+    for (window, share) in &p.reserve {
+        let id_ok = !window.is_empty()
+            && window
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !id_ok {
+            return Err(err(
+                &format!("reserve.{window}"),
+                "name a usage window by its id: `5h`, `7d`, `7d_opus`, `1d` (as `baton status` lists them)".into(),
+            ));
+        }
+        if !(share.is_finite() && *share > 0.0 && *share < 1.0) {
+            return Err(err(
+                &format!("reserve.{window}"),
+                format!("the share to keep is a fraction between 0 and 1 (0.1 keeps the last 10 %), not {share}"),
+            ));
+        }
+    }
     let mut seen = HashSet::new();
     for (i, m) in p.models.iter().enumerate() {
         let id = m.id();

@@ -122,8 +122,21 @@ impl Core {
     /// The Prometheus text: counters kept as requests finish, gauges read now.
     pub fn metrics_text(&self) -> String {
         let snap = self.routing.snapshot.load();
+        let now = self.routing.clock.now_ms();
+        let usage = snap
+            .providers
+            .iter()
+            .flat_map(|p| {
+                self.routing
+                    .usage
+                    .accounts(p.id(), now)
+                    .into_iter()
+                    .map(|a| (p.id().to_string(), a))
+            })
+            .collect();
         self.metrics.render(crate::metrics::Scrape {
-            now_ms: self.routing.clock.now_ms(),
+            usage,
+            now_ms: now,
             providers: &snap.providers,
             cooldowns: self.routing.cooldowns.active(),
             queued: self
@@ -213,6 +226,7 @@ impl Core {
             limit_scope: None,
             model_fallback: true,
             retries: 1,
+            reserve: Default::default(),
             limits: Default::default(),
             tier: Some(crate::pricing::Tier::Free),
         };
@@ -253,6 +267,23 @@ impl Core {
         futures_util::future::join_all(jobs).await
     }
 
+    /// Spent usage windows whose reset has passed: told as `back`, and for a CLI one status
+    /// check (its login, not a billed request).
+    pub async fn sweep_usage(&self) {
+        let now = self.routing.clock.now_ms();
+        let back = self.routing.usage.sweep(now);
+        let snap = self.routing.snapshot.load_full();
+        for (provider, account, notice) in back {
+            let Some(p) = snap.provider(&provider) else {
+                continue;
+            };
+            self.routing.tell(p, &account, vec![notice]);
+            if p.config.kind.is_cli() {
+                self.check_clis(Some(&provider)).await;
+            }
+        }
+    }
+
     /// Checks every CLI provider's executable, version and login (in parallel, off the async
     /// runtime) and records the result where routing and `/admin/state` read it.
     /// `only`: just that provider (after it was saved, so its row is complete at once).
@@ -283,7 +314,10 @@ impl Core {
                             "CLI provider ready"
                         ),
                     }
+                    // Codex tells its login's windows without a request: into the usage book.
+                    let windows = st.windows.clone();
                     p.runtime.cli_status.store(Some(Arc::new(st)));
+                    self.routing.usage_signal(&p, "", windows);
                 }
             });
         futures_util::future::join_all(jobs).await;

@@ -42,7 +42,16 @@ pub struct Cooldowns {
     events: Events,
     /// Other instances, when state is shared through Redis.
     shared: std::sync::OnceLock<Box<dyn Mirror>>,
+    /// When each long cooldown was last re-checked.
+    rechecks: std::sync::Mutex<HashMap<Scope, i64>>,
+    /// When this run began: a cooldown restored from disk is first re-checked a while after.
+    started_ms: i64,
 }
+
+/// A cooldown at least this long is re-checked now and then (see `recheck_due`).
+pub const LONG_COOLDOWN_MS: i64 = 15 * 60_000;
+/// How often a long cooldown is re-checked with one real request.
+pub const RECHECK_EVERY_MS: i64 = 5 * 60_000;
 
 /// Where cooldowns outlive a restart. The store's writer implements it; limits does not know
 /// how they are kept.
@@ -64,10 +73,12 @@ impl Cooldowns {
     pub fn new(clock: Arc<dyn Clock>, writer: Option<Box<dyn Persist>>, events: Events) -> Self {
         Self {
             map: RwLock::new(HashMap::new()),
-            clock,
             writer,
             events,
             shared: std::sync::OnceLock::new(),
+            rechecks: Default::default(),
+            started_ms: clock.now_ms(),
+            clock,
         }
     }
 
@@ -267,6 +278,60 @@ impl Cooldowns {
         for e in removed {
             self.forget(e.scope);
         }
+    }
+
+    /// A fresh reading shows the account has room again: its rate cooldowns (any model) that
+    /// began before `seen_ms` are stale and end now. `key`: the account's key id, or `None`
+    /// for a keyless provider (then only provider-wide cooldowns).
+    pub fn clear_limits(&self, provider: &str, key: Option<&str>, seen_ms: i64) {
+        let stale = |e: &CooldownEntry| {
+            e.class == "rate" && e.scope.key.as_deref() == key && e.since_ms < seen_ms
+        };
+        let any = self
+            .map
+            .read()
+            .ok()
+            .and_then(|m| m.get(provider).map(|l| l.iter().any(stale)))
+            .unwrap_or(false);
+        if !any {
+            return;
+        }
+        let removed: Vec<CooldownEntry> = match self.map.write() {
+            Ok(mut map) => match map.get_mut(provider) {
+                Some(list) => {
+                    let (gone, kept) = std::mem::take(list).into_iter().partition(stale);
+                    *list = kept;
+                    gone
+                }
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        for e in removed {
+            tracing::info!(provider, key = ?e.scope.key, "the provider reports room again: cooldown ended early");
+            self.forget(e.scope);
+        }
+    }
+
+    /// A long cooldown (a subscription cap, a daily quota) may be re-checked with one request
+    /// every few minutes: providers reset early, and a stale cooldown would keep a usable
+    /// account out for hours. True (and the check taken) when `e` is due one now.
+    pub fn recheck_due(&self, e: &CooldownEntry) -> bool {
+        let now = self.clock.now_ms();
+        let since = e.since_ms.max(self.started_ms);
+        if e.until_ms.saturating_sub(since) < LONG_COOLDOWN_MS || e.until_ms <= now {
+            return false;
+        }
+        let Ok(mut checks) = self.rechecks.lock() else {
+            return false;
+        };
+        let last = checks.get(&e.scope).copied().unwrap_or(since).max(since);
+        if now.saturating_sub(last) < RECHECK_EVERY_MS {
+            return false;
+        }
+        checks.retain(|_, at| now.saturating_sub(*at) < LONG_COOLDOWN_MS * 100);
+        checks.insert(e.scope.clone(), now);
+        true
     }
 
     /// Clears one scope by hand.

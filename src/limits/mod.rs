@@ -6,10 +6,12 @@ mod cooldown;
 mod notice;
 pub mod quota;
 pub mod reset;
+pub mod usage;
+pub mod windows;
 
 pub use classify::{classify_cli, classify_http};
 pub use cooldown::{CooldownEntry, Cooldowns, Mirror, Persist, Scope};
-pub use notice::failover_message;
+pub use notice::{clock_time, failover_message, quota_message};
 pub use reset::ResetContext;
 
 /// What kind of failure an attempt hit; each class has its own consequence.

@@ -36,24 +36,60 @@ pub fn failover_message(
         ErrorClass::ContentPolicy => "refused the request",
         ErrorClass::Request | ErrorClass::Transient => "failed",
     };
-    match c
-        .reset_at_ms
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-    {
-        Some(at) => {
-            let local = at.to_zoned_datetime(tz.clone());
-            let today = jiff::Timestamp::from_millisecond(now_ms)
-                .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-                .to_zoned_datetime(tz.clone())
-                .date();
-            let when = if local.date() == today {
-                local.strftime("%H:%M").to_string()
-            } else {
-                local.strftime("%b %-d, %H:%M").to_string()
-            };
-            format!("{from} {what} — back at {when}; now using {to}")
-        }
+    match c.reset_at_ms.map(|ms| clock_time(ms, tz, now_ms)) {
+        Some(when) => format!("{from} {what} — back at {when}; now using {to}"),
         None => format!("{from} {what}; now using {to}"),
+    }
+}
+
+/// An instant as a user reads it: the clock time when it is today in `tz`, with its date
+/// otherwise.
+pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64) -> String {
+    let Ok(at) = jiff::Timestamp::from_millisecond(ms) else {
+        return String::new();
+    };
+    let local = at.to_zoned_datetime(tz.clone());
+    let today = jiff::Timestamp::from_millisecond(now_ms)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_zoned_datetime(tz.clone())
+        .date();
+    if local.date() == today {
+        local.strftime("%H:%M").to_string()
+    } else {
+        local.strftime("%b %-d, %H:%M").to_string()
+    }
+}
+
+/// The line for a usage-window notice: "Claude Max: 81 % of the 5 h window used — resets
+/// 15:00", "Claude Max: 5 h window spent — back at 15:00", "Claude Max: 5 h window is back".
+pub fn quota_message(
+    name: &str,
+    notice: &super::usage::Notice,
+    tz: &jiff::tz::TimeZone,
+    now_ms: i64,
+) -> String {
+    use super::usage::Notice;
+    let resets = |w: &super::windows::Window, word: &str| {
+        w.resets_at_ms
+            .map(|r| format!(" — {word} {}", clock_time(r, tz, now_ms)))
+            .unwrap_or_default()
+    };
+    match notice {
+        // The share used now, which may be past the threshold crossed.
+        Notice::Threshold { window, percent } => format!(
+            "{name}: {} % of the {} window used{}",
+            window
+                .used
+                .map_or(i64::from(*percent), |u| (u * 100.0).round() as i64),
+            window.label,
+            resets(window, "resets")
+        ),
+        Notice::Capped { window } => format!(
+            "{name}: {} window spent{}",
+            window.label,
+            resets(window, "back at")
+        ),
+        Notice::Back { window } => format!("{name}: {} window is back", window.label),
     }
 }
 

@@ -174,6 +174,78 @@ impl Quota {
     }
 }
 
+impl Quota {
+    /// The declared limits as usage windows (local counts, and every instance's with shared
+    /// state): `rpm` and `tpm` over the last minute, `rpd` over the provider's quota day
+    /// (`day` = its start and end).
+    pub fn declared_windows(
+        &self,
+        key: &str,
+        now: i64,
+        declared: &DeclaredLimits,
+        day: (i64, i64),
+    ) -> Vec<super::windows::Window> {
+        let Ok(m) = self.0.lock() else {
+            return Vec::new();
+        };
+        let q = m.get(key);
+        let shared = q.and_then(|q| q.shared).unwrap_or_default();
+        let minute = crate::clock::minute_start(now);
+        let sent_since =
+            |since: i64| q.map_or(0, |q| q.sent.iter().filter(|t| **t > since).count() as u64);
+        let window = |id: &str, label: &str, len: i64, used: u64, limit: u32, reset: i64| {
+            let share = (used as f64 / f64::from(limit.max(1))).clamp(0.0, 1.0);
+            super::windows::Window {
+                id: id.into(),
+                label: label.into(),
+                length_ms: Some(len),
+                used: Some(share),
+                resets_at_ms: Some(reset),
+                status: if share >= 1.0 {
+                    super::windows::WindowStatus::Rejected
+                } else {
+                    super::windows::WindowStatus::Allowed
+                },
+                source: "declared".into(),
+            }
+        };
+        let mut out = Vec::new();
+        let theirs_minute = |n: u64| if shared.minute_start == minute { n } else { 0 };
+        if let Some(l) = declared.rpm.filter(|l| *l > 0) {
+            let used = sent_since(now - 60_000).max(theirs_minute(shared.minute_requests));
+            out.push(window(
+                "rpm",
+                "1 min requests",
+                60_000,
+                used,
+                l,
+                now + 60_000,
+            ));
+        }
+        if let Some(l) = declared.tpm.filter(|l| *l > 0) {
+            let mine: u64 = q.map_or(0, |q| {
+                q.tokens
+                    .iter()
+                    .filter(|(t, _)| now - t < 60_000)
+                    .map(|(_, n)| n)
+                    .sum()
+            });
+            let used = mine.max(theirs_minute(shared.minute_tokens));
+            out.push(window("tpm", "1 min tokens", 60_000, used, l, now + 60_000));
+        }
+        if let Some(l) = declared.rpd.filter(|l| *l > 0) {
+            let theirs = if shared.day_start == day.0 {
+                shared.day_requests
+            } else {
+                0
+            };
+            let used = sent_since(day.0 - 1).max(theirs);
+            out.push(window("rpd", "day requests", day.1 - day.0, used, l, day.1));
+        }
+        out
+    }
+}
+
 fn num(headers: &HeaderMap, name: &str) -> Option<f64> {
     headers.get(name)?.to_str().ok()?.trim().parse().ok()
 }

@@ -112,7 +112,7 @@ fn headers_raw(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
 }
 
 /// Seconds or milliseconds since the epoch, told apart by magnitude.
-fn epoch_to_ms(n: i64) -> i64 {
+pub(crate) fn epoch_to_ms(n: i64) -> i64 {
     if n > 100_000_000_000 {
         n
     } else {

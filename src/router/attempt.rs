@@ -125,9 +125,13 @@ async fn send(
     };
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    p.runtime
-        .quota
-        .observe(key_id, &headers, routing.clock.now_ms());
+    let now = routing.clock.now_ms();
+    p.runtime.quota.observe(key_id, &headers, now);
+    routing.usage_signal(
+        p,
+        key_id,
+        crate::limits::windows::from_headers(&headers, now),
+    );
     let body = futures_util::StreamExt::map(resp.bytes_stream(), |r| {
         r.map_err(|e| crate::providers::outbound::describe(&e))
     });

@@ -215,14 +215,18 @@ pub(super) fn pick_key(
         // The client's account is this provider's only key.
         let account = client.map(|k| k.id.as_str());
         return match routing.cooldowns.blocking(p.id(), account, &t.model.id) {
-            Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
-            None => Pick::Go(CLIENT_KEY),
+            Some(c) if !recheck(routing, p, &c) => {
+                Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class))
+            }
+            _ => Pick::Go(CLIENT_KEY),
         };
     }
     if n == 0 {
         return match routing.cooldowns.blocking(p.id(), None, &t.model.id) {
-            Some(c) => Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class)),
-            None => Pick::Go(0),
+            Some(c) if !recheck(routing, p, &c) => {
+                Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class))
+            }
+            _ => Pick::Go(0),
         };
     }
     if let Some(i) = prefer.and_then(|id| p.keys.iter().position(|k| k.id == id)) {
@@ -256,6 +260,7 @@ pub(super) fn pick_key(
                     return Pick::Go(idx);
                 }
             }
+            Some(c) if recheck(routing, p, &c) => return Pick::Go(idx),
             Some(c) => {
                 if soonest.as_ref().is_none_or(|(u, ..)| c.until_ms < *u) {
                     let limit = is_limit(&c.class);
@@ -269,6 +274,13 @@ pub(super) fn pick_key(
     }
     let (until, reason, limit) = soonest.unwrap_or((0, String::new(), false));
     Pick::Cooling(until, reason, limit)
+}
+
+/// A long limit cooldown is tried again with this request now and then (an HTTP provider's
+/// 429 costs nothing; a CLI is checked without a billed request instead, when its reset
+/// passes): a provider that reset early is back at once.
+fn recheck(routing: &Routing, p: &ProviderEntry, c: &crate::limits::CooldownEntry) -> bool {
+    is_limit(&c.class) && !p.config.kind.is_cli() && routing.cooldowns.recheck_due(c)
 }
 
 /// A cooldown that waits out a limit (answered with 429 and the reset when nothing else can

@@ -62,6 +62,7 @@ pub(super) async fn attempt(
             }
             Ok(Some(CliItem::Failed(c))) => return cli_failed(routing, p, c),
             Ok(Some(CliItem::Usage(u))) => usage = Some(u),
+            Ok(Some(CliItem::Window(w))) => routing.usage_signal(p, "", vec![w]),
             Ok(Some(item)) => break item,
         }
     };
@@ -153,6 +154,7 @@ async fn collect(
                 stop = Some(s);
             }
             CliItem::Failed(c) => return cli_failed(routing, &t.provider, c),
+            CliItem::Window(w) => routing.usage_signal(&t.provider, "", vec![w]),
         }
         if stop.is_some() {
             break;

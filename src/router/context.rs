@@ -49,6 +49,8 @@ pub struct Routing {
     pub thinking: crate::providers::thinking::ThinkingBook,
     /// Where each conversation was last served (`router::affinity`).
     pub affinity: super::affinity::Affinity,
+    /// Every account's limit windows (`limits::usage`).
+    pub usage: crate::limits::usage::UsageBook,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
     /// Weak: the gateway owns the routing context, not the other way round.
@@ -75,6 +77,7 @@ impl Routing {
             redactor: Default::default(),
             thinking: Default::default(),
             affinity: Default::default(),
+            usage: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             shared,
             sink,
@@ -100,6 +103,69 @@ impl Routing {
             now_ms: self.clock.now_ms(),
             local_tz: self.local_tz.clone(),
             day_reset: p.day_reset.clone(),
+        }
+    }
+
+    /// A reading of an account's limit windows (from an answer's headers or a CLI's event):
+    /// recorded, told as events, and — when it shows room — the end of any rate cooldown the
+    /// account still has (the provider reset early: a stale cooldown must not keep it out).
+    pub fn usage_signal(
+        &self,
+        p: &ProviderEntry,
+        account: &str,
+        windows: Vec<crate::limits::windows::Window>,
+    ) {
+        if windows.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let room = crate::limits::windows::binding(&windows).is_some_and(|w| {
+            w.status != crate::limits::windows::WindowStatus::Rejected && w.used_or_status() < 1.0
+        });
+        let notices = self.usage.observe(p.id(), account, windows, now);
+        if room {
+            let key = (!account.is_empty()).then_some(account);
+            self.cooldowns.clear_limits(p.id(), key, now);
+        }
+        self.tell(p, account, notices);
+    }
+
+    /// A cap announced by an error: the account's window is spent until `reset_at_ms`.
+    pub fn usage_capped(&self, p: &ProviderEntry, account: &str, reset_at_ms: Option<i64>) {
+        let notices = self
+            .usage
+            .capped(p.id(), account, reset_at_ms, self.clock.now_ms());
+        self.tell(p, account, notices);
+    }
+
+    /// Usage notices as events (the tray and the UI decide what to show).
+    pub fn tell(
+        &self,
+        p: &ProviderEntry,
+        account: &str,
+        notices: Vec<crate::limits::usage::Notice>,
+    ) {
+        use crate::limits::usage::Notice;
+        let now = self.clock.now_ms();
+        for n in notices {
+            let message =
+                crate::limits::quota_message(p.config.display_name(), &n, &self.local_tz, now);
+            let (kind, percent, w) = match &n {
+                Notice::Threshold { window, percent } => ("threshold", Some(*percent), window),
+                Notice::Capped { window } => ("capped", None, window),
+                Notice::Back { window } => ("back", None, window),
+            };
+            tracing::info!(provider = p.id(), account, window = %w.id, kind, %message, "usage window");
+            self.events.emit(crate::events::Event::Quota {
+                provider: p.id().to_string(),
+                account: account.to_string(),
+                window: w.id.clone(),
+                label: w.label.clone(),
+                kind: kind.to_string(),
+                percent,
+                resets_at_ms: w.resets_at_ms,
+                message,
+            });
         }
     }
 

@@ -260,6 +260,15 @@ pub(super) fn apply_cooldown(
         ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return true,
     };
     let until = cooldown_until(routing, snap, c);
+    // A subscription's cap, or a limit of an hour or more, is a window spent until then.
+    let p = &t.provider;
+    let subscription = p.config.kind.is_cli() || !p.config.credentials.is_baton();
+    if c.class == ErrorClass::Rate
+        && (subscription || until - routing.cooldowns.now_ms() >= 3_600_000)
+    {
+        let account = key.map(|k| k.id.as_str()).unwrap_or_default();
+        routing.usage_capped(p, account, Some(until));
+    }
     routing
         .cooldowns
         .start(scope, until, c.class.as_str(), &c.reason)

@@ -9,6 +9,7 @@ mod cli;
 mod context;
 mod failure;
 mod fallback;
+mod forecast;
 pub mod record;
 pub mod snapshot;
 
@@ -252,6 +253,8 @@ pub(crate) async fn dispatch_via<U: Upstream>(
         // Proactive: providers about to run out go behind the others (order otherwise kept).
         targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
     }
+    // Usage windows: reserves, the most room first, a forecast cap behind the others.
+    forecast::plan(routing, inbound, &mut targets, selection, rec, now);
     // The conversation goes back where it was served, to keep that prompt cache warm.
     let stick = affinity::lookup(
         routing,

@@ -56,6 +56,9 @@ impl GatewayHandle {
 
 /// Opens the core, starts its background tasks (shared state, model discovery, CLI checks)
 /// and serves on `listener` until [`GatewayHandle::shutdown`].
+/// How often spent usage windows are checked for their reset.
+const USAGE_SWEEP: Duration = Duration::from_secs(15);
+
 pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayHandle, StartError> {
     let addr = listener.local_addr().map_err(StartError::Listener)?;
     let (core, generated_key) = open(opts).await?;
@@ -79,6 +82,20 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
             core.check_clis(None).await;
             drop(core);
             tokio::time::sleep(CLI_RECHECK).await;
+        }
+    });
+
+    // Spent windows whose reset passed are back: told once, and a CLI's login is checked
+    // (not a billed request) so a login lost meanwhile shows at once.
+    crate::api::settings::apply_thresholds(&core);
+    let sweeping = Arc::downgrade(&core);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(USAGE_SWEEP).await;
+            let Some(core) = sweeping.upgrade() else {
+                return;
+            };
+            core.sweep_usage().await;
         }
     });
 

@@ -44,6 +44,11 @@ pub(crate) async fn messages(
         .unwrap_or("fake")
         .to_string();
     let last_user = last_user_text(&body);
+    // Extra response headers (the unified usage windows a subscription reports).
+    let extra = match &behavior {
+        Behavior::OkHeaders(h) => h.clone(),
+        _ => Vec::new(),
+    };
     let (blocks, stop, cut) = match behavior {
         Behavior::Status {
             status,
@@ -94,12 +99,25 @@ pub(crate) async fn messages(
     };
     let mut start_usage = usage.clone();
     start_usage["output_tokens"] = json!(0);
+    let with_extra = |mut r: Response| {
+        for (k, v) in &extra {
+            if let (Ok(k), Ok(v)) = (
+                axum::http::HeaderName::from_bytes(k.as_bytes()),
+                axum::http::HeaderValue::from_str(v),
+            ) {
+                r.headers_mut().insert(k, v);
+            }
+        }
+        r
+    };
     if !stream {
-        return axum::Json(
-            json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        return with_extra(
+            axum::Json(
+                json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
             "content": blocks, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
-        )
-        .into_response();
+            )
+            .into_response(),
+        );
     }
     let frame = |ev: &str, data: Value| Bytes::from(format!("event: {ev}\ndata: {data}\n\n"));
     let mut frames = vec![frame(
@@ -144,7 +162,7 @@ pub(crate) async fn messages(
         frames.push(frame("message_stop", json!({"type": "message_stop"})));
     }
     let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
-    sse(Body::from_stream(body))
+    with_extra(sse(Body::from_stream(body)))
 }
 
 /// `count_tokens` with an exact-looking answer the tests can tell from Baton's estimate.

@@ -509,6 +509,26 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     }
 }
 
+/// An answer carrying the Codex backend's usage windows: the 5-hour one `n` % used, the weekly
+/// one 31 % (mode "codex-used:N").
+fn codex_used(n: f64) -> Behavior {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    Behavior::OkHeaders(vec![
+        ("x-codex-primary-used-percent".into(), n.to_string()),
+        ("x-codex-primary-window-minutes".into(), "300".into()),
+        ("x-codex-primary-reset-at".into(), (now + 7200).to_string()),
+        ("x-codex-secondary-used-percent".into(), "31".into()),
+        ("x-codex-secondary-window-minutes".into(), "10080".into()),
+        (
+            "x-codex-secondary-reset-at".into(),
+            (now + 3 * 86_400).to_string(),
+        ),
+    ])
+}
+
 /// Parses the mode names the `fake-upstream` binary accepts.
 pub fn behavior_from_name(name: &str) -> Option<Behavior> {
     Some(match name {
@@ -551,6 +571,9 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
                 "resets_in_seconds": 3600}}),
             headers: Vec::new(),
         },
+        other if other.starts_with("codex-used:") => {
+            codex_used(other["codex-used:".len()..].parse().ok()?)
+        }
         "500" => Behavior::status(500),
         "503" => Behavior::status(503),
         "400" => Behavior::status(400),

@@ -135,6 +135,42 @@ async fn notification_settings_and_windowed_stats() {
         )
         .await;
     assert_eq!(st, 422);
+    // Usage-window thresholds: whole percentages, kept sorted; anything else says what to send.
+    assert_eq!(s["notifications"]["quotaThresholds"], json!([80, 95]));
+    for bad in [
+        json!([]),
+        json!([0]),
+        json!([101]),
+        json!("80"),
+        json!([50, 60, 70, 80, 90]),
+    ] {
+        let (st, v) = admin
+            .send(
+                Method::PUT,
+                "/admin/settings",
+                Some(json!({"notifications": {"quotaThresholds": bad}})),
+            )
+            .await;
+        assert_eq!(
+            (st, v["error"]["param"].as_str()),
+            (422, Some("notifications.quotaThresholds")),
+            "{bad}"
+        );
+        assert!(v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("e.g. [80, 95]"));
+    }
+    let (st, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"notifications": {"quotaThresholds": [90, 70, 90], "quotaBack": false}})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    assert_eq!(v["notifications"]["quotaThresholds"], json!([70, 90]));
+    assert_eq!(v["notifications"]["quotaBack"], false);
 
     a.script([Behavior::rate_limited(Some(60))]);
     for _ in 0..3 {
@@ -153,6 +189,7 @@ async fn notification_settings_and_windowed_stats() {
         .send(Method::GET, "/admin/settings", None)
         .await;
     assert_eq!(s["notifications"]["cooldownEnded"], false);
+    assert_eq!(s["notifications"]["quotaThresholds"], json!([70, 90]));
     baton.stop().await;
 }
 

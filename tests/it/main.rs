@@ -61,3 +61,4 @@ mod subscription;
 mod thinking;
 mod timeouts;
 mod token_counts;
+mod usage;

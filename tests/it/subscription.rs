@@ -331,7 +331,8 @@ async fn traffic_returns_to_the_subscription_when_its_reset_passes() {
     )
     .await;
     let reset_s = start / 1000 + 3600;
-    sub.script([Behavior::Status {
+    // The account stays capped until its reset (a re-check meanwhile finds it so).
+    let cap = Behavior::Status {
         status: 429,
         body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Error"}}),
         headers: vec![
@@ -344,13 +345,19 @@ async fn traffic_returns_to_the_subscription_when_its_reset_passes() {
                 reset_s.to_string(),
             ),
         ],
-    }]);
+    };
+    sub.script([cap.clone(), cap]);
     let served = |r: &reqwest::Response| header(r, "x-gateway-provider").to_string();
     let r = claude_code(&baton, ALICE, "one").send().await.unwrap();
     assert_eq!(served(&r), "other");
     clock.advance(3_590_000);
     let r = claude_code(&baton, ALICE, "two").send().await.unwrap();
     assert_eq!(served(&r), "other", "ten seconds before the reset");
+    assert_eq!(
+        sub.hits(),
+        2,
+        "one re-check of the long cooldown, answered with the cap"
+    );
     clock.set(reset_s as i64 * 1000 + 1);
     let r = claude_code(&baton, ALICE, "three").send().await.unwrap();
     assert_eq!(served(&r), "claude-sub", "back on the subscription");

@@ -15,6 +15,8 @@ pub enum Step {
     Failed,
     /// Stop it now: it would only retry (network down).
     Transient(String),
+    /// The CLI reported one of its account's limit windows (Claude's `rate_limit_event`).
+    Window(crate::limits::windows::Window),
 }
 
 pub struct Decoder {
@@ -89,7 +91,14 @@ impl Decoder {
                     (vec![Step::Text(text)], false)
                 }
             }
-            "rate_limit_event" => (Vec::new(), true),
+            // Kept for classifying a failure, and read as the account's window.
+            "rate_limit_event" => (
+                crate::limits::windows::from_cli_event(v)
+                    .map(Step::Window)
+                    .into_iter()
+                    .collect(),
+                true,
+            ),
             "result" => {
                 if v.get("is_error").and_then(Value::as_bool) == Some(true) {
                     return (vec![Step::Failed], true);

@@ -4,6 +4,7 @@
 //! as they arrive.
 
 pub mod decode;
+pub mod limits;
 pub mod run;
 mod status;
 

@@ -34,6 +34,8 @@ pub enum CliItem {
     Finish(StopReason),
     /// The CLI failed; nothing more follows.
     Failed(Classified),
+    /// One of the login's limit windows, as the CLI reported it.
+    Window(crate::limits::windows::Window),
 }
 
 /// Process groups of the CLIs running now, so shutdown can kill them all.
@@ -216,6 +218,7 @@ async fn pump(
                         Step::Transient(reason) => {
                             CliItem::Failed(limits::classify_transport(reason))
                         }
+                        Step::Window(w) => CliItem::Window(w),
                     };
                     let last = matches!(item, CliItem::Failed(_));
                     if tx.send(item).await.is_err() || last {

@@ -26,6 +26,9 @@ pub struct CliStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub checked_at_ms: i64,
+    /// The login's usage windows, where the CLI tells them without a request (Codex).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<crate::limits::windows::Window>,
 }
 
 /// What to run to log a CLI in.
@@ -68,6 +71,9 @@ pub fn check(config: &ProviderConfig, now_ms: i64) -> CliStatus {
     st.logged_in = login_state(program, &path, &env, &lookup);
     if st.logged_in == Some(false) {
         st.problem = Some(format!("not logged in: {}", login_hint(program)));
+    }
+    if program == "codex" && st.logged_in == Some(true) {
+        st.windows = super::limits::codex_windows(&path, &env);
     }
     st.executable = Some(path);
     st

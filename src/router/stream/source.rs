@@ -136,6 +136,9 @@ impl CliEvents {
                 StreamEvent::Finish(stop)
             }
             CliItem::Failed(c) => return Next::Broke(self.redactor.string(c.reason)),
+            // Claude reports its windows before the answer (read by the attempt); one after
+            // the answer has begun is not news worth holding the stream for.
+            CliItem::Window(_) => return Next::Event(Bytes::new(), None),
         };
         Next::Event(Bytes::new(), Some(Decoded::from_events(vec![event])))
     }

@@ -79,6 +79,15 @@ fn main() {
         eprintln!("Logged in using ChatGPT");
         return;
     }
+    if me == "codex" && rest.first().map(String::as_str) == Some("app-server") {
+        // `FAKE_CLI_DIR/codex-limits`: "<5h used percent> <weekly used percent>".
+        let limits = dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join("codex-limits")).ok())
+            .unwrap_or_else(|| "42 17".into());
+        app_server(&limits);
+        return;
+    }
 
     let mut prompt = String::new();
     let _ = std::io::stdin().read_to_string(&mut prompt);
@@ -132,6 +141,27 @@ fn main() {
     let answer = format!("Hello from fake {me} ({model}): {}", prompt.trim());
     match (me.as_str(), mode.as_str()) {
         (_, "ok" | "ok-slow") => ok(&me, &model, &answer, mode == "ok-slow"),
+        // A Claude answer whose login reports N % of its 5-hour window used (the
+        // `rate_limit_event` Claude Code prints when the API's headers carry it).
+        ("claude", m) if m.starts_with("used:") => {
+            let n: f64 = m[5..].parse().unwrap_or(0.0);
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() + 3600)
+                .unwrap_or_default();
+            let status = if n >= 100.0 {
+                "rejected"
+            } else if n >= 80.0 {
+                "allowed_warning"
+            } else {
+                "allowed"
+            };
+            line(
+                serde_json::json!({"type":"rate_limit_event","rate_limit_info":{"status":status,"resetsAt":at,
+                "rateLimitType":"five_hour","utilization":n / 100.0,"isUsingOverage":false}}),
+            );
+            ok(&me, &model, &answer, false)
+        }
         (_, "huge") => ok(&me, &model, &"x".repeat(4096).repeat(512), false),
         (_, "hang") => sleep_forever(),
         (_, "print-then-hang") => {
@@ -236,6 +266,46 @@ fn claude_limit_in(secs: u64) -> ! {
         json!({"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":text}),
     );
     std::process::exit(1);
+}
+
+/// Codex's app server as 0.171.0 speaks it: JSON-RPC lines, `initialize` first, then
+/// `account/rateLimits/read` answered with the login's windows.
+fn app_server(limits: &str) {
+    use serde_json::json;
+    let mut nums = limits
+        .split_whitespace()
+        .map(|n| n.parse::<f64>().unwrap_or(0.0));
+    let (five, week) = (nums.next().unwrap_or(0.0), nums.next().unwrap_or(0.0));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let mut input = String::new();
+    loop {
+        input.clear();
+        if std::io::stdin().read_line(&mut input).unwrap_or(0) == 0 {
+            return;
+        }
+        let Ok(req) = serde_json::from_str::<serde_json::Value>(&input) else {
+            continue;
+        };
+        match req["method"].as_str() {
+            Some("initialize") => line(
+                json!({"id": req["id"], "result": {"userAgent": "baton/0.171.0",
+                "codexHome": "/home/user/.codex", "platformFamily": "unix", "platformOs": "linux"}}),
+            ),
+            Some("account/rateLimits/read") => {
+                let limits = json!({"limitId": "codex", "limitName": null,
+                    "primary": {"usedPercent": five, "windowDurationMins": 300, "resetsAt": now + 3600},
+                    "secondary": {"usedPercent": week, "windowDurationMins": 10080, "resetsAt": now + 3 * 86_400},
+                    "credits": {"hasCredits": false, "unlimited": false, "balance": "0"},
+                    "planType": "plus", "rateLimitReachedType": null});
+                line(json!({"id": req["id"], "result": {"rateLimits": limits,
+                    "rateLimitsByLimitId": {"codex": limits}}}));
+            }
+            _ => {}
+        }
+    }
 }
 
 fn line(v: serde_json::Value) {

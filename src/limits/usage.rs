@@ -1,0 +1,538 @@
+//! The usage book: every account's limit windows as last reported (`windows`), their recent
+//! readings for a burn rate, and what is worth telling the user — a threshold crossed (once per
+//! window period), a window spent, a window back. Keyed by provider and account (the key id,
+//! the passthrough account `client:…`, or "" for a CLI's own login).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::windows::{Window, WindowStatus};
+
+/// Two resets closer than this are the same one (providers' timestamps jitter by seconds).
+pub const JITTER_MS: i64 = 120_000;
+/// Windows shorter than this (per-minute API limits) never notify: they refill before anyone
+/// could act on a notice.
+const NOTIFY_MIN_LENGTH_MS: i64 = 3_600_000;
+/// Readings kept per window for the burn rate.
+const SAMPLES: usize = 64;
+/// A reading older than this is dropped from views (the account went quiet).
+const FORGET_MS: i64 = 8 * 86_400_000;
+/// Default notification thresholds, percent used.
+pub const DEFAULT_THRESHOLDS: [u8; 2] = [80, 95];
+
+/// Something about a window worth telling.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// `percent` of the window is used (the highest threshold crossed in this reading).
+    Threshold { window: Window, percent: u8 },
+    /// The window is spent.
+    Capped { window: Window },
+    /// A spent window is usable again (its reset passed, or the provider says so early).
+    Back { window: Window },
+}
+
+#[derive(Debug, Clone)]
+struct Tracked {
+    w: Window,
+    seen_ms: i64,
+    samples: VecDeque<(i64, f64)>,
+    /// Thresholds already told in this period (indices into the thresholds).
+    told: u8,
+    capped: bool,
+}
+
+/// One account's windows, for views.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountUsage {
+    pub account: String,
+    pub windows: Vec<Window>,
+    /// The id of the window that decides now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<String>,
+    /// When the binding window would run out at the recent rate, if before its reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps_at_ms: Option<i64>,
+    pub updated_ms: i64,
+}
+
+/// Where an account's windows are headed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forecast {
+    /// The binding window.
+    pub window: Window,
+    /// Share left in it.
+    pub room: f64,
+    /// When it runs out at the recent burn rate, if that comes before its reset.
+    pub caps_at_ms: Option<i64>,
+}
+
+#[derive(Default)]
+pub struct UsageBook {
+    accounts: Mutex<HashMap<(String, String), BTreeMap<String, Tracked>>>,
+    thresholds: Mutex<Vec<u8>>,
+}
+
+impl UsageBook {
+    /// Sets the notification thresholds (percent, ascending; at most 8).
+    pub fn set_thresholds(&self, mut t: Vec<u8>) {
+        t.sort_unstable();
+        t.dedup();
+        t.truncate(8);
+        if let Ok(mut g) = self.thresholds.lock() {
+            *g = t;
+        }
+    }
+
+    fn thresholds(&self) -> Vec<u8> {
+        self.thresholds
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_else(|_| DEFAULT_THRESHOLDS.to_vec())
+    }
+
+    /// Records a reading of `windows` for an account; returns what is worth telling.
+    pub fn observe(
+        &self,
+        provider: &str,
+        account: &str,
+        windows: Vec<Window>,
+        now: i64,
+    ) -> Vec<Notice> {
+        if windows.is_empty() {
+            return Vec::new();
+        }
+        let thresholds = self.thresholds();
+        let Ok(mut all) = self.accounts.lock() else {
+            return Vec::new();
+        };
+        let book = all
+            .entry((provider.to_string(), account.to_string()))
+            .or_default();
+        let mut out = Vec::new();
+        for w in windows {
+            let t = book.entry(w.id.clone()).or_insert_with(|| Tracked {
+                w: w.clone(),
+                seen_ms: now,
+                samples: VecDeque::new(),
+                told: 0,
+                capped: false,
+            });
+            observe_one(t, w, now, &thresholds, &mut out);
+        }
+        out
+    }
+
+    /// A cap announced without window detail (a 429 naming only its reset): the account's
+    /// binding window — or the one whose reset matches — is spent until `reset_at_ms`.
+    pub fn capped(
+        &self,
+        provider: &str,
+        account: &str,
+        reset_at_ms: Option<i64>,
+        now: i64,
+    ) -> Vec<Notice> {
+        let w = {
+            let Ok(all) = self.accounts.lock() else {
+                return Vec::new();
+            };
+            let known: Vec<Window> = all
+                .get(&(provider.to_string(), account.to_string()))
+                .map(|b| b.values().map(|t| t.w.clone()).collect())
+                .unwrap_or_default();
+            let by_reset = reset_at_ms.and_then(|r| {
+                known
+                    .iter()
+                    .find(|w| w.resets_at_ms.is_some_and(|x| (x - r).abs() <= JITTER_MS))
+                    .cloned()
+            });
+            by_reset.or_else(|| super::windows::binding(&known).cloned())
+        };
+        let w = match w {
+            Some(mut w) => {
+                w.status = WindowStatus::Rejected;
+                w.used = Some(1.0);
+                w.resets_at_ms = reset_at_ms.or(w.resets_at_ms);
+                w
+            }
+            None => {
+                let Some(r) = reset_at_ms else {
+                    return Vec::new();
+                };
+                Window {
+                    id: "limit".into(),
+                    label: "limit".into(),
+                    length_ms: None,
+                    used: Some(1.0),
+                    resets_at_ms: Some(r),
+                    status: WindowStatus::Rejected,
+                    source: "error".into(),
+                }
+            }
+        };
+        self.observe(provider, account, vec![w], now)
+    }
+
+    /// Spent windows whose reset has passed are back; accounts quiet for a week are forgotten.
+    pub fn sweep(&self, now: i64) -> Vec<(String, String, Notice)> {
+        let Ok(mut all) = self.accounts.lock() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        all.retain(|(p, a), book| {
+            for t in book.values_mut() {
+                if t.capped && t.w.resets_at_ms.is_some_and(|r| r <= now) {
+                    t.capped = false;
+                    t.told = 0;
+                    t.samples.clear();
+                    t.w.status = WindowStatus::Allowed;
+                    t.w.used = Some(0.0);
+                    if !worth_telling(&t.w) {
+                        continue;
+                    }
+                    out.push((
+                        p.clone(),
+                        a.clone(),
+                        Notice::Back {
+                            window: t.w.clone(),
+                        },
+                    ));
+                }
+            }
+            book.values().any(|t| now - t.seen_ms < FORGET_MS)
+        });
+        out
+    }
+
+    /// The provider's accounts with their windows (a reset already passed reads as empty).
+    pub fn accounts(&self, provider: &str, now: i64) -> Vec<AccountUsage> {
+        let Ok(all) = self.accounts.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<AccountUsage> = all
+            .iter()
+            .filter(|((p, _), _)| p == provider)
+            .map(|((_, a), book)| account_view(a, book, now))
+            .collect();
+        out.sort_by(|a, b| a.account.cmp(&b.account));
+        out
+    }
+
+    /// Where an account is headed: its binding window, the room left and the forecast cap.
+    pub fn forecast(&self, provider: &str, account: &str, now: i64) -> Option<Forecast> {
+        let all = self.accounts.lock().ok()?;
+        let book = all.get(&(provider.to_string(), account.to_string()))?;
+        let v = account_view(account, book, now);
+        let id = v.binding?;
+        let window = v.windows.into_iter().find(|w| w.id == id)?;
+        Some(Forecast {
+            room: 1.0 - window.used_or_status(),
+            caps_at_ms: v.caps_at_ms,
+            window,
+        })
+    }
+
+    /// The binding window of the provider's most recently heard account, for a status line:
+    /// "5 h 72 % · resets 15:00" (`None` when it reported no windows).
+    pub fn headline(&self, provider: &str, now: i64, tz: &jiff::tz::TimeZone) -> Option<String> {
+        let a = self
+            .accounts(provider, now)
+            .into_iter()
+            .max_by_key(|a| a.updated_ms)?;
+        let id = a.binding?;
+        let w = a.windows.iter().find(|w| w.id == id)?;
+        let used = match (w.used, w.status) {
+            (_, WindowStatus::Rejected) => "spent".to_string(),
+            (Some(u), _) => format!("{:.0} %", u * 100.0),
+            (None, _) => "near its limit".to_string(),
+        };
+        Some(match w.resets_at_ms {
+            Some(r) => format!(
+                "{} {used} · resets {}",
+                w.label,
+                super::clock_time(r, tz, now)
+            ),
+            None => format!("{} {used}", w.label),
+        })
+    }
+
+    /// One window of an account, as it reads now.
+    pub fn window(&self, provider: &str, account: &str, id: &str, now: i64) -> Option<Window> {
+        let all = self.accounts.lock().ok()?;
+        let t = all
+            .get(&(provider.to_string(), account.to_string()))?
+            .get(id)?;
+        Some(current(t, now))
+    }
+}
+
+/// Subscription windows (hours and longer) and caps named by an error; an API key's
+/// per-minute windows refill before anyone could act on a notice.
+fn worth_telling(w: &Window) -> bool {
+    w.source != "headers" && w.length_ms.is_none_or(|l| l >= NOTIFY_MIN_LENGTH_MS)
+}
+
+/// A tracked window as it reads at `now`: once its reset has passed it is a fresh period.
+fn current(t: &Tracked, now: i64) -> Window {
+    let mut w = t.w.clone();
+    if w.resets_at_ms.is_some_and(|r| r <= now) && w.length_ms.is_some() {
+        w.used = Some(0.0);
+        w.status = WindowStatus::Allowed;
+        w.resets_at_ms = None;
+    }
+    w
+}
+
+fn account_view(account: &str, book: &BTreeMap<String, Tracked>, now: i64) -> AccountUsage {
+    let windows: Vec<Window> = book.values().map(|t| current(t, now)).collect();
+    let binding = super::windows::binding(&windows).map(|w| w.id.clone());
+    let caps_at_ms = binding
+        .as_ref()
+        .and_then(|id| book.get(id))
+        .and_then(|t| exhaustion(t, now));
+    AccountUsage {
+        account: account.to_string(),
+        updated_ms: book.values().map(|t| t.seen_ms).max().unwrap_or(now),
+        windows,
+        binding,
+        caps_at_ms,
+    }
+}
+
+/// When the window runs out at the rate of its recent readings (the last hour of this
+/// period), if that is before its reset.
+fn exhaustion(t: &Tracked, now: i64) -> Option<i64> {
+    let reset = t.w.resets_at_ms.filter(|r| *r > now)?;
+    let &(t1, u1) = t.samples.back()?;
+    // Readings from long ago say nothing about the rate now.
+    if now - t1 > 1_800_000 {
+        return None;
+    }
+    let &(t0, u0) = t.samples.iter().find(|(at, _)| t1 - at <= 3_600_000)?;
+    if t1 - t0 < 60_000 || u1 <= u0 {
+        return None;
+    }
+    let rate = (u1 - u0) / (t1 - t0) as f64;
+    let at = t1 + ((1.0 - u1).max(0.0) / rate).round() as i64;
+    (at < reset).then_some(at.max(now))
+}
+
+/// Long because it is the whole life of one window reading: a new period or the same one,
+/// back early, spent, thresholds crossed, the burn-rate samples.
+fn observe_one(t: &mut Tracked, w: Window, now: i64, thresholds: &[u8], out: &mut Vec<Notice>) {
+    // A later reset beyond jitter, or the old reset passed: a new period.
+    let new_period = match (t.w.resets_at_ms, w.resets_at_ms) {
+        (Some(old), Some(new)) => new > old + JITTER_MS || (old <= now && new > old),
+        (Some(old), None) => old <= now,
+        _ => false,
+    } || t
+        .w
+        .used
+        .zip(w.used)
+        .is_some_and(|(a, b)| b + 0.25 < a && w.resets_at_ms.is_none());
+    let spent = w.status == WindowStatus::Rejected;
+    if new_period {
+        t.told = 0;
+        t.samples.clear();
+    }
+    let notify = worth_telling(&w);
+    if t.capped && !spent {
+        // Back: the reset passed, or the provider reports room again before it.
+        t.capped = false;
+        if notify {
+            out.push(Notice::Back { window: w.clone() });
+        }
+    }
+    if spent && !t.capped {
+        t.capped = true;
+        if notify {
+            out.push(Notice::Capped { window: w.clone() });
+        }
+    }
+    if let Some(u) = w.used {
+        let pct = (u * 100.0).round() as i64;
+        let mut highest = None;
+        for (i, th) in thresholds.iter().enumerate() {
+            let bit = 1u8 << i.min(7);
+            if pct >= i64::from(*th) && t.told & bit == 0 {
+                t.told |= bit;
+                highest = Some(*th);
+            }
+        }
+        if let (Some(percent), true, false) = (highest, notify, spent) {
+            out.push(Notice::Threshold {
+                window: w.clone(),
+                percent,
+            });
+        }
+        if t.samples.len() == SAMPLES {
+            t.samples.pop_front();
+        }
+        t.samples.push_back((now, u));
+    }
+    // Jitter in the reset is not news: keep the first instant of the period.
+    let keep_reset = match (t.w.resets_at_ms, w.resets_at_ms) {
+        (Some(old), Some(new)) if !new_period && (new - old).abs() <= JITTER_MS => Some(old),
+        _ => w.resets_at_ms,
+    };
+    t.w = Window {
+        resets_at_ms: keep_reset,
+        ..w
+    };
+    t.seen_ms = now;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn five_h(used: f64, reset: i64, status: WindowStatus) -> Window {
+        Window {
+            id: "5h".into(),
+            label: "5 h".into(),
+            length_ms: Some(5 * 3_600_000),
+            used: Some(used),
+            resets_at_ms: Some(reset),
+            status,
+            source: "anthropic".into(),
+        }
+    }
+
+    #[test]
+    fn one_notice_per_threshold_per_period_and_one_back() {
+        let b = UsageBook::default();
+        b.set_thresholds(DEFAULT_THRESHOLDS.to_vec());
+        let r = 10_000_000;
+        let kinds = |n: Vec<Notice>| -> Vec<String> {
+            n.into_iter()
+                .map(|n| match n {
+                    Notice::Threshold { percent, .. } => format!("t{percent}"),
+                    Notice::Capped { .. } => "cap".into(),
+                    Notice::Back { .. } => "back".into(),
+                })
+                .collect()
+        };
+        let mut seen = Vec::new();
+        for (i, (u, st)) in [
+            (0.5, WindowStatus::Allowed),
+            (0.81, WindowStatus::Allowed),
+            (0.82, WindowStatus::Allowed),
+            (0.96, WindowStatus::Warning),
+            (0.97, WindowStatus::Warning),
+            (1.0, WindowStatus::Rejected),
+            (1.0, WindowStatus::Rejected),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // The reset jitters by seconds: the same period.
+            let jitter = (i as i64 % 2) * 3_000;
+            seen.extend(kinds(b.observe(
+                "c",
+                "a",
+                vec![five_h(u, r + jitter, st)],
+                i as i64,
+            )));
+        }
+        assert_eq!(seen, ["t80", "t95", "cap"]);
+        assert_eq!(
+            kinds(b.sweep(r - 1).into_iter().map(|x| x.2).collect()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            kinds(b.sweep(r + 1).into_iter().map(|x| x.2).collect()),
+            ["back"]
+        );
+        // The next period tells again.
+        let next = b.observe(
+            "c",
+            "a",
+            vec![five_h(0.85, r + 5 * 3_600_000, WindowStatus::Allowed)],
+            r + 2,
+        );
+        assert_eq!(kinds(next), ["t80"]);
+    }
+
+    #[test]
+    fn the_status_line_names_the_binding_window() {
+        let b = UsageBook::default();
+        let tz = jiff::tz::TimeZone::UTC;
+        assert_eq!(b.headline("c", 0, &tz), None);
+        let reset = 15 * 3_600_000; // 15:00 UTC on the epoch's day
+        let mut week = five_h(0.4, 6 * 86_400_000, WindowStatus::Allowed);
+        week.id = "7d".into();
+        week.label = "7 d".into();
+        week.length_ms = Some(7 * 86_400_000);
+        b.observe(
+            "c",
+            "a",
+            vec![five_h(0.72, reset, WindowStatus::Allowed), week.clone()],
+            0,
+        );
+        assert_eq!(
+            b.headline("c", 0, &tz).as_deref(),
+            Some("5 h 72 % · resets 15:00")
+        );
+        // A spent weekly window decides, though the 5-hour one has room.
+        week.status = WindowStatus::Rejected;
+        week.used = Some(1.0);
+        b.observe("c", "a", vec![week], 1);
+        assert_eq!(
+            b.headline("c", 1, &tz).as_deref(),
+            Some("7 d spent · resets Jan 7, 00:00")
+        );
+    }
+
+    #[test]
+    fn an_early_reset_is_back_at_the_next_signal() {
+        let b = UsageBook::default();
+        b.observe(
+            "c",
+            "a",
+            vec![five_h(1.0, 1_000_000, WindowStatus::Rejected)],
+            0,
+        );
+        let n = b.observe(
+            "c",
+            "a",
+            vec![five_h(0.02, 9_000_000, WindowStatus::Allowed)],
+            10,
+        );
+        assert!(matches!(n.as_slice(), [Notice::Back { .. }]), "{n:?}");
+    }
+
+    #[test]
+    fn a_fast_burn_forecasts_a_cap_before_the_reset() {
+        let b = UsageBook::default();
+        let reset = 5 * 3_600_000;
+        b.observe("c", "a", vec![five_h(0.2, reset, WindowStatus::Allowed)], 0);
+        b.observe(
+            "c",
+            "a",
+            vec![five_h(0.4, reset, WindowStatus::Allowed)],
+            600_000,
+        );
+        let f = b.forecast("c", "a", 600_000).expect("forecast");
+        // 20 % per 10 minutes: the remaining 60 % lasts 30 minutes.
+        assert_eq!(f.caps_at_ms, Some(600_000 + 1_800_000));
+        assert!((f.room - 0.6).abs() < 1e-9);
+        b.observe(
+            "c",
+            "slow",
+            vec![five_h(0.2, reset, WindowStatus::Allowed)],
+            0,
+        );
+        b.observe(
+            "c",
+            "slow",
+            vec![five_h(0.21, reset, WindowStatus::Allowed)],
+            600_000,
+        );
+        assert_eq!(
+            b.forecast("c", "slow", 600_000).and_then(|f| f.caps_at_ms),
+            None
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! Usage windows in routing: move traffic before a cap instead of finding it by hitting it.
+//! Among providers of equal priority the one with the most room in its binding window goes
+//! first (the sooner reset on a near tie); a provider whose recent burn rate runs its window out
+//! before the reset goes behind the others; and a provider's `reserve` keeps the last share of
+//! a window for requests pinned to it. Each decision is written into the request's attempts.
+
+use super::candidates::skipped;
+use super::record::Record;
+use super::snapshot::{Selection, Target};
+use super::{Inbound, Routing};
+use crate::limits::usage::Forecast;
+use crate::providers::ProviderEntry;
+
+/// Rooms closer than this are a tie, decided by the sooner reset.
+const TIE: f64 = 0.1;
+
+/// The account a request would use at `p`, for its windows: the client's own login, the
+/// CLI's login or keyless endpoint (""), or the key with the most room.
+fn account(routing: &Routing, p: &ProviderEntry, inbound: &Inbound, now: i64) -> String {
+    if !p.config.credentials.is_baton() {
+        return inbound
+            .client
+            .as_ref()
+            .map(|c| c.key.id.clone())
+            .unwrap_or_default();
+    }
+    p.keys
+        .iter()
+        .map(|k| {
+            let room = routing
+                .usage
+                .forecast(p.id(), &k.id, now)
+                .map_or(1.0, |f| f.room);
+            (room, k.id.as_str())
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, id)| id.to_string())
+        .unwrap_or_default()
+}
+
+/// What routing knows of one target's account: its id and where its windows are headed.
+type Fact = (String, Option<Forecast>);
+
+/// Orders (and for reserves, filters) `targets` by their accounts' usage windows.
+pub(super) fn plan(
+    routing: &Routing,
+    inbound: &Inbound,
+    targets: &mut Vec<Target>,
+    selection: Selection,
+    rec: &mut Record,
+    now: i64,
+) {
+    if matches!(selection, Selection::Pinned | Selection::Provider) {
+        return; // The client chose: a pinned request may use the reserve.
+    }
+    let facts = facts(routing, inbound, targets, now);
+    // Reserves first: a window inside its reserve is for pinned requests only.
+    let mut kept: Vec<(Target, Fact)> = Vec::with_capacity(targets.len());
+    for (t, fact) in targets.drain(..).zip(facts) {
+        match reserve_held(routing, &t.provider, &fact.0, now) {
+            Some(why) => rec.push_attempt(skipped(&t, None, "reserve", Some(why), None)),
+            None => kept.push((t, fact)),
+        }
+    }
+    most_room_first(&mut kept);
+    defer_forecast_caps(routing, kept, targets, rec, now);
+}
+
+/// Each target's account and forecast (once per provider).
+fn facts(routing: &Routing, inbound: &Inbound, targets: &[Target], now: i64) -> Vec<Fact> {
+    let mut seen: Vec<(&str, Fact)> = Vec::new();
+    targets
+        .iter()
+        .map(|t| {
+            let p = &t.provider;
+            if let Some((_, f)) = seen.iter().find(|(id, _)| *id == p.id()) {
+                return f.clone();
+            }
+            let a = account(routing, p, inbound, now);
+            let f = routing.usage.forecast(p.id(), &a, now);
+            seen.push((p.id(), (a.clone(), f.clone())));
+            (a, f)
+        })
+        .collect()
+}
+
+/// Among equal priority: most room first, the sooner reset on a near tie. Providers Baton
+/// knows nothing about keep their place.
+fn most_room_first(list: &mut [(Target, Fact)]) {
+    let mut start = 0;
+    while start < list.len() {
+        let prio = list[start].0.provider.config.priority;
+        let end = (start..list.len())
+            .find(|&j| list[j].0.provider.config.priority != prio)
+            .unwrap_or(list.len());
+        let slots: Vec<usize> = (start..end).filter(|&j| list[j].1 .1.is_some()).collect();
+        if slots.len() > 1 {
+            let mut group: Vec<(Target, Fact)> = slots.iter().map(|&j| list[j].clone()).collect();
+            group.sort_by(|a, b| better(a.1 .1.as_ref(), b.1 .1.as_ref()));
+            for (&j, item) in slots.iter().zip(group) {
+                list[j] = item;
+            }
+        }
+        start = end;
+    }
+}
+
+/// A provider that caps before its reset at the recent rate goes behind the others (when
+/// there are others), with the reason in the request's attempts.
+fn defer_forecast_caps(
+    routing: &Routing,
+    list: Vec<(Target, Fact)>,
+    targets: &mut Vec<Target>,
+    rec: &mut Record,
+    now: i64,
+) {
+    let mut back = Vec::new();
+    for (t, (_, f)) in list {
+        match f.as_ref().and_then(|f| f.caps_at_ms.map(|at| (at, f))) {
+            Some((at, f)) => {
+                let reset = f
+                    .window
+                    .resets_at_ms
+                    .map(|r| crate::limits::clock_time(r, &routing.local_tz, now))
+                    .unwrap_or_default();
+                let why = format!(
+                    "{} window {:.0} % used; at the recent rate it runs out at {}, before its reset at {reset}",
+                    f.window.label,
+                    (1.0 - f.room) * 100.0,
+                    crate::limits::clock_time(at, &routing.local_tz, now),
+                );
+                back.push((t, why));
+            }
+            None => targets.push(t),
+        }
+    }
+    if !targets.is_empty() {
+        for (t, why) in &back {
+            rec.push_attempt(skipped(t, None, "deferred", Some(why.clone()), None));
+        }
+    }
+    targets.extend(back.into_iter().map(|(t, _)| t));
+}
+
+/// Whether `a` should go before `b`: more room, or about as much and a sooner reset.
+fn better(a: Option<&Forecast>, b: Option<&Forecast>) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (Some(a), Some(b)) = (a, b) else {
+        return Ordering::Equal;
+    };
+    if (a.room - b.room).abs() >= TIE {
+        return b.room.total_cmp(&a.room);
+    }
+    let ra = a.window.resets_at_ms.unwrap_or(i64::MAX);
+    let rb = b.window.resets_at_ms.unwrap_or(i64::MAX);
+    ra.cmp(&rb).then(b.room.total_cmp(&a.room))
+}
+
+/// Why `p`'s account is inside a reserve it keeps (`reserve: {"7d": 0.1}`), if it is.
+fn reserve_held(routing: &Routing, p: &ProviderEntry, account: &str, now: i64) -> Option<String> {
+    p.config.reserve.iter().find_map(|(id, share)| {
+        let w = routing.usage.window(p.id(), account, id, now)?;
+        let used = w.used_or_status();
+        (used >= 1.0 - share).then(|| {
+            format!(
+                "{id} {:.0} % used; the last {:.0} % is kept for requests pinned to {}",
+                used * 100.0,
+                share * 100.0,
+                p.id()
+            )
+        })
+    })
+}
