@@ -352,8 +352,15 @@ async function renderSettings() {
     el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
   );
   renderListen(s.server, desktop.present);
-  const LABELS = { failover: "A subscription or provider hits a limit and Baton moves on", allExhausted: "Every provider is out and requests fail", cooldownEnded: "A provider is back after a cooldown", loggedOut: "A subscription CLI is logged out" };
-  $("notify-list").replaceChildren(...Object.entries(s.notifications).map(([k, on]) =>
+  const LABELS = {
+    failover: "A subscription or provider hits a limit and Baton moves on",
+    allExhausted: "Every provider is out and requests fail",
+    cooldownEnded: "A provider is back after a cooldown",
+    loggedOut: "A subscription CLI is logged out",
+    quotaWarning: "A usage window (5 h, weekly…) passes a threshold below",
+    quotaBack: "A spent usage window is back",
+  };
+  const toggles = Object.entries(s.notifications).filter(([, on]) => typeof on === "boolean").map(([k, on]) =>
     el("label", { class: "switch-row" }, el("input", { type: "checkbox", checked: on, "data-key": k, onchange: async (e) => {
       try {
         await api("PUT", "/admin/settings", { notifications: { [k]: e.target.checked } });
@@ -362,7 +369,29 @@ async function renderSettings() {
         showError(err);
         e.target.checked = !e.target.checked;
       }
-    } }), LABELS[k] || k)));
+    } }), LABELS[k] || k));
+  // The thresholds, as a short list of percentages ("80, 95"); a wrong one is said next to it.
+  const thresholds = el("input", { id: "quota-thresholds", type: "text", inputmode: "numeric", autocomplete: "off", value: (s.notifications.quotaThresholds || []).join(", "), "aria-describedby": "quota-thresholds-help e-quota-thresholds", size: "10" });
+  const thresholdsErr = el("p", { class: "field-error", id: "e-quota-thresholds", role: "alert" });
+  const saveThresholds = async (e) => {
+    e.preventDefault();
+    thresholdsErr.textContent = "";
+    const list = thresholds.value.split(/[\s,;%]+/).filter(Boolean).map(Number);
+    try {
+      const r = await api("PUT", "/admin/settings", { notifications: { quotaThresholds: list } });
+      thresholds.value = r.notifications.quotaThresholds.join(", ");
+      toast("Saved.");
+    } catch (err) {
+      thresholdsErr.textContent = err instanceof ApiError ? err.message : "Baton did not answer (is it still running?). Nothing was saved.";
+      thresholds.focus();
+    }
+  };
+  const form = el("form", { class: "inline-form", id: "thresholds-form", novalidate: true, onsubmit: saveThresholds },
+    el("label", { for: "quota-thresholds" }, "Usage thresholds (% used)"), thresholds,
+    el("button", { type: "submit" }, "Save"),
+    el("p", { id: "quota-thresholds-help", class: "muted small" }, "One notification per threshold per window period, e.g. 80, 95."),
+    thresholdsErr);
+  $("notify-list").replaceChildren(...toggles, form);
 }
 
 /** The address Baton listens on, editable without a config file; used from the next start
@@ -458,7 +487,7 @@ function startLive() {
   if (stopEvents) return;
   stopEvents = followEvents(
     (type, ev) => {
-      if (type === "failover" && ev.message) toast(ev.message);
+      if ((type === "failover" || type === "quota") && ev.message) toast(ev.message);
       if (type === "paused") gatewayIs({ paused: ev.paused });
       refreshSoon();
     },

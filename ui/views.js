@@ -133,6 +133,42 @@ function quotaOf(p) {
   return Math.max(...scores);
 }
 
+/** An account's name for people: a key, a passed-through subscription, or the CLI's login. */
+function accountWords(id) {
+  if (!id) return "login";
+  if (id.startsWith("client:")) return `account ${id.slice(7, 13)}`;
+  return keyWords(id);
+}
+
+/** The provider's usage windows (5 h, 7 d, per-minute…) as bars: share used, when it resets,
+ * and which one decides now ("binding"). Nothing when the provider reported none. */
+function usageWindows(p) {
+  const accounts = (p.usage || []).filter((a) => (a.windows || []).length);
+  if (!accounts.length) return null;
+  const many = accounts.length > 1;
+  const list = el("ul", { class: "windows", "aria-label": `${p.name} usage windows`, "data-testid": "windows" });
+  for (const a of accounts) {
+    for (const w of a.windows) {
+      const spent = w.status === "rejected";
+      const used = spent ? 1 : typeof w.used === "number" ? w.used : null;
+      const pct = used === null ? null : Math.round(used * 100);
+      const binding = a.binding === w.id;
+      const tone = spent || pct >= 95 ? " empty" : pct >= 80 ? " low" : "";
+      const name = `${w.label}${many ? ` · ${accountWords(a.account)}` : ""}`;
+      const words = [];
+      words.push(spent ? "spent" : pct === null ? "near its limit" : `${pct} %`);
+      if (w.resetsAtMs) words.push(`resets ${fmtClock(w.resetsAtMs)}`);
+      if (binding && a.capsAtMs) words.push(`runs out ${fmtClock(a.capsAtMs)} at this rate`);
+      list.append(el("li", { class: `window${binding ? " binding" : ""}`, "data-window": w.id },
+        el("span", { class: "window-name" }, name),
+        el("span", { class: `quota-bar${tone}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct ?? 0), "aria-label": `${name} used` }, el("span", { style: `width:${pct ?? 0}%` })),
+        el("span", { class: "window-words" }, words.join(" · ")),
+        binding && accounts.length + a.windows.length > 2 ? el("span", { class: "badge", title: "The window that decides now" }, "binding") : null));
+    }
+  }
+  return list;
+}
+
 export function providerRow(p, index, count, handlers) {
   const [label, tone, until, detail] = status(p);
   const [abbr, kindName] = KIND_LABEL[p.kind] || ["?", p.kind];
@@ -208,6 +244,8 @@ export function providerRow(p, index, count, handlers) {
     const c = partial[0];
     facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, `${c.model ? `model ${c.model}` : keyWords(c.key)} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
+  const windows = usageWindows(p);
+  if (windows) row.append(windows);
   // The buttons wrap as one group, not one by one between the facts.
   const buttons = [];
   buttons.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));

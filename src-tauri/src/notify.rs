@@ -108,6 +108,8 @@ struct Batch {
     /// When the first provider is back, if that is known.
     back_at_ms: Option<i64>,
     back: Vec<String>,
+    /// Usage windows: a threshold crossed, a window back.
+    quota: Vec<String>,
 }
 
 /// Folds a burst of events into at most one notification, remembering which providers already
@@ -146,6 +148,12 @@ fn fold(
             }
             Event::Request { status, .. } if *status < 400 => {
                 announced.remove("*all*");
+            }
+            Event::Quota { kind, message, .. }
+                if (kind == "threshold" && on("quotaWarning"))
+                    || (kind == "back" && on("quotaBack")) =>
+            {
+                b.quota.push(message.clone());
             }
             // The episode ends with the provider's last cooldown, by time or by hand (whether
             // or not that is announced).
@@ -263,7 +271,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
             let interesting = matches!(&first, Event::Failover { class, .. } if is_limit(class))
                 || matches!(
                     first,
-                    Event::AllExhausted { .. } | Event::CooldownEnded { .. }
+                    Event::AllExhausted { .. } | Event::CooldownEnded { .. } | Event::Quota { .. }
                 );
             let mut burst = vec![first];
             if interesting {
@@ -291,6 +299,9 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                     &b.failovers.join("\n"),
                     "activity",
                 );
+            }
+            if !b.quota.is_empty() {
+                show_on(&app, "Baton: usage", &b.quota.join("\n"), "providers");
             }
             if !b.back.is_empty() {
                 show_on(
@@ -353,6 +364,39 @@ mod tests {
             cooling,
             subscription: &is_cli,
         }
+    }
+
+    fn quota(kind: &str, percent: Option<u8>) -> Event {
+        Event::Quota {
+            provider: "claude-max".into(),
+            account: "client:1".into(),
+            window: "5h".into(),
+            label: "5 h".into(),
+            kind: kind.into(),
+            percent,
+            resets_at_ms: Some(3_600_000),
+            message: format!("Claude Max: {kind}"),
+        }
+    }
+
+    #[test]
+    fn usage_windows_notify_by_their_preferences() {
+        let mut seen = HashSet::new();
+        let c = ctx(&never);
+        let all = [
+            quota("threshold", Some(80)),
+            quota("capped", None),
+            quota("back", None),
+        ];
+        let b = fold(&all, &mut seen, &serde_json::Map::new(), &c);
+        // The cap itself is told by its failover; thresholds and the way back are told here.
+        assert_eq!(b.quota, ["Claude Max: threshold", "Claude Max: back"]);
+        let mut off = serde_json::Map::new();
+        off.insert("quotaWarning".into(), false.into());
+        let b = fold(&all, &mut seen, &off, &c);
+        assert_eq!(b.quota, ["Claude Max: back"]);
+        off.insert("quotaBack".into(), false.into());
+        assert!(fold(&all, &mut seen, &off, &c).quota.is_empty());
     }
 
     #[test]

@@ -53,7 +53,19 @@ pub fn summary(core: &Core) -> (Look, String) {
         // The gateway's own state for it (the one the UI and `baton status` show).
         let st = baton::providers::state::state_of(p, &cooldowns, now);
         if st.usable() {
-            serving.get_or_insert_with(|| p.config.display_name().to_string());
+            serving.get_or_insert_with(|| {
+                // Its binding usage window, when it reports one: "Claude Max · 5 h 72 % ·
+                // resets 15:00".
+                let name = p.config.display_name().to_string();
+                match core
+                    .routing
+                    .usage
+                    .headline(p.id(), now, &core.routing.local_tz)
+                {
+                    Some(w) => format!("{name} · {w}"),
+                    None => name,
+                }
+            });
         } else {
             out.push((p.config.display_name().to_string(), st.until_ms));
         }

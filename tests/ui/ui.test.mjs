@@ -416,6 +416,54 @@ test("prompt-cache reads show in Activity and as the provider's cached share", a
   assert.equal(r.status, 204);
 });
 
+test("a subscription's usage windows show as bars, in the tray window too; thresholds are set with the keyboard", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const plus = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "plus", "--mode", "codex-used:72"])) + "/v1";
+  let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "plus", name: "ChatGPT Plus", kind: "openai-compatible", baseUrl: plus, models: ["plus-model"], priority: 98 }) });
+  assert.equal(r.status, 201, await r.text());
+  r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "plus/plus-model", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200);
+  await page.click("nav a[data-tab=providers]");
+  const windows = await page.waitForSelector("#provider-list > li[data-id=plus] [data-testid=windows]");
+  const five = await windows.$("li[data-window='5h']");
+  assert.match(await five.textContent(), /^5 h72 % · resets \d\d:\d\dbinding$/);
+  assert.equal(await five.$eval("[role=meter]", (m) => m.getAttribute("aria-valuenow")), "72");
+  assert.ok(await five.evaluate((li) => li.classList.contains("binding")));
+  assert.match(await windows.$eval("li[data-window='7d']", (li) => li.textContent), /^7 d31 % · resets /);
+  await page.$eval("#provider-list > li[data-id=plus]", (li) => li.scrollIntoView());
+  await page.screenshot({ path: join(artifacts, "usage-windows.png") });
+  // The 420 px tray window: the bars fit, nothing overflows sideways.
+  const small = await browser.newPage({ viewport: { width: 420, height: 700 } });
+  await small.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
+  const row = await small.waitForSelector("#provider-list > li[data-id=plus] [data-testid=windows]");
+  await row.scrollIntoViewIfNeeded();
+  assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= 420), "no sideways scroll");
+  await small.screenshot({ path: join(artifacts, "usage-windows-tray.png") });
+  await small.close();
+  // Thresholds with the keyboard only: a wrong value is refused next to the field.
+  await page.click("nav a[data-tab=settings]");
+  await page.focus("#quota-thresholds");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type("0, 250");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#e-quota-thresholds:text('whole percentages between 1 and 100')");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "quota-thresholds");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type("90, 70");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#toast:text('Saved')");
+  assert.equal(await page.inputValue("#quota-thresholds"), "70, 90");
+  const s = await (await fetch(`${baton}/admin/settings`, { headers: { "x-admin-key": adminKey } })).json();
+  assert.deepEqual(s.notifications.quotaThresholds, [70, 90]);
+  assert.equal(s.notifications.quotaWarning, true, "on by default");
+  r = await fetch(`${baton}/admin/providers/plus`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
 test("the Add form shows a CLI's executable, version and login before saving, and the saved row has them at once", async () => {
   // A real executable named `claude` that prints the real CLI's outputs.
   const bin = mkdtempSync(join(tmpdir(), "baton-ui-cli-"));
