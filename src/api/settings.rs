@@ -33,12 +33,7 @@ fn invalid(param: &str, message: impl Into<String>) -> ApiError {
 
 /// The notification preferences with defaults filled in.
 pub fn notifications(core: &Core) -> Map<String, Value> {
-    let stored = core
-        .store
-        .setting("notifications")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let stored = stored(core);
     let mut m: Map<String, Value> = NOTIFICATIONS
         .iter()
         .map(|(k, default)| {
@@ -65,13 +60,18 @@ fn thresholds_in(stored: &Value) -> Vec<u8> {
 
 /// Hands the stored thresholds to the usage book (at start and when they change).
 pub fn apply_thresholds(core: &Core) {
-    let stored = core
-        .store
+    core.routing
+        .usage
+        .set_thresholds(thresholds_in(&stored(core)));
+}
+
+/// The notification preferences as stored (empty: all defaults).
+fn stored(core: &Core) -> Value {
+    core.store
         .setting("notifications")
         .ok()
         .flatten()
-        .unwrap_or_default();
-    core.routing.usage.set_thresholds(thresholds_in(&stored));
+        .unwrap_or_default()
 }
 
 /// `quotaThresholds`: one to four whole percentages between 1 and 100.

@@ -254,28 +254,9 @@ impl Cooldowns {
     /// before the successful request was sent (`sent_ms`). A request already on its way when a
     /// concurrent one hit the limit proves nothing about the limit.
     pub fn clear_covering(&self, provider: &str, key: Option<&str>, model: &str, sent_ms: i64) {
-        let stale = |e: &CooldownEntry| e.scope.covers(key, model) && e.since_ms <= sent_ms;
-        let any = self
-            .map
-            .read()
-            .ok()
-            .and_then(|m| m.get(provider).map(|l| l.iter().any(stale)))
-            .unwrap_or(false);
-        if !any {
-            return;
-        }
-        let removed: Vec<CooldownEntry> = match self.map.write() {
-            Ok(mut map) => match map.get_mut(provider) {
-                Some(list) => {
-                    let (gone, kept) = std::mem::take(list).into_iter().partition(stale);
-                    *list = kept;
-                    gone
-                }
-                None => Vec::new(),
-            },
-            Err(_) => Vec::new(),
-        };
-        for e in removed {
+        for e in self.remove_where(provider, |e| {
+            e.scope.covers(key, model) && e.since_ms <= sent_ms
+        }) {
             self.forget(e.scope);
         }
     }
@@ -284,32 +265,40 @@ impl Cooldowns {
     /// began before `seen_ms` are stale and end now. `key`: the account's key id, or `None`
     /// for a keyless provider (then only provider-wide cooldowns).
     pub fn clear_limits(&self, provider: &str, key: Option<&str>, seen_ms: i64) {
-        let stale = |e: &CooldownEntry| {
+        for e in self.remove_where(provider, |e| {
             e.class == "rate" && e.scope.key.as_deref() == key && e.since_ms < seen_ms
-        };
+        }) {
+            tracing::info!(provider, key = ?e.scope.key, "the provider reports room again: cooldown ended early");
+            self.forget(e.scope);
+        }
+    }
+
+    /// Takes the provider's cooldowns that match `stale` out of the table (a read lock first:
+    /// the common case, nothing to remove, never waits for the write lock).
+    fn remove_where(
+        &self,
+        provider: &str,
+        stale: impl Fn(&CooldownEntry) -> bool,
+    ) -> Vec<CooldownEntry> {
         let any = self
             .map
             .read()
             .ok()
-            .and_then(|m| m.get(provider).map(|l| l.iter().any(stale)))
+            .and_then(|m| m.get(provider).map(|l| l.iter().any(&stale)))
             .unwrap_or(false);
         if !any {
-            return;
+            return Vec::new();
         }
-        let removed: Vec<CooldownEntry> = match self.map.write() {
+        match self.map.write() {
             Ok(mut map) => match map.get_mut(provider) {
                 Some(list) => {
-                    let (gone, kept) = std::mem::take(list).into_iter().partition(stale);
+                    let (gone, kept) = std::mem::take(list).into_iter().partition(|e| stale(e));
                     *list = kept;
                     gone
                 }
                 None => Vec::new(),
             },
             Err(_) => Vec::new(),
-        };
-        for e in removed {
-            tracing::info!(provider, key = ?e.scope.key, "the provider reports room again: cooldown ended early");
-            self.forget(e.scope);
         }
     }
 

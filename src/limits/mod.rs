@@ -209,18 +209,20 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Response headers from name/value pairs, for the limits' unit tests.
+#[cfg(test)]
+pub(crate) fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+    let mut h = http::HeaderMap::new();
+    for (k, v) in pairs {
+        h.insert(*k, v.parse().expect("header"));
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::HeaderMap;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, v.parse().expect("header"));
-        }
-        h
-    }
 
     #[test]
     fn durations() {

@@ -314,13 +314,7 @@ pub fn header_score(headers: &HeaderMap) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        for (k, v) in pairs {
-            m.insert(*k, v.parse().expect("value"));
-        }
-        m
-    }
+    use crate::limits::headers as h;
 
     #[test]
     fn scores_from_headers_and_counters() {

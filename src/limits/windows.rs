@@ -399,13 +399,7 @@ pub fn binding(windows: &[Window]) -> Option<&Window> {
 mod tests {
     use super::*;
 
-    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        for (k, v) in pairs {
-            m.insert(*k, v.parse().expect("value"));
-        }
-        m
-    }
+    use crate::limits::headers as h;
 
     #[test]
     fn lengths_name_windows() {

@@ -98,6 +98,19 @@ impl Baton {
         r.json().await.unwrap()
     }
 
+    /// `GET /metrics` as text.
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(&self.admin_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
     pub async fn stop(self) {
         self.handle.shutdown().await;
     }

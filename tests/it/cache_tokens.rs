@@ -170,16 +170,7 @@ async fn cache_tokens_travel_to_every_client_format_and_are_priced_and_shown() {
         .find(|p| p["id"] == "oa")
         .unwrap();
     assert_eq!(oa["health"]["cacheHitRatio"], 0.8, "{}", oa["health"]);
-    let metrics = baton
-        .http
-        .get(format!("{}/metrics", baton.url))
-        .bearer_auth(&baton.admin_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = baton.metrics().await;
     assert!(
         metrics.lines().any(|l| l.starts_with("baton_tokens_total{")
             && l.contains("provider=\"an\"")

@@ -153,8 +153,18 @@ fn quota_events(
     out
 }
 
-#[tokio::test]
-async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once_back() {
+/// A Claude subscription passed through (`claude-max`, Alice's login only) before an
+/// OpenAI-compatible `other`, on a clock the test moves, at 2026-12-02 10:00 UTC.
+struct Sub {
+    _dir: tempfile::TempDir,
+    start: i64,
+    clock: Arc<ManualClock>,
+    sub: FakeUpstream,
+    _other: FakeUpstream,
+    baton: Baton,
+}
+
+async fn subscription_then_other() -> Sub {
     let dir = tempfile::tempdir().unwrap();
     let start = ms("2026-12-02T10:00:00Z");
     let clock = Arc::new(ManualClock::new(start));
@@ -172,6 +182,25 @@ async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once
         Some(clock.clone() as Arc<dyn Clock>),
     )
     .await;
+    Sub {
+        _dir: dir,
+        start,
+        clock,
+        sub,
+        _other: other,
+        baton,
+    }
+}
+
+#[tokio::test]
+async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once_back() {
+    let Sub {
+        start,
+        clock,
+        sub,
+        baton,
+        ..
+    } = subscription_then_other().await;
     let mut rx = baton.handle.events().subscribe();
     let reset = start / 1000 + 3 * 3600;
     let ok = |u: f64, st: &str| Behavior::OkHeaders(unified(u, reset, st));
@@ -223,16 +252,7 @@ async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once
         !st.to_string().contains(ALICE),
         "no credential in the state"
     );
-    let metrics = baton
-        .http
-        .get(format!("{}/metrics", baton.url))
-        .bearer_auth(&baton.admin_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = baton.metrics().await;
     assert!(
         metrics
             .lines()
@@ -422,23 +442,13 @@ async fn a_fast_burn_moves_traffic_before_the_cap_and_the_reserve_holds_for_pinn
 
 #[tokio::test]
 async fn an_account_that_resets_early_is_back_at_the_next_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let start = ms("2026-12-02T10:00:00Z");
-    let clock = Arc::new(ManualClock::new(start));
-    let sub = FakeUpstream::start("claude").await;
-    sub.only_subscription(ALICE);
-    let other = FakeUpstream::start("other").await;
-    let baton = Baton::start_with_clock(
-        dir.path(),
-        json!({"providers": [
-            {"id": "claude-max", "kind": "anthropic", "baseUrl": sub.base_url(),
-             "credentials": "client", "models": ["*"], "priority": 1},
-            {"id": "other", "kind": "openai-compatible", "baseUrl": other.base_url(),
-             "models": ["other-model"], "priority": 2}],
-         "modelMap": {"claude-*": "auto"}}),
-        Some(clock.clone() as Arc<dyn Clock>),
-    )
-    .await;
+    let Sub {
+        start,
+        clock,
+        sub,
+        baton,
+        ..
+    } = subscription_then_other().await;
     let reset = start / 1000 + 4 * 3600;
     sub.script([Behavior::Status {
         status: 429,
