@@ -272,6 +272,7 @@ impl Core {
     pub async fn sweep_usage(&self) {
         let now = self.routing.clock.now_ms();
         let back = self.routing.usage.sweep(now);
+        self.save_usage();
         let snap = self.routing.snapshot.load_full();
         for (provider, account, notice) in back {
             let Some(p) = snap.provider(&provider) else {
@@ -282,6 +283,29 @@ impl Core {
                 self.check_clis(Some(&provider)).await;
             }
         }
+    }
+
+    /// Keeps the usage windows for the next start, when they changed.
+    pub fn save_usage(&self) {
+        if let Some(saved) = self.routing.usage.to_save() {
+            let v = serde_json::to_value(saved).unwrap_or_default();
+            if let Err(e) = self.store.set_setting(crate::store::USAGE_SETTING, &v) {
+                tracing::warn!(error = %e, "cannot keep the usage windows");
+            }
+        }
+    }
+
+    /// The usage windows the last run kept (after the thresholds are set: what was told is
+    /// not told again).
+    pub fn restore_usage(&self) {
+        let saved = self
+            .store
+            .setting(crate::store::USAGE_SETTING)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        self.routing.usage.restore(saved);
     }
 
     /// Checks every CLI provider's executable, version and login (in parallel, off the async

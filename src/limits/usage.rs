@@ -73,6 +73,19 @@ pub struct Forecast {
 pub struct UsageBook {
     accounts: Mutex<HashMap<(String, String), BTreeMap<String, Tracked>>>,
     thresholds: Mutex<Vec<u8>>,
+    /// Changed since the last `saved()`: the windows outlive a restart (the desktop app starts
+    /// at login with the bars the user last saw, not empty ones).
+    dirty: std::sync::atomic::AtomicBool,
+}
+
+/// One account's windows as kept across a restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedAccount {
+    pub provider: String,
+    pub account: String,
+    pub windows: Vec<Window>,
+    pub seen_ms: i64,
 }
 
 impl UsageBook {
@@ -86,11 +99,14 @@ impl UsageBook {
         }
     }
 
+    /// The thresholds set, or the defaults before any is.
     fn thresholds(&self) -> Vec<u8> {
         self.thresholds
             .lock()
+            .ok()
             .map(|g| g.clone())
-            .unwrap_or_else(|_| DEFAULT_THRESHOLDS.to_vec())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| DEFAULT_THRESHOLDS.to_vec())
     }
 
     /// Records a reading of `windows` for an account; returns what is worth telling.
@@ -112,6 +128,7 @@ impl UsageBook {
             .entry((provider.to_string(), account.to_string()))
             .or_default();
         let mut out = Vec::new();
+        self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
         for w in windows {
             let t = book.entry(w.id.clone()).or_insert_with(|| Tracked {
                 w: w.clone(),
@@ -175,12 +192,59 @@ impl UsageBook {
         self.observe(provider, account, vec![w], now)
     }
 
+    /// What to keep across a restart, when something changed since the last call (the
+    /// windows, not the burn-rate readings: a rate from before a restart says little).
+    pub fn to_save(&self) -> Option<Vec<SavedAccount>> {
+        if !self.dirty.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let all = self.accounts.lock().ok()?;
+        Some(
+            all.iter()
+                .map(|((p, a), book)| SavedAccount {
+                    provider: p.clone(),
+                    account: a.clone(),
+                    windows: book.values().map(|t| t.w.clone()).collect(),
+                    seen_ms: book.values().map(|t| t.seen_ms).max().unwrap_or(0),
+                })
+                .collect(),
+        )
+    }
+
+    /// The windows kept by the last run (a spent one is still spent, and says so when back).
+    pub fn restore(&self, saved: Vec<SavedAccount>) {
+        let thresholds = self.thresholds();
+        let Ok(mut all) = self.accounts.lock() else {
+            return;
+        };
+        for s in saved {
+            let book = all.entry((s.provider, s.account)).or_default();
+            for w in s.windows {
+                // Thresholds already passed were told by the last run.
+                let pct = (w.used_or_status() * 100.0).round() as i64;
+                let told = thresholds
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, th)| pct >= i64::from(**th))
+                    .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7));
+                book.entry(w.id.clone()).or_insert_with(|| Tracked {
+                    capped: w.status == WindowStatus::Rejected,
+                    seen_ms: s.seen_ms,
+                    samples: VecDeque::new(),
+                    told,
+                    w,
+                });
+            }
+        }
+    }
+
     /// Spent windows whose reset has passed are back; accounts quiet for a week are forgotten.
     pub fn sweep(&self, now: i64) -> Vec<(String, String, Notice)> {
         let Ok(mut all) = self.accounts.lock() else {
             return Vec::new();
         };
         let mut out = Vec::new();
+        let before = all.len();
         all.retain(|(p, a), book| {
             for t in book.values_mut() {
                 if t.capped && t.w.resets_at_ms.is_some_and(|r| r <= now) {
@@ -203,6 +267,9 @@ impl UsageBook {
             }
             book.values().any(|t| now - t.seen_ms < FORGET_MS)
         });
+        if !out.is_empty() || all.len() != before {
+            self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         out
     }
 
@@ -385,154 +452,4 @@ fn observe_one(t: &mut Tracked, w: Window, now: i64, thresholds: &[u8], out: &mu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn five_h(used: f64, reset: i64, status: WindowStatus) -> Window {
-        Window {
-            id: "5h".into(),
-            label: "5 h".into(),
-            length_ms: Some(5 * 3_600_000),
-            used: Some(used),
-            resets_at_ms: Some(reset),
-            status,
-            source: "anthropic".into(),
-        }
-    }
-
-    #[test]
-    fn one_notice_per_threshold_per_period_and_one_back() {
-        let b = UsageBook::default();
-        b.set_thresholds(DEFAULT_THRESHOLDS.to_vec());
-        let r = 10_000_000;
-        let kinds = |n: Vec<Notice>| -> Vec<String> {
-            n.into_iter()
-                .map(|n| match n {
-                    Notice::Threshold { percent, .. } => format!("t{percent}"),
-                    Notice::Capped { .. } => "cap".into(),
-                    Notice::Back { .. } => "back".into(),
-                })
-                .collect()
-        };
-        let mut seen = Vec::new();
-        for (i, (u, st)) in [
-            (0.5, WindowStatus::Allowed),
-            (0.81, WindowStatus::Allowed),
-            (0.82, WindowStatus::Allowed),
-            (0.96, WindowStatus::Warning),
-            (0.97, WindowStatus::Warning),
-            (1.0, WindowStatus::Rejected),
-            (1.0, WindowStatus::Rejected),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            // The reset jitters by seconds: the same period.
-            let jitter = (i as i64 % 2) * 3_000;
-            seen.extend(kinds(b.observe(
-                "c",
-                "a",
-                vec![five_h(u, r + jitter, st)],
-                i as i64,
-            )));
-        }
-        assert_eq!(seen, ["t80", "t95", "cap"]);
-        assert_eq!(
-            kinds(b.sweep(r - 1).into_iter().map(|x| x.2).collect()),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            kinds(b.sweep(r + 1).into_iter().map(|x| x.2).collect()),
-            ["back"]
-        );
-        // The next period tells again.
-        let next = b.observe(
-            "c",
-            "a",
-            vec![five_h(0.85, r + 5 * 3_600_000, WindowStatus::Allowed)],
-            r + 2,
-        );
-        assert_eq!(kinds(next), ["t80"]);
-    }
-
-    #[test]
-    fn the_status_line_names_the_binding_window() {
-        let b = UsageBook::default();
-        let tz = jiff::tz::TimeZone::UTC;
-        assert_eq!(b.headline("c", 0, &tz), None);
-        let reset = 15 * 3_600_000; // 15:00 UTC on the epoch's day
-        let mut week = five_h(0.4, 6 * 86_400_000, WindowStatus::Allowed);
-        week.id = "7d".into();
-        week.label = "7 d".into();
-        week.length_ms = Some(7 * 86_400_000);
-        b.observe(
-            "c",
-            "a",
-            vec![five_h(0.72, reset, WindowStatus::Allowed), week.clone()],
-            0,
-        );
-        assert_eq!(
-            b.headline("c", 0, &tz).as_deref(),
-            Some("5 h 72 % · resets 15:00")
-        );
-        // A spent weekly window decides, though the 5-hour one has room.
-        week.status = WindowStatus::Rejected;
-        week.used = Some(1.0);
-        b.observe("c", "a", vec![week], 1);
-        assert_eq!(
-            b.headline("c", 1, &tz).as_deref(),
-            Some("7 d spent · resets Jan 7, 00:00")
-        );
-    }
-
-    #[test]
-    fn an_early_reset_is_back_at_the_next_signal() {
-        let b = UsageBook::default();
-        b.observe(
-            "c",
-            "a",
-            vec![five_h(1.0, 1_000_000, WindowStatus::Rejected)],
-            0,
-        );
-        let n = b.observe(
-            "c",
-            "a",
-            vec![five_h(0.02, 9_000_000, WindowStatus::Allowed)],
-            10,
-        );
-        assert!(matches!(n.as_slice(), [Notice::Back { .. }]), "{n:?}");
-    }
-
-    #[test]
-    fn a_fast_burn_forecasts_a_cap_before_the_reset() {
-        let b = UsageBook::default();
-        let reset = 5 * 3_600_000;
-        b.observe("c", "a", vec![five_h(0.2, reset, WindowStatus::Allowed)], 0);
-        b.observe(
-            "c",
-            "a",
-            vec![five_h(0.4, reset, WindowStatus::Allowed)],
-            600_000,
-        );
-        let f = b.forecast("c", "a", 600_000).expect("forecast");
-        // 20 % per 10 minutes: the remaining 60 % lasts 30 minutes.
-        assert_eq!(f.caps_at_ms, Some(600_000 + 1_800_000));
-        assert!((f.room - 0.6).abs() < 1e-9);
-        b.observe(
-            "c",
-            "slow",
-            vec![five_h(0.2, reset, WindowStatus::Allowed)],
-            0,
-        );
-        b.observe(
-            "c",
-            "slow",
-            vec![five_h(0.21, reset, WindowStatus::Allowed)],
-            600_000,
-        );
-        assert_eq!(
-            b.forecast("c", "slow", 600_000).and_then(|f| f.caps_at_ms),
-            None
-        );
-    }
-}
+mod tests;

@@ -49,6 +49,7 @@ impl GatewayHandle {
         }
         // A CLI still running belongs to a request that is gone now.
         self.core.routing.cli_procs.kill_all();
+        self.core.save_usage();
         self.core.store.writer().flush().await;
         tracing::info!("gateway stopped");
     }
@@ -88,6 +89,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     // Spent windows whose reset passed are back: told once, and a CLI's login is checked
     // (not a billed request) so a login lost meanwhile shows at once.
     crate::api::settings::apply_thresholds(&core);
+    core.restore_usage();
     let sweeping = Arc::downgrade(&core);
     tokio::spawn(async move {
         loop {

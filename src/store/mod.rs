@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
 pub use keys::{ClientKeyRow, SyncedKey};
-pub use settings::{UsageRow, WindowStats, LISTEN_SETTING};
+pub use settings::{UsageRow, WindowStats, LISTEN_SETTING, USAGE_SETTING};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;

@@ -7,6 +7,8 @@ use serde_json::Value;
 /// The setting with the listen address chosen in Settings (or given to the desktop app on its
 /// command line): `{"host": …, "port": …}`, used from the next start.
 pub const LISTEN_SETTING: &str = "listen";
+/// The usage windows as last seen, kept across a restart.
+pub const USAGE_SETTING: &str = "usage_windows";
 
 use super::{Store, StoreError};
 

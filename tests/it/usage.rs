@@ -194,12 +194,14 @@ async fn subscription_then_other() -> Sub {
 
 #[tokio::test]
 async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once_back() {
+    // Every field bound: one left to `..` would be dropped here (the data directory with it).
     let Sub {
+        _dir,
         start,
         clock,
         sub,
+        _other,
         baton,
-        ..
     } = subscription_then_other().await;
     let mut rx = baton.handle.events().subscribe();
     let reset = start / 1000 + 3 * 3600;
@@ -311,11 +313,8 @@ async fn baton_status_prints_the_windows_and_their_json() {
             (reset + 86_400).to_string(),
         ),
     ]));
-    let baton = Baton::start(
-        dir.path(),
-        json!({"providers": [provider("plus", &sub.base_url(), 1)]}),
-    )
-    .await;
+    let config = json!({"providers": [provider("plus", &sub.base_url(), 1)]});
+    let baton = Baton::start(dir.path(), config.clone()).await;
     assert_eq!(baton.chat("auto", "hi").await.status(), 200);
     let base = vec![
         "status".to_string(),
@@ -345,6 +344,12 @@ async fn baton_status_prints_the_windows_and_their_json() {
     assert_eq!(windows[0]["id"], "5h");
     assert_eq!(windows[0]["used"], 0.72);
     assert_eq!(windows[1]["id"], "7d");
+    // After a restart (the desktop app at login) the bars are there before any request.
+    baton.stop().await;
+    let baton = Baton::start(dir.path(), config).await;
+    let st = baton.admin_state().await;
+    assert_eq!(st["providers"][0]["usage"][0]["windows"][0]["used"], 0.72);
+    assert_eq!(sub.hits(), 1);
 }
 
 fn keyed_subscription(id: &str, fake: &FakeUpstream, reserve: Option<Value>) -> Value {
@@ -442,12 +447,14 @@ async fn a_fast_burn_moves_traffic_before_the_cap_and_the_reserve_holds_for_pinn
 
 #[tokio::test]
 async fn an_account_that_resets_early_is_back_at_the_next_signal() {
+    // Every field bound: one left to `..` would be dropped here (the data directory with it).
     let Sub {
+        _dir,
         start,
         clock,
         sub,
+        _other,
         baton,
-        ..
     } = subscription_then_other().await;
     let reset = start / 1000 + 4 * 3600;
     sub.script([Behavior::Status {
