@@ -53,19 +53,7 @@ pub fn summary(core: &Core) -> (Look, String) {
         // The gateway's own state for it (the one the UI and `baton status` show).
         let st = baton::providers::state::state_of(p, &cooldowns, now);
         if st.usable() {
-            serving.get_or_insert_with(|| {
-                // Its binding usage window, when it reports one: "Claude Max · 5 h 72 % ·
-                // resets 15:00".
-                let name = p.config.display_name().to_string();
-                match core
-                    .routing
-                    .usage
-                    .headline(p.id(), now, &core.routing.local_tz)
-                {
-                    Some(w) => format!("{name} · {w}"),
-                    None => name,
-                }
-            });
+            serving.get_or_insert_with(|| p.config.display_name().to_string());
         } else {
             out.push((p.config.display_name().to_string(), st.until_ms));
         }
@@ -99,6 +87,22 @@ pub fn summary(core: &Core) -> (Look, String) {
             )
         }
     }
+}
+
+/// The serving provider's binding usage window, for the line under the state: "Claude Max ·
+/// 5 h 72 % · resets 15:00" (`None` when it reports no windows).
+pub fn usage_line(core: &Core) -> Option<String> {
+    let snap = core.routing.snapshot.load();
+    let now = core.routing.clock.now_ms();
+    let cooldowns = core.routing.cooldowns.active();
+    let p = snap
+        .enabled()
+        .find(|p| baton::providers::state::state_of(p, &cooldowns, now).usable())?;
+    let w = core
+        .routing
+        .usage
+        .headline(p.id(), now, &core.routing.local_tz)?;
+    Some(format!("{} · {w}", p.config.display_name()))
 }
 
 fn clock(ms: i64) -> String {
@@ -269,12 +273,20 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     let sep1 = PredefinedMenuItem::separator(app)?;
     let sep2 = PredefinedMenuItem::separator(app)?;
     let sep3 = PredefinedMenuItem::separator(app)?;
-    let menu = Menu::with_items(
-        app,
-        &[
-            &status, &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2,
-        ],
-    )?;
+    let menu = Menu::with_items(app, &[&status])?;
+    // The serving provider's binding usage window, on its own line (the menu stays narrow).
+    if let Some(line) = core.as_deref().and_then(usage_line) {
+        menu.append(&MenuItem::with_id(
+            app,
+            "usage",
+            truncate(&line, 60),
+            false,
+            None::<&str>,
+        )?)?;
+    }
+    menu.append_items(&[
+        &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2,
+    ])?;
     if let Some(core) = &core {
         menu.append(&providers_menu(app, core)?)?;
     }
@@ -356,7 +368,13 @@ pub fn refresh(app: &AppHandle) {
     // The menu is built only when what it shows changed (it was built and thrown away on
     // every tick).
     let (look, line) = status_line(app);
-    let key = state_key(app, look, &line);
+    let usage = app
+        .state::<Shell>()
+        .core()
+        .and_then(|c| usage_line(&c))
+        .map(|u| format!("\n{u}"))
+        .unwrap_or_default();
+    let key = state_key(app, look, &format!("{line}{usage}"));
     let changed = app
         .try_state::<LastLook>()
         .and_then(|l| {
@@ -381,7 +399,7 @@ pub fn refresh(app: &AppHandle) {
     };
     let _ = tray.set_menu(Some(menu));
     let _ = tray.set_icon(icon(look));
-    let _ = tray.set_tooltip(Some(format!("Baton — {line}")));
+    let _ = tray.set_tooltip(Some(format!("Baton — {line}{usage}")));
 }
 
 /// Refreshes the tray on every gateway event (coalesced) and every few seconds (cooldowns end
