@@ -357,10 +357,12 @@ async function renderSettings() {
     allExhausted: "Every provider is out and requests fail",
     cooldownEnded: "A provider is back after a cooldown",
     loggedOut: "A subscription CLI is logged out",
-    quotaWarning: "A usage window (5 h, weekly…) passes a threshold below",
-    quotaBack: "A spent usage window is back",
+    quotaBack: "A spent usage window (5 h, weekly…) is back",
+    quotaWarning: "A usage window passes a threshold below",
   };
-  const toggles = Object.entries(s.notifications).filter(([, on]) => typeof on === "boolean").map(([k, on]) =>
+  // In the order above (the thresholds' switch last, just over them), unknown ones after.
+  const order = (k) => (k in LABELS ? Object.keys(LABELS).indexOf(k) : 99);
+  const toggles = Object.entries(s.notifications).filter(([, on]) => typeof on === "boolean").sort(([a], [b]) => order(a) - order(b)).map(([k, on]) =>
     el("label", { class: "switch-row" }, el("input", { type: "checkbox", checked: on, "data-key": k, onchange: async (e) => {
       try {
         await api("PUT", "/admin/settings", { notifications: { [k]: e.target.checked } });

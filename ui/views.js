@@ -244,8 +244,6 @@ export function providerRow(p, index, count, handlers) {
     const c = partial[0];
     facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, `${c.model ? `model ${c.model}` : keyWords(c.key)} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
-  const windows = usageWindows(p);
-  if (windows) row.append(windows);
   // The buttons wrap as one group, not one by one between the facts.
   const buttons = [];
   buttons.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));
@@ -253,7 +251,10 @@ export function providerRow(p, index, count, handlers) {
   if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
     buttons.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": `Clear ${p.name}'s cooldown`, onclick: () => handlers.clear(p) }, "Clear cooldown"));
   }
-  row.append(el("div", { class: "prov-detail" }, facts), el("div", { class: "prov-detail prov-buttons" }, buttons));
+  row.append(el("div", { class: "prov-detail" }, facts));
+  const windows = usageWindows(p);
+  if (windows) row.append(windows);
+  row.append(el("div", { class: "prov-detail prov-buttons" }, buttons));
   if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));
   const result = handlers.testResults.get(p.id);
   if (result) row.append(result);
