@@ -358,27 +358,6 @@ pub fn from_cli_event(v: &Value) -> Option<Window> {
     })
 }
 
-/// The Codex backend's cap body (`{"error":{"type":"usage_limit_reached","resets_at":…}}`):
-/// the reset it names, when it is one.
-pub fn codex_cap_reset(v: &Value, now_ms: i64) -> Option<i64> {
-    let e = v.get("error").unwrap_or(v);
-    let t = e
-        .get("type")
-        .or_else(|| e.get("code"))
-        .and_then(Value::as_str);
-    if t != Some("usage_limit_reached") {
-        return None;
-    }
-    e.get("resets_at")
-        .and_then(Value::as_i64)
-        .map(epoch_to_ms)
-        .or_else(|| {
-            e.get("resets_in_seconds")
-                .and_then(Value::as_i64)
-                .map(|s| now_ms.saturating_add(s.saturating_mul(1000)))
-        })
-}
-
 /// The window that decides now: a spent one (the one back last, since every spent window must
 /// reset), else the fullest (the longer on a tie: it takes longer to come back).
 pub fn binding(windows: &[Window]) -> Option<&Window> {

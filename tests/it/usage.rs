@@ -535,3 +535,37 @@ async fn the_clis_report_their_logins_windows_codex_without_a_request() {
         "the CLI's own login"
     );
 }
+
+#[tokio::test]
+async fn a_cap_named_only_by_its_body_is_a_spent_window_until_its_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = ms("2026-12-02T10:00:00Z");
+    let clock = Arc::new(ManualClock::new(start));
+    let (plus, other) = (
+        FakeUpstream::start("plus").await,
+        FakeUpstream::start("other").await,
+    );
+    let baton = Baton::start_with_clock(
+        dir.path(),
+        json!({"providers": [provider("plus", &plus.base_url(), 1), provider("other", &other.base_url(), 2)]}),
+        Some(clock.clone() as Arc<dyn Clock>),
+    )
+    .await;
+    // The Codex backend's cap: no usage headers, the reset in its body.
+    plus.script([Behavior::Status {
+        status: 429,
+        body: json!({"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
+            "plan_type": "plus", "resets_in_seconds": 7200}}),
+        headers: vec![],
+    }]);
+    let r = baton.chat("auto", "hi").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    let st = baton.admin_state().await;
+    let w = &st["providers"][0]["usage"][0]["windows"][0];
+    assert_eq!(
+        (w["status"].as_str(), w["used"].as_f64()),
+        (Some("rejected"), Some(1.0))
+    );
+    assert_eq!(w["resetsAtMs"], start + 7_200_000);
+    assert_eq!(st["providers"][0]["usage"][0]["binding"], w["id"]);
+}
