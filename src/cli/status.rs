@@ -218,10 +218,11 @@ pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
                         ));
                     }
                 }
-                let account = if a.account.is_empty() {
-                    "login".to_string()
-                } else {
-                    a.account.clone()
+                // "" is a CLI's own login, or a provider without keys.
+                let account = match (a.account.is_empty(), r.kind.ends_with("-cli")) {
+                    (false, _) => a.account.clone(),
+                    (true, true) => "login".to_string(),
+                    (true, false) => "-".to_string(),
                 };
                 table.push(vec![
                     r.id.clone(),
