@@ -76,6 +76,8 @@ pub struct UsageBook {
     /// Changed since the last `saved()`: the windows outlive a restart (the desktop app starts
     /// at login with the bars the user last saw, not empty ones).
     dirty: std::sync::atomic::AtomicBool,
+    /// Whether any window was ever recorded: routing skips the book without a lock until then.
+    any: std::sync::atomic::AtomicBool,
 }
 
 /// One account's windows as kept across a restart.
@@ -129,6 +131,7 @@ impl UsageBook {
             .or_default();
         let mut out = Vec::new();
         self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.any.store(true, std::sync::atomic::Ordering::Relaxed);
         for w in windows {
             let t = book.entry(w.id.clone()).or_insert_with(|| Tracked {
                 w: w.clone(),
@@ -192,6 +195,11 @@ impl UsageBook {
         self.observe(provider, account, vec![w], now)
     }
 
+    /// No window was ever recorded (nothing for routing to read).
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What to keep across a restart, when something changed since the last call (the
     /// windows, not the burn-rate readings: a rate from before a restart says little).
     pub fn to_save(&self) -> Option<Vec<SavedAccount>> {
@@ -218,6 +226,7 @@ impl UsageBook {
             return;
         };
         for s in saved {
+            self.any.store(true, std::sync::atomic::Ordering::Relaxed);
             let book = all.entry((s.provider, s.account)).or_default();
             for w in s.windows {
                 // Thresholds already passed were told by the last run.

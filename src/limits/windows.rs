@@ -315,11 +315,27 @@ fn counted(
 }
 
 /// Every window a response's headers describe (empty when they say nothing about limits).
+/// One pass over the names first: most answers carry none of these, and pay no more than that.
 pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
+    let (mut unified, mut codex_family, mut keyed) = (false, false, false);
+    for name in headers.keys() {
+        let n = name.as_str();
+        if n.starts_with("anthropic-ratelimit-unified-") {
+            unified = true;
+        } else if n.starts_with("x-codex-") {
+            codex_family = true;
+        } else if n.starts_with("x-ratelimit-") || n.starts_with("anthropic-ratelimit-") {
+            keyed = true;
+        }
+    }
     let mut out = Vec::new();
-    anthropic_unified(headers, &mut out);
-    codex(headers, now_ms, &mut out);
-    if out.is_empty() {
+    if unified {
+        anthropic_unified(headers, &mut out);
+    }
+    if codex_family {
+        codex(headers, now_ms, &mut out);
+    }
+    if out.is_empty() && keyed {
         api_key(headers, now_ms, &mut out);
     }
     out

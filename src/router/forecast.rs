@@ -53,6 +53,9 @@ pub(super) fn plan(
     if matches!(selection, Selection::Pinned | Selection::Provider) {
         return; // The client chose: a pinned request may use the reserve.
     }
+    if routing.usage.is_empty() {
+        return; // No provider has reported a window yet: nothing to weigh.
+    }
     let facts = facts(routing, inbound, targets, now);
     // Reserves first: a window inside its reserve is for pinned requests only.
     let mut kept: Vec<(Target, Fact)> = Vec::with_capacity(targets.len());
