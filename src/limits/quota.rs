@@ -130,51 +130,13 @@ impl Quota {
             .header_score
             .filter(|(_, at)| now - at < FRESH_MS)
             .map(|(s, _)| s);
-        let shared = q.shared.unwrap_or_default();
-        let minute = crate::clock::minute_start(now);
-        let mut local = |limit: Option<u32>, since: i64, theirs: u64| {
-            if let Some(l) = limit.filter(|l| *l > 0) {
-                let mine = q.sent.iter().filter(|t| **t > since).count() as u64;
-                let used = mine.max(theirs) as f64;
-                let s = (1.0 - used / f64::from(l)).max(0.0);
-                score = Some(score.map_or(s, |x| x.min(s)));
-            }
-        };
-        // Per minute: a sliding minute locally, the current minute across instances.
-        let theirs = if shared.minute_start == minute {
-            shared.minute_requests
-        } else {
-            0
-        };
-        local(declared.rpm, now - 60_000, theirs);
-        // Per day: the provider's calendar day, here and across instances.
-        let theirs = if shared.day_start == day_start {
-            shared.day_requests
-        } else {
-            0
-        };
-        local(declared.rpd, day_start - 1, theirs);
-        if let Some(l) = declared.tpm.filter(|l| *l > 0) {
-            let mine: u64 = q
-                .tokens
-                .iter()
-                .filter(|(t, _)| now - t < 60_000)
-                .map(|(_, n)| n)
-                .sum();
-            let theirs = if shared.minute_start == minute {
-                shared.minute_tokens
-            } else {
-                0
-            };
-            let used = mine.max(theirs);
-            let s = (1.0 - used as f64 / f64::from(l)).max(0.0);
+        for (limit, used) in q.used(now, declared, day_start).against(declared) {
+            let s = (1.0 - used as f64 / f64::from(limit)).max(0.0);
             score = Some(score.map_or(s, |x| x.min(s)));
         }
         score
     }
-}
 
-impl Quota {
     /// The declared limits as usage windows (local counts, and every instance's with shared
     /// state): `rpm` and `tpm` over the last minute, `rpd` over the provider's quota day
     /// (`day` = its start and end).
@@ -188,61 +150,85 @@ impl Quota {
         let Ok(m) = self.0.lock() else {
             return Vec::new();
         };
-        let q = m.get(key);
-        let shared = q.and_then(|q| q.shared).unwrap_or_default();
-        let minute = crate::clock::minute_start(now);
-        let sent_since =
-            |since: i64| q.map_or(0, |q| q.sent.iter().filter(|t| **t > since).count() as u64);
-        let window = |id: &str, label: &str, len: i64, used: u64, limit: u32, reset: i64| {
-            let share = (used as f64 / f64::from(limit.max(1))).clamp(0.0, 1.0);
-            super::windows::Window {
-                id: id.into(),
-                label: label.into(),
-                length_ms: Some(len),
-                used: Some(share),
-                resets_at_ms: Some(reset),
-                status: if share >= 1.0 {
-                    super::windows::WindowStatus::Rejected
-                } else {
-                    super::windows::WindowStatus::Allowed
-                },
-                source: "declared".into(),
-            }
-        };
-        let mut out = Vec::new();
-        let theirs_minute = |n: u64| if shared.minute_start == minute { n } else { 0 };
-        if let Some(l) = declared.rpm.filter(|l| *l > 0) {
-            let used = sent_since(now - 60_000).max(theirs_minute(shared.minute_requests));
-            out.push(window(
-                "rpm",
-                "1 min requests",
-                60_000,
-                used,
-                l,
-                now + 60_000,
-            ));
+        let used = m
+            .get(key)
+            .map_or_else(Used::default, |q| q.used(now, declared, day.0));
+        let shape = [
+            ("rpm", "1 min requests", 60_000, now + 60_000),
+            ("tpm", "1 min tokens", 60_000, now + 60_000),
+            ("rpd", "day requests", day.1 - day.0, day.1),
+        ];
+        let limits = [declared.rpm, declared.tpm, declared.rpd];
+        let counts = [used.minute_requests, used.minute_tokens, used.day_requests];
+        shape
+            .into_iter()
+            .zip(limits.into_iter().zip(counts))
+            .filter_map(|((id, label, len, reset), (limit, used))| {
+                let limit = limit.filter(|l| *l > 0)?;
+                let share = (used as f64 / f64::from(limit)).clamp(0.0, 1.0);
+                Some(super::windows::Window {
+                    id: id.into(),
+                    label: label.into(),
+                    length_ms: Some(len),
+                    used: Some(share),
+                    resets_at_ms: Some(reset),
+                    status: super::windows::WindowStatus::of_share(share),
+                    source: "declared".into(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// What a key has used of its declared limits, here or (with shared state) across all
+/// instances, whichever is more: requests in the last minute (a sliding minute here, the
+/// current minute across instances), tokens in the last minute, requests since the provider's
+/// quota day began. Only the declared ones are counted (the rest stay 0).
+#[derive(Debug, Default, Clone, Copy)]
+struct Used {
+    minute_requests: u64,
+    day_requests: u64,
+    minute_tokens: u64,
+}
+
+impl Used {
+    /// `(limit, used)` for each declared limit.
+    fn against(self, d: &DeclaredLimits) -> impl Iterator<Item = (u32, u64)> {
+        [
+            (d.rpm, self.minute_requests),
+            (d.rpd, self.day_requests),
+            (d.tpm, self.minute_tokens),
+        ]
+        .into_iter()
+        .filter_map(|(limit, used)| limit.filter(|l| *l > 0).map(|l| (l, used)))
+    }
+}
+
+impl KeyQuota {
+    fn used(&self, now: i64, declared: &DeclaredLimits, day_start: i64) -> Used {
+        let shared = self.shared.unwrap_or_default();
+        let this_minute = shared.minute_start == crate::clock::minute_start(now);
+        let theirs = |same: bool, n: u64| if same { n } else { 0 };
+        let sent_since = |since: i64| self.sent.iter().filter(|t| **t > since).count() as u64;
+        let mut u = Used::default();
+        if declared.rpm.is_some() {
+            u.minute_requests =
+                sent_since(now - 60_000).max(theirs(this_minute, shared.minute_requests));
         }
-        if let Some(l) = declared.tpm.filter(|l| *l > 0) {
-            let mine: u64 = q.map_or(0, |q| {
-                q.tokens
-                    .iter()
-                    .filter(|(t, _)| now - t < 60_000)
-                    .map(|(_, n)| n)
-                    .sum()
-            });
-            let used = mine.max(theirs_minute(shared.minute_tokens));
-            out.push(window("tpm", "1 min tokens", 60_000, used, l, now + 60_000));
+        if declared.rpd.is_some() {
+            u.day_requests = sent_since(day_start - 1)
+                .max(theirs(shared.day_start == day_start, shared.day_requests));
         }
-        if let Some(l) = declared.rpd.filter(|l| *l > 0) {
-            let theirs = if shared.day_start == day.0 {
-                shared.day_requests
-            } else {
-                0
-            };
-            let used = sent_since(day.0 - 1).max(theirs);
-            out.push(window("rpd", "day requests", day.1 - day.0, used, l, day.1));
+        if declared.tpm.is_some() {
+            let mine: u64 = self
+                .tokens
+                .iter()
+                .filter(|(t, _)| now - t < 60_000)
+                .map(|(_, n)| n)
+                .sum();
+            u.minute_tokens = mine.max(theirs(this_minute, shared.minute_tokens));
         }
-        out
+        u
     }
 }
 

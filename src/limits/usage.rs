@@ -230,12 +230,7 @@ impl UsageBook {
             let book = all.entry((s.provider, s.account)).or_default();
             for w in s.windows {
                 // Thresholds already passed were told by the last run.
-                let pct = (w.used_or_status() * 100.0).round() as i64;
-                let told = thresholds
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, th)| pct >= i64::from(**th))
-                    .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7));
+                let told = reached(&thresholds, w.used_or_status());
                 book.entry(w.id.clone()).or_insert_with(|| Tracked {
                     capped: w.status == WindowStatus::Rejected,
                     seen_ms: s.seen_ms,
@@ -344,6 +339,21 @@ impl UsageBook {
     }
 }
 
+/// Threshold `i`'s bit in a window's `told` (there are at most eight).
+fn bit(i: usize) -> u8 {
+    1 << i.min(7)
+}
+
+/// The thresholds a share `used` has reached, as bits.
+fn reached(thresholds: &[u8], used: f64) -> u8 {
+    let pct = (used * 100.0).round() as i64;
+    thresholds
+        .iter()
+        .enumerate()
+        .filter(|(_, th)| pct >= i64::from(**th))
+        .fold(0, |bits, (i, _)| bits | bit(i))
+}
+
 /// Subscription windows (hours and longer) and caps named by an error; an API key's
 /// per-minute windows refill before anyone could act on a notice.
 fn worth_telling(w: &Window) -> bool {
@@ -428,15 +438,15 @@ fn observe_one(t: &mut Tracked, w: Window, now: i64, thresholds: &[u8], out: &mu
         }
     }
     if let Some(u) = w.used {
-        let pct = (u * 100.0).round() as i64;
-        let mut highest = None;
-        for (i, th) in thresholds.iter().enumerate() {
-            let bit = 1u8 << i.min(7);
-            if pct >= i64::from(*th) && t.told & bit == 0 {
-                t.told |= bit;
-                highest = Some(*th);
-            }
-        }
+        let new = reached(thresholds, u) & !t.told;
+        t.told |= new;
+        // One notice for the highest threshold newly passed.
+        let highest = thresholds
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| new & bit(*i) != 0)
+            .map(|(_, th)| *th)
+            .next_back();
         if let (Some(percent), true, false) = (highest, notify, spent) {
             out.push(Notice::Threshold {
                 window: w.clone(),

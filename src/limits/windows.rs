@@ -29,6 +29,17 @@ pub enum WindowStatus {
     Rejected,
 }
 
+impl WindowStatus {
+    /// The status a share used implies when the provider names none: spent at 100 %.
+    pub fn of_share(used: f64) -> Self {
+        if used >= 1.0 {
+            WindowStatus::Rejected
+        } else {
+            WindowStatus::Allowed
+        }
+    }
+}
+
 /// One limit window of one account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,10 +194,7 @@ fn anthropic_unified(headers: &HeaderMap, out: &mut Vec<Window>) {
         let claimed = claim.and_then(anthropic_window).is_some_and(|c| c.0 == id);
         let st = own
             .or(if claimed { status } else { None })
-            .unwrap_or(match used {
-                Some(u) if u >= 1.0 => WindowStatus::Rejected,
-                _ => WindowStatus::Allowed,
-            });
+            .unwrap_or_else(|| used.map_or(WindowStatus::Allowed, WindowStatus::of_share));
         out.push(Window {
             label: scoped_label(len, scope.as_deref()),
             id,
@@ -235,11 +243,7 @@ fn codex(headers: &HeaderMap, now_ms: i64, out: &mut Vec<Window>) {
             length_ms: len,
             used: Some(used),
             resets_at_ms: reset,
-            status: if used >= 1.0 {
-                WindowStatus::Rejected
-            } else {
-                WindowStatus::Allowed
-            },
+            status: WindowStatus::of_share(used),
             source: "codex".into(),
         });
     }
@@ -305,11 +309,7 @@ fn counted(
         length_ms,
         used: Some(used),
         resets_at_ms,
-        status: if left <= 0.0 {
-            WindowStatus::Rejected
-        } else {
-            WindowStatus::Allowed
-        },
+        status: WindowStatus::of_share(used),
         source: "headers".into(),
     }
 }

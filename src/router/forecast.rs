@@ -14,27 +14,25 @@ use crate::providers::ProviderEntry;
 /// Rooms closer than this are a tie, decided by the sooner reset.
 const TIE: f64 = 0.1;
 
-/// The account a request would use at `p`, for its windows: the client's own login, the
+/// The account a request would use at `p`, with its forecast: the client's own login, the
 /// CLI's login or keyless endpoint (""), or the key with the most room.
-fn account(routing: &Routing, p: &ProviderEntry, inbound: &Inbound, now: i64) -> String {
+fn account(routing: &Routing, p: &ProviderEntry, inbound: &Inbound, now: i64) -> Fact {
+    let fact = |id: String| {
+        let f = routing.usage.forecast(p.id(), &id, now);
+        (id, f)
+    };
     if !p.config.credentials.is_baton() {
-        return inbound
-            .client
-            .as_ref()
-            .map(|c| c.key.id.clone())
-            .unwrap_or_default();
+        let id = inbound.client.as_ref().map(|c| c.key.id.clone());
+        return fact(id.unwrap_or_default());
     }
+    if p.keys.is_empty() {
+        return fact(String::new());
+    }
+    let room = |f: &Fact| f.1.as_ref().map_or(1.0, |f| f.room);
     p.keys
         .iter()
-        .map(|k| {
-            let room = routing
-                .usage
-                .forecast(p.id(), &k.id, now)
-                .map_or(1.0, |f| f.room);
-            (room, k.id.as_str())
-        })
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, id)| id.to_string())
+        .map(|k| fact(k.id.clone()))
+        .max_by(|a, b| room(a).total_cmp(&room(b)))
         .unwrap_or_default()
 }
 
@@ -79,10 +77,9 @@ fn facts(routing: &Routing, inbound: &Inbound, targets: &[Target], now: i64) -> 
             if let Some((_, f)) = seen.iter().find(|(id, _)| *id == p.id()) {
                 return f.clone();
             }
-            let a = account(routing, p, inbound, now);
-            let f = routing.usage.forecast(p.id(), &a, now);
-            seen.push((p.id(), (a.clone(), f.clone())));
-            (a, f)
+            let f = account(routing, p, inbound, now);
+            seen.push((p.id(), f.clone()));
+            f
         })
         .collect()
 }

@@ -98,6 +98,17 @@ impl Baton {
         r.json().await.unwrap()
     }
 
+    /// `baton status` against this gateway, its admin key read from `dir` (its data directory).
+    pub fn status_args(&self, dir: &Path) -> Vec<String> {
+        vec![
+            "status".into(),
+            "--url".into(),
+            self.url.clone(),
+            "--data-dir".into(),
+            dir.display().to_string(),
+        ]
+    }
+
     /// `GET /metrics` as text.
     pub async fn metrics(&self) -> String {
         let r = self

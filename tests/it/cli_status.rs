@@ -26,13 +26,7 @@ async fn status_shows_each_provider_state_and_exits_by_readiness() {
     assert_eq!(baton.chat("c", "x").await.status(), 502);
     assert_eq!(baton.chat("a", "x").await.status(), 200);
 
-    let base = vec![
-        "status".to_string(),
-        "--url".into(),
-        baton.url.clone(),
-        "--data-dir".into(),
-        dir.path().display().to_string(),
-    ];
+    let base = baton.status_args(dir.path());
     let (code, out, err) = run_baton(base.clone(), vec![]).await;
     assert_eq!(code, 0, "a provider is ready: {err}");
     assert!(!out.contains('\x1b'), "no colour when piped");
@@ -120,17 +114,7 @@ async fn status_exits_1_when_nothing_is_ready() {
     .await;
     a.script([Behavior::rate_limited(Some(600))]);
     assert_eq!(baton.chat("auto", "x").await.status(), 429);
-    let (code, out, _) = run_baton(
-        vec![
-            "status".into(),
-            "--url".into(),
-            baton.url.clone(),
-            "--data-dir".into(),
-            dir.path().display().to_string(),
-        ],
-        vec![],
-    )
-    .await;
+    let (code, out, _) = run_baton(baton.status_args(dir.path()), vec![]).await;
     assert_eq!(code, 1, "{out}");
     baton.stop().await;
 }

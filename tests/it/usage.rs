@@ -316,13 +316,7 @@ async fn baton_status_prints_the_windows_and_their_json() {
     let config = json!({"providers": [provider("plus", &sub.base_url(), 1)]});
     let baton = Baton::start(dir.path(), config.clone()).await;
     assert_eq!(baton.chat("auto", "hi").await.status(), 200);
-    let base = vec![
-        "status".to_string(),
-        "--url".into(),
-        baton.url.clone(),
-        "--data-dir".into(),
-        dir.path().display().to_string(),
-    ];
+    let base = baton.status_args(dir.path());
     let (code, out, err) = run_baton(base.clone(), vec![]).await;
     assert_eq!(code, 0, "{err}");
     let line = |w: &str| {

@@ -106,11 +106,7 @@ pub fn from_app_server(v: &Value) -> Vec<Window> {
                     .get("resetsAt")
                     .and_then(Value::as_i64)
                     .map(|s| s.saturating_mul(1000)),
-                status: if used >= 1.0 {
-                    WindowStatus::Rejected
-                } else {
-                    WindowStatus::Allowed
-                },
+                status: WindowStatus::of_share(used),
                 source: "codex-cli".into(),
             })
         })
