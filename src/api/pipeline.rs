@@ -253,11 +253,9 @@ async fn parse(
             let c = crate::canonical::anthropic::request_from_anthropic(&body)
                 .map_err(|e| ApiError::invalid(e.param, e.message))?;
             // The router speaks OpenAI to openai-compatible upstreams. Anthropic-only fields
-            // (metadata, thinking, context_management…) stay in the canonical request for
+            // (metadata, thinking, context_management…) stay in the client's own body for
             // Anthropic upstreams; an OpenAI server would reject them.
-            let mut for_openai = c.clone();
-            for_openai.extra.clear();
-            let openai = crate::canonical::openai::request_to_openai(&for_openai);
+            let openai = crate::canonical::openai::request_to_openai(&c);
             (c, openai, Some(body))
         }
         Format::Responses => {
@@ -265,7 +263,6 @@ async fn parse(
                 .map_err(|e| ApiError::invalid(e.param, e.message))?;
             let created = state.core.routing.clock.now_ms() / 1000;
             echo = Some(Echo::new(&body, request_id, &c.model, created));
-            // Its extras (response_format, parallel_tool_calls) are Chat Completions fields.
             let openai = crate::canonical::openai::request_to_openai(&c);
             responses_body = Some(body);
             (c, openai, None)

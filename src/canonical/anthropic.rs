@@ -8,20 +8,6 @@ use super::{
     Usage,
 };
 
-/// Fields with a canonical slot; the rest go to `extra` (kept for Anthropic upstreams).
-const KNOWN: &[&str] = &[
-    "model",
-    "messages",
-    "system",
-    "tools",
-    "tool_choice",
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "stop_sequences",
-    "stream",
-];
-
 fn text_of_blocks(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -72,19 +58,22 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         push_message(&mut req, i, m)?;
     }
     req.tools = tools_from_anthropic(body)?;
-    req.tool_choice = body.get("tool_choice").and_then(tool_choice_from_anthropic);
+    if let Some(tc) = body.get("tool_choice") {
+        req.tool_choice = super::ToolChoice::from_anthropic(tc);
+        if tc.get("disable_parallel_tool_use").and_then(Value::as_bool) == Some(true) {
+            req.parallel_tool_calls = Some(false);
+        }
+    }
+    req.output = super::OutputFormat::from_anthropic(body);
     req.max_tokens = super::opt_u64(body, "max_tokens")?;
     req.temperature = super::opt_f64(body, "temperature")?;
     req.top_p = super::opt_f64(body, "top_p")?;
     req.stop = stop_sequences(body)?;
     req.stream = super::opt_bool(body, "stream")?.unwrap_or(false);
-    // A translated stream needs the upstream's usage for message_delta.
+    // A translated stream needs the upstream's usage for message_delta. The client's other
+    // fields (metadata, cache_control, context_management…) stay in its own body, which only
+    // an Anthropic upstream receives.
     req.stream_usage = req.stream;
-    for (k, v) in body {
-        if !KNOWN.contains(&k.as_str()) {
-            req.extra.insert(k.clone(), v.clone());
-        }
-    }
     req.effort = super::effort::from_anthropic(body);
     Ok(req)
 }
@@ -233,19 +222,6 @@ fn tools_from_anthropic(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidR
         .collect()
 }
 
-/// Anthropic's `tool_choice` in the canonical (OpenAI) shape.
-fn tool_choice_from_anthropic(tc: &Value) -> Option<Value> {
-    match tc.get("type").and_then(Value::as_str) {
-        Some("auto") => Some(json!("auto")),
-        Some("any") => Some(json!("required")),
-        Some("none") => Some(json!("none")),
-        Some("tool") => tc
-            .get("name")
-            .map(|n| json!({"type": "function", "function": {"name": n}})),
-        _ => None,
-    }
-}
-
 fn stop_sequences(body: &Map<String, Value>) -> Result<Vec<String>, InvalidRequest> {
     let bad = || {
         invalid(
@@ -352,23 +328,6 @@ pub fn thinking_asked(body: &Map<String, Value>) -> bool {
         .is_some_and(|t| t == "enabled" || t == "adaptive")
 }
 
-/// A `response_format` as an instruction: only JSON, to the schema when one is given.
-fn json_instruction(rf: &Value) -> Option<String> {
-    match rf.get("type").and_then(Value::as_str)? {
-        "json_object" => Some("Answer with one JSON object and nothing else.".into()),
-        "json_schema" => {
-            let schema = rf
-                .pointer("/json_schema/schema")
-                .cloned()
-                .unwrap_or_default();
-            Some(format!(
-                "Answer with one JSON object and nothing else (no prose, no code fence), valid against this JSON Schema:\n{schema}"
-            ))
-        }
-        _ => None,
-    }
-}
-
 /// Canonical messages as Messages turns: consecutive turns of one role joined, as the API
 /// wants user and assistant to alternate.
 fn messages_to_anthropic(messages: &[crate::canonical::Message]) -> Vec<Value> {
@@ -417,13 +376,19 @@ pub fn request_to_anthropic(
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     let mut system = req.system.join("\n\n");
-    // Structured output (`response_format`) has no field every Claude model takes: it is asked
-    // for in words, with the schema.
-    if let Some(ask) = req.extra.get("response_format").and_then(json_instruction) {
-        if !system.is_empty() {
-            system.push_str("\n\n");
+    // Structured output: a schema goes in `output_config.format`; a bare JSON object, which
+    // the Messages API has no format for, is asked for in words.
+    match req.output.as_ref().map(|f| (f, f.to_anthropic())) {
+        Some((_, Some(format))) => {
+            body.insert("output_config".into(), json!({ "format": format }));
         }
-        system.push_str(&ask);
+        Some((_, None)) => {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str("Answer with one JSON object and nothing else.");
+        }
+        None => {}
     }
     if !system.is_empty() {
         body.insert("system".into(), json!(system));
@@ -448,15 +413,10 @@ pub fn request_to_anthropic(
         .as_deref()
         .filter(|_| super::effort::claude_thinks(model) && !mid_tool_loop)
         .and_then(|e| super::effort::anthropic_thinking(e, max_tokens));
+    // No `temperature` or `top_p`: the Messages API as published (the SDKs' request types)
+    // has no sampling parameters, and refuses them as extra inputs.
     if let Some(t) = thinking {
         body.insert("thinking".into(), t);
-    } else {
-        if let Some(t) = req.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        if let Some(p) = req.top_p {
-            body.insert("top_p".into(), json!(p));
-        }
     }
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));
@@ -483,18 +443,17 @@ fn tools_to_anthropic(req: &ChatRequest, body: &mut Map<String, Value>) {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(tc) = &req.tool_choice {
-        let mapped = match tc {
-            Value::String(s) if s == "auto" => Some(json!({"type": "auto"})),
-            Value::String(s) if s == "required" => Some(json!({"type": "any"})),
-            Value::String(s) if s == "none" => Some(json!({"type": "none"})),
-            v => v
-                .pointer("/function/name")
-                .map(|n| json!({"type": "tool", "name": n})),
-        };
-        if let Some(m) = mapped {
-            body.insert("tool_choice".into(), m);
+    let parallel_off = req.parallel_tool_calls == Some(false) && !req.tools.is_empty();
+    let choice = match (&req.tool_choice, parallel_off) {
+        (Some(tc), _) => Some(tc.to_anthropic()),
+        (None, true) => Some(super::ToolChoice::Auto.to_anthropic()),
+        (None, false) => None,
+    };
+    if let Some(mut c) = choice {
+        if parallel_off && c["type"] != "none" {
+            c["disable_parallel_tool_use"] = json!(true);
         }
+        body.insert("tool_choice".into(), c);
     }
 }
 

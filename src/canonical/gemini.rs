@@ -76,7 +76,9 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
             .tools
             .iter()
             .map(|t| {
-                let mut d = json!({"name": t.name, "parameters": t.parameters});
+                // `parameters` takes only Gemini's OpenAPI-subset `Schema`; the JSON Schema
+                // that clients write (additionalProperties, $schema, const…) goes here.
+                let mut d = json!({"name": t.name, "parametersJsonSchema": t.parameters});
                 if let Some(desc) = &t.description {
                     d["description"] = json!(desc);
                 }
@@ -84,6 +86,9 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
             })
             .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
+        if let Some(tc) = &req.tool_choice {
+            body.insert("toolConfig".into(), tc.to_gemini());
+        }
     }
     let mut cfg = Map::new();
     if let Some(n) = req.max_tokens {
@@ -98,15 +103,8 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
     if !req.stop.is_empty() {
         cfg.insert("stopSequences".into(), json!(req.stop));
     }
-    // Structured output (`response_format`): JSON, to the schema when one is given.
-    if let Some(rf) = req.extra.get("response_format") {
-        let kind = rf.get("type").and_then(Value::as_str);
-        if matches!(kind, Some("json_schema" | "json_object")) {
-            cfg.insert("responseMimeType".into(), json!("application/json"));
-        }
-        if let Some(schema) = rf.pointer("/json_schema/schema") {
-            cfg.insert("responseJsonSchema".into(), schema.clone());
-        }
+    if let Some(f) = &req.output {
+        f.to_gemini(&mut cfg);
     }
     if !cfg.is_empty() {
         body.insert("generationConfig".into(), Value::Object(cfg));

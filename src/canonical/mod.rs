@@ -6,7 +6,10 @@ pub mod anthropic;
 pub mod effort;
 pub mod gemini;
 pub mod openai;
+pub mod options;
 pub mod responses;
+
+pub use options::{OutputFormat, ToolChoice};
 
 use serde_json::{Map, Value};
 
@@ -104,7 +107,11 @@ pub struct ChatRequest {
     pub system: Vec<String>,
     pub messages: Vec<Message>,
     pub tools: Vec<Tool>,
-    pub tool_choice: Option<Value>,
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools at once, when the client said.
+    pub parallel_tool_calls: Option<bool>,
+    /// The shape the answer must take (JSON, to a schema), when the client asked.
+    pub output: Option<OutputFormat>,
     pub max_tokens: Option<u64>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
@@ -112,7 +119,9 @@ pub struct ChatRequest {
     pub stream: bool,
     /// Ask for a final usage chunk when streaming.
     pub stream_usage: bool,
-    /// Fields this model has no slot for, kept so that same-format upstreams receive them.
+    /// A Chat Completions client's fields that have no slot here (`seed`, `logprobs`…): sent
+    /// on to Chat Completions upstreams only. Other dialects' own fields travel in the
+    /// client's original body, to upstreams of their own API.
     pub extra: Map<String, Value>,
     /// How hard the model should think (`effort::LEVELS`), when the client said.
     pub effort: Option<String>,

@@ -22,6 +22,8 @@ const KNOWN: &[&str] = &[
     "stop",
     "stream",
     "stream_options",
+    "response_format",
+    "parallel_tool_calls",
 ];
 
 /// An OpenAI Chat Completions body as a canonical request. Long because it is a flat list of
@@ -76,7 +78,13 @@ pub fn request_from_openai(body: &Map<String, Value>) -> Result<ChatRequest, Inv
             });
         }
     }
-    req.tool_choice = body.get("tool_choice").cloned().filter(|v| !v.is_null());
+    req.tool_choice = body
+        .get("tool_choice")
+        .and_then(super::ToolChoice::from_openai);
+    req.output = body
+        .get("response_format")
+        .and_then(super::OutputFormat::from_openai);
+    req.parallel_tool_calls = opt_bool(body, "parallel_tool_calls")?;
     req.max_tokens = match opt_u64(body, "max_completion_tokens")? {
         Some(n) => Some(n),
         None => opt_u64(body, "max_tokens")?,
@@ -296,7 +304,13 @@ pub fn request_to_openai(req: &ChatRequest) -> Map<String, Value> {
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(tc) = &req.tool_choice {
-        body.insert("tool_choice".into(), tc.clone());
+        body.insert("tool_choice".into(), tc.to_openai());
+    }
+    if let Some(p) = req.parallel_tool_calls.filter(|_| !req.tools.is_empty()) {
+        body.insert("parallel_tool_calls".into(), json!(p));
+    }
+    if let Some(f) = &req.output {
+        body.insert("response_format".into(), f.to_openai());
     }
     if let Some(n) = req.max_tokens {
         body.insert("max_tokens".into(), json!(n));

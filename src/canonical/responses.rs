@@ -95,22 +95,20 @@ pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, 
 /// The request's settings: effort, tool choice, limits, sampling, streaming, output format.
 fn options(body: &Map<String, Value>, req: &mut ChatRequest) -> Result<(), InvalidRequest> {
     req.effort = super::effort::level(body.get("reasoning").and_then(|r| r.get("effort")));
-    req.tool_choice = body.get("tool_choice").and_then(tool_choice);
+    req.tool_choice = body
+        .get("tool_choice")
+        .and_then(super::ToolChoice::from_responses);
     req.max_tokens = super::opt_u64(body, "max_output_tokens")?;
     req.temperature = super::opt_f64(body, "temperature")?;
     req.top_p = super::opt_f64(body, "top_p")?;
     req.stream = super::opt_bool(body, "stream")?.unwrap_or(false);
     // A translated stream ends with the usage in `response.completed`.
     req.stream_usage = req.stream;
-    if let Some(p) = super::opt_bool(body, "parallel_tool_calls")? {
-        req.extra
-            .insert("parallel_tool_calls".into(), Value::Bool(p));
-    }
-    if let Some(f) = body.get("text").and_then(|t| t.get("format")) {
-        if let Some(rf) = response_format(f) {
-            req.extra.insert("response_format".into(), rf);
-        }
-    }
+    req.parallel_tool_calls = super::opt_bool(body, "parallel_tool_calls")?;
+    req.output = body
+        .get("text")
+        .and_then(|t| t.get("format"))
+        .and_then(super::OutputFormat::from_responses);
     Ok(())
 }
 
@@ -246,30 +244,6 @@ fn text_of(v: &Value) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
-    }
-}
-
-fn tool_choice(tc: &Value) -> Option<Value> {
-    match tc {
-        Value::String(s) => Some(json!(s)),
-        Value::Object(o) => {
-            let name = o.get("name").and_then(Value::as_str)?;
-            Some(json!({"type": "function", "function": {"name": name}}))
-        }
-        _ => None,
-    }
-}
-
-/// `text.format` as Chat Completions' `response_format`.
-fn response_format(f: &Value) -> Option<Value> {
-    match f.get("type").and_then(Value::as_str)? {
-        "json_schema" => Some(json!({"type": "json_schema", "json_schema": {
-            "name": f.get("name").cloned().unwrap_or(json!("response")),
-            "schema": f.get("schema").cloned().unwrap_or(json!({})),
-            "strict": f.get("strict").cloned().unwrap_or(Value::Null),
-        }})),
-        "json_object" => Some(json!({"type": "json_object"})),
-        _ => None,
     }
 }
 

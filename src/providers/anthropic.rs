@@ -32,9 +32,9 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
                     "thinking blocks another account signed were left out"
                 );
             }
-            return openai_compat::passthrough_body(&own, &model.id, cap);
+            return openai_compat::same_body(&own, &model.id, cap);
         }
-        return openai_compat::passthrough_body(b, &model.id, cap);
+        return openai_compat::same_body(b, &model.id, cap);
     }
     let mut b: Map<String, Value> = canonical::anthropic::request_to_anthropic(
         o.canonical,

@@ -7,19 +7,23 @@ use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, Up
 use super::{ApiKey, ProviderEntry};
 use crate::canonical::openai::{chunk_events, usage_from_openai};
 
-/// The client's own body with only `model` replaced, serialised without copying the map. A
-/// stream always asks for usage (`stream_options.include_usage`): tokens, budgets and cost
-/// must not depend on whether the client asked; the extra chunk is not relayed to a client
-/// that did not.
+/// The client's own body with only `model` replaced, serialised without copying the map. On a
+/// Chat Completions stream (`ask_usage`) it always asks for usage
+/// (`stream_options.include_usage`): tokens, budgets and cost must not depend on whether the
+/// client asked; the extra chunk is not relayed to a client that did not. Other APIs get no
+/// such field: the Messages API refuses unknown fields, and reports a stream's usage in
+/// `message_start` and `message_delta` anyway.
 struct WithModel<'a> {
     body: &'a Map<String, Value>,
     model: &'a str,
     max_tokens_cap: Option<u64>,
+    ask_usage: bool,
 }
 
 impl Serialize for WithModel<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let stream = self.body.get("stream").and_then(Value::as_bool) == Some(true);
+        let stream =
+            self.ask_usage && self.body.get("stream").and_then(Value::as_bool) == Some(true);
         let mut map = s.serialize_map(Some(self.body.len() + 1))?;
         map.serialize_entry("model", self.model)?;
         if stream {
@@ -47,7 +51,8 @@ impl Serialize for WithModel<'_> {
     }
 }
 
-/// Body for the fast path: the OpenAI request exactly as the client sent it, model rewritten.
+/// Body for the fast path: the OpenAI request exactly as the client sent it, model rewritten
+/// (and a stream asked for its usage).
 pub fn passthrough_body(
     body: &Map<String, Value>,
     model: &str,
@@ -57,6 +62,19 @@ pub fn passthrough_body(
         body,
         model,
         max_tokens_cap,
+        ask_usage: true,
+    })
+    .unwrap_or_default()
+}
+
+/// A body of another API sent on as the client wrote it: only `model` rewritten and the
+/// output cap applied, nothing added.
+pub fn same_body(body: &Map<String, Value>, model: &str, max_tokens_cap: Option<u64>) -> Vec<u8> {
+    serde_json::to_vec(&WithModel {
+        body,
+        model,
+        max_tokens_cap,
+        ask_usage: false,
     })
     .unwrap_or_default()
 }

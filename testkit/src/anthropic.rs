@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::contract::Api;
 use crate::{sse, Behavior, InFlight, Received, Shared};
 
 /// The fake as an Anthropic Messages API: same script, Anthropic's shapes and event sequence.
@@ -20,6 +21,12 @@ pub(crate) async fn messages(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // The beta fields are accepted when the request names a beta.
+    let api = if headers.contains_key("anthropic-beta") {
+        Api::AnthropicBetaMessages
+    } else {
+        Api::AnthropicMessages
+    };
     let subscription = s.subscription.lock().unwrap().clone();
     let refusal = match subscription {
         Some(token) => refuse_but(&headers, &token),
@@ -30,6 +37,9 @@ pub(crate) async fn messages(
         body: body.clone(),
     });
     if let Some(r) = refusal {
+        return r;
+    }
+    if let Some(r) = s.contract(api, &body) {
         return r;
     }
     if let Some(r) = refuse_thinking(&s.name, &body) {
@@ -172,7 +182,11 @@ pub(crate) async fn count_tokens(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let refused = s.contract(Api::AnthropicCountTokens, &body);
     s.receive(Received { headers, body });
+    if let Some(r) = refused {
+        return r;
+    }
     axum::Json(json!({"input_tokens": 4242})).into_response()
 }
 

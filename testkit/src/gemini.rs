@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::contract::Api;
 use crate::{sse, Behavior, InFlight, Received, Shared};
 
 /// The fake as Gemini's `generateContent` / `streamGenerateContent`. Long because it is the
@@ -35,7 +36,12 @@ pub(crate) async fn generate(
             .into_response();
     }
     if rest.ends_with(":countTokens") {
-        return count_tokens(&body);
+        return s
+            .contract_count(&body)
+            .unwrap_or_else(|| count_tokens(&body));
+    }
+    if let Some(r) = s.contract(Api::GeminiGenerateContent, &body) {
+        return r;
     }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");

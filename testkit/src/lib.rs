@@ -1,7 +1,7 @@
 //! Fake upstream providers for tests and benchmarks: real HTTP servers on loopback that speak the
 //! OpenAI Chat Completions API and follow a per-test script (200, 429, 5xx, resets, hangs, streams
 //! that die or never finish). They record what they received.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -18,7 +18,9 @@ use axum::Router;
 use serde_json::{json, Value};
 
 mod anthropic;
+pub mod contract;
 mod modes;
+mod refuse;
 pub use modes::behavior_from_name;
 mod control;
 mod gemini;
@@ -119,6 +121,10 @@ pub(crate) struct Shared {
     subscription: Mutex<Option<String>>,
     /// Answers report prompt-cache usage (`report_cache_usage`).
     cache_usage: std::sync::atomic::AtomicBool,
+    /// Every body refused as the real API would refuse it (`refusals`): the API's message.
+    refusals: Mutex<Vec<String>>,
+    /// The test sends bodies the API refuses on purpose (`expect_refusals`).
+    refusals_expected: std::sync::atomic::AtomicBool,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -129,8 +135,27 @@ pub struct FakeUpstream {
 }
 
 impl Drop for FakeUpstream {
+    /// The contract check: a test whose fake refused a body that the real API would refuse fails
+    /// here, even when what Baton made of the refusal looked fine to the test (a failover, an
+    /// error the test expected for another reason), unless the test said it sends such bodies.
     fn drop(&mut self) {
         self.task.abort();
+        let refused = self
+            .shared
+            .refusals
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default();
+        if !refused.is_empty()
+            && !self.shared.refusals_expected.load(Ordering::SeqCst)
+            && !std::thread::panicking()
+        {
+            panic!(
+                "fake upstream {:?} refused {} request(s) as the real API would: {refused:?}",
+                self.shared.name,
+                refused.len()
+            );
+        }
     }
 }
 
@@ -239,6 +264,18 @@ impl FakeUpstream {
     pub fn strict_auth(&self) {
         self.shared.strict.store(true, Ordering::SeqCst);
     }
+
+    /// What this fake refused because the body broke the API's contract (`contract.rs`), in
+    /// the API's own words.
+    pub fn refusals(&self) -> Vec<String> {
+        self.shared.refusals.lock().unwrap().clone()
+    }
+
+    /// This test sends bodies the real API refuses on purpose: dropping the fake does not fail
+    /// the test for them (check `refusals()` instead).
+    pub fn expect_refusals(&self) {
+        self.shared.refusals_expected.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -252,6 +289,48 @@ impl Shared {
 }
 
 impl Shared {
+    /// The real API's answer when `body` breaks `api`'s contract; the refusal is kept for the
+    /// contract check (and printed, for the `fake-upstream` binary's log).
+    pub(crate) fn contract(&self, api: contract::Api, body: &Value) -> Option<Response> {
+        let v = contract::check(api, body).err()?;
+        let message = refuse::message(api, body, &v);
+        eprintln!(
+            "fake upstream {:?}: refused as the real API would: {message}",
+            self.name
+        );
+        self.refusals.lock().unwrap().push(message);
+        Some(refuse::violation(api, body, &v))
+    }
+
+    /// `countTokens` takes `contents` alone, or a whole `generateContentRequest` (with its
+    /// `model`); either is checked as a `generateContent` body.
+    pub(crate) fn contract_count(&self, body: &Value) -> Option<Response> {
+        let api = contract::Api::GeminiGenerateContent;
+        let Some(map) = body.as_object() else {
+            return self.contract(api, body);
+        };
+        if let Some(k) = map
+            .keys()
+            .find(|k| !matches!(k.as_str(), "contents" | "generateContentRequest"))
+        {
+            let message =
+                format!("Invalid JSON payload received. Unknown name \"{k}\": Cannot find field.");
+            self.refusals.lock().unwrap().push(message.clone());
+            return Some(refuse::gemini(&message, None));
+        }
+        match map.get("generateContentRequest") {
+            Some(Value::Object(inner)) => {
+                let mut inner = inner.clone();
+                inner.remove("model");
+                self.contract(api, &Value::Object(inner))
+            }
+            _ => self.contract(
+                api,
+                &json!({"contents": map.get("contents").cloned().unwrap_or(json!([]))}),
+            ),
+        }
+    }
+
     /// Counts a request and keeps it for `received()`.
     pub(crate) fn receive(&self, r: Received) {
         self.hits.fetch_add(1, Ordering::SeqCst);
@@ -381,6 +460,9 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             axum::Json(json!({"error": {"message": "You didn't provide an API key.", "type": "invalid_request_error", "code": null}})),
         )
             .into_response();
+    }
+    if let Some(r) = s.contract(contract::Api::OpenAiChat, &body) {
+        return r;
     }
     let guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();

@@ -144,6 +144,9 @@ pub(crate) async fn create(
         )
             .into_response();
     }
+    if let Some(r) = s.contract(crate::contract::Api::OpenAiResponses, &body) {
+        return r;
+    }
     let _guard = InFlight::new(s.clone());
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body["model"].as_str().unwrap_or("fake").to_string();

@@ -60,6 +60,43 @@ async fn anthropic_clients_pass_through_with_their_fields_and_headers() {
     baton.stop().await;
 }
 
+/// The regression that broke every streaming Claude client on an Anthropic provider: a streamed
+/// Messages body must reach the upstream with Messages fields only (the real API refuses
+/// `stream_options` with "Extra inputs are not permitted"); streamed usage comes from
+/// `message_start` and `message_delta`.
+#[tokio::test]
+async fn a_streamed_messages_request_carries_only_messages_fields() {
+    let (_d, up, baton) = setup().await;
+    let body = json!({"model": "claude-opus-4-8", "max_tokens": 50, "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]});
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("event: message_stop"), "{text}");
+    assert!(up.refusals().is_empty(), "{:?}", up.refusals());
+    let mut expected = body.clone();
+    expected["model"] = json!("claude-real-model");
+    assert_eq!(
+        up.received()[0].body,
+        expected,
+        "nothing added, nothing dropped"
+    );
+    let log = baton.log().await;
+    assert_eq!(
+        (log[0].input_tokens, log[0].output_tokens),
+        (Some(11), Some(7))
+    );
+    baton.stop().await;
+}
+
 #[tokio::test]
 async fn openai_clients_are_translated_to_messages_and_back() {
     let (_d, up, baton) = setup().await;

@@ -46,7 +46,8 @@ async fn every_field_the_client_sends_reaches_the_upstream() {
         "temperature": 0.3, "top_p": 0.9, "stop": ["X"], "max_completion_tokens": 64, "seed": 42,
         "user": "u1", "n": 1, "logprobs": false, "response_format": {"type": "json_object"},
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
-        "tool_choice": "none", "x_vendor_extension": {"keep": true}});
+        "tool_choice": "none", "metadata": {"team": "a"}, "prompt_cache_key": "conv-1",
+        "logit_bias": {"50256": -100}});
     let r = baton.post(body.clone()).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let got = &a.received()[0].body;

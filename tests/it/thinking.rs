@@ -321,7 +321,10 @@ async fn effort_is_asked_for_in_each_targets_own_terms() {
         sent.get("thinking").is_none(),
         "a Claude that does not think is not asked to"
     );
-    assert_eq!(sent["temperature"], 0.2);
+    assert!(
+        sent.get("temperature").is_none(),
+        "the Messages API takes no sampling parameters (the strict fake refuses them)"
+    );
     assert_eq!(
         responses("ge/gemini-2.5-pro", "low")
             .send()

@@ -40,8 +40,8 @@ fn real_claude_code_requests_translate_to_openai_and_back() {
                 .map_or(0, Vec::len)
         );
         assert!(
-            req.extra.contains_key("metadata"),
-            "unknown fields kept for Anthropic upstreams"
+            req.extra.is_empty(),
+            "the client's own fields stay in its body, which only Anthropic upstreams get"
         );
         let openai = crate::canonical::openai::request_to_openai(&req);
         let again =
@@ -93,7 +93,10 @@ fn blocks_map_to_canonical_parts() {
         }]
     );
     assert_eq!(req.messages[2].role, Role::Tool);
-    assert_eq!(req.tool_choice, Some(json!("required")));
+    assert_eq!(
+        req.tool_choice,
+        Some(crate::canonical::ToolChoice::Required)
+    );
     assert_eq!(
         (req.max_tokens, req.stop.clone()),
         (Some(100), vec!["X".to_string()])

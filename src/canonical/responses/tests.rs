@@ -64,7 +64,7 @@ fn codex_input_items_become_one_canonical_conversation() {
         .unwrap()
         .contains("start: begin_patch hunk+ end_patch"));
     assert_eq!(r.max_tokens, Some(500));
-    assert_eq!(r.extra["parallel_tool_calls"], false);
+    assert_eq!(r.parallel_tool_calls, Some(false));
     assert!(r.stream);
 }
 

@@ -25,19 +25,17 @@ pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
         let tools: Vec<Value> = req
             .tools
             .iter()
+            // `strict` is required, and strict mode would refuse the schemas most clients
+            // write (optional properties, open objects): a translated tool is not strict.
             .map(|t| {
                 json!({"type": "function", "name": t.name, "description": t.description,
-                "parameters": t.parameters})
+                "parameters": t.parameters, "strict": false})
             })
             .collect();
         b.insert("tools".into(), Value::Array(tools));
     }
     if let Some(tc) = &req.tool_choice {
-        let choice = match tc.pointer("/function/name") {
-            Some(name) => json!({"type": "function", "name": name}),
-            None => tc.clone(),
-        };
-        b.insert("tool_choice".into(), choice);
+        b.insert("tool_choice".into(), tc.to_responses());
     }
     if let Some(n) = req.max_tokens {
         b.insert("max_output_tokens".into(), json!(n));
@@ -47,11 +45,11 @@ pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
             b.insert(k.into(), json!(v));
         }
     }
-    if let Some(p) = req.extra.get("parallel_tool_calls") {
-        b.insert("parallel_tool_calls".into(), p.clone());
+    if let Some(p) = req.parallel_tool_calls.filter(|_| !req.tools.is_empty()) {
+        b.insert("parallel_tool_calls".into(), json!(p));
     }
-    if let Some(f) = req.extra.get("response_format").and_then(text_format) {
-        b.insert("text".into(), json!({ "format": f }));
+    if let Some(f) = &req.output {
+        b.insert("text".into(), json!({ "format": f.to_responses() }));
     }
     b.insert("stream".into(), json!(req.stream));
     b.insert("store".into(), json!(false));
@@ -97,20 +95,6 @@ fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
 }
 
 /// Chat Completions' `response_format` as a Responses `text.format`.
-fn text_format(rf: &Value) -> Option<Value> {
-    match rf.get("type").and_then(Value::as_str)? {
-        "json_schema" => {
-            let s = rf.get("json_schema")?;
-            Some(json!({"type": "json_schema",
-                "name": s.get("name").cloned().unwrap_or(json!("response")),
-                "schema": s.get("schema").cloned().unwrap_or(json!({})),
-                "strict": s.get("strict").cloned().unwrap_or(Value::Null)}))
-        }
-        "json_object" => Some(json!({"type": "json_object"})),
-        _ => None,
-    }
-}
-
 /// The usage of a `response` object.
 pub(crate) fn usage_from_responses(u: &Value) -> Usage {
     let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);

@@ -1,0 +1,207 @@
+//! A contract violation (`contract.rs`) as each vendor answers it: status, error shape and
+//! wording as the real APIs write them (Anthropic's pydantic messages, OpenAI's
+//! `unknown_parameter` family, Google's `INVALID_ARGUMENT` with field violations).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::contract::{Api, Problem, Seg, Violation};
+
+/// The value at a violation's path, as the API quotes it.
+fn value_at<'a>(body: &'a Value, v: &Violation) -> Option<&'a Value> {
+    let mut cur = body;
+    for s in &v.path {
+        cur = match s {
+            Seg::Key(k) => cur.get(k)?,
+            Seg::Index(i) => cur.get(i)?,
+        };
+    }
+    Some(cur)
+}
+
+fn quoted(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// `'a', 'b' or 'c'`.
+fn one_of(options: &[String]) -> String {
+    let q: Vec<String> = options.iter().map(|o| format!("'{o}'")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
+    }
+}
+
+/// The message the API gives; `None` for a body it accepts.
+pub fn message(api: Api, body: &Value, v: &Violation) -> String {
+    match api {
+        Api::AnthropicMessages | Api::AnthropicBetaMessages | Api::AnthropicCountTokens => {
+            anthropic_message(body, v)
+        }
+        Api::OpenAiChat | Api::OpenAiResponses => openai_message(body, v).0,
+        Api::GeminiGenerateContent => gemini_message(body, v),
+    }
+}
+
+fn anthropic_message(_body: &Value, v: &Violation) -> String {
+    let at = v.dotted();
+    match &v.problem {
+        Problem::Unknown => format!("{at}: Extra inputs are not permitted"),
+        Problem::Missing => format!("{at}: Field required"),
+        Problem::Type(t) => {
+            let word = match *t {
+                "array" => "list",
+                "object" => "dictionary",
+                "integer" => "integer",
+                "number" => "number",
+                "boolean" => "boolean",
+                _ => "string",
+            };
+            format!("{at}: Input should be a valid {word}")
+        }
+        Problem::Value(options) => format!("{at}: Input should be {}", one_of(options)),
+    }
+}
+
+fn openai_message(body: &Value, v: &Violation) -> (String, &'static str) {
+    let at = v.bracketed(false);
+    match &v.problem {
+        Problem::Unknown => (format!("Unknown parameter: '{at}'."), "unknown_parameter"),
+        Problem::Missing => (
+            format!("Missing required parameter: '{at}'."),
+            "missing_required_parameter",
+        ),
+        Problem::Type(t) => {
+            let got = value_at(body, v).map_or("null", |x| match x {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Array(_) => "an array",
+                Value::Object(_) => "an object",
+            });
+            let article = if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            (
+                format!("Invalid type for '{at}': expected {article} {t}, but got {got} instead."),
+                "invalid_type",
+            )
+        }
+        Problem::Value(options) => (
+            format!(
+                "Invalid value: '{}'. Supported values are: {}.",
+                quoted(value_at(body, v)),
+                options
+                    .iter()
+                    .map(|o| format!("'{o}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "invalid_value",
+        ),
+    }
+}
+
+fn gemini_message(body: &Value, v: &Violation) -> String {
+    match &v.problem {
+        Problem::Unknown => {
+            let parent = v.parent().bracketed(true);
+            if parent.is_empty() {
+                format!(
+                    "Invalid JSON payload received. Unknown name \"{}\": Cannot find field.",
+                    v.field()
+                )
+            } else {
+                format!(
+                    "Invalid JSON payload received. Unknown name \"{}\" at '{parent}': Cannot find field.",
+                    v.field()
+                )
+            }
+        }
+        Problem::Missing => format!("* GenerateContentRequest.{}: required", v.bracketed(true)),
+        Problem::Type(t) => format!(
+            "Invalid JSON payload received. Invalid value at '{}' ({}), {}",
+            v.bracketed(true),
+            match *t {
+                "integer" => "TYPE_INT32",
+                "number" => "TYPE_FLOAT",
+                "boolean" => "TYPE_BOOL",
+                "string" => "TYPE_STRING",
+                _ => "type.googleapis.com/google.protobuf.Struct",
+            },
+            value_at(body, v).map_or_else(String::new, Value::to_string)
+        ),
+        Problem::Value(_) => format!(
+            "Invalid JSON payload received. Invalid value at '{}' (TYPE_ENUM), {}",
+            v.bracketed(true),
+            value_at(body, v).map_or_else(String::new, Value::to_string)
+        ),
+    }
+}
+
+/// Anthropic's `400 invalid_request_error` with this message.
+pub fn anthropic(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(
+            json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": message}, "request_id": "req_fake_contract"}),
+        ),
+    )
+        .into_response()
+}
+
+/// OpenAI's `400 invalid_request_error` with this message, parameter and code.
+pub fn openai(message: &str, param: Option<&str>, code: Option<&str>) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(
+            json!({"error": {"message": message, "type": "invalid_request_error",
+            "param": param, "code": code}}),
+        ),
+    )
+        .into_response()
+}
+
+/// Google's `400 INVALID_ARGUMENT` with this message (and the field it names).
+pub fn gemini(message: &str, field: Option<&str>) -> Response {
+    let details = match field {
+        Some(f) => json!([{"@type": "type.googleapis.com/google.rpc.BadRequest",
+            "fieldViolations": [{"field": f, "description": message}]}]),
+        None => json!([]),
+    };
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": {"code": 400, "message": message,
+            "status": "INVALID_ARGUMENT", "details": details}})),
+    )
+        .into_response()
+}
+
+/// The vendor's answer to a body that breaks `api`'s contract.
+pub fn violation(api: Api, body: &Value, v: &Violation) -> Response {
+    match api {
+        Api::AnthropicMessages | Api::AnthropicBetaMessages | Api::AnthropicCountTokens => {
+            anthropic(&anthropic_message(body, v))
+        }
+        Api::OpenAiChat | Api::OpenAiResponses => {
+            let (msg, code) = openai_message(body, v);
+            openai(&msg, Some(&v.bracketed(false)), Some(code))
+        }
+        Api::GeminiGenerateContent => {
+            let field = match v.problem {
+                Problem::Unknown => v.parent().bracketed(true),
+                _ => v.bracketed(true),
+            };
+            gemini(&gemini_message(body, v), Some(&field))
+        }
+    }
+}
