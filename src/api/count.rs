@@ -97,7 +97,7 @@ async fn provider_count(
             rb
         }
         ProviderKind::Gemini => {
-            let mut inner = crate::canonical::gemini::request_to_gemini(req);
+            let mut inner = crate::canonical::gemini::request_to_gemini(req, &t.model.id);
             inner.insert("model".into(), json!(format!("models/{}", t.model.id)));
             let url = format!("{base}/models/{}:countTokens", t.model.id);
             let rb = json_post(

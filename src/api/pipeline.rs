@@ -188,6 +188,7 @@ async fn handle_client(
         base,
         echo,
         thinking,
+        asked: &inbound.canonical.model,
     };
     match result {
         Ok(Served::Complete(c)) => out.complete(c, rec),

@@ -23,6 +23,21 @@ pub(super) struct Out<'a> {
     pub echo: Option<Echo>,
     /// An Anthropic client asked for thinking (it gets the upstream's reasoning as thinking).
     pub thinking: bool,
+    /// The model name the client asked for.
+    pub asked: &'a str,
+}
+
+impl Out<'_> {
+    /// The model an answer names: for an Anthropic client the one it asked for (Claude Code
+    /// drops a signed thinking block whose message names another model, and its next tool turn
+    /// is then refused); others see the served one. The served one is always in
+    /// `x-gateway-model`.
+    fn named<'m>(&'m self, served: &'m str) -> &'m str {
+        match self.format {
+            Format::Anthropic if !self.asked.is_empty() && self.asked != "auto" => self.asked,
+            _ => served,
+        }
+    }
 }
 
 impl Out<'_> {
@@ -66,9 +81,9 @@ impl Out<'_> {
                     answer.id = self.request_id.to_string();
                     answer.model = target.model.id.clone();
                 }
-                self.render(answer, &target.model.id)
+                self.render(answer, self.named(&target.model.id))
             }
-            Reply::Canonical(answer) => self.render(answer, &target.model.id),
+            Reply::Canonical(answer) => self.render(answer, self.named(&target.model.id)),
         };
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -128,8 +143,12 @@ impl Out<'_> {
                 ),
             )),
             Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
-                crate::canonical::anthropic::StreamEncoder::new(self.request_id, &target.model.id)
-                    .with_thinking(self.thinking),
+                crate::canonical::anthropic::StreamEncoder::new(
+                    self.request_id,
+                    self.named(&target.model.id),
+                )
+                .with_thinking(self.thinking)
+                .with_prompt_estimate(prompt_tokens),
             )),
         };
         let upstream = crate::router::stream::Upstream {

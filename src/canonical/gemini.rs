@@ -1,14 +1,63 @@
 //! Gemini `generateContent` <-> canonical model: requests, answers and streamed chunks.
 
+use std::num::NonZeroUsize;
+use std::sync::{Mutex, OnceLock};
+
 use serde_json::{json, Map, Value};
 
 use super::{ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usage};
+
+/// The thought signature Google documents for a function call whose own signature is not at
+/// hand (a turn another provider made, or one from before a restart): Gemini 3 refuses a
+/// current turn's function call without a signature ("missing a thought_signature").
+pub const NO_SIGNATURE: &str = "skip_thought_signature_validator";
+
+/// How many function calls' thought signatures are remembered.
+const SIGNATURES: usize = 20_000;
+
+/// The thought signatures Gemini put on its function calls, by the id Baton gave each call
+/// (the client sends the id back, never the signature). Bounded; the oldest are forgotten,
+/// and a forgotten one is sent as [`NO_SIGNATURE`].
+fn signatures() -> &'static Mutex<lru::LruCache<String, String>> {
+    static BOOK: OnceLock<Mutex<lru::LruCache<String, String>>> = OnceLock::new();
+    BOOK.get_or_init(|| {
+        Mutex::new(lru::LruCache::new(
+            NonZeroUsize::new(SIGNATURES).unwrap_or(NonZeroUsize::MIN),
+        ))
+    })
+}
+
+fn remember_signature(id: &str, signature: &str) {
+    if let Ok(mut book) = signatures().lock() {
+        book.put(id.to_string(), signature.to_string());
+    }
+}
+
+fn signature_of(id: &str) -> Option<String> {
+    signatures().lock().ok()?.get(id).cloned()
+}
+
+/// A tool call id no other call has: Gemini's own when it gives one, else a fresh one (ids
+/// made from a part's position repeat on every turn, and clients key tool results by id).
+fn call_id(fc: &Value) -> String {
+    match fc.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("call_{:024x}", rand::random::<u128>() >> 32),
+    }
+}
+
+/// Gemini 3 models check thought signatures on function calls.
+pub fn signs_calls(model: &str) -> bool {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    m.starts_with("gemini-3")
+}
 
 /// Canonical request -> Gemini body: system prompt to `systemInstruction`, `assistant` to the
 /// `model` role, tools to `functionDeclarations`, images to `inlineData`, tool results to
 /// `functionResponse` (named after the call they answer). Long because it is one walk over the
 /// messages with an arm per part kind, building the turns as it goes.
-pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
+pub fn request_to_gemini(req: &ChatRequest, model: &str) -> Map<String, Value> {
+    let signed = signs_calls(model);
     let mut body = Map::new();
     let system = req.system.join("\n\n");
     if !system.is_empty() {
@@ -44,8 +93,18 @@ pub fn request_to_gemini(req: &ChatRequest) -> Map<String, Value> {
                     Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
                     None => json!({"fileData": {"fileUri": url}}),
                 }),
-                Part::ToolCall { name, arguments, .. } => Some(json!({"functionCall": {"name": name,
-                    "args": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))}})),
+                Part::ToolCall { id, name, arguments } => {
+                    let mut part = json!({"functionCall": {"name": name,
+                        "args": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))}});
+                    // The signature Gemini gave this call goes back with it; a model that
+                    // checks them gets the documented stand-in for one it did not make.
+                    match signature_of(id) {
+                        Some(sig) => part["thoughtSignature"] = json!(sig),
+                        None if signed => part["thoughtSignature"] = json!(NO_SIGNATURE),
+                        None => {}
+                    }
+                    Some(part)
+                }
                 Part::ToolResult { call_id, content } => {
                     let name = names.iter().find(|(id, _)| id == call_id).map_or(call_id.as_str(), |(_, n)| n);
                     Some(json!({"functionResponse": {"name": name, "response": {"content": content}}}))
@@ -138,12 +197,11 @@ pub fn usage_from_gemini(u: &Value) -> Usage {
 pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
     let cand = v.get("candidates")?.get(0)?;
     let mut content = Vec::new();
-    for (i, p) in cand
+    for p in cand
         .pointer("/content/parts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .enumerate()
     {
         if let Some(t) = p.get("text").and_then(Value::as_str) {
             // A thought summary (`includeThoughts`) is the model's reasoning, not its answer.
@@ -154,11 +212,12 @@ pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
             }
         }
         if let Some(fc) = p.get("functionCall") {
+            let id = call_id(fc);
+            if let Some(sig) = p.get("thoughtSignature").and_then(Value::as_str) {
+                remember_signature(&id, sig);
+            }
             content.push(Part::ToolCall {
-                id: fc
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                id,
                 name: fc
                     .get("name")
                     .and_then(Value::as_str)
@@ -190,17 +249,23 @@ pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
     })
 }
 
-/// Streamed Gemini chunks -> canonical events.
+/// Streamed Gemini chunks -> canonical events. Gemini repeats `usageMetadata` on every chunk
+/// (the prompt's count at once, the answer's growing): it becomes one `Usage` event, the
+/// last one, with the finish — a client that sums usage chunks counts the prompt once.
 #[derive(Default)]
 pub struct StreamDecoder {
     calls: u32,
+    usage: Option<Usage>,
+    usage_sent: bool,
 }
 
 impl StreamDecoder {
     pub fn push(&mut self, v: &Value) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         let Some(resp) = response_from_gemini(v) else {
-            if let Some(u) = v.get("usageMetadata") {
+            // A trailing usage-only chunk, after the finish.
+            if let (Some(u), false) = (v.get("usageMetadata"), self.usage_sent) {
+                self.usage_sent = true;
                 out.push(StreamEvent::Usage(usage_from_gemini(u)));
             }
             return out;
@@ -222,6 +287,9 @@ impl StreamDecoder {
                 _ => {}
             }
         }
+        if resp.usage.is_some() {
+            self.usage = resp.usage;
+        }
         if let Some(r) = resp.stop {
             let r = if self.calls > 0 {
                 StopReason::ToolCalls
@@ -229,9 +297,10 @@ impl StreamDecoder {
                 r
             };
             out.push(StreamEvent::Finish(r));
-        }
-        if let Some(u) = resp.usage {
-            out.push(StreamEvent::Usage(u));
+            if let (Some(u), false) = (self.usage.take(), self.usage_sent) {
+                self.usage_sent = true;
+                out.push(StreamEvent::Usage(u));
+            }
         }
         out
     }
@@ -284,7 +353,7 @@ mod tests {
             max_tokens: Some(50),
             ..ChatRequest::default()
         };
-        let b = request_to_gemini(&req);
+        let b = request_to_gemini(&req, "gemini-2.5-pro");
         assert_eq!(
             b["systemInstruction"],
             json!({"parts": [{"text": "be brief"}]})

@@ -19,7 +19,7 @@ pub fn request(
     key: Option<&ApiKey>,
     o: &Outbound,
 ) -> Result<reqwest::RequestBuilder, Classified> {
-    let mut body = canonical::gemini::request_to_gemini(o.canonical);
+    let mut body = canonical::gemini::request_to_gemini(o.canonical, &model.id);
     // The client's effort as a thinking budget, for a Gemini that thinks.
     let budget = o
         .canonical
@@ -27,11 +27,13 @@ pub fn request(
         .as_deref()
         .filter(|_| canonical::effort::gemini_thinks(&model.id))
         .and_then(canonical::effort::gemini_budget);
+    // With a budget it also asks for its thoughts (`includeThoughts`), which reach clients
+    // that show reasoning: Anthropic clients as thinking, Responses clients as summaries.
     if let Some(b) = budget {
         let cfg = body
             .entry("generationConfig")
             .or_insert_with(|| Value::Object(Default::default()));
-        cfg["thinkingConfig"] = serde_json::json!({"thinkingBudget": b});
+        cfg["thinkingConfig"] = serde_json::json!({"thinkingBudget": b, "includeThoughts": b > 0});
     }
     if let (Some(c), Some(cfg)) = (model.max_output_tokens, body.get_mut("generationConfig")) {
         if cfg

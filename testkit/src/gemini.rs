@@ -43,6 +43,11 @@ pub(crate) async fn generate(
     if let Some(r) = s.contract(Api::GeminiGenerateContent, &body) {
         return r;
     }
+    let model = rest.split(':').next().unwrap_or_default().to_string();
+    if let Some(message) = refuse_turns(&s.name, &model, &body) {
+        s.refusals.lock().unwrap().push(message.clone());
+        return crate::refuse::gemini(&message, None);
+    }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
     let behavior = s.next_behavior();
@@ -64,17 +69,36 @@ pub(crate) async fn generate(
     } else {
         json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18})
     };
-    let parts = match behavior {
+    let n = s.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let mut parts = match behavior {
         Behavior::Status {
             status,
             body,
             headers,
         } => return crate::status_response(status, body, headers),
-        Behavior::ToolCall { name, arguments } => vec![json!({"functionCall": {"name": name,
-            "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}})],
+        Behavior::ToolCall { name, arguments } => {
+            let mut call = json!({"functionCall": {"name": name,
+                "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}});
+            // Gemini 3 signs its function calls, and wants the signature back.
+            if signs(&model) {
+                call["thoughtSignature"] = json!(signature(&s.name, n));
+            }
+            vec![call]
+        }
         Behavior::Text(t) => vec![json!({"text": t})],
         _ => vec![json!({"text": format!("{}: {}", s.name, last_user)})],
     };
+    // Asked for its thoughts, a thinking Gemini begins with a thought summary.
+    if body
+        .pointer("/generationConfig/thinkingConfig/includeThoughts")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        parts.insert(
+            0,
+            json!({"text": format!("{} thinks.", s.name), "thought": true}),
+        );
+    }
     if !stream {
         return axum::Json(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
             "usageMetadata": usage, "modelVersion": "gemini-fake"}))
@@ -89,15 +113,22 @@ pub(crate) async fn generate(
         }
     }
     let n = chunks.len();
+    // As the real API does, every chunk carries `usageMetadata`: the prompt's count from the
+    // first, the answer's growing; the last has the whole.
     let frames: Vec<Bytes> = chunks
         .into_iter()
         .enumerate()
         .map(|(i, part)| {
             let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [part]}}]});
+            let mut u = usage.clone();
             if i + 1 == n {
                 c["candidates"][0]["finishReason"] = json!("STOP");
-                c["usageMetadata"] = usage.clone();
+            } else {
+                u["candidatesTokenCount"] = json!(i + 1);
+                u["totalTokenCount"] =
+                    json!(u["promptTokenCount"].as_u64().unwrap_or(0) + i as u64 + 1);
             }
+            c["usageMetadata"] = u;
             Bytes::from(format!("data: {c}\r\n\r\n"))
         })
         .collect();
@@ -142,4 +173,99 @@ fn count_tokens(body: &Value) -> Response {
         words += p["text"].as_str().unwrap_or("").split_whitespace().count();
     }
     axum::Json(json!({"totalTokens": words})).into_response()
+}
+
+/// Gemini 3 models check thought signatures.
+fn signs(model: &str) -> bool {
+    model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .starts_with("gemini-3")
+}
+
+/// This fake's thought signature for its `n`th answer (base64-looking, with its name in it).
+fn signature(name: &str, n: usize) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("CiQB{hex}x{n:X}Eg==")
+}
+
+/// The stand-ins Google documents for a signature that is not at hand.
+const DUMMIES: [&str; 2] = [
+    "skip_thought_signature_validator",
+    "context_engineering_is_the_way_to_go",
+];
+
+/// What the real API refuses in a conversation's turns: a function call turn answered by a
+/// different number of function responses, a response to a function that was not called, and
+/// (Gemini 3) a function call of the current turn — since the last user text — whose first
+/// call carries no signature, or one this fake did not make.
+fn refuse_turns(name: &str, model: &str, body: &Value) -> Option<String> {
+    let contents = body.get("contents").and_then(Value::as_array)?;
+    let parts = |c: &Value| {
+        c.get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for (i, c) in contents.iter().enumerate() {
+        let calls: Vec<Value> = parts(c)
+            .into_iter()
+            .filter(|p| p.get("functionCall").is_some())
+            .collect();
+        if c["role"] != "model" || calls.is_empty() {
+            continue;
+        }
+        let Some(next) = contents.get(i + 1) else {
+            continue;
+        };
+        let responses: Vec<Value> = parts(next)
+            .into_iter()
+            .filter(|p| p.get("functionResponse").is_some())
+            .collect();
+        if responses.len() != calls.len() {
+            return Some("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.".into());
+        }
+        for r in &responses {
+            let n = &r["functionResponse"]["name"];
+            if !calls.iter().any(|c| &c["functionCall"]["name"] == n) {
+                return Some(format!(
+                    "Please ensure that function response turn comes immediately after a function call turn. Function response `{}` answers no call.",
+                    n.as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if !signs(model) {
+        return None;
+    }
+    let start = contents
+        .iter()
+        .rposition(|c| c["role"] == "user" && parts(c).iter().any(|p| p.get("text").is_some()))
+        .unwrap_or(0);
+    let own = signature(name, 0);
+    let own = &own[..own.find('x').unwrap_or(own.len())];
+    for (i, c) in contents.iter().enumerate().skip(start) {
+        if c["role"] != "model" {
+            continue;
+        }
+        let ps = parts(c);
+        let Some((j, first)) = ps
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.get("functionCall").is_some())
+        else {
+            continue;
+        };
+        let sig = first.get("thoughtSignature").and_then(Value::as_str);
+        let valid = sig.is_some_and(|s| s.starts_with(own) || DUMMIES.contains(&s));
+        if !valid {
+            let f = first["functionCall"]["name"].as_str().unwrap_or_default();
+            return Some(match sig {
+                None => format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{f}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", i + 1),
+                Some(_) => format!("Corrupted thought signature at contents[{i}].parts[{j}]."),
+            });
+        }
+    }
+    None
 }

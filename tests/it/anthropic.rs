@@ -66,10 +66,18 @@ async fn a_message_is_translated_both_ways() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "a");
+    assert_eq!(
+        header(&r, "x-gateway-model"),
+        "a-model",
+        "the model that served"
+    );
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["type"], "message");
     assert_eq!(v["role"], "assistant");
-    assert_eq!(v["model"], "a-model", "reports the model that served");
+    assert_eq!(
+        v["model"], "claude-sonnet-4-5-20250929",
+        "the name the client asked for: Claude Code drops thinking under another name"
+    );
     assert_eq!(v["content"], json!([{"type": "text", "text": "a: hello"}]));
     assert_eq!(v["stop_reason"], "end_turn");
     assert_eq!(
@@ -126,7 +134,17 @@ async fn streams_use_anthropics_event_sequence() {
         delta["usage"]["output_tokens"], 7,
         "usage requested from the upstream"
     );
-    assert_eq!(evs[0].1["message"]["model"], "a-model");
+    assert_eq!(
+        evs[0].1["message"]["model"], "claude-opus-4-1",
+        "the name asked for"
+    );
+    assert!(
+        evs[0].1["message"]["usage"]["input_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "message_start names the prompt's tokens, not 0"
+    );
     baton.stop().await;
 }
 

@@ -331,7 +331,7 @@ proptest! {
                 Ok(req) => {
                     let _ = canonical::openai::request_to_openai(&req);
                     let _ = canonical::anthropic::request_to_anthropic(&req, "m", 1024);
-                    let _ = canonical::gemini::request_to_gemini(&req);
+                    let _ = canonical::gemini::request_to_gemini(&req, "gemini-3-pro");
                     let _ = req.needs();
                 }
                 Err(e) => prop_assert!(!e.message.is_empty()),

@@ -42,6 +42,7 @@ mod error_contract;
 mod fault_scenarios;
 mod fuzz;
 mod gemini_upstream;
+mod gemini_wire;
 mod limit_fixtures;
 mod limits;
 mod local_fallback;

@@ -20,6 +20,8 @@ pub struct StreamEncoder {
     tools: Vec<(u32, usize)>,
     stop: Option<StopReason>,
     usage: Usage,
+    /// The prompt's size before the upstream says it (`message_start` comes first).
+    prompt_estimate: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,7 +47,15 @@ impl StreamEncoder {
             tools: Vec::new(),
             stop: None,
             usage: Usage::default(),
+            prompt_estimate: 0,
         }
+    }
+
+    /// `message_start` reports this many input tokens when the upstream has not said yet
+    /// (clients show it as the context used; `message_delta` then gives the real count).
+    pub fn with_prompt_estimate(mut self, tokens: u64) -> Self {
+        self.prompt_estimate = tokens;
+        self
     }
 
     /// Reasoning from the upstream goes to the client as thinking blocks, with no signature:
@@ -82,9 +92,18 @@ impl StreamEncoder {
                 &json!({"type": "message_start", "message": {
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model,
                 "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+                "usage": {"input_tokens": self.start_input_tokens(), "output_tokens": 0}}}),
             ));
             out.push_str(&frame("ping", &json!({"type": "ping"})));
+        }
+    }
+
+    fn start_input_tokens(&self) -> u64 {
+        match self.usage.input_tokens {
+            0 => self.prompt_estimate,
+            _ => super::usage_json(&self.usage)["input_tokens"]
+                .as_u64()
+                .unwrap_or(0),
         }
     }
 
@@ -99,6 +118,11 @@ impl StreamEncoder {
 
     /// Frames for one canonical event.
     pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        // Usage that arrives first (Gemini's) goes into `message_start`.
+        if let StreamEvent::Usage(u) = ev {
+            self.usage = *u;
+            return;
+        }
         self.start(out);
         match ev {
             StreamEvent::ReasoningDelta(t) => {
@@ -136,7 +160,7 @@ impl StreamEncoder {
                 }
             }
             StreamEvent::Finish(r) => self.stop = Some(r.clone()),
-            StreamEvent::Usage(u) => self.usage = *u,
+            StreamEvent::Usage(_) => {}
         }
     }
 
