@@ -42,6 +42,10 @@ pub(crate) async fn messages(
     if let Some(r) = s.contract(api, &body) {
         return r;
     }
+    if let Some(message) = refuse_tools(&body) {
+        s.refusals.lock().unwrap().push(message.clone());
+        return crate::refuse::anthropic(&message);
+    }
     if let Some(r) = refuse_thinking(&s.name, &body) {
         return r;
     }
@@ -321,4 +325,65 @@ fn signature(name: &str, n: usize) -> String {
 fn signed_by(name: &str) -> String {
     let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
     format!("EqQBCkYIBxgCKkA{hex}Zz")
+}
+
+/// What the real API refuses in a conversation's tool turns: a `tool_use` id used twice, a
+/// `tool_use` not answered by a `tool_result` in the next message, and a `tool_result` whose
+/// call is not in the message before. Consecutive messages of one role count as one turn, as
+/// the API joins them.
+pub(crate) fn refuse_tools(body: &Value) -> Option<String> {
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    // The turns: (role, index of the turn's first message, its blocks).
+    let mut turns: Vec<(String, usize, Vec<Value>)> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default().to_string();
+        let blocks = m["content"].as_array().cloned().unwrap_or_default();
+        match turns.last_mut() {
+            Some((r, _, b)) if *r == role => b.extend(blocks),
+            _ => turns.push((role, i, blocks)),
+        }
+    }
+    let ids = |blocks: &[Value], kind: &str, field: &str| -> Vec<String> {
+        blocks
+            .iter()
+            .filter(|b| b["type"] == kind)
+            .filter_map(|b| b[field].as_str().map(str::to_string))
+            .collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (t, (role, i, blocks)) in turns.iter().enumerate() {
+        if role == "assistant" {
+            let uses = ids(blocks, "tool_use", "id");
+            for id in &uses {
+                if !seen.insert(id.clone()) {
+                    return Some(format!(
+                        "messages.{i}.content: `tool_use` ids must be unique"
+                    ));
+                }
+            }
+            let answered = turns
+                .get(t + 1)
+                .map(|(_, _, next)| ids(next, "tool_result", "tool_use_id"))
+                .unwrap_or_default();
+            let missing: Vec<&String> = uses.iter().filter(|u| !answered.contains(u)).collect();
+            if !missing.is_empty() && t + 1 < turns.len() {
+                return Some(format!(
+                    "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        } else {
+            let results = ids(blocks, "tool_result", "tool_use_id");
+            let called = t
+                .checked_sub(1)
+                .map(|p| ids(&turns[p].2, "tool_use", "id"))
+                .unwrap_or_default();
+            if let Some(stray) = results.iter().find(|r| !called.contains(r)) {
+                return Some(format!(
+                    "messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {stray}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                ));
+            }
+        }
+    }
+    None
 }

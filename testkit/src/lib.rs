@@ -464,6 +464,10 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     if let Some(r) = s.contract(contract::Api::OpenAiChat, &body) {
         return r;
     }
+    if let Some((message, param)) = openai::refuse_tool_turns(&body) {
+        s.refusals.lock().unwrap().push(message.clone());
+        return refuse::openai(&message, Some(&param), None);
+    }
     let guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);

@@ -265,3 +265,51 @@ pub(crate) fn sse(body: Body) -> Response {
         .insert("content-type", "text/event-stream".parse().unwrap());
     resp
 }
+
+/// What the real API refuses in a conversation's tool turns, with the parameter it names: an
+/// assistant message whose `tool_calls` are not each answered by a following tool message, and
+/// a tool message that answers no call.
+pub(crate) fn refuse_tool_turns(body: &Value) -> Option<(String, String)> {
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    let mut open: Vec<String> = Vec::new();
+    let mut asked_at = 0;
+    for (i, m) in messages.iter().enumerate() {
+        match m["role"].as_str() {
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default();
+                match open.iter().position(|c| c == id) {
+                    Some(p) => {
+                        open.remove(p);
+                    }
+                    None => {
+                        return Some((
+                            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into(),
+                            format!("messages.[{i}].role"),
+                        ))
+                    }
+                }
+            }
+            _ if !open.is_empty() => break,
+            Some("assistant") => {
+                open = m["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["id"].as_str().map(str::to_string))
+                    .collect();
+                asked_at = i;
+            }
+            _ => {}
+        }
+    }
+    let last_is_call = messages.last().is_some_and(|m| m["role"] == "assistant");
+    (!open.is_empty() && !last_is_call).then(|| {
+        (
+            format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                open.join(", ")
+            ),
+            format!("messages.[{asked_at}].role"),
+        )
+    })
+}

@@ -147,6 +147,10 @@ pub(crate) async fn create(
     if let Some(r) = s.contract(crate::contract::Api::OpenAiResponses, &body) {
         return r;
     }
+    if let Some(message) = refuse_unanswered_calls(&body) {
+        s.refusals.lock().unwrap().push(message.clone());
+        return crate::refuse::openai(&message, Some("input"), None);
+    }
     let _guard = InFlight::new(s.clone());
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body["model"].as_str().unwrap_or("fake").to_string();
@@ -259,4 +263,37 @@ fn stream_frames(
 fn message(text: &str) -> Value {
     json!({"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+/// What the real API refuses in an `input` (without `previous_response_id`): a function call
+/// with no output for it.
+fn refuse_unanswered_calls(body: &Value) -> Option<String> {
+    if body
+        .get("previous_response_id")
+        .is_some_and(|p| !p.is_null())
+    {
+        return None;
+    }
+    let items = body.get("input").and_then(Value::as_array)?;
+    let outputs: Vec<&str> = items
+        .iter()
+        .filter(|i| {
+            matches!(
+                i["type"].as_str(),
+                Some("function_call_output" | "custom_tool_call_output")
+            )
+        })
+        .filter_map(|i| i["call_id"].as_str())
+        .collect();
+    items
+        .iter()
+        .filter(|i| {
+            matches!(
+                i["type"].as_str(),
+                Some("function_call" | "custom_tool_call")
+            )
+        })
+        .filter_map(|i| i["call_id"].as_str())
+        .find(|c| !outputs.contains(c))
+        .map(|c| format!("No tool output found for function call {c}."))
 }

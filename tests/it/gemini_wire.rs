@@ -251,6 +251,7 @@ async fn gemini_thoughts_reach_anthropic_clients_as_thinking() {
 async fn the_fake_refuses_json_schema_in_parameters_as_gemini_does() {
     let up = FakeUpstream::start("gemini").await;
     up.expect_refusals();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let r = reqwest::Client::new()
         .post(format!(
             "{}/models/gemini-2.5-flash:generateContent",

@@ -58,6 +58,7 @@ mod shared_dates;
 mod shared_state;
 mod stream_breaks;
 mod streaming;
+mod strict_fakes;
 mod subscription;
 mod thinking;
 mod timeouts;
