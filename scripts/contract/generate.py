@@ -123,7 +123,11 @@ class Builder:
                 # SDKs are written) `__required_keys__` does not see `Required[...]`.
                 total, raw = declared(t, field) or (t.__total__, "")
                 raw = raw if isinstance(raw, str) else repr(raw)
-                required_mark = raw.startswith(("Required[", "typing_extensions.Required["))
+                # `Required[Optional[X]]` is a Stainless SDK making its callers say null out
+                # loud (the spec lists nullable response fields as required); the API takes
+                # the field absent (OpenAI's function tool `strict` defaults when left out).
+                required_mark = raw.startswith(("Required[", "typing_extensions.Required[")) \
+                    and "Optional[" not in raw.split("[", 1)[1][:9]
                 optional_mark = raw.startswith(("NotRequired[", "typing_extensions.NotRequired["))
                 if required_mark or (total and not optional_mark):
                     required.append(wire)

@@ -14,13 +14,27 @@ use crate::canonical::responses::upstream::{
 /// The least `max_output_tokens` the Responses API accepts.
 const MIN_OUTPUT_TOKENS: u64 = 16;
 
+/// Fields Codex sends that only the ChatGPT backend (its own login's endpoint) takes; the
+/// public Responses API refuses them as unknown parameters (Codex 0.171's request type).
+const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
+
 /// The request body: the client's own Responses body (model rewritten, output capped to the
-/// model's limit), or the canonical request translated.
-pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
+/// model's limit), or the canonical request translated. `public`: the provider is the public
+/// API on a key of Baton's, which takes none of the ChatGPT backend's own fields.
+pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     let mut b = match o.responses_body {
+        // Codex's body declares tools in `additional_tools` input items, which only the
+        // ChatGPT backend reads: the public API gets the request translated (tools in `tools`).
+        Some(own) if public && has_additional_tools(own) => request_to_responses(o.canonical),
         Some(own) => own.clone(),
         None => request_to_responses(o.canonical),
     };
+    if public {
+        for k in CHATGPT_ONLY {
+            b.remove(k);
+        }
+        public_input(&mut b);
+    }
     b.insert("model".into(), json!(model.id));
     // Reasoning Baton gave the client from another provider has no encrypted content, and the
     // server has nothing stored under its id: it stays with the client.
@@ -48,6 +62,28 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&b).unwrap_or_default()
+}
+
+fn has_additional_tools(body: &serde_json::Map<String, Value>) -> bool {
+    body.get("input")
+        .and_then(Value::as_array)
+        .is_some_and(|items| items.iter().any(|i| i["type"] == "additional_tools"))
+}
+
+/// The public API takes an `id` only on an output message it could have made (with its
+/// `status`); Codex puts its own ids on every message it sends the ChatGPT backend.
+fn public_input(body: &mut serde_json::Map<String, Value>) {
+    let Some(Value::Array(items)) = body.get_mut("input") else {
+        return;
+    };
+    for item in items {
+        if let Value::Object(m) = item {
+            if m.get("type").and_then(Value::as_str) == Some("message") && !m.contains_key("status")
+            {
+                m.remove("id");
+            }
+        }
+    }
 }
 
 pub fn request(

@@ -106,7 +106,8 @@ pub fn build(
             openai_compat::build(client, url, p, key, body, o.stream, o.request_id)
         }
         Wire::Responses => {
-            openai_responses::request(client, url, p, key, openai_responses::body(o, model), o)
+            let body = openai_responses::body(o, model, p.config.credentials.is_baton());
+            openai_responses::request(client, url, p, key, body, o)
         }
         Wire::Anthropic => anthropic::request(client, url, p, key, anthropic::body(o, model), o),
         Wire::Gemini => gemini::request(client, &url, p, model, key, o)?,

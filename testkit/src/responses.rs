@@ -144,7 +144,7 @@ pub(crate) async fn create(
         )
             .into_response();
     }
-    if let Some(r) = s.contract(crate::contract::Api::OpenAiResponses, &body) {
+    if let Some(r) = refuse_body(&s, &body) {
         return r;
     }
     if let Some(message) = refuse_unanswered_calls(&body) {
@@ -296,4 +296,34 @@ fn refuse_unanswered_calls(body: &Value) -> Option<String> {
         .filter_map(|i| i["call_id"].as_str())
         .find(|c| !outputs.contains(c))
         .map(|c| format!("No tool output found for function call {c}."))
+}
+
+/// The first top-level field the ChatGPT backend does not take: the public API's, and the two
+/// of Codex's own request type.
+fn chatgpt_top_level(body: &Value) -> Option<String> {
+    let schema: Value =
+        serde_json::from_str(include_str!("../contract/openai-responses.json")).ok()?;
+    let public = schema
+        .pointer("/$defs/response_create_params.ResponseCreateParamsStreaming/properties")?
+        .as_object()?;
+    body.as_object()?
+        .keys()
+        .find(|k| !public.contains_key(*k) && !matches!(k.as_str(), "client_metadata" | "generate"))
+        .cloned()
+}
+
+/// The real API's refusal of a body it does not take. Standing for the ChatGPT backend Codex's
+/// login reaches (`only_subscription`), the fake checks the top level only: that backend is not
+/// published, and Codex sends it shapes the public API refuses (ids on its own input messages,
+/// `additional_tools` items, and the `client_metadata` and `generate` fields of its 0.171
+/// request type).
+fn refuse_body(s: &Shared, body: &Value) -> Option<Response> {
+    if s.subscription.lock().unwrap().is_none() {
+        return s.contract(crate::contract::Api::OpenAiResponses, body);
+    }
+    chatgpt_top_level(body).map(|k| {
+        let message = format!("Unknown parameter: '{k}'.");
+        s.refusals.lock().unwrap().push(message.clone());
+        crate::refuse::openai(&message, Some(&k), Some("unknown_parameter"))
+    })
 }

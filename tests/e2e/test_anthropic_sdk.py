@@ -18,7 +18,10 @@ def test_message(gateway):
     assert msg.content[0].text == "a: hello there"
     assert msg.stop_reason == "end_turn"
     assert (msg.usage.input_tokens, msg.usage.output_tokens) == (11, 7)
-    assert msg.model == "a-model"
+    # The name the client asked for (Claude Code keeps its thinking only under it); the
+    # served one is in x-gateway-model.
+    assert msg.model == "claude-opus-4-8"
+    assert raw.headers["x-gateway-model"] == "a-model"
 
 
 def test_stream(gateway):

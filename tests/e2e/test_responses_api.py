@@ -195,7 +195,7 @@ def test_the_sdk_against_every_upstream_kind(tmp_path, kind):
         if kind == "openai-compatible":
             assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
         elif kind == "anthropic":
-            assert "JSON Schema" in sent["system"] and "temp_c" in sent["system"]
+            assert sent["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
         elif kind == "gemini":
             cfg = sent["body"]["generationConfig"]  # the fake keeps Gemini's path beside it
             assert cfg["responseMimeType"] == "application/json"

@@ -329,3 +329,22 @@ async fn a_stored_conversation_continues_only_on_a_responses_upstream() {
     assert_eq!(other.hits(), 0);
     baton.stop().await;
 }
+
+/// Codex's body, written for the ChatGPT backend (ids on its own messages, client_metadata),
+/// reaches a public Responses API on a key in the shapes that API takes.
+#[tokio::test]
+async fn a_codex_body_reaches_the_public_api_in_its_shapes() {
+    let (_d, up, baton) = setup(vec![]).await;
+    let body = json!({"model": "gpt-real", "stream": false, "store": false,
+        "client_metadata": {"session": "s1"}, "instructions": "be brief",
+        "input": [{"type": "message", "role": "developer", "id": "msg_01a",
+            "content": [{"type": "input_text", "text": "rules"}]},
+            {"type": "message", "role": "user", "id": "msg_01b",
+            "content": [{"type": "input_text", "text": "hi"}]}]});
+    let r = responses_post(&baton, body).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    let sent = &up.received()[0].body;
+    assert!(sent.get("client_metadata").is_none());
+    assert!(sent["input"][1].get("id").is_none());
+    baton.stop().await;
+}

@@ -128,13 +128,13 @@ async fn the_chat_and_responses_fakes_refuse_as_openai_does() {
     let (_, v) = post(
         url,
         &auth,
-        json!({"model": "gpt-5", "input": "hi", "tools": [{"type": "function", "name": "f",
+        json!({"model": "gpt-5", "input": "hi", "tools": [{"type": "function",
             "parameters": {"type": "object"}}]}),
     )
     .await;
     assert_eq!(
         v["error"]["message"],
-        "Missing required parameter: 'tools[0].strict'."
+        "Missing required parameter: 'tools[0].name'."
     );
     assert_eq!(up.refusals().len(), 5);
 }
