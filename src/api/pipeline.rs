@@ -317,45 +317,66 @@ fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError>
 }
 
 /// Passes an upstream's own 4xx through when it is already an OpenAI error; wraps it otherwise.
+/// A provider's refusal of the request, relayed: its message, parameter and (when they are
+/// plain identifiers) its own type and code.
+fn relayed_error(status: u16, body: &[u8]) -> ApiError {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
+    let param = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/param")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let code = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/code").and_then(Value::as_str))
+        .map(|c| {
+            if c == "context_length_exceeded" {
+                "context_length_exceeded"
+            } else {
+                "upstream_rejected"
+            }
+        })
+        .unwrap_or("upstream_rejected");
+    let code = if status == 413 {
+        "request_too_large"
+    } else {
+        code
+    };
+    let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut e = ApiError::new(st, "invalid_request_error", code, message);
+    e.param = param;
+    // The provider's own type and code, when they are plain identifiers (a 413 keeps
+    // Baton's code: the provider's may call it a rate limit, which no wait fixes).
+    let ident = |p: &str| {
+        parsed
+            .as_ref()
+            .and_then(|v| v.pointer(p))
+            .and_then(Value::as_str)
+            .filter(|s| {
+                !s.is_empty()
+                    && s.len() <= 64
+                    && s.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+            })
+            .map(str::to_string)
+    };
+    if let Some(t) = ident("/error/type") {
+        e.relayed = Some((t, ident("/error/code").filter(|_| status != 413)));
+    }
+    e
+}
+
 pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
     match f {
-        Failure::Client { status, body } => {
-            let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-            let message = parsed
-                .as_ref()
-                .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
-                .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned());
-            let param = parsed
-                .as_ref()
-                .and_then(|v| v.pointer("/error/param").and_then(Value::as_str).map(str::to_string));
-            let code = parsed
-                .as_ref()
-                .and_then(|v| v.pointer("/error/code").and_then(Value::as_str))
-                .map(|c| if c == "context_length_exceeded" { "context_length_exceeded" } else { "upstream_rejected" })
-                .unwrap_or("upstream_rejected");
-            let code = if status == 413 { "request_too_large" } else { code };
-            let st = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-            let mut e = ApiError::new(st, "invalid_request_error", code, message);
-            e.param = param;
-            // The provider's own type and code, when they are plain identifiers (a 413 keeps
-            // Baton's code: the provider's may call it a rate limit, which no wait fixes).
-            let ident = |p: &str| {
-                parsed
-                    .as_ref()
-                    .and_then(|v| v.pointer(p))
-                    .and_then(Value::as_str)
-                    .filter(|s| {
-                        !s.is_empty()
-                            && s.len() <= 64
-                            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-                    })
-                    .map(str::to_string)
-            };
-            if let Some(t) = ident("/error/type") {
-                e.relayed = Some((t, ident("/error/code").filter(|_| status != 413)));
-            }
-            (status, e)
-        }
+        Failure::Client { status, body } => (status, relayed_error(status, &body)),
         Failure::Exhausted { retry_at_ms: Some(at), summary } => {
             let secs = ((at - now_ms).max(0) as u64).div_ceil(1000);
             let e = ApiError::new(
@@ -366,6 +387,17 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
             )
             .retry_after(secs);
             (429, e)
+        }
+        Failure::Unavailable { retry_at_ms, summary } => {
+            let secs = ((retry_at_ms - now_ms).max(0) as u64).div_ceil(1000);
+            let e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded_error",
+                "all_providers_unavailable",
+                format!("Every candidate provider is unavailable for now; the soonest is back in {secs} s. {summary}"),
+            )
+            .retry_after(secs);
+            (503, e)
         }
         Failure::Exhausted { retry_at_ms: None, summary } => (
             502,

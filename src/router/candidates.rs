@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::time::timeout_at;
 
 use super::snapshot::{Snapshot, Target};
+use super::Back;
 use super::Routing;
 use super::{Failure, Pick, Slot};
 use crate::canonical::Needs;
@@ -216,7 +217,7 @@ pub(super) fn pick_key(
         let account = client.map(|k| k.id.as_str());
         return match routing.cooldowns.blocking(p.id(), account, &t.model.id) {
             Some(c) if !recheck(routing, p, &c) => {
-                Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class))
+                Pick::Cooling(c.until_ms, c.reason, back(&c.class, c.until_ms))
             }
             _ => Pick::Go(CLIENT_KEY),
         };
@@ -224,7 +225,7 @@ pub(super) fn pick_key(
     if n == 0 {
         return match routing.cooldowns.blocking(p.id(), None, &t.model.id) {
             Some(c) if !recheck(routing, p, &c) => {
-                Pick::Cooling(c.until_ms, c.reason, is_limit(&c.class))
+                Pick::Cooling(c.until_ms, c.reason, back(&c.class, c.until_ms))
             }
             _ => Pick::Go(0),
         };
@@ -241,7 +242,7 @@ pub(super) fn pick_key(
     let now = routing.clock.now_ms();
     let day = p.quota_day(now).0;
     let start = p.runtime.key_start();
-    let mut soonest: Option<(i64, String, bool)> = None;
+    let mut soonest: Option<(i64, String, Back)> = None;
     let mut low: Option<usize> = None;
     for i in 0..n {
         let idx = (start + i) % n;
@@ -263,8 +264,8 @@ pub(super) fn pick_key(
             Some(c) if recheck(routing, p, &c) => return Pick::Go(idx),
             Some(c) => {
                 if soonest.as_ref().is_none_or(|(u, ..)| c.until_ms < *u) {
-                    let limit = is_limit(&c.class);
-                    soonest = Some((c.until_ms, c.reason, limit));
+                    let why = back(&c.class, c.until_ms);
+                    soonest = Some((c.until_ms, c.reason, why));
                 }
             }
         }
@@ -272,8 +273,8 @@ pub(super) fn pick_key(
     if let Some(idx) = low {
         return Pick::Go(idx);
     }
-    let (until, reason, limit) = soonest.unwrap_or((0, String::new(), false));
-    Pick::Cooling(until, reason, limit)
+    let (until, reason, why) = soonest.unwrap_or((0, String::new(), Back::Unknown));
+    Pick::Cooling(until, reason, why)
 }
 
 /// A long limit cooldown is tried again with this request now and then (an HTTP provider's
@@ -287,6 +288,16 @@ fn recheck(routing: &Routing, p: &ProviderEntry, c: &crate::limits::CooldownEntr
 /// take the request), as opposed to one that follows failures.
 fn is_limit(class: &str) -> bool {
     matches!(class, "rate" | "billing")
+}
+
+/// What a cooldown of `class` until `until` tells the client: a limit, a time to come back
+/// (overload and transient failures cool for a stated or bounded time), or nothing.
+fn back(class: &str, until: i64) -> Back {
+    match class {
+        _ if is_limit(class) => Back::Limit(until),
+        "overloaded" | "transient" => Back::At(until),
+        _ => Back::Unknown,
+    }
 }
 
 /// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.

@@ -14,6 +14,7 @@ use super::candidates::{
 use super::failure::{cooldown_until, on_failure, Decision, Failed, Next};
 use super::record::Record;
 use super::snapshot::{Snapshot, Target};
+use super::Back;
 use super::Routing;
 use super::{
     larger_window, Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed,
@@ -40,6 +41,10 @@ pub(super) struct Ctx<'a, U> {
 struct Pass {
     soonest_reset: Option<i64>,
     all_limited: bool,
+    /// The soonest instant a candidate that is out for a stated time is back, while every
+    /// candidate passed over is such (a limit or a timed wait).
+    soonest_back: Option<i64>,
+    all_timed: bool,
     context_retry: Option<Option<u64>>,
     /// The failure to announce as a failover when the next target is tried: label,
     /// verdict, display name.
@@ -53,15 +58,35 @@ struct Pass {
 }
 
 impl Pass {
+    fn new() -> Self {
+        Pass {
+            soonest_reset: None,
+            all_limited: true,
+            soonest_back: None,
+            all_timed: true,
+            context_retry: None,
+            last_failure: None,
+            summary: Vec::new(),
+            retried: HashSet::new(),
+            too_large: None,
+        }
+    }
+
     fn limited_until(&mut self, until: i64) {
         self.soonest_reset = Some(self.soonest_reset.map_or(until, |s| s.min(until)));
     }
 
-    /// Notes why `t` was passed over; `limit` when that is a limit to wait out.
-    fn passed(&mut self, t: &Target, why: &str, limit: Option<i64>) {
-        match limit {
-            Some(until) => self.limited_until(until),
-            None => self.all_limited = false,
+    /// Notes why `t` was passed over, and when it is back.
+    fn passed(&mut self, t: &Target, why: &str, back: Back) {
+        match back {
+            Back::Limit(until) => self.limited_until(until),
+            Back::At(_) | Back::Unknown => self.all_limited = false,
+        }
+        match back {
+            Back::Limit(until) | Back::At(until) => {
+                self.soonest_back = Some(self.soonest_back.map_or(until, |s| s.min(until)));
+            }
+            Back::Unknown => self.all_timed = false,
         }
         self.summary.push(format!("{}: {why}", t.label()));
     }
@@ -74,6 +99,14 @@ impl Pass {
     fn exhausted(self) -> Failure {
         if let Some(body) = self.too_large {
             return Failure::Client { status: 413, body };
+        }
+        if !self.all_limited && self.all_timed {
+            if let Some(at) = self.soonest_back {
+                return Failure::Unavailable {
+                    retry_at_ms: at,
+                    summary: self.summary.join("; "),
+                };
+            }
         }
         Failure::Exhausted {
             retry_at_ms: if self.all_limited {
@@ -120,7 +153,7 @@ impl Queue {
                     }
                 }
                 if let Some(reason) = t.provider.unavailable() {
-                    pass.passed(&t, &reason, None);
+                    pass.passed(&t, &reason, Back::Unknown);
                     rec.push_attempt(skipped(&t, None, "unavailable", Some(reason), None));
                     continue;
                 }
@@ -203,11 +236,11 @@ fn admit(
 ) -> Option<usize> {
     let key = match pick_key(routing, t, client, prefer) {
         Pick::Go(i) => i,
-        Pick::Cooling(until, reason, limit) => {
+        Pick::Cooling(until, reason, back) => {
             // Only limits make "every candidate is rate-limited" true: a provider out after
-            // failures (an unreachable host behind an open breaker) is not rate-limited.
+            // failures (an overload's stated wait) is not rate-limited, but back at a time.
             let why = format!("cooling until {} ({reason})", fmt_ms(until));
-            pass.passed(t, &why, limit.then_some(until));
+            pass.passed(t, &why, back);
             rec.push_attempt(skipped(t, None, "cooling", Some(reason), Some(until)));
             return None;
         }
@@ -217,7 +250,7 @@ fn admit(
         .breaker(&t.model.id)
         .admit(routing.clock.now_ms())
     {
-        pass.passed(t, "circuit breaker open", None);
+        pass.passed(t, "circuit breaker open", Back::At(until));
         rec.push_attempt(skipped(t, None, "breaker open", None, Some(until)));
         return None;
     }
@@ -281,15 +314,7 @@ pub(super) async fn run_candidates<U: Upstream>(
         shared_busy: Vec::new(),
         shared_wait_until: None,
     };
-    let mut pass = Pass {
-        soonest_reset: None,
-        all_limited: true,
-        context_retry: None,
-        last_failure: None,
-        summary: Vec::new(),
-        retried: HashSet::new(),
-        too_large: None,
-    };
+    let mut pass = Pass::new();
     loop {
         let (target, slot) = match queue.next(cx, &mut pass, rec).await {
             Take::Go(t, s) => (t, s),
@@ -447,12 +472,12 @@ async fn weigh<U>(
         // another candidate may have a larger per-minute limit.
         pass.too_large
             .get_or_insert_with(|| v.body.clone().unwrap_or_default());
-        pass.passed(t, &c.reason, None);
+        pass.passed(t, &c.reason, Back::Unknown);
         return None;
     }
     if c.context_length && snap.routing.context_fallback && pass.context_retry.is_none() {
         pass.context_retry = Some(t.model.context_window);
-        pass.passed(t, &c.reason, None);
+        pass.passed(t, &c.reason, Back::Unknown);
         pass.announce_next(t, v.c);
         return None;
     }
@@ -493,8 +518,15 @@ async fn weigh<U>(
         }
         Next::Move => {}
     }
-    let limit = (c.class == ErrorClass::Rate).then(|| cooldown_until(cx.routing, snap, c));
-    pass.passed(t, &c.reason, limit);
+    let back = match c.class {
+        ErrorClass::Rate => Back::Limit(cooldown_until(cx.routing, snap, c)),
+        // An overload that says when to come back.
+        ErrorClass::Overloaded if c.reset_at_ms.is_some() => {
+            Back::At(cooldown_until(cx.routing, snap, c))
+        }
+        _ => Back::Unknown,
+    };
+    pass.passed(t, &c.reason, back);
     if fresh {
         pass.announce_next(t, v.c);
     }

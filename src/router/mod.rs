@@ -137,6 +137,9 @@ pub enum Reply {
 pub enum Failure {
     /// The upstream rejected the request itself; its own error goes back to the client.
     Client { status: u16, body: Bytes },
+    /// Every candidate is out for a stated time, not all of it limits (an overload's
+    /// `Retry-After`, an open breaker): the client may try again at `retry_at_ms`.
+    Unavailable { retry_at_ms: i64, summary: String },
     /// Every candidate failed or is cooling; `retry_at_ms` is set when all were rate-limited.
     Exhausted {
         retry_at_ms: Option<i64>,
@@ -183,9 +186,20 @@ pub(crate) enum Attempt {
 
 pub(crate) enum Pick {
     Go(usize),
-    /// Out until this instant, why, and whether that is a limit to wait out (rate or spending)
-    /// rather than a failure (breaker, overload, a rejected key).
-    Cooling(i64, String, bool),
+    /// Out until this instant, why, and what kind of wait that is.
+    Cooling(i64, String, Back),
+}
+
+/// What a candidate's absence means for the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Back {
+    /// A limit to wait out (rate or spending): "every candidate is rate-limited".
+    Limit(i64),
+    /// A stated or bounded wait after failures (overload with its `Retry-After`, an open
+    /// breaker): the client may try again at this instant.
+    At(i64),
+    /// Out with no time to name (unreachable, a rejected key, no such model).
+    Unknown,
 }
 
 /// How the fallback loop reaches an upstream: one call per attempt, up to the first content of

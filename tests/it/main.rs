@@ -52,6 +52,7 @@ mod private_files;
 mod real_clis;
 mod redaction;
 mod responses_upstream;
+mod retry_after;
 mod routes_admin;
 mod routing;
 mod shared_dates;
