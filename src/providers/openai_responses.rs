@@ -166,7 +166,14 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
         }
         _ => {}
     }
-    Ok(Decoded::from_events(d.push(&v)))
+    let mut decoded = Decoded::from_events(d.push(&v));
+    // A Responses stream has no terminator but its last event: the answer is complete here,
+    // whether or not the server closes at once (a client that goes away now got it all).
+    decoded.end = matches!(
+        v.get("type").and_then(Value::as_str),
+        Some("response.completed" | "response.incomplete")
+    );
+    Ok(decoded)
 }
 
 #[cfg(test)]

@@ -222,8 +222,24 @@ impl Pump {
             };
         };
         if d.end {
+            // The last event may carry the answer's last facts (a Responses stream's
+            // `response.completed` has its usage and finish): noted, and translated, first.
+            if let Some(u) = d.usage {
+                self.note_usage(u);
+            }
+            let last = if self.same_format() || d.events.is_empty() {
+                Bytes::new()
+            } else {
+                self.translate(Bytes::new(), &d)
+            };
             self.finished();
-            return self.done(Some(raw));
+            let end = self.done(Some(raw));
+            if last.is_empty() {
+                return end;
+            }
+            let mut b = BytesMut::from(&last[..]);
+            b.extend_from_slice(&end);
+            return b.freeze();
         }
         if let Some(e) = d.error {
             return self.upstream_error(raw, e);

@@ -2,6 +2,8 @@
 //! `response` object and its streamed event sequence. Strict, it wants a Bearer token.
 
 use std::convert::Infallible;
+
+use futures_util::StreamExt;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -155,7 +157,10 @@ pub(crate) async fn create(
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body["model"].as_str().unwrap_or("fake").to_string();
     let text = format!("{}: {}", s.name, last_user(&body));
-    let (item, cut) = match s.next_behavior() {
+    let behavior = s.next_behavior();
+    // The connection stays open after `response.completed` (the client has all it needs).
+    let linger = matches!(behavior, Behavior::StreamNoDone);
+    let (item, cut) = match behavior {
         Behavior::Status {
             status,
             body,
@@ -175,6 +180,11 @@ pub(crate) async fn create(
     }
     let frames = stream_frames(&item, &response, cut);
     let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
+    if linger {
+        return sse(Body::from_stream(
+            body.chain(futures_util::stream::pending()),
+        ));
+    }
     sse(Body::from_stream(body))
 }
 

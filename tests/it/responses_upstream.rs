@@ -348,3 +348,40 @@ async fn a_codex_body_reaches_the_public_api_in_its_shapes() {
     assert!(sent["input"][1].get("id").is_none());
     baton.stop().await;
 }
+
+/// Codex closes as soon as it has `response.completed`; a server that keeps the connection
+/// open a moment longer must not turn a served turn into a 499 in the log.
+#[tokio::test]
+async fn a_client_that_leaves_after_response_completed_was_served() {
+    let (_d, up, baton) = setup(vec![]).await;
+    up.script([Behavior::StreamNoDone]);
+    let mut r = responses_post(
+        &baton,
+        json!({"model": "gpt-real", "stream": true, "input": "hi"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("response.completed") {
+        let chunk = r
+            .chunk()
+            .await
+            .unwrap()
+            .expect("the stream goes on until completed");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(r);
+    let mut status = None;
+    for _ in 0..50 {
+        if let Some(row) = baton.log().await.first() {
+            status = Some(row.status);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, Some(200), "a served turn, not a 499");
+    let row = &baton.log().await[0];
+    assert_eq!((row.input_tokens, row.output_tokens), (Some(11), Some(7)));
+    baton.stop().await;
+}
