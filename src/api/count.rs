@@ -46,7 +46,7 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
         Err(e) => return anthropic_error(ApiError::invalid(e.param, e.message)),
     };
     let snap = core.routing.snapshot.load_full();
-    let targets = match snap.resolve(snap.map_model(&req.model)) {
+    let targets = match snap.resolve_requested(&req.model) {
         Ok((targets, _)) => targets,
         // A model no request could be sent to is not counted either, as /v1/messages answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {

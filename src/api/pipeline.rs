@@ -139,7 +139,9 @@ async fn handle_client(
     let (inbound, _charge, echo) = parse(state, req, format, seen, request_id).await?;
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
-    let (targets, selection) = snap.resolve(&mapped).map_err(resolve_error)?;
+    let (targets, selection) = snap
+        .resolve_requested(&inbound.canonical.model)
+        .map_err(resolve_error)?;
     let before = targets.len();
     let targets = snap.name_any_model(targets, &inbound.canonical.model);
     if targets.is_empty() && before > 0 {

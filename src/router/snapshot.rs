@@ -96,30 +96,72 @@ impl Snapshot {
     }
 
     /// What a client's model name routes to: an exact `modelMap` entry, else the name itself
-    /// when it resolves, else the most specific matching glob.
+    /// when it is Baton's own (`auto`, a route, a provider, `provider/model`), else the most
+    /// specific matching glob, else the name. A glob covers the names it was written for even
+    /// when some provider lists one of them (see [`Snapshot::resolve_requested`]).
     pub fn map_model<'a>(&'a self, requested: &'a str) -> &'a str {
         if let Some((_, t)) = self.model_map.iter().find(|(k, _)| k == requested) {
             return t;
         }
-        if self.model_map.is_empty() || self.resolvable(requested) {
+        if self.model_map.is_empty() || self.names_baton_target(requested) {
             return requested;
         }
+        self.glob_for(requested).unwrap_or(requested)
+    }
+
+    fn glob_for(&self, requested: &str) -> Option<&str> {
         self.model_map
             .iter()
             .find(|(k, _)| k.contains('*') && glob_match(k, requested))
             .map(|(_, t)| t.as_str())
-            .unwrap_or(requested)
     }
 
-    /// Whether `resolve` would find something for this name (without building the list).
-    fn resolvable(&self, name: &str) -> bool {
+    /// Whether the name is one of Baton's own: `auto`, a route, a provider, `provider/model`.
+    fn names_baton_target(&self, name: &str) -> bool {
         name == "auto"
             || self.routes.contains_key(name)
             || self.provider(name).is_some()
             || name
                 .split_once('/')
                 .is_some_and(|(h, m)| !m.is_empty() && self.provider(h).is_some())
-            || self.enabled().any(|p| p.model(name).is_some())
+    }
+
+    /// The candidates for a client's model name, `modelMap` applied. When a glob (`claude-*`)
+    /// maps a name that some providers list, those providers serve that very model first and
+    /// the glob's target follows (without their providers again): at their cap the request
+    /// fails over to the rest instead of "every candidate is rate-limited".
+    pub fn resolve_requested(
+        &self,
+        requested: &str,
+    ) -> Result<(Vec<Target>, Selection), ResolveError> {
+        let mapped = self.map_model(requested);
+        let by_glob = mapped != requested && !self.model_map.iter().any(|(k, _)| k == requested);
+        let listed: Vec<Target> = if by_glob {
+            self.enabled()
+                .filter_map(|p| {
+                    p.model(requested).map(|m| Target {
+                        provider: p.clone(),
+                        model: m.clone(),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        match self.resolve(mapped) {
+            Ok((rest, selection)) if !listed.is_empty() => {
+                let mut out = listed;
+                let first: std::collections::HashSet<String> =
+                    out.iter().map(|t| t.provider.id().to_string()).collect();
+                out.extend(
+                    rest.into_iter()
+                        .filter(|t| !first.contains(t.provider.id())),
+                );
+                Ok((out, selection))
+            }
+            Err(_) if !listed.is_empty() => Ok((listed, Selection::ModelName)),
+            other => other,
+        }
     }
 
     /// Whether a broken stream for this requested model may resume on another candidate.

@@ -178,14 +178,7 @@ pub(crate) async fn create(
     if !stream {
         return axum::Json(response("completed", json!([item]))).into_response();
     }
-    let frames = stream_frames(&item, &response, cut);
-    let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
-    if linger {
-        return sse(Body::from_stream(
-            body.chain(futures_util::stream::pending()),
-        ));
-    }
-    sse(Body::from_stream(body))
+    streamed(stream_frames(&item, &response, cut), linger)
 }
 
 fn response_json(model: &str, status: &str, output: Value, cached: bool) -> Value {
@@ -336,4 +329,15 @@ fn refuse_body(s: &Shared, body: &Value) -> Option<Response> {
         s.refusals.lock().unwrap().push(message.clone());
         crate::refuse::openai(&message, Some(&k), Some("unknown_parameter"))
     })
+}
+
+/// These frames as an event stream; `linger`: the connection then stays open.
+fn streamed(frames: Vec<Bytes>, linger: bool) -> Response {
+    let body = futures_util::stream::iter(frames.into_iter().map(Ok::<Bytes, Infallible>));
+    if linger {
+        return sse(Body::from_stream(
+            body.chain(futures_util::stream::pending()),
+        ));
+    }
+    sse(Body::from_stream(body))
 }

@@ -440,3 +440,40 @@ async fn failover_events_are_broadcast() {
     assert!(seen.iter().any(|e| matches!(e, baton::events::Event::Failover { from, to, .. } if from == "a/a-model" && to == "b/b-model")));
     baton.stop().await;
 }
+
+/// `{"claude-*": "auto"}` covers Claude Code's names even when a provider lists the exact one:
+/// that provider serves the very model first, and at its cap the request fails over to the
+/// rest of `auto` instead of "every candidate is rate-limited".
+#[tokio::test]
+async fn a_model_map_glob_covers_a_name_a_provider_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("sub").await;
+    let other = FakeUpstream::start("other").await;
+    let mut listed = provider("sub", &sub.base_url(), 1);
+    listed["models"] = json!(["claude-opus-4-8", "sub-model"]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [listed, provider("other", &other.base_url(), 2)],
+            "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    let r = baton.chat("claude-opus-4-8", "hi").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "sub");
+    assert_eq!(
+        header(&r, "x-gateway-model"),
+        "claude-opus-4-8",
+        "the very model it asked for, not the provider's default"
+    );
+    sub.script([Behavior::rate_limited(Some(3600))]);
+    let r = baton.chat("claude-opus-4-8", "again").await;
+    assert_eq!(r.status(), 200, "failed over at the cap");
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    let r = baton.chat("claude-opus-4-8", "and again").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "other");
+    assert_eq!(sub.hits(), 2, "the capped one is not asked again");
+    // A name no glob covers still goes only where it is listed.
+    let r = baton.chat("sub-model", "x").await;
+    assert_eq!(r.status(), 429);
+    baton.stop().await;
+}
