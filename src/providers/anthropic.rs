@@ -21,10 +21,10 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
     let cap = model.max_output_tokens;
     if let Some(b) = o.anthropic_body {
         // Thinking blocks go back only to the account that signed them (`thinking`).
-        if super::thinking::has_thinking(b) {
+        if super::thinking::to_check(b) {
             let mut own = b.clone();
             let s = super::thinking::strip(&mut own, o.thinking);
-            if s.blocks > 0 {
+            if s.blocks > 0 || s.thinking_off {
                 tracing::debug!(
                     request_id = o.request_id,
                     blocks = s.blocks,

@@ -123,6 +123,12 @@ pub fn has_thinking(body: &Map<String, Value>) -> bool {
     messages(body).any(|m| content(m).any(is_thinking))
 }
 
+/// Whether [`strip`] has work on this body: thinking blocks to place, or thinking asked for
+/// (then the last tool turn must begin with thinking, whoever served it).
+pub fn to_check(body: &Map<String, Value>) -> bool {
+    thinking_on(body) || has_thinking(body)
+}
+
 fn messages(body: &Map<String, Value>) -> impl Iterator<Item = &Value> {
     body.get("messages")
         .and_then(Value::as_array)
@@ -172,7 +178,9 @@ pub fn strip(body: &mut Map<String, Value>, keep: Keep) -> Stripped {
                 .and_then(Value::as_array)
                 .is_some_and(Vec::is_empty)
     });
-    if out.blocks > 0 && thinking_on(body) && !last_turn_starts_thinking(body) {
+    // Whatever left the last tool turn without thinking (blocks removed here, or a turn
+    // another provider served, which had none to give), the API would refuse the request.
+    if thinking_on(body) && !last_turn_starts_thinking(body) {
         body.remove("thinking");
         out.thinking_off = true;
     }

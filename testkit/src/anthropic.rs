@@ -46,8 +46,9 @@ pub(crate) async fn messages(
         s.refusals.lock().unwrap().push(message.clone());
         return crate::refuse::anthropic(&message);
     }
-    if let Some(r) = refuse_thinking(&s.name, &body) {
-        return r;
+    if let Some(message) = refuse_thinking(&s.name, &body) {
+        s.refusals.lock().unwrap().push(message.clone());
+        return crate::refuse::anthropic(&message);
     }
     let _guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
@@ -73,7 +74,8 @@ pub(crate) async fn messages(
         }
         Behavior::ToolCall { name, arguments } => (
             vec![
-                json!({"type": "tool_use", "id": "toolu_fake1", "name": name,
+                // Unique, as the real ids are: this fake's name and its request's number.
+                json!({"type": "tool_use", "id": tool_id(&s.name, s.hits.load(std::sync::atomic::Ordering::SeqCst)), "name": name,
                 "input": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}),
             ],
             "tool_use",
@@ -257,19 +259,8 @@ fn last_user_text(body: &Value) -> String {
 /// What the real API refuses in a conversation's thinking: a block another account signed (or
 /// nobody did), and, with thinking enabled, a final assistant turn that called a tool without
 /// beginning with thinking.
-fn refuse_thinking(name: &str, body: &Value) -> Option<Response> {
-    let refuse = |message: String| {
-        Some(
-            (
-                StatusCode::BAD_REQUEST,
-                axum::Json(
-                    json!({"type": "error", "error": {"type": "invalid_request_error",
-                    "message": message}}),
-                ),
-            )
-                .into_response(),
-        )
-    };
+fn refuse_thinking(name: &str, body: &Value) -> Option<String> {
+    let refuse = Some;
     let messages = body.get("messages").and_then(Value::as_array)?;
     let own = signed_by(name);
     for (i, m) in messages.iter().enumerate() {
@@ -386,4 +377,10 @@ pub(crate) fn refuse_tools(body: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// A `tool_use` id no other fake or request repeats (`toolu_` and letters, as the API's are).
+fn tool_id(name: &str, n: usize) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("toolu_fake{hex}x{n}")
 }

@@ -83,6 +83,18 @@ async fn assistant_turn(r: reqwest::Response, stream: bool) -> Value {
     json!({"role": "assistant", "content": blocks})
 }
 
+/// The id of the tool call in an assistant turn.
+fn call_id(turn: &Value) -> String {
+    turn["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .and_then(|b| b["id"].as_str())
+        .unwrap()
+        .to_string()
+}
+
 fn thinking_blocks(body: &Value) -> usize {
     body["messages"]
         .as_array()
@@ -118,7 +130,7 @@ async fn a_conversation_moves_to_another_account_without_the_first_ones_thinking
         // Turn two: a is at its limit; b takes the conversation, without a's thinking.
         a.script([Behavior::rate_limited(Some(60))]);
         let result = json!({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_fake1", "content": "the file"}]});
+            {"type": "tool_result", "tool_use_id": call_id(&turn), "content": "the file"}]});
         let r = messages(&baton, &ask(vec![user, turn, result], stream))
             .send()
             .await
@@ -148,6 +160,8 @@ async fn a_conversation_moves_to_another_account_without_the_first_ones_thinking
 #[tokio::test]
 async fn a_signature_baton_cannot_place_is_retried_once_without_thinking() {
     let (_d, _a, b, baton) = setup("anthropic").await;
+    // b refuses the unknown signature once, on purpose.
+    b.expect_refusals();
     // Signed by an account before Baton ever saw it, sent to b directly.
     let history = vec![
         json!({"role": "user", "content": "hi"}),
@@ -167,6 +181,7 @@ async fn a_signature_baton_cannot_place_is_retried_once_without_thinking() {
     );
     let got = b.received();
     assert_eq!(got.len(), 2, "refused once, then sent without thinking");
+    assert_eq!(b.refusals().len(), 1);
     assert_eq!(thinking_blocks(&got[0].body), 1);
     assert_eq!(thinking_blocks(&got[1].body), 0);
     assert_eq!(got[1].body["messages"][1]["content"][0]["text"], "Hello.");
@@ -188,7 +203,7 @@ async fn an_openai_compatible_fallback_gets_the_tool_turn_without_thinking() {
     let turn = assistant_turn(r, false).await;
     a.script([Behavior::rate_limited(Some(60))]);
     let result = json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_fake1", "content": "the file"}]});
+        {"type": "tool_result", "tool_use_id": call_id(&turn), "content": "the file"}]});
     let r = messages(&baton, &ask(vec![user, turn, result], false))
         .send()
         .await
@@ -384,4 +399,75 @@ async fn no_thinking_is_asked_for_in_the_middle_of_a_translated_tool_loop() {
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     assert!(an.received()[0].body.get("thinking").is_none());
     baton.stop().await;
+}
+
+/// Fifteen turns of a tool loop with thinking enabled, on account a, then b (a capped), then a
+/// again (b capped), streamed as Claude Code streams: every turn is served. Once as a client that
+/// keeps every thinking block, once as one that keeps none (as Claude Code did when answers came
+/// under another model's name): a last tool turn without thinking, whoever served it, turns
+/// thinking off for that request instead of being refused.
+#[tokio::test]
+async fn fifteen_tool_turns_across_accounts_with_thinking_enabled() {
+    for keeps_thinking in [true, false] {
+        let (_d, a, b, baton) = setup("anthropic").await;
+        let call = || Behavior::ToolCall {
+            name: "Read".into(),
+            arguments: json!({"file_path": "/tmp/x"}).to_string(),
+        };
+        a.always(call());
+        b.always(call());
+        let mut history = vec![json!({"role": "user", "content": "read the files"})];
+        for turn_no in 1..=15 {
+            match turn_no {
+                6 => a.script([Behavior::rate_limited(Some(3600))]),
+                11 => {
+                    // a is back (its cooldown cleared, as the UI's "clear" does); b is capped.
+                    let r = baton
+                        .http
+                        .delete(format!("{}/admin/cooldowns?provider=a", baton.url))
+                        .header("x-admin-key", &baton.admin_key)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(r.status().is_success());
+                    b.script([Behavior::rate_limited(Some(3600))]);
+                }
+                _ => {}
+            }
+            let r = messages(&baton, &ask(history.clone(), true))
+                .send()
+                .await
+                .unwrap();
+            let what = format!("turn {turn_no}, keeps thinking: {keeps_thinking}");
+            assert_eq!(
+                r.status(),
+                200,
+                "{what}: {:?} {:?}",
+                a.refusals(),
+                b.refusals()
+            );
+            let want = if (6..=10).contains(&turn_no) {
+                "b"
+            } else {
+                "a"
+            };
+            assert_eq!(header(&r, "x-gateway-provider"), want, "{what}");
+            let mut turn = assistant_turn(r, true).await;
+            if keeps_thinking && turn_no <= 5 {
+                assert_eq!(turn["content"][0]["type"], "thinking", "{what}: {turn}");
+            }
+            if !keeps_thinking {
+                turn["content"]
+                    .as_array_mut()
+                    .unwrap()
+                    .retain(|c| c["type"] != "thinking");
+            }
+            let id = call_id(&turn);
+            history.push(turn);
+            history.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": "contents"}]}));
+        }
+        assert!(a.refusals().is_empty() && b.refusals().is_empty());
+        baton.stop().await;
+    }
 }
