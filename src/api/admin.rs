@@ -399,6 +399,18 @@ pub async fn cli_check(
         "id": "cli-check", "kind": c.kind.as_str(), "models": ["default"], "executable": executable,
     }))
     .map_err(|e| ApiError::internal("cli_check", e))?;
+    // The same rules as a saved provider (only the CLI itself may run) before anything runs.
+    crate::config::validate::validate_provider(
+        &config,
+        "provider",
+        std::path::Path::new("request body"),
+    )
+    .map_err(|e| match e {
+        crate::config::ConfigError::Field { path, message, .. } => {
+            ApiError::field(path.trim_start_matches("provider."), message)
+        }
+        other => ApiError::invalid("body", other.to_string()),
+    })?;
     let now = core.routing.clock.now_ms();
     let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
         .await

@@ -93,6 +93,31 @@ impl ProviderKind {
         self.cli_program().is_some()
     }
 
+    /// The variables a CLI provider's `env` may set: the ones that CLI documents for its own
+    /// configuration directory and its own keys. Nothing else: loader and runtime options
+    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `GIT_CONFIG_*`…) would let whoever edits a provider run
+    /// code, and base-URL and proxy variables would send the CLI's login elsewhere.
+    pub fn cli_env_allowed(self) -> &'static [&'static str] {
+        match self {
+            ProviderKind::ClaudeCli => &[
+                "CLAUDE_CONFIG_DIR",
+                "ANTHROPIC_API_KEY",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+            ],
+            ProviderKind::CodexCli => &["CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"],
+            ProviderKind::GeminiCli => &[
+                "GEMINI_CLI_HOME",
+                "GEMINI_API_KEY",
+                "GOOGLE_API_KEY",
+                "GOOGLE_CLOUD_PROJECT",
+                "GOOGLE_CLOUD_LOCATION",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "GOOGLE_GENAI_USE_VERTEXAI",
+            ],
+            _ => &[],
+        }
+    }
+
     /// The CLI's program name on `PATH`, for the CLI kinds.
     pub fn cli_program(self) -> Option<&'static str> {
         match self {

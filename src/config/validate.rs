@@ -456,9 +456,33 @@ fn validate_cli(
                 format!("`{exe}` is one program, not a command line: arguments are not allowed"),
             ));
         }
+        // Only the CLI itself: whoever edits a provider must not be able to run any other
+        // program (`--version` and the login check run as soon as a provider is tested).
+        let program = p.kind.cli_program().unwrap_or_default();
+        let base = exe.rsplit(['/', '\\']).next().unwrap_or(exe);
+        let stem = base
+            .strip_suffix(".exe")
+            .or_else(|| base.strip_suffix(".cmd"))
+            .unwrap_or(base);
+        if stem != program {
+            return Err(err(
+                "executable",
+                format!("a {kind} provider runs `{program}`: give `{program}` (found on PATH) or an absolute path ending in /{program}, not `{exe}`"),
+            ));
+        }
     }
+    let allowed = p.kind.cli_env_allowed();
     for (name, value) in &p.env {
         check_env_name(name).map_err(|m| err(&format!("env.{name}"), m))?;
+        if !allowed.contains(&name.as_str()) {
+            return Err(err(
+                &format!("env.{name}"),
+                format!(
+                    "a {kind} provider may set only its own configuration and key variables ({}); `{name}` is not one of them",
+                    allowed.join(", ")
+                ),
+            ));
+        }
         if value.contains('\0') {
             return Err(err(
                 &format!("env.{name}"),

@@ -87,7 +87,7 @@ impl FakeClis {
         let mut p = json!({
             "id": id, "name": name, "kind": format!("{cli}-cli"), "executable": self.exe(cli),
             "models": [model], "priority": priority,
-            "env": {"FAKE_CLI_DIR": self.dir.path().join(cli).display().to_string()},
+            "env": {},
             "timeouts": {"firstByteMs": 5000, "idleMs": 3000}
         });
         if cli == "gemini" {

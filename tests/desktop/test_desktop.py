@@ -70,11 +70,9 @@ class App:
                 {"id": "groq", "name": "Groq", "kind": "openai-compatible", "baseUrl": self.upstream_url + "/v1",
                  "models": ["llama"], "priority": 3, "auto": False},
                 {"id": "claude-code", "name": "Claude Code", "kind": "claude-cli",
-                 "executable": str(bin_dir / "claude"), "models": ["sonnet"], "priority": 1,
-                 "env": {"FAKE_CLI_DIR": str(tmp / "claude")}},
+                 "executable": str(bin_dir / "claude"), "models": ["sonnet"], "priority": 1},
                 {"id": "codex", "name": "Codex", "kind": "codex-cli",
-                 "executable": str(bin_dir / "codex"), "models": ["gpt-5"], "priority": 2,
-                 "env": {"FAKE_CLI_DIR": str(tmp / "codex")}},
+                 "executable": str(bin_dir / "codex"), "models": ["gpt-5"], "priority": 2},
             ],
         }))
         self.env = {**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),

@@ -137,7 +137,9 @@ async fn huge_answers_pass_through() {
 #[tokio::test]
 async fn shell_wrappers_are_refused() {
     let clis = FakeClis::new();
-    let wrapper = clis.dir.path().join("bin/claude-wrapper");
+    // Named as the CLI (only the CLI may be configured), but a shell script.
+    std::fs::create_dir_all(clis.dir.path().join("wrap")).unwrap();
+    let wrapper = clis.dir.path().join("wrap/claude");
     std::fs::write(&wrapper, "#!/bin/sh\nexec claude \"$@\"\n").unwrap();
     {
         use std::os::unix::fs::PermissionsExt;

@@ -28,6 +28,7 @@ mod catalog;
 mod chaos;
 mod cli_config;
 mod cli_keys;
+mod cli_lockdown;
 mod cli_probe;
 mod cli_processes;
 mod cli_providers;

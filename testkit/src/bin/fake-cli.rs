@@ -4,7 +4,10 @@
 //!
 //! Environment:
 //! - `FAKE_CLI_DIR`: a directory with `modes` (one mode per line: call N uses line N, the last
-//!   line repeats) and where each call appends its invocation to `calls.jsonl`.
+//!   line repeats) and where each call appends its invocation to `calls.jsonl`. Without it,
+//!   `<dir>/<name>` beside the `bin` folder the fake was copied into (`<dir>/bin/claude` uses
+//!   `<dir>/claude`): Baton passes a CLI none of its own variables, as it would not pass them to
+//!   the real one.
 //!
 //! Modes: `ok`, `ok-slow`, `nologin`, `limit`, `overloaded`, `capacity` (Gemini sleeps on a
 //! quota), `netfail` (Codex retries forever), `hang`, `print-then-hang`, `huge`, `slow-limit`.
@@ -46,7 +49,9 @@ fn main() {
         std::thread::sleep(Duration::from_secs(3600));
         return;
     }
-    let dir = std::env::var_os("FAKE_CLI_DIR").map(PathBuf::from);
+    let dir = std::env::var_os("FAKE_CLI_DIR")
+        .map(PathBuf::from)
+        .or_else(|| beside_bin(&args[0]));
     if rest.iter().any(|a| a == "--version" || a == "-v") {
         println!(
             "{}",
@@ -410,4 +415,16 @@ fn ok(me: &str, model: &str, answer: &str, slow: bool) {
             );
         }
     }
+}
+
+/// `<dir>/<name>` for a fake run as `<dir>/bin/<name>`, when that folder exists.
+fn beside_bin(exe: &str) -> Option<PathBuf> {
+    let exe = Path::new(exe);
+    let name = exe.file_name()?;
+    let bin = exe.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let dir = bin.parent()?.join(name);
+    dir.is_dir().then_some(dir)
 }
