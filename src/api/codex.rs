@@ -24,7 +24,10 @@ const MAX_BODY: usize = 8 << 20;
 /// The `models` list for a Codex client of version `version`.
 pub(super) async fn models(state: &AppState, headers: &HeaderMap, version: &str) -> Value {
     let empty = Value::Array(Vec::new());
-    let Some(credential) = ClientCredential::from_headers(headers) else {
+    let Some(credential) = ClientCredential::from_headers(headers)
+        .map(|c| c.spoken_to(crate::providers::Vendor::OpenAi))
+        .filter(|c| c.vendor == crate::providers::Vendor::OpenAi)
+    else {
         return empty;
     };
     let snap = state.core.routing.snapshot.load();

@@ -133,7 +133,16 @@ fn authorized(
     if p.config.credentials.is_baton() {
         return Some(authorize(rb, p, p.keys.first()));
     }
-    let own = ClientCredential::from_headers(headers)?;
+    // Only to its own vendor (an unknown-shaped login: the vendor whose API it came to).
+    let spoken = if headers.contains_key("anthropic-version") {
+        crate::providers::Vendor::Anthropic
+    } else {
+        crate::providers::Vendor::OpenAi
+    };
+    let own = ClientCredential::from_headers(headers)?.spoken_to(spoken);
+    if !own.fits(&p.config) {
+        return None;
+    }
     let rb = authorize(rb, p, None);
     Some(
         own.headers

@@ -237,7 +237,11 @@ async fn parse(
     let session = crate::router::affinity::Conversation::session_header(req.headers());
     let (bytes, charge) = super::budget::read_body(state, req).await?;
     let body = json_object(&bytes)?;
-    let client = client.map(|c| c.with_account_in(&body));
+    let spoken = match format {
+        Format::Anthropic => crate::providers::Vendor::Anthropic,
+        Format::OpenAi | Format::Responses => crate::providers::Vendor::OpenAi,
+    };
+    let client = client.map(|c| c.with_account_in(&body).spoken_to(spoken));
     let named = crate::router::affinity::Conversation::named(session.as_deref(), &body);
     seen.model = body
         .get("model")

@@ -35,6 +35,7 @@ use record::Record;
 use snapshot::{Selection, Snapshot, Target};
 
 /// Why a `credentials: "client"` provider was passed over.
+const OTHER_VENDOR: &str = "it calls with the client's own login, and this request's login belongs to another vendor (a login goes only to its own vendor's providers)";
 const NO_CLIENT_CREDENTIAL: &str = "it calls with the client's own credential, and this request carried none (send Baton's key in x-baton-key and your own in Authorization or x-api-key)";
 
 /// Largest non-streamed upstream body accepted.
@@ -399,6 +400,24 @@ fn able(
         }
     }
     stored_conversation(inbound, &mut targets, rec)?;
+    // A client's login goes only to its own vendor's providers (a capped Claude login must
+    // never reach the ChatGPT backend, nor a ChatGPT token Anthropic).
+    if let Some(c) = &inbound.client {
+        targets.retain(|t| {
+            let p = &t.provider.config;
+            let fits = p.credentials.is_baton() || c.fits(p);
+            if !fits {
+                rec.push_attempt(skipped(
+                    t,
+                    None,
+                    "cannot take this request",
+                    Some(OTHER_VENDOR.to_string()),
+                    None,
+                ));
+            }
+            fits
+        });
+    }
     // A provider that calls with the client's own credential needs one.
     if inbound.client.is_none() {
         let before = targets.len();

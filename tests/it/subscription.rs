@@ -363,3 +363,99 @@ async fn traffic_returns_to_the_subscription_when_its_reset_passes() {
     assert_eq!(served(&r), "claude-sub", "back on the subscription");
     baton.stop().await;
 }
+
+/// A login goes only to its own vendor: with a Claude subscription and a ChatGPT subscription
+/// on one route, a capped Claude login never reaches the ChatGPT backend (nor a ChatGPT token
+/// Anthropic); and Baton's own key never leaves, in whatever header or case it comes.
+#[tokio::test]
+async fn a_login_never_reaches_another_vendor_nor_batons_key_any_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = FakeUpstream::start("claude").await;
+    claude.only_subscription(ALICE);
+    let chatgpt = FakeUpstream::start("chatgpt").await;
+    chatgpt.only_subscription("eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl");
+    let keyed = FakeUpstream::start("keyed").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": claude.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            {"id": "chatgpt-sub", "kind": "openai-responses", "baseUrl": chatgpt.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 2},
+            {"id": "keyed", "kind": "openai-compatible", "baseUrl": keyed.base_url(),
+             "models": ["keyed-model"], "priority": 3}],
+         "routes": {"subs": ["claude-sub", "chatgpt-sub", "keyed"]},
+         "modelMap": {"claude-*": "subs"}}),
+    )
+    .await;
+    claude.script([Behavior::rate_limited(Some(3600))]);
+    let r = claude_code(&baton, ALICE, "hi").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        header(&r, "x-gateway-provider"),
+        "keyed",
+        "past the ChatGPT backend"
+    );
+    assert_eq!(
+        chatgpt.hits(),
+        0,
+        "the Claude login never went to the ChatGPT backend"
+    );
+    // A login of no known shape, spoken in Anthropic's API, counts as Anthropic's.
+    let r = claude_code(&baton, "opaque-login-42", "hi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(chatgpt.hits(), 0);
+    // Baton's key in x-api-key beside the login, and as the login in an upper-case scheme.
+    claude.script([Behavior::Ok]);
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-baton-key", &baton.key)
+        .header("x-api-key", &baton.key)
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    for (fake, name) in [
+        (&claude, "claude"),
+        (&chatgpt, "chatgpt"),
+        (&keyed, "keyed"),
+    ] {
+        for got in fake.received() {
+            for (h, v) in got.headers.iter() {
+                let v = v.to_str().unwrap_or_default();
+                assert!(
+                    !v.contains(baton.key.as_str()),
+                    "Baton's key reached {name} in {h}"
+                );
+            }
+        }
+    }
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-baton-key", &baton.key)
+        .header("authorization", format!("BEARER {}", baton.key))
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(r.status(), 500);
+    for got in claude.received() {
+        let auth = got
+            .headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap().to_string());
+        assert!(!auth.unwrap_or_default().contains(baton.key.as_str()));
+    }
+    baton.stop().await;
+}
