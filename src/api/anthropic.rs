@@ -43,8 +43,11 @@ fn error_type(status: StatusCode) -> &'static str {
 
 /// Renders an error as `{"type":"error","error":{"type","message"}}` with its headers.
 pub fn anthropic_error(e: ApiError) -> Response {
-    let body =
+    let mut body =
         json!({"type": "error", "error": {"type": error_type(e.status), "message": e.message}});
+    if let Some(d) = e.details {
+        body["error"]["details"] = d;
+    }
     let mut resp = (e.status, Json(body)).into_response();
     resp.headers_mut().extend(e.headers);
     if let Some(s) = e.retry_after_secs {

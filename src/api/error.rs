@@ -19,6 +19,9 @@ pub struct ApiError {
     /// An upstream's own error `type` and `code`, relayed as they came when its verdict is
     /// passed to the client (`content_policy_violation` stays that, not a Baton code).
     pub relayed: Option<(String, Option<String>)>,
+    /// Machine-readable details (`error.details`), e.g. Anthropic's `error_code` that tells its
+    /// SDKs to replay a conversation in full.
+    pub details: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -38,6 +41,7 @@ impl ApiError {
             headers: HeaderMap::new(),
             candidates: None,
             relayed: None,
+            details: None,
         }
     }
 
@@ -116,6 +120,9 @@ impl IntoResponse for ApiError {
         }});
         if let Some(c) = self.candidates {
             body["error"]["candidates"] = c;
+        }
+        if let Some(d) = self.details {
+            body["error"]["details"] = d;
         }
         let mut resp = (self.status, axum::Json(body)).into_response();
         resp.headers_mut().extend(self.headers);

@@ -415,6 +415,11 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
             e.code = "unsupported_request";
             (400, e)
         }
+        Failure::ThreadNotFound(m) => {
+            let mut e = ApiError::new(StatusCode::NOT_FOUND, "not_found_error", "thread_not_found", m);
+            e.details = Some(serde_json::json!({"error_code": "thread_not_found"}));
+            (404, e)
+        }
         Failure::NoStoredConversation(m) => {
             let mut e = ApiError::invalid("previous_response_id", m);
             e.code = "unsupported_request";

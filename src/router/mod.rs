@@ -138,6 +138,8 @@ pub enum Reply {
 pub enum Failure {
     /// The upstream rejected the request itself; its own error goes back to the client.
     Client { status: u16, body: Bytes },
+    /// An Anthropic message thread only an Anthropic server holds, and none can take it.
+    ThreadNotFound(String),
     /// Every candidate is out for a stated time, not all of it limits (an overload's
     /// `Retry-After`, an open breaker): the client may try again at `retry_at_ms`.
     Unavailable { retry_at_ms: i64, summary: String },
@@ -333,7 +335,7 @@ fn stored_conversation(
         .and_then(|b| b.get("previous_response_id"))
         .is_some_and(|v| !v.is_null());
     if !continues {
-        return Ok(());
+        return continued_thread(inbound, targets, rec);
     }
     let before = targets.len();
     targets.retain(|t| {
@@ -353,6 +355,48 @@ fn stored_conversation(
     if targets.is_empty() && before > 0 {
         return Err(Failure::NoStoredConversation(
             "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// An Anthropic client continuing a message thread (`thread: {"type": "continue"}`, the
+/// message-threads beta) sends only the new turn: only an Anthropic upstream holds the rest.
+/// Elsewhere the client is told the thread is not found, which the Anthropic SDKs answer by
+/// replaying the whole conversation under a new thread (which any upstream can take).
+fn continued_thread(
+    inbound: &Inbound,
+    targets: &mut Vec<Target>,
+    rec: &mut Record,
+) -> Result<(), Failure> {
+    let continues = inbound
+        .anthropic_body
+        .as_ref()
+        .and_then(|b| b.get("thread"))
+        .and_then(|t| t.get("type"))
+        .and_then(serde_json::Value::as_str)
+        == Some("continue");
+    if !continues {
+        return Ok(());
+    }
+    let before = targets.len();
+    targets.retain(|t| {
+        let anthropic = t.provider.config.kind == crate::config::ProviderKind::Anthropic;
+        if !anthropic {
+            let why = "`thread` continues a message thread held by an Anthropic server";
+            rec.push_attempt(skipped(
+                t,
+                None,
+                "cannot take this request",
+                Some(why.into()),
+                None,
+            ));
+        }
+        anthropic
+    });
+    if targets.is_empty() && before > 0 {
+        return Err(Failure::ThreadNotFound(
+            "No usable thread state for `previous_message_id` here: Baton keeps no conversation state and no Anthropic provider can take this request. Replay the full conversation with `thread: {\"type\": \"create\"}`.".into(),
         ));
     }
     Ok(())

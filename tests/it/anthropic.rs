@@ -380,3 +380,96 @@ async fn claude_codes_large_max_tokens_is_capped_to_the_model() {
     assert_eq!(a.received()[0].body["max_tokens"], 8192);
     baton.stop().await;
 }
+
+/// The anthropic SDKs' tool runners continue a message thread with only the new turn; on a
+/// translated path Baton has no thread to continue and says so the way the SDKs recover from
+/// (`error.details.error_code: thread_not_found`), and their full replay is served.
+#[tokio::test]
+async fn a_message_thread_on_a_translated_path_is_replayed_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)], "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    let send = |body: Value| {
+        baton
+            .http
+            .post(format!("{}/v1/messages", baton.url))
+            .header("x-api-key", &baton.key)
+            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-beta", "message-threads-2026-08-12")
+            .json(&body)
+            .send()
+    };
+    let r = send(json!({"model": "claude-sonnet-4-5", "max_tokens": 50,
+        "thread": {"type": "continue", "previous_message_id": "msg_01abc"},
+        "messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]}]}))
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "not_found_error");
+    assert_eq!(v["error"]["details"]["error_code"], "thread_not_found");
+    assert_eq!(up.hits(), 0, "the fragment never went upstream");
+    let r = send(json!({"model": "claude-sonnet-4-5", "max_tokens": 50,
+        "thread": {"type": "create"}, "system": "be brief",
+        "tools": [{"name": "weather", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]}]}))
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let sent = &up.received()[0].body;
+    assert!(sent.get("thread").is_none());
+    assert_eq!(sent["messages"][0]["content"], "be brief");
+    baton.stop().await;
+}
+
+/// Structured output asked the Messages way (`output_config.format`, as `messages.parse`
+/// sends it) reaches a Chat Completions upstream as its `response_format`, and the beta's
+/// `output_format` too.
+#[tokio::test]
+async fn structured_output_reaches_a_translated_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)], "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": false});
+    for (field, value) in [
+        (
+            "output_config",
+            json!({"format": {"type": "json_schema", "schema": schema}}),
+        ),
+        (
+            "output_format",
+            json!({"type": "json_schema", "schema": schema}),
+        ),
+    ] {
+        let mut body = json!({"model": "claude-sonnet-4-5", "max_tokens": 50,
+            "messages": [{"role": "user", "content": "where?"}]});
+        body[field] = value;
+        let r = baton
+            .http
+            .post(format!("{}/v1/messages", baton.url))
+            .header("x-api-key", &baton.key)
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{field}");
+        let sent = up.received().last().unwrap().body.clone();
+        assert_eq!(sent["response_format"]["type"], "json_schema", "{field}");
+        assert_eq!(sent["response_format"]["json_schema"]["schema"], schema);
+    }
+    baton.stop().await;
+}
