@@ -51,7 +51,7 @@ pub(crate) async fn messages(
         return crate::refuse::anthropic(&message);
     }
     let _guard = InFlight::new(s.clone());
-    let behavior = s.next_behavior();
+    let behavior = crate::resolve_auto(s.next_behavior(), &body);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body
         .get("model")
@@ -83,12 +83,16 @@ pub(crate) async fn messages(
         ),
         Behavior::Text(t) => (vec![json!({"type": "text", "text": t})], "end_turn", None),
         Behavior::StreamDies(n) => (
-            vec![json!({"type": "text", "text": format!("{}: {}", s.name, last_user)})],
+            vec![
+                json!({"type": "text", "text": crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user))}),
+            ],
             "end_turn",
             Some(n),
         ),
         _ => (
-            vec![json!({"type": "text", "text": format!("{}: {}", s.name, last_user)})],
+            vec![
+                json!({"type": "text", "text": crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user))}),
+            ],
             "end_turn",
             None,
         ),
@@ -242,10 +246,15 @@ fn refuse(headers: &HeaderMap) -> Option<Response> {
 
 /// The text of the last user message (a string or its last text block).
 fn last_user_text(body: &Value) -> String {
+    // The user's words, past turns that only carry tool results (as the OpenAI fake reads past
+    // tool messages).
     body.get("messages")
         .and_then(Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| match &m["content"] {
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .find_map(|m| match &m["content"] {
             Value::String(t) => Some(t.clone()),
             Value::Array(blocks) => blocks
                 .iter()

@@ -50,13 +50,17 @@ pub(crate) async fn generate(
     }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
-    let behavior = s.next_behavior();
+    let behavior = crate::resolve_auto(s.next_behavior(), &body);
+    // The user's words, past turns that only carry function responses.
     let last_user = body
         .get("contents")
         .and_then(Value::as_array)
-        .and_then(|c| c.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["parts"].as_array())
-        .and_then(|p| {
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["parts"].as_array())
+        .find_map(|p| {
             p.iter()
                 .rev()
                 .find_map(|p| p.get("text").and_then(Value::as_str))
@@ -86,7 +90,8 @@ pub(crate) async fn generate(
             vec![call]
         }
         Behavior::Text(t) => vec![json!({"text": t})],
-        _ => vec![json!({"text": format!("{}: {}", s.name, last_user)})],
+        _ => vec![json!({"text": crate::schema_answer(&body)
+            .unwrap_or_else(|| format!("{}: {}", s.name, last_user))})],
     };
     // Asked for its thoughts, a thinking Gemini begins with a thought summary.
     if body

@@ -19,8 +19,10 @@ use serde_json::{json, Value};
 
 mod anthropic;
 pub mod contract;
+mod model;
 mod modes;
 mod refuse;
+pub(crate) use model::{resolve_auto, schema_answer};
 pub use modes::behavior_from_name;
 mod control;
 mod gemini;
@@ -289,48 +291,6 @@ impl Shared {
 }
 
 impl Shared {
-    /// The real API's answer when `body` breaks `api`'s contract; the refusal is kept for the
-    /// contract check (and printed, for the `fake-upstream` binary's log).
-    pub(crate) fn contract(&self, api: contract::Api, body: &Value) -> Option<Response> {
-        let v = contract::check(api, body).err()?;
-        let message = refuse::message(api, body, &v);
-        eprintln!(
-            "fake upstream {:?}: refused as the real API would: {message}",
-            self.name
-        );
-        self.refusals.lock().unwrap().push(message);
-        Some(refuse::violation(api, body, &v))
-    }
-
-    /// `countTokens` takes `contents` alone, or a whole `generateContentRequest` (with its
-    /// `model`); either is checked as a `generateContent` body.
-    pub(crate) fn contract_count(&self, body: &Value) -> Option<Response> {
-        let api = contract::Api::GeminiGenerateContent;
-        let Some(map) = body.as_object() else {
-            return self.contract(api, body);
-        };
-        if let Some(k) = map
-            .keys()
-            .find(|k| !matches!(k.as_str(), "contents" | "generateContentRequest"))
-        {
-            let message =
-                format!("Invalid JSON payload received. Unknown name \"{k}\": Cannot find field.");
-            self.refusals.lock().unwrap().push(message.clone());
-            return Some(refuse::gemini(&message, None));
-        }
-        match map.get("generateContentRequest") {
-            Some(Value::Object(inner)) => {
-                let mut inner = inner.clone();
-                inner.remove("model");
-                self.contract(api, &Value::Object(inner))
-            }
-            _ => self.contract(
-                api,
-                &json!({"contents": map.get("contents").cloned().unwrap_or(json!([]))}),
-            ),
-        }
-    }
-
     /// Counts a request and keeps it for `received()`.
     pub(crate) fn receive(&self, r: Received) {
         self.hits.fetch_add(1, Ordering::SeqCst);
@@ -495,7 +455,7 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             _ => None,
         })
         .unwrap_or_default();
-    let text = format!("{}: {}", s.name, last_user);
+    let text = schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user));
     let behavior = match behavior {
         Behavior::Auto => {
             let first_tool = body

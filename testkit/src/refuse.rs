@@ -6,7 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::contract::{Api, Problem, Seg, Violation};
+use crate::contract::{self, Api, Problem, Seg, Violation};
+use crate::Shared;
 
 /// The value at a violation's path, as the API quotes it.
 fn value_at<'a>(body: &'a Value, v: &Violation) -> Option<&'a Value> {
@@ -202,6 +203,50 @@ pub fn violation(api: Api, body: &Value, v: &Violation) -> Response {
                 _ => v.bracketed(true),
             };
             gemini(&gemini_message(body, v), Some(&field))
+        }
+    }
+}
+
+impl Shared {
+    /// The real API's answer when `body` breaks `api`'s contract; the refusal is kept for the
+    /// contract check (and printed, for the `fake-upstream` binary's log).
+    pub(crate) fn contract(&self, api: contract::Api, body: &Value) -> Option<Response> {
+        let v = contract::check(api, body).err()?;
+        let message = message(api, body, &v);
+        eprintln!(
+            "fake upstream {:?}: refused as the real API would: {message}",
+            self.name
+        );
+        self.refusals.lock().unwrap().push(message);
+        Some(violation(api, body, &v))
+    }
+
+    /// `countTokens` takes `contents` alone, or a whole `generateContentRequest` (with its
+    /// `model`); either is checked as a `generateContent` body.
+    pub(crate) fn contract_count(&self, body: &Value) -> Option<Response> {
+        let api = contract::Api::GeminiGenerateContent;
+        let Some(map) = body.as_object() else {
+            return self.contract(api, body);
+        };
+        if let Some(k) = map
+            .keys()
+            .find(|k| !matches!(k.as_str(), "contents" | "generateContentRequest"))
+        {
+            let message =
+                format!("Invalid JSON payload received. Unknown name \"{k}\": Cannot find field.");
+            self.refusals.lock().unwrap().push(message.clone());
+            return Some(gemini(&message, None));
+        }
+        match map.get("generateContentRequest") {
+            Some(Value::Object(inner)) => {
+                let mut inner = inner.clone();
+                inner.remove("model");
+                self.contract(api, &Value::Object(inner))
+            }
+            _ => self.contract(
+                api,
+                &json!({"contents": map.get("contents").cloned().unwrap_or(json!([]))}),
+            ),
         }
     }
 }

@@ -156,8 +156,9 @@ pub(crate) async fn create(
     let _guard = InFlight::new(s.clone());
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body["model"].as_str().unwrap_or("fake").to_string();
-    let text = format!("{}: {}", s.name, last_user(&body));
-    let behavior = s.next_behavior();
+    let text =
+        crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user(&body)));
+    let behavior = crate::resolve_auto(s.next_behavior(), &body);
     // The connection stays open after `response.completed` (the client has all it needs).
     let linger = matches!(behavior, Behavior::StreamNoDone);
     let (item, cut) = match behavior {
