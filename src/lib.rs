@@ -14,6 +14,7 @@ pub mod config;
 pub mod events;
 pub(crate) mod gateway;
 pub mod limits;
+pub mod logs;
 
 pub(crate) mod metrics;
 pub(crate) mod pricing;

@@ -139,7 +139,8 @@ fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_env("BATON_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(baton::logs::stderr)
+        .with_ansi(false)
         .init();
     use cli::commands;
     let result = match cli.command {

@@ -49,9 +49,10 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("BATON_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
-        // Colours only on a terminal: a log file (autostart, tests) stays plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // One event, one line: control characters from outside (a model name, an upstream's
+        // error) are escaped, so no colours either.
+        .with_writer(baton::logs::stderr)
+        .with_ansi(false)
         .init();
     let args = Args::parse();
     let opts = baton::serve::ServeOptions {

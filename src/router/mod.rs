@@ -284,9 +284,12 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             affinity::first(&mut targets, s, now);
         }
     }
+    // A client may shorten the operator's bound, never lengthen it.
     let deadline_ms = inbound
         .deadline_ms
-        .unwrap_or(snap.routing.request_timeout_ms);
+        .map_or(snap.routing.request_timeout_ms, |d| {
+            d.min(snap.routing.request_timeout_ms)
+        });
     let deadline =
         tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
     let mut waited_for_reset = false;

@@ -312,6 +312,29 @@ async fn deadline_header_bounds_the_whole_chain() {
         .unwrap();
     assert_eq!(r.status(), 400);
     baton.stop().await;
+    // A client cannot run past the operator's bound with a longer header.
+    let dir = tempfile::tempdir().unwrap();
+    let mut pa = provider("a", &a.base_url(), 10);
+    pa["timeouts"]["firstByteMs"] = json!(60_000);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"routing": {"requestTimeoutMs": 1500}, "providers": [pa]}),
+    )
+    .await;
+    a.script([Behavior::Hang]);
+    let r = baton
+        .post(chat_body("auto", "x", false))
+        .header("x-gateway-timeout-ms", "86400000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("(1500 ms"),
+        "the operator's bound, not the header's: {v}"
+    );
+    baton.stop().await;
 }
 
 #[tokio::test]
