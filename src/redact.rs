@@ -73,8 +73,79 @@ impl Redactor {
         }
     }
 
-    /// `body` with every known secret and credential shape masked.
+    /// `body` with every known secret and credential shape masked, as written and as it reads
+    /// once decoded: an echo written with JSON escapes (`custom\/…`, `\u0045…`) or
+    /// percent-encoding is masked too (the JSON re-encoded, other text decoded).
     pub fn bytes<'a>(&self, body: &'a [u8]) -> Cow<'a, [u8]> {
+        let out = self.raw(body);
+        if memchr::memchr2(b'\\', b'%', &out).is_none() {
+            return out;
+        }
+        match self.decoded(&out) {
+            Some(d) => Cow::Owned(d),
+            None => out,
+        }
+    }
+
+    /// The decoded reading of `body` with what it hides masked, when it hid something.
+    fn decoded(&self, body: &[u8]) -> Option<Vec<u8>> {
+        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(body) {
+            return self
+                .json_strings(&mut v)
+                .then(|| serde_json::to_vec(&v).unwrap_or_default());
+        }
+        let text = String::from_utf8_lossy(body);
+        let view = unescape(&text);
+        match self.raw(view.as_bytes()) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        }
+    }
+
+    /// Masks every string (and key) of a JSON value as decoded; whether any changed.
+    fn json_strings(&self, v: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => {
+                let view = unescape(s);
+                match self.raw(view.as_bytes()) {
+                    Cow::Owned(m) => {
+                        *s = String::from_utf8_lossy(&m).into_owned();
+                        true
+                    }
+                    Cow::Borrowed(_) => false,
+                }
+            }
+            Value::Array(items) => {
+                // Every item, not only up to the first that changed.
+                let mut any = false;
+                for i in items {
+                    any |= self.json_strings(i);
+                }
+                any
+            }
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                let mut any = false;
+                for (k, mut val) in entries {
+                    any |= self.json_strings(&mut val);
+                    let key = match self.raw(unescape(&k).as_bytes()) {
+                        Cow::Owned(m) => {
+                            any = true;
+                            String::from_utf8_lossy(&m).into_owned()
+                        }
+                        Cow::Borrowed(_) => k,
+                    };
+                    map.insert(key, val);
+                }
+                any
+            }
+            _ => false,
+        }
+    }
+
+    /// `body` with every known secret and credential shape masked, as written.
+    fn raw<'a>(&self, body: &'a [u8]) -> Cow<'a, [u8]> {
         let secrets = self.secrets.load();
         let mut out: Cow<'a, [u8]> = Cow::Borrowed(body);
         for s in secrets.iter() {
@@ -118,6 +189,59 @@ impl Redactor {
     }
 }
 
+/// Text as it reads with its escapes decoded: JSON's (`\/`, `\uXXXX`, `\"`, `\\`) and
+/// percent-encoding, so a secret written in them is seen.
+fn unescape(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let hex = |s: &[u8]| {
+        std::str::from_utf8(s)
+            .ok()
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\\' if i + 1 < b.len() => match b[i + 1] {
+                b'u' if i + 6 <= b.len() => match hex(&b[i + 2..i + 6]).and_then(char::from_u32) {
+                    Some(c) => {
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                        i += 6;
+                    }
+                    None => {
+                        out.push(b[i]);
+                        i += 1;
+                    }
+                },
+                c @ (b'/' | b'"' | b'\\') => {
+                    out.push(c);
+                    i += 2;
+                }
+                _ => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            },
+            b'%' if i + 3 <= b.len() => match hex(&b[i + 1..i + 3]) {
+                Some(v) => {
+                    out.push(v as u8);
+                    i += 3;
+                }
+                None => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            },
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A known secret's masked form: its first three characters, then the mask.
 fn mask_exact(s: &str) -> String {
     let head: String = s.chars().take(3).collect();
@@ -127,6 +251,27 @@ fn mask_exact(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn echoes_written_with_escapes_are_masked_too() {
+        let r = Redactor::default();
+        r.set_secrets(["custom/proxy-Echo-token-9876"]);
+        for body in [
+            r#"{"error":{"message":"bad key custom\/proxy-Echo-token-9876"}}"#,
+            r#"{"error":{"message":"bad key custom/proxy-\u0045cho-token-9876"}}"#,
+            "bad key custom%2Fproxy-Echo-token-9876 in the query",
+        ] {
+            let out = r.bytes(body.as_bytes());
+            let s = String::from_utf8_lossy(&out);
+            assert!(!s.contains("token-9876"), "{body} -> {s}");
+            assert!(!unescape(&s).contains("token-9876"), "{body} -> {s}");
+        }
+        let plain = br#"{"error":{"message":"line one\nline two"}}"#;
+        assert!(
+            matches!(r.bytes(plain), Cow::Borrowed(_)),
+            "nothing hidden: untouched"
+        );
+    }
 
     #[test]
     fn exact_secrets_and_credential_shapes_are_masked() {

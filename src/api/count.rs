@@ -24,7 +24,12 @@ use crate::tokens::Method;
 pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
     let core = &state.core;
     let headers = req.headers().clone();
-    if let Err(e) = authenticate(core, &headers) {
+    let client = match authenticate(core, &headers) {
+        Ok(c) => c,
+        Err(e) => return anthropic_error(e),
+    };
+    // The key's own policy, as for the request it counts: disabled, expired, rate, budgets.
+    if let Err(e) = super::pipeline::admit(core, &client).await {
         return anthropic_error(e);
     }
     // The same body limit as /v1/messages: a context that can be sent can be counted.

@@ -42,6 +42,16 @@ pub async fn models(
         Err(e) if anthropic => return super::anthropic::anthropic_error(e),
         Err(e) => return e.into_response(),
     };
+    // A disabled or expired key lists nothing (listing costs no tokens: no metering).
+    let now = state.core.routing.clock.now_ms();
+    if let Err(d) = state.core.clients.gate(&client, now) {
+        let e = super::admission::deny_error(&d, &client.label, now);
+        return if anthropic {
+            super::anthropic::anthropic_error(e)
+        } else {
+            e.into_response()
+        };
+    }
     let snap = state.core.routing.snapshot.load();
     // A key limited to some targets or a price tier sees only the names it can use.
     let usable = |name: &str| {

@@ -136,7 +136,9 @@ async fn handle_client(
     admit(core, &client).await?;
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let (inbound, _charge, echo) = parse(state, req, format, seen, request_id).await?;
+    let (mut inbound, _charge, echo) = parse(state, req, format, seen, request_id).await?;
+    // Affinity is per client key: one member's session name cannot steer another's routing.
+    inbound.conversation = inbound.conversation.map(|c| c.of_client(&client.id));
     let snap = core.routing.snapshot.load_full();
     let mapped = snap.map_model(&inbound.canonical.model).to_string();
     let (targets, selection) = snap
@@ -200,7 +202,7 @@ async fn handle_client(
 }
 
 /// The client's own limits and the tray's pause, before anything is read.
-async fn admit(
+pub(super) async fn admit(
     core: &crate::gateway::Core,
     client: &crate::clients::Client,
 ) -> Result<(), ApiError> {

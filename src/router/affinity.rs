@@ -41,6 +41,18 @@ impl Conversation {
         Self(out)
     }
 
+    /// The conversation as one client key's: two team members who name the same session (or
+    /// send the same prompt) have two conversations, so neither can steer the other's routing.
+    pub fn of_client(self, client: &str) -> Self {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(&self.0);
+        ctx.update(b"\n");
+        ctx.update(client.as_bytes());
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&ctx.finish().as_ref()[..16]);
+        Self(out)
+    }
+
     /// The name in hex (the shared-state key).
     pub fn hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()

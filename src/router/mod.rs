@@ -324,83 +324,62 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     }
 }
 
-/// A Responses request that continues a conversation stored on a Responses server
-/// (`previous_response_id`) can go only to a Responses upstream: Baton keeps no conversation,
-/// and no other format could be given the turns before.
+/// A conversation held upstream can go only to the kind of server that holds it: Baton keeps
+/// no conversation state, and no other format could be given the turns before.
+/// - A Responses request continuing a stored one (`previous_response_id`): only a Responses
+///   upstream; elsewhere a 400 that says to send the whole conversation.
+/// - An Anthropic client continuing a message thread (`thread: {"type": "continue"}`, the
+///   message-threads beta, which sends only the new turn): only an Anthropic upstream;
+///   elsewhere "thread not found", which the Anthropic SDKs answer by replaying the whole
+///   conversation under a new thread (which any upstream can take).
 fn stored_conversation(
     inbound: &Inbound,
     targets: &mut Vec<Target>,
     rec: &mut Record,
 ) -> Result<(), Failure> {
-    let continues = inbound
+    use crate::config::ProviderKind;
+    let stored = inbound
         .responses_body
         .as_ref()
         .and_then(|b| b.get("previous_response_id"))
         .is_some_and(|v| !v.is_null());
-    if !continues {
-        return continued_thread(inbound, targets, rec);
-    }
-    let before = targets.len();
-    targets.retain(|t| {
-        let responses = t.provider.config.kind == crate::config::ProviderKind::OpenaiResponses;
-        if !responses {
-            let why = "`previous_response_id` names a conversation stored on a Responses server";
-            rec.push_attempt(skipped(
-                t,
-                None,
-                "cannot take this request",
-                Some(why.into()),
-                None,
-            ));
-        }
-        responses
-    });
-    if targets.is_empty() && before > 0 {
-        return Err(Failure::NoStoredConversation(
-            "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// An Anthropic client continuing a message thread (`thread: {"type": "continue"}`, the
-/// message-threads beta) sends only the new turn: only an Anthropic upstream holds the rest.
-/// Elsewhere the client is told the thread is not found, which the Anthropic SDKs answer by
-/// replaying the whole conversation under a new thread (which any upstream can take).
-fn continued_thread(
-    inbound: &Inbound,
-    targets: &mut Vec<Target>,
-    rec: &mut Record,
-) -> Result<(), Failure> {
-    let continues = inbound
+    let thread = inbound
         .anthropic_body
         .as_ref()
         .and_then(|b| b.get("thread"))
         .and_then(|t| t.get("type"))
         .and_then(serde_json::Value::as_str)
         == Some("continue");
-    if !continues {
+    let (kind, why, failure) = if stored {
+        (
+            ProviderKind::OpenaiResponses,
+            "`previous_response_id` names a conversation stored on a Responses server",
+            Failure::NoStoredConversation(
+                "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
+            ),
+        )
+    } else if thread {
+        (
+            ProviderKind::Anthropic,
+            "`thread` continues a message thread held by an Anthropic server",
+            Failure::ThreadNotFound(
+                "No usable thread state for `previous_message_id` here: Baton keeps no conversation state and no Anthropic provider can take this request. Replay the full conversation with `thread: {\"type\": \"create\"}`.".into(),
+            ),
+        )
+    } else {
         return Ok(());
-    }
+    };
     let before = targets.len();
     targets.retain(|t| {
-        let anthropic = t.provider.config.kind == crate::config::ProviderKind::Anthropic;
-        if !anthropic {
-            let why = "`thread` continues a message thread held by an Anthropic server";
-            rec.push_attempt(skipped(
-                t,
-                None,
-                "cannot take this request",
-                Some(why.into()),
-                None,
-            ));
+        let holds = t.provider.config.kind == kind;
+        if !holds {
+            let reason = Some(why.to_string());
+            rec.push_attempt(skipped(t, None, "cannot take this request", reason, None));
         }
-        anthropic
+        holds
     });
     if targets.is_empty() && before > 0 {
-        return Err(Failure::ThreadNotFound(
-            "No usable thread state for `previous_message_id` here: Baton keeps no conversation state and no Anthropic provider can take this request. Replay the full conversation with `thread: {\"type\": \"create\"}`.".into(),
-        ));
+        return Err(failure);
     }
     Ok(())
 }

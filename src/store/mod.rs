@@ -467,8 +467,20 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-/// The data directory 0700 and every file in it 0600, on creation and when found looser (it
-/// holds the request log, keys and cooldowns; other local users have no business reading it).
+/// The files Baton makes in its data directory (the database and its journals, the keys, the
+/// stored secrets): the only ones it tightens.
+fn is_batons(name: &str) -> bool {
+    name.starts_with("baton.db")
+        || matches!(
+            name,
+            crate::auth::GATEWAY_KEY_FILE | crate::auth::ADMIN_KEY_FILE | "secrets.json"
+        )
+}
+
+/// The data directory 0700 and every file Baton made in it 0600, on creation and when found
+/// looser (it holds the request log, keys and cooldowns; other local users have no business
+/// reading it). Files of the user's own in a directory given with `--data-dir` are left as they
+/// are, and so is such a directory's own mode (a warning says it is readable).
 pub fn make_private(data_dir: &Path) {
     #[cfg(unix)]
     {
@@ -487,13 +499,21 @@ pub fn make_private(data_dir: &Path) {
                 }
             }
         };
-        tighten(data_dir, 0o700);
+        let mut foreign = false;
         if let Ok(entries) = std::fs::read_dir(data_dir) {
             for e in entries.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_file()) {
+                let name = e.file_name();
+                let ours = name.to_str().is_some_and(is_batons);
+                foreign |= !ours;
+                if ours && e.file_type().is_ok_and(|t| t.is_file()) {
                     tighten(&e.path(), 0o600);
                 }
             }
+        }
+        if !foreign {
+            tighten(data_dir, 0o700);
+        } else if std::fs::metadata(data_dir).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+            tracing::warn!(path = %data_dir.display(), "the data directory holds other files and is readable by other users; Baton's own files in it are private");
         }
     }
     #[cfg(not(unix))]

@@ -127,6 +127,8 @@ pub(crate) struct Shared {
     refusals: Mutex<Vec<String>>,
     /// The test sends bodies the API refuses on purpose (`expect_refusals`).
     refusals_expected: std::sync::atomic::AtomicBool,
+    /// Benchmarks only: bodies are not checked (`unchecked_for_benchmarks`).
+    unchecked: std::sync::atomic::AtomicBool,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -271,6 +273,13 @@ impl FakeUpstream {
     /// the API's own words.
     pub fn refusals(&self) -> Vec<String> {
         self.shared.refusals.lock().unwrap().clone()
+    }
+
+    /// For benchmarks only: bodies are not checked against the API's contract, so the fake
+    /// costs what the cheapest upstream would (it stands for the physical limit there; the
+    /// tests hold Baton to the contract).
+    pub fn unchecked_for_benchmarks(&self) {
+        self.shared.unchecked.store(true, Ordering::SeqCst);
     }
 
     /// This test sends bodies the real API refuses on purpose: dropping the fake does not fail

@@ -68,6 +68,15 @@ impl Baton {
             .json(&body)
     }
 
+    /// A Messages API request, authenticated as an Anthropic SDK does.
+    pub fn messages(&self, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/v1/messages", self.url))
+            .header("x-api-key", &self.key)
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+    }
+
     /// A chat request for `model` made with client key `key`.
     pub async fn chat_as(&self, key: &str, model: &str) -> reqwest::Response {
         self.http

@@ -210,3 +210,45 @@ async fn two_instances_sharing_redis_keep_a_conversation_on_one_key() {
     one.stop().await;
     two.stop().await;
 }
+
+/// Affinity is per client key: a team member who names another's session (the same
+/// `prompt_cache_key`) gets a conversation of their own, not the other's key.
+#[tokio::test]
+async fn a_session_name_steers_only_its_own_clients_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let keys = [("BT_AFF_C1", "k-one"), ("BT_AFF_C2", "k-two")];
+    let baton = Baton::start(dir.path(), json!({"providers": [keyed("a", &a, 1, &keys)]})).await;
+    let (st, v) = Admin(&baton)
+        .send(
+            reqwest::Method::POST,
+            "/admin/keys",
+            Some(json!({"label": "bob"})),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let alice = baton.key.clone();
+    let bob = v["key"].as_str().unwrap().to_string();
+    let ask = |key: &str| {
+        baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(key)
+            .json(&json!({"model": "auto", "prompt_cache_key": "shared-name",
+                "messages": [{"role": "user", "content": "hi"}]}))
+    };
+    for _ in 0..3 {
+        assert_eq!(ask(&alice).send().await.unwrap().status(), 200);
+    }
+    assert_eq!(ask(&bob).send().await.unwrap().status(), 200);
+    let sent = auths(&a);
+    assert!(
+        sent[..3].iter().all(|k| k == &sent[0]),
+        "alice's turns on one key: {sent:?}"
+    );
+    assert_ne!(
+        sent[3], sent[0],
+        "bob's request was not steered onto alice's key: {sent:?}"
+    );
+    baton.stop().await;
+}

@@ -457,15 +457,7 @@ async fn structured_output_reaches_a_translated_upstream() {
         let mut body = json!({"model": "claude-sonnet-4-5", "max_tokens": 50,
             "messages": [{"role": "user", "content": "where?"}]});
         body[field] = value;
-        let r = baton
-            .http
-            .post(format!("{}/v1/messages", baton.url))
-            .header("x-api-key", &baton.key)
-            .header("anthropic-version", "2023-06-01")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let r = baton.messages(body.clone()).send().await.unwrap();
         assert_eq!(r.status(), 200, "{field}");
         let sent = up.received().last().unwrap().body.clone();
         assert_eq!(sent["response_format"]["type"], "json_schema", "{field}");

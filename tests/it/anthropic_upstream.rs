@@ -69,15 +69,7 @@ async fn a_streamed_messages_request_carries_only_messages_fields() {
     let (_d, up, baton) = setup().await;
     let body = json!({"model": "claude-opus-4-8", "max_tokens": 50, "stream": true,
         "messages": [{"role": "user", "content": "hello"}]});
-    let r = baton
-        .http
-        .post(format!("{}/v1/messages", baton.url))
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = baton.messages(body.clone()).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
     assert!(text.contains("event: message_stop"), "{text}");

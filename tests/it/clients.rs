@@ -445,3 +445,48 @@ async fn streamed_requests_count_tokens_and_budgets_hold() {
     assert!(log[0].input_tokens.unwrap() > 0, "{:?}", log[0]);
     assert!(log[0].output_tokens.unwrap() > 0, "{:?}", log[0]);
 }
+
+/// `count_tokens` and `/v1/models` hold a key to its policy as chat does: a disabled key gets
+/// 403 from both, and a key's rate limit counts its counts.
+#[tokio::test]
+async fn counting_and_listing_follow_the_keys_policy() {
+    let (_up, baton, _d) = one_provider().await;
+    let (id, key) = make_key(&baton, "counter", json!({"rpm": 1})).await;
+    let count = |key: String| {
+        let baton = &baton;
+        async move {
+            baton
+                .http
+                .post(format!("{}/v1/messages/count_tokens", baton.url))
+                .header("x-api-key", key)
+                .header("anthropic-version", "2023-06-01")
+                .json(&json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]}))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count(key.clone()).await.status(), 200);
+    let r = count(key.clone()).await;
+    assert_eq!(r.status(), 429, "the key's rpm counts its counts");
+    let (st, _) = Admin(&baton)
+        .send(
+            Method::PATCH,
+            &format!("/admin/keys/{id}"),
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    assert_eq!(count(key.clone()).await.status(), 403);
+    let r = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "key_disabled");
+    baton.stop().await;
+}

@@ -223,11 +223,7 @@ async fn a_stream_reports_its_usage_once() {
 async fn gemini_thoughts_reach_anthropic_clients_as_thinking() {
     let (_d, up, baton) = setup("gemini-2.5-pro").await;
     let r = baton
-        .http
-        .post(format!("{}/v1/messages", baton.url))
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
-        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 4000,
+        .messages(json!({"model": "claude-sonnet-4-5", "max_tokens": 4000,
             "thinking": {"type": "enabled", "budget_tokens": 2048},
             "messages": [{"role": "user", "content": "think"}]}))
         .send()

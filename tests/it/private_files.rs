@@ -49,3 +49,25 @@ async fn the_data_directory_and_its_files_are_private() {
     assert_private(&dir);
     baton.stop().await;
 }
+
+/// `--data-dir` on a directory of the user's own: Baton's files are private, the user's are
+/// left as they were (a script keeps its execute bit).
+#[tokio::test]
+async fn only_batons_own_files_are_tightened() {
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("deploy.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    let _ = baton.log().await;
+    baton.stop().await;
+    assert_eq!(mode(&script), 0o755, "the user's script is untouched");
+    assert_eq!(mode(&dir.path().join("baton.db")), 0o600);
+    assert_eq!(mode(&dir.path().join("admin.key")), 0o600);
+}

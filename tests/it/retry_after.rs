@@ -37,11 +37,7 @@ async fn a_cooled_overloaded_provider_answers_503_with_retry_after() {
     assert_eq!(up.hits(), 1);
     // An Anthropic client too, in its own error shape.
     let r = baton
-        .http
-        .post(format!("{}/v1/messages", baton.url))
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
-        .json(&json!({"model": "auto", "max_tokens": 10,
+        .messages(json!({"model": "auto", "max_tokens": 10,
             "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await

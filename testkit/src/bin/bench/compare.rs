@@ -20,6 +20,7 @@ const STREAM_CHUNKS: usize = 20;
 /// rounds, then the report.
 pub(super) async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
     let fake = FakeUpstream::start("bench").await;
+    fake.unchecked_for_benchmarks();
     let dir = tempfile_dir();
     // One gateway key for both, so requests can alternate between them.
     let key = "bt-compare-key-000000000000000000000000000000";

@@ -410,6 +410,7 @@ async fn main() {
     }
 
     let fake = FakeUpstream::start("bench").await;
+    fake.unchecked_for_benchmarks();
     fake.always(Behavior::Ok);
     let dir = tempfile_dir();
     // BENCH_BATON_CPU pins Baton to one core (the load generator and fake upstream get the other),

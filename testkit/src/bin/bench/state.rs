@@ -38,6 +38,7 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let fake = FakeUpstream::start("bench").await;
+    fake.unchecked_for_benchmarks();
     fake.always(Behavior::Ok);
     let key = "bt-bench-key-0000000000000000000000000000000";
     let client = reqwest::Client::builder()
