@@ -136,3 +136,35 @@ fn the_estimate_stays_within_its_stated_error_on_every_kind_of_text() {
     let err = estimate_request(&req) as f64 / truth - 1.0;
     assert!(err.abs() <= 0.20, "a whole request: {:+.0} %", err * 100.0);
 }
+
+#[test]
+fn a_hostile_text_is_counted_within_bounds() {
+    // One 3 MB "word": estimated, never tokenized (BPE on it costs the square of its length).
+    let word = "ab".repeat(1_500_000);
+    let n = Tokenizer::O200k.count_within(&word, &std::cell::Cell::new(EXACT_BYTES));
+    assert_eq!(n, estimate_text(&word));
+    // Ordinary text is counted exactly within the budget, whatever its chunking.
+    let text = "The quick brown fox jumps over the lazy dog. ".repeat(2_000);
+    let exact = Tokenizer::O200k.bpe().encode_ordinary(&text).len() as u64;
+    let budget = std::cell::Cell::new(EXACT_BYTES);
+    assert_eq!(Tokenizer::O200k.count_within(&text, &budget), exact);
+    assert_eq!(
+        budget.get(),
+        EXACT_BYTES - text.len(),
+        "the budget was spent"
+    );
+    // Past the budget, the estimate (chunk by chunk, each rounded up).
+    let spent = std::cell::Cell::new(0);
+    let est = Tokenizer::O200k.count_within(&text, &spent);
+    let whole = estimate_text(&text);
+    assert!(est >= whole && est <= whole + 10, "{est} vs {whole}");
+}
+
+#[test]
+fn chunks_end_before_whitespace_or_after_a_long_word() {
+    let s = format!("{} {}", "a".repeat(20_000), "b".repeat(10));
+    assert_eq!(chunk_end(&s, 16 * 1024), 20_000);
+    let t = format!("{} {}", "a".repeat(100), "b".repeat(20_000));
+    assert_eq!(chunk_end(&t, 16 * 1024), 100);
+    assert_eq!(chunk_end("short", 16), 5);
+}
