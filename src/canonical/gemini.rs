@@ -15,11 +15,12 @@ pub const NO_SIGNATURE: &str = "skip_thought_signature_validator";
 /// How many function calls' thought signatures are remembered.
 const SIGNATURES: usize = 20_000;
 
-/// The thought signatures Gemini put on its function calls, by the id Baton gave each call
-/// (the client sends the id back, never the signature). Bounded; the oldest are forgotten,
-/// and a forgotten one is sent as [`NO_SIGNATURE`].
-fn signatures() -> &'static Mutex<lru::LruCache<String, String>> {
-    static BOOK: OnceLock<Mutex<lru::LruCache<String, String>>> = OnceLock::new();
+/// The thought signatures Gemini put on its function calls, and the model that made each, by
+/// the id Baton gave the call (the client sends the id back, never the signature). Bounded; the
+/// oldest are forgotten, and a forgotten one, or one going to another model, is sent as
+/// [`NO_SIGNATURE`].
+fn signatures() -> &'static Mutex<lru::LruCache<String, (String, String)>> {
+    static BOOK: OnceLock<Mutex<lru::LruCache<String, (String, String)>>> = OnceLock::new();
     BOOK.get_or_init(|| {
         Mutex::new(lru::LruCache::new(
             NonZeroUsize::new(SIGNATURES).unwrap_or(NonZeroUsize::MIN),
@@ -27,14 +28,25 @@ fn signatures() -> &'static Mutex<lru::LruCache<String, String>> {
     })
 }
 
-fn remember_signature(id: &str, signature: &str) {
+fn remember_signature(id: &str, signature: &str, model: &str) {
     if let Ok(mut book) = signatures().lock() {
-        book.put(id.to_string(), signature.to_string());
+        book.put(
+            id.to_string(),
+            (signature.to_string(), bare(model).to_string()),
+        );
     }
 }
 
-fn signature_of(id: &str) -> Option<String> {
-    signatures().lock().ok()?.get(id).cloned()
+/// The signature of call `id`, when `model` made it (a signature goes back only to its maker).
+fn signature_of(id: &str, model: &str) -> Option<String> {
+    let mut book = signatures().lock().ok()?;
+    let (sig, maker) = book.get(id)?;
+    (maker.is_empty() || maker == bare(model)).then(|| sig.clone())
+}
+
+/// `models/gemini-3-pro` → `gemini-3-pro`.
+fn bare(model: &str) -> &str {
+    model.rsplit('/').next().unwrap_or(model)
 }
 
 /// A tool call id no other call has: Gemini's own when it gives one, else a fresh one (ids
@@ -98,7 +110,7 @@ pub fn request_to_gemini(req: &ChatRequest, model: &str) -> Map<String, Value> {
                         "args": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))}});
                     // The signature Gemini gave this call goes back with it; a model that
                     // checks them gets the documented stand-in for one it did not make.
-                    match signature_of(id) {
+                    match signature_of(id, model) {
                         Some(sig) => part["thoughtSignature"] = json!(sig),
                         None if signed => part["thoughtSignature"] = json!(NO_SIGNATURE),
                         None => {}
@@ -214,7 +226,8 @@ pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
         if let Some(fc) = p.get("functionCall") {
             let id = call_id(fc);
             if let Some(sig) = p.get("thoughtSignature").and_then(Value::as_str) {
-                remember_signature(&id, sig);
+                let maker = v.get("modelVersion").and_then(Value::as_str).unwrap_or("");
+                remember_signature(&id, sig, maker);
             }
             content.push(Part::ToolCall {
                 id,

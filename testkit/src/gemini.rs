@@ -106,7 +106,7 @@ pub(crate) async fn generate(
     }
     if !stream {
         return axum::Json(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
-            "usageMetadata": usage, "modelVersion": "gemini-fake"}))
+            "usageMetadata": usage, "modelVersion": model}))
         .into_response();
     }
     // One chunk per text word (or the whole call), the last with the finish reason and usage.
@@ -124,7 +124,8 @@ pub(crate) async fn generate(
         .into_iter()
         .enumerate()
         .map(|(i, part)| {
-            let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [part]}}]});
+            let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [part]}}],
+                "modelVersion": model});
             let mut u = usage.clone();
             if i + 1 == n {
                 c["candidates"][0]["finishReason"] = json!("STOP");

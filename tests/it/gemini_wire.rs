@@ -269,3 +269,50 @@ async fn the_fake_refuses_json_schema_in_parameters_as_gemini_does() {
         "Invalid JSON payload received. Unknown name \"additionalProperties\" at 'tools[0].function_declarations[0].parameters': Cannot find field."
     );
 }
+
+/// A thought signature goes back only to the model that made it: when a Gemini 3 tool loop
+/// fails over to another Gemini 3 model, that one gets the documented stand-in, not a signature
+/// it would call corrupted.
+#[tokio::test]
+async fn a_signature_goes_back_only_to_the_model_that_made_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (
+        FakeUpstream::start("g-one").await,
+        FakeUpstream::start("g-two").await,
+    );
+    std::env::set_var("BT_GEMINI_WIRE_KEY", "gemini-wire-secret");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "one", "kind": "gemini", "baseUrl": one.gemini_base_url(),
+             "keys": [{"env": "BT_GEMINI_WIRE_KEY"}], "models": ["gemini-3-pro-preview"], "priority": 1},
+            {"id": "two", "kind": "gemini", "baseUrl": two.gemini_base_url(),
+             "keys": [{"env": "BT_GEMINI_WIRE_KEY"}], "models": ["gemini-3-flash-preview"], "priority": 2}]}),
+    )
+    .await;
+    one.script([call("get_weather")]);
+    let mut messages = vec![json!({"role": "user", "content": "weather?"})];
+    let r = baton
+        .post(json!({"model": "auto", "tools": [strict_tool()], "messages": messages}))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    let msg = v["choices"][0]["message"].clone();
+    let id = msg["tool_calls"][0]["id"].as_str().unwrap().to_string();
+    messages.push(msg);
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "18 C"}));
+    one.script([Behavior::rate_limited(Some(3600))]);
+    let r = baton
+        .post(json!({"model": "auto", "tools": [strict_tool()], "messages": messages}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{:?}", two.refusals());
+    assert_eq!(header(&r, "x-gateway-provider"), "two");
+    assert_eq!(
+        two.received()[0].body["body"]["contents"][1]["parts"][0]["thoughtSignature"],
+        "skip_thought_signature_validator"
+    );
+    baton.stop().await;
+}
