@@ -6,11 +6,11 @@
 // packages).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { procs, start } from "../support/procs.mjs";
 
 const need = createRequire(join(process.env.NPM_DIR || join(process.env.HOME, ".cache/baton-npm"), "node_modules/"));
 const OpenAI = need("openai").default;
@@ -19,28 +19,7 @@ const { generateText, streamText, tool, Output, jsonSchema, stepCountIs } = need
 const { createOpenAI } = need("@ai-sdk/openai");
 const { createAnthropic } = need("@ai-sdk/anthropic");
 
-const procs = [];
 after(() => procs.forEach((p) => p.kill("SIGTERM")));
-
-function start(bin, args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-    procs.push(p);
-    let out = "";
-    let err = "";
-    const timer = setTimeout(() => reject(new Error(`${bin} did not start: ${out}${err}`)), 20000);
-    p.stderr.on("data", (d) => (err += d));
-    p.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    p.on("exit", (code) => reject(new Error(`${bin} exited ${code}: ${err}`)));
-  });
-}
 
 const SUFFIX = { "openai-compatible": "/v1", anthropic: "/v1", gemini: "/v1beta", "openai-responses": "/v1" };
 const made = {};

@@ -139,12 +139,8 @@ async fn streamed_tool_calls_get_ids_that_never_repeat() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let r = baton
-            .http
-            .post(format!("{}/v1/messages", baton.url))
-            .header("x-api-key", &baton.key)
-            .header("anthropic-version", "2023-06-01")
-            .json(
-                &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+            .messages(
+                json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
                 "tools": tools, "messages": [{"role": "user", "content": "go"}]}),
             )
             .send()
@@ -181,12 +177,8 @@ async fn a_stream_reports_its_usage_once() {
     assert_eq!(usage[0]["usage"]["prompt_tokens"], 11);
     assert_eq!(usage[0]["usage"]["completion_tokens"], 7);
     let r = baton
-        .http
-        .post(format!("{}/v1/messages", baton.url))
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
-        .json(
-            &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        .messages(
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
             "messages": [{"role": "user", "content": "a question of some length, to count"}]}),
         )
         .send()

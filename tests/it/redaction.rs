@@ -82,12 +82,8 @@ async fn an_upstream_that_echoes_its_credential_never_leaks_it() {
             // Anthropic Messages.
             up.always(echoing(status));
             let r = baton
-                .http
-                .post(format!("{}/v1/messages", baton.url))
-                .header("x-api-key", &baton.key)
-                .header("anthropic-version", "2023-06-01")
-                .json(
-                    &json!({"model": "echo-model", "max_tokens": 16, "stream": stream,
+                .messages(
+                    json!({"model": "echo-model", "max_tokens": 16, "stream": stream,
                     "messages": [{"role": "user", "content": "hi"}]}),
                 )
                 .send()

@@ -176,12 +176,8 @@ async fn responses_clients_pass_through_unchanged_but_for_the_model() {
 async fn anthropic_clients_stream_from_a_responses_upstream() {
     let (_d, _up, baton) = setup(vec![]).await;
     let r = baton
-        .http
-        .post(format!("{}/v1/messages", baton.url))
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
-        .json(
-            &json!({"model": "resp/gpt-real", "max_tokens": 50, "stream": true,
+        .messages(
+            json!({"model": "resp/gpt-real", "max_tokens": 50, "stream": true,
             "messages": [{"role": "user", "content": "hi there"}]}),
         )
         .send()

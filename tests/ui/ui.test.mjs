@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { procs, start } from "../support/procs.mjs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -17,27 +18,6 @@ const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
-
-const procs = [];
-function start(bin, args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-    procs.push(p);
-    let out = "";
-    let err = "";
-    const timer = setTimeout(() => reject(new Error(`${bin} did not start: ${out}${err}`)), 20000);
-    p.stderr.on("data", (d) => (err += d));
-    p.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    p.on("exit", (code) => reject(new Error(`${bin} exited ${code}: ${err}`)));
-  });
-}
 
 let browser, page, baton, upA, upB, upC, dataDir, gatewayKey, adminKey;
 const errors = [];

@@ -1,0 +1,26 @@
+// Child processes for the Node test suites (tests/ui, tests/clients): started, their
+// "listening on URL" line awaited, killed when the suite ends.
+import { spawn } from "node:child_process";
+
+export const procs = [];
+
+/** Starts `bin` with `args` and resolves with the URL it prints ("listening on http://…"). */
+export function start(bin, args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    procs.push(p);
+    let out = "";
+    let err = "";
+    const timer = setTimeout(() => reject(new Error(`${bin} did not start: ${out}${err}`)), 20000);
+    p.stderr.on("data", (d) => (err += d));
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    p.on("exit", (code) => reject(new Error(`${bin} exited ${code}: ${err}`)));
+  });
+}
