@@ -34,6 +34,9 @@ pub struct CooldownEntry {
     pub since_ms: i64,
 }
 
+/// Cooling scopes (keys, models, accounts) one provider keeps at most.
+pub const MAX_SCOPES: usize = 256;
+
 /// Cooldowns by provider; each provider holds a short list, scanned without allocation.
 pub struct Cooldowns {
     map: RwLock<HashMap<String, Vec<CooldownEntry>>>,
@@ -150,10 +153,20 @@ impl Cooldowns {
     }
 
     /// Puts `entry` in the table; true when its scope (or the whole provider) was not
-    /// already cooling.
+    /// already cooling. A provider keeps at most [`MAX_SCOPES`] cooling scopes: past that the
+    /// one that ends soonest goes (model names and logins are the client's to invent, and each
+    /// unknown one an upstream refuses would otherwise add a row for good).
     fn insert(&self, entry: CooldownEntry) -> bool {
+        let (fresh, evicted) = self.insert_bounded(entry);
+        for scope in evicted {
+            self.unpersist(&scope);
+        }
+        fresh
+    }
+
+    fn insert_bounded(&self, entry: CooldownEntry) -> (bool, Vec<Scope>) {
         let Ok(mut map) = self.map.write() else {
-            return false;
+            return (false, Vec::new());
         };
         let scope = &entry.scope;
         let list = map.entry(scope.provider.clone()).or_default();
@@ -164,7 +177,20 @@ impl Cooldowns {
         });
         list.retain(|e| e.scope != *scope && e.until_ms > now);
         list.push(entry);
-        fresh
+        let mut evicted = Vec::new();
+        while list.len() > MAX_SCOPES {
+            let Some(i) = list
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.scope.key.is_some() || e.scope.model.is_some())
+                .min_by_key(|(_, e)| e.until_ms)
+                .map(|(i, _)| i)
+            else {
+                break;
+            };
+            evicted.push(list.remove(i).scope);
+        }
+        (fresh, evicted)
     }
 
     fn persist(&self, e: &CooldownEntry) {

@@ -10,7 +10,7 @@ pub mod usage;
 pub mod windows;
 
 pub use classify::{classify_cli, classify_http};
-pub use cooldown::{CooldownEntry, Cooldowns, Mirror, Persist, Scope};
+pub use cooldown::{CooldownEntry, Cooldowns, Mirror, Persist, Scope, MAX_SCOPES};
 pub use notice::{clock_time, failover_message, quota_message};
 pub use reset::ResetContext;
 

@@ -272,3 +272,44 @@ async fn an_unreachable_host_is_reported_as_failing_not_as_rate_limited() {
     assert!(!msg.contains("rate-limited"), "{msg}");
     baton.stop().await;
 }
+
+/// Model names are the client's to invent: each one an upstream refuses cools that model, but a
+/// provider keeps at most `MAX_SCOPES` cooling scopes, in memory and in the database.
+#[tokio::test]
+async fn invented_model_names_cannot_grow_the_cooldown_table_without_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("a").await;
+    up.always(Behavior::Status {
+        status: 404,
+        body: json!({"error": {"message": "The model does not exist", "type": "invalid_request_error",
+            "code": "model_not_found"}}),
+        headers: Vec::new(),
+    });
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+    )
+    .await;
+    let n = baton::limits::MAX_SCOPES + 40;
+    for i in 0..n {
+        let r = baton.chat(&format!("a/invented-{i}"), "x").await;
+        assert!(r.status().is_client_error() || r.status().is_server_error());
+    }
+    let core = &baton.handle.core;
+    assert!(
+        up.hits() >= n,
+        "each invented name reached the upstream once"
+    );
+    assert_eq!(
+        core.routing.cooldowns.active().len(),
+        baton::limits::MAX_SCOPES
+    );
+    core.routing.cooldowns.flush().await;
+    let rows = core.store.load_cooldowns(0).unwrap();
+    assert!(
+        rows.len() <= baton::limits::MAX_SCOPES,
+        "{} rows",
+        rows.len()
+    );
+    baton.stop().await;
+}
