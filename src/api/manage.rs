@@ -139,8 +139,8 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
 ///   be one some provider already declares; never `PATH`-like process variables, and never a
 ///   variable holding one of Baton's own keys (gateway keys, the admin key, Redis credentials);
 /// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
-///   for, and only while its `baseUrl` stays on the same host: a new host needs the key typed
-///   again.
+///   for, and only while its `baseUrl` stays at the same origin (scheme, host, port): a new
+///   host, or `http` where it was `https`, needs the key typed again.
 pub(super) fn check_key_refs(
     core: &Core,
     config: &ProviderConfig,
@@ -228,13 +228,12 @@ fn declared_elsewhere(core: &Core, name: &str) -> bool {
 }
 
 /// The host (and port) a base URL points at, lower-cased.
+/// Where a key goes: scheme, host and port (`https://api.x` and `http://api.x` are two places:
+/// a key saved for the first must not follow a provider to the second, in the clear).
 fn host_of(url: &str) -> Option<String> {
     let u = reqwest::Url::parse(url).ok()?;
-    let host = u.host_str()?.to_ascii_lowercase();
-    Some(match u.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host,
-    })
+    u.host_str()?;
+    Some(u.origin().ascii_serialization())
 }
 
 /// Stores typed keys and adds references to them; returns the new secret ids (to undo).

@@ -125,6 +125,34 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
             "{v}"
         );
     }
+    // Nor does it follow the provider from https to http on the same host (in the clear).
+    let port = home.addr.port();
+    let mut tls = body("tls", &format!("https://127.0.0.1:{port}/v1"), json!([]));
+    tls["newKeys"] = json!(["sk-typed-key-bound-to-tls-2222"]);
+    let (st, v) = admin
+        .send(Method::POST, "/admin/providers", Some(tls))
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let (_, state) = admin.send(Method::GET, "/admin/providers", None).await;
+    let mut plain = state["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "tls")
+        .unwrap()["config"]
+        .clone();
+    plain["baseUrl"] = json!(format!("http://127.0.0.1:{port}/v1"));
+    let (st, v) = admin
+        .send(Method::PUT, "/admin/providers/tls", Some(plain))
+        .await;
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("https://127.0.0.1"),
+        "{v}"
+    );
     // Another provider cannot borrow it either, on any host.
     let thief = body("thief", &home.base_url(), json!([stored.clone()]));
     for path in ["/admin/test", "/admin/providers"] {
