@@ -44,6 +44,16 @@ pub(super) async fn attempt(
         let body = read_all(&mut reader, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
+        // The client's own login is no secret Baton holds (the redactor cannot know it), and a
+        // login of no known shape passes the shape rules: masked by value here.
+        let body = match inbound
+            .client
+            .as_ref()
+            .filter(|_| !t.provider.config.credentials.is_baton())
+        {
+            Some(c) => crate::redact::mask_value(body, c.key.secret.expose()),
+            None => body,
+        };
         // A signature the account refuses (one Baton could not place): once more without any
         // thinking block, rather than failing over or failing.
         let retry = !matches!(keep, Keep::None)

@@ -459,3 +459,32 @@ async fn a_login_never_reaches_another_vendor_nor_batons_key_any_upstream() {
     }
     baton.stop().await;
 }
+
+/// A login of no recognisable shape that the upstream echoes is masked by value: it reaches
+/// neither the client's error, nor the log, nor the admin state.
+#[tokio::test]
+async fn an_echoed_login_of_no_known_shape_is_masked() {
+    const ODD: &str = "opaque4f7e1c2b9a8d6e5f4a3b2c1d0e9f8a7b";
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("claude").await;
+    sub.script([Behavior::Status {
+        status: 400,
+        body: json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": format!("token {ODD} is not valid for this model")}}),
+        headers: Vec::new(),
+    }]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+            "credentials": "client", "models": ["*"]}], "modelMap": {"claude-*": "auto"}}),
+    )
+    .await;
+    let r = claude_code(&baton, ODD, "hi").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().await.unwrap();
+    assert!(!text.contains(ODD), "{text}");
+    let log = baton.log().await;
+    assert!(!format!("{log:?}").contains(ODD));
+    assert!(!baton.admin_state().await.to_string().contains(ODD));
+    baton.stop().await;
+}
