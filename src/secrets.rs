@@ -63,6 +63,9 @@ pub struct SecretStore {
     reads: std::sync::atomic::AtomicUsize,
 }
 
+/// The fallback store's file in the data directory.
+pub const FILE: &str = "secrets.json";
+
 impl SecretStore {
     pub fn new(data_dir: &Path) -> Self {
         let backend = match std::env::var("BATON_SECRET_STORE").as_deref() {
@@ -70,7 +73,7 @@ impl SecretStore {
             _ => Backend::Auto,
         };
         Self {
-            path: data_dir.join("secrets.json"),
+            path: data_dir.join(FILE),
             backend,
             lock: Mutex::new(()),
             cache: Mutex::new(HashMap::new()),

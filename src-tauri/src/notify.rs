@@ -17,7 +17,7 @@ static ICON: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new(
 /// Writes the app icon into the data directory so notifications show it instead of a generic
 /// one.
 pub fn install_icon(data_dir: &std::path::Path) {
-    let path = data_dir.join("baton-icon.png");
+    let path = data_dir.join(baton::store::ICON_FILE);
     let bytes: &[u8] = include_bytes!("../icons/128x128.png");
     if std::fs::read(&path).ok().as_deref() != Some(bytes) && std::fs::write(&path, bytes).is_err()
     {

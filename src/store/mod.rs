@@ -21,6 +21,8 @@ pub use writer::{StoreWriter, WriteOp};
 use crate::config::ProviderConfig;
 
 pub(crate) const DB_FILE: &str = "baton.db";
+/// The desktop shell's notification icon, in the data directory (a file Baton makes there).
+pub const ICON_FILE: &str = "baton-icon.png";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -468,13 +470,16 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// The files Baton makes in its data directory (the database and its journals, the keys, the
-/// stored secrets): the only ones it tightens.
+/// stored secrets, the desktop's icon): the only ones it tightens.
 fn is_batons(name: &str) -> bool {
-    name.starts_with("baton.db")
-        || matches!(
-            name,
-            crate::auth::GATEWAY_KEY_FILE | crate::auth::ADMIN_KEY_FILE | "secrets.json"
-        )
+    name.starts_with(DB_FILE)
+        || [
+            crate::auth::GATEWAY_KEY_FILE,
+            crate::auth::ADMIN_KEY_FILE,
+            crate::secrets::FILE,
+            ICON_FILE,
+        ]
+        .contains(&name)
 }
 
 /// The data directory 0700 and every file Baton made in it 0600, on creation and when found

@@ -38,7 +38,9 @@ async fn the_data_directory_and_its_files_are_private() {
     assert_private(&dir);
     baton.stop().await;
 
-    // Found looser: everything readable by all, as an older version left it.
+    // Found looser: everything readable by all, as an older version left it (with the icon
+    // the desktop shell writes there, which is Baton's too).
+    std::fs::write(dir.join(baton::store::ICON_FILE), b"png").unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
         std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
