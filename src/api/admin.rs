@@ -400,17 +400,7 @@ pub async fn cli_check(
     }))
     .map_err(|e| ApiError::internal("cli_check", e))?;
     // The same rules as a saved provider (only the CLI itself may run) before anything runs.
-    crate::config::validate::validate_provider(
-        &config,
-        "provider",
-        std::path::Path::new("request body"),
-    )
-    .map_err(|e| match e {
-        crate::config::ConfigError::Field { path, message, .. } => {
-            ApiError::field(path.trim_start_matches("provider."), message)
-        }
-        other => ApiError::invalid("body", other.to_string()),
-    })?;
+    super::manage::validate(&config)?;
     let now = core.routing.clock.now_ms();
     let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
         .await

@@ -138,13 +138,10 @@ fn authorized(
     if p.config.credentials.is_baton() {
         return Some(authorize(rb, p, p.keys.first()));
     }
-    // Only to its own vendor (an unknown-shaped login: the vendor whose API it came to).
-    let spoken = if headers.contains_key("anthropic-version") {
-        crate::providers::Vendor::Anthropic
-    } else {
-        crate::providers::Vendor::OpenAi
-    };
-    let own = ClientCredential::from_headers(headers)?.spoken_to(spoken);
+    // Only to its own vendor (an unknown-shaped login: Anthropic's, whose API this endpoint
+    // is, whatever headers came with it).
+    let own =
+        ClientCredential::from_headers(headers)?.spoken_to(crate::providers::Vendor::Anthropic);
     if !own.fits(&p.config) {
         return None;
     }

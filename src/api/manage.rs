@@ -109,14 +109,7 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
             super::error::plain_serde(&e.into_inner().to_string()),
         )
     })?;
-    crate::config::validate::validate_provider(&config, "provider", Path::new(REQUEST)).map_err(
-        |e| match e {
-            ConfigError::Field { path, message, .. } => {
-                field_error(path.trim_start_matches("provider.").to_string(), message)
-            }
-            other => ApiError::invalid("body", other.to_string()),
-        },
-    )?;
+    validate(&config)?;
     if config.id == crate::config::LOCAL_PROVIDER_ID {
         return Err(field_error(
             "id".into(),
@@ -131,6 +124,18 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
         new_keys,
         priority_given,
     })
+}
+
+/// The config file's rules for one provider, as an admin-API error naming the field.
+pub(super) fn validate(config: &ProviderConfig) -> Result<(), ApiError> {
+    crate::config::validate::validate_provider(config, "provider", Path::new(REQUEST)).map_err(
+        |e| match e {
+            ConfigError::Field { path, message, .. } => {
+                field_error(path.trim_start_matches("provider.").to_string(), message)
+            }
+            other => ApiError::invalid("body", other.to_string()),
+        },
+    )
 }
 
 /// Binds the keys an admin-API body names to where they belong, so the admin key cannot read

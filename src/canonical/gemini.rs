@@ -60,8 +60,7 @@ fn call_id(fc: &Value) -> String {
 
 /// Gemini 3 models check thought signatures on function calls.
 pub fn signs_calls(model: &str) -> bool {
-    let m = model.rsplit('/').next().unwrap_or(model);
-    m.starts_with("gemini-3")
+    bare(model).starts_with("gemini-3")
 }
 
 /// Canonical request -> Gemini body: system prompt to `systemInstruction`, `assistant` to the

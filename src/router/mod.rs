@@ -426,45 +426,26 @@ fn able(
         }
     }
     stored_conversation(inbound, &mut targets, rec)?;
-    // A client's login goes only to its own vendor's providers (a capped Claude login must
-    // never reach the ChatGPT backend, nor a ChatGPT token Anthropic).
-    if let Some(c) = &inbound.client {
-        targets.retain(|t| {
-            let p = &t.provider.config;
-            let fits = p.credentials.is_baton() || c.fits(p);
-            if !fits {
-                rec.push_attempt(skipped(
-                    t,
-                    None,
-                    "cannot take this request",
-                    Some(OTHER_VENDOR.to_string()),
-                    None,
-                ));
-            }
-            fits
-        });
-    }
-    // A provider that calls with the client's own credential needs one.
-    if inbound.client.is_none() {
-        let before = targets.len();
-        targets.retain(|t| {
-            let own = t.provider.config.credentials.is_baton();
-            if !own {
-                rec.push_attempt(skipped(
-                    t,
-                    None,
-                    "cannot take this request",
-                    Some(NO_CLIENT_CREDENTIAL.to_string()),
-                    None,
-                ));
-            }
-            own
-        });
-        if targets.is_empty() && before > 0 {
-            return Err(Failure::Unsupported(format!(
-                "This model is served with your own subscription: {NO_CLIENT_CREDENTIAL}."
-            )));
-        }
+    // A provider that calls with the client's own credential needs one, and one of its own
+    // vendor's (a capped Claude login must never reach the ChatGPT backend, nor a ChatGPT
+    // token Anthropic).
+    let before = targets.len();
+    targets.retain(|t| {
+        let p = &t.provider.config;
+        let why = match &inbound.client {
+            _ if p.credentials.is_baton() => return true,
+            None => NO_CLIENT_CREDENTIAL,
+            Some(c) if !c.fits(p) => OTHER_VENDOR,
+            Some(_) => return true,
+        };
+        let reason = Some(why.to_string());
+        rec.push_attempt(skipped(t, None, "cannot take this request", reason, None));
+        false
+    });
+    if inbound.client.is_none() && targets.is_empty() && before > 0 {
+        return Err(Failure::Unsupported(format!(
+            "This model is served with your own subscription: {NO_CLIENT_CREDENTIAL}."
+        )));
     }
     // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot take,
     // and a request pinned to one learns why it cannot go there.

@@ -38,18 +38,7 @@ fn one_of(options: &[String]) -> String {
     }
 }
 
-/// The message the API gives; `None` for a body it accepts.
-pub fn message(api: Api, body: &Value, v: &Violation) -> String {
-    match api {
-        Api::AnthropicMessages | Api::AnthropicBetaMessages | Api::AnthropicCountTokens => {
-            anthropic_message(body, v)
-        }
-        Api::OpenAiChat | Api::OpenAiResponses => openai_message(body, v).0,
-        Api::GeminiGenerateContent => gemini_message(body, v),
-    }
-}
-
-fn anthropic_message(_body: &Value, v: &Violation) -> String {
+fn anthropic_message(v: &Violation) -> String {
     let at = v.dotted();
     match &v.problem {
         Problem::Unknown => format!("{at}: Extra inputs are not permitted"),
@@ -187,22 +176,27 @@ pub fn gemini(message: &str, field: Option<&str>) -> Response {
         .into_response()
 }
 
-/// The vendor's answer to a body that breaks `api`'s contract.
-pub fn violation(api: Api, body: &Value, v: &Violation) -> Response {
+/// The vendor's answer to a body that breaks `api`'s contract, and its message.
+pub fn violation(api: Api, body: &Value, v: &Violation) -> (String, Response) {
     match api {
         Api::AnthropicMessages | Api::AnthropicBetaMessages | Api::AnthropicCountTokens => {
-            anthropic(&anthropic_message(body, v))
+            let msg = anthropic_message(v);
+            let r = anthropic(&msg);
+            (msg, r)
         }
         Api::OpenAiChat | Api::OpenAiResponses => {
             let (msg, code) = openai_message(body, v);
-            openai(&msg, Some(&v.bracketed(false)), Some(code))
+            let r = openai(&msg, Some(&v.bracketed(false)), Some(code));
+            (msg, r)
         }
         Api::GeminiGenerateContent => {
             let field = match v.problem {
                 Problem::Unknown => v.parent().bracketed(true),
                 _ => v.bracketed(true),
             };
-            gemini(&gemini_message(body, v), Some(&field))
+            let msg = gemini_message(body, v);
+            let r = gemini(&msg, Some(&field));
+            (msg, r)
         }
     }
 }
@@ -215,13 +209,13 @@ impl Shared {
             return None;
         }
         let v = contract::check(api, body).err()?;
-        let message = message(api, body, &v);
+        let (message, response) = violation(api, body, &v);
         eprintln!(
             "fake upstream {:?}: refused as the real API would: {message}",
             self.name
         );
         self.refusals.lock().unwrap().push(message);
-        Some(violation(api, body, &v))
+        Some(response)
     }
 
     /// `countTokens` takes `contents` alone, or a whole `generateContentRequest` (with its
