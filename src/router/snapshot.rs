@@ -100,20 +100,25 @@ impl Snapshot {
     /// specific matching glob, else the name. A glob covers the names it was written for even
     /// when some provider lists one of them (see [`Snapshot::resolve_requested`]).
     pub fn map_model<'a>(&'a self, requested: &'a str) -> &'a str {
-        if let Some((_, t)) = self.model_map.iter().find(|(k, _)| k == requested) {
-            return t;
-        }
-        if self.model_map.is_empty() || self.names_baton_target(requested) {
-            return requested;
-        }
-        self.glob_for(requested).unwrap_or(requested)
+        self.mapping(requested).0
     }
 
-    fn glob_for(&self, requested: &str) -> Option<&str> {
-        self.model_map
+    /// [`Snapshot::map_model`], and whether a glob (not an exact entry) mapped the name.
+    fn mapping<'a>(&'a self, requested: &'a str) -> (&'a str, bool) {
+        if let Some((_, t)) = self.model_map.iter().find(|(k, _)| k == requested) {
+            return (t, false);
+        }
+        if self.model_map.is_empty() || self.names_baton_target(requested) {
+            return (requested, false);
+        }
+        match self
+            .model_map
             .iter()
             .find(|(k, _)| k.contains('*') && glob_match(k, requested))
-            .map(|(_, t)| t.as_str())
+        {
+            Some((_, t)) => (t, true),
+            None => (requested, false),
+        }
     }
 
     /// Whether the name is one of Baton's own: `auto`, a route, a provider, `provider/model`.
@@ -134,8 +139,7 @@ impl Snapshot {
         &self,
         requested: &str,
     ) -> Result<(Vec<Target>, Selection), ResolveError> {
-        let mapped = self.map_model(requested);
-        let by_glob = mapped != requested && !self.model_map.iter().any(|(k, _)| k == requested);
+        let (mapped, by_glob) = self.mapping(requested);
         let listed: Vec<Target> = if by_glob {
             self.enabled()
                 .filter_map(|p| {
