@@ -13,6 +13,9 @@ use crate::providers::ApiKey;
 
 /// Billing and model verdicts: waiting a minute cannot fix them.
 const LONG_COOLDOWN_MS: i64 = 3_600_000;
+/// How long a failover waits for its cooldown to reach the disk (a commit takes milliseconds;
+/// only a database locked by another process takes longer).
+const PERSIST_WAIT: Duration = Duration::from_millis(250);
 /// The longest any cooldown lasts (weekly subscription windows exist).
 const MAX_COOLDOWN_MS: i64 = 8 * 86_400_000;
 /// Longest cooldown for a spending limit with a stated date.
@@ -84,10 +87,19 @@ pub(super) async fn on_failure(
             (next, fresh, true)
         }
     };
-    // The cooldown is on disk before the answer from the next candidate is sent: a crash
-    // right after a 429 never calls the limited key again after the restart.
-    if recorded {
-        routing.cooldowns.flush().await;
+    // The cooldown is in force in memory already. It is normally on disk before the answer
+    // from the next candidate is sent (a crash right after a 429 never calls the limited key
+    // again after the restart), but a database another process has locked does not hold the
+    // failover: past `PERSIST_WAIT` the writer thread finishes the write on its own.
+    if recorded
+        && tokio::time::timeout(PERSIST_WAIT, routing.cooldowns.flush())
+            .await
+            .is_err()
+    {
+        tracing::warn!(
+            provider = %t.provider.id(),
+            "the cooldown is not on disk yet (the database is busy); failing over without waiting"
+        );
     }
     Decision { next, fresh }
 }

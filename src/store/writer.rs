@@ -21,6 +21,11 @@ const BATCH: usize = 1024;
 /// cut both the p99 and the CPU per request).
 const GATHER: Duration = Duration::from_millis(5);
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
+/// Between tries of a batch while another process holds the write lock (each try itself
+/// waits up to the connection's busy timeout).
+const RETRY_LOCKED: Duration = Duration::from_millis(100);
+/// At exit, how long writes wait for a locked database before they are given up.
+const GIVE_UP_AT_EXIT: Duration = Duration::from_secs(10);
 
 pub enum WriteOp {
     Log(Box<LogRow>),
@@ -186,6 +191,8 @@ fn more_ops(q: &Queue, batch: &mut Vec<WriteOp>) {
     }
 }
 
+/// Long because it is the thread's whole life: gather a batch, write it, retry it while the
+/// database is locked, prune now and then, acknowledge flushes only once their batch is on disk.
 fn run(
     mut conn: Connection,
     q: &Queue,
@@ -195,16 +202,45 @@ fn run(
 ) {
     let mut last_prune = Instant::now() - PRUNE_EVERY;
     let mut batch = Vec::with_capacity(BATCH);
-    while let Some(op) = next_op(q) {
-        let flush_now = matches!(op, WriteOp::Flush(_));
-        batch.push(op);
-        if !flush_now {
-            std::thread::sleep(GATHER);
+    let mut locked_since: Option<Instant> = None;
+    loop {
+        if batch.is_empty() {
+            let Some(op) = next_op(q) else { break };
+            // A request-log row waits a moment for company; a cooldown or a flush is what a
+            // failover is waiting for, so it goes at once.
+            let gather = matches!(op, WriteOp::Log(_));
+            batch.push(op);
+            if gather {
+                std::thread::sleep(GATHER);
+            }
         }
         more_ops(q, &mut batch);
-        let mut acks = Vec::new();
-        if let Err(e) = write_batch(&mut conn, &mut batch, &mut acks) {
-            tracing::error!(db = %path.display(), error = %e, "database write failed");
+        match write_batch(&mut conn, &batch) {
+            Ok(()) => {
+                if let Some(since) = locked_since.take() {
+                    tracing::info!(db = %path.display(), waited_ms = since.elapsed().as_millis() as u64, "the database is writable again");
+                }
+                ack(&mut batch);
+            }
+            // Another process holds the write lock: the batch (cooldowns with it) is kept and
+            // tried again, without waiting for some other write to come along.
+            Err(e) if is_locked(&e) => {
+                let since = *locked_since.get_or_insert_with(|| {
+                    tracing::warn!(db = %path.display(), error = %e, "the database is locked by another process; writes wait for it");
+                    Instant::now()
+                });
+                if q.senders.load(Ordering::Acquire) == 0 && since.elapsed() >= GIVE_UP_AT_EXIT {
+                    tracing::error!(db = %path.display(), ops = batch.len(), "the database stayed locked at exit; these writes are lost");
+                    ack(&mut batch);
+                    break;
+                }
+                std::thread::sleep(RETRY_LOCKED);
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(db = %path.display(), error = %e, ops = batch.len(), "database write failed; this batch is dropped");
+                ack(&mut batch);
+            }
         }
         if last_prune.elapsed() >= PRUNE_EVERY {
             last_prune = Instant::now();
@@ -212,17 +248,28 @@ fn run(
                 tracing::warn!(db = %path.display(), error = %e, "request-log pruning failed");
             }
         }
-        for ack in acks {
-            let _ = ack.send(());
+    }
+}
+
+/// Empties a finished batch, answering the flushes in it.
+fn ack(batch: &mut Vec<WriteOp>) {
+    for op in batch.drain(..) {
+        if let WriteOp::Flush(done) = op {
+            let _ = done.send(());
         }
     }
 }
 
-fn write_batch(
-    conn: &mut Connection,
-    batch: &mut Vec<WriteOp>,
-    acks: &mut Vec<oneshot::Sender<()>>,
-) -> rusqlite::Result<()> {
+/// SQLite's "busy" and "locked": another connection holds the lock, so the same write may
+/// succeed later.
+fn is_locked(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn write_batch(conn: &mut Connection, batch: &[WriteOp]) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
         let mut log_stmt = tx.prepare_cached(
@@ -232,7 +279,7 @@ fn write_batch(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
                 ?18, ?19)",
         )?;
-        for op in batch.drain(..) {
+        for op in batch {
             match op {
                 WriteOp::Log(r) => {
                     let attempts =
@@ -278,7 +325,7 @@ fn write_batch(
                         params![provider, key_id, model],
                     )?;
                 }
-                WriteOp::Flush(ack) => acks.push(ack),
+                WriteOp::Flush(_) => {}
             }
         }
     }

@@ -6,7 +6,7 @@
 use crate::common::*;
 use reqwest::Method;
 use serde_json::json;
-use testkit::FakeUpstream;
+use testkit::{Behavior, FakeUpstream};
 
 async fn dropped(b: &Baton) -> u64 {
     let r = Admin(b).req(Method::GET, "/metrics").send().await.unwrap();
@@ -77,5 +77,75 @@ async fn a_stalled_database_drops_the_oldest_waiting_rows_and_keeps_serving() {
     assert_eq!(baton.chat("auto", "after").await.status(), 200);
     baton.handle.core.store.writer().flush().await;
     assert_eq!(count(&db), 3 + during + 1);
+    baton.stop().await;
+}
+
+/// A rate limit while another process holds the database's write lock: the failover does not
+/// wait for the disk (the cooldown is in force in memory at once), and once the lock is gone
+/// the writer thread saves the cooldown by itself, with no other request to wake it.
+#[tokio::test]
+async fn a_locked_database_never_holds_a_failover_and_the_cooldown_lands_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let b = FakeUpstream::start("b").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    assert_eq!(baton.chat("auto", "warm").await.status(), 200);
+    a.script([Behavior::rate_limited(Some(3600))]);
+
+    let db = rusqlite::Connection::open(dir.path().join("baton.db")).unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // Generous: only a failover that waits for the lock (which is never released while this
+    // waits) runs out of it.
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        baton.chat("auto", "while locked"),
+    )
+    .await
+    .expect("the failover is answered while the database is locked");
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "b");
+    let r = baton.chat("auto", "again").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "b");
+    assert_eq!(a.hits(), 2, "the cooldown is in force without the disk");
+
+    db.execute_batch("ROLLBACK").unwrap();
+    let rows = |db: &rusqlite::Connection| -> i64 {
+        db.query_row(
+            "SELECT COUNT(*) FROM cooldowns WHERE provider = 'a'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let mut saved = rows(&db);
+    for _ in 0..300 {
+        if saved == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        saved = rows(&db);
+    }
+    assert_eq!(
+        saved, 1,
+        "the cooldown reaches the disk once the lock is released"
+    );
+    drop(db);
+    baton.stop().await;
+
+    // And it outlives a restart.
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10), provider("b", &b.base_url(), 20)]}),
+    )
+    .await;
+    assert_eq!(
+        header(&baton.chat("auto", "after").await, "x-gateway-provider"),
+        "b"
+    );
+    assert_eq!(a.hits(), 2);
     baton.stop().await;
 }
