@@ -100,10 +100,17 @@ pub struct ServerConfig {
     /// with more is refused (413) before it is parsed.
     #[serde(default = "default_max_json_values")]
     pub max_json_values: usize,
-    /// Open client connections at most. When reached, new connections wait in the listen
-    /// queue (and a warning is logged) until one closes.
+    /// Open client connections at most. When reached, a new connection takes the place of
+    /// the oldest one that has not sent a request's headers yet, else of the longest-idle
+    /// keep-alive one; when every connection is serving a request, it waits in the listen
+    /// queue. A warning is logged (once a minute).
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Open connections one address other than loopback may hold at most (its own least
+    /// useful connection makes room for its next, or that one is closed). Loopback is exempt:
+    /// every local client shares its address.
+    #[serde(default = "default_max_connections_per_peer")]
+    pub max_connections_per_peer: usize,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +124,7 @@ impl Default for ServerConfig {
             header_timeout_ms: default_header_timeout(),
             body_timeout_ms: default_body_timeout(),
             max_connections: default_max_connections(),
+            max_connections_per_peer: default_max_connections_per_peer(),
             max_concurrent_requests: default_max_concurrent(),
             memory_budget_bytes: default_memory_budget(),
             max_json_values: default_max_json_values(),
@@ -372,6 +380,10 @@ fn default_max_json_values() -> usize {
     // A long agent session (thousands of messages, dozens of tool schemas) is well under it.
     500_000
 }
+fn default_max_connections_per_peer() -> usize {
+    64
+}
+
 fn default_max_connections() -> usize {
     // Leaves room under the common 1024-descriptor limit for upstream connections, the
     // database and CLI pipes.

@@ -70,6 +70,12 @@ fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError>
             "must be at least 1".into(),
         ));
     }
+    if server.max_connections_per_peer == 0 {
+        return Err(err(
+            "server.maxConnectionsPerPeer".into(),
+            "must be at least 1".into(),
+        ));
+    }
     if !is_loopback_host(&server.host) && config.gateway_keys.is_empty() {
         return Err(err(
             "server.host".into(),

@@ -1,19 +1,20 @@
 //! The accept loop under the router: HTTP/1.1 connections with a timeout on reading request
 //! headers (hyper applies it while a keep-alive connection waits for its next request too, so
-//! it also closes idle connections), a cap on open connections, TCP_NODELAY, and a graceful
+//! it also closes idle connections), a cap on open connections that slow clients cannot hold
+//! against the rest (`conns`), TCP_NODELAY, and a graceful
 //! shutdown that lets in-flight requests finish. Request bodies have their own read limits
 //! (`api::openai::read_body`).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::conns::{Conn, Conns, Refused, Tracked};
 use crate::config::ServerConfig;
 
 /// Serves `app` on `listener` until `stop` is cancelled, then waits for open connections to
@@ -24,7 +25,7 @@ pub(crate) async fn serve(
     cfg: &ServerConfig,
     stop: CancellationToken,
 ) {
-    let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
+    let conns = Conns::new(cfg.max_connections, cfg.max_connections_per_peer);
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -34,28 +35,9 @@ pub(crate) async fn serve(
         .max_buf_size(1024 * 1024)
         .max_headers(1024)
         .keep_alive(true);
-    let mut warned: Option<Instant> = None;
+    let mut warned = Warned::default();
     loop {
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(s) => s,
-            Err(_) => {
-                if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
-                    warned = Some(Instant::now());
-                    tracing::warn!(
-                        max = cfg.max_connections,
-                        "connection limit reached (server.maxConnections): new connections wait until one closes"
-                    );
-                }
-                tokio::select! {
-                    s = slots.clone().acquire_owned() => match s {
-                        Ok(s) => s,
-                        Err(_) => break,
-                    },
-                    _ = stop.cancelled() => break,
-                }
-            }
-        };
-        let (tcp, _peer) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(c) => c,
                 Err(e) => {
@@ -67,20 +49,118 @@ pub(crate) async fn serve(
             },
             _ = stop.cancelled() => break,
         };
+        let Some(conn) = place(&conns, peer.ip(), cfg, &mut warned, &stop).await else {
+            if stop.is_cancelled() {
+                break;
+            }
+            continue;
+        };
         // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm holds each
         // chunk back until the client's delayed ACK (~40 ms).
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let conn = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
-        let conn = graceful.watch(conn);
+        let evicted = conn.evicted();
+        let conn = Arc::new(conn);
+        let svc = tracked(app.clone(), conn.clone());
+        let http_conn = http.serve_connection(TokioIo::new(tcp), svc);
+        let watched = graceful.watch(http_conn);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "client connection ended with an error");
+            tokio::select! {
+                r = watched => if let Err(e) = r {
+                    tracing::debug!(error = %e, "client connection ended with an error");
+                },
+                // Closed to make room for another client (see `conns`).
+                _ = evicted.cancelled() => {}
             }
-            drop(slot);
+            drop(conn);
         });
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// When the table last had to make room or turn a connection away (logged once a minute).
+#[derive(Default)]
+struct Warned {
+    full: Option<Instant>,
+    evicted: Option<Instant>,
+    peer: Option<Instant>,
+}
+
+fn once_a_minute(at: &mut Option<Instant>) -> bool {
+    let due = at.is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
+    if due {
+        *at = Some(Instant::now());
+    }
+    due
+}
+
+/// A place in the connection table for a new connection from `peer`, waiting while every
+/// connection is serving a request; `None` when the connection is turned away (its peer holds
+/// its whole share) or Baton is stopping.
+async fn place(
+    conns: &Arc<Conns>,
+    peer: IpAddr,
+    cfg: &ServerConfig,
+    warned: &mut Warned,
+    stop: &CancellationToken,
+) -> Option<Conn> {
+    loop {
+        let changed = conns.changed();
+        match conns.admit(peer) {
+            Ok(a) => {
+                if a.evicted && once_a_minute(&mut warned.evicted) {
+                    tracing::warn!(
+                        max = cfg.max_connections,
+                        open = conns.open(),
+                        "connection limit reached (server.maxConnections): closing connections that have not sent a request, or idle ones, to make room"
+                    );
+                }
+                return Some(a.conn);
+            }
+            Err(Refused::PeerFull) => {
+                if once_a_minute(&mut warned.peer) {
+                    tracing::warn!(%peer, max = cfg.max_connections_per_peer, "a peer holds its whole share of connections (server.maxConnectionsPerPeer): its new connections are closed");
+                }
+                return None;
+            }
+            Err(Refused::Full) => {
+                if once_a_minute(&mut warned.full) {
+                    tracing::warn!(
+                        max = cfg.max_connections,
+                        "connection limit reached (server.maxConnections) with every connection serving a request: new connections wait until one closes"
+                    );
+                }
+                tokio::select! {
+                    _ = changed => {}
+                    _ = stop.cancelled() => return None,
+                }
+            }
+        }
+    }
+}
+
+/// The router as one connection's service: each request counts the connection as serving until
+/// its response body is sent or dropped.
+fn tracked(
+    app: axum::Router,
+    conn: Arc<Conn>,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = hyper::Response<Tracked>,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone {
+    hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let in_flight = conn.request();
+        let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+        async move {
+            let resp = hyper::service::Service::call(&svc, req).await?;
+            Ok(resp.map(|inner| Tracked {
+                inner,
+                _in_flight: in_flight,
+            }))
+        }
+    })
 }

@@ -4,6 +4,7 @@
 //! shell can await a graceful stop from its Quit item.
 
 mod accept;
+mod conns;
 
 use std::sync::Arc;
 use std::time::Duration;

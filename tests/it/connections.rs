@@ -101,8 +101,8 @@ async fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
     .await
     .unwrap();
 
-    // Three connections that send nothing take every slot; a real request waits for one to
-    // be closed (by the header timeout) and is then answered.
+    // Three connections that send nothing take every slot; a real request takes the place of
+    // the oldest of them at once and is answered.
     let url = baton.url.clone();
     let idle: Vec<TcpStream> = (0..3).map(|_| connect(&url)).collect();
     let r = baton.chat("auto", "hi").await;
@@ -115,5 +115,78 @@ async fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
     );
     // Everything still works after all that.
     assert_eq!(baton.chat("auto", "again").await.status(), 200);
+    baton.stop().await;
+}
+
+/// One slow client holding connection after connection open (trickling header bytes, or
+/// sending one request and then idling on keep-alive, and reopening each one the moment it is
+/// closed) cannot lock a legitimate request out: a new connection takes the place of one that
+/// is doing nothing, so the request is served while 1,000 of them are open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_slow_connections_that_reopen_do_not_lock_out_a_real_request() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    // A header timeout far longer than the test: only making room can serve the request.
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &up.base_url(), 1)],
+               "server": {"headerTimeoutMs": 120000}}),
+    )
+    .await;
+    let addr = baton.url.trim_start_matches("http://").to_string();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut attackers = Vec::new();
+    for i in 0..1000 {
+        let (addr, stop, opened) = (addr.clone(), stop.clone(), opened.clone());
+        attackers.push(tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let first: &[u8] = if i % 2 == 0 {
+                    b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+                } else {
+                    b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                };
+                if s.write_all(first).await.is_err() {
+                    continue;
+                }
+                let mut buf = [0u8; 1024];
+                // Trickle a byte a second (or idle after the answer) until closed, then reopen.
+                loop {
+                    tokio::select! {
+                        r = s.read(&mut buf) => if matches!(r, Ok(0) | Err(_)) { break },
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                            if i % 2 == 0 && s.write_all(b"x").await.is_err() { break }
+                        }
+                        _ = stop.cancelled() => return,
+                    }
+                }
+            }
+        }));
+    }
+    // Wait until the attack holds more than the whole table (512 by default).
+    for _ in 0..200 {
+        if opened.load(std::sync::atomic::Ordering::Relaxed) >= 600 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(opened.load(std::sync::atomic::Ordering::Relaxed) >= 600);
+    for n in 0..3 {
+        // Generous: without making room, the request would wait for the 120 s header timeout.
+        let r = tokio::time::timeout(Duration::from_secs(20), baton.chat("auto", "hi"))
+            .await
+            .unwrap_or_else(|_| panic!("request {n} was locked out by slow connections"));
+        assert_eq!(r.status(), 200);
+    }
+    stop.cancel();
+    for a in attackers {
+        let _ = a.await;
+    }
     baton.stop().await;
 }
