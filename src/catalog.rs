@@ -97,6 +97,14 @@ pub fn json_schema() -> serde_json::Value {
 
 static CATALOG: std::sync::LazyLock<Option<Catalog>> = std::sync::LazyLock::new(|| load().ok());
 
+/// The shipped catalog's providers (none if it failed to parse, which a test rules out).
+pub fn entries() -> &'static [CatalogEntry] {
+    CATALOG
+        .as_ref()
+        .map(|c| c.providers.as_slice())
+        .unwrap_or(&[])
+}
+
 /// The catalog's price for `model` at the provider whose API lives at `base_url`. OpenRouter's
 /// `:free` variants cost nothing.
 pub fn price(base_url: &str, model: &str) -> Option<crate::pricing::Price> {

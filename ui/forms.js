@@ -100,7 +100,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   const keyFields = el("div", { class: "stack" },
     el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
       el("p", { class: "field-error", id: "e-keys", role: "alert" })),
-    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "Baton reads the variable at start; the key never enters the configuration."),
+    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_…. Baton reads it at start; the key never enters the configuration."),
     readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey));
   const syncLogin = () => { keyFields.hidden = inputs.clientLogin.checked; };
   inputs.clientLogin.addEventListener("change", syncLogin);

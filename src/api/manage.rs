@@ -140,9 +140,13 @@ pub(super) fn validate(config: &ProviderConfig) -> Result<(), ApiError> {
 
 /// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
 /// other secrets by pointing a provider at a server of its choosing:
-/// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`) or
-///   be one some provider already declares; never `PATH`-like process variables, and never a
-///   variable holding one of Baton's own keys (gateway keys, the admin key, Redis credentials);
+/// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`),
+///   never `PATH`-like process variables nor one holding Baton's own keys (gateway keys, the
+///   admin key, Redis credentials); and it goes only where it belongs: to the origin the
+///   catalog names it for, to an origin where the config file (or the live configuration)
+///   already sends it, or anywhere when the user named it `BATON_…` for that purpose. So
+///   `AWS_SECRET_ACCESS_KEY` or `GITHUB_TOKEN` from Baton's environment cannot be sent to a
+///   server of the admin key's choosing;
 /// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
 ///   for, and only while its `baseUrl` stays at the same origin (scheme, host, port): a new
 ///   host, or `http` where it was `https`, needs the key typed again.
@@ -161,10 +165,21 @@ pub(super) fn check_key_refs(
                     format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
                 ));
             }
-            if !looks_like_key_var(name) && !declared_elsewhere(core, name) {
+            let declared = declared_for(core, name, &config.base_url);
+            if !looks_like_key_var(name) && !declared {
                 return Err(field_error(
                     format!("keys[{i}].env"),
                     format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
+                ));
+            }
+            if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
+            {
+                return Err(field_error(
+                    format!("keys[{i}].env"),
+                    format!(
+                        "`{name}` is not a key Baton sends to {}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {OPEN_PREFIX}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
+                        host_of(&config.base_url).unwrap_or_else(|| "this address".into())
+                    ),
                 ));
             }
         }
@@ -219,9 +234,18 @@ fn looks_like_key_var(name: &str) -> bool {
             .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
 }
 
-/// Whether a provider in the configuration file or the live configuration names `name`.
-fn declared_elsewhere(core: &Core, name: &str) -> bool {
-    let declares = |c: &ProviderConfig| c.keys.iter().any(|k| k.env == name);
+/// Variables named this way are the user's own keys for any provider (set in Baton's
+/// environment for that purpose); others go only where they are declared.
+pub(crate) const OPEN_PREFIX: &str = "BATON_";
+
+/// Whether a provider at the same origin as `base_url`, in the configuration file or the live
+/// configuration, already names `name`: the user's file (or an earlier edit the same rules
+/// allowed) sent it there.
+fn declared_for(core: &Core, name: &str, base_url: &str) -> bool {
+    let origin = host_of(base_url);
+    let declares = |c: &ProviderConfig| {
+        c.keys.iter().any(|k| k.env == name) && origin.is_some() && host_of(&c.base_url) == origin
+    };
     core.file_config.providers.iter().any(declares)
         || core
             .routing
@@ -230,6 +254,18 @@ fn declared_elsewhere(core: &Core, name: &str) -> bool {
             .providers
             .iter()
             .any(|p| declares(&p.config))
+}
+
+/// Whether the shipped catalog names `name` as the key of the provider at `base_url`'s origin
+/// (`OPENAI_API_KEY` for `https://api.openai.com`).
+fn catalog_sends(name: &str, base_url: &str) -> bool {
+    let Some(origin) = host_of(base_url) else {
+        return false;
+    };
+    crate::catalog::entries().iter().any(|e| {
+        e.key_env.as_deref() == Some(name)
+            && e.base_url.as_deref().and_then(host_of).as_ref() == Some(&origin)
+    })
 }
 
 /// The host (and port) a base URL points at, lower-cased.

@@ -33,7 +33,16 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
         "BATON_TEST_TEAM_VAR",
         "bt-team-secret-for-the-admin-secrets-test",
     );
-    std::env::set_var("MYPROXY_API_KEY", "sk-proxy-key-for-admin-secrets-0000");
+    std::env::set_var(
+        "BATON_MYPROXY_API_KEY",
+        "sk-proxy-key-for-admin-secrets-0000",
+    );
+    std::env::set_var(
+        "AWS_SECRET_ACCESS_KEY",
+        "aws-secret-for-admin-secrets-test-9",
+    );
+    std::env::set_var("GITHUB_TOKEN", "ghp_githubtokenforadminsecretstest00");
+    std::env::set_var("FILEPROXY_API_KEY", "sk-file-proxy-key-for-admin-secrets");
     let home = FakeUpstream::start("home").await;
     let attacker = FakeUpstream::start("attacker").await;
     let dir = tempfile::tempdir().unwrap();
@@ -44,7 +53,9 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
     .unwrap();
     let baton = Baton::start(
         dir.path(),
-        json!({"gatewayKeys": [{"env": "BATON_TEST_TEAM_VAR", "label": "team"}], "providers": []}),
+        json!({"gatewayKeys": [{"env": "BATON_TEST_TEAM_VAR", "label": "team"}],
+               "providers": [{"id": "filep", "kind": "openai-compatible", "baseUrl": home.base_url(),
+                              "models": ["m"], "keys": [{"env": "FILEPROXY_API_KEY"}]}]}),
     )
     .await;
     let admin = Admin(&baton);
@@ -55,6 +66,12 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
         ("HOME", "does not look like an API-key variable"),
         ("BATON_TEST_TEAM_VAR", "Baton's own keys"),
         ("BATON_ADMIN_KEY", "Baton's own keys"),
+        // Key-shaped, but not a key Baton sends there: other programs' secrets, a vendor's key
+        // to a server that is not the vendor's, the file's key to another host.
+        ("AWS_SECRET_ACCESS_KEY", "goes only where"),
+        ("GITHUB_TOKEN", "goes only where"),
+        ("OPENAI_API_KEY", "goes only where"),
+        ("FILEPROXY_API_KEY", "goes only where"),
     ] {
         let b = body("evil", &attacker.base_url(), json!([{"env": var}]));
         for path in ["/admin/test", "/admin/providers"] {
@@ -78,18 +95,32 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
     let (_, providers) = admin.send(Method::GET, "/admin/providers", None).await;
     assert_eq!(
         providers["providers"].as_array().unwrap().len(),
-        0,
-        "nothing was saved"
+        1,
+        "nothing was saved besides the file's provider"
     );
 
-    // An API-key variable works.
+    // A variable the user named for Baton goes anywhere; the file's key goes to the file's
+    // host; a vendor's key to its vendor (saved only: nothing leaves this machine here).
+    for (env, url) in [
+        ("BATON_MYPROXY_API_KEY", home.base_url()),
+        ("FILEPROXY_API_KEY", format!("{}/", home.base_url())),
+    ] {
+        let b = body("proxy", &url, json!([{"env": env}]));
+        let (st, v) = admin.send(Method::POST, "/admin/test", Some(b)).await;
+        assert_eq!(st, 200, "{env}: {v}");
+    }
     let b = body(
-        "proxy",
-        &home.base_url(),
-        json!([{"env": "MYPROXY_API_KEY"}]),
+        "oai",
+        "https://api.openai.com/v1",
+        json!([{"env": "OPENAI_API_KEY"}]),
     );
-    let (st, v) = admin.send(Method::POST, "/admin/test", Some(b)).await;
-    assert_eq!(st, 200, "{v}");
+    let (st, v) = admin.send(Method::POST, "/admin/providers", Some(b)).await;
+    assert_eq!(st, 201, "{v}");
+    let (st, _) = admin
+        .send(Method::DELETE, "/admin/providers/oai", None)
+        .await;
+    assert!((200..300).contains(&st), "{st}");
+    never_sent(&home, &["aws-secret", "ghp_"]);
 
     // A key typed into the UI is stored for its provider and host.
     let mut b = body("home", &home.base_url(), json!([]));
