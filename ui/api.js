@@ -1,8 +1,17 @@
 // Talking to Baton's admin API. The admin key travels in a header (never a cookie), so no
-// other web page can act with it; it is kept in this browser's local storage, so every tab of
-// this Baton shares one unlock, until "Lock" in Settings forgets it (for every tab).
+// other web page can act with it. It is kept for this tab only (session storage): it is gone
+// when the tab closes or the browser restarts, and a page another program serves later on the
+// same port finds nothing. Another tab asks for it again; "Lock" in Settings locks every tab.
 
 const KEY = "baton.adminKey";
+const LOCKS = "baton.admin";
+
+// An older version kept the key in local storage, where it outlived the browser: forget it.
+try {
+  localStorage.removeItem(KEY);
+} catch {
+  // Storage disabled: nothing was kept there either.
+}
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -14,20 +23,38 @@ export class ApiError extends Error {
   }
 }
 
-/** Another tab unlocked or locked: `f()` is called so this one follows. */
+let locks = null;
+function lockChannel() {
+  if (!locks && typeof BroadcastChannel === "function") locks = new BroadcastChannel(LOCKS);
+  return locks;
+}
+
+/** "Lock" in another tab: `f()` is called so this one locks too (unlocking stays per tab). */
 export function whenKeyChangesElsewhere(f) {
-  window.addEventListener("storage", (e) => {
-    if (e.key === KEY || e.key === null) f();
+  const ch = lockChannel();
+  if (!ch) return;
+  ch.addEventListener("message", (e) => {
+    if (e.data === "lock") {
+      sessionStorage.removeItem(KEY);
+      f();
+    }
   });
 }
 
 export function adminKey() {
-  return localStorage.getItem(KEY);
+  return sessionStorage.getItem(KEY);
 }
 
+/** Keeps the key for this tab, or (null) forgets it in this tab. */
 export function setAdminKey(k) {
-  if (k) localStorage.setItem(KEY, k);
-  else localStorage.removeItem(KEY);
+  if (k) sessionStorage.setItem(KEY, k);
+  else sessionStorage.removeItem(KEY);
+}
+
+/** "Lock": forgets the key in this tab and every other tab of this Baton. */
+export function lockEverywhere() {
+  sessionStorage.removeItem(KEY);
+  lockChannel()?.postMessage("lock");
 }
 
 /** The desktop shell opens `/ui/#admin=KEY`: take it and clear it from the address bar. */

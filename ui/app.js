@@ -1,6 +1,6 @@
 // Baton's web UI: providers (home), activity, connect, settings. Plain ES modules, no build.
 
-import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, openedByShell, setAdminKey, whenKeyChangesElsewhere, whenUnauthorized } from "./api.js";
+import { api, adminKey, adoptKeyFromUrl, ApiError, followEvents, lockEverywhere, openedByShell, setAdminKey, whenKeyChangesElsewhere, whenUnauthorized } from "./api.js";
 import { openProviderForm } from "./forms.js";
 import { renderRouting } from "./routing.js";
 import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
@@ -553,17 +553,14 @@ $("autostart").addEventListener("change", async (e) => {
 });
 $("import-file").addEventListener("change", (e) => e.target.files[0] && importConfig(e.target.files[0]));
 $("logout").addEventListener("click", () => {
-  setAdminKey(null);
+  lockEverywhere();
   location.hash = "#providers";
   location.reload();
 });
 window.addEventListener("hashchange", route);
-// Unlocked in another tab: this one opens too; locked there: this one locks.
+// Locked in another tab: this one locks too.
 whenKeyChangesElsewhere(() => {
-  if (adminKey()) {
-    $("login-error").textContent = "";
-    startLive();
-  } else if (stopEvents) {
+  if (stopEvents) {
     stopEvents();
     stopEvents = null;
   }
