@@ -30,6 +30,14 @@ static SHAPES: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// Whether `text` holds something shaped like a credential (a bearer token, a vendor key, a
+/// JWT): what the redactor would mask even without knowing the value.
+pub fn looks_like_credential(text: &str) -> bool {
+    SHAPES
+        .as_ref()
+        .is_some_and(|re| re.is_match(text.as_bytes()))
+}
+
 /// What a redacted value is replaced with, after its kept prefix.
 pub const MASK: &str = "[redacted]";
 

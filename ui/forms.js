@@ -49,6 +49,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     executable: el("input", { autocomplete: "off", spellcheck: "false" }),
     flattenHistory: el("input", { type: "checkbox" }),
     clientLogin: el("input", { type: "checkbox", id: "f-clientLogin", "aria-describedby": "h-clientLogin" }),
+    headerName: el("input", { autocomplete: "off", spellcheck: "false", placeholder: "X-Proxy-Token" }),
+    headerValue: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: "its value (stored on this machine, never shown again)", "aria-label": "Secret header value" }),
     maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: "no limit" }),
     firstByteMs: el("input", { type: "number", min: "100", step: "100" }),
   };
@@ -101,7 +103,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
       el("p", { class: "field-error", id: "e-keys", role: "alert" })),
     readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_…. Baton reads it at start; the key never enters the configuration."),
-    readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey));
+    readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey),
+    readOnly ? null : el("details", {}, el("summary", {}, "A secret header (for a proxy that wants its token in a header)"),
+      el("div", { class: "stack", style: "margin-top:.5rem" },
+        field("newHeaders", "Header name", inputs.headerName, "Its value is stored like a key: sent only to this provider's host, masked everywhere."),
+        inputs.headerValue)));
   const syncLogin = () => { keyFields.hidden = inputs.clientLogin.checked; };
   inputs.clientLogin.addEventListener("change", syncLogin);
   syncLogin();
@@ -193,6 +199,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     // that must be typed again (a new host) next to the paste field.
     if (/^keys\[\d+\]\.env$/.test(param) && body.querySelector('[data-field="envKey"]')) param = "envKey";
     else if (/^keys\[\d+\](\.stored)?$/.test(param) && body.querySelector('[data-field="newKeys"]')) param = "newKeys";
+    else if (/^(newHeaders|headers)\./.test(param) && body.querySelector('[data-field="newHeaders"]')) param = "newHeaders";
     const key = param.replace(/\[\d+\].*$/, "").replace(/^keys.*/, "keys");
     const target = body.querySelector(`[data-field="${CSS.escape(param)}"]`) || body.querySelector(`[data-field="${CSS.escape(key)}"]`);
     const errBox = target && (target.querySelector(".field-error") || document.getElementById(`e-${key}`));
@@ -239,6 +246,9 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       out.keys = keys;
       const typed = inputs.newKey.value.trim();
       if (typed) out.newKeys = [typed];
+      const hName = inputs.headerName.value.trim();
+      const hValue = inputs.headerValue.value.trim();
+      if (hName || hValue) out.newHeaders = { [hName]: hValue };
       if (inputs.clientLogin.checked) {
         out.credentials = "client";
         out.keys = [];

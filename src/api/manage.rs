@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::admin::provider_json;
 use super::error::ApiError;
 use super::json::{object_body, JsonBody, Shape};
+pub(super) use super::key_refs::check_key_refs;
 use super::AppState;
 use crate::config::{ConfigError, ProviderConfig, SecretRef};
 use crate::gateway::Core;
@@ -53,6 +54,8 @@ pub(super) fn field_error(param: String, message: String) -> ApiError {
 struct ProviderBody {
     config: ProviderConfig,
     new_keys: Vec<String>,
+    /// `newHeaders`: secret header values typed into the UI, stored like keys.
+    new_headers: Vec<(String, String)>,
     /// Whether the body states a `priority` (else a new provider goes last).
     priority_given: bool,
 }
@@ -94,6 +97,7 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
             "a key is one line without spaces (paste only the key)".into(),
         ));
     }
+    let new_headers = new_headers(obj.remove("newHeaders"))?;
     let priority_given = obj.contains_key("priority");
     let text = serde_json::to_string(&v).unwrap_or_default();
     let de = &mut serde_json::Deserializer::from_str(&text);
@@ -119,11 +123,55 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
             ),
         ));
     }
+    if let Some((name, _)) = new_headers
+        .iter()
+        .find(|(n, _)| config.headers.contains_key(n))
+    {
+        return Err(field_error(
+            format!("newHeaders.{name}"),
+            format!("`{name}` is also in `headers`; give it once"),
+        ));
+    }
     Ok(ProviderBody {
         config,
         new_keys,
+        new_headers,
         priority_given,
     })
+}
+
+/// `newHeaders`: `{"X-Proxy-Token": "value"}`, secret header values to store.
+fn new_headers(v: Option<Value>) -> Result<Vec<(String, String)>, ApiError> {
+    let map = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(m)) => m,
+        Some(_) => {
+            return Err(field_error(
+                "newHeaders".into(),
+                "must be an object of header names and their secret values".into(),
+            ))
+        }
+    };
+    map.into_iter()
+        .map(|(name, value)| {
+            let at = format!("newHeaders.{name}");
+            let text = value
+                .as_str()
+                .map(str::trim)
+                .unwrap_or_default()
+                .to_string();
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(field_error(at, "is not a valid header name".into()));
+            }
+            if text.is_empty() || text.len() > 4096 || http::HeaderValue::from_str(&text).is_err() {
+                return Err(field_error(
+                    at,
+                    "give the value as one line of visible ASCII".into(),
+                ));
+            }
+            Ok((name, text))
+        })
+        .collect()
 }
 
 /// The config file's rules for one provider, as an admin-API error naming the field.
@@ -138,145 +186,6 @@ pub(super) fn validate(config: &ProviderConfig) -> Result<(), ApiError> {
     )
 }
 
-/// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
-/// other secrets by pointing a provider at a server of its choosing:
-/// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`),
-///   never `PATH`-like process variables nor one holding Baton's own keys (gateway keys, the
-///   admin key, Redis credentials); and it goes only where it belongs: to the origin the
-///   catalog names it for, to an origin where the config file (or the live configuration)
-///   already sends it, or anywhere when the user named it `BATON_…` for that purpose. So
-///   `AWS_SECRET_ACCESS_KEY` or `GITHUB_TOKEN` from Baton's environment cannot be sent to a
-///   server of the admin key's choosing;
-/// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
-///   for, and only while its `baseUrl` stays at the same origin (scheme, host, port): a new
-///   host, or `http` where it was `https`, needs the key typed again.
-pub(super) fn check_key_refs(
-    core: &Core,
-    config: &ProviderConfig,
-    existing: Option<&ProviderConfig>,
-) -> Result<(), ApiError> {
-    let own = baton_key_vars(core);
-    for (i, k) in config.keys.iter().enumerate() {
-        let name = k.env.trim();
-        if !name.is_empty() {
-            if own.iter().any(|o| o == name) {
-                return Err(field_error(
-                    format!("keys[{i}].env"),
-                    format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
-                ));
-            }
-            let declared = declared_for(core, name, &config.base_url);
-            if !looks_like_key_var(name) && !declared {
-                return Err(field_error(
-                    format!("keys[{i}].env"),
-                    format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
-                ));
-            }
-            if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
-            {
-                return Err(field_error(
-                    format!("keys[{i}].env"),
-                    format!(
-                        "`{name}` is not a key Baton sends to {}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {OPEN_PREFIX}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
-                        host_of(&config.base_url).unwrap_or_else(|| "this address".into())
-                    ),
-                ));
-            }
-        }
-        if let Some(id) = &k.stored {
-            let Some(old) =
-                existing.filter(|e| e.keys.iter().any(|x| x.stored.as_ref() == Some(id)))
-            else {
-                return Err(field_error(
-                    format!("keys[{i}].stored"),
-                    "this stored key belongs to another provider or does not exist; type the key again".into(),
-                ));
-            };
-            let (was, now) = (host_of(&old.base_url), host_of(&config.base_url));
-            if was != now {
-                return Err(field_error(
-                    format!("keys[{i}]"),
-                    format!(
-                        "the stored key was saved for {}; to send a key to {}, type it again",
-                        was.as_deref().unwrap_or("another address"),
-                        now.as_deref().unwrap_or("the new address")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Variables that hold Baton's own keys (never a provider's).
-fn baton_key_vars(core: &Core) -> Vec<String> {
-    let f = &core.file_config;
-    let mut v: Vec<String> = f.gateway_keys.iter().map(|k| k.env.clone()).collect();
-    v.extend([
-        "BATON_ADMIN_KEY".to_string(),
-        "BATON_GATEWAY_KEY".to_string(),
-    ]);
-    if let Some(r) = &f.state.redis {
-        v.extend(r.password_env.iter().cloned());
-        v.extend(r.username_env.iter().cloned());
-    }
-    v
-}
-
-/// `OPENAI_API_KEY`, `GROQ_KEY`, `HF_TOKEN`, `MY_SECRET`: upper-case words ending in a key word.
-fn looks_like_key_var(name: &str) -> bool {
-    let upper = name
-        .bytes()
-        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    upper
-        && ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_APIKEY"]
-            .iter()
-            .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
-}
-
-/// Variables named this way are the user's own keys for any provider (set in Baton's
-/// environment for that purpose); others go only where they are declared.
-pub(crate) const OPEN_PREFIX: &str = "BATON_";
-
-/// Whether a provider at the same origin as `base_url`, in the configuration file or the live
-/// configuration, already names `name`: the user's file (or an earlier edit the same rules
-/// allowed) sent it there.
-fn declared_for(core: &Core, name: &str, base_url: &str) -> bool {
-    let origin = host_of(base_url);
-    let declares = |c: &ProviderConfig| {
-        c.keys.iter().any(|k| k.env == name) && origin.is_some() && host_of(&c.base_url) == origin
-    };
-    core.file_config.providers.iter().any(declares)
-        || core
-            .routing
-            .snapshot
-            .load()
-            .providers
-            .iter()
-            .any(|p| declares(&p.config))
-}
-
-/// Whether the shipped catalog names `name` as the key of the provider at `base_url`'s origin
-/// (`OPENAI_API_KEY` for `https://api.openai.com`).
-fn catalog_sends(name: &str, base_url: &str) -> bool {
-    let Some(origin) = host_of(base_url) else {
-        return false;
-    };
-    crate::catalog::entries().iter().any(|e| {
-        e.key_env.as_deref() == Some(name)
-            && e.base_url.as_deref().and_then(host_of).as_ref() == Some(&origin)
-    })
-}
-
-/// The host (and port) a base URL points at, lower-cased.
-/// Where a key goes: scheme, host and port (`https://api.x` and `http://api.x` are two places:
-/// a key saved for the first must not follow a provider to the second, in the clear).
-fn host_of(url: &str) -> Option<String> {
-    let u = reqwest::Url::parse(url).ok()?;
-    u.host_str()?;
-    Some(u.origin().ascii_serialization())
-}
-
 /// Stores typed keys and adds references to them; returns the new secret ids (to undo).
 fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, ApiError> {
     if !body.new_keys.is_empty() && body.config.kind.is_cli() {
@@ -285,7 +194,31 @@ fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, A
             "a CLI provider uses the CLI's own login, not keys".into(),
         ));
     }
+    if !body.new_headers.is_empty() && body.config.kind.is_cli() {
+        return Err(field_error(
+            "newHeaders".into(),
+            "a CLI provider sends no HTTP headers".into(),
+        ));
+    }
     let mut ids = Vec::new();
+    for (name, value) in &body.new_headers {
+        match core.secrets.put(value) {
+            Ok(id) => {
+                body.config.headers.insert(
+                    name.clone(),
+                    crate::config::HeaderValue::Secret(SecretRef {
+                        env: String::new(),
+                        stored: Some(id.clone()),
+                    }),
+                );
+                ids.push(id);
+            }
+            Err(e) => {
+                let _ = core.secrets.delete(&ids);
+                return Err(store_error(e));
+            }
+        }
+    }
     for k in &body.new_keys {
         match core.secrets.put(k) {
             Ok(id) => {
@@ -394,12 +327,12 @@ pub async fn update(
         let _ = core.secrets.delete(&secrets);
         return Err(edit_error(e));
     }
+    let kept = p.config.stored_ids();
     let dropped: Vec<String> = old
         .config
-        .keys
-        .iter()
-        .filter_map(|k| k.stored.clone())
-        .filter(|s| !p.config.keys.iter().any(|k| k.stored.as_ref() == Some(s)))
+        .stored_ids()
+        .into_iter()
+        .filter(|s| !kept.contains(s))
         .collect();
     let _ = core.secrets.delete(&dropped);
     Ok(Json(applied(core, &id).await?))
@@ -455,13 +388,7 @@ pub async fn delete(
     }
     core.store.delete_provider(&id).map_err(edit_error)?;
     if let Some(old) = old {
-        let ids: Vec<String> = old
-            .config
-            .keys
-            .iter()
-            .filter_map(|k| k.stored.clone())
-            .collect();
-        let _ = core.secrets.delete(&ids);
+        let _ = core.secrets.delete(&old.config.stored_ids());
     }
     for c in core
         .routing
@@ -571,17 +498,23 @@ pub async fn test_unsaved(
         .provider(&p.config.id)
         .map(|e| e.config.clone());
     check_key_refs(core, &p.config, saved.as_ref())?;
-    let typed = std::mem::take(&mut p.new_keys);
+    let mut typed = std::mem::take(&mut p.new_keys);
+    let typed_ref = |i: usize| SecretRef {
+        env: String::new(),
+        stored: Some(format!("typed-{i}")),
+    };
     for i in 0..typed.len() {
-        p.config.keys.insert(
-            i,
-            SecretRef {
-                env: String::new(),
-                stored: Some(format!("typed-{i}")),
-            },
-        );
+        p.config.keys.insert(i, typed_ref(i));
     }
-    // Keys typed into the form are used from memory; everything else as routing finds it.
+    for (name, value) in std::mem::take(&mut p.new_headers) {
+        p.config.headers.insert(
+            name,
+            crate::config::HeaderValue::Secret(typed_ref(typed.len())),
+        );
+        typed.push(value);
+    }
+    // Keys and headers typed into the form are used from memory; everything else as routing
+    // finds it.
     let env = |name: &str| {
         let typed_index = name
             .strip_prefix(crate::secrets::LOOKUP_PREFIX)
@@ -604,7 +537,7 @@ pub async fn test_unsaved(
         runtime.cli_status.store(Some(Arc::new(st)));
     }
     let result = test_result(core, Arc::new(entry), false).await;
-    // Typed keys are not among the secrets the gateway's redactor knows: mask them here too.
+    // Typed secrets are not among those the gateway's redactor knows: mask them here too.
     let typed_only = crate::redact::Redactor::default();
     typed_only.set_secrets(&typed);
     let text = result.to_string();

@@ -14,6 +14,7 @@ mod codex;
 mod count;
 pub(crate) mod error;
 pub(crate) mod json;
+mod key_refs;
 pub(crate) mod manage;
 pub(crate) mod openai;
 pub(crate) mod pipeline;

@@ -25,6 +25,9 @@ pub fn export_config(core: &Core) -> Result<crate::config::ConfigFile, ApiError>
     providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
     for p in &mut providers {
         p.keys.retain(|k| k.stored.is_none());
+        p.headers.retain(
+            |_, v| !matches!(v, crate::config::HeaderValue::Secret(r) if r.stored.is_some()),
+        );
     }
     out.providers = providers;
     out.routes = core.live_routes();

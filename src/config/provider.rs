@@ -40,6 +40,32 @@ impl SecretRef {
     }
 }
 
+/// A value in a provider's `headers`: text sent as written (nothing secret: OpenRouter's
+/// `HTTP-Referer`, a version), or a secret by reference, like a key (`{"env": "VAR"}`, or a
+/// value typed into the UI and kept in the secret store). The config never holds the secret.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(untagged)]
+pub enum HeaderValue {
+    Text(String),
+    Secret(SecretRef),
+}
+
+/// By hand, for errors that say what to write (an untagged enum's only says "no variant").
+impl<'de> Deserialize<'de> for HeaderValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => Ok(HeaderValue::Text(s)),
+            v @ serde_json::Value::Object(_) => serde_json::from_value(v)
+                .map(HeaderValue::Secret)
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom(
+                "a header value is text, or {\"env\": \"VARIABLE\"} for a secret",
+            )),
+        }
+    }
+}
+
 /// Whose credential calls a provider.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -170,9 +196,10 @@ pub struct ProviderConfig {
     /// Requests in flight at once; unlimited when absent (1 for CLI kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
-    /// Extra headers sent upstream (e.g. OpenRouter's `HTTP-Referer`).
+    /// Extra headers sent upstream: text (OpenRouter's `HTTP-Referer`), or a secret by
+    /// reference (`{"env": "PROXY_TOKEN"}`), which is sent, masked and redacted like a key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, HeaderValue>,
     #[serde(default)]
     pub timeouts: Timeouts,
     /// Capabilities that apply to every model unless the model entry overrides them.
@@ -234,6 +261,28 @@ pub enum LimitScope {
 impl ProviderConfig {
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Every secret this provider refers to, with the JSON path that names it: its keys
+    /// (`keys[0]`) and its secret headers (`headers.X-Proxy-Token`).
+    pub fn secret_refs(&self) -> impl Iterator<Item = (String, &SecretRef)> {
+        let keys = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (format!("keys[{i}]"), k));
+        let headers = self.headers.iter().filter_map(|(n, v)| match v {
+            HeaderValue::Secret(r) => Some((format!("headers.{n}"), r)),
+            HeaderValue::Text(_) => None,
+        });
+        keys.chain(headers)
+    }
+
+    /// The ids of the secrets this provider keeps in the secret store.
+    pub fn stored_ids(&self) -> Vec<String> {
+        self.secret_refs()
+            .filter_map(|(_, r)| r.stored.clone())
+            .collect()
     }
 
     /// `maxConcurrency`, defaulting to one call at a time for a CLI (each is a process on a

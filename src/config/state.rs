@@ -92,7 +92,7 @@ impl StateConfig {
             ("usernameEnv", &redis.username_env),
         ] {
             if let Some(v) = v {
-                super::validate::check_env_name(v)
+                super::refs::check_env_name(v)
                     .map_err(|m| err(format!("state.redis.{field}"), m))?;
             }
         }

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::Path;
 
+use super::refs::{check_env_name, check_header, check_secret_ref};
 use super::{ConfigError, ConfigFile, ProviderConfig};
 
 /// Names that cannot be provider ids or route names because requests use them.
@@ -319,16 +320,16 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         }
     }
     for (i, k) in p.keys.iter().enumerate() {
-        match (&k.stored, k.env.is_empty()) {
-            (None, _) => check_env_name(&k.env).map_err(|m| err(&format!("keys[{i}].env"), m))?,
-            (Some(_), true) => {}
-            (Some(_), false) => {
-                return Err(err(
-                    &format!("keys[{i}]"),
-                    "give either `env` or `stored`, not both".into(),
-                ))
-            }
-        }
+        check_secret_ref(k).map_err(|(field, m)| {
+            err(
+                &if field.is_empty() {
+                    format!("keys[{i}]")
+                } else {
+                    format!("keys[{i}].{field}")
+                },
+                m,
+            )
+        })?;
     }
     if p.max_concurrency == Some(0) {
         return Err(err(
@@ -337,18 +338,7 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         ));
     }
     for (name, value) in &p.headers {
-        if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(err(
-                &format!("headers.{name}"),
-                "is not a valid header name".into(),
-            ));
-        }
-        if http::HeaderValue::from_str(value).is_err() {
-            return Err(err(
-                &format!("headers.{name}"),
-                "value must be visible ASCII".into(),
-            ));
-        }
+        check_header(name, value).map_err(|(at, m)| err(&at, m))?;
     }
     if let Some(zone) = &p.day_reset {
         if jiff::tz::TimeZone::get(zone).is_err() {
@@ -519,21 +509,6 @@ fn check_id(id: &str) -> Result<(), String> {
                 "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
             )
         })
-    }
-}
-
-pub(super) fn check_env_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(())
-    } else if name.len() > 20 && !name.contains('_') {
-        Err("looks like a secret, not a variable name: put the key in an environment variable and name that variable here".into())
-    } else {
-        Err(format!(
-            "`{name}` is not an environment variable name (letters, digits and `_`)"
-        ))
     }
 }
 

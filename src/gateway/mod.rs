@@ -419,7 +419,15 @@ impl Core {
         self.routing.redactor.set_secrets(
             snap.providers
                 .iter()
-                .flat_map(|p| p.keys.iter().map(|k| k.secret.expose().to_string()))
+                .flat_map(|p| {
+                    let keys = p.keys.iter().map(|k| k.secret.expose().to_string());
+                    let headers = p
+                        .headers
+                        .iter()
+                        .filter(|(_, v)| v.is_sensitive())
+                        .filter_map(|(_, v)| v.to_str().ok().map(str::to_string));
+                    keys.chain(headers)
+                })
                 .chain(self.keys.secret_values()),
         );
         for p in &snap.providers {

@@ -75,8 +75,8 @@ pub fn authorize(
     if let Some(k) = key {
         rb = rb.header("x-goog-api-key", k.secret.expose());
     }
-    for (name, value) in &p.config.headers {
-        rb = rb.header(name.as_str(), value.as_str());
+    for (name, value) in &p.headers {
+        rb = rb.header(name, value.clone());
     }
     rb
 }

@@ -156,6 +156,10 @@ pub struct ProviderEntry {
     pub keys: Vec<ApiKey>,
     /// Environment variables named in the config but not set.
     pub missing_keys: Vec<String>,
+    /// The `headers` to send, secrets read (and marked sensitive, so no debug output shows them).
+    pub headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    /// Secret headers whose variable or stored secret is missing.
+    pub missing_headers: Vec<String>,
     pub runtime: Arc<ProviderRuntime>,
     /// Zone of the daily quota reset.
     pub day_reset: Option<jiff::tz::TimeZone>,
@@ -214,6 +218,12 @@ impl ProviderEntry {
                 self.config.base_url
             ));
         }
+        if !self.missing_headers.is_empty() {
+            return Some(format!(
+                "a secret header is not set: {}",
+                self.missing_headers.join(", ")
+            ));
+        }
         if !self.config.keys.is_empty() && self.keys.is_empty() {
             return Some(format!(
                 "no API key: environment variable{} {} not set",
@@ -251,37 +261,7 @@ pub fn resolve(
     runtime: Arc<ProviderRuntime>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> ProviderEntry {
-    let caps = &config.capabilities;
-    let models = config
-        .models
-        .iter()
-        .map(|m| match m {
-            ModelEntry::Name(n) => {
-                let (price, tier) = price_and_tier(&config, n, None, None);
-                ModelInfo {
-                    id: n.clone(),
-                    context_window: caps.context_window,
-                    tools: caps.tools,
-                    images: caps.images,
-                    max_output_tokens: caps.max_output_tokens,
-                    price,
-                    tier,
-                }
-            }
-            ModelEntry::Detailed(d) => {
-                let (price, tier) = price_and_tier(&config, &d.id, d.price, d.tier);
-                ModelInfo {
-                    id: d.id.clone(),
-                    context_window: d.context_window.or(caps.context_window),
-                    tools: d.tools.unwrap_or(caps.tools),
-                    images: d.images.unwrap_or(caps.images),
-                    max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
-                    price,
-                    tier,
-                }
-            }
-        })
-        .collect();
+    let models = model_infos(&config);
     let mut keys = Vec::new();
     let mut missing_keys = Vec::new();
     for k in &config.keys {
@@ -296,6 +276,7 @@ pub fn resolve(
             }),
         }
     }
+    let (headers, missing_headers) = resolve_headers(&config, env);
     use crate::config::ProviderKind;
     let path = match config.kind {
         ProviderKind::OpenaiCompatible => Some("chat/completions"),
@@ -321,9 +302,84 @@ pub fn resolve(
         models,
         keys,
         missing_keys,
+        headers,
+        missing_headers,
         runtime,
         chat_url,
     }
+}
+
+/// The provider's models with their capabilities and prices (the provider's defaults filled in).
+fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
+    let caps = &config.capabilities;
+    config
+        .models
+        .iter()
+        .map(|m| match m {
+            ModelEntry::Name(n) => {
+                let (price, tier) = price_and_tier(config, n, None, None);
+                ModelInfo {
+                    id: n.clone(),
+                    context_window: caps.context_window,
+                    tools: caps.tools,
+                    images: caps.images,
+                    max_output_tokens: caps.max_output_tokens,
+                    price,
+                    tier,
+                }
+            }
+            ModelEntry::Detailed(d) => {
+                let (price, tier) = price_and_tier(config, &d.id, d.price, d.tier);
+                ModelInfo {
+                    id: d.id.clone(),
+                    context_window: d.context_window.or(caps.context_window),
+                    tools: d.tools.unwrap_or(caps.tools),
+                    images: d.images.unwrap_or(caps.images),
+                    max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
+                    price,
+                    tier,
+                }
+            }
+        })
+        .collect()
+}
+
+/// A provider's `headers` as sent: text as written, secrets read from their variable or the
+/// secret store (and marked sensitive); the secret headers that could not be read.
+#[allow(clippy::type_complexity)]
+fn resolve_headers(
+    config: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (
+    Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    Vec<String>,
+) {
+    use crate::config::HeaderValue;
+    let mut headers = Vec::new();
+    let mut missing = Vec::new();
+    for (name, value) in &config.headers {
+        let Ok(name_h) = reqwest::header::HeaderName::from_bytes(name.as_bytes()) else {
+            continue;
+        };
+        let (text, secret) = match value {
+            HeaderValue::Text(t) => (Some(t.clone()), false),
+            HeaderValue::Secret(r) => (env(&r.lookup_name()).map(|v| v.trim().to_string()), true),
+        };
+        match text
+            .filter(|t| !t.is_empty())
+            .and_then(|t| reqwest::header::HeaderValue::from_str(&t).ok())
+        {
+            Some(mut v) => {
+                v.set_sensitive(secret);
+                headers.push((name_h, v));
+            }
+            None => missing.push(match value {
+                HeaderValue::Secret(r) if r.stored.is_none() => format!("{name} ({})", r.env),
+                _ => name.clone(),
+            }),
+        }
+    }
+    (headers, missing)
 }
 
 /// Shared HTTP clients: one connection pool per distinct connect timeout (usually one).

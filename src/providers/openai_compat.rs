@@ -123,8 +123,8 @@ pub fn authorize(
     if let Some(k) = key {
         rb = rb.bearer_auth(k.secret.expose());
     }
-    for (name, value) in &p.config.headers {
-        rb = rb.header(name.as_str(), value.as_str());
+    for (name, value) in &p.headers {
+        rb = rb.header(name, value.clone());
     }
     rb
 }

@@ -6,7 +6,7 @@
 use crate::common::*;
 use reqwest::Method;
 use serde_json::{json, Value};
-use testkit::FakeUpstream;
+use testkit::{Behavior, FakeUpstream};
 
 fn body(id: &str, url: &str, keys: Value) -> Value {
     json!({"id": id, "kind": "openai-compatible", "baseUrl": url, "models": ["m"], "keys": keys})
@@ -208,5 +208,125 @@ async fn provider_bodies_may_only_name_key_variables_and_stored_keys_stay_on_the
         .send(Method::PUT, "/admin/providers/home", Some(retyped))
         .await;
     assert_eq!(st, 200, "{v}");
+    baton.stop().await;
+}
+
+/// A secret a provider needs in a header (a proxy's token) is given by reference, like a key:
+/// sent, never shown, exported or stored in the configuration, masked when an upstream echoes
+/// it, and bound to its provider's host. Written as text, it is refused.
+#[tokio::test]
+async fn secret_headers_are_references_sent_but_never_shown_and_bound_to_their_host() {
+    const FILE_SECRET: &str = "proxy-header-secret-from-env-5e1f0c";
+    const TYPED: &str = "typed-header-secret-for-the-ui-9a7b";
+    std::env::set_var("BATON_TEST_PROXY_TOKEN", FILE_SECRET);
+    let up = FakeUpstream::start("hdr").await;
+    let attacker = FakeUpstream::start("attacker").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = provider("hdr", &up.base_url(), 1);
+    p["headers"] = json!({"X-Proxy-Token": {"env": "BATON_TEST_PROXY_TOKEN"},
+                          "HTTP-Referer": "https://baton.local"});
+    let baton = Baton::start(dir.path(), json!({"providers": [p]})).await;
+    let admin = Admin(&baton);
+
+    // Sent as its value; the text header as written.
+    assert_eq!(baton.chat("auto", "hi").await.status(), 200);
+    let got = up.received();
+    let h = &got.last().unwrap().headers;
+    assert_eq!(h["x-proxy-token"], FILE_SECRET);
+    assert_eq!(h["http-referer"], "https://baton.local");
+
+    // An upstream that echoes it: masked for the client.
+    up.script([Behavior::Status {
+        status: 400,
+        body: json!({"error": {"message": format!("bad proxy token {FILE_SECRET}"),
+                               "type": "invalid_request_error"}}),
+        headers: vec![],
+    }]);
+    let r = baton.chat("auto", "echo").await;
+    let text = r.text().await.unwrap();
+    assert!(!text.contains(FILE_SECRET), "{text}");
+    assert!(text.contains("[redacted]"), "{text}");
+
+    // A secret written as text is refused, by the admin API as by the config file.
+    for (name, value) in [
+        ("Authorization", "Basic dXNlcjpwYXNz"),
+        ("X-Proxy-Token", "anything"),
+        ("X-Trace", "Bearer abcdefghijklmnop"),
+    ] {
+        let mut b = body("lit", &up.base_url(), json!([]));
+        b["headers"] = json!({ name: value });
+        let (st, v) = admin.send(Method::POST, "/admin/providers", Some(b)).await;
+        assert_eq!(st, 422, "{name}: {v}");
+        assert_eq!(v["error"]["param"], format!("headers.{name}"), "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("env"),
+            "{v}"
+        );
+    }
+    let cfg = json!({"providers": [{"id": "a", "kind": "openai-compatible",
+        "baseUrl": "https://x.example/v1", "models": ["m"],
+        "headers": {"Authorization": "Bearer sk-literal-in-the-file-000000"}}]});
+    let e = baton::config::parse_str(&cfg.to_string(), std::path::Path::new("my.json"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("providers[0].headers.Authorization: looks like a secret"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("sk-literal"),
+        "the error does not repeat it: {e}"
+    );
+
+    // Typed into the UI: stored, sent, never shown or exported.
+    let mut b = body("ui", &up.base_url(), json!([]));
+    b["newHeaders"] = json!({"X-Proxy-Token": TYPED});
+    let (st, v) = admin.send(Method::POST, "/admin/providers", Some(b)).await;
+    assert_eq!(st, 201, "{v}");
+    let (_, list) = admin.send(Method::GET, "/admin/providers", None).await;
+    let export = admin
+        .req(Method::GET, "/admin/export")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for shown in [list.to_string(), export.clone()] {
+        assert!(
+            !shown.contains(TYPED) && !shown.contains(FILE_SECRET),
+            "{shown}"
+        );
+    }
+    let saved = list["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "ui")
+        .unwrap()["config"]
+        .clone();
+    assert!(
+        saved["headers"]["X-Proxy-Token"]["stored"].is_string(),
+        "{saved}"
+    );
+    let r = baton.chat("ui/m", "typed").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        up.received().last().unwrap().headers["x-proxy-token"],
+        TYPED
+    );
+    let db = std::fs::read(dir.path().join("baton.db")).unwrap();
+    assert!(memchr::memmem::find(&db, TYPED.as_bytes()).is_none());
+
+    // It stays with its host: moving the provider needs it typed again.
+    let mut moved = saved.clone();
+    moved["baseUrl"] = json!(attacker.base_url());
+    let (st, v) = admin
+        .send(Method::PUT, "/admin/providers/ui", Some(moved))
+        .await;
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["param"], "headers.X-Proxy-Token", "{v}");
+    assert_eq!(attacker.hits(), 0);
     baton.stop().await;
 }

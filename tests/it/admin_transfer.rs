@@ -24,7 +24,7 @@ async fn export_has_no_secrets_and_import_round_trips() {
             "/admin/providers",
             Some(
                 json!({"id": "typed", "kind": "openai-compatible", "baseUrl": up.base_url(),
-            "models": ["m"], "keys": [{"env": "SOME_API_KEY"}], "newKeys": ["sk-never-exported-9999"]}),
+            "models": ["m"], "keys": [{"env": "BATON_SOME_API_KEY"}], "newKeys": ["sk-never-exported-9999"]}),
             ),
         )
         .await;
@@ -43,7 +43,10 @@ async fn export_has_no_secrets_and_import_round_trips() {
     );
     let v: Value = serde_json::from_str(&exported).unwrap();
     assert_eq!(v["routes"]["fast"], json!(["a"]));
-    assert_eq!(v["providers"][1]["keys"], json!([{"env": "SOME_API_KEY"}]));
+    assert_eq!(
+        v["providers"][1]["keys"],
+        json!([{"env": "BATON_SOME_API_KEY"}])
+    );
     // The export is a valid config file.
     baton::config::parse_str(&exported, std::path::Path::new("export.json"))
         .expect("export parses");

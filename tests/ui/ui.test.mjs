@@ -656,6 +656,30 @@ test("narrow tray window and dark mode render without errors", async () => {
   assert.deepEqual(errors, []);
 });
 
+test("a secret header is typed into the form: stored like a key, never shown again", async () => {
+  await page.goto(`${baton}/ui/#providers`);
+  await page.click("#provider-list > li[data-id=gamma] [data-focus=edit]");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.click("text=A secret header");
+  await page.fill("#f-newHeaders", "X-Proxy-Token");
+  await page.click("#form-save");
+  // No value: refused next to the header's field, nothing saved.
+  const err = await page.waitForSelector("#e-newHeaders:text('visible ASCII')");
+  assert.match(await err.textContent(), /one line of visible ASCII/);
+  await page.fill("[aria-label='Secret header value']", "proxy-token-typed-in-the-ui-4242");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-dialog", { state: "hidden" });
+  const admin = { "x-admin-key": adminKey };
+  const list = await (await fetch(`${baton}/admin/providers`, { headers: admin })).json();
+  const gamma = list.providers.find((x) => x.id === "gamma");
+  assert.equal(typeof gamma.config.headers["X-Proxy-Token"].stored, "string", JSON.stringify(gamma.config));
+  assert.ok(!JSON.stringify(list).includes("proxy-token-typed-in-the-ui-4242"));
+  await page.click("#provider-list > li[data-id=gamma] [data-focus=edit]");
+  await page.waitForSelector("#provider-dialog[open]");
+  assert.ok(!(await page.content()).includes("proxy-token-typed-in-the-ui-4242"), "never shown again");
+  await page.click("#form-cancel");
+});
+
 test("a provider made in the UI is deleted from its Edit dialog, after a second press", async () => {
   await page.goto(`${baton}/ui/#providers`);
   await page.waitForSelector("#provider-list > li[data-id=gamma]");

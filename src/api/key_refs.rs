@@ -1,0 +1,148 @@
+//! Where the secrets an admin-API body names may go: key variables from Baton's environment
+//! only to where they belong, stored secrets only with the provider and origin they were saved
+//! for, never Baton's own keys. The config file (which the user writes on disk) is not bound by
+//! these rules; what the admin key sends is.
+
+use super::error::ApiError;
+use super::manage::field_error;
+use crate::config::ProviderConfig;
+use crate::gateway::Core;
+
+/// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
+/// other secrets by pointing a provider at a server of its choosing:
+/// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`),
+///   never `PATH`-like process variables nor one holding Baton's own keys (gateway keys, the
+///   admin key, Redis credentials); and it goes only where it belongs: to the origin the
+///   catalog names it for, to an origin where the config file (or the live configuration)
+///   already sends it, or anywhere when the user named it `BATON_…` for that purpose. So
+///   `AWS_SECRET_ACCESS_KEY` or `GITHUB_TOKEN` from Baton's environment cannot be sent to a
+///   server of the admin key's choosing;
+/// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
+///   for, and only while its `baseUrl` stays at the same origin (scheme, host, port): a new
+///   host, or `http` where it was `https`, needs the key typed again.
+pub(crate) fn check_key_refs(
+    core: &Core,
+    config: &ProviderConfig,
+    existing: Option<&ProviderConfig>,
+) -> Result<(), ApiError> {
+    let own = baton_key_vars(core);
+    for (at, k) in config.secret_refs() {
+        let name = k.env.trim();
+        if !name.is_empty() {
+            if own.iter().any(|o| o == name) {
+                return Err(field_error(
+                    format!("{at}.env"),
+                    format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
+                ));
+            }
+            let declared = declared_for(core, name, &config.base_url);
+            if !looks_like_key_var(name) && !declared {
+                return Err(field_error(
+                    format!("{at}.env"),
+                    format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
+                ));
+            }
+            if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
+            {
+                return Err(field_error(
+                    format!("{at}.env"),
+                    format!(
+                        "`{name}` is not a key Baton sends to {}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {OPEN_PREFIX}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
+                        host_of(&config.base_url).unwrap_or_else(|| "this address".into())
+                    ),
+                ));
+            }
+        }
+        if let Some(id) = &k.stored {
+            let Some(old) = existing.filter(|e| e.stored_ids().contains(id)) else {
+                return Err(field_error(
+                    format!("{at}.stored"),
+                    "this stored secret belongs to another provider or does not exist; type it again".into(),
+                ));
+            };
+            let (was, now) = (host_of(&old.base_url), host_of(&config.base_url));
+            if was != now {
+                return Err(field_error(
+                    at,
+                    format!(
+                        "the stored key was saved for {}; to send a key to {}, type it again",
+                        was.as_deref().unwrap_or("another address"),
+                        now.as_deref().unwrap_or("the new address")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Variables that hold Baton's own keys (never a provider's).
+fn baton_key_vars(core: &Core) -> Vec<String> {
+    let f = &core.file_config;
+    let mut v: Vec<String> = f.gateway_keys.iter().map(|k| k.env.clone()).collect();
+    v.extend([
+        "BATON_ADMIN_KEY".to_string(),
+        "BATON_GATEWAY_KEY".to_string(),
+    ]);
+    if let Some(r) = &f.state.redis {
+        v.extend(r.password_env.iter().cloned());
+        v.extend(r.username_env.iter().cloned());
+    }
+    v
+}
+
+/// `OPENAI_API_KEY`, `GROQ_KEY`, `HF_TOKEN`, `MY_SECRET`: upper-case words ending in a key word.
+fn looks_like_key_var(name: &str) -> bool {
+    let upper = name
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    upper
+        && ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_APIKEY"]
+            .iter()
+            .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
+
+/// Variables named this way are the user's own keys for any provider (set in Baton's
+/// environment for that purpose); others go only where they are declared.
+pub(crate) const OPEN_PREFIX: &str = "BATON_";
+
+/// Whether a provider at the same origin as `base_url`, in the configuration file or the live
+/// configuration, already names `name`: the user's file (or an earlier edit the same rules
+/// allowed) sent it there.
+fn declared_for(core: &Core, name: &str, base_url: &str) -> bool {
+    let origin = host_of(base_url);
+    let declares = |c: &ProviderConfig| {
+        c.secret_refs().any(|(_, k)| k.env == name)
+            && origin.is_some()
+            && host_of(&c.base_url) == origin
+    };
+    core.file_config.providers.iter().any(declares)
+        || core
+            .routing
+            .snapshot
+            .load()
+            .providers
+            .iter()
+            .any(|p| declares(&p.config))
+}
+
+/// Whether the shipped catalog names `name` as the key of the provider at `base_url`'s origin
+/// (`OPENAI_API_KEY` for `https://api.openai.com`).
+fn catalog_sends(name: &str, base_url: &str) -> bool {
+    let Some(origin) = host_of(base_url) else {
+        return false;
+    };
+    crate::catalog::entries().iter().any(|e| {
+        e.key_env.as_deref() == Some(name)
+            && e.base_url.as_deref().and_then(host_of).as_ref() == Some(&origin)
+    })
+}
+
+/// The host (and port) a base URL points at, lower-cased.
+/// Where a key goes: scheme, host and port (`https://api.x` and `http://api.x` are two places:
+/// a key saved for the first must not follow a provider to the second, in the clear).
+fn host_of(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    u.host_str()?;
+    Some(u.origin().ascii_serialization())
+}

@@ -1,0 +1,81 @@
+//! References to secrets in the configuration (keys and secret headers): what they may name.
+//! The configuration holds references only, never a secret.
+
+use super::{HeaderValue, SecretRef};
+
+/// One of a provider's `headers`: a valid name, and text that is not a secret, or a reference
+/// to one. The error names the field (`headers.X-Proxy-Token`).
+pub(super) fn check_header(name: &str, value: &HeaderValue) -> Result<(), (String, String)> {
+    let at = format!("headers.{name}");
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err((at, "is not a valid header name".into()));
+    }
+    match value {
+        HeaderValue::Text(text) => {
+            if http::HeaderValue::from_str(text).is_err() {
+                return Err((at, "value must be visible ASCII".into()));
+            }
+            if is_secret_header(name) || crate::redact::looks_like_credential(text) {
+                return Err((
+                    at,
+                    "looks like a secret, and the configuration keeps none: give it as {\"env\": \"VARIABLE\"} (Baton sends the variable's value, masked and redacted like a key), or type it into the UI's form".into(),
+                ));
+            }
+            Ok(())
+        }
+        HeaderValue::Secret(r) => check_secret_ref(r).map_err(|(field, m)| {
+            (
+                if field.is_empty() {
+                    at.clone()
+                } else {
+                    format!("{at}.{field}")
+                },
+                m,
+            )
+        }),
+    }
+}
+
+/// A key or secret header: a variable's name, or a stored secret's id, not both. The error
+/// names the field (`env`, or empty for the reference as a whole).
+pub(super) fn check_secret_ref(r: &SecretRef) -> Result<(), (&'static str, String)> {
+    match (&r.stored, r.env.is_empty()) {
+        (None, _) => check_env_name(&r.env).map_err(|m| ("env", m)),
+        (Some(_), true) => Ok(()),
+        (Some(_), false) => Err(("", "give either `env` or `stored`, not both".into())),
+    }
+}
+
+/// Header names that carry credentials: their values are secrets whatever they look like.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "auth",
+        "credential",
+        "signature",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+pub(super) fn check_env_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else if name.len() > 20 && !name.contains('_') {
+        Err("looks like a secret, not a variable name: put the key in an environment variable and name that variable here".into())
+    } else {
+        Err(format!(
+            "`{name}` is not an environment variable name (letters, digits and `_`)"
+        ))
+    }
+}
