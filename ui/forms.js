@@ -87,11 +87,14 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       cliFacts.textContent = "Baton looks for the CLI when you test or save.";
       return;
     }
+    // Found but not run yet: running it is the user's call.
+    const unrun = cli.ran === false && !cli.problem;
     cliFacts.replaceChildren(
       ...[
         el("div", {}, "Executable: ", el("code", {}, cli.executable || "not found")),
-        el("div", {}, "Version: ", cli.version || "unknown"),
-        el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "could not tell (it is tried)"),
+        unrun ? null : el("div", {}, "Version: ", cli.version || "unknown"),
+        unrun ? null : el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "could not tell (it is tried)"),
+        unrun ? el("button", { type: "button", id: "cli-run", onclick: () => checkCli(true) }, "Check its version and login (runs it)") : null,
         cli.problem ? el("div", { class: "field-error" }, cli.problem) : null,
       ].filter(Boolean),
     );
@@ -143,13 +146,14 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   // executable changes (only the newest answer is shown).
   let checkGen = 0;
   let checkTimer = null;
-  async function checkCli() {
+  async function checkCli(run = false) {
     const k = inputs.kind.value;
     if (!isCli(k) || readOnly) return;
     const gen = ++checkGen;
-    cliFacts.replaceChildren(el("div", { class: "muted" }, `Looking for ${inputs.executable.value.trim() || CLI_PROGRAM[k]}…`));
+    cliFacts.replaceChildren(el("div", { class: "muted" }, `${run ? "Running" : "Looking for"} ${inputs.executable.value.trim() || CLI_PROGRAM[k]}…`));
     try {
-      const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null });
+      const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null, run });
+      if (run && gen === checkGen) document.getElementById("f-executable")?.focus();
       if (gen === checkGen) renderCliFacts(st);
     } catch (e) {
       if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e instanceof ApiError ? e.message : NO_ANSWER));
@@ -157,7 +161,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   }
   inputs.executable.addEventListener("input", () => {
     clearTimeout(checkTimer);
-    checkTimer = setTimeout(checkCli, 400);
+    checkTimer = setTimeout(() => checkCli(false), 400);
   });
 
   function syncKind() {
@@ -167,7 +171,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     inputs.executable.placeholder = CLI_PROGRAM[k] || "";
     inputs.id.placeholder = CLI_PROGRAM[k] || "groq";
     inputs.models.placeholder = `one model per line, preferred first${CLI_MODEL[k] ? `, e.g. ${CLI_MODEL[k]}` : ""}`;
-    if (isCli(k) && !(editing && p.cli)) checkCli();
+    if (isCli(k) && !(editing && p.cli)) checkCli(false);
   }
   syncKind();
   inputs.kind.addEventListener("change", syncKind);
@@ -259,20 +263,32 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     return out;
   }
 
-  document.getElementById("form-test").onclick = async () => {
+  // Testing a CLI that is not saved yet runs a program: Baton says which, and runs it only
+  // after a second, explicit press.
+  async function runTest(confirmRun) {
     clearErrors();
     testBox.className = "test-result wait";
     testBox.textContent = "Sending one tiny request…";
     try {
-      const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", collect());
+      const body = readOnly ? null : { ...collect(), ...(confirmRun ? { confirmRun: true } : {}) };
+      const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", body);
       testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
       testBox.textContent = r.ok ? `Works: ${r.model} answered in ${r.latencyMs} ms.` : explain(r.class, r.reason, r.resetAtMs);
     } catch (e) {
+      if (e instanceof ApiError && e.code === "confirmation_required") {
+        const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, "Run it");
+        testBox.className = "test-result wait";
+        testBox.replaceChildren(el("span", {}, `${e.message.replace(/ Send the same body.*$/, "")} `), run);
+        testBox.scrollIntoView({ block: "nearest" });
+        run.focus();
+        return;
+      }
       testBox.textContent = "";
       testBox.className = "test-result";
       if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
     }
-  };
+  }
+  document.getElementById("form-test").onclick = () => runTest(false);
   const cancel = document.getElementById("form-cancel");
   cancel.onclick = () => dialog.close();
   // A read-only view has nothing to save or cancel: it is closed.

@@ -363,17 +363,21 @@ pub struct CliCheck {
     kind: crate::config::ProviderKind,
     #[serde(default)]
     executable: Option<String>,
+    /// The user agreed to run it (`--version` and the login check); without, it is only looked
+    /// for.
+    #[serde(default)]
+    run: bool,
 }
 
 impl Shape for CliCheck {
     const PARAM: &'static str = "kind";
-    const EXPECTED: &'static str =
-        r#"{"kind": "claude-cli" | "codex-cli" | "gemini-cli", "executable": optional path}"#;
+    const EXPECTED: &'static str = r#"{"kind": "claude-cli" | "codex-cli" | "gemini-cli", "executable": optional path, "run": optional true}"#;
 }
 
 /// `POST /admin/cli-check` with `{"kind": "claude-cli", "executable": "…"}` (executable
-/// optional): what the Add form shows before anything is saved — the executable found, its
-/// version, whether it is logged in, and what to do if not. Nothing is stored or sent.
+/// optional): what the Add form shows before anything is saved — the executable found and,
+/// once the user agrees to run it (`"run": true`), its version, whether it is logged in, and
+/// what to do if not. Nothing is stored or sent, and nothing runs without `run`.
 pub async fn cli_check(
     State(state): State<AppState>,
     JsonBody(c): JsonBody<CliCheck>,
@@ -402,8 +406,16 @@ pub async fn cli_check(
     // The same rules as a saved provider (only the CLI itself may run) before anything runs.
     super::manage::validate(&config)?;
     let now = core.routing.clock.now_ms();
+    if !c.run {
+        let st = crate::providers::cli::locate(&config, now);
+        let mut v = json!(st);
+        v["ran"] = json!(false);
+        return Ok(Json(v));
+    }
     let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
         .await
         .map_err(|e| ApiError::internal("cli_check", e))?;
-    Ok(Json(json!(st)))
+    let mut v = json!(st);
+    v["ran"] = json!(true);
+    Ok(Json(v))
 }

@@ -482,14 +482,62 @@ pub async fn test_saved(
     Ok(Json(test_result(core, entry, true).await))
 }
 
+/// `confirmRun` taken out of a test body: whether the user agreed to run a CLI.
+fn take_confirm_run(body: &[u8]) -> Result<(Vec<u8>, bool), ApiError> {
+    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(body) else {
+        // Not an object: `parse_provider` says what is wrong with it.
+        return Ok((body.to_vec(), false));
+    };
+    let confirmed = match obj.remove("confirmRun") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => {
+            return Err(field_error(
+                "confirmRun".into(),
+                "must be true or false".into(),
+            ))
+        }
+    };
+    Ok((
+        serde_json::to_vec(&Value::Object(obj)).unwrap_or_default(),
+        confirmed,
+    ))
+}
+
+/// Testing an unsaved CLI provider runs a program on this machine: nothing runs until the user
+/// has seen which one and agreed (`confirmRun: true`, the form's second press).
+fn confirm_first(config: &ProviderConfig) -> ApiError {
+    let kind = config.kind;
+    let name = config
+        .executable
+        .clone()
+        .or_else(|| kind.cli_program().map(str::to_string))
+        .unwrap_or_default();
+    let path =
+        crate::providers::cli::resolve_executable(&name, std::env::var_os("PATH").as_deref())
+            .map(|p| p.display().to_string())
+            .unwrap_or(name);
+    ApiError::new(
+        StatusCode::PRECONDITION_REQUIRED,
+        "invalid_request_error",
+        "confirmation_required",
+        format!("Testing runs `{path} --version`, its login check and one tiny prompt on this machine. Send the same body with \"confirmRun\": true once you agree."),
+    )
+}
+
 /// `POST /admin/test`: validates a provider body and tests it without saving anything (the
-/// form's Test button); typed keys are used from memory only.
+/// form's Test button); typed keys are used from memory only. A CLI provider is run only with
+/// `confirmRun: true`.
 pub async fn test_unsaved(
     State(state): State<AppState>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
+    let (body, confirmed) = take_confirm_run(&body)?;
     let mut p = parse_provider(&body)?;
+    if p.config.kind.is_cli() && !confirmed {
+        return Err(confirm_first(&p.config));
+    }
     // Testing an edit of a saved provider may keep its stored keys (same host only).
     let saved = core
         .routing

@@ -91,6 +91,64 @@ async fn only_the_cli_runs_with_only_its_own_variables() {
     baton.stop().await;
 }
 
+/// Testing or checking a CLI provider that is not saved runs nothing until the user agreed:
+/// the test answers 428 naming what would run, the form's check only looks for the program.
+#[tokio::test]
+async fn nothing_runs_for_an_unsaved_cli_until_the_user_agrees() {
+    let clis = crate::cli::FakeClis::new();
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({"providers": []})).await;
+    let admin = Admin(&baton);
+    let claude = clis.exe("claude");
+    let body =
+        json!({"id": "cc", "kind": "claude-cli", "executable": claude, "models": ["sonnet"]});
+
+    let (st, v) = admin
+        .send(Method::POST, "/admin/test", Some(body.clone()))
+        .await;
+    assert_eq!(st, 428, "{v}");
+    assert_eq!(v["error"]["code"], "confirmation_required", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("`{claude} --version`")), "{v}");
+    assert!(msg.contains("confirmRun"), "{v}");
+    let mut wrong = body.clone();
+    wrong["confirmRun"] = json!("yes");
+    let (st, v) = admin.send(Method::POST, "/admin/test", Some(wrong)).await;
+    assert_eq!(
+        (st, v["error"]["param"].as_str()),
+        (422, Some("confirmRun")),
+        "{v}"
+    );
+    // The form's check finds the program without running it (only running tells a version).
+    let check = json!({"kind": "claude-cli", "executable": claude});
+    let (st, v) = admin
+        .send(Method::POST, "/admin/cli-check", Some(check.clone()))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (&v["ran"], &v["executable"]),
+        (&json!(false), &json!(claude)),
+        "{v}"
+    );
+    assert!(v.get("version").is_none(), "{v}");
+    assert!(clis.calls("claude").is_empty(), "no prompt ran");
+
+    // Agreed: it runs.
+    let mut run = check;
+    run["run"] = json!(true);
+    let (st, v) = admin
+        .send(Method::POST, "/admin/cli-check", Some(run))
+        .await;
+    assert_eq!((st, &v["ran"]), (200, &json!(true)), "{v}");
+    assert!(v["version"].is_string(), "{v}");
+    let mut agreed = body.clone();
+    agreed["confirmRun"] = json!(true);
+    let (st, v) = admin.send(Method::POST, "/admin/test", Some(agreed)).await;
+    assert_eq!((st, &v["ok"]), (200, &json!(true)), "{v}");
+    assert_eq!(clis.calls("claude").len(), 1, "the test's one prompt");
+    baton.stop().await;
+}
+
 #[test]
 fn a_config_file_is_held_to_the_same_rules() {
     let p = |extra: serde_json::Value| {

@@ -66,7 +66,7 @@ before(async () => {
   page = await (await browser.newContext({ viewport: { width: 1000, height: 760 } })).newPage();
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => {
-    if (m.type() === "error" && !/status of (401|422)/.test(m.text())) errors.push(m.text());
+    if (m.type() === "error" && !/status of (401|422|428)/.test(m.text())) errors.push(m.text());
   });
 });
 
@@ -465,12 +465,24 @@ test("the Add form shows a CLI's executable, version and login before saving, an
   await page.waitForSelector("[data-testid=cli-facts] .field-error:text('nothing-here')");
   await page.fill("#f-executable", claude);
   await page.waitForSelector(`[data-testid=cli-facts] code:text('${claude}')`);
+  // Found, but not run until the user says so.
+  assert.doesNotMatch(await page.textContent("[data-testid=cli-facts]"), /Version/);
+  await page.focus("#cli-run");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("[data-testid=cli-facts] :text('Logged in')");
   const facts = await page.textContent("[data-testid=cli-facts]");
   assert.match(facts, /Version: \d+\.\d+/);
   assert.match(facts, /Logged in: yes/);
   await shot("add-cli-facts");
   await page.fill("#f-id", "cc");
   await page.fill("#f-models", "sonnet");
+  // Testing it before saving asks first, naming what runs, and runs only after "Run it".
+  await page.click("#form-test");
+  await page.waitForSelector("#test-confirm");
+  assert.match(await page.textContent("#test-result"), new RegExp(`Testing runs \`${claude} --version\``));
+  await shot("cli-test-confirm");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#test-result.ok");
   await page.click("#form-save");
   await page.waitForSelector("#provider-list > li[data-id=cc]");
   // The row shows the version at once (it used to fill in minutes later).

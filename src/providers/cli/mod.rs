@@ -15,7 +15,7 @@ use crate::canonical::{ChatRequest, Part, Role};
 use crate::config::ProviderKind;
 
 pub use run::{CliItem, CliProcesses, CliRun};
-pub use status::{check as check_status, login_hint, login_state, CliStatus};
+pub use status::{check as check_status, locate, login_hint, login_state, CliStatus};
 
 /// Interpreters a known CLI launcher may name on its `#!` line (npm installs `node` scripts).
 const LAUNCHERS: &[&str] = &["node", "nodejs", "bun", "deno"];

@@ -41,6 +41,22 @@ pub fn login_hint(program: &str) -> &'static str {
     }
 }
 
+/// Only where a CLI provider's executable is, without running anything (what the Add form
+/// shows until the user agrees to run it).
+pub fn locate(config: &ProviderConfig, now_ms: i64) -> CliStatus {
+    let Some(program) = config.kind.cli_program() else {
+        return CliStatus::default();
+    };
+    let name = config.executable.as_deref().unwrap_or(program);
+    let found = super::resolve_executable(name, std::env::var_os("PATH").as_deref());
+    CliStatus {
+        checked_at_ms: now_ms,
+        problem: found.as_ref().err().cloned(),
+        executable: found.ok(),
+        ..CliStatus::default()
+    }
+}
+
 /// Resolves, versions and login-checks one CLI provider (blocking: run it off the runtime).
 pub fn check(config: &ProviderConfig, now_ms: i64) -> CliStatus {
     let kind = config.kind;
