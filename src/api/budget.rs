@@ -1,7 +1,8 @@
 //! What one client can make Baton hold: a bound on concurrent inbound requests, and a memory
 //! budget shared by every request in flight. A request is charged its body as it arrives and,
 //! once read, an estimate of what parsing and translating it costs (measured by
-//! `scripts/bench-memory`: about four copies of its bytes, plus ~190 bytes per JSON value); a
+//! `scripts/bench-memory` for every inbound API and upstream kind: at most eight copies of its
+//! bytes, plus ~700 bytes per JSON value); a
 //! body with more JSON values than `server.maxJsonValues` is refused before it is parsed. When
 //! the budget is spent the request gets a 503 with `Retry-After` instead of memory. Bodies are
 //! read here ([`read_body`]), under the size, stall and minimum-rate limits too.
@@ -16,12 +17,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::ApiError;
 use crate::config::ServerConfig;
 
-/// Bytes a parsed, translated request holds per byte of its body (measured: 4.0 for one long
-/// string, the shape where bytes dominate).
-pub const BYTES_FACTOR: usize = 4;
-/// Bytes a parsed, translated request holds per JSON value (measured: ~160 for many small
-/// parts and many messages, 190 at `server.maxJsonValues`).
-pub const VALUE_COST: usize = 192;
+/// Bytes a parsed, translated request holds per byte of its body. Measured by
+/// `BENCH_CROSS=1 scripts/bench-memory` for every inbound API to every upstream kind: up to
+/// 7.7 for one long string (a Messages or Responses body translated for Gemini or Responses).
+pub const BYTES_FACTOR: usize = 8;
+/// Bytes a parsed, translated request holds per JSON value. Measured the same way: 190 for
+/// Chat Completions passed through, ~670 for the worst translation (a Messages or Responses
+/// body of 100,000 small parts to an `openai-responses`, `anthropic` or `gemini` upstream:
+/// the client's body, the canonical request and the upstream's body are held at once).
+pub const VALUE_COST: usize = 704;
 /// The budget is counted in units of this many bytes.
 const UNIT: usize = 1024;
 

@@ -2,6 +2,7 @@
 and requests in flight together stay within server.memoryBudgetBytes (the rest get a 503 with
 Retry-After). Peak RSS is read from /proc for the real `baton serve` process."""
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
@@ -36,13 +37,16 @@ def post(url, key, body):
 
 def test_hostile_bodies_stay_within_the_memory_budget(tmp_path):
     fake = Fake("up")
-    budget = 160 * 1024 * 1024
-    cfg = {"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": fake.url + "/v1",
-                          "models": ["up-model"]}],
+    budget = 400 * 1024 * 1024
+    # Translated for another API (Chat Completions to Anthropic): the client's body, the
+    # canonical request and the upstream's body are held at once, the costliest path.
+    cfg = {"providers": [{"id": "up", "kind": "anthropic", "baseUrl": fake.url + "/v1",
+                          "models": ["up-model"], "keys": [{"env": "BATON_TEST_UP_KEY"}]}],
            "server": {"memoryBudgetBytes": budget}}
     (tmp_path / "c.json").write_text(json.dumps(cfg))
+    env = dict(os.environ, BATON_TEST_UP_KEY="sk-ant-test-memory-key-000000")
     proc, url = _spawn([BATON, "serve", "--config", str(tmp_path / "c.json"), "--data-dir",
-                        str(tmp_path / "data"), "--port", "0"])
+                        str(tmp_path / "data"), "--port", "0"], env=env)
     try:
         key = (tmp_path / "data" / "gateway.key").read_text().strip()
         status, _, _ = post(url, key, json.dumps(
@@ -59,9 +63,9 @@ def test_hostile_bodies_stay_within_the_memory_budget(tmp_path):
         assert "maxJsonValues" in err["error"]["message"], err
         assert peak_rss(proc.pid) - base < 3 * len(many), "not parsed"
 
-        # Eight of the largest bodies the value limit admits, at once: each is estimated at
-        # about 100 MB, so the 160 MiB budget holds one at a time and the rest are told
-        # to come back.
+        # Eight of the largest bodies the value limit admits, at once: each is charged about
+        # 340 MB (what the worst translation was measured to hold), so the 400 MiB budget
+        # holds one at a time and the rest are told to come back.
         at_limit = json.dumps({"model": "auto", "messages": [
             {"role": "user", "content": [part] * 95_000}]}).encode()
         results = []
