@@ -81,6 +81,20 @@ pub(crate) async fn messages(
             "tool_use",
             None,
         ),
+        // Parallel calls: several tool_use blocks in one message, each with its own id.
+        Behavior::ToolCalls(calls) => (
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| {
+                    let n = s.hits.load(std::sync::atomic::Ordering::SeqCst);
+                    json!({"type": "tool_use", "id": format!("{}_{i}", tool_id(&s.name, n)), "name": name,
+                    "input": serde_json::from_str::<Value>(arguments).unwrap_or(json!({}))})
+                })
+                .collect(),
+            "tool_use",
+            None,
+        ),
         Behavior::Text(t) => (vec![json!({"type": "text", "text": t})], "end_turn", None),
         Behavior::StreamDies(n) => (
             vec![
@@ -89,13 +103,16 @@ pub(crate) async fn messages(
             "end_turn",
             Some(n),
         ),
-        _ => (
-            vec![
-                json!({"type": "text", "text": crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user))}),
-            ],
-            "end_turn",
-            None,
-        ),
+        _ => {
+            let text = crate::schema_answer(&body)
+                .unwrap_or_else(|| format!("{}: {}", s.name, last_user));
+            let (text, cut) = crate::model::within_limit(text, &body);
+            (
+                vec![json!({"type": "text", "text": text})],
+                if cut { "max_tokens" } else { "end_turn" },
+                None,
+            )
+        }
     };
     // With thinking on, the answer begins with a thinking block this fake signs as its own.
     let thinking = body

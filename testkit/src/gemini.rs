@@ -74,24 +74,46 @@ pub(crate) async fn generate(
         json!({"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18})
     };
     let n = s.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let mut finish = "STOP";
     let mut parts = match behavior {
         Behavior::Status {
             status,
             body,
             headers,
         } => return crate::status_response(status, body, headers),
-        Behavior::ToolCall { name, arguments } => {
-            let mut call = json!({"functionCall": {"name": name,
-                "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}});
-            // Gemini 3 signs its function calls, and wants the signature back.
-            if signs(&model) {
-                call["thoughtSignature"] = json!(signature(&s.name, n));
-            }
-            vec![call]
-        }
+        Behavior::ToolCall { name, arguments } => vec![(name, arguments)]
+            .into_iter()
+            .map(|(name, arguments)| {
+                let mut call = json!({"functionCall": {"name": name,
+                    "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}});
+                // Gemini 3 signs its function calls, and wants the signature back.
+                if signs(&model) {
+                    call["thoughtSignature"] = json!(signature(&s.name, n));
+                }
+                call
+            })
+            .collect(),
+        // Parallel calls: several functionCall parts; Gemini 3 signs only the first.
+        Behavior::ToolCalls(calls) => calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                let mut call = json!({"functionCall": {"name": name,
+                    "args": serde_json::from_str::<Value>(&arguments).unwrap_or(json!({}))}});
+                if i == 0 && signs(&model) {
+                    call["thoughtSignature"] = json!(signature(&s.name, n));
+                }
+                call
+            })
+            .collect(),
         Behavior::Text(t) => vec![json!({"text": t})],
-        _ => vec![json!({"text": crate::schema_answer(&body)
-            .unwrap_or_else(|| format!("{}: {}", s.name, last_user))})],
+        _ => {
+            let text =
+                crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user));
+            let (text, cut) = crate::model::within_limit(text, &body);
+            finish = if cut { "MAX_TOKENS" } else { "STOP" };
+            vec![json!({"text": text})]
+        }
     };
     // Asked for its thoughts, a thinking Gemini begins with a thought summary.
     if body
@@ -105,7 +127,7 @@ pub(crate) async fn generate(
         );
     }
     if !stream {
-        return axum::Json(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        return axum::Json(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
             "usageMetadata": usage, "modelVersion": model}))
         .into_response();
     }
@@ -128,7 +150,7 @@ pub(crate) async fn generate(
                 "modelVersion": model});
             let mut u = usage.clone();
             if i + 1 == n {
-                c["candidates"][0]["finishReason"] = json!("STOP");
+                c["candidates"][0]["finishReason"] = json!(finish);
             } else {
                 u["candidatesTokenCount"] = json!(i + 1);
                 u["totalTokenCount"] =

@@ -43,6 +43,8 @@ pub enum Behavior {
     NoUsage,
     /// A tool call to `name` with these JSON arguments.
     ToolCall { name: String, arguments: String },
+    /// Several tool calls in one turn (name, JSON arguments), as models make parallel calls.
+    ToolCalls(Vec<(String, String)>),
     /// An error status with a JSON body and headers.
     Status {
         status: u16,
@@ -466,6 +468,9 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         .unwrap_or_default();
     let text = schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user));
     let behavior = match behavior {
+        Behavior::Auto if matches!(resolve_auto(Behavior::Auto, &body), Behavior::ToolCalls(_)) => {
+            resolve_auto(Behavior::Auto, &body)
+        }
         Behavior::Auto => {
             let first_tool = body
                 .pointer("/tools/0/function/name")
@@ -500,7 +505,11 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
             resp
         }
         Behavior::Ok | Behavior::Auto => {
-            answer(&s, guard, stream, usage, &model, Reply::Text(text), None).await
+            let reply = match crate::model::within_limit(text, &body) {
+                (t, true) => Reply::Cut(t),
+                (t, false) => Reply::Text(t),
+            };
+            answer(&s, guard, stream, usage, &model, reply, None).await
         }
         Behavior::Text(t) => answer(&s, guard, stream, usage, &model, Reply::Text(t), None).await,
         Behavior::NoUsage => {
@@ -513,10 +522,13 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
                 stream,
                 usage,
                 &model,
-                Reply::Tool(name, arguments),
+                Reply::Tools(vec![(name, arguments)]),
                 None,
             )
             .await
+        }
+        Behavior::ToolCalls(calls) => {
+            answer(&s, guard, stream, usage, &model, Reply::Tools(calls), None).await
         }
         Behavior::Delay(ms) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;

@@ -73,24 +73,58 @@ fn instance_of(schema: &Value, root: &Value, depth: usize) -> Value {
     }
 }
 
-/// `Behavior::Auto` as a model would act on this request, in any API's shape: a call to the
-/// first tool offered (with arguments its schema accepts) when the last turn is the user's own
-/// words, else an answer. Other behaviours stay.
-pub(crate) fn resolve_auto(b: Behavior, body: &Value) -> Behavior {
-    if !matches!(b, Behavior::Auto) {
-        return b;
+/// The most output tokens the request allows, in any API's terms.
+fn output_limit(body: &Value) -> Option<usize> {
+    [
+        "/max_tokens",
+        "/max_completion_tokens",
+        "/max_output_tokens",
+        "/generationConfig/maxOutputTokens",
+    ]
+    .iter()
+    .find_map(|p| body.pointer(p).and_then(Value::as_u64))
+    .map(|n| n as usize)
+}
+
+/// The answer as a model gives it within the request's output limit (a word a token): cut
+/// there, and whether it was, so the fake reports the API's own "stopped at the limit".
+pub(crate) fn within_limit(text: String, body: &Value) -> (String, bool) {
+    match output_limit(body) {
+        Some(n) if text.split_whitespace().count() > n => (
+            text.split_inclusive(' ')
+                .take(n.max(1))
+                .collect::<String>()
+                .trim_end()
+                .to_string(),
+            true,
+        ),
+        _ => (text, false),
     }
-    let tool = body
-        .pointer("/tools/0/function")
-        .or_else(|| body.pointer("/tools/0/functionDeclarations/0"))
-        .or_else(|| body.pointer("/tools/0"))
-        .filter(|t| t.get("name").is_some());
-    let Some(tool) = tool else {
-        return Behavior::Ok;
+}
+
+/// The tools a request offers, in any API's shape (each has a `name`).
+fn offered_tools(body: &Value) -> Vec<&Value> {
+    let Some(tools) = body.get("tools").and_then(Value::as_array) else {
+        return Vec::new();
     };
-    if !last_turn_is_users_words(body) {
-        return Behavior::Ok;
-    }
+    tools
+        .iter()
+        .flat_map(|t| {
+            if let Some(f) = t.get("function").filter(|f| f.get("name").is_some()) {
+                vec![f]
+            } else if let Some(d) = t.get("functionDeclarations").and_then(Value::as_array) {
+                d.iter().collect()
+            } else if t.get("name").is_some() {
+                vec![t]
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
+}
+
+/// Arguments a tool's schema accepts (a city for the weather tools the tests declare).
+fn arguments_for(tool: &Value) -> String {
     let schema = tool
         .get("parameters")
         .or_else(|| tool.get("input_schema"))
@@ -103,10 +137,53 @@ pub(crate) fn resolve_auto(b: Behavior, body: &Value) -> Behavior {
     {
         args["city"] = json!("Paris");
     }
+    args.to_string()
+}
+
+/// `Behavior::Auto` as a model would act on this request, in any API's shape: a call to the
+/// first tool offered (with arguments its schema accepts) when the last turn is the user's own
+/// words, else an answer. Other behaviours stay.
+pub(crate) fn resolve_auto(b: Behavior, body: &Value) -> Behavior {
+    if !matches!(b, Behavior::Auto) {
+        return b;
+    }
+    let tools = offered_tools(body);
+    let Some(tool) = tools.first() else {
+        return Behavior::Ok;
+    };
+    if !last_turn_is_users_words(body) {
+        return Behavior::Ok;
+    }
+    // Asked to do two things at once with two tools offered: both calls in one turn, as
+    // models do (parallel tool calls).
+    if tools.len() >= 2 && last_turn(body).is_some_and(|t| t.to_string().contains("in parallel")) {
+        return Behavior::ToolCalls(
+            tools[..2]
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap_or_default().to_string(),
+                        arguments_for(t),
+                    )
+                })
+                .collect(),
+        );
+    }
     Behavior::ToolCall {
         name: tool["name"].as_str().unwrap_or_default().to_string(),
-        arguments: args.to_string(),
+        arguments: arguments_for(tool),
     }
+}
+
+/// The conversation's last turn, in any API's shape.
+fn last_turn(body: &Value) -> Option<&Value> {
+    ["messages", "contents", "input"]
+        .iter()
+        .find_map(|k| body.get(*k))
+        .and_then(|v| match v {
+            Value::Array(a) => a.last(),
+            other => Some(other),
+        })
 }
 
 /// Whether the conversation's last turn is the user's own words (not a tool's result).

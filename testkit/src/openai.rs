@@ -68,7 +68,10 @@ pub(crate) fn thinking_stream(
 
 pub(crate) enum Reply {
     Text(String),
-    Tool(String, String),
+    /// An answer stopped at the request's output limit (`finish_reason: "length"`).
+    Cut(String),
+    /// Tool calls (name, JSON arguments), one or several in the same turn.
+    Tools(Vec<(String, String)>),
 }
 
 #[derive(Clone, Copy)]
@@ -90,9 +93,11 @@ pub(crate) fn chunk(model: &str, delta: Value, finish: Value) -> Bytes {
 fn complete(model: &str, reply: &Reply, usage_v: Value) -> Response {
     let (message, finish) = match &reply {
         Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
-        Reply::Tool(name, args) => (
-            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_fake1", "type": "function",
-                "function": {"name": name, "arguments": args}}]}),
+        Reply::Cut(t) => (json!({"role": "assistant", "content": t}), "length"),
+        Reply::Tools(calls) => (
+            json!({"role": "assistant", "content": null, "tool_calls": calls.iter().enumerate().map(|(i, (name, args))|
+                json!({"id": format!("call_fake{}", i + 1), "type": "function",
+                "function": {"name": name, "arguments": args}})).collect::<Vec<_>>()}),
             "tool_calls",
         ),
     };
@@ -112,26 +117,32 @@ fn content_chunks(model: &str, reply: &Reply) -> (Vec<Bytes>, &'static str) {
         Value::Null,
     )];
     let finish = match reply {
-        Reply::Text(t) => {
+        Reply::Text(t) | Reply::Cut(t) => {
             for w in t.split_inclusive(' ') {
                 events.push(chunk(model, json!({"content": w}), Value::Null));
             }
-            "stop"
+            if matches!(reply, Reply::Cut(_)) {
+                "length"
+            } else {
+                "stop"
+            }
         }
-        Reply::Tool(name, args) => {
-            events.push(chunk(
-                model,
-                json!({"tool_calls": [{"index": 0, "id": "call_fake1", "type": "function",
-                "function": {"name": name, "arguments": ""}}]}),
-                Value::Null,
-            ));
-            let mid = args.len() / 2;
-            for part in [&args[..mid], &args[mid..]] {
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
                 events.push(chunk(
                     model,
-                    json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                    json!({"tool_calls": [{"index": i, "id": format!("call_fake{}", i + 1), "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
                     Value::Null,
                 ));
+                let mid = args.len() / 2;
+                for part in [&args[..mid], &args[mid..]] {
+                    events.push(chunk(
+                        model,
+                        json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
+                        Value::Null,
+                    ));
+                }
             }
             "tool_calls"
         }

@@ -59,16 +59,16 @@ fn is_freeform(body: &Value, name: &str) -> bool {
 }
 
 /// The output item for a tool call: `custom_tool_call` when the request's tool is freeform.
-fn call_item(body: &Value, name: &str, arguments: &str) -> Value {
+fn call_item(body: &Value, name: &str, arguments: &str, n: usize) -> Value {
     if is_freeform(body, name) {
         let input = serde_json::from_str::<Value>(arguments)
             .ok()
             .and_then(|v| v.get("input").and_then(Value::as_str).map(str::to_string))
             .unwrap_or_else(|| arguments.to_string());
-        json!({"type": "custom_tool_call", "id": "ctc_fake1", "call_id": "call_fake1",
+        json!({"type": "custom_tool_call", "id": format!("ctc_fake{n}"), "call_id": format!("call_fake{n}"),
             "name": name, "input": input, "status": "completed"})
     } else {
-        json!({"type": "function_call", "id": "fc_fake1", "call_id": "call_fake1",
+        json!({"type": "function_call", "id": format!("fc_fake{n}"), "call_id": format!("call_fake{n}"),
             "name": name, "arguments": arguments, "status": "completed"})
     }
 }
@@ -161,43 +161,75 @@ pub(crate) async fn create(
     let behavior = crate::resolve_auto(s.next_behavior(), &body);
     // The connection stays open after `response.completed` (the client has all it needs).
     let linger = matches!(behavior, Behavior::StreamNoDone);
-    let (item, cut) = match behavior {
-        Behavior::Status {
-            status,
-            body,
-            headers,
-        } => {
-            return crate::status_response(status, body, headers);
-        }
-        Behavior::ToolCall { name, arguments } => (call_item(&body, &name, &arguments), None),
-        Behavior::Text(t) => (message(&t), None),
-        Behavior::StreamDies(n) => (message(&text), Some(n)),
-        _ => (message(&text), None),
+    let (items, cut, done) = match output(behavior, &body, text) {
+        Ok(o) => o,
+        Err(r) => return r,
     };
     let cached = s.cached();
     let response = |status: &str, output: Value| response_json(&model, status, output, cached);
     if !stream {
-        return axum::Json(response("completed", json!([item]))).into_response();
+        return axum::Json(response(done, json!(items))).into_response();
     }
-    streamed(stream_frames(&item, &response, cut), linger)
+    streamed(stream_frames(&items, &response, cut, done), linger)
+}
+
+/// The output items for a behaviour, where a stream is cut, and the final status (stopped at
+/// `max_output_tokens`, the response ends "incomplete"); an error status as it is.
+#[allow(clippy::type_complexity, clippy::result_large_err)]
+fn output(
+    behavior: Behavior,
+    body: &Value,
+    text: String,
+) -> Result<(Vec<Value>, Option<usize>, &'static str), Response> {
+    Ok(match behavior {
+        Behavior::Status {
+            status,
+            body,
+            headers,
+        } => return Err(crate::status_response(status, body, headers)),
+        Behavior::ToolCall { name, arguments } => (
+            vec![call_item(body, &name, &arguments, 1)],
+            None,
+            "completed",
+        ),
+        Behavior::ToolCalls(calls) => (
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| call_item(body, name, arguments, i + 1))
+                .collect(),
+            None,
+            "completed",
+        ),
+        Behavior::Text(t) => (vec![message(&t)], None, "completed"),
+        Behavior::StreamDies(n) => (vec![message(&text)], Some(n), "completed"),
+        _ => {
+            let (text, cut) = crate::model::within_limit(text, body);
+            let done = if cut { "incomplete" } else { "completed" };
+            (vec![message(&text)], None, done)
+        }
+    })
 }
 
 fn response_json(model: &str, status: &str, output: Value, cached: bool) -> Value {
     let (input, read) = if cached { (100, 80) } else { (11, 3) };
+    let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
     json!({"id": "resp_fake", "object": "response", "created_at": 1, "model": model,
-        "status": status, "output": output, "parallel_tool_calls": true,
-        "tool_choice": "auto", "tools": [],
+        "status": status, "incomplete_details": incomplete, "output": output,
+        "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
         "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": read},
             "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input + 7}})
 }
 
-/// The streamed events for one output item; with `cut`, the stream stops after that many text
-/// deltas (a connection that dies mid-answer).
+/// The streamed events for the output items; with `cut`, the stream stops after that many
+/// text deltas (a connection that dies mid-answer). `done` is the final status (`completed`,
+/// or `incomplete` at the output limit).
 fn stream_frames(
-    item: &Value,
+    items: &[Value],
     response: &dyn Fn(&str, Value) -> Value,
     cut: Option<usize>,
+    done: &str,
 ) -> Vec<Bytes> {
     let mut seq = 0;
     let mut frames = Vec::new();
@@ -209,30 +241,46 @@ fn stream_frames(
         frames.push(Bytes::from(format!("event: {kind}\ndata: {data}\n\n")));
     };
     frame(json!({"type": "response.created", "response": response("in_progress", json!([]))}));
+    for (at, item) in items.iter().enumerate() {
+        if !item_frames(item, at, cut, &mut frame) {
+            return frames;
+        }
+    }
+    let last = if done == "incomplete" {
+        "response.incomplete"
+    } else {
+        "response.completed"
+    };
+    frame(json!({"type": last, "response": response(done, json!(items))}));
+    frames
+}
+
+/// One output item's events at `output_index` `at`; false when the stream is cut inside it.
+fn item_frames(item: &Value, at: usize, cut: Option<usize>, frame: &mut dyn FnMut(Value)) -> bool {
     let mut started = item.clone();
     started["status"] = json!("in_progress");
     if item["type"] == "message" {
         started["content"] = json!([]);
     }
-    frame(json!({"type": "response.output_item.added", "output_index": 0, "item": started}));
+    frame(json!({"type": "response.output_item.added", "output_index": at, "item": started}));
     let id = item["id"].clone();
     match item["type"].as_str() {
         Some("message") => {
             let t = item["content"][0]["text"].as_str().unwrap_or_default();
             let part = json!({"type": "output_text", "text": "", "annotations": []});
             frame(json!({"type": "response.content_part.added", "item_id": id,
-                "output_index": 0, "content_index": 0, "part": part}));
+                "output_index": at, "content_index": 0, "part": part}));
             for (n, w) in t.split_inclusive(' ').enumerate() {
                 if cut == Some(n) {
-                    return frames;
+                    return false;
                 }
                 frame(json!({"type": "response.output_text.delta", "item_id": id,
-                    "output_index": 0, "content_index": 0, "delta": w}));
+                    "output_index": at, "content_index": 0, "delta": w}));
             }
             frame(json!({"type": "response.output_text.done", "item_id": id,
-                "output_index": 0, "content_index": 0, "text": t}));
+                "output_index": at, "content_index": 0, "text": t}));
             frame(json!({"type": "response.content_part.done", "item_id": id,
-                "output_index": 0, "content_index": 0, "part": item["content"][0]}));
+                "output_index": at, "content_index": 0, "part": item["content"][0]}));
         }
         Some("function_call") => {
             let args = item["arguments"].as_str().unwrap_or_default();
@@ -240,28 +288,27 @@ fn stream_frames(
             for part in [&args[..mid], &args[mid..]] {
                 frame(
                     json!({"type": "response.function_call_arguments.delta", "item_id": id,
-                    "output_index": 0, "delta": part}),
+                    "output_index": at, "delta": part}),
                 );
             }
             frame(
                 json!({"type": "response.function_call_arguments.done", "item_id": id,
-                "output_index": 0, "arguments": args}),
+                "output_index": at, "arguments": args}),
             );
         }
         _ => {
             frame(
                 json!({"type": "response.custom_tool_call_input.delta", "item_id": id,
-                "output_index": 0, "delta": item["input"]}),
+                "output_index": at, "delta": item["input"]}),
             );
             frame(
                 json!({"type": "response.custom_tool_call_input.done", "item_id": id,
-                "output_index": 0, "input": item["input"]}),
+                "output_index": at, "input": item["input"]}),
             );
         }
     }
-    frame(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
-    frame(json!({"type": "response.completed", "response": response("completed", json!([item]))}));
-    frames
+    frame(json!({"type": "response.output_item.done", "output_index": at, "item": item}));
+    true
 }
 
 fn message(text: &str) -> Value {

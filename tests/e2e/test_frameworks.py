@@ -1,7 +1,8 @@
 """The client libraries people build with, through Baton, against the strict fake upstreams.
 
 Each cell drives a real library (LangChain's OpenAI and Anthropic chat models and its Responses
-mode, openai-agents, pydantic-ai, instructor) through the real `baton serve` to one upstream
+mode, openai-agents, pydantic-ai, instructor, LiteLLM, the official SDKs for parallel tool calls
+and for stopping at the output limit) through the real `baton serve` to one upstream
 kind. The fakes refuse what the real APIs refuse, so a stray field or a broken translation fails
 here. The cells pick the translator paths that differ: each client dialect (Chat Completions,
 Messages, Responses) to each upstream kind it is translated to; the same-format hops are the
@@ -133,3 +134,87 @@ def test_instructor_json_schema(gateways):
     out = client.chat.completions.create(model="gpt-test", response_model=Weather, max_retries=0,
                                          messages=[{"role": "user", "content": "weather?"}])
     assert isinstance(out, Weather)
+
+
+def get_time(city: str) -> str:
+    """Local time in a city."""
+    return f"12:00 in {city}"
+
+
+WEATHER_AND_TIME = [
+    {"type": "function", "function": {"name": f.__name__, "description": f.__doc__, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    for f in (get_weather, get_time)
+]
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+def test_openai_sdk_two_parallel_tool_calls(gateways, kind):
+    """Two calls in one turn reach the client as two tool_calls with their own ids, and both
+    results go back in one turn (the fakes refuse results that do not pair with the calls)."""
+    from openai import OpenAI
+    up, gw = gateways(kind)
+    client = OpenAI(base_url=gw.base_url, api_key=gw.key, max_retries=0)
+    messages = [{"role": "user", "content": "weather and time in Paris, in parallel"}]
+    first = client.chat.completions.create(model="gpt-test", messages=messages,
+                                           tools=WEATHER_AND_TIME, max_tokens=200)
+    calls = first.choices[0].message.tool_calls
+    assert [c.function.name for c in calls] == ["get_weather", "get_time"], first
+    assert calls[0].id != calls[1].id
+    messages.append(first.choices[0].message.model_dump(exclude_none=True))
+    for c, f in zip(calls, (get_weather, get_time)):
+        messages.append({"role": "tool", "tool_call_id": c.id, "content": f("Paris")})
+    done = client.chat.completions.create(model="gpt-test", messages=messages,
+                                          tools=WEATHER_AND_TIME, max_tokens=200)
+    assert done.choices[0].finish_reason == "stop" and done.choices[0].message.content
+
+
+@pytest.mark.parametrize("kind", ["openai-compatible", "gemini", "openai-responses"])
+def test_anthropic_sdk_stops_at_max_tokens(gateways, kind):
+    """An answer cut at the limit says so in the Messages API's terms, streamed or not."""
+    import anthropic
+    up, gw = gateways(kind)
+    client = anthropic.Anthropic(base_url=gw.url, api_key=gw.key, max_retries=0)
+    long = " ".join(f"w{i}" for i in range(40))
+    msg = client.messages.create(model="claude-test", max_tokens=16,
+                                 messages=[{"role": "user", "content": long}])
+    assert msg.stop_reason == "max_tokens", msg
+    assert "w39" not in msg.content[0].text
+    with client.messages.stream(model="claude-test", max_tokens=16,
+                                messages=[{"role": "user", "content": long}]) as s:
+        final = s.get_final_message()
+    assert final.stop_reason == "max_tokens", final
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+def test_openai_responses_incomplete_at_max_output_tokens(gateways, kind):
+    """The Responses API's way: status incomplete, incomplete_details.reason max_output_tokens."""
+    from openai import OpenAI
+    up, gw = gateways(kind)
+    client = OpenAI(base_url=gw.base_url, api_key=gw.key, max_retries=0)
+    long = " ".join(f"w{i}" for i in range(40))
+    r = client.responses.create(model="gpt-test", input=long, max_output_tokens=16)
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens", r
+    with client.responses.stream(model="gpt-test", input=long, max_output_tokens=16) as s:
+        events = [e.type for e in s]
+    assert "response.incomplete" in events, events
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+def test_litellm_as_a_client(gateways, kind, monkeypatch):
+    """LiteLLM pointed at Baton, in both its OpenAI and Anthropic modes (streamed Anthropic is
+    the path a stray field once broke)."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+    up, gw = gateways(kind)
+    r = litellm.completion(model="openai/gpt-test", api_base=gw.base_url, api_key=gw.key,
+                           messages=[{"role": "user", "content": "hello there"}], num_retries=0)
+    assert r.choices[0].message.content == "u: hello there"
+    r = litellm.completion(model="openai/gpt-test", api_base=gw.base_url, api_key=gw.key,
+                           messages=[{"role": "user", "content": "weather in Paris?"}],
+                           tools=WEATHER_AND_TIME[:1], num_retries=0)
+    assert r.choices[0].message.tool_calls[0].function.name == "get_weather"
+    chunks = litellm.completion(model="anthropic/claude-test", api_base=gw.url, api_key=gw.key,
+                                messages=[{"role": "user", "content": "one two"}], max_tokens=200,
+                                stream=True, num_retries=0)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "u: one two"

@@ -58,6 +58,7 @@ mod routes_admin;
 mod routing;
 mod shared_dates;
 mod shared_state;
+mod stops_and_parallel;
 mod stream_breaks;
 mod streaming;
 mod strict_fakes;
