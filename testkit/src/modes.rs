@@ -32,11 +32,15 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "429" => Behavior::rate_limited(Some(30)),
         "429-no-retry-after" => Behavior::rate_limited(None),
         // A Claude subscription's cap as the API answers it: the unified status rejected, the
-        // 5-hour window binding, back in an hour.
-        "claude-cap" => {
+        // 5-hour window binding, back in an hour ("claude-cap:SECS": back in that many seconds).
+        other if other == "claude-cap" || other.starts_with("claude-cap:") => {
+            let secs: u64 = match other.strip_prefix("claude-cap:") {
+                Some(n) => n.parse().ok()?,
+                None => 3600,
+            };
             let reset = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() + 3600)
+                .map(|d| d.as_secs() + secs)
                 .unwrap_or_default();
             Behavior::Status {
                 status: 429,
@@ -58,14 +62,21 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
                 ],
             }
         }
-        // The Codex backend's subscription cap: back in an hour.
-        "usage-limit" => Behavior::Status {
-            status: 429,
-            body: json!({"error": {"type": "usage_limit_reached",
-                "message": "The usage limit has been reached", "plan_type": "plus",
-                "resets_in_seconds": 3600}}),
-            headers: Vec::new(),
-        },
+        // The Codex backend's subscription cap: back in an hour ("usage-limit:SECS": back in
+        // that many seconds).
+        other if other == "usage-limit" || other.starts_with("usage-limit:") => {
+            let secs: u64 = match other.strip_prefix("usage-limit:") {
+                Some(n) => n.parse().ok()?,
+                None => 3600,
+            };
+            Behavior::Status {
+                status: 429,
+                body: json!({"error": {"type": "usage_limit_reached",
+                    "message": "The usage limit has been reached", "plan_type": "plus",
+                    "resets_in_seconds": secs}}),
+                headers: Vec::new(),
+            }
+        }
         other if other.starts_with("codex-used:") => {
             codex_used(other["codex-used:".len()..].parse().ok()?)
         }

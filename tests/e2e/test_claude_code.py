@@ -217,3 +217,78 @@ def test_claude_code_thinking_survives_a_failover_between_anthropic_accounts(tmp
         gw.stop()
         a.stop()
         b.stop()
+
+
+def test_claude_code_task_fails_over_mid_task_to_a_responses_provider_and_back(tmp_path):
+    """One multi-turn task (write a script, run it, report) that hits the subscription's cap
+    between its turns: the rest of the task is served by an `openai-responses` provider (Codex's
+    kind), its tool calls translated both ways and run by Claude Code; once the cap's reset
+    has passed, the next task is back on the subscription."""
+    from conftest import Baton, Fake
+    if not os.path.exists(CLAUDE):
+        if os.environ.get("CI"):
+            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+        pytest.skip("Claude Code not installed (scripts/test installs it)")
+    token = "sk-ant-oat01-fake-subscription-login-mid-task-0001"
+    sub = Fake("claude", "--subscription", token)
+    other = Fake("resp")
+    os.environ["BATON_TEST_RESP_KEY"] = "sk-proj-test-responses-key-00000000"
+    gw = Baton(tmp_path, [
+        {"id": "claude-sub", "name": "Claude", "kind": "anthropic",
+         "baseUrl": sub.url + "/v1", "credentials": "client", "models": ["*"], "priority": 1},
+        {"id": "resp", "kind": "openai-responses", "baseUrl": other.url + "/v1",
+         "models": ["resp-model"], "keys": [{"env": "BATON_TEST_RESP_KEY"}], "priority": 2}])
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": token, "refreshToken": "sk-ant-ort01-fake", "expiresAt": 4102444800000,
+        "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
+        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+    def ask(prompt):
+        out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json",
+                              "--allowedTools", "Write", "Bash"], cwd=work, env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stdout + out.stderr
+        result = json.loads(out.stdout)
+        assert result["is_error"] is False, result
+        return result
+
+    try:
+        script = work / "hello.py"
+        # Turn 1 on the subscription writes the script; turn 2 finds the cap, back in 8 s (longer
+        # than routing.shortWaitMs, so Baton fails over rather than waiting).
+        sub.script("tool:Write:" + json.dumps({"file_path": str(script),
+                                               "content": "print('HELLO FROM THE TASK')\n"}),
+                   "claude-cap:8")
+        # The Responses provider runs it, then reports.
+        other.script("tool:Bash:" + json.dumps({"command": f"python3 {script}",
+                                                "description": "run the script"}))
+        result = ask("write hello.py, run it, and tell me what it printed")
+        assert script.read_text() == "print('HELLO FROM THE TASK')\n", "Claude Code wrote it"
+        assert result["num_turns"] >= 3, result
+        assert result["result"].startswith("resp: "), result
+        sent = other.stats()["last"]
+        outputs = [i for i in sent["input"] if i.get("type") == "function_call_output"]
+        assert outputs and "HELLO FROM THE TASK" in json.dumps(outputs[-1]), \
+            "Claude Code ran the Responses provider's call and sent its output back"
+        writes = [i for i in sent["input"] if i.get("type") == "function_call"
+                  and i.get("name") == "Write"]
+        assert writes, "the subscription's earlier tool turn went along, translated"
+        assert token not in json.dumps(sent), "the login stays with its own vendor"
+
+        # The cap's reset passes: the next task is back on the subscription.
+        import time
+        time.sleep(9)
+        assert ask("say hi")["result"] == "claude: say hi"
+    finally:
+        gw.stop()
+        sub.stop()
+        other.stop()

@@ -135,3 +135,72 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
         other.stop()
     log = gw.proc.stderr.read()
     assert "chatgpt" in log and access not in log, "the login is never logged"
+
+
+def test_codex_task_fails_over_mid_task_to_anthropic_and_back(tmp_path):
+    """One multi-turn Codex task (write a script with apply_patch, run it, report) that hits the
+    ChatGPT cap between its turns: the rest is served by an Anthropic provider, which runs the
+    script through Codex's shell function; once the cap's reset has passed, the next task is
+    back on the subscription."""
+    from conftest import Baton, Fake
+    if not os.path.exists(CODEX):
+        if os.environ.get("CI"):
+            pytest.fail(f"Codex is not installed at {CODEX}; .ci/run installs it")
+        pytest.skip("Codex not installed (scripts/test installs it)")
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    access = chatgpt_login(codex_home)
+    sub = Fake("chatgpt", "--subscription", access)
+    other = Fake("claude")
+    os.environ["BATON_TEST_CLAUDE_KEY"] = "sk-ant-api03-test-mid-task-key-000000"
+    gw = Baton(tmp_path, [
+        {"id": "chatgpt", "name": "ChatGPT", "kind": "openai-responses", "baseUrl": sub.url + "/v1",
+         "credentials": "client", "models": ["*"], "priority": 1},
+        {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
+         "models": ["claude-real-model"], "keys": [{"env": "BATON_TEST_CLAUDE_KEY"}], "priority": 2}],
+        model_map={"gpt-*": "auto"})
+    (codex_home / "config.toml").write_text(
+        'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
+        f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
+        'supports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
+           "BATON_KEY": gw.key}
+
+    def ask(prompt):
+        out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
+                              "danger-full-access", "-m", "gpt-chatgpt-codex", prompt], cwd=work,
+                             env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=180)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    try:
+        # Turn 1 on the subscription writes the script; turn 2 finds the cap, back in 8 s.
+        patch = PATCH.format(name="hello.py", text="print('HELLO FROM CODEX')")
+        sub.script("tool:apply_patch:" + json.dumps({"input": patch}), "usage-limit:8")
+        # The Anthropic provider runs it with Codex's shell function, then reports.
+        other.script("tool:exec_command:" + json.dumps({"cmd": "python3 hello.py"}))
+        out = ask("write hello.py, run it, and tell me what it printed")
+        assert (work / "hello.py").read_text() == "print('HELLO FROM CODEX')\n", "Codex patched"
+        assert "claude: " in out, out
+        sent = other.stats()["last"]
+        assert sent["model"] == "claude-real-model"
+        results = [b for m in sent["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        assert results and "HELLO FROM CODEX" in json.dumps(results[-1]), \
+            "Codex ran Anthropic's call and the output went back"
+        uses = [b["name"] for m in sent["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b.get("type") == "tool_use"]
+        assert "apply_patch" in uses, "the subscription's earlier tool turn went along, translated"
+        assert access not in json.dumps(sent), "the ChatGPT login stays with its own vendor"
+
+        # The cap's reset passes: the next task is back on the subscription.
+        time.sleep(9)
+        assert "chatgpt: say hi" in ask("say hi")
+    finally:
+        gw.stop()
+        sub.stop()
+        other.stop()
