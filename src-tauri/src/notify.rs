@@ -149,9 +149,11 @@ fn fold(
             Event::Request { status, .. } if *status < 400 => {
                 announced.remove("*all*");
             }
+            // A subscription moved off paid extra usage is a failover the user should hear of.
             Event::Quota { kind, message, .. }
                 if (kind == "threshold" && on("quotaWarning"))
-                    || (kind == "back" && on("quotaBack")) =>
+                    || (kind == "back" && on("quotaBack"))
+                    || (kind == "overage" && on("failover")) =>
             {
                 b.quota.push(message.clone());
             }
@@ -386,16 +388,25 @@ mod tests {
         let all = [
             quota("threshold", Some(80)),
             quota("capped", None),
+            quota("overage", None),
             quota("back", None),
         ];
         let b = fold(&all, &mut seen, &serde_json::Map::new(), &c);
         // The cap itself is told by its failover; thresholds and the way back are told here.
-        assert_eq!(b.quota, ["Claude Max: threshold", "Claude Max: back"]);
+        assert_eq!(
+            b.quota,
+            [
+                "Claude Max: threshold",
+                "Claude Max: overage",
+                "Claude Max: back"
+            ]
+        );
         let mut off = serde_json::Map::new();
         off.insert("quotaWarning".into(), false.into());
         let b = fold(&all, &mut seen, &off, &c);
-        assert_eq!(b.quota, ["Claude Max: back"]);
+        assert_eq!(b.quota, ["Claude Max: overage", "Claude Max: back"]);
         off.insert("quotaBack".into(), false.into());
+        off.insert("failover".into(), false.into());
         assert!(fold(&all, &mut seen, &off, &c).quota.is_empty());
     }
 

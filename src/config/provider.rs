@@ -81,6 +81,21 @@ impl Credentials {
     }
 }
 
+/// What to do when a subscription serves past its window from paid extra usage.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Overage {
+    #[default]
+    Avoid,
+    Allow,
+}
+
+impl Overage {
+    pub fn is_avoid(&self) -> bool {
+        *self == Overage::Avoid
+    }
+}
+
 /// Upstream API kinds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -238,6 +253,11 @@ pub struct ProviderConfig {
     /// a client's credential; cooldowns are kept per account.
     #[serde(default, skip_serializing_if = "Credentials::is_baton")]
     pub credentials: Credentials,
+    /// A Claude subscription whose window is spent may go on serving from paid extra usage.
+    /// `avoid` (the default) treats that as the cap: later requests go to the other providers
+    /// until the window resets, and the user is told once; `allow` keeps using it.
+    #[serde(default, skip_serializing_if = "Overage::is_avoid")]
+    pub overage: Overage,
 }
 
 fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {

@@ -210,6 +210,7 @@ impl Core {
             env: Default::default(),
             flatten_history: false,
             credentials: Default::default(),
+            overage: Default::default(),
             keys: Vec::new(),
             models: models
                 .into_iter()

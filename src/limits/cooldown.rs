@@ -248,12 +248,36 @@ impl Cooldowns {
     /// Cools `scope` until `until_ms`. Returns false (and tells no one) when the scope, or the
     /// whole provider, was already cooling: a repeat of a limit already reported.
     pub fn start(&self, scope: Scope, until_ms: i64, class: &str, reason: &str) -> bool {
+        self.start_since(scope, until_ms, class, reason, self.clock.now_ms())
+    }
+
+    /// A cooldown that a successful answer itself calls for (a subscription that served it
+    /// from paid extra usage): it counts from just after that answer, so the success that
+    /// follows (`clear_covering` for a request sent no later than now) does not end it.
+    pub fn start_after_answer(
+        &self,
+        scope: Scope,
+        until_ms: i64,
+        class: &str,
+        reason: &str,
+    ) -> bool {
+        self.start_since(scope, until_ms, class, reason, self.clock.now_ms() + 1)
+    }
+
+    fn start_since(
+        &self,
+        scope: Scope,
+        until_ms: i64,
+        class: &str,
+        reason: &str,
+        since_ms: i64,
+    ) -> bool {
         let entry = CooldownEntry {
             scope: scope.clone(),
             until_ms,
             class: class.to_string(),
             reason: reason.to_string(),
-            since_ms: self.clock.now_ms(),
+            since_ms,
         };
         let fresh = self.insert(entry.clone());
         self.persist(&entry);

@@ -110,6 +110,22 @@ fn number(headers: &HeaderMap, name: &str) -> Option<f64> {
         .filter(|n| n.is_finite())
 }
 
+/// A Claude subscription answer drawn from paid extra usage ("overage"), as Claude Code itself
+/// reads it: `anthropic-ratelimit-unified-overage-in-use: true`, or the unified status
+/// `rejected` (the window is spent) while `…-overage-status` is `allowed` or
+/// `allowed_warning` (so the request was served, and billed, past it). Returns when the
+/// spent window resets (`anthropic-ratelimit-unified-reset`, Unix seconds → ms), if stated.
+pub fn overage_in_use(headers: &HeaderMap) -> Option<Option<i64>> {
+    let in_use = header(headers, "anthropic-ratelimit-unified-overage-in-use") == Some("true");
+    let rejected = header(headers, "anthropic-ratelimit-unified-status") == Some("rejected");
+    let overage_allowed = matches!(
+        header(headers, "anthropic-ratelimit-unified-overage-status"),
+        Some("allowed" | "allowed_warning")
+    );
+    (in_use || (rejected && overage_allowed))
+        .then(|| number(headers, "anthropic-ratelimit-unified-reset").map(|s| (s * 1000.0) as i64))
+}
+
 /// Anthropic's claim abbreviations (`5h`, `7d`, `7d_opus`) and names (`five_hour`,
 /// `seven_day_opus`) to a window: (id, length, scope).
 fn anthropic_window(claim: &str) -> Option<(String, i64, Option<String>)> {
@@ -393,6 +409,46 @@ pub fn binding(windows: &[Window]) -> Option<&Window> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The overage signals as Claude Code 2.1.197 reads them (its binary names the headers):
+    /// in use when it says so, or when the window is rejected but the overage allowed; not
+    /// when the overage is rejected too (then the request itself fails: a cap) or absent.
+    #[test]
+    fn an_answer_from_paid_extra_usage_is_told_from_the_headers() {
+        let h = |pairs: &[(&'static str, &'static str)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.insert(*k, http::HeaderValue::from_static(v));
+            }
+            m
+        };
+        let reset = ("anthropic-ratelimit-unified-reset", "1796000000");
+        assert_eq!(
+            overage_in_use(&h(&[
+                ("anthropic-ratelimit-unified-overage-in-use", "true"),
+                reset
+            ])),
+            Some(Some(1_796_000_000_000))
+        );
+        for status in ["allowed", "allowed_warning"] {
+            let got = overage_in_use(&h(&[
+                ("anthropic-ratelimit-unified-status", "rejected"),
+                ("anthropic-ratelimit-unified-overage-status", status),
+            ]));
+            assert_eq!(got, Some(None), "{status}");
+        }
+        for quiet in [
+            h(&[("anthropic-ratelimit-unified-status", "allowed"), reset]),
+            h(&[
+                ("anthropic-ratelimit-unified-status", "rejected"),
+                ("anthropic-ratelimit-unified-overage-status", "rejected"),
+            ]),
+            h(&[("anthropic-ratelimit-unified-overage-in-use", "false")]),
+            HeaderMap::new(),
+        ] {
+            assert_eq!(overage_in_use(&quiet), None, "{quiet:?}");
+        }
+    }
 
     use crate::limits::headers as h;
 

@@ -142,6 +142,11 @@ async fn send(
         key_id,
         crate::limits::windows::from_headers(&headers, now),
     );
+    if (200..300).contains(&status) && p.config.overage.is_avoid() {
+        if let Some(reset) = crate::limits::windows::overage_in_use(&headers) {
+            routing.overage_spent(p, key_id, reset);
+        }
+    }
     let body = futures_util::StreamExt::map(resp.bytes_stream(), |r| {
         r.map_err(|e| crate::providers::outbound::describe(&e))
     });

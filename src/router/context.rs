@@ -138,6 +138,44 @@ impl Routing {
         self.tell(p, account, notices);
     }
 
+    /// A subscription answered from paid extra usage (its window spent) and the provider says
+    /// `overage: avoid`: the account cools until the window resets, so later requests go to
+    /// the other providers, and the user is told once. The answer that showed it is served
+    /// (it is already billed).
+    pub fn overage_spent(&self, p: &ProviderEntry, account: &str, reset_ms: Option<i64>) {
+        let now = self.clock.now_ms();
+        // No reset stated: an hour, then the next answer says again.
+        let until = reset_ms.filter(|r| *r > now).unwrap_or(now + 3_600_000);
+        let scope = crate::limits::Scope {
+            provider: p.id().to_string(),
+            key: (!account.is_empty()).then(|| account.to_string()),
+            model: None,
+        };
+        let reason = "subscription window spent: not drawing paid extra usage (set \"overage\": \"allow\" on the provider to keep using it)";
+        if !self
+            .cooldowns
+            .start_after_answer(scope, until, "rate", reason)
+        {
+            return;
+        }
+        let back = crate::limits::clock_time(until, &self.local_tz, now);
+        let message = format!(
+            "{}: window spent — moving to your other providers instead of paid extra usage until {back}",
+            p.config.display_name()
+        );
+        tracing::warn!(provider = p.id(), account, until_ms = until, "{message}");
+        self.events.emit(crate::events::Event::Quota {
+            provider: p.id().to_string(),
+            account: account.to_string(),
+            window: "overage".into(),
+            label: "extra usage".into(),
+            kind: "overage".into(),
+            percent: None,
+            resets_at_ms: Some(until),
+            message,
+        });
+    }
+
     /// Usage notices as events (the tray and the UI decide what to show).
     pub fn tell(
         &self,

@@ -24,6 +24,79 @@ fn codex_used(n: f64) -> Behavior {
     ])
 }
 
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// A Claude subscription's cap as the API answers it: the unified status rejected, the
+/// 5-hour window binding, back in `secs`.
+fn claude_cap(secs: u64) -> Behavior {
+    Behavior::Status {
+        status: 429,
+        body: json!({"type": "error", "error": {"type": "rate_limit_error",
+            "message": "This request would exceed your account's rate limit. Please try again later."}}),
+        headers: vec![
+            (
+                "anthropic-ratelimit-unified-status".into(),
+                "rejected".into(),
+            ),
+            (
+                "anthropic-ratelimit-unified-reset".into(),
+                (unix_now() + secs).to_string(),
+            ),
+            (
+                "anthropic-ratelimit-unified-representative-claim".into(),
+                "five_hour".into(),
+            ),
+        ],
+    }
+}
+
+/// A Claude subscription past its window, served from paid extra usage: the answer comes
+/// (200) with the unified status rejected and the overage allowed and in use (the headers
+/// Claude Code 2.1.197 reads), the window back in an hour.
+fn claude_overage() -> Behavior {
+    let reset = (unix_now() + 3600).to_string();
+    Behavior::OkHeaders(vec![
+        (
+            "anthropic-ratelimit-unified-status".into(),
+            "rejected".into(),
+        ),
+        ("anthropic-ratelimit-unified-reset".into(), reset.clone()),
+        (
+            "anthropic-ratelimit-unified-representative-claim".into(),
+            "five_hour".into(),
+        ),
+        (
+            "anthropic-ratelimit-unified-overage-status".into(),
+            "allowed".into(),
+        ),
+        (
+            "anthropic-ratelimit-unified-overage-in-use".into(),
+            "true".into(),
+        ),
+        (
+            "anthropic-ratelimit-unified-5h-utilization".into(),
+            "1.0".into(),
+        ),
+        ("anthropic-ratelimit-unified-5h-reset".into(), reset),
+    ])
+}
+
+/// The Codex backend's subscription cap, back in `secs`.
+fn usage_limit(secs: u64) -> Behavior {
+    Behavior::Status {
+        status: 429,
+        body: json!({"error": {"type": "usage_limit_reached",
+            "message": "The usage limit has been reached", "plan_type": "plus",
+            "resets_in_seconds": secs}}),
+        headers: Vec::new(),
+    }
+}
+
 /// Parses the mode names the `fake-upstream` binary accepts.
 pub fn behavior_from_name(name: &str) -> Option<Behavior> {
     Some(match name {
@@ -31,51 +104,17 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "auto" => Behavior::Auto,
         "429" => Behavior::rate_limited(Some(30)),
         "429-no-retry-after" => Behavior::rate_limited(None),
-        // A Claude subscription's cap as the API answers it: the unified status rejected, the
-        // 5-hour window binding, back in an hour ("claude-cap:SECS": back in that many seconds).
-        other if other == "claude-cap" || other.starts_with("claude-cap:") => {
-            let secs: u64 = match other.strip_prefix("claude-cap:") {
-                Some(n) => n.parse().ok()?,
-                None => 3600,
-            };
-            let reset = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() + secs)
-                .unwrap_or_default();
-            Behavior::Status {
-                status: 429,
-                body: json!({"type": "error", "error": {"type": "rate_limit_error",
-                    "message": "This request would exceed your account's rate limit. Please try again later."}}),
-                headers: vec![
-                    (
-                        "anthropic-ratelimit-unified-status".into(),
-                        "rejected".into(),
-                    ),
-                    (
-                        "anthropic-ratelimit-unified-reset".into(),
-                        reset.to_string(),
-                    ),
-                    (
-                        "anthropic-ratelimit-unified-representative-claim".into(),
-                        "five_hour".into(),
-                    ),
-                ],
-            }
+        // A Claude subscription's cap as the API answers it, back in an hour
+        // ("claude-cap:SECS": back in that many seconds).
+        "claude-cap" => claude_cap(3600),
+        other if other.starts_with("claude-cap:") => {
+            claude_cap(other["claude-cap:".len()..].parse().ok()?)
         }
-        // The Codex backend's subscription cap: back in an hour ("usage-limit:SECS": back in
-        // that many seconds).
-        other if other == "usage-limit" || other.starts_with("usage-limit:") => {
-            let secs: u64 = match other.strip_prefix("usage-limit:") {
-                Some(n) => n.parse().ok()?,
-                None => 3600,
-            };
-            Behavior::Status {
-                status: 429,
-                body: json!({"error": {"type": "usage_limit_reached",
-                    "message": "The usage limit has been reached", "plan_type": "plus",
-                    "resets_in_seconds": secs}}),
-                headers: Vec::new(),
-            }
+        "claude-overage" => claude_overage(),
+        // The Codex backend's subscription cap, back in an hour ("usage-limit:SECS").
+        "usage-limit" => usage_limit(3600),
+        other if other.starts_with("usage-limit:") => {
+            usage_limit(other["usage-limit:".len()..].parse().ok()?)
         }
         other if other.starts_with("codex-used:") => {
             codex_used(other["codex-used:".len()..].parse().ok()?)

@@ -49,6 +49,7 @@ mod limits;
 mod local_fallback;
 mod log_queue;
 mod os_keyring;
+mod overage;
 mod private_files;
 mod real_clis;
 mod redaction;

@@ -88,9 +88,9 @@ fn every_header_set_and_cli_event_gives_its_windows() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-const ALICE: &str = "sk-ant-oat01-alice-usage-token";
+pub(crate) const ALICE: &str = "sk-ant-oat01-alice-usage-token";
 
-fn unified(used: f64, reset_s: i64, status: &str) -> Vec<(String, String)> {
+pub(crate) fn unified(used: f64, reset_s: i64, status: &str) -> Vec<(String, String)> {
     vec![
         ("anthropic-ratelimit-unified-status".into(), status.into()),
         (
@@ -120,7 +120,7 @@ fn unified(used: f64, reset_s: i64, status: &str) -> Vec<(String, String)> {
     ]
 }
 
-fn claude_code(baton: &Baton, text: &str) -> reqwest::RequestBuilder {
+pub(crate) fn claude_code(baton: &Baton, text: &str) -> reqwest::RequestBuilder {
     claude_code_to(baton, "claude-sonnet-4-5", text)
 }
 
@@ -135,7 +135,7 @@ fn claude_code_to(baton: &Baton, model: &str, text: &str) -> reqwest::RequestBui
             "messages": [{"role": "user", "content": text}]}))
 }
 
-fn quota_events(
+pub(crate) fn quota_events(
     rx: &mut tokio::sync::broadcast::Receiver<Event>,
 ) -> Vec<(String, Option<u8>, String)> {
     let mut out = Vec::new();
@@ -155,16 +155,16 @@ fn quota_events(
 
 /// A Claude subscription passed through (`claude-max`, Alice's login only) before an
 /// OpenAI-compatible `other`, on a clock the test moves, at 2026-12-02 10:00 UTC.
-struct Sub {
-    _dir: tempfile::TempDir,
-    start: i64,
-    clock: Arc<ManualClock>,
-    sub: FakeUpstream,
-    _other: FakeUpstream,
-    baton: Baton,
+pub(crate) struct Sub {
+    pub(crate) _dir: tempfile::TempDir,
+    pub(crate) start: i64,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) sub: FakeUpstream,
+    pub(crate) _other: FakeUpstream,
+    pub(crate) baton: Baton,
 }
 
-async fn subscription_then_other() -> Sub {
+pub(crate) async fn subscription_then_other() -> Sub {
     let dir = tempfile::tempdir().unwrap();
     let start = ms("2026-12-02T10:00:00Z");
     let clock = Arc::new(ManualClock::new(start));
