@@ -200,39 +200,30 @@ fn store_new_keys(core: &Core, body: &mut ProviderBody) -> Result<Vec<String>, A
             "a CLI provider sends no HTTP headers".into(),
         ));
     }
+    // Each typed secret is stored, then referred to; a failure undoes the ones stored so far.
     let mut ids = Vec::new();
-    for (name, value) in &body.new_headers {
-        match core.secrets.put(value) {
-            Ok(id) => {
-                body.config.headers.insert(
-                    name.clone(),
-                    crate::config::HeaderValue::Secret(SecretRef {
-                        env: String::new(),
-                        stored: Some(id.clone()),
-                    }),
-                );
-                ids.push(id);
-            }
-            Err(e) => {
-                let _ = core.secrets.delete(&ids);
-                return Err(store_error(e));
-            }
+    let mut store = |value: &str| match core.secrets.put(value) {
+        Ok(id) => {
+            ids.push(id.clone());
+            Ok(SecretRef {
+                env: String::new(),
+                stored: Some(id),
+            })
         }
+        Err(e) => {
+            let _ = core.secrets.delete(&ids);
+            Err(store_error(e))
+        }
+    };
+    for (name, value) in &body.new_headers {
+        let r = store(value)?;
+        body.config
+            .headers
+            .insert(name.clone(), crate::config::HeaderValue::Secret(r));
     }
     for k in &body.new_keys {
-        match core.secrets.put(k) {
-            Ok(id) => {
-                body.config.keys.push(SecretRef {
-                    env: String::new(),
-                    stored: Some(id.clone()),
-                });
-                ids.push(id);
-            }
-            Err(e) => {
-                let _ = core.secrets.delete(&ids);
-                return Err(store_error(e));
-            }
-        }
+        let r = store(k)?;
+        body.config.keys.push(r);
     }
     Ok(ids)
 }

@@ -12,6 +12,28 @@ CLAUDE = os.environ.get("CLAUDE_BIN") or str(
     pathlib.Path.home() / ".cache/baton-npm/node_modules/.bin/claude")
 
 
+def logged_in(tmp_path, token):
+    """A HOME where Claude Code is logged in to a (fake) subscription, and a working folder."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": token, "refreshToken": "sk-ant-ort01-fake", "expiresAt": 4102444800000,
+        "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
+    work = tmp_path / "work"
+    work.mkdir()
+    return home, work
+
+
+def on_subscription(home, gw):
+    """Claude Code on its own login through Baton: Baton's key in a header of its own."""
+    return {
+        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
+        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
 def claude(gateway, tmp_path, prompt, model=None, extra_env=None):
     if not os.path.exists(CLAUDE):
         if os.environ.get("CI"):
@@ -111,21 +133,10 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
         {"id": "b", "kind": "openai-compatible", "baseUrl": other.url + "/v1", "models": ["b-model"],
          "priority": 2}])
     tap = EventTap(gw)
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
-        "accessToken": token, "refreshToken": "sk-ant-ort01-fake", "expiresAt": 4102444800000,
-        "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
-    work = tmp_path / "work"
-    work.mkdir()
+    home, work = logged_in(tmp_path, token)
     (work / "note.txt").write_text("the secret word is baton\n")
     read_note = "tool:Read:" + json.dumps({"file_path": str(work / "note.txt")})
-    env = {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
-        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
-        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    env = on_subscription(home, gw)
 
     def ask(prompt):
         out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
@@ -238,19 +249,8 @@ def test_claude_code_task_fails_over_mid_task_to_a_responses_provider_and_back(t
          "baseUrl": sub.url + "/v1", "credentials": "client", "models": ["*"], "priority": 1},
         {"id": "resp", "kind": "openai-responses", "baseUrl": other.url + "/v1",
          "models": ["resp-model"], "keys": [{"env": "BATON_TEST_RESP_KEY"}], "priority": 2}])
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
-        "accessToken": token, "refreshToken": "sk-ant-ort01-fake", "expiresAt": 4102444800000,
-        "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}))
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
-        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
-        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    home, work = logged_in(tmp_path, token)
+    env = on_subscription(home, gw)
 
     def ask(prompt):
         out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json",

@@ -33,6 +33,20 @@ def chatgpt_login(codex_home):
     return access
 
 
+def connect(tmp_path, home, codex_home, gw):
+    """Codex pointed at Baton on its own ChatGPT login (the Connect screen's set-up): the
+    working directory and the environment to run it in."""
+    (codex_home / "config.toml").write_text(
+        'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
+        f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
+        'supports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
+           "BATON_KEY": gw.key}
+    return work, env
+
+
 PATCH = "*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch\n"
 
 
@@ -59,14 +73,7 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
         {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
          "models": ["claude-real-model"], "priority": 2}], model_map={"gpt-*": "auto"})
     tap = EventTap(gw)
-    (codex_home / "config.toml").write_text(
-        'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
-        f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
-        'supports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }\n')
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
-           "BATON_KEY": gw.key}
+    work, env = connect(tmp_path, home, codex_home, gw)
 
     def ask(prompt, *extra):
         # No sandbox: Codex's own sandbox helper cannot be installed under /tmp.
@@ -160,14 +167,7 @@ def test_codex_task_fails_over_mid_task_to_anthropic_and_back(tmp_path):
         {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
          "models": ["claude-real-model"], "keys": [{"env": "BATON_TEST_CLAUDE_KEY"}], "priority": 2}],
         model_map={"gpt-*": "auto"})
-    (codex_home / "config.toml").write_text(
-        'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
-        f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
-        'supports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }\n')
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
-           "BATON_KEY": gw.key}
+    work, env = connect(tmp_path, home, codex_home, gw)
 
     def ask(prompt):
         out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
