@@ -105,7 +105,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   const keyFields = el("div", { class: "stack" },
     el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
       el("p", { class: "field-error", id: "e-keys", role: "alert" })),
-    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_…. Baton reads it at start; the key never enters the configuration."),
+    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_SOMETHING. Baton reads it at start; the key never enters the configuration."),
     readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey),
     readOnly ? null : el("details", {}, el("summary", {}, "A secret header (for a proxy that wants its token in a header)"),
       el("div", { class: "stack", style: "margin-top:.5rem" },
