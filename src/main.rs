@@ -27,6 +27,10 @@ enum Command {
     Serve(ServeArgs),
     /// Show a running Baton's providers in routing order: state, cooldowns, quota, in-flight.
     Status(StatusArgs),
+    /// One short line for a client's status bar: the provider serving this session, its usage
+    /// window and today's cost. Reads Claude Code's status-line JSON on stdin (its
+    /// `statusLine` command); prints "Baton off" when Baton cannot be reached.
+    Statusline(StatuslineArgs),
     /// Which well-known providers have a key here, which subscription CLIs are installed, and where
     /// to sign up for the rest (with their free tiers).
     Keys {
@@ -73,6 +77,19 @@ struct StatusArgs {
     /// Print stable JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+struct StatuslineArgs {
+    /// Base URL of the running Baton.
+    #[arg(long, env = "BATON_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// Data directory holding admin.key [default: the platform data dir].
+    #[arg(long, env = "BATON_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The admin key itself (instead of reading admin.key).
+    #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
+    admin_key: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -147,6 +164,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => return serve(args),
         Command::Keys { json } => commands::keys(json),
         Command::Status(a) => commands::status(&a.url, a.data_dir, a.admin_key, a.json),
+        Command::Statusline(a) => commands::statusline(&a.url, a.data_dir, a.admin_key),
         Command::Probe(a) => commands::probe(commands::ProbeOptions {
             config: a.config,
             data_dir: a.data_dir,

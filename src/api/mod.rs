@@ -22,6 +22,7 @@ mod render;
 pub(crate) mod responses;
 pub(crate) mod routing;
 pub mod settings;
+mod statusline;
 mod transfer;
 pub(crate) mod ui;
 pub mod views;
@@ -72,6 +73,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     // body is read or any handler runs.
     let admin = Router::new()
         .route("/admin/state", get(admin::state))
+        .route("/admin/statusline", get(statusline::statusline))
         .route("/admin/providers", get(admin::state).post(manage::create))
         .route(
             "/admin/providers/{id}",

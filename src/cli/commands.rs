@@ -41,22 +41,49 @@ fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
 }
 
 /// `baton status`: 0 when some enabled provider is ready, 1 when none is.
+/// The admin key given, else the one in the data directory's `admin.key`.
+fn admin_key_of(dir: Option<PathBuf>, given: Option<String>) -> Result<String, String> {
+    if let Some(k) = given {
+        return Ok(k);
+    }
+    let path = data_dir(dir).join(baton::auth::ADMIN_KEY_FILE);
+    let k = std::fs::read_to_string(&path).map_err(|e| {
+        super::status::StatusError::Key {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        }
+        .to_string()
+    })?;
+    Ok(k.trim().to_string())
+}
+
+/// `baton statusline`: one short line for a client's status bar (Claude Code's `statusLine`
+/// command gets its session's JSON on stdin). Never an error trace: when Baton cannot be
+/// reached, the line says "Baton off".
+pub fn statusline(url: &str, dir: Option<PathBuf>, admin_key: Option<String>) -> CmdResult {
+    use std::io::{IsTerminal, Read};
+    let mut input = String::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
+    }
+    let session = serde_json::from_str::<serde_json::Value>(&input)
+        .ok()
+        .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
+    let line = admin_key_of(dir, admin_key).ok().and_then(|key| {
+        runtime()
+            .ok()?
+            .block_on(super::status::statusline(url, &key, session.as_deref()))
+    });
+    let line = line.unwrap_or_else(|| "Baton off".to_string());
+    // One line of visible text, whatever a provider's name holds.
+    let clean: String = line.chars().filter(|c| !c.is_control()).take(200).collect();
+    println!("{clean}");
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn status(url: &str, dir: Option<PathBuf>, admin_key: Option<String>, json: bool) -> CmdResult {
     use super::status;
-    let key = match admin_key {
-        Some(k) => k,
-        None => {
-            let path = data_dir(dir).join(baton::auth::ADMIN_KEY_FILE);
-            let k = std::fs::read_to_string(&path).map_err(|e| {
-                status::StatusError::Key {
-                    path: path.display().to_string(),
-                    reason: e.to_string(),
-                }
-                .to_string()
-            })?;
-            k.trim().to_string()
-        }
-    };
+    let key = admin_key_of(dir, admin_key)?;
     let state = runtime()?
         .block_on(status::fetch(url, &key))
         .map_err(|e| e.to_string())?;

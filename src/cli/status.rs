@@ -21,6 +21,32 @@ pub enum StatusError {
 }
 
 /// Fetches `/admin/state`.
+/// The status line's text from a running Baton (`GET /admin/statusline`), or `None` when it
+/// cannot be had within half a second (a status line must never hold up its client).
+pub async fn statusline(url: &str, admin_key: &str, session: Option<&str>) -> Option<String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .ok()?;
+    let mut endpoint =
+        reqwest::Url::parse(&format!("{}/admin/statusline", url.trim_end_matches('/'))).ok()?;
+    if let Some(s) = session {
+        endpoint.query_pairs_mut().append_pair("session", s);
+    }
+    let resp = client
+        .get(endpoint)
+        .header("x-admin-key", admin_key)
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&resp.bytes().await.ok()?).ok()?;
+    v.get("line")?.as_str().map(str::to_string)
+}
+
 pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()

@@ -238,6 +238,16 @@ impl Store {
         })
     }
 
+    /// The estimated cost of the requests logged since `since_ms` (USD; unpriced ones count 0).
+    pub fn cost_since(&self, since_ms: i64) -> Result<f64, StoreError> {
+        let conn = self.read()?;
+        self.sql(conn.query_row(
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM request_log WHERE ts_ms >= ?1",
+            [since_ms],
+            |r| r.get(0),
+        ))
+    }
+
     /// Cooldowns that have not yet expired at `now_ms`.
     pub fn load_cooldowns(
         &self,

@@ -218,6 +218,7 @@ async fn every_admin_route_wants_the_admin_key_before_reading_anything() {
     .await;
     let routes = [
         ("GET", "/admin/state"),
+        ("GET", "/admin/statusline"),
         ("GET", "/admin/providers"),
         ("POST", "/admin/providers"),
         ("PUT", "/admin/providers/a"),

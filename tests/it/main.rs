@@ -59,6 +59,7 @@ mod routes_admin;
 mod routing;
 mod shared_dates;
 mod shared_state;
+mod statusline;
 mod stops_and_parallel;
 mod stream_breaks;
 mod streaming;
