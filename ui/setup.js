@@ -195,7 +195,9 @@ function claudeCodeCard(routes, shellKey) {
           el("p", {}, "Or on your own Claude plan: ", el("strong", {}, subscription.map((p) => p.name).join(", ")),
             " calls with Claude Code's login, forwarded unchanged, and Baton's key goes in a header of its own."),
           snippet("In a terminal, logged in to Claude Code", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_CUSTOM_HEADERS="x-baton-key: ${shellKey}"\nclaude`))
-      : null);
+      : null,
+    el("p", {}, el("strong", {}, "Optional: "), "a status line under Claude Code's prompt — the provider serving the session, its usage window, today's cost — from ", el("code", {}, "~/.claude/settings.json"), ":"),
+    snippet("~/.claude/settings.json", `"statusLine": { "type": "command", "command": "baton statusline" }`));
 }
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */

@@ -322,6 +322,8 @@ test("Connect: Claude Code is set up by clicking only, and its snippet is comple
   const text = await page.textContent("#claude-code pre");
   assert.ok(text.includes(`ANTHROPIC_AUTH_TOKEN="$(cat '${keyFile}')"`), text);
   assert.ok(!(await page.textContent("#connect-body")).includes("$BATON_KEY"));
+  // The optional status line is the real command's set-up.
+  assert.match(await page.textContent("#claude-code"), /"statusLine": \{ "type": "command", "command": "baton statusline" \}/);
   await page.selectOption("#cc-target", "beta");
   await page.focus("#cc-map");
   await page.keyboard.press("Enter");
