@@ -65,9 +65,10 @@ struct ServeArgs {
 
 #[derive(clap::Args)]
 struct StatusArgs {
-    /// Base URL of the running Baton.
-    #[arg(long, env = "BATON_URL", default_value = "http://127.0.0.1:8787")]
-    url: String,
+    /// Base URL of the running Baton [default: the listen address set in Settings, else
+    /// http://127.0.0.1:8787].
+    #[arg(long, env = "BATON_URL")]
+    url: Option<String>,
     /// Data directory holding admin.key [default: the platform data dir].
     #[arg(long, env = "BATON_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -81,9 +82,10 @@ struct StatusArgs {
 
 #[derive(clap::Args)]
 struct StatuslineArgs {
-    /// Base URL of the running Baton.
-    #[arg(long, env = "BATON_URL", default_value = "http://127.0.0.1:8787")]
-    url: String,
+    /// Base URL of the running Baton [default: the listen address set in Settings, else
+    /// http://127.0.0.1:8787].
+    #[arg(long, env = "BATON_URL")]
+    url: Option<String>,
     /// Data directory holding admin.key [default: the platform data dir].
     #[arg(long, env = "BATON_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -163,8 +165,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return serve(args),
         Command::Keys { json } => commands::keys(json),
-        Command::Status(a) => commands::status(&a.url, a.data_dir, a.admin_key, a.json),
-        Command::Statusline(a) => commands::statusline(&a.url, a.data_dir, a.admin_key),
+        Command::Status(a) => commands::status(a.url, a.data_dir, a.admin_key, a.json),
+        Command::Statusline(a) => commands::statusline(a.url, a.data_dir, a.admin_key),
         Command::Probe(a) => commands::probe(commands::ProbeOptions {
             config: a.config,
             data_dir: a.data_dir,

@@ -41,6 +41,31 @@ fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
 }
 
 /// `baton status`: 0 when some enabled provider is ready, 1 when none is.
+/// The running gateway's base URL: the one given (`--url`, `BATON_URL`), else the listen
+/// address set in Settings (kept in the data directory), else `http://127.0.0.1:8787`. A
+/// gateway listening on every address is asked on loopback.
+fn gateway_url(given: Option<String>, dir: &Path) -> String {
+    if let Some(u) = given {
+        return u;
+    }
+    let listen = Store::setting_at(dir, baton::store::LISTEN_SETTING);
+    let host = listen
+        .as_ref()
+        .and_then(|l| l.get("host")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let port = listen
+        .as_ref()
+        .and_then(|l| l.get("port")?.as_u64())
+        .unwrap_or(8787);
+    let host = match host.as_str() {
+        "0.0.0.0" | "" => "127.0.0.1".to_string(),
+        "::" | "[::]" => "[::1]".to_string(),
+        h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        h => h.to_string(),
+    };
+    format!("http://{host}:{port}")
+}
+
 /// The admin key given, else the one in the data directory's `admin.key`.
 fn admin_key_of(dir: Option<PathBuf>, given: Option<String>) -> Result<String, String> {
     if let Some(k) = given {
@@ -60,7 +85,11 @@ fn admin_key_of(dir: Option<PathBuf>, given: Option<String>) -> Result<String, S
 /// `baton statusline`: one short line for a client's status bar (Claude Code's `statusLine`
 /// command gets its session's JSON on stdin). Never an error trace: when Baton cannot be
 /// reached, the line says "Baton off".
-pub fn statusline(url: &str, dir: Option<PathBuf>, admin_key: Option<String>) -> CmdResult {
+pub fn statusline(
+    url: Option<String>,
+    dir: Option<PathBuf>,
+    admin_key: Option<String>,
+) -> CmdResult {
     use std::io::{IsTerminal, Read};
     let mut input = String::new();
     if !std::io::stdin().is_terminal() {
@@ -69,10 +98,11 @@ pub fn statusline(url: &str, dir: Option<PathBuf>, admin_key: Option<String>) ->
     let session = serde_json::from_str::<serde_json::Value>(&input)
         .ok()
         .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
+    let url = gateway_url(url, &data_dir(dir.clone()));
     let line = admin_key_of(dir, admin_key).ok().and_then(|key| {
         runtime()
             .ok()?
-            .block_on(super::status::statusline(url, &key, session.as_deref()))
+            .block_on(super::status::statusline(&url, &key, session.as_deref()))
     });
     let line = line.unwrap_or_else(|| "Baton off".to_string());
     // One line of visible text, whatever a provider's name holds.
@@ -81,8 +111,14 @@ pub fn statusline(url: &str, dir: Option<PathBuf>, admin_key: Option<String>) ->
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn status(url: &str, dir: Option<PathBuf>, admin_key: Option<String>, json: bool) -> CmdResult {
+pub fn status(
+    url: Option<String>,
+    dir: Option<PathBuf>,
+    admin_key: Option<String>,
+    json: bool,
+) -> CmdResult {
     use super::status;
+    let url = &gateway_url(url, &data_dir(dir.clone()));
     let key = admin_key_of(dir, admin_key)?;
     let state = runtime()?
         .block_on(status::fetch(url, &key))

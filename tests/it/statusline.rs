@@ -93,6 +93,19 @@ async fn the_status_line_names_the_sessions_provider_and_todays_cost() {
     assert!(line.starts_with("Baton · Provider A"), "{line}");
     let (_, line) = statusline(args.clone(), input("S1")).await;
     assert!(line.starts_with("Baton · Provider B"), "{line}");
+    // Without --url it asks the listen address set in Settings (kept in the data directory).
+    let port: u16 = baton.url.rsplit(':').next().unwrap().parse().unwrap();
+    let (st, v) = Admin(&baton)
+        .send(
+            reqwest::Method::PUT,
+            "/admin/settings",
+            Some(json!({"listen": {"host": "127.0.0.1", "port": port}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let only_dir = vec!["--data-dir".to_string(), dir.path().display().to_string()];
+    let (_, line) = statusline(only_dir, input("S1")).await;
+    assert!(line.starts_with("Baton · Provider B"), "{line}");
     // Not Claude Code's JSON at all: the same, no error.
     let (code, line) = statusline(args.clone(), "not json".into()).await;
     assert_eq!(code, 0);
