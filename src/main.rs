@@ -30,7 +30,7 @@ enum Command {
     /// One short line for a client's status bar: the provider serving this session, its usage
     /// window and today's cost. Reads Claude Code's status-line JSON on stdin (its
     /// `statusLine` command); prints "Baton off" when Baton cannot be reached.
-    Statusline(StatuslineArgs),
+    Statusline(GatewayArgs),
     /// Which well-known providers have a key here, which subscription CLIs are installed, and where
     /// to sign up for the rest (with their free tiers).
     Keys {
@@ -63,8 +63,9 @@ struct ServeArgs {
     port: Option<u16>,
 }
 
+/// How to reach a running Baton (`status`, `statusline`).
 #[derive(clap::Args)]
-struct StatusArgs {
+struct GatewayArgs {
     /// Base URL of the running Baton [default: the listen address set in Settings, else
     /// http://127.0.0.1:8787].
     #[arg(long, env = "BATON_URL")]
@@ -75,23 +76,15 @@ struct StatusArgs {
     /// The admin key itself (instead of reading admin.key).
     #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
     admin_key: Option<String>,
-    /// Print stable JSON instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(clap::Args)]
-struct StatuslineArgs {
-    /// Base URL of the running Baton [default: the listen address set in Settings, else
-    /// http://127.0.0.1:8787].
-    #[arg(long, env = "BATON_URL")]
-    url: Option<String>,
-    /// Data directory holding admin.key [default: the platform data dir].
-    #[arg(long, env = "BATON_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// The admin key itself (instead of reading admin.key).
-    #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
-    admin_key: Option<String>,
+struct StatusArgs {
+    #[command(flatten)]
+    gateway: GatewayArgs,
+    /// Print stable JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -165,7 +158,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return serve(args),
         Command::Keys { json } => commands::keys(json),
-        Command::Status(a) => commands::status(a.url, a.data_dir, a.admin_key, a.json),
+        Command::Status(StatusArgs { gateway: g, json }) => {
+            commands::status(g.url, g.data_dir, g.admin_key, json)
+        }
         Command::Statusline(a) => commands::statusline(a.url, a.data_dir, a.admin_key),
         Command::Probe(a) => commands::probe(commands::ProbeOptions {
             config: a.config,
