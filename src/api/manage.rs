@@ -61,8 +61,15 @@ struct ProviderBody {
 }
 
 fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
-    let mut v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::invalid("body", format!("The body is not valid JSON: {e}")))?;
+    parse_provider_value(body_json(body)?)
+}
+
+fn body_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid("body", format!("The body is not valid JSON: {e}")))
+}
+
+fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiError> {
     let Some(obj) = v.as_object_mut() else {
         return Err(ApiError::invalid(
             "body",
@@ -474,25 +481,19 @@ pub async fn test_saved(
 }
 
 /// `confirmRun` taken out of a test body: whether the user agreed to run a CLI.
-fn take_confirm_run(body: &[u8]) -> Result<(Vec<u8>, bool), ApiError> {
-    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(body) else {
-        // Not an object: `parse_provider` says what is wrong with it.
-        return Ok((body.to_vec(), false));
+fn take_confirm_run(body: &mut Value) -> Result<bool, ApiError> {
+    // Not an object: `parse_provider_value` says what is wrong with it.
+    let Some(obj) = body.as_object_mut() else {
+        return Ok(false);
     };
-    let confirmed = match obj.remove("confirmRun") {
-        None | Some(Value::Bool(false)) => false,
-        Some(Value::Bool(true)) => true,
-        Some(_) => {
-            return Err(field_error(
-                "confirmRun".into(),
-                "must be true or false".into(),
-            ))
-        }
-    };
-    Ok((
-        serde_json::to_vec(&Value::Object(obj)).unwrap_or_default(),
-        confirmed,
-    ))
+    match obj.remove("confirmRun") {
+        None | Some(Value::Bool(false)) => Ok(false),
+        Some(Value::Bool(true)) => Ok(true),
+        Some(_) => Err(field_error(
+            "confirmRun".into(),
+            "must be true or false".into(),
+        )),
+    }
 }
 
 /// Testing an unsaved CLI provider runs a program on this machine: nothing runs until the user
@@ -524,8 +525,9 @@ pub async fn test_unsaved(
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
-    let (body, confirmed) = take_confirm_run(&body)?;
-    let mut p = parse_provider(&body)?;
+    let mut v = body_json(&body)?;
+    let confirmed = take_confirm_run(&mut v)?;
+    let mut p = parse_provider_value(v)?;
     if p.config.kind.is_cli() && !confirmed {
         return Err(confirm_first(&p.config));
     }

@@ -468,29 +468,29 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         .unwrap_or_default();
     let text = schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user));
     let behavior = match behavior {
-        Behavior::Auto if matches!(resolve_auto(Behavior::Auto, &body), Behavior::ToolCalls(_)) => {
-            resolve_auto(Behavior::Auto, &body)
-        }
-        Behavior::Auto => {
-            let first_tool = body
-                .pointer("/tools/0/function/name")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let last_role = body
-                .get("messages")
-                .and_then(Value::as_array)
-                .and_then(|m| m.last())
-                .and_then(|m| m.get("role"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match first_tool {
-                Some(name) if last_role == "user" => Behavior::ToolCall {
-                    name,
-                    arguments: "{\"city\": \"Paris\"}".into(),
-                },
-                _ => Behavior::Ok,
+        Behavior::Auto => match resolve_auto(Behavior::Auto, &body) {
+            parallel @ Behavior::ToolCalls(_) => parallel,
+            _ => {
+                let first_tool = body
+                    .pointer("/tools/0/function/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let last_role = body
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .and_then(|m| m.last())
+                    .and_then(|m| m.get("role"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match first_tool {
+                    Some(name) if last_role == "user" => Behavior::ToolCall {
+                        name,
+                        arguments: "{\"city\": \"Paris\"}".into(),
+                    },
+                    _ => Behavior::Ok,
+                }
             }
-        }
+        },
         b => b,
     };
     match behavior {

@@ -34,6 +34,17 @@ def on_subscription(home, gw):
     }
 
 
+def claude_turn(work, env, prompt, *extra, timeout=120):
+    """One `claude -p` task in JSON: it must succeed; its result object."""
+    out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json", *extra], cwd=work,
+                         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["is_error"] is False, result
+    return result
+
+
 def claude(gateway, tmp_path, prompt, model=None, extra_env=None):
     if not os.path.exists(CLAUDE):
         if os.environ.get("CI"):
@@ -139,12 +150,7 @@ def test_claude_code_on_its_own_subscription_then_failover_at_the_cap(tmp_path):
     env = on_subscription(home, gw)
 
     def ask(prompt):
-        out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=work, env=env,
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stdout + out.stderr
-        result = json.loads(out.stdout)
-        assert result["is_error"] is False, result
-        return result
+        return claude_turn(work, env, prompt)
 
     try:
         result = ask("say hi")
@@ -253,13 +259,7 @@ def test_claude_code_task_fails_over_mid_task_to_a_responses_provider_and_back(t
     env = on_subscription(home, gw)
 
     def ask(prompt):
-        out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json",
-                              "--allowedTools", "Write", "Bash"], cwd=work, env=env,
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
-        assert out.returncode == 0, out.stdout + out.stderr
-        result = json.loads(out.stdout)
-        assert result["is_error"] is False, result
-        return result
+        return claude_turn(work, env, prompt, "--allowedTools", "Write", "Bash", timeout=180)
 
     try:
         script = work / "hello.py"

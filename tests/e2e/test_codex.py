@@ -47,6 +47,19 @@ def connect(tmp_path, home, codex_home, gw):
     return work, env
 
 
+def codex_exec(work, env, prompt, *extra, timeout=120):
+    """One `codex exec` turn: it must succeed, with no complaint about the models Baton lists."""
+    # No sandbox: Codex's own sandbox helper cannot be installed under /tmp.
+    out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
+                          "danger-full-access", *extra, prompt], cwd=work, env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for complaint in ("failed to decode models", "failed to refresh available models",
+                      "Model metadata for"):
+        assert complaint not in out.stderr, out.stderr
+    return out.stdout
+
+
 PATCH = "*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch\n"
 
 
@@ -76,15 +89,7 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
     work, env = connect(tmp_path, home, codex_home, gw)
 
     def ask(prompt, *extra):
-        # No sandbox: Codex's own sandbox helper cannot be installed under /tmp.
-        out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
-                              "danger-full-access", *extra, prompt], cwd=work, env=env,
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stdout + out.stderr
-        for complaint in ("failed to decode models", "failed to refresh available models",
-                          "Model metadata for"):
-            assert complaint not in out.stderr, out.stderr
-        return out.stdout
+        return codex_exec(work, env, prompt, *extra)
 
     def sent_items(fake, kind):
         return [i for i in fake.stats()["last"].get("input", []) if i.get("type") == kind]
@@ -170,12 +175,7 @@ def test_codex_task_fails_over_mid_task_to_anthropic_and_back(tmp_path):
     work, env = connect(tmp_path, home, codex_home, gw)
 
     def ask(prompt):
-        out = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--sandbox",
-                              "danger-full-access", "-m", "gpt-chatgpt-codex", prompt], cwd=work,
-                             env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=180)
-        assert out.returncode == 0, out.stdout + out.stderr
-        return out.stdout
+        return codex_exec(work, env, prompt, "-m", "gpt-chatgpt-codex", timeout=180)
 
     try:
         # Turn 1 on the subscription writes the script; turn 2 finds the cap, back in 8 s.
