@@ -17,6 +17,11 @@ use tokio_util::sync::CancellationToken;
 use super::conns::{Conn, Conns, Refused, Tracked};
 use crate::config::ServerConfig;
 
+/// How long a new connection may take to send its first request's headers before it can be
+/// closed to make room for another (a legitimate client needs milliseconds; a flood of new
+/// connections must not push one out in between).
+const GRACE: Duration = Duration::from_millis(250);
+
 /// Serves `app` on `listener` until `stop` is cancelled, then waits for open connections to
 /// finish their requests (the caller bounds that wait).
 pub(crate) async fn serve(
@@ -25,7 +30,7 @@ pub(crate) async fn serve(
     cfg: &ServerConfig,
     stop: CancellationToken,
 ) {
-    let conns = Conns::new(cfg.max_connections, cfg.max_connections_per_peer);
+    let conns = Conns::new(cfg.max_connections, cfg.max_connections_per_peer, GRACE);
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -134,6 +139,8 @@ async fn place(
                 }
                 tokio::select! {
                     _ = changed => {}
+                    // Connections within their grace become closable by time alone.
+                    _ = tokio::time::sleep(conns.grace()) => {}
                     _ = stop.cancelled() => return None,
                 }
             }

@@ -22,6 +22,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +42,9 @@ struct Entry {
     standing: Standing,
     /// When it entered its standing (a counter: older is smaller).
     since: u64,
+    /// When it was accepted: a connection still opening is not closed before `grace` has
+    /// passed, so a flood of new connections cannot push out a client before it could send.
+    opened: Instant,
     evict: CancellationToken,
 }
 
@@ -59,10 +63,11 @@ impl Table {
 
     /// The connection to close to make room: opening before idle, the peer holding the most
     /// first, then the oldest. `of` limits the choice to one peer's connections.
-    fn victim(&self, of: Option<IpAddr>) -> Option<u64> {
+    fn victim(&self, of: Option<IpAddr>, grace: Duration) -> Option<u64> {
         self.entries
             .iter()
             .filter(|(_, e)| !matches!(e.standing, Standing::Busy(_)))
+            .filter(|(_, e)| e.standing != Standing::Opening || e.opened.elapsed() >= grace)
             .filter(|(_, e)| of.is_none_or(|p| p == e.peer))
             .min_by_key(|(_, e)| {
                 let held = self.per_peer.get(&e.peer).copied().unwrap_or(0);
@@ -92,7 +97,8 @@ impl Table {
 /// Why a new connection was not admitted.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// Every connection is serving a request: wait until one closes or idles.
+    /// Every connection is serving a request, or still within its grace to send one: wait
+    /// until one closes, idles or ages.
     Full,
     /// This peer holds its whole share with requests in flight: close the new connection.
     PeerFull,
@@ -105,6 +111,7 @@ pub(crate) struct Conns {
     changed: Notify,
     cap: usize,
     per_peer: usize,
+    grace: Duration,
 }
 
 /// What the "room made" log line reports.
@@ -114,13 +121,20 @@ pub(crate) struct Admitted {
 }
 
 impl Conns {
-    pub(crate) fn new(cap: usize, per_peer: usize) -> Arc<Self> {
+    pub(crate) fn new(cap: usize, per_peer: usize, grace: Duration) -> Arc<Self> {
         Arc::new(Self {
             table: Mutex::new(Table::default()),
             changed: Notify::new(),
             cap: cap.max(1),
             per_peer: per_peer.max(1),
+            grace,
         })
+    }
+
+    /// How long a new connection may take to send its first request before it can be closed
+    /// to make room (a full table waiting on young connections re-checks this often).
+    pub(crate) fn grace(&self) -> Duration {
+        self.grace
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -135,12 +149,12 @@ impl Conns {
         let mut t = self.lock();
         let mut evicted = false;
         if !peer.is_loopback() && t.per_peer.get(&peer).copied().unwrap_or(0) >= self.per_peer {
-            let id = t.victim(Some(peer)).ok_or(Refused::PeerFull)?;
+            let id = t.victim(Some(peer), self.grace).ok_or(Refused::PeerFull)?;
             t.evict(id);
             evicted = true;
         }
         if t.entries.len() >= self.cap {
-            let id = t.victim(None).ok_or(Refused::Full)?;
+            let id = t.victim(None, self.grace).ok_or(Refused::Full)?;
             t.evict(id);
             evicted = true;
         }
@@ -152,6 +166,7 @@ impl Conns {
                 peer,
                 standing: Standing::Opening,
                 since: id,
+                opened: Instant::now(),
                 evict: evict.clone(),
             },
         );
@@ -287,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_full_table_closes_an_opening_connection_before_an_idle_one_and_never_a_busy_one() {
-        let c = Conns::new(3, 100);
+        let c = Conns::new(3, 100, Duration::ZERO);
         let busy = admit(&c, "127.0.0.1");
         let _serving = busy.request();
         let idle = admit(&c, "127.0.0.1");
@@ -314,7 +329,7 @@ mod tests {
 
     #[test]
     fn when_every_connection_is_serving_the_next_waits() {
-        let c = Conns::new(2, 100);
+        let c = Conns::new(2, 100, Duration::ZERO);
         let a = admit(&c, "127.0.0.1");
         let _ra = a.request();
         let b = admit(&c, "127.0.0.1");
@@ -327,7 +342,7 @@ mod tests {
 
     #[test]
     fn the_peer_holding_the_most_gives_way_first() {
-        let c = Conns::new(4, 100);
+        let c = Conns::new(4, 100, Duration::ZERO);
         let other = admit(&c, "10.0.0.2");
         let hog: Vec<Conn> = (0..3).map(|_| admit(&c, "10.0.0.9")).collect();
         let _new = admit(&c, "10.0.0.3");
@@ -340,7 +355,7 @@ mod tests {
 
     #[test]
     fn a_remote_peer_holds_its_share_at_most_and_loopback_is_exempt() {
-        let c = Conns::new(100, 2);
+        let c = Conns::new(100, 2, Duration::ZERO);
         let a = admit(&c, "10.0.0.9");
         let _ra = a.request();
         let b = admit(&c, "10.0.0.9");
@@ -358,9 +373,22 @@ mod tests {
         assert!(local.iter().all(|l| !l.evicted().is_cancelled()));
     }
 
+    /// A connection just accepted keeps its place for the grace period, however many new ones
+    /// arrive; after it, it may be closed to make room like any other that sent nothing.
+    #[test]
+    fn a_new_connection_has_its_grace_to_send_a_request() {
+        let c = Conns::new(1, 100, Duration::from_millis(50));
+        let first = admit(&c, "127.0.0.1");
+        assert_eq!(c.admit(ip("127.0.0.1")).err(), Some(Refused::Full));
+        assert!(!first.evicted().is_cancelled());
+        std::thread::sleep(Duration::from_millis(60));
+        let _second = admit(&c, "127.0.0.1");
+        assert!(first.evicted().is_cancelled());
+    }
+
     #[test]
     fn a_closed_connection_gives_its_place_back() {
-        let c = Conns::new(1, 1);
+        let c = Conns::new(1, 1, Duration::ZERO);
         let a = admit(&c, "10.0.0.9");
         let _r = a.request();
         assert!(c.admit(ip("10.0.0.8")).is_err());

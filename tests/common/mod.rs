@@ -319,3 +319,7 @@ impl Captured {
         self.0.lock().unwrap().clone()
     }
 }
+
+/// Held by the tests that load this process's memory heavily or measure it (RSS is the whole
+/// test process's): they do not overlap, so one's load is not read as the other's leak.
+pub static MEMORY_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -116,6 +116,7 @@ async fn one(baton: &Baton, http: &reqwest::Client, i: usize) -> Result<Outcome,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_thousand_requests_through_thirty_percent_faults() {
+    let _heavy = MEMORY_HEAVY.lock().await;
     let flaky = FakeUpstream::start("flaky").await;
     let healthy = FakeUpstream::start("healthy").await;
     flaky.forget_requests();
