@@ -150,6 +150,12 @@ impl Keys {
             .collect()
     }
 
+    /// The key a client set up by `connect` presents: the config file's first gateway key, else
+    /// the generated one.
+    pub fn first_gateway_secret(&self) -> Option<String> {
+        self.gateway.first().map(|k| k.secret.expose().to_string())
+    }
+
     /// The configured and generated gateway keys and the admin key, for the redactor.
     pub fn secret_values(&self) -> Vec<String> {
         self.gateway

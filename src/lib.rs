@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod clients;
 pub mod clock;
 pub mod config;
+pub mod connect;
 pub mod events;
 pub(crate) mod gateway;
 pub mod limits;

@@ -31,6 +31,9 @@ enum Command {
     /// window and today's cost. Reads Claude Code's status-line JSON on stdin (its
     /// `statusLine` command); prints "Baton off" when Baton cannot be reached.
     Statusline(GatewayArgs),
+    /// Point Claude Code, Codex or opencode at Baton by writing their own config files (the
+    /// change is shown first, the original kept); --undo puts the files back.
+    Connect(ConnectArgs),
     /// Which well-known providers have a key here, which subscription CLIs are installed, and where
     /// to sign up for the rest (with their free tiers).
     Keys {
@@ -76,6 +79,47 @@ struct GatewayArgs {
     /// The admin key itself (instead of reading admin.key).
     #[arg(long, env = "BATON_ADMIN_KEY", hide_env_values = true)]
     admin_key: Option<String>,
+}
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Files written:\n  claude-code  ~/.claude/settings.json (or $CLAUDE_CONFIG_DIR): env ANTHROPIC_BASE_URL and the key\n  codex        ~/.codex/config.toml (or $CODEX_HOME): a \"baton\" model provider, made the default\n  opencode     ~/.config/opencode/opencode.json(c): a \"baton\" provider and model\n\nExamples:\n  baton connect claude-code --dry-run\n  baton connect codex --yes\n  baton connect claude-code --undo"
+)]
+struct ConnectArgs {
+    /// The client to set up.
+    #[arg(value_parser = ["claude-code", "codex", "gemini-cli", "opencode"])]
+    client: String,
+    /// Put the client's files back as they were before Baton connected it.
+    #[arg(long)]
+    undo: bool,
+    /// Show the change and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Write without asking.
+    #[arg(long, short)]
+    yes: bool,
+    /// The client keeps its own subscription login (Claude, ChatGPT), forwarded by Baton to a
+    /// passthrough provider [default when such a provider is configured].
+    #[arg(long, conflicts_with = "keys")]
+    login: bool,
+    /// The client uses Baton's gateway key and Baton's providers.
+    #[arg(long)]
+    keys: bool,
+    /// Also install Baton's status line in Claude Code.
+    #[arg(long)]
+    statusline: bool,
+    /// Base URL of Baton [default: the listen address set in Settings, else http://127.0.0.1:8787].
+    #[arg(long, env = "BATON_URL")]
+    url: Option<String>,
+    /// Data directory holding gateway.key and the connect journal [default: the platform data dir].
+    #[arg(long, env = "BATON_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Environment variable holding the gateway key (when the config file names one).
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Configuration file whose first gateway key to use.
+    #[arg(long, short, env = "BATON_CONFIG")]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -158,6 +202,22 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return serve(args),
         Command::Keys { json } => commands::keys(json),
+        Command::Connect(a) => cli::connect::run(cli::connect::ConnectOptions {
+            client: a.client,
+            undo: a.undo,
+            dry_run: a.dry_run,
+            yes: a.yes,
+            mode: match (a.login, a.keys) {
+                (true, _) => Some(baton::connect::Mode::Login),
+                (_, true) => Some(baton::connect::Mode::Keys),
+                _ => None,
+            },
+            statusline: a.statusline,
+            url: a.url,
+            data_dir: a.data_dir,
+            key_env: a.key_env,
+            config: a.config,
+        }),
         Command::Status(StatusArgs { gateway: g, json }) => {
             commands::status(g.url, g.data_dir, g.admin_key, json)
         }

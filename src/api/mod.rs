@@ -11,6 +11,7 @@ pub(crate) mod anthropic;
 pub(crate) mod budget;
 pub(crate) mod clients;
 mod codex;
+mod connect;
 mod count;
 pub(crate) mod error;
 pub(crate) mod json;
@@ -41,6 +42,10 @@ use serde_json::json;
 use crate::config::validate::is_loopback_host;
 use crate::gateway::Core;
 use error::ApiError;
+
+/// The address a request came from (a request extension the accept loop adds).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer(pub std::net::IpAddr);
 
 #[derive(Clone)]
 pub struct AppState {
@@ -89,6 +94,9 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/log", get(activity::log))
         .route("/admin/events", get(activity::events))
         .route("/admin/setup", get(activity::setup))
+        .route("/admin/connect", get(connect::list))
+        .route("/admin/connect/{client}", post(connect::connect))
+        .route("/admin/connect/{client}/undo", post(connect::undo))
         .route("/admin/stats", get(activity::stats))
         .route("/admin/routes", get(routing::routes))
         .route(

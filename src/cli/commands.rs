@@ -32,7 +32,7 @@ fn existing_store(dir: &Path) -> Result<Store, String> {
     Store::open(dir, &Default::default()).map_err(|e| e.to_string())
 }
 
-fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
+pub fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
     let store = existing_store(dir)?;
     let stored = store.load_providers().map_err(|e| e.to_string())?;
     let mut providers: Vec<ProviderConfig> = stored.iter().map(|s| s.effective()).collect();
@@ -44,7 +44,7 @@ fn live_providers(dir: &Path) -> Result<Vec<ProviderConfig>, String> {
 /// The running gateway's base URL: the one given (`--url`, `BATON_URL`), else the listen
 /// address set in Settings (kept in the data directory), else `http://127.0.0.1:8787`. A
 /// gateway listening on every address is asked on loopback.
-fn gateway_url(given: Option<String>, dir: &Path) -> String {
+pub fn gateway_url(given: Option<String>, dir: &Path) -> String {
     if let Some(u) = given {
         return u;
     }

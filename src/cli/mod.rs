@@ -1,6 +1,7 @@
 //! Command-line features of the `baton` binary that talk to a running Baton.
 
 pub mod commands;
+pub mod connect;
 pub mod keys;
 pub mod probe;
 pub mod status;

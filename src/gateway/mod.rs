@@ -1,7 +1,6 @@
-//! The composition root: [`Core`] owns the store, the keys, the routing context, the client
-//! limiter and the metrics, and implements what the layers below ask of it (the router's
-//! [`Sink`], shared state's [`Host`](crate::shared::Host)). `open` builds it; the server
-//! (`crate::server`) runs it.
+//! The composition root: [`Core`] owns the store, keys, routing context, client limiter and
+//! metrics, and implements what the layers below ask of it (the router's [`Sink`], shared
+//! state's [`Host`](crate::shared::Host)). `open` builds it; `crate::server` runs it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,11 +17,9 @@ use crate::limits::Cooldowns;
 use crate::providers::ProviderRuntime;
 use crate::router::snapshot::Snapshot;
 use crate::router::{Routing, Sink};
-use crate::store::{LogRow, WriteOp};
-use crate::store::{Store, StoreError};
+use crate::store::{LogRow, Store, StoreError, WriteOp};
 
 mod live;
-
 pub use live::{UI_MODEL_MAP, UI_ROUTES};
 
 /// Everything a request handler needs, shared behind one `Arc`.
@@ -42,6 +39,8 @@ pub struct Core {
     pub paused: std::sync::atomic::AtomicBool,
     /// What the desktop shell offers the UI (start at login), when Baton runs inside it.
     pub desktop: arc_swap::ArcSwapOption<DesktopLink>,
+    /// Where `connect` finds clients' config files (from the environment; tests move it).
+    pub client_homes: arc_swap::ArcSwapOption<crate::connect::Homes>,
     /// API keys typed into the UI.
     pub secrets: crate::secrets::SecretStore,
     /// Where this gateway keeps its database and keys.
@@ -584,6 +583,7 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
             paused: Default::default(),
             stopping: CancellationToken::new(),
             desktop: Default::default(),
+            client_homes: arc_swap::ArcSwapOption::from_pointee(crate::connect::Homes::from_env()),
             secrets: crate::secrets::SecretStore::new(&opts.data_dir),
             data_dir: opts.data_dir.clone(),
             runtimes: Mutex::new(HashMap::new()),

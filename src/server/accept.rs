@@ -67,7 +67,7 @@ pub(crate) async fn serve(
         }
         let evicted = conn.evicted();
         let conn = Arc::new(conn);
-        let svc = tracked(app.clone(), conn.clone());
+        let svc = tracked(app.clone(), conn.clone(), peer.ip());
         let http_conn = http.serve_connection(TokioIo::new(tcp), svc);
         let watched = graceful.watch(http_conn);
         tokio::spawn(async move {
@@ -153,13 +153,15 @@ async fn place(
 fn tracked(
     app: axum::Router,
     conn: Arc<Conn>,
+    peer: std::net::IpAddr,
 ) -> impl hyper::service::Service<
     hyper::Request<hyper::body::Incoming>,
     Response = hyper::Response<Tracked>,
     Error = std::convert::Infallible,
     Future = impl Send,
 > + Clone {
-    hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+    hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(crate::api::Peer(peer));
         let in_flight = conn.request();
         let svc = hyper_util::service::TowerToHyperService::new(app.clone());
         async move {

@@ -64,6 +64,17 @@ class Baton:
         return self.proc.returncode
 
 
+def baton_connect(gw, home, client, *extra, env=None):
+    """`baton connect CLIENT --yes` as the user whose home is `home`: the client's own config
+    file is written, as the Connect screen's button does; returns what it printed."""
+    run_env = dict(env or {}, PATH=os.environ["PATH"], HOME=str(home))
+    out = subprocess.run([BATON, "connect", client, "--yes", "--url", gw.url, "--data-dir",
+                          str(gw.data), *extra], env=run_env, capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
 class EventTap:
     """Collects the gateway's events (`GET /admin/events`) in the background."""
 

@@ -25,10 +25,14 @@ def logged_in(tmp_path, token):
 
 
 def on_subscription(home, gw):
-    """Claude Code on its own login through Baton: Baton's key in a header of its own."""
+    """Claude Code on its own login through Baton, set up by `baton connect claude-code` (the
+    login is chosen because a passthrough provider serves Claude Code): its settings.json
+    carries the address and Baton's key in a header of its own; nothing in the environment."""
+    from conftest import baton_connect
+    said = baton_connect(gw, home, "claude-code")
+    assert "own login" in said, said
     return {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": gw.url,
-        "ANTHROPIC_CUSTOM_HEADERS": f"x-baton-key: {gw.key}",
+        "PATH": os.environ["PATH"], "HOME": str(home),
         "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }

@@ -34,16 +34,15 @@ def chatgpt_login(codex_home):
 
 
 def connect(tmp_path, home, codex_home, gw):
-    """Codex pointed at Baton on its own ChatGPT login (the Connect screen's set-up): the
-    working directory and the environment to run it in."""
-    (codex_home / "config.toml").write_text(
-        'model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\n'
-        f'base_url = "{gw.url}/v1"\nwire_api = "responses"\nrequires_openai_auth = true\n'
-        'supports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }\n')
+    """Codex pointed at Baton on its own ChatGPT login by `baton connect codex` (which picks
+    the login because a passthrough provider serves Codex): the working directory and the
+    environment to run it in, with no variable that says where Baton is or its key."""
+    from conftest import baton_connect
+    said = baton_connect(gw, home, "codex", env={"CODEX_HOME": str(codex_home)})
+    assert "own login" in said, said
     work = tmp_path / "work"
     work.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home),
-           "BATON_KEY": gw.key}
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home)}
     return work, env
 
 

@@ -1,0 +1,195 @@
+//! `baton connect CLIENT [--undo]`: writes the client's own config so it reaches this Baton,
+//! after showing the change; `--undo` puts the files back. The work is `baton::connect`'s; this
+//! finds the address, the key and the mode, and talks to the person at the terminal.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use baton::connect::{self, App, ConnectError, Homes, Mode, Plan, Target};
+
+use super::commands::CmdResult;
+
+/// What `baton connect` was asked.
+pub struct ConnectOptions {
+    pub client: String,
+    pub undo: bool,
+    pub dry_run: bool,
+    pub yes: bool,
+    /// `Some(Login)` / `Some(Keys)` when the user chose; else decided from the providers.
+    pub mode: Option<Mode>,
+    pub statusline: bool,
+    pub url: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub key_env: Option<String>,
+    pub config: Option<PathBuf>,
+}
+
+pub fn run(o: ConnectOptions) -> CmdResult {
+    let app = App::parse(&o.client).map_err(|e| e.to_string())?;
+    let dir = o.data_dir.clone().unwrap_or_else(baton::default_data_dir);
+    let journal = dir.join("connect");
+    let plan = if o.undo {
+        connect::plan_undo(app, &journal)
+    } else {
+        let target = target(app, &o, &dir)?;
+        let homes = Homes::from_env().ok_or_else(|| ConnectError::NoHome.to_string())?;
+        connect::plan_connect(app, &homes, &target, &journal)
+    }
+    .map_err(|e| e.to_string())?;
+    let key = key_for_masking(&o, &dir);
+    show(&plan, key.as_deref());
+    if !plan.changes() && !plan.undo {
+        println!("{} already points at Baton: nothing to write.", app.name());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if o.dry_run {
+        println!("Dry run: nothing was written.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !o.yes && !confirm(&plan)? {
+        println!("Nothing was written.");
+        return Ok(ExitCode::from(1));
+    }
+    connect::apply(&plan, &journal).map_err(|e| e.to_string())?;
+    for f in &plan.files {
+        match (&f.after, plan.undo) {
+            (None, _) => println!("Removed {} (Baton had created it).", f.path.display()),
+            (Some(_), true) => println!("Restored {}.", f.path.display()),
+            (Some(_), false) => println!("Wrote {}.", f.path.display()),
+        }
+    }
+    if !plan.undo {
+        println!(
+            "{} now reaches Baton. To put the files back: baton connect {} --undo",
+            app.name(),
+            app.id()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The address, key and mode the client is pointed at.
+fn target(app: App, o: &ConnectOptions, dir: &Path) -> Result<Target, String> {
+    let origin = super::commands::gateway_url(o.url.clone(), dir)
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string();
+    let key = gateway_key(o, dir)?;
+    let mode = match o.mode {
+        Some(m) => m,
+        None => {
+            let providers = super::commands::live_providers(dir).unwrap_or_default();
+            let login = connect::login_providers(app, &providers);
+            if login.is_empty() {
+                Mode::Keys
+            } else {
+                println!(
+                    "{} will use its own login through {} (pass --keys to use Baton's providers instead).",
+                    app.name(),
+                    login.join(", ")
+                );
+                Mode::Login
+            }
+        }
+    };
+    if mode == Mode::Login && !app.has_login_mode() {
+        return Err(format!(
+            "{} has no login of its own to pass through; drop --login",
+            app.name()
+        ));
+    }
+    let statusline = match (o.statusline, app) {
+        (false, _) => None,
+        (true, App::ClaudeCode) => Some(statusline_command(o, &origin)?),
+        (true, _) => {
+            return Err("--statusline is for claude-code (Claude Code's status line)".into())
+        }
+    };
+    Ok(Target {
+        origin,
+        key,
+        mode,
+        statusline,
+    })
+}
+
+/// The gateway key: `--key-env`, else the config file's first gateway key, else the one Baton
+/// generated in the data directory.
+fn gateway_key(o: &ConnectOptions, dir: &Path) -> Result<String, String> {
+    let env = match (&o.key_env, &o.config) {
+        (Some(v), _) => Some(v.clone()),
+        (None, Some(file)) => baton::config::load_file(file)
+            .map_err(|e| e.to_string())?
+            .gateway_keys
+            .first()
+            .map(|k| k.env.clone()),
+        (None, None) => None,
+    };
+    if let Some(var) = env {
+        return std::env::var(&var)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| format!("the gateway key's variable {var} is not set in this shell"));
+    }
+    let path = dir.join(baton::auth::GATEWAY_KEY_FILE);
+    std::fs::read_to_string(&path)
+        .map(|k| k.trim().to_string())
+        .map_err(|_| {
+            format!(
+                "no gateway key at {}: start Baton once (baton serve, or the tray app) so it makes one, or pass --key-env VAR",
+                path.display()
+            )
+        })
+}
+
+fn key_for_masking(o: &ConnectOptions, dir: &Path) -> Option<String> {
+    gateway_key(o, dir).ok()
+}
+
+/// Claude Code's status line runs this very binary (with an absolute data directory).
+fn statusline_command(o: &ConnectOptions, origin: &str) -> Result<String, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot tell where this baton binary is: {e}"))?;
+    let dir = match &o.data_dir {
+        Some(d) => Some(std::path::absolute(d).map_err(|e| format!("{}: {e}", d.display()))?),
+        None => None,
+    };
+    connect::statusline_command(&exe, origin, dir.as_deref())
+}
+
+fn show(plan: &Plan, key: Option<&str>) {
+    let secrets: Vec<&str> = key.into_iter().collect();
+    for f in &plan.files {
+        if f.changes() {
+            print!("{}", f.diff(&secrets));
+        } else {
+            println!("{}: unchanged", f.path.display());
+        }
+    }
+    for n in &plan.notes {
+        println!("note: {n}");
+    }
+}
+
+/// Asks at a terminal; refuses to guess when nobody can answer.
+fn confirm(plan: &Plan) -> Result<bool, String> {
+    if !std::io::stdin().is_terminal() {
+        return Err(
+            "not writing without a yes: pass --yes to write, or --dry-run to only look".into(),
+        );
+    }
+    let what = if plan.undo {
+        "Put these files back"
+    } else {
+        "Write these changes"
+    };
+    print!("{what}? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
+}

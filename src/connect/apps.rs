@@ -1,0 +1,162 @@
+//! What `baton connect` writes for each client: which file, in which format, and the entries.
+//! Each entry is a key path and the value Baton wants there; everything else in the file is the
+//! user's and stays as it is.
+
+use std::path::{Path, PathBuf};
+
+use super::doc::{Format, Val};
+use super::{ConnectError, Homes, Mode, Target};
+
+/// The clients `baton connect` can set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum App {
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+    Opencode,
+}
+
+impl App {
+    pub const ALL: [App; 4] = [App::ClaudeCode, App::Codex, App::GeminiCli, App::Opencode];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            App::ClaudeCode => "claude-code",
+            App::Codex => "codex",
+            App::GeminiCli => "gemini-cli",
+            App::Opencode => "opencode",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            App::ClaudeCode => "Claude Code",
+            App::Codex => "Codex",
+            App::GeminiCli => "Gemini CLI",
+            App::Opencode => "opencode",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, ConnectError> {
+        App::ALL
+            .into_iter()
+            .find(|a| a.id() == s)
+            .ok_or_else(|| ConnectError::UnknownApp(s.to_string()))
+    }
+
+    /// Whether the client can reach Baton on the client's own login (a passthrough provider).
+    pub fn has_login_mode(self) -> bool {
+        matches!(self, App::ClaudeCode | App::Codex)
+    }
+}
+
+/// One file to edit and the entries Baton wants in it.
+pub struct FileSpec {
+    pub path: PathBuf,
+    pub format: Format,
+    pub entries: Vec<(Vec<&'static str>, Val)>,
+}
+
+/// The files and entries that point `app` at `target`.
+pub fn specs(app: App, homes: &Homes, target: &Target) -> Result<Vec<FileSpec>, ConnectError> {
+    Ok(vec![match app {
+        App::ClaudeCode => claude_code(homes, target),
+        App::Codex => codex(homes, target),
+        App::Opencode => opencode(homes, target),
+        App::GeminiCli => return Err(ConnectError::NotServed(app)),
+    }])
+}
+
+fn claude_code(homes: &Homes, target: &Target) -> FileSpec {
+    let key = target.key.as_str();
+    let mut entries = vec![(vec!["env", "ANTHROPIC_BASE_URL"], Val::str(&target.origin))];
+    entries.push(match target.mode {
+        // Claude Code's own login stays the credential; Baton's key rides in a header.
+        Mode::Login => (
+            vec!["env", "ANTHROPIC_CUSTOM_HEADERS"],
+            Val::str(format!("x-baton-key: {key}")),
+        ),
+        // A bearer token needs no "use this API key?" approval, unlike ANTHROPIC_API_KEY.
+        Mode::Keys => (vec!["env", "ANTHROPIC_AUTH_TOKEN"], Val::str(key)),
+    });
+    if let Some(cmd) = &target.statusline {
+        entries.push((
+            vec!["statusLine"],
+            Val::obj([("type", Val::str("command")), ("command", Val::str(cmd))]),
+        ));
+    }
+    FileSpec {
+        path: homes.claude.join("settings.json"),
+        format: Format::Json,
+        entries,
+    }
+}
+
+fn codex(homes: &Homes, target: &Target) -> FileSpec {
+    let key = target.key.as_str();
+    let mut provider = vec![
+        ("name", Val::str("Baton")),
+        ("base_url", Val::str(format!("{}/v1", target.origin))),
+        ("wire_api", Val::str("responses")),
+    ];
+    match target.mode {
+        // Codex sends its ChatGPT login; Baton's key rides in a header of its own.
+        Mode::Login => {
+            provider.push(("requires_openai_auth", Val::Bool(true)));
+            provider.push(("http_headers", Val::obj([("x-baton-key", Val::str(key))])));
+        }
+        Mode::Keys => provider.push(("experimental_bearer_token", Val::str(key))),
+    }
+    // Baton serves Codex's HTTP stream; without this Codex first tries a WebSocket.
+    provider.push(("supports_websockets", Val::Bool(false)));
+    let provider = Val::Obj(
+        provider
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    );
+    FileSpec {
+        path: homes.codex.join("config.toml"),
+        format: Format::Toml,
+        // The default provider. (Codex 0.171 refuses the older top-level `profile` key:
+        // profiles are now files of their own, chosen with `--profile`.)
+        entries: vec![
+            (vec!["model_provider"], Val::str("baton")),
+            (vec!["model_providers", "baton"], provider),
+        ],
+    }
+}
+
+fn opencode(homes: &Homes, target: &Target) -> FileSpec {
+    let options = Val::obj([
+        ("baseURL", Val::str(format!("{}/v1", target.origin))),
+        ("apiKey", Val::str(&target.key)),
+    ]);
+    let provider = Val::obj([
+        ("npm", Val::str("@ai-sdk/openai-compatible")),
+        ("name", Val::str("Baton")),
+        ("options", options),
+        (
+            "models",
+            Val::obj([("auto", Val::obj([("name", Val::str("Baton (auto)"))]))]),
+        ),
+    ]);
+    FileSpec {
+        path: opencode_file(&homes.opencode),
+        format: Format::Json,
+        entries: vec![
+            (vec!["provider", "baton"], provider),
+            (vec!["model"], Val::str("baton/auto")),
+        ],
+    }
+}
+
+/// opencode reads `opencode.jsonc` or `opencode.json`: the one that exists, else the plain one.
+fn opencode_file(dir: &Path) -> PathBuf {
+    let jsonc = dir.join("opencode.jsonc");
+    if jsonc.exists() {
+        jsonc
+    } else {
+        dir.join("opencode.json")
+    }
+}

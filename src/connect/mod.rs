@@ -1,0 +1,418 @@
+//! `baton connect`: points Claude Code, Codex and opencode at Baton by editing their own config
+//! files, and takes it back exactly.
+//!
+//! A connect is planned first ([`plan_connect`]): each file is read, parsed (a file that does not
+//! parse is refused, never overwritten), Baton's entries are set in its syntax tree, and the
+//! result is shown as a diff before anything is written. [`apply`] writes each file atomically
+//! (through a temporary file and a rename, to the real file behind a symlink, keeping its mode)
+//! after keeping the original in the journal (`<data dir>/connect/`), with the value each entry
+//! had before. [`plan_undo`] puts the original back byte for byte when the file is as Baton left
+//! it; when the user changed it since, it takes out only Baton's entries and keeps the rest.
+
+mod apps;
+pub mod doc;
+mod journal;
+
+use std::path::{Path, PathBuf};
+
+pub use apps::App;
+use doc::{Doc, Val};
+pub use journal::Manifest;
+use journal::{FileRecord, Prior};
+
+/// Where each client keeps its configuration, from the environment the client itself reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Homes {
+    pub claude: PathBuf,
+    pub codex: PathBuf,
+    pub gemini: PathBuf,
+    pub opencode: PathBuf,
+}
+
+impl Homes {
+    /// The locations under `home` when no client variable moves them.
+    pub fn under(home: &Path) -> Self {
+        Self {
+            claude: home.join(".claude"),
+            codex: home.join(".codex"),
+            gemini: home.join(".gemini"),
+            opencode: home.join(".config").join("opencode"),
+        }
+    }
+
+    /// `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_CONFIG_HOME` as the clients read them.
+    pub fn from_env() -> Option<Self> {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = var("HOME").or_else(dirs::home_dir)?;
+        let mut h = Self::under(&home);
+        if let Some(d) = var("CLAUDE_CONFIG_DIR") {
+            h.claude = d;
+        }
+        if let Some(d) = var("CODEX_HOME") {
+            h.codex = d;
+        }
+        if let Some(d) = var("XDG_CONFIG_HOME") {
+            h.opencode = d.join("opencode");
+        }
+        Some(h)
+    }
+}
+
+/// Which credential the client sends to Baton.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Baton's gateway key; Baton's providers serve the client.
+    Keys,
+    /// The client's own subscription login, forwarded to a passthrough provider; Baton's key
+    /// goes in a header of its own.
+    Login,
+}
+
+impl Mode {
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::Keys => "keys",
+            Mode::Login => "login",
+        }
+    }
+}
+
+/// The enabled providers that serve `app` on the client's own login (an Anthropic or Responses
+/// provider with `credentials: "client"`): when there is one, connect defaults to [`Mode::Login`].
+pub fn login_providers<'a>(
+    app: App,
+    providers: impl IntoIterator<Item = &'a crate::config::ProviderConfig>,
+) -> Vec<String> {
+    use crate::config::{Credentials, ProviderKind};
+    let kind = match app {
+        App::ClaudeCode => ProviderKind::Anthropic,
+        App::Codex => ProviderKind::OpenaiResponses,
+        App::GeminiCli | App::Opencode => return Vec::new(),
+    };
+    providers
+        .into_iter()
+        .filter(|p| p.enabled && p.kind == kind && p.credentials == Credentials::Client)
+        .map(|p| p.name.clone().unwrap_or_else(|| p.id.clone()))
+        .collect()
+}
+
+/// The files `connect` writes for `app` (none for a client it cannot connect).
+pub fn files(app: App, homes: &Homes) -> Vec<PathBuf> {
+    let t = Target {
+        origin: String::new(),
+        key: String::new(),
+        mode: Mode::Keys,
+        statusline: None,
+    };
+    apps::specs(app, homes, &t)
+        .map(|s| s.into_iter().map(|f| f.path).collect())
+        .unwrap_or_default()
+}
+
+/// Claude Code's status-line command: `'/path/to/baton' statusline`, with the address and the
+/// data directory when they are not the defaults (Claude Code runs it through a shell, so each
+/// part is quoted for one).
+pub fn statusline_command(
+    baton: &Path,
+    origin: &str,
+    data_dir: Option<&Path>,
+) -> Result<String, String> {
+    let quote = |s: &str| {
+        shlex::try_quote(s)
+            .map(|q| q.into_owned())
+            .map_err(|e| format!("cannot quote {s:?} for a shell: {e}"))
+    };
+    let mut cmd = format!("{} statusline", quote(&baton.display().to_string())?);
+    if origin != "http://127.0.0.1:8787" {
+        cmd.push_str(&format!(" --url {}", quote(origin)?));
+    }
+    if let Some(d) = data_dir {
+        cmd.push_str(&format!(" --data-dir {}", quote(&d.display().to_string())?));
+    }
+    Ok(cmd)
+}
+
+/// What the client is pointed at.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `http://127.0.0.1:8787`: no trailing slash, no path.
+    pub origin: String,
+    /// The gateway key the client presents.
+    pub key: String,
+    pub mode: Mode,
+    /// Claude Code's status-line command, when it is to be installed.
+    pub statusline: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("unknown client `{0}`: choose claude-code, codex, gemini-cli or opencode")]
+    UnknownApp(String),
+    #[error("{} cannot be connected yet: Baton does not serve the Gemini API that it speaks. Use Gemini CLI as a provider instead (Providers → Add).", .0.name())]
+    NotServed(App),
+    #[error("cannot find your home directory (HOME is not set)")]
+    NoHome,
+    #[error("{}: cannot read it ({source})", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {detail}. Baton does not overwrite a file it cannot read: fix it (or move it away) and connect again.", path.display())]
+    Unreadable { path: PathBuf, detail: String },
+    #[error("{}: cannot write it ({source}); nothing was changed", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: it changed since the preview; look at the change again before writing", path.display())]
+    Changed { path: PathBuf },
+    #[error("Baton has not connected {} on this machine: there is nothing to undo", .0.name())]
+    NotConnected(App),
+    #[error("the record of what Baton wrote ({}) is unreadable: {detail}", path.display())]
+    Journal { path: PathBuf, detail: String },
+}
+
+/// One file as it is and as it will be.
+#[derive(Debug)]
+pub struct FileChange {
+    pub path: PathBuf,
+    pub before: Option<String>,
+    /// `None`: the file is removed (Baton created it, and undo takes it away).
+    pub after: Option<String>,
+    record: FileRecord,
+    /// Undo puts the original back byte for byte (else only Baton's entries come out).
+    exact: bool,
+}
+
+impl FileChange {
+    pub fn changes(&self) -> bool {
+        self.before != self.after
+    }
+
+    /// A unified diff of the change with `secrets` (and any credential shape) masked.
+    pub fn diff(&self, secrets: &[&str]) -> String {
+        let r = crate::redact::Redactor::default();
+        r.set_secrets(secrets);
+        let (a, b) = (
+            self.before.as_deref().unwrap_or(""),
+            self.after.as_deref().unwrap_or(""),
+        );
+        let name = self.path.display().to_string();
+        let d = similar::TextDiff::from_lines(a, b)
+            .unified_diff()
+            .context_radius(3)
+            .header(
+                if self.before.is_some() {
+                    &name
+                } else {
+                    "/dev/null"
+                },
+                if self.after.is_some() {
+                    &name
+                } else {
+                    "/dev/null"
+                },
+            )
+            .to_string();
+        r.string(d)
+    }
+}
+
+/// What connect or undo will do, before it does it.
+#[derive(Debug)]
+pub struct Plan {
+    pub app: App,
+    pub undo: bool,
+    pub files: Vec<FileChange>,
+    /// Things the user should know (an entry left alone, a backup kept).
+    pub notes: Vec<String>,
+    mode: Mode,
+}
+
+impl Plan {
+    pub fn changes(&self) -> bool {
+        self.files.iter().any(FileChange::changes)
+    }
+
+    /// A digest of every file's before and after: the UI's preview is written only if a new
+    /// plan has the same one.
+    pub fn fingerprint(&self) -> String {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        for f in &self.files {
+            for part in [&f.before, &f.after] {
+                ctx.update(part.as_deref().map_or(b"\x00".as_slice(), str::as_bytes));
+                ctx.update(b"\x01");
+            }
+        }
+        hex(ctx.finish().as_ref())
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn sha(text: &str) -> String {
+    hex(ring::digest::digest(&ring::digest::SHA256, text.as_bytes()).as_ref())
+}
+
+fn value_sha(v: &serde_json::Value) -> String {
+    sha(&v.to_string())
+}
+
+/// Reads `path` as text (`None` when it does not exist).
+fn read(path: &Path) -> Result<Option<String>, ConnectError> {
+    match std::fs::read(path) {
+        Ok(b) => String::from_utf8(b)
+            .map(Some)
+            .map_err(|_| ConnectError::Unreadable {
+                path: path.to_path_buf(),
+                detail: "it is not UTF-8 text".into(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConnectError::Read {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+    }
+}
+
+/// Plans pointing `app` at `target`. A second connect keeps the first one's original: undo
+/// always goes back to the file as it was before Baton ever touched it.
+pub fn plan_connect(
+    app: App,
+    homes: &Homes,
+    target: &Target,
+    journal_dir: &Path,
+) -> Result<Plan, ConnectError> {
+    let earlier = journal::load(journal_dir, app)?;
+    let mut files = Vec::new();
+    for spec in apps::specs(app, homes, target)? {
+        let before = read(&spec.path)?;
+        let mut doc = Doc::parse(spec.format, before.as_deref().unwrap_or("")).map_err(|e| {
+            ConnectError::Unreadable {
+                path: spec.path.clone(),
+                detail: e.to_string(),
+            }
+        })?;
+        let old = earlier.as_ref().and_then(|m| m.file(&spec.path));
+        let mut prior = Vec::new();
+        for (key, val) in &spec.entries {
+            let was = old
+                .and_then(|o| o.prior.iter().find(|p| p.key == *key))
+                .map(|p| p.value.clone())
+                .unwrap_or_else(|| doc.get(key));
+            set(&mut doc, &spec.path, key, Some(val))?;
+            prior.push(Prior {
+                key: key.iter().map(|s| s.to_string()).collect(),
+                value: was,
+                wrote: value_sha(&val.to_json()),
+            });
+        }
+        // An entry an earlier connect wrote that this one does not (the other mode's
+        // credential) goes back to what it was.
+        for p in old.map(|o| o.prior.as_slice()).unwrap_or_default() {
+            if !spec.entries.iter().any(|(k, _)| *k == p.key) {
+                let key: Vec<&str> = p.key.iter().map(String::as_str).collect();
+                set(
+                    &mut doc,
+                    &spec.path,
+                    &key,
+                    p.value.clone().map(Val::Json).as_ref(),
+                )?;
+            }
+        }
+        let after = doc.render();
+        let record = FileRecord::new(&spec.path, old, before.is_some(), &after, prior);
+        files.push(FileChange {
+            path: spec.path,
+            before,
+            after: Some(after),
+            record,
+            exact: true,
+        });
+    }
+    Ok(Plan {
+        app,
+        undo: false,
+        files,
+        notes: Vec::new(),
+        mode: target.mode,
+    })
+}
+
+fn set(doc: &mut Doc, path: &Path, key: &[&str], val: Option<&Val>) -> Result<(), ConnectError> {
+    doc.set(key, val).map_err(|e| ConnectError::Unreadable {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
+}
+
+/// Plans taking `app` back to how its files were before Baton connected it.
+pub fn plan_undo(app: App, journal_dir: &Path) -> Result<Plan, ConnectError> {
+    let manifest = journal::load(journal_dir, app)?.ok_or(ConnectError::NotConnected(app))?;
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    for rec in &manifest.files {
+        let before = read(&rec.path)?;
+        let (after, exact) = journal::undone(journal_dir, app, rec, before.as_deref(), &mut notes)?;
+        files.push(FileChange {
+            path: rec.path.clone(),
+            before,
+            after,
+            record: rec.clone(),
+            exact,
+        });
+    }
+    Ok(Plan {
+        app,
+        undo: true,
+        files,
+        notes,
+        mode: Mode::Keys,
+    })
+}
+
+/// Writes a plan: each file checked against the plan's "before" first (a file that changed in
+/// between is not touched); for a connect the originals and the journal are saved before any
+/// file is written, so an interrupted connect can still be undone.
+pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
+    for f in &plan.files {
+        if read(&f.path)? != f.before {
+            return Err(ConnectError::Changed {
+                path: f.path.clone(),
+            });
+        }
+    }
+    if plan.undo {
+        for f in &plan.files {
+            journal::write_back(&f.path, f.after.as_deref(), &f.record)?;
+        }
+        let done: Vec<_> = plan.files.iter().map(|f| (&f.record, f.exact)).collect();
+        return journal::forget(journal_dir, plan.app, &done);
+    }
+    let mut records = Vec::new();
+    for f in &plan.files {
+        let mut rec = f.record.clone();
+        journal::keep_original(journal_dir, plan.app, &mut rec, f.before.as_deref())?;
+        rec.created_dirs.extend(journal::missing_dirs(&f.path));
+        records.push(rec);
+    }
+    journal::save(journal_dir, plan.app, plan.mode, records)?;
+    for f in plan.files.iter().filter(|f| f.changes()) {
+        journal::write_file(&f.path, f.after.as_deref().unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+/// The journal of `app`, when Baton has connected it.
+pub fn connected(app: App, journal_dir: &Path) -> Result<Option<Manifest>, ConnectError> {
+    journal::load(journal_dir, app)
+}
+
+#[cfg(test)]
+mod tests;
