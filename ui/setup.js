@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { openProviderForm } from "./forms.js";
+import { autoSetup } from "./connect.js";
 import { clientTarget, mapClient, targetOptions } from "./routing.js";
 import { el, snippet } from "./views.js";
 
@@ -122,9 +123,9 @@ export async function renderFirstRun() {
 
 export async function renderConnect() {
   const box = $("connect-body");
-  let s, routes;
+  let s, routes, clients;
   try {
-    [s, routes] = await Promise.all([ensureSetup(), api("GET", "/admin/routes")]);
+    [s, routes, clients] = await Promise.all([ensureSetup(), api("GET", "/admin/routes"), api("GET", "/admin/connect")]);
     if (!app.state.providers.length) await app.loadProviders();
   } catch (e) {
     showError(e);
@@ -144,14 +145,22 @@ export async function renderConnect() {
       snippet("Base URL for OpenAI-compatible clients (Cursor, Continue, SDKs)", base),
       snippet("Base URL for Anthropic clients", location.origin),
       keyNote),
-    claudeCodeCard(routes, shellKey),
-    codexCard(routes, shellKey, base),
+    claudeCodeCard(routes, shellKey, auto(clients, "claude-code")),
+    codexCard(routes, shellKey, base, auto(clients, "codex")),
+    el("div", { class: "card stack", id: "opencode" }, el("h2", {}, "opencode"), auto(clients, "opencode")),
+    el("div", { class: "card stack", id: "gemini-cli" }, el("h2", {}, "Gemini CLI"), auto(clients, "gemini-cli")),
     el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
     el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
       el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
       el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
   );
+}
+
+/** The "set it up for me" block of a client's card (see connect.js). */
+function auto(clients, id) {
+  const info = clients.clients.find((c) => c.id === id);
+  return autoSetup(info, clients, { toast, showError, rerender: renderConnect });
 }
 
 /** Step 1 for an agent: its own model names (claude-…, gpt-5…) mapped to a target, one click. */
@@ -181,14 +190,16 @@ function mapStep(routes, client, id, why) {
 }
 
 /** Claude Code in two steps: its model names mapped (one click), then the environment. */
-function claudeCodeCard(routes, shellKey) {
+function claudeCodeCard(routes, shellKey, oneClick) {
   const cli = app.state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
   const subscription = app.state.providers.filter((p) => p.kind === "anthropic" && p.config?.credentials === "client");
   return el("div", { class: "card stack", id: "claude-code" },
     el("h2", {}, "Claude Code"),
     ...mapStep(routes, "Claude Code", "cc", "Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404."),
+    el("p", {}, el("strong", {}, "2. "), "Point it at Baton:"),
+    oneClick,
+    el("p", { class: "muted small" }, "Or by hand:"),
     cli.length ? el("p", { class: "muted small" }, `Claude Code always sends tools, which subscription CLI providers (${cli.map((p) => p.name).join(", ")}) cannot take: they are skipped for it, and Activity says so on each request.`) : null,
-    el("p", {}, el("strong", {}, "2. "), "Start it pointed at Baton:"),
     snippet("In a terminal", `export ANTHROPIC_BASE_URL=${location.origin}\nexport ANTHROPIC_AUTH_TOKEN="${shellKey}"\nclaude`),
     subscription.length
       ? el("div", { class: "stack", id: "cc-subscription" },
@@ -201,16 +212,18 @@ function claudeCodeCard(routes, shellKey) {
 }
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */
-function codexCard(routes, shellKey, base) {
+function codexCard(routes, shellKey, base, oneClick) {
   const subscription = app.state.providers.filter((p) => p.kind === "openai-responses" && p.config?.credentials === "client");
   const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nsupports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;
   const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"\nsupports_websockets = false`;
   return el("div", { class: "card stack", id: "codex" },
     el("h2", {}, "Codex"),
     ...mapStep(routes, "Codex", "cx", "Codex asks for its own model names (gpt-…, codex-…); without this step they get 404."),
-    el("p", {}, el("strong", {}, "2. "), "Add Baton as a model provider in ", el("code", {}, "~/.codex/config.toml"), ":"),
+    el("p", {}, el("strong", {}, "2. "), "Point it at Baton:"),
+    oneClick,
+    el("p", { class: "muted small" }, "Or by hand: add Baton as a model provider in ", el("code", {}, "~/.codex/config.toml"), ":"),
     snippet("~/.codex/config.toml", toml),
-    el("p", {}, el("strong", {}, "3. "), "Start it with the gateway key:"),
+    el("p", { class: "muted small" }, "and start it with the gateway key:"),
     snippet("In a terminal", `export BATON_KEY="${shellKey}"\ncodex`),
     subscription.length
       ? el("div", { class: "stack", id: "cx-subscription" },

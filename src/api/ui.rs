@@ -37,6 +37,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/setup.js"),
     ),
     (
+        "connect.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/connect.js"),
+    ),
+    (
         "routing.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/routing.js"),

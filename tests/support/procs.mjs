@@ -4,10 +4,11 @@ import { spawn } from "node:child_process";
 
 export const procs = [];
 
-/** Starts `bin` with `args` and resolves with the URL it prints ("listening on http://…"). */
-export function start(bin, args) {
+/** Starts `bin` with `args` (and `env` added to this process's) and resolves with the URL it
+ * prints ("listening on http://…"). */
+export function start(bin, args, env = {}) {
   return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     procs.push(p);
     let out = "";
     let err = "";

@@ -19,7 +19,7 @@ const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
-let browser, page, baton, upA, upB, upC, dataDir, gatewayKey, adminKey;
+let browser, page, baton, upA, upB, upC, dataDir, gatewayKey, adminKey, home;
 const errors = [];
 
 async function chat() {
@@ -55,7 +55,12 @@ before(async () => {
       { id: "beta", name: "Beta", kind: "openai-compatible", baseUrl: upB, models: ["beta-model"], priority: 20 },
     ],
   }));
-  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dataDir, "data"), "--port", "0"]);
+  // A home of its own: Connect's one-click set-up writes the clients' files there, never into
+  // the real user's.
+  home = join(dataDir, "home");
+  mkdirSync(home);
+  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dataDir, "data"), "--port", "0"],
+    { HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "" });
   gatewayKey = readFileSync(join(dataDir, "data", "gateway.key"), "utf8").trim();
   adminKey = readFileSync(join(dataDir, "data", "admin.key"), "utf8").trim();
   browser = await chromium.launch({
@@ -359,6 +364,65 @@ test("Connect: Codex gets its names mapped and a config.toml provider that speak
   assert.equal(r.status, 200);
   assert.equal(r.headers.get("x-gateway-provider"), "beta");
   assert.equal((await r.json()).object, "response");
+});
+
+test("Connect: one click writes Claude Code's settings after showing the change, and Undo puts back the same bytes (keyboard only)", async () => {
+  const fs = await import("node:fs");
+  const settings = join(home, ".claude", "settings.json");
+  mkdirSync(join(home, ".claude"), { recursive: true });
+  const original = '{\n  // mine\n  "includeCoAuthoredBy": false\n}\n';
+  fs.writeFileSync(settings, original);
+  await page.click("nav a[data-tab=connect]");
+  await page.waitForSelector("#auto-claude-code-go");
+  assert.match(await page.textContent("#auto-claude-code"), new RegExp(`writes ${settings.replace(/\./g, "\\.")} for you`));
+  await page.focus("#auto-claude-code-statusline");
+  await page.keyboard.press("Space");
+  await page.focus("#auto-claude-code-go");
+  await page.keyboard.press("Enter");
+  // The change is shown, the key is not, and focus is on the button that writes it.
+  await page.waitForSelector("#auto-claude-code-preview .diff");
+  const diff = await page.textContent("#auto-claude-code-preview .diff");
+  assert.ok(diff.includes(`+    "ANTHROPIC_BASE_URL": "${baton}"`), diff);
+  assert.ok(diff.includes("statusline"), diff);
+  assert.ok(!diff.includes(gatewayKey) && !(await page.content()).includes(gatewayKey), "the key never reaches the page");
+  assert.equal(fs.readFileSync(settings, "utf8"), original, "a preview writes nothing");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "auto-claude-code-write");
+  await shot("connect-one-click-preview");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#auto-claude-code-done");
+  const written = fs.readFileSync(settings, "utf8");
+  assert.ok(written.startsWith('{\n  // mine\n  "includeCoAuthoredBy": false,\n'), written);
+  const env = JSON.parse(written.replace("// mine", "")).env;
+  assert.equal(env.ANTHROPIC_BASE_URL, baton);
+  // What Claude Code will send with these settings is served.
+  const r = await fetch(`${env.ANTHROPIC_BASE_URL}/v1/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${env.ANTHROPIC_AUTH_TOKEN}`, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 20, messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200, await r.text());
+  assert.equal(await page.evaluate(() => document.activeElement.id), "auto-claude-code-undo");
+  await page.setViewportSize({ width: 420, height: 760 });
+  await shot("connect-one-click-done-420");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#auto-claude-code-preview .diff");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => !document.getElementById("auto-claude-code-done"));
+  assert.equal(fs.readFileSync(settings, "utf8"), original, "byte for byte");
+  await page.setViewportSize({ width: 1000, height: 760 });
+});
+
+test("Connect: a settings file that does not parse is named and left alone", async () => {
+  const fs = await import("node:fs");
+  const config = join(home, ".codex", "config.toml");
+  mkdirSync(join(home, ".codex"), { recursive: true });
+  fs.writeFileSync(config, "[model_providers\n");
+  await page.click("nav a[data-tab=connect]");
+  await page.click("#auto-codex-go");
+  const toast = await page.waitForSelector(".toast:has-text('not valid TOML')");
+  assert.match(await toast.textContent(), /config\.toml/);
+  assert.equal(fs.readFileSync(config, "utf8"), "[model_providers\n");
+  fs.rmSync(join(home, ".codex"), { recursive: true });
 });
 
 test("Activity says why a candidate was passed over (a model without tools, for Claude Code)", async () => {
