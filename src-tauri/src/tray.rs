@@ -24,6 +24,7 @@ const PAUSE: &str = "pause";
 const AUTOSTART: &str = "autostart";
 const RESTART: &str = "restart";
 const ACTIVITY: &str = "activity";
+const CONNECT: &str = "connect";
 const QUIT: &str = "quit";
 /// Per-provider items: `prov:<action>:<id>`.
 const PROV: &str = "prov:";
@@ -290,6 +291,24 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     if let Some(core) = &core {
         menu.append(&providers_menu(app, core)?)?;
     }
+    // Which tools Baton has pointed at itself (and that Connect is where to undo it).
+    let connected = core
+        .as_deref()
+        .map(|c| baton::connect::connected_names(&c.data_dir.join("connect")))
+        .unwrap_or_default();
+    let connect_label = if connected.is_empty() {
+        "Connect Claude Code, Codex…".to_string()
+    } else {
+        format!("Connected: {} (undo in Connect)…", connected.join(", "))
+    };
+    let connect = MenuItem::with_id(
+        app,
+        CONNECT,
+        truncate(&connect_label, 60),
+        running,
+        None::<&str>,
+    )?;
+    menu.append(&connect)?;
     let activity = MenuItem::with_id(
         app,
         ACTIVITY,
@@ -357,6 +376,14 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
                 .collect()
         })
         .unwrap_or_default();
+    let mut providers: Vec<String> = providers;
+    if let Some(c) = app.try_state::<Shell>().and_then(|s| s.core()) {
+        providers.extend(
+            baton::connect::connected_names(&c.data_dir.join("connect"))
+                .into_iter()
+                .map(|n| format!("connected:{n}")),
+        );
+    }
     (look, line.to_string(), paused, autostart, providers)
 }
 
@@ -466,6 +493,7 @@ fn on_menu(app: &AppHandle, id: &str) {
     match id {
         OPEN => crate::shell::show_window(app),
         ACTIVITY => crate::shell::show_screen(app, "activity"),
+        CONNECT => crate::shell::show_screen(app, "connect"),
         RESTART => {
             crate::shell::restart(app);
             refresh(app);

@@ -77,7 +77,7 @@ impl FileRecord {
     }
 }
 
-fn manifest_path(dir: &Path, app: App) -> PathBuf {
+pub fn manifest_path(dir: &Path, app: App) -> PathBuf {
     dir.join(format!("{}.json", app.id()))
 }
 

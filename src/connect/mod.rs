@@ -409,6 +409,15 @@ pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
     Ok(())
 }
 
+/// The names of the clients Baton has connected (for the tray).
+pub fn connected_names(journal_dir: &Path) -> Vec<&'static str> {
+    App::ALL
+        .into_iter()
+        .filter(|a| journal::manifest_path(journal_dir, *a).is_file())
+        .map(App::name)
+        .collect()
+}
+
 /// The journal of `app`, when Baton has connected it.
 pub fn connected(app: App, journal_dir: &Path) -> Result<Option<Manifest>, ConnectError> {
     journal::load(journal_dir, app)

@@ -320,6 +320,31 @@ def test_the_tray_lists_providers_with_their_state_and_acts_on_them(desktop):
     assert wait_for(lambda: order(desktop)[0] == "codex", timeout=5, what="codex first")
 
 
+def test_the_tray_says_which_tools_baton_connected_and_opens_connect(desktop):
+    """After Connect writes Claude Code's settings, the tray names it (and where to undo it);
+    the item opens the Connect screen."""
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    path = "/admin/connect/claude-code"
+    status, _, body = desktop.request(path, {"dryRun": True}, admin=True)
+    assert status == 200, body
+    status, _, body = desktop.request(path, {"fingerprint": json.loads(body)["fingerprint"]}, admin=True)
+    assert status == 200, body
+    settings = desktop.home / ".claude" / "settings.json"
+    assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == desktop.url
+    time.sleep(6)  # the tray looks again every 5 s
+    open_menu(tray)
+    time.sleep(0.4)
+    sh("scrot", "-o", str(ARTIFACTS / "tray-connected.png"))
+    sh("xdotool", "key", "Up", "Up", "Up", "Up", "Return")  # above Activity, Restart, Quit
+    log = desktop.tmp / "app.log"
+    assert wait_for(lambda: 'item="connect"' in log.read_text(), timeout=5, what="the Connect item")
+    assert wait_for(visible_window, timeout=10, what="the window")
+    status, _, body = desktop.request(path + "/undo", {"dryRun": True}, admin=True)
+    status, _, body = desktop.request(path + "/undo", {"fingerprint": json.loads(body)["fingerprint"]}, admin=True)
+    assert status == 200, body
+    assert not settings.exists(), "Baton had created it, so undo removes it"
+
+
 def test_restart_from_the_tray_keeps_the_address(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
     # The request log is one item away (above Restart): the window opens on Activity.
