@@ -89,6 +89,10 @@ pub async fn list(
             "reason": (app == App::GeminiCli).then(|| ConnectError::NotServed(app).to_string()),
             "files": files,
             "loginProviders": connect::login_providers(app, snap.providers.iter().map(|p| &p.config)),
+            // Whether the client's own model names reach a provider (else its requests get 404
+            // until they are mapped).
+            "namesServed": connect::sample_model(app)
+                .is_none_or(|m| snap.resolve_requested(m).is_ok_and(|(t, _)| !t.is_empty())),
             "connected": done.map(|m| json!({"mode": m.mode, "atMs": m.at_ms,
                 "files": m.files.iter().map(|f| &f.path).collect::<Vec<_>>()})),
         }));

@@ -65,8 +65,48 @@ pub fn run(o: ConnectOptions) -> CmdResult {
             app.name(),
             app.id()
         );
+        if let Some(hint) = unmapped_hint(app, &o, &dir) {
+            println!("{hint}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// When the running Baton would answer the client's own model names with 404: what to do.
+/// Silent when Baton cannot be asked (connect works without it running).
+fn unmapped_hint(app: App, o: &ConnectOptions, dir: &Path) -> Option<String> {
+    let url = super::commands::gateway_url(o.url.clone(), dir);
+    let key = std::fs::read_to_string(dir.join(baton::auth::ADMIN_KEY_FILE)).ok()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    let list: serde_json::Value = rt.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(2))
+            .build()
+            .ok()?;
+        let r = client
+            .get(format!("{}/admin/connect", url.trim_end_matches('/')))
+            .header("x-admin-key", key.trim())
+            .send()
+            .await
+            .ok()?;
+        serde_json::from_slice(&r.bytes().await.ok()?).ok()
+    })?;
+    let me = list["clients"]
+        .as_array()?
+        .iter()
+        .find(|c| c["id"] == app.id())?;
+    (me["namesServed"] == false).then(|| {
+        format!(
+            "Next: {} asks for its own model names ({}…), which no provider serves yet: map them on Baton's Connect screen (\"Map {}'s names\") or in modelMap, or its requests get 404.",
+            app.name(),
+            connect::sample_model(app).unwrap_or_default(),
+            app.name()
+        )
+    })
 }
 
 /// The address, key and mode the client is pointed at.

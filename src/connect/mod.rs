@@ -409,6 +409,16 @@ pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
     Ok(())
 }
 
+/// A model name the client asks for by default (`None`: it asks for Baton's `auto`).
+pub fn sample_model(app: App) -> Option<&'static str> {
+    match app {
+        App::ClaudeCode => Some("claude-sonnet-4-5"),
+        App::Codex => Some("gpt-5.5"),
+        App::GeminiCli => Some("gemini-2.5-pro"),
+        App::Opencode => None,
+    }
+}
+
 /// The names of the clients Baton has connected (for the tray).
 pub fn connected_names(journal_dir: &Path) -> Vec<&'static str> {
     App::ALL

@@ -105,6 +105,49 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
 }
 
 #[tokio::test]
+async fn the_cli_says_when_the_clients_model_names_still_need_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _up) = gateway(dir.path()).await;
+    let home = tempfile::tempdir().unwrap();
+    let home_s: &'static str = Box::leak(home.path().display().to_string().into_boxed_str());
+    let data = dir.path().display().to_string();
+    let (code, out, err) = run_baton(
+        args(&[
+            "connect",
+            "codex",
+            "--yes",
+            "--url",
+            &b.url,
+            "--data-dir",
+            &data,
+        ]),
+        vec![("HOME", home_s)],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Next: Codex asks for its own model names"),
+        "{out}"
+    );
+    let (code, out, err) = run_baton(
+        args(&[
+            "connect",
+            "claude-code",
+            "--yes",
+            "--url",
+            &b.url,
+            "--data-dir",
+            &data,
+        ]),
+        vec![("HOME", home_s)],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("Next:"), "claude-* is mapped here: {out}");
+    b.stop().await;
+}
+
+#[tokio::test]
 async fn the_cli_refuses_a_file_it_cannot_parse_and_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let (b, _up) = gateway(dir.path()).await;
@@ -168,6 +211,15 @@ async fn the_api_previews_then_writes_only_what_was_shown() {
         .unwrap();
     assert_eq!(codex["files"][0], config.display().to_string());
     assert_eq!(codex["connected"], Value::Null);
+    // Claude Code's names are mapped in this config, Codex's are not.
+    assert_eq!(codex["namesServed"], false);
+    let cc = list["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "claude-code")
+        .unwrap();
+    assert_eq!(cc["namesServed"], true);
 
     let (s, p) = a
         .send(
