@@ -291,24 +291,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     if let Some(core) = &core {
         menu.append(&providers_menu(app, core)?)?;
     }
-    // Which tools Baton has pointed at itself (and that Connect is where to undo it).
-    let connected = core
-        .as_deref()
-        .map(|c| baton::connect::connected_names(&c.data_dir.join("connect")))
-        .unwrap_or_default();
-    let connect_label = if connected.is_empty() {
-        "Connect Claude Code, Codex…".to_string()
-    } else {
-        format!("Connected: {} (undo in Connect)…", connected.join(", "))
-    };
-    let connect = MenuItem::with_id(
-        app,
-        CONNECT,
-        truncate(&connect_label, 60),
-        running,
-        None::<&str>,
-    )?;
-    menu.append(&connect)?;
+    menu.append(&connect_item(app, core.as_deref())?)?;
     let activity = MenuItem::with_id(
         app,
         ACTIVITY,
@@ -318,6 +301,26 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     )?;
     menu.append_items(&[&activity, &restart, &sep3, &version, &quit])?;
     Ok(menu)
+}
+
+/// Which tools Baton has pointed at itself (and that Connect is where to undo it); opens the
+/// Connect screen.
+fn connect_item(app: &AppHandle, core: Option<&Core>) -> tauri::Result<MenuItem<tauri::Wry>> {
+    let connected = core
+        .map(|c| baton::connect::connected_names(&c.data_dir.join("connect")))
+        .unwrap_or_default();
+    let label = if connected.is_empty() {
+        "Connect Claude Code, Codex…".to_string()
+    } else {
+        format!("Connected: {} (undo in Connect)…", connected.join(", "))
+    };
+    MenuItem::with_id(
+        app,
+        CONNECT,
+        truncate(&label, 60),
+        core.is_some(),
+        None::<&str>,
+    )
 }
 
 fn truncate(s: &str, n: usize) -> String {
