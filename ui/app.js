@@ -411,7 +411,7 @@ function renderListen(server, desktop) {
     try {
       const r = await api("PUT", "/admin/settings", { listen: { host: host.value.trim(), port: Number(port.value) } });
       const at = `${r.listen.host}:${r.listen.port}`;
-      result.replaceChildren(`Saved: Baton listens on ${at} from its next start.`, desktop ? " " : "",
+      result.replaceChildren(`Saved: Baton listens on ${at} from its next start.`, r.warning ? el("strong", { class: "warn-text" }, ` ${r.warning}`) : "", desktop ? " " : "",
         desktop ? el("button", { type: "button", id: "restart-now", onclick: async () => {
           try {
             await api("POST", "/admin/desktop/restart");

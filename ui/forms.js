@@ -244,12 +244,19 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       delete out.executable;
       delete out.env;
       delete out.flattenHistory;
-      const keys = [...keptKeys];
+      let keys = [...keptKeys];
       const env = inputs.envKey.value.trim();
       if (env) keys.push({ env });
-      out.keys = keys;
       const typed = inputs.newKey.value.trim();
       if (typed) out.newKeys = [typed];
+      // A key pasted into a new provider from a preset whose variable is not set here replaces
+      // that variable (it would only sit beside the key as "keys 1/2", looking half broken).
+      const chosen = (presets || []).find((y) => y.id === inputs.preset.value);
+      if (!editing && typed && chosen && chosen.keyFound === false) {
+        const unset = new Set((chosen.provider.keys || []).map((x) => x.env));
+        keys = keys.filter((x) => !unset.has(x.env));
+      }
+      out.keys = keys;
       const hName = inputs.headerName.value.trim();
       const hValue = inputs.headerValue.value.trim();
       if (hName || hValue) out.newHeaders = { [hName]: hValue };

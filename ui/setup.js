@@ -34,6 +34,8 @@ export async function ensureSetup() {
 }
 
 const DISMISSED = "baton.foundDismissed";
+/** Set once the Connect screen has been seen: the "Next" card has done its job. */
+const CONNECT_SEEN = "baton.connectSeen";
 
 /** After a save or delete: what was found may now be configured, so ask again. */
 export function afterSave() {
@@ -58,7 +60,9 @@ export async function renderFirstRun() {
   const gen = ++firstRunGen;
   const box = $("first-run");
   const welcome = !app.state.providers.length;
-  if (!welcome && localStorage.getItem(DISMISSED) === "1") {
+  const next = !welcome && localStorage.getItem(CONNECT_SEEN) !== "1";
+  const foundHidden = localStorage.getItem(DISMISSED) === "1";
+  if (!welcome && foundHidden && !next) {
     box.hidden = true;
     return;
   }
@@ -74,23 +78,29 @@ export async function renderFirstRun() {
     return;
   }
   if (gen !== firstRunGen) return;
-  const found = s.suggestions.filter((x) => !x.configured && x.status !== "cli-logged-out");
+  const found = foundHidden && !welcome ? [] : s.suggestions.filter((x) => !x.configured && x.status !== "cli-logged-out");
   // Rebuilt only when what it shows changes: the list refreshes on every event, and a rebuild
   // would take keyboard focus off its buttons.
-  const shown = JSON.stringify([welcome, found.map((x) => x.id), Boolean(s.ollama)]);
+  const shown = JSON.stringify([welcome, next, found.map((x) => x.id), Boolean(s.ollama)]);
   if (box.dataset.shown === shown && !box.hidden) return;
   box.dataset.shown = shown;
   if (!welcome) {
-    if (!found.length) {
+    if (!found.length && !next) {
       box.hidden = true;
       return;
     }
     box.hidden = false;
     box.replaceChildren(
-      el("div", { class: "card stack", id: "also-found" },
+      // After the first provider: the step the welcome card ended with, until Connect is seen.
+      next ? el("div", { class: "card stack", id: "next-connect" },
+        el("div", { class: "view-head" }, el("h2", {}, "Next: point your tools at Baton"),
+          el("button", { type: "button", onclick: () => { localStorage.setItem(CONNECT_SEEN, "1"); renderFirstRun(); } }, "Hide")),
+        el("p", {}, "Claude Code, Codex and opencode are set up in one click, and every SDK's settings are there: ",
+          el("a", { href: "#connect", id: "next-connect-link" }, "Connect"), ".")) : null,
+      found.length ? el("div", { class: "card stack", id: "also-found" },
         el("div", { class: "view-head" }, el("h2", {}, "Also found on this machine"),
-          el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); box.hidden = true; } }, "Hide")),
-        ...found.map((x) => foundRow(x))));
+          el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); renderFirstRun(); } }, "Hide")),
+        ...found.map((x) => foundRow(x))) : null);
     return;
   }
   const items = found.map((x) => foundRow(x));
@@ -131,8 +141,22 @@ export async function renderConnect() {
     showError(e);
     return;
   }
+  localStorage.setItem(CONNECT_SEEN, "1");
   // The address this page came from is the one clients on this machine reach.
   const base = `${location.origin}/v1`;
+  if (!app.state.providers.some((p) => p.enabled)) {
+    // Nothing to route to: every set-up below would end in 503s. Say that first, and offer
+    // the catalog.
+    box.replaceChildren(
+      el("div", { class: "card stack", id: "connect-no-provider" },
+        el("h2", {}, "First give Baton a provider"),
+        el("p", {}, "Baton has no enabled provider yet, so a tool pointed at it would only get “no provider available” errors. Add one (a key, a subscription CLI or a local model), then come back here."),
+        el("div", { class: "row" }, el("a", { class: "button primary", href: "#providers" }, "Providers"))),
+      el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
+        el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
+        el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))));
+    return;
+  }
   // Snippets read the key where it lives: the UI never holds the gateway key itself.
   const k = s.gatewayKey || { file: s.gatewayKeyFile };
   const shellKey = k.env ? `$${k.env}` : `$(cat '${k.file}')`;

@@ -92,11 +92,29 @@ export const CLASS_WORDS = {
   content_policy: "Refused by its content policy",
 };
 
-/** "Rate limit — back at 18:28. The provider said: …" (its own words quoted, its own times kept). */
+/** What Baton itself found (not words the provider sent): these reasons are Baton's own. */
+const BATON_FINDINGS = [
+  [/^(upstream )?connection failed:?\s*/i, "Baton could not connect"],
+  [/^timed out:?\s*/i, "No answer in time"],
+  [/^response body broke off:?\s*/i, "The answer broke off"],
+  [/^request failed:?\s*/i, "The request could not be sent"],
+  [/^no API key:?\s*/i, "No API key"],
+  [/^no model configured/i, "No model configured"],
+];
+
+/** "Rate limit — back at 18:28. The provider said: …" (its own words quoted, its own times
+ * kept); what Baton found itself is said as Baton's ("Baton could not connect: …"). */
 export function explain(cls, reason, until) {
   const what = CLASS_WORDS[cls] || cls;
   const back = until ? ` — back at ${fmtClock(until)}` : "";
-  return reason ? `${what}${back}. The provider said: “${reason}”` : `${what}${back}.`;
+  if (!reason) return `${what}${back}.`;
+  for (const [re, words] of BATON_FINDINGS) {
+    const m = reason.match(re);
+    if (!m) continue;
+    const rest = reason.slice(m[0].length).trim();
+    return `${what}${back}. ${words}${rest ? `: ${rest.charAt(0).toUpperCase()}${rest.slice(1)}` : ""}.`;
+  }
+  return `${what}${back}. The provider said: “${reason}”`;
 }
 
 /** A key's id as a person reads it: `env:GROQ_API_KEY` → "key $GROQ_API_KEY". */
@@ -153,7 +171,7 @@ function usageWindows(p) {
       const used = spent ? 1 : typeof w.used === "number" ? w.used : null;
       const pct = used === null ? null : Math.round(used * 100);
       const binding = a.binding === w.id;
-      const tone = spent || pct >= 95 ? " empty" : pct >= 80 ? " low" : "";
+      const tone = spent || pct >= 95 ? " out" : pct >= 80 ? " low" : "";
       const name = `${w.label}${many ? ` · ${accountWords(a.account)}` : ""}`;
       const words = [];
       words.push(spent ? "spent" : pct === null ? "near its limit" : `${pct} %`);
@@ -221,7 +239,7 @@ export function providerRow(p, index, count, handlers) {
     const pct = Math.round(q * 100);
     facts.push(
       el("span", { class: "quota", title: "Quota left (best key)" }, "quota",
-        el("span", { class: `quota-bar${pct < 10 ? " empty" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": "Quota left" }, el("span", { style: `width:${pct}%` })),
+        el("span", { class: `quota-bar${pct < 10 ? " out" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": "Quota left" }, el("span", { style: `width:${pct}%` })),
         `${pct}%`),
     );
   }

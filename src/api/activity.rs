@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::Json;
 use futures_util::Stream;
@@ -18,7 +18,7 @@ use crate::store::LogFilter;
 /// rows, newest first, each with its attempt chain.
 pub async fn log(
     State(state): State<AppState>,
-    Query(mut f): Query<LogFilter>,
+    super::json::ApiQuery(mut f): super::json::ApiQuery<LogFilter>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     if f.limit == 0 || f.limit > 500 {
@@ -128,8 +128,13 @@ pub async fn setup(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
         .providers
         .iter()
         .map(|e| {
+            // Whether the preset's key variable is set here: a pasted key replaces an unset one.
+            let key_found = e
+                .key_env
+                .as_deref()
+                .is_some_and(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
             json!({"id": e.id, "name": e.name, "kind": e.kind, "signup": e.signup,
-            "freeTier": e.free_tier, "provider": suggestion(e)})
+            "freeTier": e.free_tier, "provider": suggestion(e), "keyFound": key_found})
         })
         .collect();
     let ollama = ollama_models(core).await;

@@ -1,7 +1,7 @@
 //! Admin API (admin key in `Authorization: Bearer` or `x-admin-key`; never a cookie, never
 //! permissive CORS): live routing state and clearing cooldowns by hand.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
@@ -255,24 +255,40 @@ fn key_views(
 
 #[derive(Deserialize)]
 pub struct ClearQuery {
-    provider: String,
+    provider: Option<String>,
     key: Option<String>,
     model: Option<String>,
 }
 
-/// `DELETE /admin/cooldowns?provider=ID[&key=KEY_ID][&model=M]`: clears the matching cooldowns
-/// (all of the provider's when no key or model is given) and closes its breaker.
+/// `DELETE /admin/cooldowns[?provider=ID[&key=KEY_ID][&model=M]]`: clears the matching cooldowns
+/// (all of the provider's when no key or model is given, every provider's without `provider`)
+/// and closes the breakers.
 pub async fn clear_cooldowns(
     State(state): State<AppState>,
-    Query(q): Query<ClearQuery>,
+    super::json::ApiQuery(q): super::json::ApiQuery<ClearQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     let snap = core.routing.snapshot.load();
-    let Some(p) = snap.provider(&q.provider) else {
+    let Some(provider) = q.provider else {
+        if q.key.is_some() || q.model.is_some() {
+            return Err(ApiError::invalid(
+                "provider",
+                "A key or model belongs to a provider: add provider=ID (or leave all out to clear every cooldown).",
+            ));
+        }
+        let ids: Vec<String> = snap.providers.iter().map(|p| p.id().to_string()).collect();
+        drop(snap);
+        let cleared: usize = ids
+            .iter()
+            .map(|id| core.clear_cooldowns(id, None, None))
+            .sum();
+        return Ok(Json(json!({"cleared": cleared})));
+    };
+    let Some(p) = snap.provider(&provider) else {
         return Err(ApiError::missing(
             "provider_not_found",
             "provider",
-            format!("No provider `{}`.", q.provider),
+            format!("No provider `{provider}`."),
         ));
     };
     let id = p.id().to_string();
@@ -289,7 +305,7 @@ pub struct DiscoverQuery {
 /// `POST /admin/discover[?provider=ID]`: asks providers for their model lists now.
 pub async fn discover(
     State(state): State<AppState>,
-    Query(q): Query<DiscoverQuery>,
+    super::json::ApiQuery(q): super::json::ApiQuery<DiscoverQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     if let Some(id) = &q.provider {

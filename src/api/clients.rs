@@ -1,7 +1,7 @@
 //! Client keys (create, change, revoke, list with usage), usage reports (JSON and CSV) and
 //! `GET /metrics`.
 
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -249,7 +249,7 @@ pub struct UsageQuery {
 /// provider over time, from the request log; `format=csv` downloads it.
 pub async fn usage(
     State(state): State<AppState>,
-    Query(q): Query<UsageQuery>,
+    super::json::ApiQuery(q): super::json::ApiQuery<UsageQuery>,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
     let bucket_ms = choice(

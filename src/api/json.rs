@@ -47,6 +47,33 @@ pub fn parse<T: DeserializeOwned + Shape>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+/// A query string of `T`: a malformed one is a 400 in the API's error shape that says what is
+/// wrong (axum's own rejection is plain text).
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(v)| ApiQuery(v))
+            .map_err(|e| {
+                let text = e.body_text();
+                let why = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text);
+                ApiError::invalid(
+                    "query",
+                    format!("The query string is not valid: {}", plain_serde(why)),
+                )
+            })
+    }
+}
+
 /// Declares a JSON object body whose fields a handler reads itself (patches, settings), with
 /// what to send.
 macro_rules! object_body {

@@ -93,6 +93,7 @@ fn baton_key_vars(core: &Core) -> Vec<String> {
 
 /// `OPENAI_API_KEY`, `GROQ_KEY`, `HF_TOKEN`, `MY_SECRET`: upper-case words ending in a key word.
 fn looks_like_key_var(name: &str) -> bool {
+    let name = unnumbered(name);
     let upper = name
         .bytes()
         .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
@@ -100,6 +101,19 @@ fn looks_like_key_var(name: &str) -> bool {
         && ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_APIKEY"]
             .iter()
             .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
+
+/// A second or third key of the same kind (`GROQ_API_KEY_2`, as `config.example.json` shows) is
+/// read as the variable it numbers (`GROQ_API_KEY`).
+fn unnumbered(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((base, n))
+            if !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
 }
 
 /// Variables named this way are the user's own keys for any provider (set in Baton's
@@ -133,7 +147,7 @@ fn catalog_sends(name: &str, base_url: &str) -> bool {
         return false;
     };
     crate::catalog::entries().iter().any(|e| {
-        e.key_env.as_deref() == Some(name)
+        e.key_env.as_deref() == Some(unnumbered(name))
             && e.base_url.as_deref().and_then(host_of).as_ref() == Some(&origin)
     })
 }

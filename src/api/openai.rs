@@ -1,6 +1,6 @@
 //! Inbound OpenAI Chat Completions (`POST /v1/chat/completions`) and `GET /v1/models`.
 
-use axum::extract::{Query, Request, State};
+use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -33,7 +33,7 @@ pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Re
 /// `anthropic-version`; Codex (`?client_version=`) also gets its own `models` list.
 pub async fn models(
     State(state): State<AppState>,
-    Query(query): Query<ModelsQuery>,
+    super::json::ApiQuery(query): super::json::ApiQuery<ModelsQuery>,
     headers: HeaderMap,
 ) -> Response {
     let anthropic = headers.contains_key("anthropic-version");

@@ -80,7 +80,7 @@ fn parse_thresholds(v: &Value) -> Result<Value, ApiError> {
     let bad = || {
         invalid(
             &param,
-            "send one to four whole percentages between 1 and 100, e.g. [80, 95]",
+            "Give one to four whole percentages between 1 and 100, such as 80, 95.",
         )
     };
     let a = v.as_array().ok_or_else(bad)?;
@@ -145,7 +145,8 @@ pub async fn put(
     }
     if let Some(l) = v.get("listen") {
         let listen = set_listen(core, l)?;
-        return Ok(Json(json!({"listen": listen,
+        let warning = port_warning(&listen, state.addr);
+        return Ok(Json(json!({"listen": listen, "warning": warning,
             "applies": "from the next start (Restart gateway in the tray, or restart baton serve)"})));
     }
     let Some(Value::Object(n)) = v.get("notifications") else {
@@ -207,6 +208,35 @@ pub async fn set_desktop(
     Ok(Json(
         json!({"present": true, "autostart": (link.autostart)()}),
     ))
+}
+
+/// What the user should know about a new listen address before the restart: a port that needs
+/// administrator rights, or one another program holds now. (Checked by trying to listen there
+/// for a moment; the address Baton listens on now is not tried.)
+fn port_warning(listen: &Value, now: std::net::SocketAddr) -> Option<String> {
+    let host = listen["host"].as_str()?;
+    let port = u16::try_from(listen["port"].as_u64()?).ok()?;
+    if port == now.port() {
+        return None;
+    }
+    let host = if host == "localhost" {
+        "127.0.0.1"
+    } else {
+        host
+    };
+    let privileged = port < 1024;
+    match std::net::TcpListener::bind((host, port)) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Some(format!(
+            "Another program is using port {port} now: Baton cannot start there until it is free."
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied || privileged => Some(format!(
+            "Port {port} needs administrator rights on this system, so Baton will not be able to start there; pick a port from 1024 up (8787 is Baton's own)."
+        )),
+        Ok(_) if privileged => Some(format!(
+            "Ports below 1024 need administrator rights on most systems: Baton can use {port} here only because it runs with them."
+        )),
+        _ => None,
+    }
 }
 
 /// Validates and keeps the listen address chosen in Settings: `{"host": "127.0.0.1", "port":

@@ -3,7 +3,7 @@
 //! was last served, else the first usable one), its binding usage window, and today's
 //! estimated cost, as fields and as one short line.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -47,7 +47,7 @@ fn start_of_today(now_ms: i64, tz: &jiff::tz::TimeZone) -> i64 {
 
 pub async fn statusline(
     State(state): State<AppState>,
-    Query(q): Query<StatusQuery>,
+    super::json::ApiQuery(q): super::json::ApiQuery<StatusQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     let session = q

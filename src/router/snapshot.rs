@@ -43,10 +43,14 @@ pub enum Selection {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ResolveError {
-    #[error("The model `{requested}` does not exist on this gateway. Use one of: {available}")]
+    #[error(
+        "The model `{requested}` does not exist on this gateway. Use one of: {available}.{fix}"
+    )]
     UnknownModel {
         requested: String,
         available: String,
+        /// How to make a client's own names work, when it is one (" Map …").
+        fix: String,
     },
     #[error("{0}")]
     Disabled(String),
@@ -287,6 +291,7 @@ impl Snapshot {
             } else {
                 shown.join(", ")
             },
+            fix: client_name_fix(requested),
         }
     }
 
@@ -334,6 +339,18 @@ fn push_provider(p: &Arc<ProviderEntry>, out: &mut Vec<Target>) {
 }
 
 /// `*` matches any run of characters; everything else literally.
+/// For a name an agent asks for on its own (Claude Code's `claude-…`, Codex's `gpt-…`, Gemini
+/// CLI's `gemini-…`): how to send those names somewhere, as the 404 says it.
+fn client_name_fix(requested: &str) -> String {
+    let (client, glob) = match requested {
+        r if r.starts_with("claude-") => ("Claude Code", "claude-*"),
+        r if r.starts_with("gpt-") || r.starts_with("codex-") => ("Codex", "gpt-*"),
+        r if r.starts_with("gemini-") => ("Gemini CLI", "gemini-*"),
+        _ => return String::new(),
+    };
+    format!(" To send {client}'s model names to your providers, use \"Map {client}'s names\" on Baton's Connect screen, or add \"{glob}\": \"auto\" to modelMap.")
+}
+
 fn glob_match(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     let (first, last) = (parts[0], parts[parts.len() - 1]);

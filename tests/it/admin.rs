@@ -84,6 +84,77 @@ async fn state_shows_keys_masked_cooldowns_and_health_and_cooldowns_clear_by_han
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    // Without `provider` every cooldown is cleared, as the README says; a key without its
+    // provider and a malformed query are 400s in the API's own error shape.
+    a.script([Behavior::rate_limited(Some(600))]);
+    let _ = baton.chat("auto", "x").await;
+    assert!(baton
+        .admin_state()
+        .await
+        .to_string()
+        .contains("\"class\":\"rate\""));
+    let clear = |q: &str| {
+        baton
+            .http
+            .delete(format!("{}/admin/cooldowns{q}", baton.url))
+            .header("x-admin-key", &baton.admin_key)
+            .send()
+    };
+    let r = clear("").await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["cleared"], 1);
+    assert!(!baton
+        .admin_state()
+        .await
+        .to_string()
+        .contains("\"class\":\"rate\""));
+    let r = clear("?key=env:BT_ADM_K1").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["param"], "provider", "{e}");
+    let r = clear("?provider=a&provider=b").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["param"], "query", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("The query string is not valid"),
+        "{e}"
+    );
+    baton.stop().await;
+}
+
+/// A client's own model name that nothing serves: the 404 says how to map it.
+#[tokio::test]
+async fn an_agents_own_model_name_gets_a_404_that_says_how_to_map_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    for (model, words) in [
+        (
+            "claude-opus-4-8[1m]",
+            "\"Map Claude Code's names\" on Baton's Connect screen, or add \"claude-*\"",
+        ),
+        ("gpt-5.5", "\"Map Codex's names\""),
+        ("llama-nonexistent", ""),
+    ] {
+        let r = baton.chat(model, "hi").await;
+        assert_eq!(r.status(), 404, "{model}");
+        let e: Value = r.json().await.unwrap();
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("Use one of: auto, a, a/a-model."), "{msg}");
+        if words.is_empty() {
+            assert!(!msg.contains("Connect"), "{msg}");
+        } else {
+            assert!(msg.contains(words), "{msg}");
+        }
+    }
     baton.stop().await;
 }
 

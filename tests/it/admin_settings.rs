@@ -159,7 +159,7 @@ async fn notification_settings_and_windowed_stats() {
         assert!(v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("e.g. [80, 95]"));
+            .contains("such as 80, 95"));
     }
     let (st, v) = admin
         .send(
@@ -364,6 +364,46 @@ async fn the_listen_address_set_in_settings_is_used_from_the_next_start() {
         )
         .await;
     assert_eq!(st, 200, "{v}");
+    // Saved with a word of warning where the next start would fail: a port another program
+    // holds now, a port that needs administrator rights.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (st, w) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"listen": {"host": "127.0.0.1", "port": port}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{w}");
+    assert!(
+        w["warning"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("Another program is using port {port}")),
+        "{w}"
+    );
+    let (st, w) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"listen": {"host": "127.0.0.1", "port": 80}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{w}");
+    let warning = w["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("administrator rights") || warning.contains("port 80 now"),
+        "{w}"
+    );
+    let (st, _) = admin
+        .send(
+            Method::PUT,
+            "/admin/settings",
+            Some(json!({"listen": {"host": "localhost", "port": 8790}})),
+        )
+        .await;
+    assert_eq!(st, 200);
     let (_, v) = admin.send(Method::GET, "/admin/settings", None).await;
     assert_eq!(
         v["server"]["next"],

@@ -147,3 +147,45 @@ async fn export_then_import_on_the_same_machine_skips_file_providers_and_asks_be
     assert_eq!(baton.chat("a/a-model", "hi").await.status(), 200);
     baton.stop().await;
 }
+
+/// The repository's own example imports through Settings → Import: its numbered second key
+/// (`GROQ_API_KEY_2`) is read as Groq's key variable, sent only to Groq.
+#[tokio::test]
+async fn the_example_config_imports_and_a_numbered_key_goes_only_to_its_provider() {
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.json"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b = Baton::start(dir.path(), json!({})).await;
+    let admin = Admin(&b);
+    let r = admin
+        .req(Method::POST, "/admin/import")
+        .body(example)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let state = b.admin_state().await;
+    let groq = state["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "groq")
+        .unwrap();
+    assert_eq!(groq["config"]["keys"][1]["env"], "GROQ_API_KEY_2", "{groq}");
+    // The same variable to another host is refused.
+    let body = json!({"id": "elsewhere", "kind": "openai-compatible", "baseUrl": "https://attacker.example/v1",
+        "models": ["m"], "keys": [{"env": "GROQ_API_KEY_2"}]});
+    let (status, e) = admin
+        .send(Method::POST, "/admin/providers", Some(body))
+        .await;
+    assert_eq!(status, 422, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a key Baton sends"),
+        "{e}"
+    );
+    b.stop().await;
+}

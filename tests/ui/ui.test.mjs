@@ -142,6 +142,23 @@ test("a provider is added through the form: a wrong URL is refused next to the f
   assert.ok(!html.includes("sk-gamma-typed-key-0001"), "the typed key is never shown again");
 });
 
+test("Test on an unreachable provider says Baton could not connect, not that the provider said so", async () => {
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-kind", "openai-compatible");
+  await page.fill("#f-id", "nowhere");
+  await page.fill("#f-baseUrl", "http://127.0.0.1:9/v1");
+  await page.fill("#f-models", "m");
+  await page.fill("#f-newKeys", "sk-nowhere-typed-key-0001");
+  await page.click("#form-test");
+  const box = await page.waitForSelector("#test-result.bad");
+  const text = await box.textContent();
+  assert.match(text, /Baton could not connect: /, text);
+  assert.ok(!text.includes("The provider said"), text);
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("#provider-dialog[open]", { state: "detached" });
+});
+
 test("toggling a provider off makes auto skip it on the next request", async () => {
   await page.click("#provider-list > li[data-id=alpha] .switch input");
   await page.waitForSelector("#provider-list > li[data-id=alpha] [data-testid=status]:text('disabled')");
@@ -486,6 +503,35 @@ test("a subscription's usage windows show as bars, in the tray window too; thres
   assert.match(await windows.$eval("li[data-window='7d']", (li) => li.textContent), /^7 d31 % · resets /);
   await page.$eval("#provider-list > li[data-id=plus]", (li) => li.scrollIntoView());
   await page.screenshot({ path: join(artifacts, "usage-windows.png") });
+  // A window at 97 %: a full red bar of the same size, not a tall empty box (the class once
+  // collided with the empty-state style).
+  const hot = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "hot", "--mode", "codex-used:97"])) + "/v1";
+  r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "hot", name: "Hot", kind: "openai-compatible", baseUrl: hot, models: ["hot-model"], priority: 99 }) });
+  assert.equal(r.status, 201, await r.text());
+  r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "hot/hot-model", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200);
+  const hotBar = await page.waitForSelector("#provider-list > li[data-id=hot] li[data-window='5h'] [role=meter]");
+  const okBar = await page.waitForSelector("#provider-list > li[data-id=plus] li[data-window='5h'] [role=meter]");
+  assert.deepEqual(
+    [(await hotBar.boundingBox()).height, (await hotBar.boundingBox()).width],
+    [(await okBar.boundingBox()).height, (await okBar.boundingBox()).width], "the same bar");
+  const [fill, bad] = await hotBar.evaluate((m) => {
+    const probe = document.createElement("span");
+    probe.style.color = "var(--bad)";
+    document.body.append(probe);
+    const c = getComputedStyle(probe).color;
+    probe.remove();
+    return [getComputedStyle(m.firstElementChild).backgroundColor, c];
+  });
+  assert.equal(fill, bad, "filled in the warning red");
+  await page.$eval("#provider-list > li[data-id=hot]", (li) => li.scrollIntoView());
+  await page.screenshot({ path: join(artifacts, "usage-window-spent.png") });
+  r = await fetch(`${baton}/admin/providers/hot`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
   // The 420 px tray window: the bars fit, nothing overflows sideways.
   const small = await browser.newPage({ viewport: { width: 420, height: 700 } });
   await small.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
@@ -665,6 +711,12 @@ test("first run: what Baton found is one click away", async () => {
   const p2 = await browser.newPage({ viewport: { width: 1000, height: 760 } });
   p2.on("pageerror", (e) => errors.push(String(e)));
   await p2.goto(`${url}/ui/#admin=${key}`);
+  // Connect with nothing to route to says so first, instead of set-ups that end in 503s.
+  await p2.click("nav a[data-tab=connect]");
+  await p2.waitForSelector("#connect-no-provider");
+  assert.equal(await p2.$("#claude-code"), null);
+  await p2.evaluate(() => localStorage.removeItem("baton.connectSeen"));
+  await p2.click("nav a[data-tab=providers]");
   const row = await p2.waitForSelector("#first-run .found:has-text('Groq')");
   assert.match(await row.textContent(), /GROQ_API_KEY/);
   // Free tiers not found here are offered with their sign-up page (Groq is found, not offered twice).
@@ -683,13 +735,37 @@ test("first run: what Baton found is one click away", async () => {
   assert.ok(!(await p2.$("#also-found .found:has-text('Groq')")), "Groq is added, not offered again");
   await p2.screenshot({ path: join(artifacts, "also-found.png"), fullPage: true });
   assert.ok(also);
+  // The welcome card's last step carries on: a "Next" card leads to Connect.
+  assert.ok(await p2.$("#next-connect a[href='#connect']"));
   await p2.click("#also-found button:text('Hide')");
+  await p2.waitForSelector("#also-found", { state: "detached" });
+  await p2.click("#next-connect-link");
+  await p2.waitForSelector("#claude-code");
+  await p2.click("nav a[data-tab=providers]");
   await p2.waitForSelector("#first-run", { state: "hidden" });
   await p2.reload();
   await p2.waitForSelector("#provider-list > li[data-id=groq]");
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(await p2.isHidden("#first-run"), true, "hidden stays hidden");
   await p2.close();
+});
+
+test("a catalog preset with a pasted key keeps only that key, not the preset's unset variable", async () => {
+  assert.equal(process.env.GROQ_API_KEY, undefined, "this test needs GROQ_API_KEY unset");
+  await page.click("nav a[data-tab=providers]");
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-preset", "groq");
+  await page.fill("#f-newKeys", "gsk_pasted-into-the-preset-0001");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-dialog[open]", { state: "detached" });
+  const admin = { "x-admin-key": adminKey };
+  const state = await (await fetch(`${baton}/admin/providers`, { headers: admin })).json();
+  const groq = state.providers.find((p) => p.id === "groq");
+  assert.equal(groq.keys.length, 1, JSON.stringify(groq.keys));
+  assert.ok(!JSON.stringify(groq.config.keys).includes("GROQ_API_KEY"), JSON.stringify(groq.config.keys));
+  const r = await fetch(`${baton}/admin/providers/groq`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
 });
 
 test("narrow tray window and dark mode render without errors", async () => {
