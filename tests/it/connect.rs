@@ -28,6 +28,22 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// `baton connect CLIENT --url … --data-dir … EXTRA…` for the Baton `b` (data in `data`), as
+/// the user whose home is `home`: exit code, stdout, stderr.
+pub(crate) async fn connect_cli(
+    b: &Baton,
+    data: &Path,
+    home: &Path,
+    client: &str,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let home: &'static str = Box::leak(home.display().to_string().into_boxed_str());
+    let data = data.display().to_string();
+    let mut a = args(&["connect", client, "--url", &b.url, "--data-dir", &data]);
+    a.extend(args(extra));
+    run_baton(a, vec![("HOME", home)]).await
+}
+
 #[tokio::test]
 async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores_the_bytes() {
     let dir = tempfile::tempdir().unwrap();
@@ -36,19 +52,12 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
     let settings = home.path().join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(&settings, SETTINGS).unwrap();
-    let home_s: &'static str = Box::leak(home.path().display().to_string().into_boxed_str());
-    let data = dir.path().display().to_string();
-    let base = args(&[
-        "connect",
-        "claude-code",
-        "--url",
-        &b.url,
-        "--data-dir",
-        &data,
-    ]);
+    let cc = |extra: &'static [&'static str]| {
+        connect_cli(&b, dir.path(), home.path(), "claude-code", extra)
+    };
 
     // Without a terminal and without --yes nothing is written, and the diff shows no key.
-    let (code, out, err) = run_baton(base.clone(), vec![("HOME", home_s)]).await;
+    let (code, out, err) = cc(&[]).await;
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("--yes"), "{err}");
     assert!(out.contains("+    \"ANTHROPIC_BASE_URL\""), "{out}");
@@ -58,9 +67,7 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
     );
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), SETTINGS);
 
-    let mut yes = base.clone();
-    yes.push("--yes".into());
-    let (code, out, err) = run_baton(yes.clone(), vec![("HOME", home_s)]).await;
+    let (code, out, err) = cc(&["--yes"]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("baton connect claude-code --undo"), "{out}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
@@ -85,20 +92,18 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
 
     // Again: nothing to do.
-    let (code, out, _) = run_baton(yes.clone(), vec![("HOME", home_s)]).await;
+    let (code, out, _) = cc(&["--yes"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("already points at Baton"), "{out}");
 
-    let mut undo = yes.clone();
-    undo.push("--undo".into());
-    let (code, out, err) = run_baton(undo.clone(), vec![("HOME", home_s)]).await;
+    let (code, out, err) = cc(&["--yes", "--undo"]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         std::fs::read_to_string(&settings).unwrap(),
         SETTINGS,
         "byte for byte"
     );
-    let (code, _, err) = run_baton(undo, vec![("HOME", home_s)]).await;
+    let (code, _, err) = cc(&["--yes", "--undo"]).await;
     assert_eq!(code, 2);
     assert!(err.contains("nothing to undo"), "{err}");
     b.stop().await;
@@ -109,39 +114,14 @@ async fn the_cli_says_when_the_clients_model_names_still_need_mapping() {
     let dir = tempfile::tempdir().unwrap();
     let (b, _up) = gateway(dir.path()).await;
     let home = tempfile::tempdir().unwrap();
-    let home_s: &'static str = Box::leak(home.path().display().to_string().into_boxed_str());
-    let data = dir.path().display().to_string();
-    let (code, out, err) = run_baton(
-        args(&[
-            "connect",
-            "codex",
-            "--yes",
-            "--url",
-            &b.url,
-            "--data-dir",
-            &data,
-        ]),
-        vec![("HOME", home_s)],
-    )
-    .await;
+    let (code, out, err) = connect_cli(&b, dir.path(), home.path(), "codex", &["--yes"]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("Next: Codex asks for its own model names"),
         "{out}"
     );
-    let (code, out, err) = run_baton(
-        args(&[
-            "connect",
-            "claude-code",
-            "--yes",
-            "--url",
-            &b.url,
-            "--data-dir",
-            &data,
-        ]),
-        vec![("HOME", home_s)],
-    )
-    .await;
+    let (code, out, err) =
+        connect_cli(&b, dir.path(), home.path(), "claude-code", &["--yes"]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("Next:"), "claude-* is mapped here: {out}");
     b.stop().await;
@@ -155,21 +135,7 @@ async fn the_cli_refuses_a_file_it_cannot_parse_and_names_it() {
     let config = home.path().join(".codex/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "model = \"gpt-5\"\n[model_providers\n").unwrap();
-    let home_s: &'static str = Box::leak(home.path().display().to_string().into_boxed_str());
-    let data = dir.path().display().to_string();
-    let (code, out, err) = run_baton(
-        args(&[
-            "connect",
-            "codex",
-            "--yes",
-            "--url",
-            &b.url,
-            "--data-dir",
-            &data,
-        ]),
-        vec![("HOME", home_s)],
-    )
-    .await;
+    let (code, out, err) = connect_cli(&b, dir.path(), home.path(), "codex", &["--yes"]).await;
     assert_eq!(code, 2, "{out}{err}");
     assert!(
         err.contains("config.toml") && err.contains("not valid TOML"),

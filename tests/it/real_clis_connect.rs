@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{run_baton, Baton};
+use crate::common::Baton;
 
 fn bin(var: &str) -> PathBuf {
     match std::env::var_os(var) {
@@ -33,16 +33,12 @@ async fn gateway(dir: &Path) -> (Baton, testkit::FakeUpstream) {
 
 /// `baton connect CLIENT --yes` (or `--undo`) for this Baton, as the user whose home is `home`.
 async fn connect(b: &Baton, data: &Path, home: &Path, client: &str, undo: bool) {
-    let home: &'static str = Box::leak(home.display().to_string().into_boxed_str());
-    let mut args: Vec<String> = ["connect", client, "--yes", "--url", &b.url, "--data-dir"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.push(data.display().to_string());
-    if undo {
-        args.push("--undo".into());
-    }
-    let (code, out, err) = run_baton(args, vec![("HOME", home)]).await;
+    let extra: &[&str] = if undo {
+        &["--yes", "--undo"]
+    } else {
+        &["--yes"]
+    };
+    let (code, out, err) = crate::connect::connect_cli(b, data, home, client, extra).await;
     assert_eq!(code, 0, "{out}{err}");
 }
 
