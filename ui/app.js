@@ -183,7 +183,7 @@ const handlers = {
     renderProviders();
     try {
       const r = await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`);
-      const text = r.ok ? `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.` : `${p.name}: ${explain(r.class, r.reason, r.resetAtMs)}${r.adopted ? " Its row shows this now." : ""}`;
+      const text = r.ok ? (r.passthrough ? `${p.name}: ${r.note}` : `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.`) : `${p.name}: ${explain(r.class, r.reason, r.resetAtMs)}${r.adopted ? " Its row shows this now." : ""}`;
       state.testResults.set(p.id, el("div", { class: `test-result ${r.ok ? "ok" : "bad"} prov-detail`, role: "status" }, text));
       if (r.adopted) loadProviders();
     } catch (e) {

@@ -280,7 +280,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       const body = readOnly ? null : { ...collect(), ...(confirmRun ? { confirmRun: true } : {}) };
       const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", body);
       testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
-      testBox.textContent = r.ok ? `Works: ${r.model} answered in ${r.latencyMs} ms.` : explain(r.class, r.reason, r.resetAtMs);
+      testBox.textContent = r.ok ? (r.passthrough ? r.note : `Works: ${r.model} answered in ${r.latencyMs} ms.`) : explain(r.class, r.reason, r.resetAtMs);
     } catch (e) {
       if (e instanceof ApiError && e.code === "confirmation_required") {
         const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, "Run it");

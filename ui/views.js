@@ -122,6 +122,8 @@ export function keyWords(id) {
   if (!id) return "";
   if (id.startsWith("env:")) return `key $${id.slice(4)}`;
   if (id.startsWith("stored:")) return "typed key";
+  // A client's own login (a digest of it, never shown as if it were a key of Baton's).
+  if (id.startsWith("client:")) return "your login";
   return `key ${id}`;
 }
 
@@ -154,7 +156,7 @@ function quotaOf(p) {
 /** An account's name for people: a key, a passed-through subscription, or the CLI's login. */
 function accountWords(id) {
   if (!id) return "login";
-  if (id.startsWith("client:")) return `account ${id.slice(7, 13)}`;
+  if (id.startsWith("client:")) return `login ${id.slice(7, 11)}`;
   return keyWords(id);
 }
 

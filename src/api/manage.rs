@@ -438,6 +438,9 @@ async fn test_result(
         if let Some(why) = entry.unavailable() {
             return json!({"ok": false, "class": "unavailable", "reason": why});
         }
+        if entry.config.credentials == crate::config::Credentials::Client {
+            return passthrough_check(core, &entry).await;
+        }
         let Some(model) = entry.models.first().cloned() else {
             return json!({"ok": false, "class": "request", "reason": "no model configured"});
         };
@@ -461,6 +464,33 @@ async fn test_result(
                 "reason": c.reason, "resetAtMs": c.reset_at_ms, "adopted": adopted})
             }
         }
+    }
+}
+
+/// Test for a provider that calls with the client's own login: Baton never holds that login,
+/// so it cannot send a prompt. It checks what it can — that the endpoint answers, as the API
+/// it should be (a 401 without a login is the right answer) — and says what it cannot.
+async fn passthrough_check(core: &Core, entry: &crate::providers::ProviderEntry) -> Value {
+    let cannot = "Baton cannot test your login: it never holds it. Send one request from your tool (Claude Code, Codex) to check that.";
+    let url = format!("{}/models", entry.config.base_url.trim_end_matches('/'));
+    let started = std::time::Instant::now();
+    let client = match core.routing.http.get(5_000) {
+        Ok(c) => c,
+        Err(e) => return json!({"ok": false, "class": "transient", "reason": e.to_string()}),
+    };
+    let sent = client
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(15))
+        .send()
+        .await;
+    let ms = started.elapsed().as_millis() as u64;
+    match sent {
+        Ok(r) if r.status().is_server_error() => json!({"ok": false, "passthrough": true,
+            "class": "transient", "reason": format!("HTTP {}", r.status().as_u16())}),
+        Ok(r) => json!({"ok": true, "passthrough": true, "latencyMs": ms,
+            "note": format!("The endpoint answers (HTTP {} without a login, in {ms} ms). {cannot}", r.status().as_u16())}),
+        Err(e) => json!({"ok": false, "passthrough": true, "class": "transient",
+            "reason": crate::providers::outbound::describe(&e)}),
     }
 }
 

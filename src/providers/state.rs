@@ -77,6 +77,11 @@ impl ProviderState {
     }
 }
 
+/// A client's own account (`client:3f9a…`), as cooldowns name it in place of a key.
+pub fn is_account(key: &str) -> bool {
+    key.starts_with("client:")
+}
+
 fn soonest<'a>(list: &[&'a CooldownEntry]) -> Option<&'a CooldownEntry> {
     list.iter().min_by_key(|c| c.until_ms).copied()
 }
@@ -146,6 +151,20 @@ pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> Pro
         let limited: Vec<&CooldownEntry> =
             outs.iter().copied().filter(|c| c.class != "auth").collect();
         if let Some(c) = soonest(&limited) {
+            return ProviderState::out(State::Cooling, c);
+        }
+    }
+    // A provider that calls with the client's own login has no keys of Baton's: its accounts
+    // (`client:…`) are what cools. An account out is the provider out for whoever uses it (on
+    // a desktop: the one user), so it shows as cooling, not "ready" while every request goes
+    // elsewhere.
+    if p.config.credentials == crate::config::Credentials::Client {
+        let accounts: Vec<&CooldownEntry> = mine
+            .iter()
+            .copied()
+            .filter(|c| c.scope.model.is_none() && c.scope.key.as_deref().is_some_and(is_account))
+            .collect();
+        if let Some(c) = soonest(&accounts) {
             return ProviderState::out(State::Cooling, c);
         }
     }
@@ -275,6 +294,34 @@ mod tests {
             state_of(&off, &[cd(None, None, 7_000, "rate")], now).state,
             State::Disabled
         );
+    }
+
+    #[test]
+    fn a_capped_login_on_a_passthrough_provider_is_cooling_not_ready() {
+        let p = provider(serde_json::json!({"kind": "anthropic", "keys": [],
+            "credentials": "client", "baseUrl": "https://api.anthropic.com/v1"}));
+        let now = 1_000;
+        assert_eq!(state_of(&p, &[], now).state, State::Ready);
+        let s = state_of(
+            &p,
+            &[cd(Some("client:16e89a16dc0f"), None, 9_000, "rate")],
+            now,
+        );
+        assert_eq!(
+            (s.state, s.until_ms, s.class.as_deref()),
+            (State::Cooling, Some(9_000), Some("rate"))
+        );
+        // One model of it cooling leaves it ready (partly), as for any provider.
+        let s = state_of(
+            &p,
+            &[cd(Some("client:16e89a16dc0f"), Some("m1"), 9_000, "rate")],
+            now,
+        );
+        assert_eq!((s.state, s.partial), (State::Ready, true));
+        // A key-holding provider is unaffected by the rule.
+        let keyed = provider(serde_json::json!({}));
+        let s = state_of(&keyed, &[cd(Some("env:K1"), None, 9_000, "rate")], now);
+        assert_eq!((s.state, s.partial), (State::Ready, true));
     }
 
     #[test]

@@ -488,3 +488,58 @@ async fn an_echoed_login_of_no_known_shape_is_masked() {
     assert!(!baton.admin_state().await.to_string().contains(ODD));
     baton.stop().await;
 }
+
+/// Test on a provider that calls with the client's login: Baton holds no login, so it checks
+/// what it can (the endpoint answers, as an API refusing a request without one should) and
+/// says what it cannot — no false "key or login rejected", no prompt sent with model `*`.
+#[tokio::test]
+async fn test_on_a_passthrough_provider_checks_the_endpoint_and_says_it_cannot_check_the_login() {
+    let (_d, sub, _other, baton) = setup().await;
+    // As the real API: a request without credentials is refused.
+    sub.strict_auth();
+    let admin = Admin(&baton);
+    let (status, v) = admin
+        .send(
+            reqwest::Method::POST,
+            "/admin/providers/claude-sub/test",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["ok"].as_bool(), v["passthrough"].as_bool()),
+        (Some(true), Some(true)),
+        "{v}"
+    );
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.contains("HTTP 401") && note.contains("cannot test your login"),
+        "{note}"
+    );
+    assert!(sub.received().is_empty(), "no prompt was sent");
+    // Unreachable: Baton says so, in its own words.
+    let (status, v) = admin
+        .send(
+            reqwest::Method::POST,
+            "/admin/test",
+            Some(
+                json!({"id": "gone", "kind": "anthropic", "baseUrl": "http://127.0.0.1:9/v1",
+                "credentials": "client", "models": ["*"]}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["ok"].as_bool(), v["class"].as_str()),
+        (Some(false), Some("transient")),
+        "{v}"
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("connection failed"),
+        "{v}"
+    );
+    baton.stop().await;
+}
