@@ -20,6 +20,8 @@ export class ApiError extends Error {
     this.status = status;
     this.param = e.param || null;
     this.code = e.code || null;
+    /** Every field with a problem, when the API names more than one: [{param, message}]. */
+    this.fields = (e.details && Array.isArray(e.details.fields) && e.details.fields) || null;
   }
 }
 

@@ -197,7 +197,18 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     for (const n of body.querySelectorAll(".field-error")) if (n.id) n.textContent = "";
   }
 
+  /** Each problem beside its field, all at once; focus on the first. */
   function showError(e) {
+    if (e.fields && e.fields.length > 1) {
+      const first = e.fields[0];
+      for (const f of [...e.fields].reverse()) showOne({ param: f.param, message: f.message });
+      showOne({ param: first.param, message: first.message });
+      return;
+    }
+    showOne(e);
+  }
+
+  function showOne(e) {
     let param = e.param || "";
     // A key variable that may not be used belongs next to the variable field; a stored key
     // that must be typed again (a new host) next to the paste field.

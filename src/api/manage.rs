@@ -181,16 +181,33 @@ fn new_headers(v: Option<Value>) -> Result<Vec<(String, String)>, ApiError> {
         .collect()
 }
 
-/// The config file's rules for one provider, as an admin-API error naming the field.
+/// The config file's rules for one provider, as an admin-API error naming the field; every
+/// field with a problem is in `error.details.fields`, so a form shows them all at once.
 pub(super) fn validate(config: &ProviderConfig) -> Result<(), ApiError> {
-    crate::config::validate::validate_provider(config, "provider", Path::new(REQUEST)).map_err(
-        |e| match e {
+    let problems =
+        crate::config::validate::provider_problems(config, "provider", Path::new(REQUEST));
+    let fields: Vec<(String, String)> = problems
+        .into_iter()
+        .map(|e| match e {
             ConfigError::Field { path, message, .. } => {
-                field_error(path.trim_start_matches("provider.").to_string(), message)
+                (path.trim_start_matches("provider.").to_string(), message)
             }
-            other => ApiError::invalid("body", other.to_string()),
-        },
-    )
+            other => ("body".to_string(), other.to_string()),
+        })
+        .collect();
+    let Some((param, message)) = fields.first().cloned() else {
+        return Ok(());
+    };
+    let mut e = if param == "body" {
+        ApiError::invalid("body", message)
+    } else {
+        field_error(param, message)
+    };
+    if fields.len() > 1 {
+        e.details = Some(json!({"fields": fields.iter()
+            .map(|(p, m)| json!({"param": p, "message": m})).collect::<Vec<_>>()}));
+    }
+    Err(e)
 }
 
 /// Stores typed keys and adds references to them; returns the new secret ids (to undo).

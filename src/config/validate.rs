@@ -262,6 +262,41 @@ fn validate_model_map(
 }
 
 /// Long because it is a flat list of independent checks, each naming its field.
+/// Every problem with one provider that a form shows beside its field at once: the id, the
+/// address (or executable) and the model list are checked on their own, then the rest in
+/// order (its first problem). Empty when the provider is valid.
+pub fn provider_problems(p: &ProviderConfig, path: &str, file: &Path) -> Vec<ConfigError> {
+    let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
+    let mut out: Vec<ConfigError> = Vec::new();
+    let mut push = |e: ConfigError| {
+        let key = |e: &ConfigError| match e {
+            ConfigError::Field { path, .. } => path.clone(),
+            other => other.to_string(),
+        };
+        if !out.iter().any(|o| key(o) == key(&e)) {
+            out.push(e);
+        }
+    };
+    if let Err(m) = check_id(&p.id) {
+        push(err("id", m));
+    }
+    let address = if p.kind.is_cli() {
+        validate_cli(p, &err)
+    } else {
+        validate_url(p, &err)
+    };
+    if let Err(e) = address {
+        push(e);
+    }
+    if p.models.is_empty() {
+        push(err("models", "list at least one model".into()));
+    }
+    if let Err(e) = validate_provider(p, path, file) {
+        push(e);
+    }
+    out
+}
+
 pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<(), ConfigError> {
     let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
     check_id(&p.id).map_err(|m| err("id", m))?;

@@ -483,3 +483,42 @@ async fn edits_succeed_while_the_log_writer_is_busy() {
         "the log writer was busy meanwhile"
     );
 }
+
+/// An empty provider form: every field with a problem is named at once (a form shows each
+/// beside its field), the first as `param`.
+#[tokio::test]
+async fn every_problem_with_a_provider_is_named_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({})).await;
+    let (status, e) = Admin(&baton)
+        .send(
+            Method::POST,
+            "/admin/providers",
+            Some(json!({"id": "", "kind": "openai-compatible", "baseUrl": "", "models": []})),
+        )
+        .await;
+    assert_eq!(status, 422, "{e}");
+    assert_eq!(e["error"]["param"], "id", "{e}");
+    let params: Vec<&str> = e["error"]["details"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["param"].as_str().unwrap())
+        .collect();
+    assert_eq!(params, ["id", "baseUrl", "models"], "{e}");
+    // One problem: no list, just the field.
+    let (status, e) = Admin(&baton)
+        .send(
+            Method::POST,
+            "/admin/providers",
+            Some(json!({"id": "ok", "kind": "openai-compatible", "baseUrl": "https://x.example/v1", "models": []})),
+        )
+        .await;
+    assert_eq!(
+        (status, e["error"]["param"].as_str()),
+        (422, Some("models")),
+        "{e}"
+    );
+    assert!(e["error"]["details"].is_null(), "{e}");
+    baton.stop().await;
+}

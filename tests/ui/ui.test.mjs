@@ -113,6 +113,11 @@ test("a provider is added through the form: a wrong URL is refused next to the f
   await page.click("#add-provider");
   await page.waitForSelector("#provider-dialog[open]");
   await page.selectOption("#f-kind", "openai-compatible");
+  // An empty form: every problem is shown beside its field at once, not one per Save.
+  await page.click("#form-save");
+  await page.waitForFunction(() => ["e-id", "e-baseUrl", "e-models"].every((id) => document.getElementById(id)?.textContent));
+  assert.equal(await page.evaluate(() => document.activeElement.id), "f-id", "focus on the first");
+  await shot("add-provider-all-errors");
   await page.fill("#f-id", "gamma");
   await page.fill("#f-name", "Gamma");
   await page.fill("#f-baseUrl", "gamma.example/v1");
