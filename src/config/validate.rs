@@ -261,7 +261,6 @@ fn validate_model_map(
     Ok(())
 }
 
-/// Long because it is a flat list of independent checks, each naming its field.
 /// Every problem with one provider that a form shows beside its field at once: the id, the
 /// address (or executable) and the model list are checked on their own, then the rest in
 /// order (its first problem). Empty when the provider is valid.
@@ -297,6 +296,7 @@ pub fn provider_problems(p: &ProviderConfig, path: &str, file: &Path) -> Vec<Con
     out
 }
 
+/// Long because it is a flat list of independent checks, each naming its field.
 pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<(), ConfigError> {
     let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
     check_id(&p.id).map_err(|m| err("id", m))?;
