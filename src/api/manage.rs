@@ -1,5 +1,6 @@
 //! Admin API for editing the live configuration: providers (create, update, toggle, delete,
-//! reorder, test); export and import are in `transfer`, routes and `modelMap` in `routing`.
+//! reorder); their Test is in `provider_test`, export and import in `transfer`, routes and
+//! `modelMap` in `routing`.
 //! Every change is validated (errors name the field in
 //! `error.param`), stored in one SQLite transaction and applied to routing at once; requests in
 //! flight finish on the snapshot they started with.
@@ -23,7 +24,7 @@ use crate::store::EditError;
 
 const REQUEST: &str = "request body";
 
-fn not_found(id: &str) -> ApiError {
+pub(super) fn not_found(id: &str) -> ApiError {
     ApiError::missing(
         "provider_not_found",
         "id",
@@ -51,11 +52,11 @@ pub(super) fn field_error(param: String, message: String) -> ApiError {
 
 /// A provider definition from a request body: the config-file format plus `newKeys`, API keys
 /// typed into the UI (stored in the secret store, never echoed back).
-struct ProviderBody {
-    config: ProviderConfig,
-    new_keys: Vec<String>,
+pub(super) struct ProviderBody {
+    pub(super) config: ProviderConfig,
+    pub(super) new_keys: Vec<String>,
     /// `newHeaders`: secret header values typed into the UI, stored like keys.
-    new_headers: Vec<(String, String)>,
+    pub(super) new_headers: Vec<(String, String)>,
     /// Whether the body states a `priority` (else a new provider goes last).
     priority_given: bool,
 }
@@ -64,12 +65,12 @@ fn parse_provider(body: &[u8]) -> Result<ProviderBody, ApiError> {
     parse_provider_value(body_json(body)?)
 }
 
-fn body_json(body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn body_json(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid("body", format!("The body is not valid JSON: {e}")))
 }
 
-fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiError> {
+pub(super) fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiError> {
     let Some(obj) = v.as_object_mut() else {
         return Err(ApiError::invalid(
             "body",
@@ -442,195 +443,4 @@ pub async fn order(
     core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(order = ?o.order, "providers reordered");
     Ok(Json(json!({"order": o.order})))
-}
-
-/// One tiny real request. `adopt`: a saved provider's limit found by the test is applied
-/// like one found by routing, so the row shows the same reset the test did.
-async fn test_result(
-    core: &Core,
-    entry: Arc<crate::providers::ProviderEntry>,
-    adopt: bool,
-) -> Value {
-    {
-        if let Some(why) = entry.unavailable() {
-            return json!({"ok": false, "class": "unavailable", "reason": why});
-        }
-        if entry.config.credentials == crate::config::Credentials::Client {
-            return passthrough_check(core, &entry).await;
-        }
-        let Some(model) = entry.models.first().cloned() else {
-            return json!({"ok": false, "class": "request", "reason": "no model configured"});
-        };
-        let target = crate::router::snapshot::Target {
-            provider: entry.clone(),
-            model,
-        };
-        let key = entry.keys.first();
-        match crate::router::test_target(&core.routing, &target, key).await {
-            Ok(ms) => json!({"ok": true, "model": target.model.id, "latencyMs": ms}),
-            Err(c) => {
-                let limit = matches!(
-                    c.class,
-                    crate::limits::ErrorClass::Rate | crate::limits::ErrorClass::Billing
-                );
-                let adopted = adopt && limit;
-                if adopted {
-                    crate::router::adopt_limit(&core.routing, &target, key, &c);
-                }
-                json!({"ok": false, "model": target.model.id, "class": c.class.as_str(),
-                "reason": c.reason, "resetAtMs": c.reset_at_ms, "adopted": adopted})
-            }
-        }
-    }
-}
-
-/// Test for a provider that calls with the client's own login: Baton never holds that login,
-/// so it cannot send a prompt. It checks what it can — that the endpoint answers, as the API
-/// it should be (a 401 without a login is the right answer) — and says what it cannot.
-async fn passthrough_check(core: &Core, entry: &crate::providers::ProviderEntry) -> Value {
-    let cannot = "Baton cannot test your login: it never holds it. Send one request from your tool (Claude Code, Codex) to check that.";
-    let url = format!("{}/models", entry.config.base_url.trim_end_matches('/'));
-    let started = std::time::Instant::now();
-    let client = match core.routing.http.get(5_000) {
-        Ok(c) => c,
-        Err(e) => return json!({"ok": false, "class": "transient", "reason": e.to_string()}),
-    };
-    let sent = client
-        .get(&url)
-        .timeout(std::time::Duration::from_secs(15))
-        .send()
-        .await;
-    let ms = started.elapsed().as_millis() as u64;
-    match sent {
-        Ok(r) if r.status().is_server_error() => json!({"ok": false, "passthrough": true,
-            "class": "transient", "reason": format!("HTTP {}", r.status().as_u16())}),
-        Ok(r) => json!({"ok": true, "passthrough": true, "latencyMs": ms,
-            "note": format!("The endpoint answers (HTTP {} without a login, in {ms} ms). {cannot}", r.status().as_u16())}),
-        Err(e) => json!({"ok": false, "passthrough": true, "class": "transient",
-            "reason": crate::providers::outbound::describe(&e)}),
-    }
-}
-
-/// `POST /admin/providers/{id}/test`: one tiny real request through that provider.
-pub async fn test_saved(
-    State(state): State<AppState>,
-    UrlPath(id): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let core = &state.core;
-    let entry = core
-        .routing
-        .snapshot
-        .load()
-        .provider(&id)
-        .cloned()
-        .ok_or_else(|| not_found(&id))?;
-    Ok(Json(test_result(core, entry, true).await))
-}
-
-/// `confirmRun` taken out of a test body: whether the user agreed to run a CLI.
-fn take_confirm_run(body: &mut Value) -> Result<bool, ApiError> {
-    // Not an object: `parse_provider_value` says what is wrong with it.
-    let Some(obj) = body.as_object_mut() else {
-        return Ok(false);
-    };
-    match obj.remove("confirmRun") {
-        None | Some(Value::Bool(false)) => Ok(false),
-        Some(Value::Bool(true)) => Ok(true),
-        Some(_) => Err(field_error(
-            "confirmRun".into(),
-            "must be true or false".into(),
-        )),
-    }
-}
-
-/// Testing an unsaved CLI provider runs a program on this machine: nothing runs until the user
-/// has seen which one and agreed (`confirmRun: true`, the form's second press).
-fn confirm_first(config: &ProviderConfig) -> ApiError {
-    let kind = config.kind;
-    let name = config
-        .executable
-        .clone()
-        .or_else(|| kind.cli_program().map(str::to_string))
-        .unwrap_or_default();
-    let path =
-        crate::providers::cli::resolve_executable(&name, std::env::var_os("PATH").as_deref())
-            .map(|p| p.display().to_string())
-            .unwrap_or(name);
-    ApiError::new(
-        StatusCode::PRECONDITION_REQUIRED,
-        "invalid_request_error",
-        "confirmation_required",
-        format!("Testing runs `{path} --version`, its login check and one tiny prompt on this machine. Send the same body with \"confirmRun\": true once you agree."),
-    )
-}
-
-/// `POST /admin/test`: validates a provider body and tests it without saving anything (the
-/// form's Test button); typed keys are used from memory only. A CLI provider is run only with
-/// `confirmRun: true`.
-pub async fn test_unsaved(
-    State(state): State<AppState>,
-    body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let core = &state.core;
-    let mut v = body_json(&body)?;
-    let confirmed = take_confirm_run(&mut v)?;
-    let mut p = parse_provider_value(v)?;
-    if p.config.kind.is_cli() && !confirmed {
-        return Err(confirm_first(&p.config));
-    }
-    // Testing an edit of a saved provider may keep its stored keys (same host only).
-    let saved = core
-        .routing
-        .snapshot
-        .load()
-        .provider(&p.config.id)
-        .map(|e| e.config.clone());
-    check_key_refs(core, &p.config, saved.as_ref())?;
-    let mut typed = std::mem::take(&mut p.new_keys);
-    let typed_ref = |i: usize| SecretRef {
-        env: String::new(),
-        stored: Some(format!("typed-{i}")),
-    };
-    for i in 0..typed.len() {
-        p.config.keys.insert(i, typed_ref(i));
-    }
-    for (name, value) in std::mem::take(&mut p.new_headers) {
-        p.config.headers.insert(
-            name,
-            crate::config::HeaderValue::Secret(typed_ref(typed.len())),
-        );
-        typed.push(value);
-    }
-    // Keys and headers typed into the form are used from memory; everything else as routing
-    // finds it.
-    let env = |name: &str| {
-        let typed_index = name
-            .strip_prefix(crate::secrets::LOOKUP_PREFIX)
-            .and_then(|id| id.strip_prefix("typed-"))
-            .and_then(|i| i.parse::<usize>().ok());
-        match typed_index {
-            Some(i) => typed.get(i).cloned(),
-            None => core.secret(name),
-        }
-    };
-    let runtime = Arc::new(crate::providers::ProviderRuntime::new(None));
-    let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);
-    if p.config.kind.is_cli() {
-        let config = p.config.clone();
-        let now = core.routing.clock.now_ms();
-        let st =
-            tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
-                .await
-                .unwrap_or_default();
-        runtime.cli_status.store(Some(Arc::new(st)));
-    }
-    let result = test_result(core, Arc::new(entry), false).await;
-    // Typed secrets are not among those the gateway's redactor knows: mask them here too.
-    let typed_only = crate::redact::Redactor::default();
-    typed_only.set_secrets(&typed);
-    let text = result.to_string();
-    Ok(Json(match typed_only.text(&text) {
-        std::borrow::Cow::Borrowed(_) => result,
-        std::borrow::Cow::Owned(masked) => serde_json::from_str(&masked).unwrap_or(result),
-    }))
 }

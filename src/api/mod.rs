@@ -19,6 +19,7 @@ mod key_refs;
 pub(crate) mod manage;
 pub(crate) mod openai;
 pub(crate) mod pipeline;
+mod provider_test;
 mod render;
 pub(crate) mod responses;
 pub(crate) mod routing;
@@ -86,8 +87,11 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
                 .patch(manage::patch)
                 .delete(manage::delete),
         )
-        .route("/admin/providers/{id}/test", post(manage::test_saved))
-        .route("/admin/test", post(manage::test_unsaved))
+        .route(
+            "/admin/providers/{id}/test",
+            post(provider_test::test_saved),
+        )
+        .route("/admin/test", post(provider_test::test_unsaved))
         .route("/admin/order", put(manage::order))
         .route("/admin/export", get(transfer::export))
         .route("/admin/import", post(transfer::import))

@@ -3,6 +3,7 @@
 
 mod load;
 mod provider;
+mod provider_checks;
 mod refs;
 mod state;
 pub mod validate;

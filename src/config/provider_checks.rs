@@ -1,0 +1,332 @@
+//! One provider's checks (the config file's and the admin API's): its id, address or
+//! executable, models, keys, headers and credentials, each problem naming its JSON path.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::refs::{check_env_name, check_header, check_secret_ref};
+use super::validate::RESERVED_MODEL_NAMES;
+use super::{ConfigError, ProviderConfig};
+
+/// Every problem with one provider that a form shows beside its field at once: the id, the
+/// address (or executable) and the model list are checked on their own, then the rest in
+/// order (its first problem). Empty when the provider is valid.
+pub fn provider_problems(p: &ProviderConfig, path: &str, file: &Path) -> Vec<ConfigError> {
+    let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
+    let mut out: Vec<ConfigError> = Vec::new();
+    let mut push = |e: ConfigError| {
+        let key = |e: &ConfigError| match e {
+            ConfigError::Field { path, .. } => path.clone(),
+            other => other.to_string(),
+        };
+        if !out.iter().any(|o| key(o) == key(&e)) {
+            out.push(e);
+        }
+    };
+    if let Err(m) = check_id(&p.id) {
+        push(err("id", m));
+    }
+    let address = if p.kind.is_cli() {
+        validate_cli(p, &err)
+    } else {
+        validate_url(p, &err)
+    };
+    if let Err(e) = address {
+        push(e);
+    }
+    if p.models.is_empty() {
+        push(err("models", "list at least one model".into()));
+    }
+    if let Err(e) = validate_provider(p, path, file) {
+        push(e);
+    }
+    out
+}
+
+/// Long because it is a flat list of independent checks, each naming its field.
+pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<(), ConfigError> {
+    let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
+    check_id(&p.id).map_err(|m| err("id", m))?;
+    if RESERVED_MODEL_NAMES.contains(&p.id.as_str()) {
+        return Err(err("id", format!("`{}` is reserved", p.id)));
+    }
+    if p.kind.is_cli() {
+        validate_cli(p, &err)?;
+    } else {
+        validate_url(p, &err)?;
+    }
+    if p.models.is_empty() {
+        return Err(err("models", "list at least one model".into()));
+    }
+    validate_credentials(p, &err)?;
+    for (window, share) in &p.reserve {
+        let id_ok = !window.is_empty()
+            && window
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !id_ok {
+            return Err(err(
+                &format!("reserve.{window}"),
+                "name a usage window by its id: `5h`, `7d`, `7d_opus`, `1d` (as `baton status` lists them)".into(),
+            ));
+        }
+        if !(share.is_finite() && *share > 0.0 && *share < 1.0) {
+            return Err(err(
+                &format!("reserve.{window}"),
+                format!("the share to keep is a fraction between 0 and 1 (0.1 keeps the last 10 %), not {share}"),
+            ));
+        }
+    }
+    let mut seen = HashSet::new();
+    for (i, m) in p.models.iter().enumerate() {
+        let id = m.id();
+        if id.trim().is_empty() {
+            return Err(err(
+                &format!("models[{i}]"),
+                "model name must not be empty".into(),
+            ));
+        }
+        if !seen.insert(id) {
+            return Err(err(
+                &format!("models[{i}]"),
+                format!("`{id}` is listed twice"),
+            ));
+        }
+        if let crate::config::ModelEntry::Detailed(d) = m {
+            if d.price.is_some_and(|p| !p.is_valid()) {
+                return Err(err(
+                    &format!("models[{i}].price"),
+                    "input and output are USD per million tokens: numbers of 0 or more".into(),
+                ));
+            }
+        }
+    }
+    for (i, k) in p.keys.iter().enumerate() {
+        check_secret_ref(k).map_err(|(field, m)| {
+            err(
+                &if field.is_empty() {
+                    format!("keys[{i}]")
+                } else {
+                    format!("keys[{i}].{field}")
+                },
+                m,
+            )
+        })?;
+    }
+    if p.max_concurrency == Some(0) {
+        return Err(err(
+            "maxConcurrency",
+            "must be at least 1 (leave it out for no limit)".into(),
+        ));
+    }
+    for (name, value) in &p.headers {
+        check_header(name, value).map_err(|(at, m)| err(&at, m))?;
+    }
+    if let Some(zone) = &p.day_reset {
+        if jiff::tz::TimeZone::get(zone).is_err() {
+            return Err(err(
+                "dayReset",
+                format!("`{zone}` is not an IANA time zone (e.g. America/Los_Angeles, UTC)"),
+            ));
+        }
+    }
+    let t = &p.timeouts;
+    for (field, v) in [
+        ("timeouts.connectMs", t.connect_ms),
+        ("timeouts.firstByteMs", t.first_byte_ms),
+        ("timeouts.idleMs", t.idle_ms),
+    ] {
+        if v < 100 {
+            return Err(err(field, "must be at least 100 ms".into()));
+        }
+    }
+    Ok(())
+}
+
+fn validate_url(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let url = p.base_url.trim();
+    if url.is_empty() {
+        return Err(err(
+            "baseUrl",
+            format!(
+                "kind `{}` needs `baseUrl`, e.g. https://api.openai.com/v1",
+                p.kind.as_str()
+            ),
+        ));
+    }
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Err(err(
+            "baseUrl",
+            format!("`{url}` must start with https:// (or http:// for local servers)"),
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
+        return Err(err("baseUrl", format!("`{url}` has no host")));
+    }
+    if url.ends_with("/chat/completions") || url.ends_with("/messages") {
+        return Err(err(
+            "baseUrl",
+            "give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)".into(),
+        ));
+    }
+    for (field, set) in [
+        ("executable", p.executable.is_some()),
+        ("env", !p.env.is_empty()),
+        ("flattenHistory", p.flatten_history),
+    ] {
+        if set {
+            return Err(err(
+                field,
+                format!("only the CLI kinds (claude-cli, codex-cli, gemini-cli) take `{field}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The subscription CLI kinds: no URL or keys (the CLI has its own login), a sane executable
+/// and environment.
+fn validate_cli(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let kind = p.kind.as_str();
+    if !p.base_url.trim().is_empty() {
+        return Err(err(
+            "baseUrl",
+            format!("a {kind} provider runs the CLI and has no base URL; remove `baseUrl`"),
+        ));
+    }
+    if !p.keys.is_empty() {
+        return Err(err(
+            "keys",
+            format!("a {kind} provider uses the CLI's own login; remove `keys` (log the CLI in instead)"),
+        ));
+    }
+    if !p.headers.is_empty() {
+        return Err(err(
+            "headers",
+            format!("a {kind} provider sends no HTTP headers; remove `headers`"),
+        ));
+    }
+    if let Some(exe) = &p.executable {
+        if exe.trim().is_empty() || exe.contains('\0') {
+            return Err(err(
+                "executable",
+                "give a program name on PATH or an absolute path".into(),
+            ));
+        }
+        if exe.contains('/') && !exe.starts_with('/') {
+            return Err(err(
+                "executable",
+                format!("`{exe}` is a relative path; give an absolute path or a name on PATH"),
+            ));
+        }
+        if exe.contains(char::is_whitespace) && !exe.starts_with('/') {
+            return Err(err(
+                "executable",
+                format!("`{exe}` is one program, not a command line: arguments are not allowed"),
+            ));
+        }
+        // Only the CLI itself: whoever edits a provider must not be able to run any other
+        // program (`--version` and the login check run as soon as a provider is tested).
+        let program = p.kind.cli_program().unwrap_or_default();
+        let base = exe.rsplit(['/', '\\']).next().unwrap_or(exe);
+        let stem = base
+            .strip_suffix(".exe")
+            .or_else(|| base.strip_suffix(".cmd"))
+            .unwrap_or(base);
+        if stem != program {
+            return Err(err(
+                "executable",
+                format!("a {kind} provider runs `{program}`: give `{program}` (found on PATH) or an absolute path ending in /{program}, not `{exe}`"),
+            ));
+        }
+    }
+    let allowed = p.kind.cli_env_allowed();
+    for (name, value) in &p.env {
+        check_env_name(name).map_err(|m| err(&format!("env.{name}"), m))?;
+        if !allowed.contains(&name.as_str()) {
+            return Err(err(
+                &format!("env.{name}"),
+                format!(
+                    "a {kind} provider may set only its own configuration and key variables ({}); `{name}` is not one of them",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if value.contains('\0') {
+            return Err(err(
+                &format!("env.{name}"),
+                "value must not contain NUL".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(if id.is_empty() {
+            "is required: 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit".to_string()
+        } else {
+            format!(
+                "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
+            )
+        })
+    }
+}
+
+/// `credentials: "client"`: an HTTP provider with no keys of its own; `"*"` (any model the
+/// client names) only there.
+fn validate_credentials(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let any_model = p.models.iter().any(|m| m.id() == "*");
+    if p.credentials.is_baton() {
+        if any_model {
+            return Err(err(
+                "models",
+                "`*` (any model the client names) is for providers with credentials: \"client\"; list this provider's models".into(),
+            ));
+        }
+        return Ok(());
+    }
+    if p.kind.is_cli() {
+        return Err(err(
+            "credentials",
+            "a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)".into(),
+        ));
+    }
+    if !p.keys.is_empty() {
+        return Err(err(
+            "keys",
+            "a provider with credentials: \"client\" calls with the client's own credential and has no keys of its own; remove keys".into(),
+        ));
+    }
+    if any_model && p.models.len() > 1 {
+        return Err(err(
+            "models",
+            "`*` already means any model: list it alone".into(),
+        ));
+    }
+    Ok(())
+}
