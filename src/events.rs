@@ -6,6 +6,23 @@ use tokio::sync::broadcast;
 
 const CAPACITY: usize = 1024;
 
+/// A rate limit that lifts sooner than this is folded into the tray's status line instead of a
+/// notification or a toast: a free tier's per-minute limit would otherwise interrupt all day.
+pub const NOTIFY_MIN_COOLDOWN_MS: i64 = 5 * 60_000;
+
+/// Whether a limit is worth telling the user about: an account problem (not a rate limit), a
+/// subscription's cap, or a wait of minutes. One rule for the desktop and the web UI.
+pub fn worth_telling(
+    class: &str,
+    subscription: bool,
+    reset_at_ms: Option<i64>,
+    now_ms: i64,
+) -> bool {
+    class != "rate"
+        || subscription
+        || reset_at_ms.is_some_and(|r| r - now_ms >= NOTIFY_MIN_COOLDOWN_MS)
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -30,6 +47,9 @@ pub enum Event {
         /// One line for a notification: "Claude Code session limit reached — back at 01:19;
         /// now using Codex".
         message: String,
+        /// Whether it is news for the user ([`worth_telling`]): the desktop notifies and the UI
+        /// toasts only these.
+        notable: bool,
     },
     /// A scope was taken out of rotation until `until_ms`.
     CooldownStarted {
@@ -110,5 +130,29 @@ impl Events {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.0.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_is_news_when_it_is_an_account_problem_a_subscription_or_minutes_long() {
+        let now = 1_000_000;
+        let soon = Some(now + 20_000);
+        let later = Some(now + NOTIFY_MIN_COOLDOWN_MS);
+        assert!(
+            !worth_telling("rate", false, soon, now),
+            "a 20-second limit is not news"
+        );
+        assert!(!worth_telling("rate", false, None, now));
+        assert!(worth_telling("rate", false, later, now), "five minutes is");
+        assert!(
+            worth_telling("rate", true, soon, now),
+            "a subscription's cap always is"
+        );
+        assert!(worth_telling("billing", false, soon, now));
+        assert!(worth_telling("auth", false, None, now));
     }
 }

@@ -5,7 +5,7 @@ import { openProviderForm } from "./forms.js";
 import { renderRouting } from "./routing.js";
 import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
 import { initTeam, renderTeam } from "./team.js";
-import { chart, el, explain, fmtClock, logRow, providerRow, setServerNow, startCountdowns, status } from "./views.js";
+import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
@@ -485,11 +485,25 @@ function refreshSoon() {
   }, 150);
 }
 
+/** "Groq: Rate limit — back at 6:28 PM. Now using Beta." from a failover event. */
+function failoverText(ev) {
+  const name = (label) => {
+    const id = String(label || "").split("/")[0];
+    return (state.providers.find((p) => p.id === id) || {}).name || id;
+  };
+  const what = CLASS_WORDS[ev.class] || ev.class;
+  const back = ev.reset_at_ms ? ` — back at ${fmtClock(ev.reset_at_ms)}` : "";
+  return `${name(ev.from)}: ${what}${back}. Now using ${name(ev.to)}.`;
+}
+
 function startLive() {
   if (stopEvents) return;
   stopEvents = followEvents(
     (type, ev) => {
-      if ((type === "failover" || type === "quota") && ev.message) toast(ev.message);
+      // Only what the desktop would notify (a limit of seconds is not news), in this browser's
+      // clock rather than the gateway's.
+      if (type === "failover" && ev.notable !== false) toast(failoverText(ev));
+      if (type === "quota" && ev.message) toast(ev.message);
       if (type === "paused") gatewayIs({ paused: ev.paused });
       refreshSoon();
     },

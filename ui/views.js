@@ -59,12 +59,12 @@ export function fmtLeft(ms) {
   return `${m}:${String(sec).padStart(2, "0")}`;
 }
 
-/** A clock time as the tray and notifications say it (24-hour "18:28"), with the date when
- * it is not today. */
+/** A clock time in the browser's zone and the locale's own style ("18:28", "6:28 PM"), with
+ * the date when it is not today. */
 export function fmtClock(ms) {
   const d = new Date(ms);
   const sameDay = new Date().toDateString() === d.toDateString();
-  const t = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  const t = d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
   return sameDay ? t : `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${t}`;
 }
 
@@ -331,7 +331,7 @@ export function logRow(r) {
   return el(
     "tr",
     {},
-    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString([], { hourCycle: "h23" }) }, new Date(r.tsMs).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" })),
+    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString() }, new Date(r.tsMs).toLocaleTimeString([], { hour: "numeric", minute: "2-digit", second: "2-digit" })),
     el("td", {}, r.requestedModel, r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
     el("td", {}, chain(r)),
     el("td", { class: "num" }, `${r.totalMs} ms`),

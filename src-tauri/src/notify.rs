@@ -78,10 +78,6 @@ fn is_limit(class: &str) -> bool {
     matches!(class, "rate" | "billing" | "auth")
 }
 
-/// A rate limit that lifts sooner than this is folded into the tray's status line instead of a
-/// notification: a free tier's per-minute limit would otherwise notify all day.
-const NOTIFY_MIN_COOLDOWN_MS: i64 = 5 * 60_000;
-
 /// What folding needs to know about the gateway now.
 struct Ctx<'a> {
     now_ms: i64,
@@ -93,11 +89,9 @@ struct Ctx<'a> {
     subscription: &'a dyn Fn(&str) -> bool,
 }
 
-/// A limit worth a notification: an account problem, a subscription's cap, or a wait of minutes.
+/// A limit worth a notification: the gateway's one rule (the web UI toasts by it too).
 fn worth_telling(class: &str, provider: &str, reset_at_ms: Option<i64>, ctx: &Ctx) -> bool {
-    class != "rate"
-        || (ctx.subscription)(provider)
-        || reset_at_ms.is_some_and(|r| r - ctx.now_ms >= NOTIFY_MIN_COOLDOWN_MS)
+    baton::events::worth_telling(class, (ctx.subscription)(provider), reset_at_ms, ctx.now_ms)
 }
 
 /// One notification to show, built from a burst of events.
@@ -217,7 +211,10 @@ fn with_ctx<T>(core: &Core, f: impl FnOnce(&Ctx) -> T) -> T {
             .unwrap_or_else(|| id.to_string())
     };
     let cooling = |id: &str| active.iter().any(|c| c.scope.provider == id);
-    let subscription = |id: &str| snap.provider(id).is_some_and(|p| p.config.kind.is_cli());
+    let subscription = |id: &str| {
+        snap.provider(id)
+            .is_some_and(|p| p.config.is_subscription())
+    };
     f(&Ctx {
         now_ms: core.routing.clock.now_ms(),
         name: &name,
@@ -330,6 +327,7 @@ mod tests {
             reason: "limit".into(),
             reset_at_ms: Some(reset_at_ms),
             message: format!("{from} session limit reached — back at 01:19; now using Codex"),
+            notable: true,
         }
     }
 

@@ -283,6 +283,12 @@ impl ProviderConfig {
         self.name.as_deref().unwrap_or(&self.id)
     }
 
+    /// A subscription: a CLI on its own login, or an API called with the client's login. Its
+    /// caps always matter to the user (a 5-hour window is not a per-minute blip).
+    pub fn is_subscription(&self) -> bool {
+        self.kind.is_cli() || self.credentials == Credentials::Client
+    }
+
     /// Every secret this provider refers to, with the JSON path that names it: its keys
     /// (`keys[0]`) and its secret headers (`headers.X-Proxy-Token`).
     pub fn secret_refs(&self) -> impl Iterator<Item = (String, &SecretRef)> {

@@ -266,7 +266,21 @@ fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id:
         return;
     }
     let to_name = t.provider.config.display_name();
+    let now = routing.clock.now_ms();
+    let subscription = from
+        .split('/')
+        .next()
+        .and_then(|id| {
+            routing
+                .snapshot
+                .load()
+                .provider(id)
+                .map(|p| p.config.is_subscription())
+        })
+        .unwrap_or(false);
+    let notable = crate::events::worth_telling(c.class.as_str(), subscription, c.reset_at_ms, now);
     routing.events.emit(crate::events::Event::Failover {
+        notable,
         request_id: request_id.to_string(),
         message: crate::limits::failover_message(
             &from_name,

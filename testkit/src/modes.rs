@@ -103,6 +103,10 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "ok" => Behavior::Ok,
         "auto" => Behavior::Auto,
         "429" => Behavior::rate_limited(Some(30)),
+        // A rate limit with that many seconds in Retry-After ("429:600").
+        other if other.starts_with("429:") => {
+            Behavior::rate_limited(Some(other["429:".len()..].parse().ok()?))
+        }
         "429-no-retry-after" => Behavior::rate_limited(None),
         // A Claude subscription's cap as the API answers it, back in an hour
         // ("claude-cap:SECS": back in that many seconds).

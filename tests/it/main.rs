@@ -39,6 +39,7 @@ mod config;
 mod connect;
 mod connections;
 mod date_boundaries;
+mod docs_agree;
 mod error_classes;
 mod error_contract;
 mod fault_scenarios;

@@ -215,10 +215,12 @@ test("a 429 shows a cooling countdown live, without a reload", async () => {
   await page.waitForTimeout(2100);
   const later = await badge.textContent();
   assert.notEqual(later, first, "the countdown ticks");
+  // A 30-second limit is not news: no toast (the desktop does not notify it either).
+  assert.ok(await page.isHidden("#toast") || !(await page.textContent("#toast")).includes("Now using"), await page.textContent("#toast"));
   await shot("providers-cooling");
   // The detail says it in words, with Baton's clock format, and quotes the provider.
   // (A date comes first only when the 30 s cooldown ends after midnight.)
-  assert.match(await page.textContent("#provider-list > li[data-id=alpha] [data-testid=detail]"), /^Rate limit — back at (\w{3} \d{1,2} )?\d\d:\d\d\. The provider said: “/);
+  assert.match(await page.textContent("#provider-list > li[data-id=alpha] [data-testid=detail]"), /^Rate limit — back at (\w{3} \d{1,2} )?\d{1,2}:\d\d(\s[AP]M)?\. The provider said: “/);
   // Test on a cooling provider asks first (it is a real request), then adopts what it finds.
   const test = "#provider-list > li[data-id=alpha] [data-focus=test]";
   await page.click(test);
@@ -226,7 +228,16 @@ test("a 429 shows a cooling countdown live, without a reload", async () => {
   await script(upA, ["429"]);
   await page.click(test);
   await page.waitForSelector("#provider-list > li[data-id=alpha] .test-result:text('Its row shows this now')");
-  assert.match(await page.textContent("#provider-list > li[data-id=alpha] .test-result"), /Rate limit — back at (\w{3} \d{1,2} )?\d\d:\d\d/);
+  assert.match(await page.textContent("#provider-list > li[data-id=alpha] .test-result"), /Rate limit — back at (\w{3} \d{1,2} )?\d{1,2}:\d\d(\s[AP]M)?/);
+  // A ten-minute limit is: toasted, in this browser's clock and the locale's own format.
+  await script(upC, ["429:600"]);
+  const served = (await chat()).provider;
+  assert.notEqual(served, "gamma");
+  const toast = await page.waitForSelector("#toast:has-text('Gamma: Rate limit — back at')");
+  const text = await toast.textContent();
+  assert.match(text, /^Gamma: Rate limit — back at (\w{3} \d{1,2} )?\d{1,2}:\d\d(\s[AP]M)?\. Now using \w+\.$/);
+  const r = await fetch(`${baton}/admin/cooldowns?provider=gamma`, { method: "DELETE", headers: { "x-admin-key": adminKey } });
+  assert.equal(r.status, 200);
 });
 
 test("after a reload everything is still there", async () => {
@@ -502,7 +513,7 @@ test("a subscription's usage windows show as bars, in the tray window too; thres
   await page.click("nav a[data-tab=providers]");
   const windows = await page.waitForSelector("#provider-list > li[data-id=plus] [data-testid=windows]");
   const five = await windows.$("li[data-window='5h']");
-  assert.match(await five.textContent(), /^5 h72 % · resets \d\d:\d\dbinding$/);
+  assert.match(await five.textContent(), /^5 h72 % · resets \d{1,2}:\d\d(\s[AP]M)?binding$/);
   assert.equal(await five.$eval("[role=meter]", (m) => m.getAttribute("aria-valuenow")), "72");
   assert.ok(await five.evaluate((li) => li.classList.contains("binding")));
   assert.match(await windows.$eval("li[data-window='7d']", (li) => li.textContent), /^7 d31 % · resets /);
@@ -729,6 +740,12 @@ test("first run: what Baton found is one click away", async () => {
   assert.match(await signup.getAttribute("href"), /^https:\/\/.*cerebras/);
   assert.equal(await p2.$$eval("#first-run [aria-label='Add Groq']", (b) => b.length), 1);
   await p2.screenshot({ path: join(artifacts, "first-run.png"), fullPage: true });
+  // In the 420 px tray window the buttons stay whole (they wrapped letter by letter).
+  await p2.setViewportSize({ width: 420, height: 760 });
+  const heights = await p2.$$eval("#first-run .found .row > *", (bs) => bs.map((b) => b.getBoundingClientRect().height));
+  assert.ok(heights.length && heights.every((h) => h < 44), `button heights ${heights}`);
+  await p2.screenshot({ path: join(artifacts, "first-run-420.png"), fullPage: true });
+  await p2.setViewportSize({ width: 1000, height: 760 });
   await (await row.$("button")).click();
   await p2.waitForSelector("#provider-dialog[open]");
   assert.equal(await p2.inputValue("#f-id"), "groq");
@@ -773,6 +790,23 @@ test("a catalog preset with a pasted key keeps only that key, not the preset's u
   assert.equal(r.status, 204);
 });
 
+test("times follow the locale: 12-hour where it says so, 24-hour where it does not", async () => {
+  const at = new Date(2026, 11, 3, 18, 5).getTime();
+  const clockIn = async (locale) => {
+    const ctx = await browser.newContext({ locale });
+    const p = await ctx.newPage();
+    await p.goto(`${baton}/ui/`);
+    const t = await p.evaluate(async (ms) => {
+      const views = await import("/ui/views.js");
+      return views.fmtClock(ms);
+    }, at);
+    await ctx.close();
+    return t;
+  };
+  assert.match(await clockIn("en-US"), /^(\w{3} \d{1,2} )?6:05\sPM$/);
+  assert.match(await clockIn("en-GB"), /^(\d{1,2} \w{3} )?18:05$/);
+});
+
 test("narrow tray window and dark mode render without errors", async () => {
   const small = await browser.newPage({ viewport: { width: 420, height: 720 }, colorScheme: "dark" });
   small.on("pageerror", (e) => errors.push(String(e)));
@@ -811,6 +845,16 @@ test("narrow tray window and dark mode render without errors", async () => {
   assert.equal(columns.totalX.at(-2), columns.headX[tokens], "the Tokens total is under Tokens");
   assert.equal(columns.totalX.at(-1), columns.headX.at(-1), "the Cost total is under Cost");
   await small.screenshot({ path: join(artifacts, "team-dark.png"), fullPage: true });
+  // Activity: each row's latency and tokens are on screen (the Tokens column was off it).
+  await small.click("nav a[data-tab=activity]");
+  await small.waitForSelector("#log-rows tr td.num");
+  const cells = await small.$$eval("#log-rows tr:first-child td.num", (tds) => tds.map((td) => ({ text: td.textContent, label: getComputedStyle(td, "::before").content, right: td.getBoundingClientRect().right })));
+  assert.equal(cells.length, 2);
+  for (const c of cells) assert.ok(c.right <= 420, `${c.text} ends at ${c.right}px`);
+  assert.deepEqual(cells.map((c) => c.label), ['"Latency "', '"Tokens "'], "each number says what it is");
+  const activityOverflow = await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(activityOverflow, false, "Activity: no horizontal scrolling at 420 px");
+  await small.screenshot({ path: join(artifacts, "activity-420.png"), fullPage: true });
   await small.close();
   assert.deepEqual(errors, []);
 });

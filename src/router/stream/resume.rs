@@ -257,6 +257,8 @@ impl Pump {
                     class: "transient".into(),
                     reason: format!("stream broke mid-answer ({why}); resumed with the partial answer as prefill"),
                     reset_at_ms: None,
+                    // Not a limit: a broken stream the user should hear about.
+                    notable: true,
                     message: format!(
                         "{} broke off mid-answer; {} finished it",
                         self.target.provider.config.display_name(),
