@@ -129,6 +129,10 @@ pub struct Redis {
     unsynced: Mutex<Vec<Unsynced>>,
     /// Cooldowns cleared while Redis was away (cleared there on return).
     cleared: Mutex<Vec<Scope>>,
+    /// Concurrency leases (provider, lease id) whose release Redis did not confirm, or whose
+    /// grant went unanswered: removed there on return. Left behind, one would hold a slot for
+    /// every instance until its TTL, and their requests would queue for nothing.
+    released: Mutex<Vec<(String, String)>>,
     leases: AtomicU64,
     admit: Script,
     spend: Script,
@@ -233,6 +237,7 @@ impl Shared {
             ops: tx,
             unsynced: Mutex::new(Vec::new()),
             cleared: Mutex::new(Vec::new()),
+            released: Mutex::new(Vec::new()),
             leases: AtomicU64::new(0),
             admit: Script::new(ADMIT),
             spend: Script::new(SPEND),
@@ -366,12 +371,15 @@ impl Shared {
                 id,
             }),
             Ok(Ok(_)) => LeaseResult::Full,
+            // The grant may have happened without its answer: released on return, in case.
             Ok(Err(e)) => {
                 r.down(&e.to_string());
+                r.forget_lease(provider, id);
                 LeaseResult::Local
             }
             Err(_) => {
                 r.down("no answer in time");
+                r.forget_lease(provider, id);
                 LeaseResult::Local
             }
         }

@@ -40,6 +40,7 @@ impl Redis {
         for s in &cleared {
             self.write(&Op::ClearCooldown(s.clone())).await?;
         }
+        self.replay_releases().await?;
         let known_keys = self.pull_keys(core).await?;
         if let Ok(mine) = core.store().synced_keys(None) {
             for k in mine {
@@ -129,6 +130,28 @@ impl Redis {
             }
         }
         Ok(known)
+    }
+
+    /// Gives back the leases Redis missed the release (or the grant's answer) of.
+    async fn replay_releases(&self) -> redis::RedisResult<()> {
+        let released = self
+            .released
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default();
+        let mut released = released.into_iter();
+        while let Some((provider, lease)) = released.next() {
+            let op = Op::Release { provider, lease };
+            if let Err(e) = self.write(&op).await {
+                // This one and the rest wait for the next return.
+                self.keep_unconfirmed(op);
+                for (provider, lease) in released {
+                    self.forget_lease(&provider, lease);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Keeps a spending write Redis has not confirmed, for the reconnection to replay.

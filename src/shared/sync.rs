@@ -104,14 +104,24 @@ impl Redis {
     /// An operation Redis did not confirm: spending is kept for the reconnection to replay
     /// (under its own id); the rest is state the reconciliation rebuilds anyway.
     pub(super) fn keep_unconfirmed(&self, op: Op) {
-        if let Op::Spend {
-            client,
-            spend,
-            now,
-            id,
-        } = op
-        {
-            self.remember_spend(client, spend, now, Some(id));
+        match op {
+            Op::Spend {
+                client,
+                spend,
+                now,
+                id,
+            } => self.remember_spend(client, spend, now, Some(id)),
+            Op::Release { provider, lease } => self.forget_lease(&provider, lease),
+            _ => {}
+        }
+    }
+
+    /// A lease to remove from Redis once it answers again (see `released`).
+    pub(super) fn forget_lease(&self, provider: &str, lease: String) {
+        if let Ok(mut r) = self.released.lock() {
+            if r.len() < super::MAX_UNSYNCED {
+                r.push((provider.to_string(), lease));
+            }
         }
     }
 

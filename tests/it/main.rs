@@ -61,6 +61,7 @@ mod retry_after;
 mod routes_admin;
 mod routing;
 mod shared_dates;
+mod shared_leases;
 mod shared_state;
 mod statusline;
 mod stops_and_parallel;
