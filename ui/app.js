@@ -559,7 +559,7 @@ $("autostart").addEventListener("change", async (e) => {
   try {
     const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });
     e.target.checked = r.autostart;
-    toast(r.autostart ? "Baton starts at login." : "Baton no longer starts at login.");
+    toast(r.autostart ? `Baton starts at login.${r.warning ? ` ${r.warning}` : ""}` : "Baton no longer starts at login.");
   } catch (err) {
     e.target.checked = !e.target.checked;
     showError(err);

@@ -529,6 +529,12 @@ fn on_menu(app: &AppHandle, id: &str) {
             };
             if let Err(e) = r {
                 crate::notify::show("Start at login failed", &e.to_string());
+            } else if let Some(w) = (!on)
+                .then(|| std::env::current_exe().ok())
+                .flatten()
+                .and_then(|exe| baton::api::settings::build_dir_warning(&exe))
+            {
+                crate::notify::show("Baton starts at login — from a build directory", &w);
             }
             refresh(app);
         }

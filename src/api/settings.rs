@@ -181,6 +181,22 @@ pub async fn put(
     Ok(Json(json!({"notifications": current})))
 }
 
+/// Start at login runs this very binary: when it lives in a Cargo build directory (`target/…`
+/// or the `baton-target` cache), `cargo clean` would silently break the next login's start.
+pub fn build_dir_warning(exe: &std::path::Path) -> Option<String> {
+    let parts: Vec<&str> = exe
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .collect();
+    let in_build = parts.windows(2).any(|w| {
+        (w[0] == "target" || w[0].ends_with("-target")) && (w[1] == "debug" || w[1] == "release")
+    });
+    in_build.then(|| format!(
+        "It starts {}, which is in a build directory: `cargo clean` or a rebuild elsewhere would stop it starting. Copy the app somewhere stable (e.g. ~/.local/bin) and turn this on from there.",
+        exe.display()
+    ))
+}
+
 /// `GET /admin/desktop`: whether Baton runs inside the desktop app, and its start-at-login state.
 pub async fn desktop(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
@@ -205,8 +221,12 @@ pub async fn set_desktop(
         return Err(invalid("autostart", "must be true or false"));
     };
     (link.set_autostart)(on).map_err(|e| ApiError::internal("autostart", e))?;
+    let warning = on
+        .then(|| std::env::current_exe().ok())
+        .flatten()
+        .and_then(|exe| build_dir_warning(&exe));
     Ok(Json(
-        json!({"present": true, "autostart": (link.autostart)()}),
+        json!({"present": true, "autostart": (link.autostart)(), "warning": warning}),
     ))
 }
 
@@ -322,4 +342,28 @@ fn desktop_link(
             headless,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build_dir_warning;
+    use std::path::Path;
+
+    #[test]
+    fn a_binary_in_a_build_directory_gets_a_warning_an_installed_one_does_not() {
+        for built in [
+            "/home/u/src/baton/target/release/baton-desktop",
+            "/home/u/.cache/baton-target/debug/baton-desktop",
+        ] {
+            let w = build_dir_warning(Path::new(built)).expect(built);
+            assert!(w.contains("cargo clean") && w.contains(built), "{w}");
+        }
+        for installed in [
+            "/usr/bin/baton-desktop",
+            "/home/u/.local/bin/baton-desktop",
+            "/opt/target/bin/baton",
+        ] {
+            assert_eq!(build_dir_warning(Path::new(installed)), None, "{installed}");
+        }
+    }
 }
