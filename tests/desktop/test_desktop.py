@@ -264,6 +264,10 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     entry = desktop.home / ".config" / "autostart" / "Baton.desktop"
     choose(tray, 5)  # Start at login
     assert wait_for(entry.exists, timeout=5, what="the autostart entry")
+    # This binary runs from the build directory, so the tray says `cargo clean` would break
+    # it (and the notification is closed, so later tests see only their own).
+    warned = [n for n in notifications() if "build directory" in n["summary"]]
+    assert warned and "cargo clean" in warned[0]["body"], notifications()
     _, _, body = desktop.request("/admin/desktop", admin=True)
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
     choose(tray, 5)
