@@ -57,6 +57,7 @@ fn api_error(e: ConnectError) -> ApiError {
     let (status, code) = match &e {
         ConnectError::UnknownApp(_) => (StatusCode::NOT_FOUND, "unknown_client"),
         ConnectError::NotServed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "client_not_served"),
+        ConnectError::NoLogin(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
         ConnectError::Unreadable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "unreadable_file"),
         ConnectError::Changed { .. } => (StatusCode::CONFLICT, "changed_since_preview"),
         ConnectError::NotConnected(_) => (StatusCode::CONFLICT, "not_connected"),
@@ -221,27 +222,19 @@ fn target(state: &AppState, app: App, b: &ConnectBody) -> Result<Target, ApiErro
     })?;
     let snap = core.routing.snapshot.load();
     let login = connect::login_providers(app, snap.providers.iter().map(|p| &p.config));
-    let mode = match b.mode.as_deref() {
-        Some("login") if app.has_login_mode() => Mode::Login,
-        Some("login") => {
-            return Err(ApiError::field(
-                "mode",
-                format!(
-                    "{} has no login of its own to pass through: use \"keys\"",
-                    app.name()
-                ),
-            ))
-        }
-        Some("keys") => Mode::Keys,
+    let asked = match b.mode.as_deref() {
+        None => None,
+        Some("login") => Some(Mode::Login),
+        Some("keys") => Some(Mode::Keys),
         Some(other) => {
             return Err(ApiError::field(
                 "mode",
                 format!("`{other}` is not a mode: use \"keys\" or \"login\""),
             ))
         }
-        None if login.is_empty() => Mode::Keys,
-        None => Mode::Login,
     };
+    let mode = connect::choose_mode(app, asked, &login)
+        .map_err(|e| ApiError::field("mode", format!("{e}: use \"keys\"")))?;
     let statusline = match (b.statusline, app) {
         (false, _) => None,
         (true, App::ClaudeCode) => {

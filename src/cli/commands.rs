@@ -10,7 +10,7 @@ use baton::store::Store;
 
 pub type CmdResult = Result<ExitCode, String>;
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -67,7 +67,7 @@ pub fn gateway_url(given: Option<String>, dir: &Path) -> String {
 }
 
 /// The admin key given, else the one in the data directory's `admin.key`.
-fn admin_key_of(dir: Option<PathBuf>, given: Option<String>) -> Result<String, String> {
+pub fn admin_key_of(dir: Option<PathBuf>, given: Option<String>) -> Result<String, String> {
     if let Some(k) = given {
         return Ok(k);
     }

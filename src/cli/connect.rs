@@ -29,16 +29,17 @@ pub fn run(o: ConnectOptions) -> CmdResult {
     let app = App::parse(&o.client).map_err(|e| e.to_string())?;
     let dir = o.data_dir.clone().unwrap_or_else(baton::default_data_dir);
     let journal = dir.join("connect");
+    // Read once: the connect needs it, undo only to mask it in the diff.
+    let key = gateway_key(&o, &dir);
     let plan = if o.undo {
         connect::plan_undo(app, &journal)
     } else {
-        let target = target(app, &o, &dir)?;
+        let target = target(app, &o, &dir, key.clone()?)?;
         let homes = Homes::from_env().ok_or_else(|| ConnectError::NoHome.to_string())?;
         connect::plan_connect(app, &homes, &target, &journal)
     }
     .map_err(|e| e.to_string())?;
-    let key = key_for_masking(&o, &dir);
-    show(&plan, key.as_deref());
+    show(&plan, key.as_deref().ok());
     if !plan.changes() && !plan.undo {
         println!("{} already points at Baton: nothing to write.", app.name());
         return Ok(ExitCode::SUCCESS);
@@ -76,25 +77,16 @@ pub fn run(o: ConnectOptions) -> CmdResult {
 /// Silent when Baton cannot be asked (connect works without it running).
 fn unmapped_hint(app: App, o: &ConnectOptions, dir: &Path) -> Option<String> {
     let url = super::commands::gateway_url(o.url.clone(), dir);
-    let key = std::fs::read_to_string(dir.join(baton::auth::ADMIN_KEY_FILE)).ok()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()?;
-    let list: serde_json::Value = rt.block_on(async {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(2))
-            .build()
-            .ok()?;
-        let r = client
-            .get(format!("{}/admin/connect", url.trim_end_matches('/')))
-            .header("x-admin-key", key.trim())
-            .send()
-            .await
-            .ok()?;
-        serde_json::from_slice(&r.bytes().await.ok()?).ok()
-    })?;
+    let key = super::commands::admin_key_of(Some(dir.to_path_buf()), None).ok()?;
+    let list = super::commands::runtime()
+        .ok()?
+        .block_on(super::status::admin_json(
+            &url,
+            &key,
+            "/admin/connect",
+            &[],
+            std::time::Duration::from_secs(2),
+        ))?;
     let me = list["clients"]
         .as_array()?
         .iter()
@@ -110,34 +102,26 @@ fn unmapped_hint(app: App, o: &ConnectOptions, dir: &Path) -> Option<String> {
 }
 
 /// The address, key and mode the client is pointed at.
-fn target(app: App, o: &ConnectOptions, dir: &Path) -> Result<Target, String> {
+fn target(app: App, o: &ConnectOptions, dir: &Path, key: String) -> Result<Target, String> {
     let origin = super::commands::gateway_url(o.url.clone(), dir)
         .trim_end_matches('/')
         .trim_end_matches("/v1")
         .to_string();
-    let key = gateway_key(o, dir)?;
-    let mode = match o.mode {
-        Some(m) => m,
+    let login = match o.mode {
+        Some(_) => Vec::new(),
         None => {
             let providers = super::commands::live_providers(dir).unwrap_or_default();
-            let login = connect::login_providers(app, &providers);
-            if login.is_empty() {
-                Mode::Keys
-            } else {
-                println!(
-                    "{} will use its own login through {} (pass --keys to use Baton's providers instead).",
-                    app.name(),
-                    login.join(", ")
-                );
-                Mode::Login
-            }
+            connect::login_providers(app, &providers)
         }
     };
-    if mode == Mode::Login && !app.has_login_mode() {
-        return Err(format!(
-            "{} has no login of its own to pass through; drop --login",
-            app.name()
-        ));
+    let mode =
+        connect::choose_mode(app, o.mode, &login).map_err(|e| format!("{e}; drop --login"))?;
+    if o.mode.is_none() && mode == Mode::Login {
+        println!(
+            "{} will use its own login through {} (pass --keys to use Baton's providers instead).",
+            app.name(),
+            login.join(", ")
+        );
     }
     let statusline = match (o.statusline, app) {
         (false, _) => None,
@@ -181,10 +165,6 @@ fn gateway_key(o: &ConnectOptions, dir: &Path) -> Result<String, String> {
                 path.display()
             )
         })
-}
-
-fn key_for_masking(o: &ConnectOptions, dir: &Path) -> Option<String> {
-    gateway_key(o, dir).ok()
 }
 
 /// Claude Code's status line runs this very binary (with an absolute data directory).

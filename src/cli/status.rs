@@ -20,19 +20,20 @@ pub enum StatusError {
     Answer(String),
 }
 
-/// Fetches `/admin/state`.
-/// The status line's text from a running Baton (`GET /admin/statusline`), or `None` when it
-/// cannot be had within half a second (a status line must never hold up its client).
-pub async fn statusline(url: &str, admin_key: &str, session: Option<&str>) -> Option<String> {
+/// `GET {url}{path}` on a running Baton with the admin key, as JSON, or `None` when it cannot be
+/// had within `timeout` (for answers that are a courtesy: a status line, a hint).
+pub async fn admin_json(
+    url: &str,
+    admin_key: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    timeout: Duration,
+) -> Option<serde_json::Value> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(500))
-        .build()
-        .ok()?;
-    let mut endpoint =
-        reqwest::Url::parse(&format!("{}/admin/statusline", url.trim_end_matches('/'))).ok()?;
-    if let Some(s) = session {
-        endpoint.query_pairs_mut().append_pair("session", s);
+    let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
+    let mut endpoint = reqwest::Url::parse(&format!("{}{path}", url.trim_end_matches('/'))).ok()?;
+    for (k, v) in query {
+        endpoint.query_pairs_mut().append_pair(k, v);
     }
     let resp = client
         .get(endpoint)
@@ -43,10 +44,25 @@ pub async fn statusline(url: &str, admin_key: &str, session: Option<&str>) -> Op
     if !resp.status().is_success() {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_slice(&resp.bytes().await.ok()?).ok()?;
+    serde_json::from_slice(&resp.bytes().await.ok()?).ok()
+}
+
+/// The status line's text from a running Baton (`GET /admin/statusline`), or `None` when it
+/// cannot be had within half a second (a status line must never hold up its client).
+pub async fn statusline(url: &str, admin_key: &str, session: Option<&str>) -> Option<String> {
+    let query: Vec<(&str, &str)> = session.map(|s| ("session", s)).into_iter().collect();
+    let v = admin_json(
+        url,
+        admin_key,
+        "/admin/statusline",
+        &query,
+        Duration::from_millis(500),
+    )
+    .await?;
     v.get("line")?.as_str().map(str::to_string)
 }
 
+/// Fetches `/admin/state`.
 pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()

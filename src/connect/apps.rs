@@ -54,20 +54,38 @@ impl App {
 pub struct FileSpec {
     pub path: PathBuf,
     pub format: Format,
-    pub entries: Vec<(Vec<&'static str>, Val)>,
+    pub entries: Entries,
+}
+
+/// The file `app` reads its configuration from, and its format.
+pub fn file(app: App, homes: &Homes) -> Result<(PathBuf, Format), ConnectError> {
+    Ok(match app {
+        App::ClaudeCode => (homes.claude.join("settings.json"), Format::Json),
+        App::Codex => (homes.codex.join("config.toml"), Format::Toml),
+        App::Opencode => (opencode_file(&homes.opencode), Format::Json),
+        App::GeminiCli => return Err(ConnectError::NotServed(app)),
+    })
 }
 
 /// The files and entries that point `app` at `target`.
 pub fn specs(app: App, homes: &Homes, target: &Target) -> Result<Vec<FileSpec>, ConnectError> {
-    Ok(vec![match app {
-        App::ClaudeCode => claude_code(homes, target),
-        App::Codex => codex(homes, target),
-        App::Opencode => opencode(homes, target),
+    let (path, format) = file(app, homes)?;
+    let entries = match app {
+        App::ClaudeCode => claude_code(target),
+        App::Codex => codex(target),
+        App::Opencode => opencode(target),
         App::GeminiCli => return Err(ConnectError::NotServed(app)),
+    };
+    Ok(vec![FileSpec {
+        path,
+        format,
+        entries,
     }])
 }
 
-fn claude_code(homes: &Homes, target: &Target) -> FileSpec {
+type Entries = Vec<(Vec<&'static str>, Val)>;
+
+fn claude_code(target: &Target) -> Entries {
     let key = target.key.as_str();
     let mut entries = vec![(vec!["env", "ANTHROPIC_BASE_URL"], Val::str(&target.origin))];
     entries.push(match target.mode {
@@ -85,14 +103,10 @@ fn claude_code(homes: &Homes, target: &Target) -> FileSpec {
             Val::obj([("type", Val::str("command")), ("command", Val::str(cmd))]),
         ));
     }
-    FileSpec {
-        path: homes.claude.join("settings.json"),
-        format: Format::Json,
-        entries,
-    }
+    entries
 }
 
-fn codex(homes: &Homes, target: &Target) -> FileSpec {
+fn codex(target: &Target) -> Entries {
     let key = target.key.as_str();
     let mut provider = vec![
         ("name", Val::str("Baton")),
@@ -115,19 +129,15 @@ fn codex(homes: &Homes, target: &Target) -> FileSpec {
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
     );
-    FileSpec {
-        path: homes.codex.join("config.toml"),
-        format: Format::Toml,
-        // The default provider. (Codex 0.171 refuses the older top-level `profile` key:
-        // profiles are now files of their own, chosen with `--profile`.)
-        entries: vec![
-            (vec!["model_provider"], Val::str("baton")),
-            (vec!["model_providers", "baton"], provider),
-        ],
-    }
+    // The default provider. (Codex 0.171 refuses the older top-level `profile` key: profiles
+    // are now files of their own, chosen with `--profile`.)
+    vec![
+        (vec!["model_provider"], Val::str("baton")),
+        (vec!["model_providers", "baton"], provider),
+    ]
 }
 
-fn opencode(homes: &Homes, target: &Target) -> FileSpec {
+fn opencode(target: &Target) -> Entries {
     let options = Val::obj([
         ("baseURL", Val::str(format!("{}/v1", target.origin))),
         ("apiKey", Val::str(&target.key)),
@@ -141,14 +151,10 @@ fn opencode(homes: &Homes, target: &Target) -> FileSpec {
             Val::obj([("auto", Val::obj([("name", Val::str("Baton (auto)"))]))]),
         ),
     ]);
-    FileSpec {
-        path: opencode_file(&homes.opencode),
-        format: Format::Json,
-        entries: vec![
-            (vec!["provider", "baton"], provider),
-            (vec!["model"], Val::str("baton/auto")),
-        ],
-    }
+    vec![
+        (vec!["provider", "baton"], provider),
+        (vec!["model"], Val::str("baton/auto")),
+    ]
 }
 
 /// opencode reads `opencode.jsonc` or `opencode.json`: the one that exists, else the plain one.

@@ -100,16 +100,28 @@ pub fn login_providers<'a>(
         .collect()
 }
 
+/// The mode to connect `app` in: the one asked for, else the client's own login when a
+/// passthrough provider serves it (`login_providers`), else Baton's key.
+pub fn choose_mode(
+    app: App,
+    asked: Option<Mode>,
+    login_providers: &[String],
+) -> Result<Mode, ConnectError> {
+    let mode = asked.unwrap_or(if login_providers.is_empty() {
+        Mode::Keys
+    } else {
+        Mode::Login
+    });
+    if mode == Mode::Login && !app.has_login_mode() {
+        return Err(ConnectError::NoLogin(app));
+    }
+    Ok(mode)
+}
+
 /// The files `connect` writes for `app` (none for a client it cannot connect).
 pub fn files(app: App, homes: &Homes) -> Vec<PathBuf> {
-    let t = Target {
-        origin: String::new(),
-        key: String::new(),
-        mode: Mode::Keys,
-        statusline: None,
-    };
-    apps::specs(app, homes, &t)
-        .map(|s| s.into_iter().map(|f| f.path).collect())
+    apps::file(app, homes)
+        .map(|(path, _)| vec![path])
         .unwrap_or_default()
 }
 
@@ -154,6 +166,8 @@ pub enum ConnectError {
     UnknownApp(String),
     #[error("{} cannot be connected yet: Baton does not serve the Gemini API that it speaks. Use Gemini CLI as a provider instead (Providers → Add).", .0.name())]
     NotServed(App),
+    #[error("{} has no login of its own to pass through", .0.name())]
+    NoLogin(App),
     #[error("cannot find your home directory (HOME is not set)")]
     NoHome,
     #[error("{}: cannot read it ({source})", path.display())]

@@ -187,6 +187,14 @@ fn strip_scheme(v: &str) -> &str {
     }
 }
 
+/// What a client's own account is named by where a key of Baton's would be (`client:3f9a…`).
+const ACCOUNT_PREFIX: &str = "client:";
+
+/// Whether a key id names a client's own account rather than a key of Baton's.
+pub fn is_account(key: &str) -> bool {
+    key.starts_with(ACCOUNT_PREFIX)
+}
+
 /// A non-secret id for an account (`client:3f9a…`): a digest, never the account itself. The
 /// account is the client's word, so it counts only together with the Baton key that came with
 /// it: one team member naming another's account cannot cool that member's subscription.
@@ -200,5 +208,5 @@ fn account_id(baton_key: &str, account: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("client:{id}")
+    format!("{ACCOUNT_PREFIX}{id}")
 }

@@ -77,11 +77,6 @@ impl ProviderState {
     }
 }
 
-/// A client's own account (`client:3f9a…`), as cooldowns name it in place of a key.
-pub fn is_account(key: &str) -> bool {
-    key.starts_with("client:")
-}
-
 fn soonest<'a>(list: &[&'a CooldownEntry]) -> Option<&'a CooldownEntry> {
     list.iter().min_by_key(|c| c.until_ms).copied()
 }
@@ -162,7 +157,13 @@ pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> Pro
         let accounts: Vec<&CooldownEntry> = mine
             .iter()
             .copied()
-            .filter(|c| c.scope.model.is_none() && c.scope.key.as_deref().is_some_and(is_account))
+            .filter(|c| {
+                c.scope.model.is_none()
+                    && c.scope
+                        .key
+                        .as_deref()
+                        .is_some_and(super::client::is_account)
+            })
             .collect();
         if let Some(c) = soonest(&accounts) {
             return ProviderState::out(State::Cooling, c);
