@@ -45,6 +45,10 @@ pub enum WriteOp {
 struct Queue {
     ops: Mutex<VecDeque<WriteOp>>,
     ready: Condvar,
+    /// The writer thread waits on `ready` (set and read under `ops`' lock). A sender wakes it
+    /// only then: a wake is a syscall, and while the writer is busy or gathering a batch it
+    /// takes what is queued without one.
+    idle: std::sync::atomic::AtomicBool,
     /// Log rows waiting (the bound applies to these).
     rows: AtomicUsize,
     max_rows: usize,
@@ -90,6 +94,7 @@ impl StoreWriter {
         let q = Arc::new(Queue {
             ops: Mutex::new(VecDeque::new()),
             ready: Condvar::new(),
+            idle: std::sync::atomic::AtomicBool::new(false),
             rows: AtomicUsize::new(0),
             max_rows: log.max_queued_rows.max(1),
             senders: AtomicUsize::new(1),
@@ -111,7 +116,7 @@ impl StoreWriter {
         let q = &self.q;
         let is_row = matches!(op, WriteOp::Log(_));
         let mut dropped_now = false;
-        {
+        let wake = {
             let mut ops = lock(&q.ops);
             if is_row {
                 if q.rows.load(Ordering::Relaxed) >= q.max_rows {
@@ -125,8 +130,11 @@ impl StoreWriter {
                 q.rows.fetch_add(1, Ordering::Relaxed);
             }
             ops.push_back(op);
+            q.idle.load(Ordering::Relaxed)
+        };
+        if wake {
+            q.ready.notify_one();
         }
-        q.ready.notify_one();
         if dropped_now {
             let mut warned = lock(&q.warned);
             if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
@@ -170,10 +178,12 @@ fn next_op(q: &Queue) -> Option<WriteOp> {
         if q.senders.load(Ordering::Acquire) == 0 {
             return None;
         }
+        q.idle.store(true, Ordering::Relaxed);
         ops = q
             .ready
             .wait(ops)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.idle.store(false, Ordering::Relaxed);
     }
 }
 
