@@ -332,6 +332,18 @@ fn counted(
 
 /// Every window a response's headers describe (empty when they say nothing about limits).
 /// One pass over the names first: most answers carry none of these, and pay no more than that.
+/// Whether an answer carries any rate-limit or usage-window header (OpenAI's and the
+/// compatible hosts' `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`, Codex's `x-codex-*`):
+/// one pass over the names, so an answer without them costs no lookups.
+pub fn has_limit_headers(headers: &HeaderMap) -> bool {
+    headers.keys().any(|name| {
+        let n = name.as_str();
+        n.starts_with("x-ratelimit-")
+            || n.starts_with("anthropic-ratelimit-")
+            || n.starts_with("x-codex-")
+    })
+}
+
 pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
     let (mut unified, mut codex_family, mut keyed) = (false, false, false);
     for name in headers.keys() {
@@ -448,6 +460,27 @@ mod tests {
         ] {
             assert_eq!(overage_in_use(&quiet), None, "{quiet:?}");
         }
+    }
+
+    #[test]
+    fn limit_headers_are_found_by_family_and_only_then() {
+        assert!(has_limit_headers(&h(&[(
+            "x-ratelimit-remaining-requests",
+            "9"
+        )])));
+        assert!(has_limit_headers(&h(&[(
+            "anthropic-ratelimit-unified-5h-utilization",
+            "0.5"
+        )])));
+        assert!(has_limit_headers(&h(&[(
+            "x-codex-primary-used-percent",
+            "40"
+        )])));
+        assert!(!has_limit_headers(&h(&[
+            ("content-type", "application/json"),
+            ("retry-after", "3"),
+            ("x-request-id", "r1"),
+        ])));
     }
 
     use crate::limits::headers as h;

@@ -133,18 +133,24 @@ async fn send(
         }
         Ok(Ok(r)) => r,
     };
+    let mut resp = resp;
     let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let now = routing.clock.now_ms();
-    p.runtime.quota.observe(key_id, &headers, now);
-    routing.usage_signal(
-        p,
-        key_id,
-        crate::limits::windows::from_headers(&headers, now),
-    );
-    if (200..300).contains(&status) && p.config.overage.is_avoid() {
-        if let Some(reset) = crate::limits::windows::overage_in_use(&headers) {
-            routing.overage_spent(p, key_id, reset);
+    // The body needs no headers: they are taken, not copied.
+    let headers = std::mem::take(resp.headers_mut());
+    // One pass over the names decides whether any limit header is there; most answers
+    // (local models, many OpenAI-compatible hosts) carry none and cost no lookups.
+    if crate::limits::windows::has_limit_headers(&headers) {
+        let now = routing.clock.now_ms();
+        p.runtime.quota.observe(key_id, &headers, now);
+        routing.usage_signal(
+            p,
+            key_id,
+            crate::limits::windows::from_headers(&headers, now),
+        );
+        if (200..300).contains(&status) && p.config.overage.is_avoid() {
+            if let Some(reset) = crate::limits::windows::overage_in_use(&headers) {
+                routing.overage_spent(p, key_id, reset);
+            }
         }
     }
     let body = futures_util::StreamExt::map(resp.bytes_stream(), |r| {
