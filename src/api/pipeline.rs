@@ -277,6 +277,12 @@ async fn parse(
             (c, openai, None)
         }
     };
+    let needs = canonical.needs();
+    let follows = named.is_some()
+        || crate::router::affinity::Conversation::follows_unnamed(
+            &canonical,
+            needs.prompt_tokens(),
+        );
     let conversation =
         named.or_else(|| crate::router::affinity::Conversation::by_prefix(&canonical));
     let inbound = Inbound {
@@ -285,10 +291,11 @@ async fn parse(
         responses_body,
         client,
         anthropic_beta,
-        needs: canonical.needs(),
+        needs,
         canonical,
         deadline_ms,
         conversation,
+        follows,
     };
     Ok((inbound, charge, echo))
 }

@@ -9,8 +9,9 @@
 //! is forgotten, and its next turn follows the configured order again.
 //!
 //! A conversation is named by what the client sends: `prompt_cache_key`, Codex's `session-id`
-//! header, Claude Code's session in `metadata.user_id`; else by its system prompt and first user
-//! turn. Only a digest is kept. The memory is bounded (least recently used go first) and, when
+//! header, Claude Code's session in `metadata.user_id`; else (a plain SDK chat) by the prefix
+//! every turn repeats: system prompt, tools and first user turn, followed from the second turn
+//! on. Only a digest is kept. The memory is bounded (least recently used go first) and, when
 //! `state.backend` is Redis, shared: every instance reads and writes the same entry.
 
 use std::num::NonZeroUsize;
@@ -55,7 +56,12 @@ impl Conversation {
 
     /// The name in hex (the shared-state key).
     pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        use std::fmt::Write;
+        let mut out = String::with_capacity(32);
+        for b in self.0 {
+            let _ = write!(out, "{b:02x}");
+        }
+        out
     }
 
     /// The session header a client names its conversation with (Codex's `session-id`).
@@ -79,29 +85,44 @@ impl Conversation {
         claude_code_session(body).map(|s| Self::of("session", &s))
     }
 
-    /// A conversation the client does not name, by its system prompt and first user turn (the
-    /// same on every turn); only when its prompt is long enough for providers to cache
-    /// (`MIN_CACHED_TOKENS`): short requests keep the keys' round-robin.
+    /// A conversation the client does not name (a plain SDK chat), by the start of its prompt
+    /// that every turn repeats: the system prompt, the tools, and the first user turn. `None`
+    /// without a user turn.
     pub fn by_prefix(canonical: &ChatRequest) -> Option<Self> {
-        if canonical.needs().prompt_tokens() < MIN_CACHED_TOKENS {
-            return None;
+        let first = canonical.messages.iter().find(|m| m.role == Role::User)?;
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(b"prefix\n");
+        for s in &canonical.system {
+            ctx.update(s.as_bytes());
+            ctx.update(b"\n");
         }
-        let first = canonical
-            .messages
-            .iter()
-            .find(|m| m.role == Role::User)?
-            .content
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        Some(Self::of(
-            "prefix",
-            &format!("{}\n\n{first}", canonical.system.join("\n")),
-        ))
+        // Tools are part of the cached prefix: the same opening with other tools is another
+        // conversation. Their names tell them apart; their schemas (tens of kilobytes for an
+        // agent) are not serialised again for this.
+        for t in &canonical.tools {
+            ctx.update(b"\x00tool\x00");
+            ctx.update(t.name.as_bytes());
+        }
+        ctx.update(b"\x00user\x00");
+        for p in &first.content {
+            if let Part::Text(t) = p {
+                ctx.update(t.as_bytes());
+                ctx.update(b"\n");
+            }
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&ctx.finish().as_ref()[..16]);
+        Some(Self(out))
+    }
+
+    /// Whether an unnamed request goes where its conversation was last served: from its
+    /// second turn on (an assistant turn is in it), or when its prompt is long enough for
+    /// the providers to cache (`MIN_CACHED_TOKENS`). A first turn is remembered but not
+    /// followed, so that one-off requests with the same prompt (a batch, a health check)
+    /// keep the keys' round-robin.
+    pub fn follows_unnamed(canonical: &ChatRequest, prompt_tokens: u64) -> bool {
+        canonical.messages.iter().any(|m| m.role != Role::User)
+            || prompt_tokens >= MIN_CACHED_TOKENS
     }
 }
 
@@ -211,9 +232,11 @@ pub(crate) fn remember(
     let Some(c) = conversation.filter(|_| cfg.enabled) else {
         return;
     };
-    routing
-        .shared
-        .set_affinity(&c.hex(), stick.encode(), cfg.ttl_ms);
+    if routing.shared.is_up() == Some(true) {
+        routing
+            .shared
+            .set_affinity(&c.hex(), stick.encode(), cfg.ttl_ms);
+    }
     routing.affinity.set(*c, stick, routing.clock.now_ms());
 }
 
@@ -289,14 +312,52 @@ mod tests {
         assert_eq!(a, Conversation::by_prefix(&later));
         assert_ne!(a, Conversation::by_prefix(&req("You are Codex.", "other")));
         assert_eq!(a.unwrap().hex().len(), 32);
-        let short = ChatRequest {
+        // Other tools: another conversation.
+        let mut tooled = req("You are Codex.", "fix it");
+        tooled.tools.push(crate::canonical::Tool {
+            name: "shell".into(),
+            description: None,
+            parameters: json!({"type": "object"}),
+        });
+        assert_ne!(a, Conversation::by_prefix(&tooled));
+        assert_eq!(Conversation::by_prefix(&ChatRequest::default()), None);
+    }
+
+    #[test]
+    fn an_unnamed_conversation_is_followed_from_its_second_turn_or_once_cacheable() {
+        let first = ChatRequest {
             system: vec!["Be brief.".into()],
-            ..req("x", "hi")
+            messages: vec![crate::canonical::Message {
+                role: Role::User,
+                content: vec![Part::Text("hi".into())],
+                name: None,
+            }],
+            ..ChatRequest::default()
         };
+        assert!(
+            Conversation::by_prefix(&first).is_some(),
+            "a short first turn is remembered"
+        );
+        assert!(
+            !Conversation::follows_unnamed(&first, 20),
+            "but not followed: one-off requests keep the round-robin"
+        );
+        assert!(Conversation::follows_unnamed(&first, MIN_CACHED_TOKENS));
+        let mut second = first.clone();
+        second.messages.push(crate::canonical::Message {
+            role: Role::Assistant,
+            content: vec![Part::Text("hello".into())],
+            name: None,
+        });
+        second.messages.push(crate::canonical::Message {
+            role: Role::User,
+            content: vec![Part::Text("more".into())],
+            name: None,
+        });
+        assert!(Conversation::follows_unnamed(&second, 40));
         assert_eq!(
-            Conversation::by_prefix(&short),
-            None,
-            "too short to be cached"
+            Conversation::by_prefix(&first),
+            Conversation::by_prefix(&second)
         );
     }
 

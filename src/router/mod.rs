@@ -65,8 +65,11 @@ pub struct Inbound {
     pub needs: Needs,
     /// Per-request deadline from `x-gateway-timeout-ms`, overriding `routing.requestTimeoutMs`.
     pub deadline_ms: Option<u64>,
-    /// The conversation this request continues (`affinity`).
+    /// The conversation this request belongs to (`affinity`): where it is served is remembered.
     pub conversation: Option<affinity::Conversation>,
+    /// Whether it goes where its conversation was last served (a named conversation, or an
+    /// unnamed one past its first turn: `Conversation::follows_unnamed`).
+    pub follows: bool,
 }
 
 /// A concurrency slot on a provider, released when the answer is complete.
@@ -276,7 +279,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     let stick = affinity::lookup(
         routing,
         &snap.routing.affinity,
-        inbound.conversation.as_ref(),
+        inbound.conversation.as_ref().filter(|_| inbound.follows),
     )
     .await;
     if let Some(s) = &stick {
@@ -524,6 +527,7 @@ pub async fn test_target(
         anthropic_beta: None,
         deadline_ms: None,
         conversation: None,
+        follows: false,
     };
     let started = Instant::now();
     let limit = Duration::from_millis(

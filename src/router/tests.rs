@@ -202,6 +202,7 @@ fn inbound(stream: bool) -> Inbound {
         anthropic_beta: None,
         deadline_ms: None,
         conversation: None,
+        follows: false,
     }
 }
 

@@ -18,6 +18,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 mod anthropic;
+mod cache;
 pub mod contract;
 mod model;
 mod modes;
@@ -125,6 +126,8 @@ pub(crate) struct Shared {
     subscription: Mutex<Option<String>>,
     /// Answers report prompt-cache usage (`report_cache_usage`).
     cache_usage: std::sync::atomic::AtomicBool,
+    /// A prompt cache per key (`model_prompt_cache`): the digests of the prompts each key sent.
+    prompt_cache: Mutex<Option<std::collections::HashMap<String, std::collections::HashSet<u64>>>>,
     /// Every body refused as the real API would refuse it (`refusals`): the API's message.
     refusals: Mutex<Vec<String>>,
     /// The test sends bodies the API refuses on purpose (`expect_refusals`).
@@ -442,10 +445,13 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     let guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let usage = body
-        .pointer("/stream_options/include_usage")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let usage = openai::Usage {
+        in_stream: body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        value: s.chat_usage(&headers, &body),
+    };
     let model = body
         .get("model")
         .and_then(Value::as_str)
@@ -468,29 +474,7 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         .unwrap_or_default();
     let text = schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user));
     let behavior = match behavior {
-        Behavior::Auto => match resolve_auto(Behavior::Auto, &body) {
-            parallel @ Behavior::ToolCalls(_) => parallel,
-            _ => {
-                let first_tool = body
-                    .pointer("/tools/0/function/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                let last_role = body
-                    .get("messages")
-                    .and_then(Value::as_array)
-                    .and_then(|m| m.last())
-                    .and_then(|m| m.get("role"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                match first_tool {
-                    Some(name) if last_role == "user" => Behavior::ToolCall {
-                        name,
-                        arguments: "{\"city\": \"Paris\"}".into(),
-                    },
-                    _ => Behavior::Ok,
-                }
-            }
-        },
+        Behavior::Auto => openai::auto_behavior(&body),
         b => b,
     };
     match behavior {
@@ -513,7 +497,16 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
         }
         Behavior::Text(t) => answer(&s, guard, stream, usage, &model, Reply::Text(t), None).await,
         Behavior::NoUsage => {
-            answer(&s, guard, stream, false, &model, Reply::Text(text), None).await
+            answer(
+                &s,
+                guard,
+                stream,
+                usage.quiet(),
+                &model,
+                Reply::Text(text),
+                None,
+            )
+            .await
         }
         Behavior::ToolCall { name, arguments } => {
             answer(
@@ -556,7 +549,16 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
                 Behavior::StreamMalformed(_) => Cut::Malformed(n),
                 _ => Cut::Stall(n),
             };
-            answer(&s, guard, true, false, &model, Reply::Text(text), Some(cut)).await
+            answer(
+                &s,
+                guard,
+                true,
+                usage.quiet(),
+                &model,
+                Reply::Text(text),
+                Some(cut),
+            )
+            .await
         }
         Behavior::StreamNoDone => {
             answer(

@@ -150,21 +150,35 @@ fn content_chunks(model: &str, reply: &Reply) -> (Vec<Bytes>, &'static str) {
     (events, finish)
 }
 
+/// The usage an answer reports, and whether a stream ends with it (`include_usage`).
+pub(crate) struct Usage {
+    pub in_stream: bool,
+    pub value: Value,
+}
+
+impl Usage {
+    /// The same, never sent at the end of a stream.
+    pub fn quiet(self) -> Self {
+        Self {
+            in_stream: false,
+            ..self
+        }
+    }
+}
+
 pub(crate) async fn answer(
     s: &Arc<Shared>,
     guard: InFlight,
     stream: bool,
-    usage: bool,
+    usage: Usage,
     model: &str,
     reply: Reply,
     cut: Option<Cut>,
 ) -> Response {
-    let usage_v = if s.cached() {
-        json!({"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
-            "prompt_tokens_details": {"cached_tokens": 80}})
-    } else {
-        json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18})
-    };
+    let Usage {
+        in_stream: usage,
+        value: usage_v,
+    } = usage;
     if !stream {
         drop(guard);
         return complete(model, &reply, usage_v);
@@ -323,4 +337,33 @@ pub(crate) fn refuse_tool_turns(body: &Value) -> Option<(String, String)> {
             format!("messages.[{asked_at}].role"),
         )
     })
+}
+
+/// What `Behavior::Auto` does with a chat request: the parallel tool calls a prompt asks for,
+/// else a call of the first tool offered when the last turn is the user's, else text.
+pub(crate) fn auto_behavior(body: &Value) -> crate::Behavior {
+    use crate::Behavior;
+    match crate::model::resolve_auto(Behavior::Auto, body) {
+        parallel @ Behavior::ToolCalls(_) => parallel,
+        _ => {
+            let first_tool = body
+                .pointer("/tools/0/function/name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let last_role = body
+                .get("messages")
+                .and_then(Value::as_array)
+                .and_then(|m| m.last())
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match first_tool {
+                Some(name) if last_role == "user" => Behavior::ToolCall {
+                    name,
+                    arguments: "{\"city\": \"Paris\"}".into(),
+                },
+                _ => Behavior::Ok,
+            }
+        }
+    }
 }

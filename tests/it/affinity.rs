@@ -98,6 +98,41 @@ async fn every_turn_of_a_conversation_uses_one_key_and_a_cooling_key_moves_it_on
     baton.stop().await;
 }
 
+/// A plain SDK chat names no session and its prompt is short: its turns still stay on the key
+/// its first turn used (remembered by system prompt, tools and first user turn), while two
+/// such chats start on different keys and identical one-off requests keep the round-robin.
+#[tokio::test]
+async fn a_short_unnamed_chat_stays_on_the_key_of_its_first_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let keys = [
+        ("BT_AFF_S1", "s-one"),
+        ("BT_AFF_S2", "s-two"),
+        ("BT_AFF_S3", "s-three"),
+    ];
+    let baton = Baton::start(dir.path(), json!({"providers": [keyed("a", &a, 1, &keys)]})).await;
+    for n in 0..6 {
+        for s in ["You are terse.", "You are a poet."] {
+            assert_eq!(baton.post(turn(s, n)).send().await.unwrap().status(), 200);
+        }
+        // Two pings a round: four requests against three keys, so that a plain round-robin
+        // cannot land every turn of a chat on one key by chance.
+        for _ in 0..2 {
+            assert_eq!(baton.chat("auto", "ping").await.status(), 200);
+        }
+    }
+    let sent = auths(&a);
+    let of = |k: usize| -> std::collections::HashSet<&str> {
+        sent.iter().skip(k).step_by(4).map(String::as_str).collect()
+    };
+    let (terse, poet) = (of(0), of(1));
+    let pings: std::collections::HashSet<&str> = of(2).union(&of(3)).copied().collect();
+    assert_eq!(terse.len(), 1, "6 turns, one key: {terse:?}");
+    assert_eq!(poet.len(), 1, "{poet:?}");
+    assert_ne!(terse, poet, "two chats still spread over the keys");
+    assert!(pings.len() > 1, "one-off requests rotate: {pings:?}");
+}
+
 #[tokio::test]
 async fn auto_keeps_a_conversation_on_the_provider_it_failed_over_to_until_it_goes_idle() {
     let dir = tempfile::tempdir().unwrap();

@@ -242,6 +242,7 @@ impl Pump {
             needs: Default::default(),
             deadline_ms: None,
             conversation: None,
+            follows: false,
         };
         let started = Instant::now();
         let up = crate::router::Live(routing);
