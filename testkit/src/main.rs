@@ -24,6 +24,10 @@ struct Args {
     /// Answers report prompt-cache usage (100 prompt tokens, 80 read from the cache).
     #[arg(long)]
     cache_usage: bool,
+    /// Bodies are not checked against the API's contract: for benchmarks, where the fake stands
+    /// for the cheapest possible upstream.
+    #[arg(long)]
+    unchecked: bool,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -47,6 +51,9 @@ fn main() {
         fake.always(behavior);
         if let Some(token) = &args.subscription {
             fake.only_subscription(token);
+        }
+        if args.unchecked {
+            fake.unchecked_for_benchmarks();
         }
         if args.cache_usage {
             fake.report_cache_usage();

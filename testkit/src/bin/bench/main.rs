@@ -12,6 +12,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
+mod cache;
 mod compare;
 mod state;
 
@@ -399,6 +400,10 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     if args.iter().any(|a| a == "--state") {
         state::state_bench(&baton_bin, n).await;
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--cache") {
+        cache::cache_bench(&baton_bin, args.get(i + 1).map(String::as_str)).await;
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--compare") {
