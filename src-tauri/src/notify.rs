@@ -17,6 +17,13 @@ static ICON: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new(
 /// Writes the app icon into the data directory so notifications show it instead of a generic
 /// one.
 pub fn install_icon(data_dir: &std::path::Path) {
+    // At a first start the data directory does not exist yet (the gateway makes it later):
+    // made here, private, so that the first notification already carries the icon.
+    if let Err(e) = std::fs::create_dir_all(data_dir) {
+        tracing::warn!(dir = %data_dir.display(), error = %e, "cannot make the data directory for the notification icon");
+        return;
+    }
+    baton::store::make_private(data_dir);
     let path = data_dir.join(baton::store::ICON_FILE);
     let bytes: &[u8] = include_bytes!("../icons/128x128.png");
     if std::fs::read(&path).ok().as_deref() != Some(bytes) && std::fs::write(&path, bytes).is_err()

@@ -33,6 +33,9 @@ struct Running {
     window_on_ui: bool,
     /// Whether the command line's address was kept as the listen setting (at a first start).
     remembered: bool,
+    /// The port chosen in the tray after the one asked for was taken ("Start on port N"): the
+    /// next start uses it and, once it listens, keeps it as the listen setting.
+    chosen_port: Option<u16>,
 }
 
 impl Shell {
@@ -228,7 +231,12 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
     match started {
         Ok(handle) => {
             let core = handle.core.clone();
-            if !shell.lock().remembered {
+            let chosen = shell.lock().chosen_port.take();
+            if let Some(port) = chosen {
+                // Chosen in the tray: it wins over the command line's, as Settings would.
+                keep_address(&core, None, Some(port));
+                shell.lock().remembered = true;
+            } else if !shell.lock().remembered {
                 remember_address(&shell.opts, &core);
                 shell.lock().remembered = true;
             }
@@ -250,7 +258,7 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
         Err(why) => {
             let (port, other) = ports(&addr);
             let message = if why.contains("in use") {
-                format!("{why}. Another program (or another Baton) uses port {port}. Quit it and choose Retry in Baton's tray menu, or start Baton with --port {other} (or set server.port in the config file).")
+                format!("{why}. Another program (or another Baton) uses port {port}. Quit it and choose Retry in Baton's tray menu, or choose \u{201c}Start on port {other}\u{201d} there: Baton keeps that port for later starts (point your tools at http://127.0.0.1:{other}/v1).")
             } else {
                 why.clone()
             };
@@ -271,17 +279,19 @@ fn remember_address(opts: &baton::serve::ServeOptions, core: &Core) {
     if opts.host.is_none() && opts.port.is_none() {
         return;
     }
+    keep_address(core, opts.host.clone(), opts.port);
+}
+
+/// Stores the listen address a later start uses (what is not given stays as it is now).
+fn keep_address(core: &Core, host: Option<String>, port: Option<u16>) {
     let mut v = core
         .store
         .setting(baton::serve::LISTEN_SETTING)
         .ok()
         .flatten()
         .unwrap_or_else(|| serde_json::json!({}));
-    v["host"] = serde_json::json!(opts
-        .host
-        .clone()
-        .unwrap_or_else(|| core.server.host.clone()));
-    v["port"] = serde_json::json!(opts.port.unwrap_or(core.server.port));
+    v["host"] = serde_json::json!(host.unwrap_or_else(|| core.server.host.clone()));
+    v["port"] = serde_json::json!(port.unwrap_or(core.server.port));
     if let Err(e) = core.store.set_setting(baton::serve::LISTEN_SETTING, &v) {
         tracing::warn!(error = %e, "cannot keep the listen address for the next start");
     }
@@ -291,6 +301,15 @@ fn remember_address(opts: &baton::serve::ServeOptions, core: &Core) {
 /// open UI sees the gateway go and come back; a window that showed why it could not start
 /// moves to the UI.
 pub fn restart(app: &AppHandle) {
+    restart_on(app, None);
+}
+
+/// Tray: "Start on port N" after the port asked for was taken: a Retry on `port`, which is then
+/// kept for later starts.
+pub fn restart_on(app: &AppHandle, port: Option<u16>) {
+    if port.is_some() {
+        app.state::<Shell>().lock().chosen_port = port;
+    }
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         let shell = app.state::<Shell>();
@@ -317,6 +336,9 @@ pub fn restart(app: &AppHandle) {
                 return;
             }
         };
+        if let Some(p) = shell.lock().chosen_port {
+            config.server.port = p;
+        }
         // Port 0 means "any free port" at the first start; clients have that one now, so a
         // restart keeps it.
         if config.server.port == 0 {

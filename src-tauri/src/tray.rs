@@ -23,6 +23,8 @@ const COPY_KEY: &str = "copy-key";
 const PAUSE: &str = "pause";
 const AUTOSTART: &str = "autostart";
 const RESTART: &str = "restart";
+/// "Start on port N" when the port asked for is taken.
+const OTHER_PORT: &str = "other-port";
 const ACTIVITY: &str = "activity";
 const CONNECT: &str = "connect";
 const QUIT: &str = "quit";
@@ -222,6 +224,35 @@ fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
     Ok((build_menu(app, &line)?, look, line))
 }
 
+/// Restart (or Retry after a failed start) and, while the port asked for is taken, "Start on
+/// port N": one click starts on the next port, which is kept for later starts.
+fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<tauri::Wry>>> {
+    let restart = if running {
+        "Restart gateway"
+    } else {
+        "Retry starting the gateway"
+    };
+    let mut items = vec![MenuItem::with_id(
+        app,
+        RESTART,
+        restart,
+        true,
+        None::<&str>,
+    )?];
+    let shell = app.state::<Shell>();
+    if !running && shell.failed().is_some_and(|why| why.contains("in use")) {
+        let other = crate::shell::ports(&shell.origin()).1;
+        items.push(MenuItem::with_id(
+            app,
+            OTHER_PORT,
+            format!("Start on port {other}"),
+            true,
+            None::<&str>,
+        )?);
+    }
+    Ok(items)
+}
+
 fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     let core = app.state::<Shell>().core();
     let running = core.is_some();
@@ -250,17 +281,6 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         "Start at login",
         true,
         autostart_on,
-        None::<&str>,
-    )?;
-    let restart = MenuItem::with_id(
-        app,
-        RESTART,
-        if running {
-            "Restart gateway"
-        } else {
-            "Retry starting the gateway"
-        },
-        true,
         None::<&str>,
     )?;
     let version = MenuItem::with_id(
@@ -299,7 +319,11 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         running,
         None::<&str>,
     )?;
-    menu.append_items(&[&activity, &restart, &sep3, &version, &quit])?;
+    menu.append(&activity)?;
+    for item in gateway_items(app, running)? {
+        menu.append(&item)?;
+    }
+    menu.append_items(&[&sep3, &version, &quit])?;
     Ok(menu)
 }
 
@@ -499,6 +523,11 @@ fn on_menu(app: &AppHandle, id: &str) {
         CONNECT => crate::shell::show_screen(app, "connect"),
         RESTART => {
             crate::shell::restart(app);
+            refresh(app);
+        }
+        OTHER_PORT => {
+            let other = crate::shell::ports(&shell.origin()).1;
+            crate::shell::restart_on(app, Some(other));
             refresh(app);
         }
         COPY_URL => {

@@ -119,7 +119,8 @@ def notifications():
     if not out.strip():
         return []
     data = json.loads(out)["data"][0]
-    return [{"summary": n["summary"]["data"], "body": n["body"]["data"], "app": n["appname"]["data"]} for n in data]
+    return [{"summary": n["summary"]["data"], "body": n["body"]["data"], "app": n["appname"]["data"],
+             "icon": n.get("icon_path", {}).get("data", "")} for n in data]
 
 
 def tray_window():
@@ -455,9 +456,12 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
     try:
         found = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton could not start"],
                          timeout=30, what="the port notification")
-        assert str(port) in found[0]["body"] and "--port" in found[0]["body"], found
+        assert str(port) in found[0]["body"] and "Retry" in found[0]["body"], found
         # It suggests a port next to the one asked for, not a hard-coded 8788.
-        assert f"--port {port + 1}" in found[0]["body"], found
+        assert f"Start on port {port + 1}" in found[0]["body"], found
+        # A first start's notification already carries Baton's icon (the data directory did
+        # not exist before this launch).
+        assert found[0]["icon"] == str(tmp_path / "data" / "baton-icon.png"), found
         assert wait_for(visible_window, timeout=10, what="the explaining window")
         time.sleep(2)
         sh("scrot", "-o", str(ARTIFACTS / "port-busy.png"))
@@ -468,7 +472,7 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
         open_menu(tray)
         time.sleep(0.3)
         sh("scrot", "-o", str(ARTIFACTS / "tray-retry.png"))
-        sh("xdotool", "key", "Up", "Up", "Return")  # Retry starting the gateway
+        sh("xdotool", "key", "Up", "Up", "Up", "Return")  # Quit, Start on port N, Retry
 
         def healthy():
             try:
@@ -482,6 +486,46 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+        sock.close()
+
+
+def test_a_taken_port_starts_on_the_next_one_from_the_tray_and_keeps_it(desktop, tmp_path):
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+    sh("dunstctl", "history-clear")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    args = [DESKTOP, "--data-dir", str(tmp_path / "data")]
+
+    def healthy(p):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    p = subprocess.Popen(args + ["--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton could not start"],
+                 timeout=30, what="the port notification")
+        # The port stays taken: "Start on port N+1" in the tray starts there.
+        tray = wait_for(tray_window, timeout=15, what="the tray icon")
+        open_menu(tray)
+        time.sleep(0.3)
+        sh("scrot", "-o", str(ARTIFACTS / "tray-other-port.png"))
+        sh("xdotool", "key", "Up", "Up", "Return")  # Quit, then Start on port N+1
+        assert wait_for(lambda: healthy(port + 1), timeout=20, what=f"the gateway on port {port + 1}")
+    finally:
+        p.terminate()
+        p.wait(15)
+    # The next start (as at login: no --port) listens where the tray chose.
+    p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: healthy(port + 1), timeout=30, what="the kept port after a restart")
+    finally:
+        p.terminate()
+        p.wait(15)
         sock.close()
 
 
