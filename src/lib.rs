@@ -33,10 +33,6 @@ pub mod tokens;
 pub use gateway::{Core, DesktopLink, StartError, StartOptions};
 pub use server::{start, GatewayHandle};
 
-/// The allocator Baton's binaries install (`#[global_allocator]` in `main.rs` and the desktop
-/// shell's), named here so that both use the same one.
-pub use mimalloc::MiMalloc as Allocator;
-
 /// The platform's data directory for Baton (`~/.local/share/baton` on Linux).
 pub fn default_data_dir() -> std::path::PathBuf {
     dirs::data_dir()

@@ -5,9 +5,6 @@ use std::process::ExitCode;
 
 mod cli;
 
-#[global_allocator]
-static ALLOCATOR: baton::Allocator = baton::Allocator;
-
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 

@@ -8,9 +8,6 @@ mod notify;
 mod shell;
 mod tray;
 
-#[global_allocator]
-static ALLOCATOR: baton::Allocator = baton::Allocator;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
