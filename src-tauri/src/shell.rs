@@ -16,6 +16,8 @@ pub const WINDOW: &str = "main";
 pub struct Shell {
     pub data_dir: PathBuf,
     opts: baton::serve::ServeOptions,
+    /// What start at login runs after the binary (`autostart_args`).
+    at_login: Vec<&'static str>,
     run: Mutex<Running>,
 }
 
@@ -82,6 +84,34 @@ fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'s
         .collect()
 }
 
+/// Whether start at login is on *for this setup*: an entry that starts this binary with another
+/// config file or data directory (left by a start with other options) is not this setup, and
+/// the tray and Settings show it off (turning it on rewrites it for this one). Checked on Linux,
+/// where the entry is a file to read; elsewhere the entry's presence is what is known.
+pub fn starts_at_login(app: &AppHandle) -> bool {
+    if !app.autolaunch().is_enabled().unwrap_or(false) {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let shell = app.state::<Shell>();
+        let exe = std::env::var("APPIMAGE").ok().or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .map(|p| p.display().to_string())
+        });
+        let entry = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .map(|h| h.join(".config/autostart/Baton.desktop"))
+            .and_then(|p| std::fs::read_to_string(p).ok());
+        if let (Some(exe), Some(entry)) = (exe, entry) {
+            let want = format!("Exec={exe} {}", shell.at_login.join(" "));
+            return entry.lines().any(|l| l.trim_end() == want);
+        }
+    }
+    true
+}
+
 /// One argument for a desktop entry's Exec line (quoted when it needs to be, per the spec).
 fn exec_quote(s: &str) -> String {
     if !s.is_empty()
@@ -115,6 +145,7 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     let shell = Shell {
         data_dir: data_dir.clone(),
         opts: opts.clone(),
+        at_login: at_login.clone(),
         run: Mutex::new(Running::default()),
     };
     let built = tauri::Builder::default()
@@ -417,7 +448,7 @@ fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
     let set = app.clone();
     let again = app.clone();
     core.desktop.store(Some(Arc::new(DesktopLink {
-        autostart: Box::new(move || get.autolaunch().is_enabled().unwrap_or(false)),
+        autostart: Box::new(move || starts_at_login(&get)),
         set_autostart: Box::new(move |on| {
             let r = if on {
                 set.autolaunch().enable()

@@ -274,11 +274,16 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         running,
         None::<&str>,
     )?;
-    let autostart_on = app.autolaunch().is_enabled().unwrap_or(false);
+    let autostart_on = crate::shell::starts_at_login(app);
     let autostart = CheckMenuItem::with_id(
         app,
         AUTOSTART,
-        "Start at login",
+        if !autostart_on && app.autolaunch().is_enabled().unwrap_or(false) {
+            // An entry left by a start with another config file or data directory.
+            "Start at login (now set for another setup)"
+        } else {
+            "Start at login"
+        },
         true,
         autostart_on,
         None::<&str>,
@@ -382,14 +387,18 @@ pub fn create(app: &AppHandle) {
 /// while it is open would close it under the user's pointer).
 struct LastLook(std::sync::Mutex<Option<StateKey>>);
 
-type StateKey = (Look, String, bool, bool, Vec<String>);
+/// Look, line, paused, start at login (for this setup, any entry), the providers' lines.
+type StateKey = (Look, String, bool, (bool, bool), Vec<String>);
 
 fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     let core = app.try_state::<Shell>().and_then(|s| s.core());
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
-    let autostart = app.autolaunch().is_enabled().unwrap_or(false);
+    let autostart = (
+        crate::shell::starts_at_login(app),
+        app.autolaunch().is_enabled().unwrap_or(false),
+    );
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
@@ -550,7 +559,8 @@ fn on_menu(app: &AppHandle, id: &str) {
             refresh(app);
         }
         AUTOSTART => {
-            let on = app.autolaunch().is_enabled().unwrap_or(false);
+            // An entry for another setup counts as off: choosing the item rewrites it for this one.
+            let on = crate::shell::starts_at_login(app);
             let r = if on {
                 app.autolaunch().disable()
             } else {

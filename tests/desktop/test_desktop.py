@@ -198,6 +198,19 @@ def test_start_at_login_writes_and_removes_the_autostart_entry(desktop):
     entry = desktop.home / ".config" / "autostart" / "Baton.desktop"
     status, _, body = desktop.request("/admin/desktop", admin=True)
     assert status == 200 and json.loads(body)["present"] is True
+    # An entry left by a start with another data directory would start that setup, not this
+    # one: it does not count as on, here or in the tray.
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_text(f"[Desktop Entry]\nType=Application\nName=Baton\nExec={DESKTOP} --data-dir /elsewhere\n")
+    status, _, body = desktop.request("/admin/desktop", admin=True)
+    assert json.loads(body)["autostart"] is False, body
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    time.sleep(6)  # the tray looks again every 5 s
+    open_menu(tray)
+    time.sleep(0.3)
+    sh("scrot", "-o", str(ARTIFACTS / "tray-autostart-other-setup.png"))
+    sh("xdotool", "key", "Escape")
+    # Turning it on points the entry at this setup.
     status, _, body = desktop.request("/admin/desktop", {"autostart": True}, method="PUT", admin=True)
     assert status == 200, body
     assert json.loads(body)["autostart"] is True
