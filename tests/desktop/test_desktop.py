@@ -456,12 +456,26 @@ def test_without_a_display_it_runs_the_gateway_only(tmp_path):
     assert "no display found" in err and "running the gateway only" in err
 
 
-def test_a_taken_port_is_explained(desktop, tmp_path):
+def taken_port():
+    """A loopback port something else listens on: (the listening socket, its port)."""
     import socket
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
-    port = sock.getsockname()[1]
+    return sock, sock.getsockname()[1]
+
+
+def healthy(port):
+    """Whether a gateway answers /health on this port."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def test_a_taken_port_is_explained(desktop, tmp_path):
+    sock, port = taken_port()
     sh("dunstctl", "history-clear")
     env = {**os.environ, "HOME": str(tmp_path)}
     p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", str(port)], env=env,
@@ -487,13 +501,7 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
         sh("scrot", "-o", str(ARTIFACTS / "tray-retry.png"))
         sh("xdotool", "key", "Up", "Up", "Up", "Return")  # Quit, Start on port N, Retry
 
-        def healthy():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-        assert wait_for(healthy, timeout=20, what="the gateway after Retry")
+        assert wait_for(lambda: healthy(port), timeout=20, what="the gateway after Retry")
         time.sleep(2)
         sh("scrot", "-o", str(ARTIFACTS / "after-retry.png"))
     finally:
@@ -503,21 +511,10 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
 
 
 def test_a_taken_port_starts_on_the_next_one_from_the_tray_and_keeps_it(desktop, tmp_path):
-    import socket
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    port = sock.getsockname()[1]
+    sock, port = taken_port()
     sh("dunstctl", "history-clear")
     env = {**os.environ, "HOME": str(tmp_path)}
     args = [DESKTOP, "--data-dir", str(tmp_path / "data")]
-
-    def healthy(p):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
     p = subprocess.Popen(args + ["--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton could not start"],
