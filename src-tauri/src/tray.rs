@@ -568,12 +568,17 @@ fn on_menu(app: &AppHandle, id: &str) {
             };
             if let Err(e) = r {
                 crate::notify::show("Start at login failed", &e.to_string());
-            } else if let Some(w) = (!on)
-                .then(|| std::env::current_exe().ok())
-                .flatten()
-                .and_then(|exe| baton::api::settings::build_dir_warning(&exe))
-            {
-                crate::notify::show("Baton starts at login — from a build directory", &w);
+            } else if !on {
+                let exe = std::env::current_exe().ok();
+                if let Some(w) = exe.and_then(|e| baton::api::settings::build_dir_warning(&e)) {
+                    crate::notify::show("Baton starts at login — from a build directory", &w);
+                }
+                let keys = shell
+                    .core()
+                    .and_then(|c| baton::api::settings::login_env_warning(&c));
+                if let Some(w) = keys {
+                    crate::notify::show("Baton starts at login — some keys may be missing", &w);
+                }
             }
             refresh(app);
         }

@@ -197,6 +197,41 @@ pub fn build_dir_warning(exe: &std::path::Path) -> Option<String> {
     ))
 }
 
+/// Keys a start at login may not find: the enabled providers' keys read from environment
+/// variables that this process has (a shell's `export`s, which a login session does not run).
+/// Keys pasted into Baton are in the credential store and need nothing.
+pub fn login_env_warning(core: &Core) -> Option<String> {
+    let snap = core.routing.snapshot.load();
+    let mut names: Vec<&str> = Vec::new();
+    for p in snap.providers.iter().filter(|p| p.config.enabled) {
+        for k in &p.config.keys {
+            let from_env = k.stored.is_none() && !k.env.is_empty();
+            if from_env && std::env::var_os(&k.env).is_some() && !names.contains(&k.env.as_str()) {
+                names.push(&k.env);
+            }
+        }
+    }
+    (!names.is_empty()).then(|| format!(
+        "A start at login does not run your shell's exports, so these keys may be missing then: {}. Paste them into Baton (Providers → Edit: they go to the credential store), or set them for your whole session (on Linux, a file in ~/.config/environment.d/).",
+        names.join(", ")
+    ))
+}
+
+/// What to know when start at login is turned on: the binary's place, and the keys a login
+/// start may not see.
+pub fn autostart_warning(core: &Core) -> Option<String> {
+    let parts: Vec<String> = [
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| build_dir_warning(&exe)),
+        login_env_warning(core),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
 /// `GET /admin/desktop`: whether Baton runs inside the desktop app, and its start-at-login state.
 pub async fn desktop(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
@@ -221,10 +256,7 @@ pub async fn set_desktop(
         return Err(invalid("autostart", "must be true or false"));
     };
     (link.set_autostart)(on).map_err(|e| ApiError::internal("autostart", e))?;
-    let warning = on
-        .then(|| std::env::current_exe().ok())
-        .flatten()
-        .and_then(|exe| build_dir_warning(&exe));
+    let warning = on.then(|| autostart_warning(&state.core)).flatten();
     Ok(Json(
         json!({"present": true, "autostart": (link.autostart)(), "warning": warning}),
     ))

@@ -68,7 +68,7 @@ class App:
             "routes": {"short": ["groq", "codex"]},
             "providers": [
                 {"id": "groq", "name": "Groq", "kind": "openai-compatible", "baseUrl": self.upstream_url + "/v1",
-                 "models": ["llama"], "priority": 3, "auto": False},
+                 "models": ["llama"], "priority": 3, "auto": False, "keys": [{"env": "BT_DESKTOP_GROQ_KEY"}]},
                 {"id": "claude-code", "name": "Claude Code", "kind": "claude-cli",
                  "executable": str(bin_dir / "claude"), "models": ["sonnet"], "priority": 1},
                 {"id": "codex", "name": "Codex", "kind": "codex-cli",
@@ -76,7 +76,7 @@ class App:
             ],
         }))
         self.env = {**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
-                    "BATON_LOG": "info"}
+                    "BATON_LOG": "info", "BT_DESKTOP_GROQ_KEY": "gsk-from-the-shell"}
         self.proc = None
         self.url = None
 
@@ -280,8 +280,13 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     assert wait_for(entry.exists, timeout=5, what="the autostart entry")
     # This binary runs from the build directory, so the tray says `cargo clean` would break
     # it (and the notification is closed, so later tests see only their own).
-    warned = [n for n in notifications() if "build directory" in n["summary"]]
-    assert warned and "cargo clean" in warned[0]["body"], notifications()
+    shown = notifications()
+    warned = [n for n in shown if "build directory" in n["summary"]]
+    assert warned and "cargo clean" in warned[0]["body"], shown
+    # The Groq key comes from the shell's environment, which a login start does not have.
+    missing = [n for n in shown if "keys may be missing" in n["summary"]]
+    assert missing and "BT_DESKTOP_GROQ_KEY" in missing[0]["body"], shown
+    assert "gsk-from-the-shell" not in missing[0]["body"]
     _, _, body = desktop.request("/admin/desktop", admin=True)
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
     choose(tray, 5)

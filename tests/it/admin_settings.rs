@@ -424,3 +424,62 @@ async fn the_listen_address_set_in_settings_is_used_from_the_next_start() {
     };
     assert_eq!(opts.load().unwrap().server.port, 9100);
 }
+
+/// Turning on Start at login names the keys Baton reads from environment variables it has now:
+/// a login start does not run the shell's exports. A key pasted into Baton is not named.
+#[tokio::test]
+async fn start_at_login_names_the_keys_a_login_start_may_not_see() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("x").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            keyed("shellkeyed", &up, 10, &[("BT_LOGIN_ENV_KEY", "sk-from-the-shell")]),
+            provider("keyless", &up.base_url(), 20),
+        ]}),
+    )
+    .await;
+    let on = Arc::new(AtomicBool::new(false));
+    let (get, set) = (on.clone(), on.clone());
+    baton
+        .handle
+        .core
+        .desktop
+        .store(Some(Arc::new(baton::DesktopLink {
+            autostart: Box::new(move || get.load(Ordering::SeqCst)),
+            set_autostart: Box::new(move |v| {
+                set.store(v, Ordering::SeqCst);
+                Ok(())
+            }),
+            restart: Box::new(|| {}),
+        })));
+    let admin = Admin(&baton);
+    let (st, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": true})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let warning = v["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("BT_LOGIN_ENV_KEY") && warning.contains("credential store"),
+        "{v}"
+    );
+    assert!(
+        !warning.contains("sk-from-the-shell"),
+        "never the key itself"
+    );
+    // Turning it off says nothing.
+    let (_, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": false})),
+        )
+        .await;
+    assert_eq!(v["warning"], Value::Null, "{v}");
+}
