@@ -330,43 +330,57 @@ fn counted(
     }
 }
 
-/// Every window a response's headers describe (empty when they say nothing about limits).
-/// One pass over the names first: most answers carry none of these, and pay no more than that.
-/// Whether an answer carries any rate-limit or usage-window header (OpenAI's and the
-/// compatible hosts' `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`, Codex's `x-codex-*`):
-/// one pass over the names, so an answer without them costs no lookups.
-pub fn has_limit_headers(headers: &HeaderMap) -> bool {
-    headers.keys().any(|name| {
-        let n = name.as_str();
-        n.starts_with("x-ratelimit-")
-            || n.starts_with("anthropic-ratelimit-")
-            || n.starts_with("x-codex-")
-    })
+/// Which families of limit headers an answer carries: OpenAI's and the compatible hosts'
+/// `x-ratelimit-*` and Anthropic's per-key `anthropic-ratelimit-*` (keyed), Anthropic's
+/// subscription `anthropic-ratelimit-unified-*`, the Codex backend's `x-codex-*`. One pass over
+/// the names: most answers carry none of these, and pay no more than that.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitHeaders {
+    unified: bool,
+    codex: bool,
+    keyed: bool,
 }
 
-pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
-    let (mut unified, mut codex_family, mut keyed) = (false, false, false);
-    for name in headers.keys() {
-        let n = name.as_str();
-        if n.starts_with("anthropic-ratelimit-unified-") {
-            unified = true;
-        } else if n.starts_with("x-codex-") {
-            codex_family = true;
-        } else if n.starts_with("x-ratelimit-") || n.starts_with("anthropic-ratelimit-") {
-            keyed = true;
+impl LimitHeaders {
+    pub fn scan(headers: &HeaderMap) -> Self {
+        let mut found = Self::default();
+        for name in headers.keys() {
+            let n = name.as_str();
+            if n.starts_with("anthropic-ratelimit-unified-") {
+                found.unified = true;
+            } else if n.starts_with("x-codex-") {
+                found.codex = true;
+            } else if n.starts_with("x-ratelimit-") || n.starts_with("anthropic-ratelimit-") {
+                found.keyed = true;
+            }
         }
+        found
     }
-    let mut out = Vec::new();
-    if unified {
-        anthropic_unified(headers, &mut out);
+
+    /// Whether any limit header is there.
+    pub fn any(self) -> bool {
+        self.unified || self.codex || self.keyed
     }
-    if codex_family {
-        codex(headers, now_ms, &mut out);
+
+    /// Every window the headers describe (empty when they say nothing about limits).
+    pub fn windows(self, headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
+        let mut out = Vec::new();
+        if self.unified {
+            anthropic_unified(headers, &mut out);
+        }
+        if self.codex {
+            codex(headers, now_ms, &mut out);
+        }
+        if out.is_empty() && self.keyed {
+            api_key(headers, now_ms, &mut out);
+        }
+        out
     }
-    if out.is_empty() && keyed {
-        api_key(headers, now_ms, &mut out);
-    }
-    out
+}
+
+/// Every window a response's headers describe (empty when they say nothing about limits).
+pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
+    LimitHeaders::scan(headers).windows(headers, now_ms)
 }
 
 /// Claude Code's `rate_limit_event` line (`{"type":"rate_limit_event","rate_limit_info":
@@ -464,23 +478,18 @@ mod tests {
 
     #[test]
     fn limit_headers_are_found_by_family_and_only_then() {
-        assert!(has_limit_headers(&h(&[(
-            "x-ratelimit-remaining-requests",
-            "9"
-        )])));
-        assert!(has_limit_headers(&h(&[(
+        let any = |pairs: &[(&'static str, &'static str)]| LimitHeaders::scan(&h(pairs)).any();
+        assert!(any(&[("x-ratelimit-remaining-requests", "9")]));
+        assert!(any(&[(
             "anthropic-ratelimit-unified-5h-utilization",
             "0.5"
-        )])));
-        assert!(has_limit_headers(&h(&[(
-            "x-codex-primary-used-percent",
-            "40"
-        )])));
-        assert!(!has_limit_headers(&h(&[
+        )]));
+        assert!(any(&[("x-codex-primary-used-percent", "40")]));
+        assert!(!any(&[
             ("content-type", "application/json"),
             ("retry-after", "3"),
             ("x-request-id", "r1"),
-        ])));
+        ]));
     }
 
     use crate::limits::headers as h;

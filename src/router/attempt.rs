@@ -120,7 +120,7 @@ async fn send(
     let now = routing.clock.now_ms();
     p.runtime.quota.sent(key_id, now, &p.config.limits);
     routing.shared.quota(p, key_id, 1, 0, now);
-    let resp = match timeout_at(first_deadline, rb.send()).await {
+    let mut resp = match timeout_at(first_deadline, rb.send()).await {
         Err(_) => {
             return Err(limits::classify_timeout(format!(
                 "no response within {headers_ms} ms"
@@ -133,20 +133,16 @@ async fn send(
         }
         Ok(Ok(r)) => r,
     };
-    let mut resp = resp;
     let status = resp.status().as_u16();
     // The body needs no headers: they are taken, not copied.
     let headers = std::mem::take(resp.headers_mut());
     // One pass over the names decides whether any limit header is there; most answers
     // (local models, many OpenAI-compatible hosts) carry none and cost no lookups.
-    if crate::limits::windows::has_limit_headers(&headers) {
+    let limits = crate::limits::windows::LimitHeaders::scan(&headers);
+    if limits.any() {
         let now = routing.clock.now_ms();
         p.runtime.quota.observe(key_id, &headers, now);
-        routing.usage_signal(
-            p,
-            key_id,
-            crate::limits::windows::from_headers(&headers, now),
-        );
+        routing.usage_signal(p, key_id, limits.windows(&headers, now));
         if (200..300).contains(&status) && p.config.overage.is_avoid() {
             if let Some(reset) = crate::limits::windows::overage_in_use(&headers) {
                 routing.overage_spent(p, key_id, reset);
