@@ -193,10 +193,38 @@ async fn notification_settings_and_windowed_stats() {
     baton.stop().await;
 }
 
-#[tokio::test]
-async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
+/// Registers the hooks the desktop shell would (a Start-at-login switch and a restart), as
+/// flags the test reads: (autostart on, restart asked).
+fn desktop_link(
+    baton: &Baton,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    let on = Arc::new(AtomicBool::new(false));
+    let (get, set) = (on.clone(), on.clone());
+    let restarted = Arc::new(AtomicBool::new(false));
+    let r2 = restarted.clone();
+    baton
+        .handle
+        .core
+        .desktop
+        .store(Some(Arc::new(baton::DesktopLink {
+            autostart: Box::new(move || get.load(Ordering::SeqCst)),
+            set_autostart: Box::new(move |v| {
+                set.store(v, Ordering::SeqCst);
+                Ok(())
+            }),
+            restart: Box::new(move || r2.store(true, Ordering::SeqCst)),
+        })));
+    (on, restarted)
+}
+
+#[tokio::test]
+async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
+    use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let up = FakeUpstream::start("x").await;
     let baton = Baton::start(
@@ -221,22 +249,7 @@ async fn pause_answers_503_and_the_desktop_link_reaches_the_shell() {
         .await;
     assert_eq!((st, v["error"]["code"].as_str()), (409, Some("no_desktop")));
     // The shell registers its hooks; the UI's toggle goes through them.
-    let on = Arc::new(AtomicBool::new(false));
-    let (get, set) = (on.clone(), on.clone());
-    let restarted = Arc::new(AtomicBool::new(false));
-    let r2 = restarted.clone();
-    baton
-        .handle
-        .core
-        .desktop
-        .store(Some(Arc::new(baton::DesktopLink {
-            autostart: Box::new(move || get.load(Ordering::SeqCst)),
-            set_autostart: Box::new(move |v| {
-                set.store(v, Ordering::SeqCst);
-                Ok(())
-            }),
-            restart: Box::new(move || r2.store(true, Ordering::SeqCst)),
-        })));
+    let (on, restarted) = desktop_link(&baton);
     let (st, _) = admin
         .send(Method::POST, "/admin/desktop/restart", None)
         .await;
@@ -429,8 +442,6 @@ async fn the_listen_address_set_in_settings_is_used_from_the_next_start() {
 /// a login start does not run the shell's exports. A key pasted into Baton is not named.
 #[tokio::test]
 async fn start_at_login_names_the_keys_a_login_start_may_not_see() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let up = FakeUpstream::start("x").await;
     let baton = Baton::start(
@@ -441,20 +452,7 @@ async fn start_at_login_names_the_keys_a_login_start_may_not_see() {
         ]}),
     )
     .await;
-    let on = Arc::new(AtomicBool::new(false));
-    let (get, set) = (on.clone(), on.clone());
-    baton
-        .handle
-        .core
-        .desktop
-        .store(Some(Arc::new(baton::DesktopLink {
-            autostart: Box::new(move || get.load(Ordering::SeqCst)),
-            set_autostart: Box::new(move |v| {
-                set.store(v, Ordering::SeqCst);
-                Ok(())
-            }),
-            restart: Box::new(|| {}),
-        })));
+    desktop_link(&baton);
     let admin = Admin(&baton);
     let (st, v) = admin
         .send(
