@@ -84,13 +84,22 @@ fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'s
         .collect()
 }
 
-/// Whether start at login is on *for this setup*: an entry that starts this binary with another
-/// config file or data directory (left by a start with other options) is not this setup, and
-/// the tray and Settings show it off (turning it on rewrites it for this one). Checked on Linux,
-/// where the entry is a file to read; elsewhere the entry's presence is what is known.
-pub fn starts_at_login(app: &AppHandle) -> bool {
+/// Start at login as it stands for this setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtLogin {
+    Off,
+    /// The entry starts this binary with this config file and data directory.
+    ThisSetup,
+    /// An entry left by a start with another config file or data directory: shown as off
+    /// (turning it on rewrites it for this setup).
+    OtherSetup,
+}
+
+/// Whether start at login is on, and for which setup. Checked on Linux, where the entry is a
+/// file to read; elsewhere the entry's presence is what is known.
+pub fn at_login(app: &AppHandle) -> AtLogin {
     if !app.autolaunch().is_enabled().unwrap_or(false) {
-        return false;
+        return AtLogin::Off;
     }
     #[cfg(target_os = "linux")]
     {
@@ -106,10 +115,17 @@ pub fn starts_at_login(app: &AppHandle) -> bool {
             .and_then(|p| std::fs::read_to_string(p).ok());
         if let (Some(exe), Some(entry)) = (exe, entry) {
             let want = format!("Exec={exe} {}", shell.at_login.join(" "));
-            return entry.lines().any(|l| l.trim_end() == want);
+            if !entry.lines().any(|l| l.trim_end() == want) {
+                return AtLogin::OtherSetup;
+            }
         }
     }
-    true
+    AtLogin::ThisSetup
+}
+
+/// Whether start at login is on *for this setup* (what the tray's tick and Settings show).
+pub fn starts_at_login(app: &AppHandle) -> bool {
+    at_login(app) == AtLogin::ThisSetup
 }
 
 /// One argument for a desktop entry's Exec line (quoted when it needs to be, per the spec).

@@ -14,7 +14,7 @@ use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt;
 use tauri_plugin_clipboard_manager::ClipboardExt;
 
-use crate::shell::Shell;
+use crate::shell::{AtLogin, Shell};
 
 pub const TRAY_ID: &str = "main";
 const OPEN: &str = "open";
@@ -274,18 +274,16 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         running,
         None::<&str>,
     )?;
-    let autostart_on = crate::shell::starts_at_login(app);
+    let at_login = crate::shell::at_login(app);
     let autostart = CheckMenuItem::with_id(
         app,
         AUTOSTART,
-        if !autostart_on && app.autolaunch().is_enabled().unwrap_or(false) {
-            // An entry left by a start with another config file or data directory.
-            "Start at login (now set for another setup)"
-        } else {
-            "Start at login"
+        match at_login {
+            AtLogin::OtherSetup => "Start at login (now set for another setup)",
+            AtLogin::Off | AtLogin::ThisSetup => "Start at login",
         },
         true,
-        autostart_on,
+        at_login == AtLogin::ThisSetup,
         None::<&str>,
     )?;
     let version = MenuItem::with_id(
@@ -387,18 +385,15 @@ pub fn create(app: &AppHandle) {
 /// while it is open would close it under the user's pointer).
 struct LastLook(std::sync::Mutex<Option<StateKey>>);
 
-/// Look, line, paused, start at login (for this setup, any entry), the providers' lines.
-type StateKey = (Look, String, bool, (bool, bool), Vec<String>);
+/// Look, line, paused, start at login, the providers' lines.
+type StateKey = (Look, String, bool, AtLogin, Vec<String>);
 
 fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     let core = app.try_state::<Shell>().and_then(|s| s.core());
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
-    let autostart = (
-        crate::shell::starts_at_login(app),
-        app.autolaunch().is_enabled().unwrap_or(false),
-    );
+    let autostart = crate::shell::at_login(app);
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
