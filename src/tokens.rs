@@ -3,7 +3,7 @@
 //! is low overflows the window, one that is high throws history away early.
 //!
 //! In order of trust: the provider's own count (Anthropic's `count_tokens`, Gemini's
-//! `countTokens`, asked by `api::anthropic::count_tokens`); OpenAI's own tokenizer for OpenAI's
+//! `countTokens`, asked by `api::count`); OpenAI's own tokenizer for OpenAI's
 //! models (`tiktoken-rs`: `o200k_base` for GPT-4o and later, `cl100k_base` before), counted the way
 //! the Chat Completions API counts a request; and, for every other model, an estimate
 //! calibrated on a corpus of code, prose in four languages and tool schemas

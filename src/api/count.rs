@@ -12,9 +12,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::anthropic::anthropic_error;
+use super::dialect::{anthropic, Dialect};
 use super::error::ApiError;
-use super::{authenticate, AppState};
+use super::AppState;
 use crate::canonical::ChatRequest;
 use crate::config::ProviderKind;
 use crate::providers::{ClientCredential, ProviderEntry};
@@ -22,40 +22,64 @@ use crate::router::snapshot::Target;
 use crate::tokens::Method;
 
 pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
+    let dialect = crate::api::dialect::anthropic::Anthropic::default();
+    let counted = counted(&state, req, &dialect, |body| {
+        let req = crate::canonical::anthropic::request_from_anthropic(&body)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        Ok((req, Some(body)))
+    })
+    .await;
+    match counted {
+        Ok((n, method)) => with_method(Json(json!({"input_tokens": n})).into_response(), method),
+        Err(e) => anthropic::error(e),
+    }
+}
+
+/// The answer's `x-baton-token-count`: who counted.
+pub(crate) fn with_method(mut resp: Response, method: Method) -> Response {
+    resp.headers_mut().insert(
+        "x-baton-token-count",
+        axum::http::HeaderValue::from_static(method.as_str()),
+    );
+    resp
+}
+
+/// Counts a request's prompt for the model it would be sent to, as the request itself is
+/// admitted: the client's key, its policy and the body limit. `read` turns the body into the
+/// canonical request and, for an Anthropic client, its own body (counted as it came by an
+/// Anthropic provider).
+pub(crate) async fn counted(
+    state: &AppState,
+    req: Request,
+    dialect: &dyn Dialect,
+    read: impl FnOnce(Map<String, Value>) -> Result<(ChatRequest, Option<Map<String, Value>>), ApiError>,
+) -> Result<(u64, Method), ApiError> {
     let core = &state.core;
     let headers = req.headers().clone();
-    let client = match authenticate(core, &headers) {
-        Ok(c) => c,
-        Err(e) => return anthropic_error(e),
-    };
+    let client = dialect
+        .presented_key(&headers)
+        .and_then(|k| core.keys.client(k))
+        .ok_or_else(ApiError::unauthorized)?;
     // The key's own policy, as for the request it counts: disabled, expired, rate, budgets.
-    if let Err(e) = super::pipeline::admit(core, &client).await {
-        return anthropic_error(e);
-    }
-    // The same body limit as /v1/messages: a context that can be sent can be counted.
-    let (body, _charge) = match super::budget::read_body(&state, req).await {
-        Ok(b) => b,
-        Err(e) => return anthropic_error(e),
-    };
+    super::pipeline::admit(core, &client).await?;
+    // The same body limit as the request: a context that can be sent can be counted.
+    let (body, _charge) = super::budget::read_body(state, req).await?;
     let parsed = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(m)) => m,
         _ => {
-            return anthropic_error(ApiError::invalid(
+            return Err(ApiError::invalid(
                 "body",
                 "The request body must be a JSON object.",
             ))
         }
     };
-    let req = match crate::canonical::anthropic::request_from_anthropic(&parsed) {
-        Ok(r) => r,
-        Err(e) => return anthropic_error(ApiError::invalid(e.param, e.message)),
-    };
+    let (req, own) = read(parsed)?;
     let snap = core.routing.snapshot.load_full();
     let targets = match snap.resolve_requested(&req.model) {
         Ok((targets, _)) => targets,
-        // A model no request could be sent to is not counted either, as /v1/messages answers.
+        // A model no request could be sent to is not counted either, as the request answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
-            return anthropic_error(super::pipeline::resolve_error(e))
+            return Err(super::pipeline::resolve_error(e))
         }
         Err(_) => Vec::new(),
     };
@@ -63,26 +87,32 @@ pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Respon
     let first = targets
         .into_iter()
         .find(|t| t.provider.unavailable().is_none());
-    let counted = match &first {
-        Some(t) => match provider_count(core, t, &parsed, &req, &headers).await {
+    Ok(match &first {
+        Some(t) => match provider_count(core, t, own.as_ref(), &req, &headers).await {
             Some(n) => (n, Method::Provider),
             None => crate::tokens::count_for(&t.model.id, &req),
         },
         None => crate::tokens::count_for(&req.model, &req),
-    };
-    let mut resp = Json(json!({"input_tokens": counted.0})).into_response();
-    resp.headers_mut().insert(
-        "x-baton-token-count",
-        axum::http::HeaderValue::from_static(counted.1.as_str()),
-    );
-    resp
+    })
 }
+
+/// Messages API fields `count_tokens` does not take (its request type has the prompt only).
+const COUNT_REFUSES: [&str; 8] = [
+    "max_tokens",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "metadata",
+    "service_tier",
+];
 
 /// The provider's own count, for the kinds that have one; `None` on any failure.
 async fn provider_count(
     core: &crate::gateway::Core,
     t: &Target,
-    body: &Map<String, Value>,
+    own: Option<&Map<String, Value>>,
     req: &ChatRequest,
     headers: &HeaderMap,
 ) -> Option<u64> {
@@ -92,7 +122,21 @@ async fn provider_count(
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = match p.config.kind {
         ProviderKind::Anthropic => {
-            let mut body = body.clone();
+            let mut body = match own {
+                Some(b) => b.clone(),
+                None => {
+                    let mut b = crate::canonical::anthropic::request_to_anthropic(
+                        req,
+                        &t.model.id,
+                        crate::providers::outbound::DEFAULT_ANTHROPIC_MAX_TOKENS,
+                    );
+                    // The counting endpoint takes the prompt, not the sampling settings.
+                    for k in COUNT_REFUSES {
+                        b.remove(k);
+                    }
+                    b
+                }
+            };
             body.insert("model".into(), json!(t.model.id));
             let rb = json_post(client.post(format!("{base}/messages/count_tokens")), &body);
             let mut rb = authorized(rb, p, headers, crate::providers::anthropic::authorize)?;

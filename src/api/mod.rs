@@ -1,5 +1,5 @@
-//! The HTTP surface: inbound OpenAI API, models, health, and the guards in front of them
-//! (DNS-rebinding Host check, gateway-key auth).
+//! The HTTP surface: the inbound APIs (`dialect/`), models, health, the admin API and UI, and
+//! the guards in front of them (DNS-rebinding Host check, gateway-key auth).
 
 // ApiError is built once per failed request, never on the hot path; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
@@ -7,21 +7,19 @@
 pub(crate) mod activity;
 pub(crate) mod admin;
 mod admission;
-pub(crate) mod anthropic;
 pub(crate) mod budget;
 pub(crate) mod clients;
 mod codex;
 mod connect;
-mod count;
+pub(crate) mod count;
+pub mod dialect;
 pub(crate) mod error;
 pub(crate) mod json;
 mod key_refs;
 pub(crate) mod manage;
-pub(crate) mod openai;
 pub(crate) mod pipeline;
 mod provider_test;
 mod render;
-pub(crate) mod responses;
 pub(crate) mod routing;
 pub mod settings;
 mod statusline;
@@ -42,6 +40,7 @@ use serde_json::json;
 
 use crate::config::validate::is_loopback_host;
 use crate::gateway::Core;
+use dialect::{anthropic, gemini, openai, responses};
 use error::ApiError;
 
 /// The address a request came from (a request extension the accept loop adds).
@@ -141,6 +140,12 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/v1/responses", post(responses::create))
         .route("/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
+        .route("/v1/models/{action}", post(gemini::call))
+        .route("/v1beta/models", get(gemini::models))
+        .route(
+            "/v1beta/models/{action}",
+            post(gemini::call).get(gemini::model),
+        )
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/messages/count_tokens", post(count::count_tokens))
         .route("/health", get(health))
@@ -299,32 +304,27 @@ pub(crate) const MAX_URI_BYTES: usize = 16 * 1024;
 /// Largest header block answered normally (431 beyond).
 pub(crate) const MAX_HEADER_BYTES: usize = 64 * 1024;
 
-/// Which API's error shape a path answers in.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Dialect {
-    /// `/v1/messages…`: `{"type":"error","error":{"type","message"}}`.
-    Anthropic,
-    /// `/admin/…` and `/metrics`: OpenAI's shape, behind the admin key.
+/// Which error shape a path answers in: the admin API's (OpenAI's, behind the admin key) or
+/// its inbound API's.
+#[derive(Clone, Copy)]
+enum Shape {
     Admin,
-    /// Everything else: OpenAI's `{"error":{"message","type","param","code"}}`.
-    OpenAi,
+    Api(fn(ApiError) -> Response),
 }
 
-impl Dialect {
+impl Shape {
     fn of(path: &str) -> Self {
-        if path == "/v1/messages" || path.starts_with("/v1/messages/") {
-            Dialect::Anthropic
-        } else if path == "/metrics" || path == "/admin" || path.starts_with("/admin/") {
-            Dialect::Admin
+        if path == "/metrics" || path == "/admin" || path.starts_with("/admin/") {
+            Shape::Admin
         } else {
-            Dialect::OpenAi
+            Shape::Api(dialect::shape_of(path))
         }
     }
 
     fn render(self, e: ApiError) -> Response {
         match self {
-            Dialect::Anthropic => anthropic::anthropic_error(e),
-            _ => e.into_response(),
+            Shape::Admin => e.into_response(),
+            Shape::Api(render) => render(e),
         }
     }
 }
@@ -336,26 +336,18 @@ impl Dialect {
 /// error shape.
 async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let dialect = Dialect::of(path);
+    let dialect = Shape::of(path);
     if let Err(e) = protocol_limits(&req) {
         return dialect.render(e);
     }
-    if dialect == Dialect::Admin {
+    if matches!(dialect, Shape::Admin) {
         if let Err(e) = admin::require_admin(&state.core, req.headers()) {
             return e.into_response();
         }
     }
     // The inbound API takes a slot among the concurrent requests for as long as its answer
     // (a stream included) is being sent.
-    let inbound = matches!(
-        path,
-        "/v1/chat/completions"
-            | "/chat/completions"
-            | "/v1/responses"
-            | "/responses"
-            | "/v1/messages"
-            | "/v1/messages/count_tokens"
-    );
+    let inbound = dialect::is_call(path);
     let slot = if inbound {
         match state.inbound.request_slot() {
             Some(s) => Some(s),
@@ -424,7 +416,7 @@ fn protocol_limits(req: &Request) -> Result<(), ApiError> {
 }
 
 /// A plain-text error axum produced itself, in the route's API error shape (its headers kept).
-async fn rewrite_rejection(resp: Response, dialect: Dialect) -> Response {
+async fn rewrite_rejection(resp: Response, dialect: Shape) -> Response {
     let status = resp.status();
     let (parts, body) = resp.into_parts();
     let text = axum::body::to_bytes(body, 4096)
@@ -455,13 +447,13 @@ async fn rewrite_rejection(resp: Response, dialect: Dialect) -> Response {
 }
 
 async fn not_found(req: Request) -> Response {
-    let dialect = Dialect::of(req.uri().path());
+    let dialect = Shape::of(req.uri().path());
     dialect.render(ApiError::new(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         "unknown_url",
         format!(
-            "Unknown path {} {}. Baton serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and GET /v1/models.",
+            "Unknown path {} {}. Baton serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1beta/models/{{model}}:generateContent and GET /v1/models.",
             req.method(),
             req.uri().path()
         ),
@@ -469,7 +461,7 @@ async fn not_found(req: Request) -> Response {
 }
 
 async fn method_not_allowed(req: Request) -> Response {
-    Dialect::of(req.uri().path()).render(ApiError::new(
+    Shape::of(req.uri().path()).render(ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",
         "method_not_allowed",

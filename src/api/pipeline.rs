@@ -1,7 +1,7 @@
 //! The inbound pipeline every dialect shares: authenticate, admit, read and parse the body,
 //! resolve the model, dispatch through the router, and render the answer (complete or
-//! streamed) or the failure in the client's format. The dialect handlers (`openai.rs`,
-//! `anthropic.rs`) are thin adapters over [`handle`].
+//! streamed) or the failure in the client's format. What differs between the APIs is the
+//! `Dialect` it is handed (`api/dialect/`).
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -9,51 +9,32 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::admission::{client_targets, deny_error};
+use super::dialect::{Cx, Dialect, Parsed};
 use super::error::ApiError;
-use super::{authenticate, AppState};
-use crate::canonical::openai::request_from_openai;
-use crate::canonical::responses::Echo;
+use super::AppState;
 use crate::router::record::Record;
 use crate::router::snapshot::ResolveError;
-use crate::router::{self, Failure, Inbound, Served, Wire};
-
-/// The client's API format; the router in between is the same.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    OpenAi,
-    Anthropic,
-    /// OpenAI's Responses API (Codex).
-    Responses,
-}
-
-impl Format {
-    /// The wire format whose bytes reach this client untouched (none yet for Responses: no
-    /// upstream speaks it).
-    pub(super) fn wire(self) -> Option<Wire> {
-        match self {
-            Format::OpenAi => Some(Wire::OpenAi),
-            Format::Anthropic => Some(Wire::Anthropic),
-            Format::Responses => Some(Wire::Responses),
-        }
-    }
-}
+use crate::router::{self, Failure, Inbound, Served};
 
 pub(super) async fn handle(
     state: &AppState,
     req: Request,
     request_id: &str,
     base: &mut HeaderMap,
-    format: Format,
+    dialect: &mut dyn Dialect,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
-    let client = authenticate(core, req.headers())?;
+    let client = dialect
+        .presented_key(req.headers())
+        .and_then(|k| core.keys.client(k))
+        .ok_or_else(ApiError::unauthorized)?;
     let mut seen = Seen::default();
     let result = handle_client(
         state,
         req,
         request_id,
         base,
-        format,
+        dialect,
         client.clone(),
         &mut seen,
     )
@@ -128,7 +109,7 @@ async fn handle_client(
     req: Request,
     request_id: &str,
     base: &mut HeaderMap,
-    format: Format,
+    dialect: &mut dyn Dialect,
     client: std::sync::Arc<crate::clients::Client>,
     seen: &mut Seen,
 ) -> Result<Response, ApiError> {
@@ -136,7 +117,7 @@ async fn handle_client(
     admit(core, &client).await?;
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let (mut inbound, _charge, echo) = parse(state, req, format, seen, request_id).await?;
+    let (mut inbound, _charge) = parse(state, req, dialect, seen, request_id).await?;
     // Affinity is per client key: one member's session name cannot steer another's routing.
     inbound.conversation = inbound.conversation.map(|c| c.of_client(&client.id));
     let snap = core.routing.snapshot.load_full();
@@ -181,18 +162,11 @@ async fn handle_client(
             header_value(&attempt_details(rec.attempts())),
         );
     }
-    let thinking = inbound
-        .anthropic_body
-        .as_ref()
-        .is_some_and(crate::canonical::anthropic::thinking_asked);
     let out = super::render::Out {
         state,
         request_id,
-        format,
+        dialect,
         base,
-        echo,
-        thinking,
-        asked: &inbound.canonical.model,
     };
     match result {
         Ok(Served::Complete(c)) => out.complete(c, rec),
@@ -225,10 +199,10 @@ pub(super) async fn admit(
 async fn parse(
     state: &AppState,
     req: Request,
-    format: Format,
+    dialect: &mut dyn Dialect,
     seen: &mut Seen,
     request_id: &str,
-) -> Result<(Inbound, super::budget::Charge, Option<Echo>), ApiError> {
+) -> Result<(Inbound, super::budget::Charge), ApiError> {
     let anthropic_beta = req
         .headers()
         .get("anthropic-beta")
@@ -239,44 +213,18 @@ async fn parse(
     let session = crate::router::affinity::Conversation::session_header(req.headers());
     let (bytes, charge) = super::budget::read_body(state, req).await?;
     let body = json_object(&bytes)?;
-    let spoken = match format {
-        Format::Anthropic => crate::providers::Vendor::Anthropic,
-        Format::OpenAi | Format::Responses => crate::providers::Vendor::OpenAi,
-    };
-    let client = client.map(|c| c.with_account_in(&body).spoken_to(spoken));
+    let client = client.map(|c| c.with_account_in(&body).spoken_to(dialect.vendor()));
     let named = crate::router::affinity::Conversation::named(session.as_deref(), &body);
-    seen.model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    seen.stream = body.get("stream").and_then(Value::as_bool) == Some(true);
-    let mut echo = None;
-    let mut responses_body = None;
-    let (canonical, body, anthropic_body) = match format {
-        Format::OpenAi => {
-            let c =
-                request_from_openai(&body).map_err(|e| ApiError::invalid(e.param, e.message))?;
-            (c, body, None)
-        }
-        Format::Anthropic => {
-            let c = crate::canonical::anthropic::request_from_anthropic(&body)
-                .map_err(|e| ApiError::invalid(e.param, e.message))?;
-            // The router speaks OpenAI to openai-compatible upstreams. Anthropic-only fields
-            // (metadata, thinking, context_management…) stay in the client's own body for
-            // Anthropic upstreams; an OpenAI server would reject them.
-            let openai = crate::canonical::openai::request_to_openai(&c);
-            (c, openai, Some(body))
-        }
-        Format::Responses => {
-            let c = crate::canonical::responses::request_from_responses(&body)
-                .map_err(|e| ApiError::invalid(e.param, e.message))?;
-            let created = state.core.routing.clock.now_ms() / 1000;
-            echo = Some(Echo::new(&body, request_id, &c.model, created));
-            let openai = crate::canonical::openai::request_to_openai(&c);
-            responses_body = Some(body);
-            (c, openai, None)
-        }
+    (seen.model, seen.stream) = dialect.named(&body);
+    let cx = Cx {
+        request_id,
+        now_s: state.core.routing.clock.now_ms() / 1000,
     };
+    let Parsed {
+        canonical,
+        openai,
+        original,
+    } = dialect.parse(body, &cx)?;
     let needs = canonical.needs();
     let follows = named.is_some()
         || crate::router::affinity::Conversation::follows_unnamed(
@@ -286,9 +234,8 @@ async fn parse(
     let conversation =
         named.or_else(|| crate::router::affinity::Conversation::by_prefix(&canonical));
     let inbound = Inbound {
-        body,
-        anthropic_body,
-        responses_body,
+        body: openai,
+        original,
         client,
         anthropic_beta,
         needs,
@@ -297,7 +244,7 @@ async fn parse(
         conversation,
         follows,
     };
-    Ok((inbound, charge, echo))
+    Ok((inbound, charge))
 }
 
 /// `x-gateway-timeout-ms`: this request's deadline, overriding `routing.requestTimeoutMs`.

@@ -6,38 +6,19 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::dialect::{Cx, Dialect};
 use super::error::ApiError;
-use super::pipeline::{candidates, failure_to_error, gateway_headers, Format};
+use super::pipeline::{candidates, failure_to_error, gateway_headers};
 use super::AppState;
-use crate::canonical::responses::Echo;
 use crate::router::record::Record;
 use crate::router::{Completed, Failure, Inbound, Reply, Streamed, Wire};
 
-/// Renders the router's outcome for the client.
+/// Renders the router's outcome for the client, in its dialect.
 pub(super) struct Out<'a> {
     pub state: &'a AppState,
     pub request_id: &'a str,
-    pub format: Format,
+    pub dialect: &'a mut dyn Dialect,
     pub base: &'a mut HeaderMap,
-    /// What a Responses answer echoes of its request.
-    pub echo: Option<Echo>,
-    /// An Anthropic client asked for thinking (it gets the upstream's reasoning as thinking).
-    pub thinking: bool,
-    /// The model name the client asked for.
-    pub asked: &'a str,
-}
-
-impl Out<'_> {
-    /// The model an answer names: for an Anthropic client the one it asked for (Claude Code
-    /// drops a signed thinking block whose message names another model, and its next tool turn
-    /// is then refused); others see the served one. The served one is always in
-    /// `x-gateway-model`.
-    fn named<'m>(&'m self, served: &'m str) -> &'m str {
-        match self.format {
-            Format::Anthropic if !self.asked.is_empty() && self.asked != "auto" => self.asked,
-            _ => served,
-        }
-    }
 }
 
 impl Out<'_> {
@@ -66,7 +47,7 @@ impl Out<'_> {
         // The client's format: the upstream's bytes as they are, or the canonical answer
         // rendered.
         let body = match reply {
-            Reply::Wire(body, wire) if Some(wire) == self.format.wire() => body,
+            Reply::Wire(body, wire) if wire == self.dialect.wire() => body,
             Reply::Wire(body, wire) => {
                 let mut answer = crate::providers::codec::answer(wire, &body).ok_or_else(|| {
                     ApiError::new(
@@ -81,9 +62,9 @@ impl Out<'_> {
                     answer.id = self.request_id.to_string();
                     answer.model = target.model.id.clone();
                 }
-                self.render(answer, self.named(&target.model.id))
+                self.render(answer, &target.model.id)
             }
-            Reply::Canonical(answer) => self.render(answer, self.named(&target.model.id)),
+            Reply::Canonical(answer) => self.render(answer, &target.model.id),
         };
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -95,20 +76,17 @@ impl Out<'_> {
     }
 
     /// A canonical answer in the client's format.
-    fn render(&self, mut answer: crate::canonical::ChatResponse, model: &str) -> Bytes {
-        answer.created = self.state.core.routing.clock.now_ms() / 1000;
-        let out = match (self.format, &self.echo) {
-            (Format::Responses, Some(echo)) => {
-                crate::canonical::responses::response_to_responses(&answer, echo)
-            }
-            (Format::OpenAi | Format::Responses, _) => {
-                crate::canonical::openai::response_to_openai(&answer)
-            }
-            (Format::Anthropic, _) => {
-                crate::canonical::anthropic::response_to_anthropic(&answer, model, self.thinking)
-            }
-        };
+    fn render(&self, mut answer: crate::canonical::ChatResponse, served: &str) -> Bytes {
+        answer.created = self.cx().now_s;
+        let out = self.dialect.render(&answer, served, &self.cx());
         Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
+    }
+
+    fn cx(&self) -> Cx<'_> {
+        Cx {
+            request_id: self.request_id,
+            now_s: self.state.core.routing.clock.now_ms() / 1000,
+        }
     }
 
     /// A committed stream: the pump relays it in the client's format.
@@ -130,27 +108,12 @@ impl Out<'_> {
             targets: resume.into(),
             prompt_tokens,
         });
-        let out = match self.format {
-            Format::Responses => crate::router::stream::Out::Responses(Box::new(
-                crate::canonical::responses::StreamEncoder::new(self.echo.unwrap_or_default()),
-            )),
-            Format::OpenAi => crate::router::stream::Out::OpenAi(Box::new(
-                crate::canonical::openai::StreamEncoder::new(
-                    self.request_id,
-                    &target.model.id,
-                    self.state.core.routing.clock.now_ms() / 1000,
-                    inbound.canonical.stream_usage,
-                ),
-            )),
-            Format::Anthropic => crate::router::stream::Out::Anthropic(Box::new(
-                crate::canonical::anthropic::StreamEncoder::new(
-                    self.request_id,
-                    self.named(&target.model.id),
-                )
-                .with_thinking(self.thinking)
-                .with_prompt_estimate(prompt_tokens),
-            )),
+        let cx = Cx {
+            request_id: self.request_id,
+            now_s: self.state.core.routing.clock.now_ms() / 1000,
         };
+        let out = self.dialect.encoder(&target.model.id, &cx, inbound);
+        let content_type = out.content_type();
         let upstream = crate::router::stream::Upstream {
             source,
             prelude,
@@ -160,10 +123,7 @@ impl Out<'_> {
         let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
         let mut resp = Response::new(Body::from_stream(body));
         let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
         h.extend(self.base.clone());

@@ -345,27 +345,36 @@ impl ChatRequest {
     }
 }
 
-/// A client dialect's stream encoder: canonical events in, that dialect's events out, and the
-/// end of a complete answer.
-pub trait StreamEncode {
-    fn push(&mut self, ev: &StreamEvent, out: &mut String);
-    fn finish(&mut self, out: &mut String);
+/// The wire format of a request or answer: the four APIs Baton speaks on either side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// OpenAI's Chat Completions.
+    OpenAi,
+    /// OpenAI's Responses API.
+    Responses,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Gemini's `generateContent`.
+    Gemini,
 }
 
-macro_rules! stream_encode {
-    ($($t:ty),*) => {$(
-        impl StreamEncode for $t {
-            fn push(&mut self, ev: &StreamEvent, out: &mut String) {
-                <$t>::push(self, ev, out)
-            }
-            fn finish(&mut self, out: &mut String) {
-                <$t>::finish(self, out)
-            }
-        }
-    )*};
+/// A client dialect's stream encoder: canonical events in, that dialect's events out, the end
+/// of a complete answer, and the explicit error event a broken answer ends with. The stream
+/// pump holds one as `dyn StreamEncode` and knows no dialect.
+pub trait StreamEncode: Send {
+    fn push(&mut self, ev: &StreamEvent, out: &mut String);
+    fn finish(&mut self, out: &mut String);
+    /// The explicit error event that ends an incomplete answer. `relaying` is true when the
+    /// upstream's own stream in this format is being passed through (its lifecycle is open).
+    fn error(&mut self, message: &str, relaying: bool, out: &mut String);
+    /// The format whose events reach this client untouched, if any.
+    fn wire(&self) -> Option<Wire>;
+    /// The end of a relayed stream whose upstream's own terminator never came.
+    fn relayed_end(&self) -> &'static [u8] {
+        b""
+    }
+    /// The `content-type` of the stream.
+    fn content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
 }
-stream_encode!(
-    openai::StreamEncoder,
-    anthropic::StreamEncoder,
-    responses::StreamEncoder
-);

@@ -218,8 +218,7 @@ pub async fn probe_one(
     // The same request routing would send, in the provider's own format and auth.
     let outbound = outbound::Outbound {
         openai_body: map,
-        anthropic_body: None,
-        responses_body: None,
+        original: None,
         client: None,
         anthropic_beta: None,
         canonical: &canonical,

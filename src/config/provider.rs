@@ -117,6 +117,18 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The format an HTTP provider speaks; `None` for subscription CLIs.
+    pub fn wire(self) -> Option<crate::canonical::Wire> {
+        use crate::canonical::Wire;
+        match self {
+            ProviderKind::OpenaiCompatible => Some(Wire::OpenAi),
+            ProviderKind::OpenaiResponses => Some(Wire::Responses),
+            ProviderKind::Anthropic => Some(Wire::Anthropic),
+            ProviderKind::Gemini => Some(Wire::Gemini),
+            ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenaiCompatible => "openai-compatible",

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::Outbound;
+use super::outbound::{Outbound, Wire};
 use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical;
 use crate::canonical::anthropic::StreamDecoder;
@@ -19,7 +19,7 @@ pub const VERSION: &str = "2023-06-01";
 /// cache control and betas survive), else translated from the canonical request.
 pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
     let cap = model.max_output_tokens;
-    if let Some(b) = o.anthropic_body {
+    if let Some(b) = o.original(Wire::Anthropic) {
         // Thinking blocks go back only to the account that signed them (`thinking`).
         if super::thinking::to_check(b) {
             let mut own = b.clone();

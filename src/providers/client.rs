@@ -80,6 +80,7 @@ pub const BATON_KEY_HEADER: &str = "x-baton-key";
 const CLIENT_HEADERS: &[&str] = &[
     "authorization",
     "x-api-key",
+    "x-goog-api-key",
     "chatgpt-account-id",
     "x-app",
     "user-agent",
@@ -91,7 +92,7 @@ const CLIENT_HEADERS: &[&str] = &[
 
 impl ClientCredential {
     /// The client's credential, when it authenticated to Baton with `x-baton-key` and sent
-    /// its own in Authorization or x-api-key.
+    /// its own in Authorization, x-api-key or x-goog-api-key.
     pub fn from_headers(h: &http::HeaderMap) -> Option<Self> {
         let baton_key = h.get(BATON_KEY_HEADER)?.to_str().ok()?.trim();
         let secret = h
@@ -99,8 +100,9 @@ impl ClientCredential {
             .and_then(|v| v.to_str().ok())
             .map(strip_scheme)
             .or_else(|| {
-                h.get("x-api-key")
-                    .and_then(|v| v.to_str().ok())
+                ["x-api-key", "x-goog-api-key"]
+                    .iter()
+                    .find_map(|n| h.get(*n).and_then(|v| v.to_str().ok()))
                     .map(str::trim)
             })
             // Baton's own key sent twice is not a login, and never leaves.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::Outbound;
+use super::outbound::{Outbound, Wire};
 use super::{ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical;
 use crate::canonical::gemini::StreamDecoder;
@@ -19,13 +19,22 @@ pub fn request(
     key: Option<&ApiKey>,
     o: &Outbound,
 ) -> Result<reqwest::RequestBuilder, Classified> {
-    let mut body = canonical::gemini::request_to_gemini(o.canonical, &model.id);
+    // A Gemini client's own body goes as it came (thought signatures, safety settings, Google's
+    // own tools); anything else is translated.
+    let own = o.original(Wire::Gemini).map(|b| {
+        let mut b = b.clone();
+        b.remove("model");
+        b
+    });
+    let translated = own.is_none();
+    let mut body =
+        own.unwrap_or_else(|| canonical::gemini::request_to_gemini(o.canonical, &model.id));
     // The client's effort as a thinking budget, for a Gemini that thinks.
     let budget = o
         .canonical
         .effort
         .as_deref()
-        .filter(|_| canonical::effort::gemini_thinks(&model.id))
+        .filter(|_| translated && canonical::effort::gemini_thinks(&model.id))
         .and_then(canonical::effort::gemini_budget);
     // With a budget it also asks for its thoughts (`includeThoughts`), which reach clients
     // that show reasoning: Anthropic clients as thinking, Responses clients as summaries.

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::Outbound;
+use super::outbound::{Outbound, Wire};
 use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical::responses::upstream::{
     request_to_responses, usage_from_responses, StreamDecoder,
@@ -22,7 +22,7 @@ const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
 /// model's limit), or the canonical request translated. `public`: the provider is the public
 /// API on a key of Baton's, which takes none of the ChatGPT backend's own fields.
 pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
-    let mut b = match o.responses_body {
+    let mut b = match o.original(Wire::Responses) {
         // Codex's body declares tools in `additional_tools` input items, which only the
         // ChatGPT backend reads: the public API gets the request translated (tools in `tools`).
         Some(own) if public && has_additional_tools(own) => request_to_responses(o.canonical),

@@ -7,31 +7,9 @@ use serde_json::{Map, Value};
 
 use super::{anthropic, gemini, openai_compat, openai_responses, ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical::ChatRequest;
-use crate::config::ProviderKind;
 use crate::limits::{self, Classified};
 
-/// The wire format of a request or answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    OpenAi,
-    /// OpenAI's Responses API.
-    Responses,
-    Anthropic,
-    Gemini,
-}
-
-impl Wire {
-    /// The format an HTTP provider speaks; `None` for subscription CLIs.
-    pub fn of(kind: ProviderKind) -> Option<Self> {
-        match kind {
-            ProviderKind::OpenaiCompatible => Some(Wire::OpenAi),
-            ProviderKind::OpenaiResponses => Some(Wire::Responses),
-            ProviderKind::Anthropic => Some(Wire::Anthropic),
-            ProviderKind::Gemini => Some(Wire::Gemini),
-            ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
-        }
-    }
-}
+pub use crate::canonical::Wire;
 
 pub use super::thinking::Keep;
 
@@ -43,12 +21,9 @@ pub use super::anthropic::{
 pub struct Outbound<'a> {
     /// The request in OpenAI form (the client's own body when it spoke OpenAI).
     pub openai_body: &'a Map<String, Value>,
-    /// The client's own body when it spoke Anthropic: sent unchanged (but for the model) to
-    /// Anthropic upstreams.
-    pub anthropic_body: Option<&'a Map<String, Value>>,
-    /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
-    /// Responses upstreams.
-    pub responses_body: Option<&'a Map<String, Value>>,
+    /// The client's own body and its API, when it spoke another than Chat Completions: sent
+    /// unchanged (but for the model) to upstreams of that API.
+    pub original: Option<(Wire, &'a Map<String, Value>)>,
     /// The client's own credential and identification headers, for providers with
     /// `credentials: "client"` (sent instead of any key of Baton's).
     pub client: Option<&'a super::ClientCredential>,
@@ -59,6 +34,13 @@ pub struct Outbound<'a> {
     pub request_id: &'a str,
     /// Which of the client's thinking blocks may go to this account (Anthropic upstreams).
     pub thinking: super::thinking::Keep<'a>,
+}
+
+impl Outbound<'_> {
+    /// The client's own body, when it spoke `wire`.
+    pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
+        self.original.filter(|(w, _)| *w == wire).map(|(_, b)| b)
+    }
 }
 
 /// Builds the request for `model` on provider `p` with `key`, in the provider's format.
@@ -74,7 +56,7 @@ pub fn build(
             "provider base URL is not a valid URL",
         ));
     };
-    let Some(wire) = Wire::of(p.config.kind) else {
+    let Some(wire) = p.config.kind.wire() else {
         return Err(limits::classify_transport("not an HTTP provider"));
     };
     // The account's key stands for the client's credential, which goes in its own headers.
@@ -91,7 +73,7 @@ pub fn build(
                 .canonical
                 .effort
                 .as_deref()
-                .filter(|_| o.anthropic_body.is_some() || o.responses_body.is_some())
+                .filter(|_| o.original.is_some())
                 .filter(|_| crate::canonical::effort::openai_reasons(&model.id));
             let with_effort = effort.map(|e| {
                 let mut b = o.openai_body.clone();
@@ -129,7 +111,7 @@ pub fn models_request(
     p: &ProviderEntry,
     key: Option<&ApiKey>,
 ) -> Result<reqwest::RequestBuilder, String> {
-    let wire = Wire::of(p.config.kind).ok_or("not an HTTP provider")?;
+    let wire = p.config.kind.wire().ok_or("not an HTTP provider")?;
     let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
     let rb = client.get(url);
     Ok(match wire {

@@ -60,8 +60,7 @@ pub(super) async fn attempt(
             && wire == Wire::Anthropic
             && thinking::is_signature_refusal(status, &body)
             && inbound
-                .anthropic_body
-                .as_ref()
+                .original(Wire::Anthropic)
                 .is_some_and(thinking::has_thinking);
         if !retry {
             return upstream_error(routing, t, status, &headers, body);
@@ -103,8 +102,7 @@ async fn send(
     let stream = inbound.canonical.stream;
     let outbound = crate::providers::outbound::Outbound {
         openai_body: &inbound.body,
-        anthropic_body: inbound.anthropic_body.as_ref(),
-        responses_body: inbound.responses_body.as_ref(),
+        original: inbound.original.as_ref().map(|o| (o.wire, &o.body)),
         client: inbound.client.as_ref(),
         anthropic_beta: inbound.anthropic_beta.as_deref(),
         canonical: &inbound.canonical,

@@ -51,12 +51,10 @@ pub use crate::providers::outbound::Wire;
 pub struct Inbound {
     /// The request in OpenAI form (the client's own body when it spoke OpenAI).
     pub body: Map<String, Value>,
-    /// The client's own body when it spoke Anthropic: sent unchanged (but for the model) to
-    /// Anthropic upstreams, keeping thinking signatures, cache control and betas.
-    pub anthropic_body: Option<Map<String, Value>>,
-    /// The client's own body when it spoke Responses: sent unchanged (but for the model) to
-    /// Responses upstreams.
-    pub responses_body: Option<Map<String, Value>>,
+    /// The client's own body when it spoke another API than Chat Completions: sent unchanged
+    /// (but for the model) to upstreams of that API, keeping what has no canonical form
+    /// (thinking signatures, cache control, stored conversations).
+    pub original: Option<Original>,
     /// The client's own credential, for providers with `credentials: "client"`.
     pub client: Option<crate::providers::ClientCredential>,
     /// `anthropic-beta` from the client, passed to Anthropic upstreams.
@@ -70,6 +68,23 @@ pub struct Inbound {
     /// Whether it goes where its conversation was last served (a named conversation, or an
     /// unnamed one past its first turn: `Conversation::follows_unnamed`).
     pub follows: bool,
+}
+
+/// A client's own request body and the API it is in.
+#[derive(Debug, Clone)]
+pub struct Original {
+    pub wire: Wire,
+    pub body: Map<String, Value>,
+}
+
+impl Inbound {
+    /// The client's own body, when it spoke `wire`.
+    pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
+        self.original
+            .as_ref()
+            .filter(|o| o.wire == wire)
+            .map(|o| &o.body)
+    }
 }
 
 /// A concurrency slot on a provider, released when the answer is complete.
@@ -342,13 +357,11 @@ fn stored_conversation(
 ) -> Result<(), Failure> {
     use crate::config::ProviderKind;
     let stored = inbound
-        .responses_body
-        .as_ref()
+        .original(Wire::Responses)
         .and_then(|b| b.get("previous_response_id"))
         .is_some_and(|v| !v.is_null());
     let thread = inbound
-        .anthropic_body
-        .as_ref()
+        .original(Wire::Anthropic)
         .and_then(|b| b.get("thread"))
         .and_then(|t| t.get("type"))
         .and_then(serde_json::Value::as_str)
@@ -521,8 +534,7 @@ pub async fn test_target(
         needs: canonical.needs(),
         canonical,
         body,
-        anthropic_body: None,
-        responses_body: None,
+        original: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -15,11 +15,10 @@ use std::convert::Infallible;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
-use serde_json::json;
 
 use super::record::Record;
 use super::snapshot::Target;
-use super::{Held, Slot, Wire};
+use super::{Held, Slot};
 use crate::providers::codec::{Decoded, UpstreamError};
 use resume::Parts;
 pub use resume::Resume;
@@ -42,34 +41,9 @@ pub struct Upstream {
     pub prompt_tokens: u64,
 }
 
-/// The client's wire format.
-pub enum Out {
-    /// OpenAI chunks (the encoder is used when the upstream spoke another format).
-    OpenAi(Box<crate::canonical::openai::StreamEncoder>),
-    /// Anthropic Messages events.
-    Anthropic(Box<crate::canonical::anthropic::StreamEncoder>),
-    /// Responses API events (encoded unless the upstream speaks Responses too).
-    Responses(Box<crate::canonical::responses::StreamEncoder>),
-}
-
-impl Out {
-    /// The encoder for a hop that translates.
-    fn encoder(&mut self) -> &mut dyn crate::canonical::StreamEncode {
-        match self {
-            Out::OpenAi(enc) => enc.as_mut(),
-            Out::Anthropic(enc) => enc.as_mut(),
-            Out::Responses(enc) => enc.as_mut(),
-        }
-    }
-
-    fn wire(&self) -> Option<Wire> {
-        match self {
-            Out::OpenAi(_) => Some(Wire::OpenAi),
-            Out::Anthropic(_) => Some(Wire::Anthropic),
-            Out::Responses(_) => Some(Wire::Responses),
-        }
-    }
-}
+/// The client's stream encoder: its dialect's events, error and end frames. The pump holds
+/// it and knows no dialect.
+pub type Out = Box<dyn crate::canonical::StreamEncode>;
 
 struct Pump {
     source: Source,
@@ -304,29 +278,10 @@ impl Pump {
 
     /// An explicit error event in the client's format: the answer above it is incomplete.
     fn error_frame(&mut self, message: &str) -> Bytes {
-        let same = self.same_format();
-        match &mut self.out {
-            Out::OpenAi(_) => {
-                let body = json!({"error": {"message": message, "type": "upstream_error",
-                    "param": null, "code": "stream_interrupted"}});
-                Bytes::from(format!("data: {body}\n\n"))
-            }
-            Out::Anthropic(_) => Bytes::from(crate::canonical::anthropic::error_frame(
-                "api_error",
-                message,
-            )),
-            Out::Responses(enc) => {
-                let mut out = String::new();
-                if same {
-                    // The upstream's own response is in flight: an error event, not a second
-                    // lifecycle under another id.
-                    enc.error(message, &mut out);
-                } else {
-                    enc.fail(message, &mut out);
-                }
-                Bytes::from(out)
-            }
-        }
+        let relaying = self.same_format();
+        let mut out = String::new();
+        self.out.error(message, relaying, &mut out);
+        Bytes::from(out)
     }
 
     /// An answer whose upstream reported no usage still counts: the prompt as estimated and
@@ -359,9 +314,8 @@ impl Pump {
             return raw;
         }
         let mut out = String::new();
-        let enc = self.out.encoder();
         for ev in &d.events {
-            enc.push(ev, &mut out);
+            self.out.push(ev, &mut out);
         }
         Bytes::from(out)
     }
@@ -383,20 +337,12 @@ impl Pump {
 
     fn end_frame(&mut self, raw: Option<Bytes>) -> Bytes {
         if self.same_format() {
-            return match &self.out {
-                Out::OpenAi(_) => raw.unwrap_or_else(|| Bytes::from_static(b"data: [DONE]\n\n")),
-                Out::Anthropic(_) => raw.unwrap_or_else(|| {
-                    Bytes::from_static(
-                        b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-                    )
-                }),
-                // A Responses stream has no terminator of its own: its `response.completed`
-                // went by.
-                Out::Responses(_) => raw.unwrap_or_default(),
-            };
+            // A stream without a terminator of its own (Responses, Gemini) ends with its
+            // last event, which went by.
+            return raw.unwrap_or_else(|| Bytes::from_static(self.out.relayed_end()));
         }
         let mut out = String::new();
-        self.out.encoder().finish(&mut out);
+        self.out.finish(&mut out);
         Bytes::from(out)
     }
 

@@ -196,8 +196,7 @@ fn inbound(stream: bool) -> Inbound {
         needs: canonical.needs(),
         canonical,
         body,
-        anthropic_body: None,
-        responses_body: None,
+        original: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,
@@ -257,9 +256,9 @@ async fn relayed(w: &World, script: Script) -> Vec<Bytes> {
         client_wants_usage: false,
         prompt_tokens: 3,
     };
-    let out = stream::Out::OpenAi(Box::new(crate::canonical::openai::StreamEncoder::new(
+    let out: stream::Out = Box::new(crate::canonical::openai::StreamEncoder::new(
         "t", "m", 0, false,
-    )));
+    ));
     let body = stream::body(upstream, slot, target, rec, None, out);
     futures_util::StreamExt::collect::<Vec<_>>(body)
         .await

@@ -3,7 +3,7 @@
 //! it also closes idle connections), a cap on open connections that slow clients cannot hold
 //! against the rest (`conns`), TCP_NODELAY, and a graceful
 //! shutdown that lets in-flight requests finish. Request bodies have their own read limits
-//! (`api::openai::read_body`).
+//! (`api::budget::read_body`).
 
 use std::net::IpAddr;
 use std::sync::Arc;

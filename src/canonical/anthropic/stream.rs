@@ -289,3 +289,25 @@ pub fn error_frame(kind: &str, message: &str) -> String {
         &json!({"type": "error", "error": {"type": kind, "message": message}}),
     )
 }
+
+impl crate::canonical::StreamEncode for StreamEncoder {
+    fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        StreamEncoder::push(self, ev, out)
+    }
+
+    fn finish(&mut self, out: &mut String) {
+        StreamEncoder::finish(self, out)
+    }
+
+    fn error(&mut self, message: &str, _relaying: bool, out: &mut String) {
+        out.push_str(&error_frame("api_error", message));
+    }
+
+    fn wire(&self) -> Option<crate::canonical::Wire> {
+        Some(crate::canonical::Wire::Anthropic)
+    }
+
+    fn relayed_end(&self) -> &'static [u8] {
+        b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+    }
+}

@@ -333,3 +333,27 @@ impl StreamEncoder {
         let _ = write!(out, "event: {kind}\ndata: {data}\n\n");
     }
 }
+
+impl crate::canonical::StreamEncode for StreamEncoder {
+    fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        StreamEncoder::push(self, ev, out)
+    }
+
+    fn finish(&mut self, out: &mut String) {
+        StreamEncoder::finish(self, out)
+    }
+
+    /// Relaying a Responses upstream's own response: an error event, not a second lifecycle
+    /// under another id.
+    fn error(&mut self, message: &str, relaying: bool, out: &mut String) {
+        if relaying {
+            StreamEncoder::error(self, message, out)
+        } else {
+            self.fail(message, out)
+        }
+    }
+
+    fn wire(&self) -> Option<crate::canonical::Wire> {
+        Some(crate::canonical::Wire::Responses)
+    }
+}

@@ -231,8 +231,7 @@ impl Pump {
         }
         let inbound = Inbound {
             body,
-            anthropic_body: None,
-            responses_body: None,
+            original: None,
             client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {

@@ -1,0 +1,148 @@
+//! Inbound Anthropic Messages API: `POST /v1/messages` (Claude Code, the anthropic SDK) and
+//! errors in Anthropic's shape (`count_tokens` is `api/count.rs`).
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{Cx, Dialect, Parsed};
+use crate::api::error::ApiError;
+use crate::api::pipeline::header_value;
+use crate::api::AppState;
+use crate::canonical::{ChatResponse, Wire};
+use crate::providers::Vendor;
+use crate::router::stream::Out;
+use crate::router::{Inbound, Original};
+
+/// The Messages API. What `parse` learns answers the request: the model the client named
+/// (an answer names it back: Claude Code drops a signed thinking block whose message names
+/// another model, and its next tool turn is then refused; the served one is always in
+/// `x-gateway-model`) and whether it asked for thinking (it gets the upstream's reasoning as
+/// thinking).
+#[derive(Default)]
+pub struct Anthropic {
+    asked: String,
+    thinking: bool,
+}
+
+impl Anthropic {
+    fn named<'m>(&'m self, served: &'m str) -> &'m str {
+        if self.asked.is_empty() || self.asked == "auto" {
+            served
+        } else {
+            &self.asked
+        }
+    }
+}
+
+impl Dialect for Anthropic {
+    fn wire(&self) -> Wire {
+        Wire::Anthropic
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::Anthropic
+    }
+
+    fn parse(&mut self, body: Map<String, Value>, _cx: &Cx) -> Result<Parsed, ApiError> {
+        let canonical = crate::canonical::anthropic::request_from_anthropic(&body)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        self.asked = canonical.model.clone();
+        self.thinking = crate::canonical::anthropic::thinking_asked(&body);
+        // Anthropic-only fields (metadata, thinking, context_management…) stay in the client's
+        // own body for Anthropic upstreams; an OpenAI server would refuse them.
+        let openai = crate::canonical::openai::request_to_openai(&canonical);
+        Ok(Parsed {
+            canonical,
+            openai,
+            original: Some(Original {
+                wire: Wire::Anthropic,
+                body,
+            }),
+        })
+    }
+
+    fn render(&self, answer: &ChatResponse, served: &str, _cx: &Cx) -> Value {
+        crate::canonical::anthropic::response_to_anthropic(
+            answer,
+            self.named(served),
+            self.thinking,
+        )
+    }
+
+    fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out {
+        Box::new(
+            crate::canonical::anthropic::StreamEncoder::new(cx.request_id, self.named(served))
+                .with_thinking(self.thinking)
+                .with_prompt_estimate(inbound.needs.prompt_tokens()),
+        )
+    }
+
+    fn error(&self, e: ApiError) -> Response {
+        error(e)
+    }
+
+    fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
+        base.insert("x-request-id", header_value(request_id));
+        base.insert("request-id", header_value(request_id));
+    }
+}
+
+/// `/v1/messages…`.
+pub(super) fn owns(path: &str) -> bool {
+    path == "/v1/messages" || path.starts_with("/v1/messages/")
+}
+
+pub(super) fn is_call(path: &str) -> bool {
+    matches!(path, "/v1/messages" | "/v1/messages/count_tokens")
+}
+
+pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
+    super::serve(&state, req, Anthropic::default()).await
+}
+
+/// The Anthropic error `type` for an HTTP status.
+fn error_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 405 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// Renders an error as `{"type":"error","error":{"type","message"}}` with its headers.
+pub fn error(e: ApiError) -> Response {
+    let mut body =
+        json!({"type": "error", "error": {"type": error_type(e.status), "message": e.message}});
+    if let Some(d) = e.details {
+        body["error"]["details"] = d;
+    }
+    let mut resp = (e.status, Json(body)).into_response();
+    resp.headers_mut().extend(e.headers);
+    if let Some(s) = e.retry_after_secs {
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from(s));
+    }
+    resp
+}
+
+/// `GET /v1/models` in Anthropic's list shape.
+pub fn models(names: Vec<String>) -> Json<Value> {
+    let data: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}))
+        .collect();
+    Json(json!({
+        "data": data,
+        "has_more": false,
+        "first_id": names.first(),
+        "last_id": names.last(),
+    }))
+}

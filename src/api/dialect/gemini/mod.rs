@@ -1,0 +1,295 @@
+//! Inbound Gemini API (`generativelanguage.googleapis.com/v1beta`), for Gemini CLI and the
+//! `google-genai` SDKs: `POST /v1beta/models/{model}:generateContent`,
+//! `:streamGenerateContent` (SSE with `alt=sse`, else Google's streamed JSON array),
+//! `:countTokens`, `GET /v1beta/models` and `GET /v1beta/models/{model}`. The client's key
+//! comes in `x-goog-api-key` or `?key=`; errors are Google's
+//! `{"error": {"code", "message", "status"}}`. A request goes as it came to `gemini`
+//! upstreams and translated to every other kind.
+
+mod request;
+mod response;
+#[cfg(test)]
+mod tests;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{Cx, Dialect, Parsed};
+use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::canonical::{ChatResponse, Wire};
+use crate::providers::Vendor;
+use crate::router::stream::Out;
+use crate::router::{Inbound, Original};
+pub use request::{json_schema, request_from_gemini};
+pub use response::{error_body, response_to_gemini, StreamEncoder};
+
+/// The Gemini API, for one call: the model and whether (and how) it streams come from the path
+/// and the query, not the body.
+pub struct Gemini {
+    model: String,
+    stream: bool,
+    sse: bool,
+}
+
+impl Dialect for Gemini {
+    fn wire(&self) -> Wire {
+        Wire::Gemini
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::Google
+    }
+
+    /// `x-goog-api-key` (`?key=` is moved there by the handler), else the common headers.
+    fn presented_key<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+        presented_key(headers)
+    }
+
+    fn named(&self, _body: &Map<String, Value>) -> (Option<String>, bool) {
+        (Some(self.model.clone()), self.stream)
+    }
+
+    fn parse(&mut self, body: Map<String, Value>, _cx: &Cx) -> Result<Parsed, ApiError> {
+        let canonical = request_from_gemini(&body, &self.model, self.stream)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        let openai = crate::canonical::openai::request_to_openai(&canonical);
+        Ok(Parsed {
+            canonical,
+            openai,
+            original: Some(Original {
+                wire: Wire::Gemini,
+                body,
+            }),
+        })
+    }
+
+    fn render(&self, answer: &ChatResponse, served: &str, cx: &Cx) -> Value {
+        response_to_gemini(answer, served, cx.request_id)
+    }
+
+    fn encoder(&mut self, served: &str, cx: &Cx, _inbound: &Inbound) -> Out {
+        Box::new(StreamEncoder::new(served, cx.request_id, self.sse))
+    }
+
+    fn error(&self, e: ApiError) -> Response {
+        error(e)
+    }
+}
+
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-goog-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .or_else(|| crate::auth::presented_key(headers))
+}
+
+/// Google's error shape, with `Retry-After` and a `RetryInfo` detail when there is a wait.
+pub fn error(e: ApiError) -> Response {
+    let body = error_body(e.status.as_u16(), &e.message, e.retry_after_secs);
+    let mut resp = (e.status, Json(body)).into_response();
+    resp.headers_mut().extend(e.headers);
+    if let Some(s) = e.retry_after_secs {
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from(s));
+    }
+    resp
+}
+
+/// `/v1beta/…` (and the v1 method paths).
+pub(super) fn owns(path: &str) -> bool {
+    path.starts_with("/v1beta/") || path == "/v1beta" || is_call(path)
+}
+
+pub(super) fn is_call(path: &str) -> bool {
+    (path.starts_with("/v1beta/models/") || path.starts_with("/v1/models/")) && path.contains(':')
+}
+
+#[derive(serde::Deserialize, Default)]
+struct Query {
+    alt: Option<String>,
+    key: Option<String>,
+}
+
+/// `POST /v1beta/models/{model}:{method}`.
+pub async fn call(
+    State(state): State<AppState>,
+    Path(action): Path<String>,
+    mut req: Request,
+) -> Response {
+    let query = axum::extract::Query::<Query>::try_from_uri(req.uri())
+        .map(|q| q.0)
+        .unwrap_or_default();
+    // `?key=` is how Google's REST examples pass the key; the pipeline reads headers.
+    if let Some(k) = query
+        .key
+        .as_deref()
+        .filter(|_| presented_key(req.headers()).is_none())
+    {
+        if let Ok(v) = HeaderValue::from_str(k) {
+            req.headers_mut().insert("x-goog-api-key", v);
+        }
+    }
+    let Some((model, method)) = action.rsplit_once(':') else {
+        return error(not_found(&action));
+    };
+    let model = model.strip_prefix("models/").unwrap_or(model).to_string();
+    if model.is_empty() {
+        return error(ApiError::invalid(
+            "model",
+            "The path names no model: POST /v1beta/models/{model}:generateContent.",
+        ));
+    }
+    let sse = match query.alt.as_deref() {
+        None | Some("json") => false,
+        Some("sse") => true,
+        Some(other) => {
+            return error(ApiError::invalid(
+                "alt",
+                format!("Invalid value at 'alt' (type.googleapis.com/google.api.Alt), \"{other}\": use alt=sse or leave it out."),
+            ))
+        }
+    };
+    match method {
+        "generateContent" => {
+            super::serve(
+                &state,
+                req,
+                Gemini {
+                    model,
+                    stream: false,
+                    sse: false,
+                },
+            )
+            .await
+        }
+        "streamGenerateContent" => {
+            super::serve(
+                &state,
+                req,
+                Gemini {
+                    model,
+                    stream: true,
+                    sse,
+                },
+            )
+            .await
+        }
+        "countTokens" => count_tokens(&state, req, model).await,
+        _ => error(not_found(&action)),
+    }
+}
+
+fn not_found(action: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found_error",
+        "unknown_url",
+        format!(
+            "Baton does not serve `{}`: it serves generateContent, streamGenerateContent and countTokens on /v1beta/models/{{model}}.",
+            crate::limits::truncate(action, 200)
+        ),
+    )
+}
+
+/// `:countTokens`: `{"contents": …}` or `{"generateContentRequest": …}`, counted as
+/// `/v1/messages/count_tokens` counts (the provider's own count where it has one).
+async fn count_tokens(state: &AppState, req: Request, model: String) -> Response {
+    let dialect = Gemini {
+        model: model.clone(),
+        stream: false,
+        sse: false,
+    };
+    let counted = crate::api::count::counted(state, req, &dialect, |mut body| {
+        let inner = match body
+            .remove("generateContentRequest")
+            .or_else(|| body.remove("generate_content_request"))
+        {
+            Some(Value::Object(inner)) => inner,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "generate_content_request",
+                    "Invalid value at 'generate_content_request': expected an object.",
+                ))
+            }
+            None => body,
+        };
+        let req = request_from_gemini(&inner, &model, false)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        Ok((req, None))
+    })
+    .await;
+    match counted {
+        Ok((n, method)) => {
+            crate::api::count::with_method(Json(json!({"totalTokens": n})).into_response(), method)
+        }
+        Err(e) => error(e),
+    }
+}
+
+/// `GET /v1beta/models`: the names this key may use, as Gemini `Model`s.
+pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match listed(&state, &headers) {
+        Ok(names) => Json(json!({
+            "models": names.iter().map(|n| model_json(n)).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Err(e) => error(e),
+    }
+}
+
+/// `GET /v1beta/models/{model}`.
+pub async fn model(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let name = name.strip_prefix("models/").unwrap_or(&name).to_string();
+    match listed(&state, &headers) {
+        Ok(names) if names.contains(&name) => Json(model_json(&name)).into_response(),
+        Ok(_) => error(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found_error",
+            "model_not_found",
+            format!(
+                "models/{} is not found: GET /v1beta/models lists the names this key may use.",
+                crate::limits::truncate(&name, 200)
+            ),
+        )),
+        Err(e) => error(e),
+    }
+}
+
+fn listed(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
+    let client = presented_key(headers)
+        .and_then(|k| state.core.keys.client(k))
+        .ok_or_else(ApiError::unauthorized)?;
+    let now = state.core.routing.clock.now_ms();
+    state
+        .core
+        .clients
+        .gate(&client, now)
+        .map_err(|d| crate::api::admission::deny_error(&d, &client.label, now))?;
+    let snap = state.core.routing.snapshot.load();
+    Ok(snap
+        .model_names()
+        .into_iter()
+        .filter(|n| super::openai::may_use(&snap, &client, n))
+        .collect())
+}
+
+fn model_json(name: &str) -> Value {
+    json!({
+        "name": format!("models/{name}"),
+        "baseModelId": name,
+        "version": "baton",
+        "displayName": name,
+        "description": "Served through Baton.",
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+    })
+}

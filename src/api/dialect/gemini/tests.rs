@@ -1,0 +1,1 @@
+//! Unit tests of the Gemini dialect: no HTTP server.

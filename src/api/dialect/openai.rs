@@ -1,0 +1,151 @@
+//! Inbound OpenAI Chat Completions (`POST /v1/chat/completions`) and `GET /v1/models`.
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{Cx, Dialect, Parsed};
+use crate::api::admission::{admits, Admits};
+use crate::api::error::ApiError;
+use crate::api::{authenticate, AppState};
+use crate::canonical::{ChatResponse, Wire};
+use crate::providers::Vendor;
+use crate::router::stream::Out;
+use crate::router::Inbound;
+
+#[derive(serde::Deserialize)]
+pub struct ModelsQuery {
+    /// Codex's version: Codex asks so for its models' metadata.
+    client_version: Option<String>,
+}
+
+/// Chat Completions.
+pub struct OpenAi;
+
+impl Dialect for OpenAi {
+    fn wire(&self) -> Wire {
+        Wire::OpenAi
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::OpenAi
+    }
+
+    fn parse(&mut self, body: Map<String, Value>, _cx: &Cx) -> Result<Parsed, ApiError> {
+        let canonical = crate::canonical::openai::request_from_openai(&body)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        Ok(Parsed {
+            canonical,
+            openai: body,
+            original: None,
+        })
+    }
+
+    fn render(&self, answer: &ChatResponse, _served: &str, _cx: &Cx) -> Value {
+        crate::canonical::openai::response_to_openai(answer)
+    }
+
+    fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out {
+        Box::new(crate::canonical::openai::StreamEncoder::new(
+            cx.request_id,
+            served,
+            cx.now_s,
+            inbound.canonical.stream_usage,
+        ))
+    }
+
+    fn error(&self, e: ApiError) -> Response {
+        error(e)
+    }
+}
+
+/// OpenAI's error shape: `{"error":{"message","type","param","code"}}`.
+pub fn error(e: ApiError) -> Response {
+    e.into_response()
+}
+
+/// Not the Anthropic or Gemini paths: OpenAI's shape is the default.
+pub(super) fn is_call(path: &str) -> bool {
+    matches!(path, "/v1/chat/completions" | "/chat/completions")
+}
+
+pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
+    super::serve(&state, req, OpenAi).await
+}
+
+/// Whether `client` may use the model name `name`: a key limited to some targets or a price
+/// tier sees only the names it can use.
+pub(super) fn may_use(
+    snap: &crate::router::snapshot::Snapshot,
+    client: &crate::clients::Client,
+    name: &str,
+) -> bool {
+    let p = &client.policy;
+    if p.allow.is_empty() && p.max_tier.is_none() {
+        return true;
+    }
+    snap.resolve(name).is_ok_and(|(targets, _)| {
+        targets
+            .iter()
+            .any(|t| matches!(admits(p, name, t), Admits::Yes))
+    })
+}
+
+/// `GET /v1/models`: OpenAI's list shape, or Anthropic's when the request carries
+/// `anthropic-version`; Codex (`?client_version=`) also gets its own `models` list.
+pub async fn models(
+    State(state): State<AppState>,
+    crate::api::json::ApiQuery(query): crate::api::json::ApiQuery<ModelsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let anthropic = headers.contains_key("anthropic-version");
+    let client = match authenticate(&state.core, &headers) {
+        Ok(c) => c,
+        Err(e) if anthropic => return super::anthropic::error(e),
+        Err(e) => return e.into_response(),
+    };
+    // A disabled or expired key lists nothing (listing costs no tokens: no metering).
+    let now = state.core.routing.clock.now_ms();
+    if let Err(d) = state.core.clients.gate(&client, now) {
+        let e = crate::api::admission::deny_error(&d, &client.label, now);
+        return if anthropic {
+            super::anthropic::error(e)
+        } else {
+            e.into_response()
+        };
+    }
+    let snap = state.core.routing.snapshot.load();
+    let usable = |name: &str| may_use(&snap, &client, name);
+    if anthropic {
+        let names = snap
+            .model_names()
+            .into_iter()
+            .filter(|n| usable(n))
+            .collect();
+        return super::anthropic::models(names).into_response();
+    }
+    let mut data = Vec::new();
+    let mut push = |id: String, owner: &str| {
+        if usable(&id) {
+            data.push(json!({"id": id, "object": "model", "created": 0, "owned_by": owner}));
+        }
+    };
+    push("auto".into(), "baton");
+    for r in snap.routes.keys() {
+        push(r.clone(), "baton");
+    }
+    for p in snap.enabled() {
+        push(p.id().to_string(), p.id());
+        // `*` (any model, for a passthrough provider) is not a name a client can send.
+        for m in p.models.iter().filter(|m| m.id != "*") {
+            push(format!("{}/{}", p.id(), m.id), p.id());
+        }
+    }
+    let mut list = json!({"object": "list", "data": data});
+    if let Some(version) = query.client_version {
+        list["models"] = crate::api::codex::models(&state, &headers, &version).await;
+    }
+    Json(list).into_response()
+}

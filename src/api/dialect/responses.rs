@@ -1,0 +1,71 @@
+//! Inbound OpenAI Responses API: `POST /v1/responses` (Codex, `client.responses.create`);
+//! errors in OpenAI's shape.
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{Map, Value};
+
+use super::{Cx, Dialect, Parsed};
+use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::canonical::responses::Echo;
+use crate::canonical::{ChatResponse, Wire};
+use crate::providers::Vendor;
+use crate::router::stream::Out;
+use crate::router::{Inbound, Original};
+
+/// The Responses API. An answer echoes its request's settings (`Echo`), read by `parse`.
+#[derive(Default)]
+pub struct Responses {
+    echo: Option<Echo>,
+}
+
+impl Dialect for Responses {
+    fn wire(&self) -> Wire {
+        Wire::Responses
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::OpenAi
+    }
+
+    fn parse(&mut self, body: Map<String, Value>, cx: &Cx) -> Result<Parsed, ApiError> {
+        let canonical = crate::canonical::responses::request_from_responses(&body)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        self.echo = Some(Echo::new(&body, cx.request_id, &canonical.model, cx.now_s));
+        let openai = crate::canonical::openai::request_to_openai(&canonical);
+        Ok(Parsed {
+            canonical,
+            openai,
+            original: Some(Original {
+                wire: Wire::Responses,
+                body,
+            }),
+        })
+    }
+
+    fn render(&self, answer: &ChatResponse, _served: &str, _cx: &Cx) -> Value {
+        match &self.echo {
+            Some(echo) => crate::canonical::responses::response_to_responses(answer, echo),
+            None => crate::canonical::openai::response_to_openai(answer),
+        }
+    }
+
+    fn encoder(&mut self, _served: &str, _cx: &Cx, _inbound: &Inbound) -> Out {
+        Box::new(crate::canonical::responses::StreamEncoder::new(
+            self.echo.take().unwrap_or_default(),
+        ))
+    }
+
+    fn error(&self, e: ApiError) -> Response {
+        super::openai::error(e)
+    }
+}
+
+pub(super) fn is_call(path: &str) -> bool {
+    matches!(path, "/v1/responses" | "/responses")
+}
+
+pub async fn create(State(state): State<AppState>, req: Request) -> Response {
+    super::serve(&state, req, Responses::default()).await
+}
