@@ -97,6 +97,20 @@ fn usage_limit(secs: u64) -> Behavior {
     }
 }
 
+/// The Gemini API's free-tier daily quota, as it answers it (the fixture
+/// `gemini-429-per-day-pacific-midnight`): back at midnight in Mountain View.
+fn gemini_daily_quota() -> Behavior {
+    Behavior::Status {
+        status: 429,
+        body: json!({"error": {"code": 429, "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+            "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                    "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro"}, "quotaValue": "100"}]}]}}),
+        headers: Vec::new(),
+    }
+}
+
 /// Parses the mode names the `fake-upstream` binary accepts.
 pub fn behavior_from_name(name: &str) -> Option<Behavior> {
     Some(match name {
@@ -115,6 +129,7 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
             claude_cap(other["claude-cap:".len()..].parse().ok()?)
         }
         "claude-overage" => claude_overage(),
+        "gemini-daily-quota" => gemini_daily_quota(),
         // The Codex backend's subscription cap, back in an hour ("usage-limit:SECS").
         "usage-limit" => usage_limit(3600),
         other if other.starts_with("usage-limit:") => {

@@ -44,6 +44,7 @@ mod error_classes;
 mod error_contract;
 mod fault_scenarios;
 mod fuzz;
+mod gemini_dialect;
 mod gemini_upstream;
 mod gemini_wire;
 mod limit_fixtures;

@@ -75,6 +75,30 @@ impl StreamEncoder {
     }
 }
 
+impl crate::canonical::StreamEncode for StreamEncoder {
+    fn push(&mut self, ev: &StreamEvent, out: &mut String) {
+        StreamEncoder::push(self, ev, out)
+    }
+
+    fn finish(&mut self, out: &mut String) {
+        StreamEncoder::finish(self, out)
+    }
+
+    fn error(&mut self, message: &str, _relaying: bool, out: &mut String) {
+        let body = serde_json::json!({"error": {"message": message, "type": "upstream_error",
+            "param": null, "code": "stream_interrupted"}});
+        let _ = write!(out, "data: {body}\n\n");
+    }
+
+    fn wire(&self) -> Option<crate::canonical::Wire> {
+        Some(crate::canonical::Wire::OpenAi)
+    }
+
+    fn relayed_end(&self) -> &'static [u8] {
+        b"data: [DONE]\n\n"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,29 +155,5 @@ mod tests {
             lines(&out).iter().all(|c| c.get("usage").is_none()),
             "{out}"
         );
-    }
-}
-
-impl crate::canonical::StreamEncode for StreamEncoder {
-    fn push(&mut self, ev: &StreamEvent, out: &mut String) {
-        StreamEncoder::push(self, ev, out)
-    }
-
-    fn finish(&mut self, out: &mut String) {
-        StreamEncoder::finish(self, out)
-    }
-
-    fn error(&mut self, message: &str, _relaying: bool, out: &mut String) {
-        let body = serde_json::json!({"error": {"message": message, "type": "upstream_error",
-            "param": null, "code": "stream_interrupted"}});
-        let _ = write!(out, "data: {body}\n\n");
-    }
-
-    fn wire(&self) -> Option<crate::canonical::Wire> {
-        Some(crate::canonical::Wire::OpenAi)
-    }
-
-    fn relayed_end(&self) -> &'static [u8] {
-        b"data: [DONE]\n\n"
     }
 }

@@ -13,7 +13,8 @@ use crate::canonical::{
     ToolChoice,
 };
 
-/// `GenerateContentRequest`'s fields (v1beta), camelCase.
+/// The fields of Gemini's request types, camelCase, as the `google-genai` SDK's types name
+/// them (what Google accepts; `testkit/contract/gemini-generate-content.json` holds the whole).
 const REQUEST_FIELDS: &[&str] = &[
     "model",
     "contents",
@@ -23,6 +24,60 @@ const REQUEST_FIELDS: &[&str] = &[
     "systemInstruction",
     "generationConfig",
     "cachedContent",
+    "labels",
+    "serviceTier",
+    "store",
+];
+const CONTENT_FIELDS: &[&str] = &["parts", "role"];
+const PART_FIELDS: &[&str] = &[
+    "audioMetadata",
+    "audioTranscription",
+    "codeExecutionResult",
+    "documentMetadata",
+    "executableCode",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "inlineData",
+    "mediaProcessing",
+    "mediaResolution",
+    "partMetadata",
+    "speechMetadata",
+    "spreadsheetMetadata",
+    "text",
+    "thought",
+    "thoughtSignature",
+    "toolCall",
+    "toolResponse",
+    "videoMetadata",
+];
+const GENERATION_CONFIG_FIELDS: &[&str] = &[
+    "audioTimestamp",
+    "audioTranscriptionConfig",
+    "candidateCount",
+    "enableAffectiveDialog",
+    "enableEnhancedCivicAnswers",
+    "frequencyPenalty",
+    "logprobs",
+    "maxOutputTokens",
+    "mediaResolution",
+    "modelSelectionConfig",
+    "presencePenalty",
+    "responseFormat",
+    "responseJsonSchema",
+    "responseLogprobs",
+    "responseMimeType",
+    "responseModalities",
+    "responseSchema",
+    "routingConfig",
+    "seed",
+    "speechConfig",
+    "stopSequences",
+    "temperature",
+    "thinkingConfig",
+    "topK",
+    "topP",
+    "translationConfig",
 ];
 
 /// A field of `obj` under its camelCase name or its snake_case one.
@@ -249,6 +304,7 @@ fn read_content(
     req: &mut ChatRequest,
 ) -> Result<(), InvalidRequest> {
     let at = format!("contents[{i}]");
+    unknown_fields(c, CONTENT_FIELDS, &at)?;
     let role = match field(c, "role")
         .map(|r| text_of(r, &format!("{at}.role")))
         .transpose()?
@@ -267,6 +323,7 @@ fn read_content(
     for (j, p) in parts(c, &at)?.iter().enumerate() {
         let pat = format!("{at}.parts[{j}]");
         let p = object(p, &pat)?;
+        unknown_fields(p, PART_FIELDS, &pat)?;
         if let Some(t) = field(p, "text") {
             let t = text_of(t, &format!("{pat}.text"))?;
             let thought = field(p, "thought").and_then(Value::as_bool) == Some(true);
@@ -529,6 +586,7 @@ fn whole(cfg: &Map<String, Value>, name: &str) -> Result<Option<u64>, InvalidReq
 }
 
 fn read_config(cfg: &Map<String, Value>, req: &mut ChatRequest) -> Result<(), InvalidRequest> {
+    unknown_fields(cfg, GENERATION_CONFIG_FIELDS, "generation_config")?;
     req.max_tokens = whole(cfg, "maxOutputTokens")?;
     req.temperature = number(cfg, "temperature")?;
     req.top_p = number(cfg, "topP")?;

@@ -170,7 +170,7 @@ impl StreamEncoder {
         let stop = self.stop.take().unwrap_or(StopReason::Stop);
         self.content(parts, Some(&stop), out);
         if !self.sse {
-            out.push_str("]");
+            out.push(']');
         }
     }
 }
@@ -189,7 +189,7 @@ impl crate::canonical::StreamEncode for StreamEncoder {
         let body = error_body(502, message, None);
         self.chunk(&body, out);
         if !self.sse {
-            out.push_str("]");
+            out.push(']');
         }
     }
 
