@@ -1,5 +1,6 @@
-// The Connect screen's one-click set-up: Baton writes a client's own config file (Claude
-// Code's settings.json, Codex's config.toml, opencode's opencode.json) after showing the change,
+// The Connect screen's one-click set-up: Baton writes a client's own config files (Claude
+// Code's settings.json, Codex's config.toml, Gemini CLI's settings.json and .env, opencode's
+// opencode.json) after showing the change,
 // keeps the original, and puts it back on Undo. The same as `baton connect CLIENT [--undo]`.
 
 import { api } from "./api.js";

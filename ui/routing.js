@@ -12,6 +12,7 @@ const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was chan
 export const CLIENT_NAMES = {
   "Claude Code": ["claude-*"],
   Codex: ["gpt-*", "codex-*"],
+  "Gemini CLI": ["gemini-*"],
 };
 
 /** Everything a route or a mapping may lead to: `auto`, routes, providers, provider/model. */

@@ -172,7 +172,7 @@ export async function renderConnect() {
     claudeCodeCard(routes, shellKey, auto(clients, "claude-code")),
     codexCard(routes, shellKey, base, auto(clients, "codex")),
     el("div", { class: "card stack", id: "opencode" }, el("h2", {}, "opencode"), auto(clients, "opencode")),
-    el("div", { class: "card stack", id: "gemini-cli" }, el("h2", {}, "Gemini CLI"), auto(clients, "gemini-cli")),
+    geminiCard(routes, shellKey, auto(clients, "gemini-cli")),
     el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
     el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
@@ -236,6 +236,20 @@ function claudeCodeCard(routes, shellKey, oneClick) {
 }
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */
+function geminiCard(routes, shellKey, oneClick) {
+  const env = `GOOGLE_GEMINI_BASE_URL=${location.origin}\nGEMINI_API_KEY=…the gateway key…`;
+  return el("div", { class: "card stack", id: "gemini-cli" },
+    el("h2", {}, "Gemini CLI"),
+    ...mapStep(routes, "Gemini CLI", "gm", "Gemini CLI asks for its own model names (gemini-…); without this step they get 404."),
+    el("p", {}, el("strong", {}, "2. "), "Point it at Baton:"),
+    oneClick,
+    el("p", { class: "muted small" }, "Or by hand: choose the Gemini API key as its sign-in in ", el("code", {}, "~/.gemini/settings.json"), ":"),
+    snippet("~/.gemini/settings.json", `{ "security": { "auth": { "selectedType": "gemini-api-key" } } }`),
+    el("p", { class: "muted small" }, "and give it Baton's address and the gateway key in ", el("code", {}, "~/.gemini/.env"), " (read in folders you trust), or in a terminal:"),
+    snippet("~/.gemini/.env", env),
+    snippet("In a terminal", `export GOOGLE_GEMINI_BASE_URL=${location.origin}\nexport GEMINI_API_KEY="${shellKey}"\ngemini`));
+}
+
 function codexCard(routes, shellKey, base, oneClick) {
   const subscription = app.state.providers.filter((p) => p.kind === "openai-responses" && p.config?.credentials === "client");
   const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nsupports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;

@@ -56,7 +56,6 @@ fn app_of(id: &str) -> Result<App, ApiError> {
 fn api_error(e: ConnectError) -> ApiError {
     let (status, code) = match &e {
         ConnectError::UnknownApp(_) => (StatusCode::NOT_FOUND, "unknown_client"),
-        ConnectError::NotServed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "client_not_served"),
         ConnectError::NoLogin(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
         ConnectError::Unreadable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "unreadable_file"),
         ConnectError::Changed { .. } => (StatusCode::CONFLICT, "changed_since_preview"),
@@ -86,8 +85,7 @@ pub async fn list(
         clients.push(json!({
             "id": app.id(),
             "name": app.name(),
-            "available": app != App::GeminiCli,
-            "reason": (app == App::GeminiCli).then(|| ConnectError::NotServed(app).to_string()),
+            "available": true,
             "files": files,
             "loginProviders": connect::login_providers(app, snap.providers.iter().map(|p| &p.config)),
             // Whether the client's own model names reach a provider (else its requests get 404

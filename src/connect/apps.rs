@@ -57,30 +57,50 @@ pub struct FileSpec {
     pub entries: Entries,
 }
 
-/// The file `app` reads its configuration from, and its format.
-pub fn file(app: App, homes: &Homes) -> Result<(PathBuf, Format), ConnectError> {
-    Ok(match app {
-        App::ClaudeCode => (homes.claude.join("settings.json"), Format::Json),
-        App::Codex => (homes.codex.join("config.toml"), Format::Toml),
-        App::Opencode => (opencode_file(&homes.opencode), Format::Json),
-        App::GeminiCli => return Err(ConnectError::NotServed(app)),
-    })
+/// The files `app` reads its configuration from.
+pub fn files(app: App, homes: &Homes) -> Vec<PathBuf> {
+    match app {
+        App::ClaudeCode => vec![homes.claude.join("settings.json")],
+        App::Codex => vec![homes.codex.join("config.toml")],
+        App::Opencode => vec![opencode_file(&homes.opencode)],
+        // Its auth type in settings.json; where and with what key in `.env`, which it reads
+        // in folders the user trusts (it has no setting for a base URL).
+        App::GeminiCli => vec![
+            homes.gemini.join("settings.json"),
+            homes.gemini.join(".env"),
+        ],
+    }
+}
+
+/// A config file's format, by its name.
+pub fn format_of(path: &Path) -> Format {
+    match (
+        path.extension().and_then(|e| e.to_str()),
+        path.file_name().and_then(|n| n.to_str()),
+    ) {
+        (Some("toml"), _) => Format::Toml,
+        (_, Some(".env")) => Format::Env,
+        _ => Format::Json,
+    }
 }
 
 /// The files and entries that point `app` at `target`.
 pub fn specs(app: App, homes: &Homes, target: &Target) -> Result<Vec<FileSpec>, ConnectError> {
-    let (path, format) = file(app, homes)?;
-    let entries = match app {
-        App::ClaudeCode => claude_code(target),
-        App::Codex => codex(target),
-        App::Opencode => opencode(target),
-        App::GeminiCli => return Err(ConnectError::NotServed(app)),
+    let mut entries = match app {
+        App::ClaudeCode => vec![claude_code(target)],
+        App::Codex => vec![codex(target)],
+        App::Opencode => vec![opencode(target)],
+        App::GeminiCli => gemini_cli(target),
     };
-    Ok(vec![FileSpec {
-        path,
-        format,
-        entries,
-    }])
+    Ok(files(app, homes)
+        .into_iter()
+        .zip(entries.drain(..))
+        .map(|(path, entries)| FileSpec {
+            format: format_of(&path),
+            path,
+            entries,
+        })
+        .collect())
 }
 
 type Entries = Vec<(Vec<&'static str>, Val)>;
@@ -134,6 +154,21 @@ fn codex(target: &Target) -> Entries {
     vec![
         (vec!["model_provider"], Val::str("baton")),
         (vec!["model_providers", "baton"], provider),
+    ]
+}
+
+/// Gemini CLI: the Gemini API on a key (`gemini-api-key`, the auth type that reads
+/// `GOOGLE_GEMINI_BASE_URL`), Baton's address and key in `~/.gemini/.env`.
+fn gemini_cli(target: &Target) -> Vec<Entries> {
+    vec![
+        vec![(
+            vec!["security", "auth", "selectedType"],
+            Val::str("gemini-api-key"),
+        )],
+        vec![
+            (vec!["GOOGLE_GEMINI_BASE_URL"], Val::str(&target.origin)),
+            (vec!["GEMINI_API_KEY"], Val::str(&target.key)),
+        ],
     ]
 }
 

@@ -1,7 +1,8 @@
 //! A client's config file as a tree that can be edited key by key while every other byte stays
 //! as it was: comments, order, indentation, line endings. JSON and JSONC go through dprint's
 //! concrete-syntax tree (`jsonc-parser`), TOML through `toml_edit`; both are the maintained
-//! crates that exist for exactly this, so nothing here re-implements a parser.
+//! crates that exist for exactly this, so nothing here re-implements a parser. A `.env` file
+//! (Gemini CLI's `~/.gemini/.env`) is lines of `NAME=value`, edited line by line.
 
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use serde_json::Value;
@@ -13,6 +14,8 @@ pub enum Format {
     /// leniently; opencode documents `opencode.jsonc`).
     Json,
     Toml,
+    /// `NAME=value` lines, as dotenv reads them.
+    Env,
 }
 
 /// A value to write, its object keys in the order they are written.
@@ -92,6 +95,7 @@ pub enum DocError {
 pub enum Doc {
     Json(CstRootNode),
     Toml(toml_edit::DocumentMut),
+    Env(Vec<String>),
 }
 
 impl Doc {
@@ -119,6 +123,7 @@ impl Doc {
                     format: "TOML",
                     detail: e.to_string().trim().replace('\n', " "),
                 }),
+            Format::Env => Ok(Doc::Env(text.lines().map(str::to_string).collect())),
         }
     }
 
@@ -140,6 +145,14 @@ impl Doc {
                 }
                 toml_to_json(item)
             }
+            Doc::Env(lines) => match path {
+                [name] => lines
+                    .iter()
+                    .rev()
+                    .find_map(|l| env_entry(l).filter(|(n, _)| n == name))
+                    .map(|(_, v)| Value::String(v)),
+                _ => None,
+            },
         }
     }
 
@@ -167,6 +180,34 @@ impl Doc {
                 Ok(())
             }
             Doc::Toml(doc) => toml_set(doc.as_item_mut(), parents, last, value),
+            Doc::Env(lines) => {
+                if !parents.is_empty() {
+                    return Err(DocError::InTheWay {
+                        key: parents.join("."),
+                        what: "a name a .env file can hold",
+                    });
+                }
+                let line = match value {
+                    Some(Val::Str(v)) => Some(format!("{last}={}", env_quote(v))),
+                    Some(other) => Some(format!(
+                        "{last}={}",
+                        env_quote(&other.to_json().to_string())
+                    )),
+                    None => None,
+                };
+                let at = lines
+                    .iter()
+                    .rposition(|l| env_entry(l).is_some_and(|(n, _)| n == *last));
+                match (at, line) {
+                    (Some(i), Some(l)) => lines[i] = l,
+                    (Some(i), None) => {
+                        lines.remove(i);
+                    }
+                    (None, Some(l)) => lines.push(l),
+                    (None, None) => {}
+                }
+                Ok(())
+            }
         }
     }
 
@@ -175,7 +216,43 @@ impl Doc {
         match self {
             Doc::Json(root) => root.to_string(),
             Doc::Toml(doc) => doc.to_string(),
+            Doc::Env(lines) if lines.is_empty() => String::new(),
+            Doc::Env(lines) => format!("{}\n", lines.join("\n")),
         }
+    }
+}
+
+/// A `.env` line's name and value (`export NAME=value`, quotes taken off), or `None` for a
+/// comment, a blank line or anything else.
+fn env_entry(line: &str) -> Option<(String, String)> {
+    let line = line.trim_start();
+    let line = line.strip_prefix("export ").unwrap_or(line);
+    let (name, value) = line.split_once('=')?;
+    let name = name.trim();
+    if name.is_empty() || name.starts_with('#') || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let value = value.trim();
+    let unquoted = ['"', '\'']
+        .iter()
+        .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)));
+    let value = match unquoted {
+        Some(v) => v.to_string(),
+        // An unquoted value ends at a comment.
+        None => value.split(" #").next().unwrap_or("").trim().to_string(),
+    };
+    Some((name.to_string(), value))
+}
+
+/// A value as a `.env` line holds it: bare when it is plain, else in double quotes.
+fn env_quote(v: &str) -> String {
+    let plain = v
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:@+,".contains(c));
+    if plain && !v.is_empty() {
+        v.to_string()
+    } else {
+        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
     }
 }
 

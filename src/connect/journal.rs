@@ -70,10 +70,7 @@ impl FileRecord {
     }
 
     fn format(&self) -> Format {
-        match self.path.extension().and_then(|e| e.to_str()) {
-            Some("toml") => Format::Toml,
-            _ => Format::Json,
-        }
+        super::apps::format_of(&self.path)
     }
 }
 

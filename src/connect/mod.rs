@@ -1,5 +1,5 @@
-//! `baton connect`: points Claude Code, Codex and opencode at Baton by editing their own config
-//! files, and takes it back exactly.
+//! `baton connect`: points Claude Code, Codex, Gemini CLI and opencode at Baton by editing their
+//! own config files, and takes it back exactly.
 //!
 //! A connect is planned first ([`plan_connect`]): each file is read, parsed (a file that does not
 //! parse is refused, never overwritten), Baton's entries are set in its syntax tree, and the
@@ -118,11 +118,9 @@ pub fn choose_mode(
     Ok(mode)
 }
 
-/// The files `connect` writes for `app` (none for a client it cannot connect).
+/// The files `connect` writes for `app`.
 pub fn files(app: App, homes: &Homes) -> Vec<PathBuf> {
-    apps::file(app, homes)
-        .map(|(path, _)| vec![path])
-        .unwrap_or_default()
+    apps::files(app, homes)
 }
 
 /// Claude Code's status-line command: `'/path/to/baton' statusline`, with the address and the
@@ -164,8 +162,6 @@ pub struct Target {
 pub enum ConnectError {
     #[error("unknown client `{0}`: choose claude-code, codex, gemini-cli or opencode")]
     UnknownApp(String),
-    #[error("{} cannot be connected yet: Baton does not serve the Gemini API that it speaks. Use Gemini CLI as a provider instead (Providers → Add).", .0.name())]
-    NotServed(App),
     #[error("{} has no login of its own to pass through", .0.name())]
     NoLogin(App),
     #[error("cannot find your home directory (HOME is not set)")]
@@ -350,11 +346,17 @@ pub fn plan_connect(
             exact: true,
         });
     }
+    let notes = match app {
+        App::GeminiCli => vec![
+            "Gemini CLI reads ~/.gemini/.env only in folders you trust (it asks the first time you start it in one); in others it does not reach Baton.".to_string(),
+        ],
+        _ => Vec::new(),
+    };
     Ok(Plan {
         app,
         undo: false,
         files,
-        notes: Vec::new(),
+        notes,
         mode: target.mode,
     })
 }

@@ -250,11 +250,59 @@ fn opencode_gets_a_provider_and_its_default_model_in_the_jsonc_it_already_has() 
     assert!(!s.homes.opencode.join("opencode.json").exists());
 }
 
+/// Gemini CLI: its sign-in set to the Gemini API key in settings.json, Baton's address and
+/// key in `.env` beside the user's own lines; undo gives both back byte for byte, and a user's
+/// later edit of `.env` keeps everything but Baton's two lines.
 #[test]
-fn gemini_cli_is_refused_with_the_reason() {
+fn gemini_cli_gets_its_auth_type_and_a_dotenv_and_undo_gives_both_back() {
     let s = setup();
-    let e = plan_connect(App::GeminiCli, &s.homes, &target(Mode::Keys), &s.journal).unwrap_err();
-    assert!(e.to_string().contains("Gemini API"), "{e}");
+    std::fs::create_dir_all(&s.homes.gemini).unwrap();
+    let settings = s.homes.gemini.join("settings.json");
+    let env = s.homes.gemini.join(".env");
+    let own_settings = "{\n  \"ui\": {\"theme\": \"GitHub\"}\n}\n";
+    let own_env =
+        "# mine\nGOOGLE_CLOUD_PROJECT=my-project\nexport GEMINI_MODEL=\"gemini-2.5-pro\"\n";
+    std::fs::write(&settings, own_settings).unwrap();
+    std::fs::write(&env, own_env).unwrap();
+    let plan = connect(&s, App::GeminiCli, &target(Mode::Keys));
+    assert_eq!(plan.files.len(), 2);
+    assert!(
+        plan.notes.iter().any(|n| n.contains("trust")),
+        "{:?}",
+        plan.notes
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(v["ui"]["theme"], "GitHub");
+    let written = std::fs::read_to_string(&env).unwrap();
+    assert_eq!(
+        written,
+        format!("{own_env}GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787\nGEMINI_API_KEY=bt-0123456789abcdefghij\n")
+    );
+    let diff = plan.files[1].diff(&["bt-0123456789abcdefghij"]);
+    assert!(diff.contains("+GOOGLE_GEMINI_BASE_URL"), "{diff}");
+    assert!(
+        !diff.contains("0123456789abcdefghij"),
+        "the key is masked: {diff}"
+    );
+    undo(&s, App::GeminiCli);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), own_settings);
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), own_env);
+
+    connect(&s, App::GeminiCli, &target(Mode::Keys));
+    let edited = format!("{}LATER=1\n", std::fs::read_to_string(&env).unwrap());
+    std::fs::write(&env, &edited).unwrap();
+    undo(&s, App::GeminiCli);
+    assert_eq!(
+        std::fs::read_to_string(&env).unwrap(),
+        format!("{own_env}LATER=1\n")
+    );
+    // It has no login of its own for Baton to pass through.
+    assert!(matches!(
+        choose_mode(App::GeminiCli, Some(Mode::Login), &[]),
+        Err(ConnectError::NoLogin(_))
+    ));
     assert!(App::parse("cursor")
         .unwrap_err()
         .to_string()

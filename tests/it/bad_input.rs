@@ -77,6 +77,7 @@ fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> V
 enum Shape {
     OpenAi,
     Anthropic,
+    Gemini,
 }
 
 /// The answer is a 4xx, JSON, in the endpoint's error shape, with a message.
@@ -94,6 +95,13 @@ fn assert_refused(r: Option<Reply>, shape: Shape, what: &str) {
     assert!(message.is_some_and(|m| !m.is_empty()), "{what}: {v}");
     if shape == Shape::Anthropic {
         assert_eq!(v["type"], "error", "{what}: Anthropic shape: {v}");
+    }
+    if shape == Shape::Gemini {
+        assert_eq!(v["error"]["code"], r.status, "{what}: Google's shape: {v}");
+        assert!(
+            v["error"]["status"].is_string(),
+            "{what}: Google's shape: {v}"
+        );
     }
 }
 
@@ -241,6 +249,21 @@ async fn hostile_bodies_on_every_inbound_endpoint_get_a_4xx_in_its_api_shape() {
             Shape::Anthropic,
             ("x-api-key", baton.key.as_str()),
         ),
+        (
+            "/v1beta/models/up:generateContent",
+            Shape::Gemini,
+            ("x-goog-api-key", baton.key.as_str()),
+        ),
+        (
+            "/v1beta/models/up:streamGenerateContent",
+            Shape::Gemini,
+            ("x-goog-api-key", baton.key.as_str()),
+        ),
+        (
+            "/v1beta/models/up:countTokens",
+            Shape::Gemini,
+            ("x-goog-api-key", baton.key.as_str()),
+        ),
     ];
     let bodies = hostile_bodies();
     assert!(bodies.len() >= 40);
@@ -270,8 +293,11 @@ async fn hostile_bodies_on_every_inbound_endpoint_get_a_4xx_in_its_api_shape() {
         }
         // A valid JSON body labelled text/plain, or not labelled at all (curl's default), is
         // read as JSON: lenient where nothing is ambiguous.
-        let ok_body =
-            br#"{"model":"auto","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#;
+        let ok_body: &[u8] = if shape == Shape::Gemini {
+            br#"{"contents":[{"parts":[{"text":"hi"}]}]}"#
+        } else {
+            br#"{"model":"auto","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#
+        };
         for ct in [Some("text/plain"), None] {
             let mut headers = vec![auth, ("anthropic-version", "2023-06-01")];
             headers.extend(ct.map(|c| ("content-type", c)));

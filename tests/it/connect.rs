@@ -309,10 +309,10 @@ async fn the_api_says_what_is_wrong_with_each_bad_request() {
         ),
         (
             "/admin/connect/gemini-cli",
-            json!({"dryRun": true}),
+            json!({"mode": "login", "dryRun": true}),
             422,
-            "client_not_served",
-            "Gemini API",
+            "invalid_field",
+            "no login of its own",
         ),
         (
             "/admin/connect/claude-code",

@@ -398,6 +398,17 @@ async fn tokens_are_counted_and_models_listed() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"models/up/up-model"), "{names:?}");
+    // Google's SDKs list at /v1/models with their own key header: Gemini's shape there too.
+    let r = baton
+        .http
+        .get(format!("{}/v1/models", baton.url))
+        .header("x-goog-api-key", &baton.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["models"].as_array().is_some_and(|m| !m.is_empty()), "{v}");
     let r = baton
         .http
         .get(format!("{}/v1beta/models/up", baton.url))

@@ -1,4 +1,4 @@
-//! `baton connect` with the real Claude Code and Codex from npm (`scripts/test` installs them
+//! `baton connect` with the real Claude Code, Codex and Gemini CLI from npm (`scripts/test` installs them
 //! and runs these ignored tests): after `connect`, each reaches Baton from its own config file
 //! alone (no ANTHROPIC_*/OPENAI_*/BATON_* variable in its environment), and after `--undo` the
 //! files it had are byte-identical to before.
@@ -133,5 +133,97 @@ async fn codex_reaches_baton_after_connect_and_undo_gives_back_its_config() {
 
     connect(&b, dir.path(), home.path(), "codex", true).await;
     assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+    b.stop().await;
+}
+
+/// The real Gemini CLI after `baton connect gemini-cli`, from its own files alone (in a folder
+/// the user trusts, where it reads `~/.gemini/.env`): a tool task runs end to end — its
+/// `list_directory` call comes back through Baton, Gemini CLI runs it, and the listing reaches
+/// the upstream — on a Gemini provider (its body passed through) until the provider's daily
+/// quota, then on the next provider without the user noticing; `--undo` gives back its files.
+#[tokio::test]
+#[ignore = "needs the real CLIs from npm: scripts/test runs it with --ignored"]
+async fn gemini_cli_runs_a_tool_task_through_baton_and_fails_over_at_its_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let gem = testkit::FakeUpstream::start("gem").await;
+    let up = testkit::FakeUpstream::start("up").await;
+    gem.always(testkit::Behavior::Ok);
+    up.always(testkit::Behavior::Ok);
+    std::env::set_var("BT_REAL_GEMINI_KEY", "AIza-fake-upstream-key");
+    let b = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "gem", "kind": "gemini", "baseUrl": gem.gemini_base_url(),
+             "keys": [{"env": "BT_REAL_GEMINI_KEY"}], "models": ["gemini-2.5-flash"], "priority": 1},
+            {"id": "up", "kind": "openai-compatible", "baseUrl": up.base_url(),
+             "models": ["up-model"], "priority": 2}],
+            "modelMap": {"gemini-*": "auto"}}),
+    )
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("marker-file.txt"), "hello").unwrap();
+    let gemini_dir = home.path().join(".gemini");
+    std::fs::create_dir_all(&gemini_dir).unwrap();
+    let original = "{\n  \"ui\": {\"hideTips\": true}\n}\n";
+    std::fs::write(gemini_dir.join("settings.json"), original).unwrap();
+    // The user trusted the project folder (Gemini CLI asks the first time).
+    std::fs::write(
+        gemini_dir.join("trustedFolders.json"),
+        json!({ work.display().to_string(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    connect(&b, dir.path(), home.path(), "gemini-cli", false).await;
+    let (home_dir, work_dir) = (home.path().to_path_buf(), work.clone());
+    let gemini = move |prompt: &'static str| {
+        let (home_dir, work_dir) = (home_dir.clone(), work_dir.clone());
+        async move {
+            let args = ["-m", "gemini-2.5-pro", "-p", prompt];
+            run_cli(bin("GEMINI_BIN"), &args, &home_dir, &work_dir).await
+        }
+    };
+
+    gem.script([testkit::Behavior::ToolCall {
+        name: "list_directory".into(),
+        arguments: r#"{"dir_path":"."}"#.into(),
+    }]);
+    let (ok, stdout, stderr) = gemini("what files are here").await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(gem.refusals().is_empty(), "{:?}", gem.refusals());
+    let sent: String = gem.received().iter().map(|r| r.body.to_string()).collect();
+    assert!(
+        sent.contains("functionResponse") && sent.contains("marker-file.txt (5 bytes)"),
+        "Gemini CLI ran the call and its listing went back: {sent}"
+    );
+    assert!(stdout.contains("gem: "), "{stdout}\n{stderr}");
+    let gem_hits = gem.hits();
+
+    // The daily quota: the turn is served by the next provider, once asked of the capped one.
+    gem.script([testkit::behavior_from_name("gemini-daily-quota").unwrap()]);
+    let (ok, stdout, stderr) = gemini("say hi").await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("up: say hi"), "{stdout}\n{stderr}");
+    assert_eq!(
+        gem.hits(),
+        gem_hits + 1,
+        "the capped provider was asked once"
+    );
+    // While the quota lasts, turns go straight to the fallback.
+    let (ok, stdout, _) = gemini("say hi again").await;
+    assert!(ok && stdout.contains("up: say hi again"), "{stdout}");
+    assert_eq!(gem.hits(), gem_hits + 1);
+    let state = b.admin_state().await.to_string();
+    assert!(!state.contains("AIza-fake-upstream-key"));
+
+    connect(&b, dir.path(), home.path(), "gemini-cli", true).await;
+    assert_eq!(
+        std::fs::read_to_string(gemini_dir.join("settings.json")).unwrap(),
+        original
+    );
+    assert!(
+        !gemini_dir.join(".env").exists(),
+        "Baton created it; undo took it away"
+    );
     b.stop().await;
 }

@@ -93,13 +93,17 @@ pub(super) fn may_use(
     })
 }
 
-/// `GET /v1/models`: OpenAI's list shape, or Anthropic's when the request carries
-/// `anthropic-version`; Codex (`?client_version=`) also gets its own `models` list.
+/// `GET /v1/models`: OpenAI's list shape, Anthropic's when the request carries
+/// `anthropic-version`, Gemini's for Google's SDKs; Codex (`?client_version=`) also gets its own `models` list.
 pub async fn models(
     State(state): State<AppState>,
     crate::api::json::ApiQuery(query): crate::api::json::ApiQuery<ModelsQuery>,
     headers: HeaderMap,
 ) -> Response {
+    // Google's SDKs list models at `/v1/models` too (with their own key header).
+    if super::gemini::speaks(&headers) {
+        return super::gemini::models(State(state), headers).await;
+    }
     let anthropic = headers.contains_key("anthropic-version");
     let client = match authenticate(&state.core, &headers) {
         Ok(c) => c,

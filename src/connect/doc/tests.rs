@@ -138,3 +138,29 @@ fn toml_refuses_syntax_errors_and_scalars_in_the_way() {
         "{e}"
     );
 }
+
+#[test]
+fn a_dotenv_is_edited_line_by_line() {
+    let text = "# keys\nexport A=1 # the first\nB=\"two words\"\n\nC='x'\n";
+    let mut d = Doc::parse(Format::Env, text).unwrap();
+    assert_eq!(d.get(&["A"]), Some(serde_json::json!("1")));
+    assert_eq!(d.get(&["B"]), Some(serde_json::json!("two words")));
+    assert_eq!(d.get(&["C"]), Some(serde_json::json!("x")));
+    assert_eq!(d.get(&["keys"]), None, "a comment is no entry");
+    d.set(&["B"], Some(&Val::str("http://127.0.0.1:8787")))
+        .unwrap();
+    d.set(&["NEW"], Some(&Val::str("has \"quotes\""))).unwrap();
+    d.set(&["C"], None).unwrap();
+    assert_eq!(
+        d.render(),
+        "# keys\nexport A=1 # the first\nB=http://127.0.0.1:8787\n\nNEW=\"has \\\"quotes\\\"\"\n"
+    );
+    assert!(
+        d.set(&["a", "b"], Some(&Val::str("x"))).is_err(),
+        "no nesting in a .env"
+    );
+    let mut empty = Doc::parse(Format::Env, "").unwrap();
+    assert_eq!(empty.render(), "");
+    empty.set(&["K"], Some(&Val::str("v"))).unwrap();
+    assert_eq!(empty.render(), "K=v\n");
+}

@@ -6,6 +6,7 @@
 //! `{"error": {"code", "message", "status"}}`. A request goes as it came to `gemini`
 //! upstreams and translated to every other kind.
 
+mod fields;
 mod request;
 mod response;
 #[cfg(test)]
@@ -230,6 +231,11 @@ async fn count_tokens(state: &AppState, req: Request, model: String) -> Response
         }
         Err(e) => error(e),
     }
+}
+
+/// Whether a request comes from a Google client: its key header, or the SDK's `x-goog-api-client`.
+pub fn speaks(headers: &HeaderMap) -> bool {
+    headers.contains_key("x-goog-api-key") || headers.contains_key("x-goog-api-client")
 }
 
 /// `GET /v1beta/models`: the names this key may use, as Gemini `Model`s.
