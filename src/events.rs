@@ -4,6 +4,8 @@
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::verdict::{Cause, ErrorClass};
+
 const CAPACITY: usize = 1024;
 
 /// A rate limit that lifts sooner than this is folded into the tray's status line instead of a
@@ -13,14 +15,71 @@ pub const NOTIFY_MIN_COOLDOWN_MS: i64 = 5 * 60_000;
 /// Whether a limit is worth telling the user about: an account problem (not a rate limit), a
 /// subscription's cap, or a wait of minutes. One rule for the desktop and the web UI.
 pub fn worth_telling(
-    class: &str,
+    class: ErrorClass,
     subscription: bool,
     reset_at_ms: Option<i64>,
     now_ms: i64,
 ) -> bool {
-    class != "rate"
+    class != ErrorClass::Rate
         || subscription
         || reset_at_ms.is_some_and(|r| r - now_ms >= NOTIFY_MIN_COOLDOWN_MS)
+}
+
+/// What a usage-window event says: a threshold crossed, the window spent, usable again, or a
+/// subscription moved off paid extra usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaKind {
+    Threshold,
+    Capped,
+    Back,
+    Overage,
+}
+
+/// The notifications the desktop shell shows; each can be turned off in Settings (all are on
+/// by default). Named on the wire as the settings name them (`failover`, `allExhausted`…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Notification {
+    /// A provider hit a limit and requests moved on.
+    Failover,
+    /// Every provider is out.
+    AllExhausted,
+    /// A provider that was announced out is back.
+    CooldownEnded,
+    /// A subscription CLI lost its login.
+    LoggedOut,
+    /// A usage window crossed a threshold.
+    QuotaWarning,
+    /// A spent usage window is usable again.
+    QuotaBack,
+}
+
+impl Notification {
+    pub const ALL: [Notification; 6] = [
+        Notification::Failover,
+        Notification::AllExhausted,
+        Notification::CooldownEnded,
+        Notification::LoggedOut,
+        Notification::QuotaWarning,
+        Notification::QuotaBack,
+    ];
+
+    /// Its name in the settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Notification::Failover => "failover",
+            Notification::AllExhausted => "allExhausted",
+            Notification::CooldownEnded => "cooldownEnded",
+            Notification::LoggedOut => "loggedOut",
+            Notification::QuotaWarning => "quotaWarning",
+            Notification::QuotaBack => "quotaBack",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.name() == s)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -41,7 +100,7 @@ pub enum Event {
         request_id: String,
         from: String,
         to: String,
-        class: String,
+        class: ErrorClass,
         reason: String,
         reset_at_ms: Option<i64>,
         /// One line for a notification: "Claude Code session limit reached — back at 01:19;
@@ -56,7 +115,7 @@ pub enum Event {
         provider: String,
         key: Option<String>,
         model: Option<String>,
-        class: String,
+        class: Cause,
         reason: String,
         until_ms: i64,
     },
@@ -89,7 +148,7 @@ pub enum Event {
         /// The window's id (`5h`, `7d`…) and label ("5 h").
         window: String,
         label: String,
-        kind: String,
+        kind: QuotaKind,
         percent: Option<u8>,
         resets_at_ms: Option<i64>,
         /// One line for a notification: "Claude Max: 81 % of the 5 h window used — resets 15:00".
@@ -143,16 +202,19 @@ mod tests {
         let soon = Some(now + 20_000);
         let later = Some(now + NOTIFY_MIN_COOLDOWN_MS);
         assert!(
-            !worth_telling("rate", false, soon, now),
+            !worth_telling(ErrorClass::Rate, false, soon, now),
             "a 20-second limit is not news"
         );
-        assert!(!worth_telling("rate", false, None, now));
-        assert!(worth_telling("rate", false, later, now), "five minutes is");
+        assert!(!worth_telling(ErrorClass::Rate, false, None, now));
         assert!(
-            worth_telling("rate", true, soon, now),
+            worth_telling(ErrorClass::Rate, false, later, now),
+            "five minutes is"
+        );
+        assert!(
+            worth_telling(ErrorClass::Rate, true, soon, now),
             "a subscription's cap always is"
         );
-        assert!(worth_telling("billing", false, soon, now));
-        assert!(worth_telling("auth", false, None, now));
+        assert!(worth_telling(ErrorClass::Billing, false, soon, now));
+        assert!(worth_telling(ErrorClass::Auth, false, None, now));
     }
 }

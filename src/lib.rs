@@ -16,6 +16,7 @@ pub mod events;
 pub(crate) mod gateway;
 pub mod limits;
 pub mod logs;
+pub mod verdict;
 
 pub(crate) mod metrics;
 pub(crate) mod pricing;

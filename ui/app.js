@@ -5,7 +5,7 @@ import { openProviderForm } from "./forms.js";
 import { renderRouting } from "./routing.js";
 import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
 import { initTeam, renderTeam } from "./team.js";
-import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setServerNow, startCountdowns, status } from "./views.js";
+import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
@@ -81,6 +81,7 @@ async function loadProviders() {
         handlers.stats = await api("GET", "/admin/stats").catch(() => handlers.stats);
       }
       state.providers = s.providers;
+      setKinds(s.kinds);
       gatewayIs({ down: false, paused: Boolean(s.paused) });
       renderProviders();
       renderFirstRun();

@@ -2,13 +2,10 @@
 // built-in catalog, errors placed next to the field the API names.
 
 import { api, ApiError } from "./api.js";
-import { el, explain, kindLabel } from "./views.js";
+import { el, explain, kindOf, kinds, setKinds } from "./views.js";
 
 const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was saved.";
-const KINDS = ["openai-compatible", "openai-responses", "anthropic", "gemini", "claude-cli", "codex-cli", "gemini-cli"];
 const isCli = (k) => k.endsWith("-cli");
-const CLI_PROGRAM = { "claude-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini" };
-const CLI_MODEL = { "claude-cli": "sonnet", "codex-cli": "gpt-5-codex", "gemini-cli": "gemini-2.5-pro" };
 
 function field(id, label, input, hint) {
   input.id = `f-${id}`;
@@ -22,6 +19,8 @@ function field(id, label, input, hint) {
 
 /** Opens the dialog for a new provider (`p` undefined, maybe a `preset`) or an existing one. */
 export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
+  // The kinds come from the gateway with the provider list; a form opened first asks for them.
+  if (!kinds().length) setKinds((await api("GET", "/admin/providers").catch(() => ({}))).kinds);
   const dialog = document.getElementById("provider-dialog");
   const body = document.getElementById("form-body");
   const formError = document.getElementById("form-error");
@@ -39,7 +38,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   const keptKeys = [...(base.keys || [])];
   const inputs = {
     preset: el("select", {}, el("option", { value: "" }, "Custom"), (presets || []).map((x) => el("option", { value: x.id }, `${x.name}`))),
-    kind: el("select", { required: true }, KINDS.map((k) => el("option", { value: k }, kindLabel(k)))),
+    kind: el("select", { required: true }, kinds().map((k) => el("option", { value: k.id }, k.label))),
     id: el("input", { required: true, autocomplete: "off", spellcheck: "false", placeholder: "groq" }),
     name: el("input", { autocomplete: "off", placeholder: "shown in the list" }),
     baseUrl: el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://api.example.com/v1" }),
@@ -150,7 +149,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const k = inputs.kind.value;
     if (!isCli(k) || readOnly) return;
     const gen = ++checkGen;
-    cliFacts.replaceChildren(el("div", { class: "muted" }, `${run ? "Running" : "Looking for"} ${inputs.executable.value.trim() || CLI_PROGRAM[k]}…`));
+    cliFacts.replaceChildren(el("div", { class: "muted" }, `${run ? "Running" : "Looking for"} ${inputs.executable.value.trim() || kindOf(k).program}…`));
     try {
       const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null, run });
       if (run && gen === checkGen) document.getElementById("f-executable")?.focus();
@@ -168,9 +167,10 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const k = inputs.kind.value;
     groups.http.hidden = isCli(k);
     groups.cli.hidden = !isCli(k);
-    inputs.executable.placeholder = CLI_PROGRAM[k] || "";
-    inputs.id.placeholder = CLI_PROGRAM[k] || "groq";
-    inputs.models.placeholder = `one model per line, preferred first${CLI_MODEL[k] ? `, e.g. ${CLI_MODEL[k]}` : ""}`;
+    const { program, sampleModel } = kindOf(k);
+    inputs.executable.placeholder = program || "";
+    inputs.id.placeholder = program || "groq";
+    inputs.models.placeholder = `one model per line, preferred first${sampleModel ? `, e.g. ${sampleModel}` : ""}`;
     if (isCli(k) && !(editing && p.cli)) checkCli(false);
   }
   syncKind();

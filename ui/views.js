@@ -25,18 +25,23 @@ export function el(tag, attrs = {}, ...children) {
   return n;
 }
 
-const KIND_LABEL = {
-  "openai-compatible": ["AI", "OpenAI-compatible API"],
-  "openai-responses": ["R", "OpenAI Responses API"],
-  anthropic: ["A", "Anthropic API"],
-  gemini: ["G", "Gemini API"],
-  "claude-cli": ["CC", "Claude Code CLI"],
-  "codex-cli": ["CX", "Codex CLI"],
-  "gemini-cli": ["GC", "Gemini CLI"],
-};
+/** The provider kinds, as the gateway lists them in /admin/state (`kinds`). */
+let KINDS = [];
+
+export function setKinds(list) {
+  if (Array.isArray(list) && list.length) KINDS = list;
+}
+
+export function kinds() {
+  return KINDS;
+}
+
+export function kindOf(kind) {
+  return KINDS.find((k) => k.id === kind) || { id: kind, label: kind, badge: "?", program: null, sampleModel: null };
+}
 
 export function kindLabel(kind) {
-  return (KIND_LABEL[kind] || ["?", kind])[1];
+  return kindOf(kind).label;
 }
 
 /** Server clock offset, so countdowns match Baton's idea of "now". */
@@ -191,7 +196,7 @@ function usageWindows(p) {
 
 export function providerRow(p, index, count, handlers) {
   const [label, tone, until, detail] = status(p);
-  const [abbr, kindName] = KIND_LABEL[p.kind] || ["?", p.kind];
+  const { badge: abbr, label: kindName } = kindOf(p.kind);
   const badge = el("span", { class: `badge ${tone}`, "data-testid": "status" }, label);
   if (until) {
     badge.append(" · ", el("span", { dataset: { until: String(until) }, text: fmtLeft(until - serverNow()) }));

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::events::Event;
+use baton::api::settings::NotifyPrefs;
+use baton::events::{Event, Notification, QuotaKind};
+use baton::limits::ErrorClass;
 use baton::Core;
 use tauri::{AppHandle, Manager};
 use tokio::sync::broadcast::error::RecvError;
@@ -81,8 +83,11 @@ pub fn show_on(app: &AppHandle, summary: &str, body: &str, screen: &'static str)
 }
 
 /// Classes that mean a limit or an account problem, worth telling the user about.
-fn is_limit(class: &str) -> bool {
-    matches!(class, "rate" | "billing" | "auth")
+fn is_limit(class: &ErrorClass) -> bool {
+    matches!(
+        class,
+        ErrorClass::Rate | ErrorClass::Billing | ErrorClass::Auth
+    )
 }
 
 /// What folding needs to know about the gateway now.
@@ -97,7 +102,7 @@ struct Ctx<'a> {
 }
 
 /// A limit worth a notification: the gateway's one rule (the web UI toasts by it too).
-fn worth_telling(class: &str, provider: &str, reset_at_ms: Option<i64>, ctx: &Ctx) -> bool {
+fn worth_telling(class: ErrorClass, provider: &str, reset_at_ms: Option<i64>, ctx: &Ctx) -> bool {
     baton::events::worth_telling(class, (ctx.subscription)(provider), reset_at_ms, ctx.now_ms)
 }
 
@@ -118,10 +123,10 @@ struct Batch {
 fn fold(
     events: &[Event],
     announced: &mut HashSet<String>,
-    prefs: &serde_json::Map<String, serde_json::Value>,
+    prefs: &NotifyPrefs,
     ctx: &Ctx,
 ) -> Batch {
-    let on = |k: &str| prefs.get(k).and_then(|v| v.as_bool()).unwrap_or(true);
+    let on = |n: Notification| prefs.wants(n);
     let mut b = Batch::default();
     for ev in events {
         match ev {
@@ -133,15 +138,15 @@ fn fold(
                 ..
             } if is_limit(class) => {
                 let provider = from.split('/').next().unwrap_or(from).to_string();
-                if !worth_telling(class, &provider, *reset_at_ms, ctx) {
+                if !worth_telling(*class, &provider, *reset_at_ms, ctx) {
                     continue; // short: the tray's status line shows it
                 }
-                if announced.insert(provider) && on("failover") {
+                if announced.insert(provider) && on(Notification::Failover) {
                     b.failovers.push(message.clone());
                 }
             }
             Event::AllExhausted { retry_at_ms, .. }
-                if on("allExhausted") && !announced.contains("*all*") =>
+                if on(Notification::AllExhausted) && !announced.contains("*all*") =>
             {
                 announced.insert("*all*".into());
                 b.exhausted = true;
@@ -152,9 +157,9 @@ fn fold(
             }
             // A subscription moved off paid extra usage is a failover the user should hear of.
             Event::Quota { kind, message, .. }
-                if (kind == "threshold" && on("quotaWarning"))
-                    || (kind == "back" && on("quotaBack"))
-                    || (kind == "overage" && on("failover")) =>
+                if (*kind == QuotaKind::Threshold && on(Notification::QuotaWarning))
+                    || (*kind == QuotaKind::Back && on(Notification::QuotaBack))
+                    || (*kind == QuotaKind::Overage && on(Notification::Failover)) =>
             {
                 b.quota.push(message.clone());
             }
@@ -163,10 +168,7 @@ fn fold(
             Event::CooldownEnded { provider, .. }
                 if !(ctx.cooling)(provider)
                     && announced.remove(provider)
-                    && prefs
-                        .get("cooldownEnded")
-                        .and_then(|v| v.as_bool())
-                        .unwrap_or(true) =>
+                    && on(Notification::CooldownEnded) =>
             {
                 b.back.push((ctx.name)(provider));
             }
@@ -252,8 +254,8 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                 _ = tick.tick() => {
                     // Cooldowns that simply run out send no event.
                     let back = with_ctx(&core, |ctx| ended(&mut announced, ctx));
-                    let prefs = baton::api::settings::notifications(&core);
-                    let wanted = prefs.get("cooldownEnded").and_then(|v| v.as_bool()).unwrap_or(true);
+                    let prefs = baton::api::settings::notify_prefs(&core);
+                    let wanted = prefs.wants(Notification::CooldownEnded);
                     if wanted && !back.is_empty() {
                         show_on(&app, "Baton", &format!("{} back in rotation", back.join(", ")), "providers");
                     }
@@ -263,7 +265,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                         let out = p.runtime.cli_status.load().as_ref().is_some_and(|s| s.logged_in == Some(false));
                         let name = p.config.display_name().to_string();
                         if out && logged_out.insert(name.clone()) {
-                            if prefs.get("loggedOut").and_then(|v| v.as_bool()).unwrap_or(true) {
+                            if prefs.wants(Notification::LoggedOut) {
                                 let why = p.unavailable().unwrap_or_default();
                                 show_on(&app, &format!("{name} is logged out"), &format!("Baton skips it until you log in again: {why}"), "providers");
                             }
@@ -287,7 +289,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                     burst.push(ev);
                 }
             }
-            let prefs = baton::api::settings::notifications(&core);
+            let prefs = baton::api::settings::notify_prefs(&core);
             let b = with_ctx(&core, |ctx| fold(&burst, &mut announced, &prefs, ctx));
             if b.exhausted {
                 show_on(
@@ -326,11 +328,12 @@ mod tests {
     use super::*;
 
     fn failover_at(from: &str, class: &str, reset_at_ms: i64) -> Event {
+        let class = ErrorClass::parse(class).expect("a class name");
         Event::Failover {
             request_id: "r".into(),
             from: format!("{from}/m"),
             to: "codex/gpt-5".into(),
-            class: class.into(),
+            class,
             reason: "limit".into(),
             reset_at_ms: Some(reset_at_ms),
             message: format!("{from} session limit reached — back at 01:19; now using Codex"),
@@ -374,15 +377,18 @@ mod tests {
     }
 
     fn quota(kind: &str, percent: Option<u8>) -> Event {
+        let name = kind;
+        let kind: QuotaKind =
+            serde_json::from_value(serde_json::json!(name)).expect("a quota kind");
         Event::Quota {
             provider: "claude-max".into(),
             account: "client:1".into(),
             window: "5h".into(),
             label: "5 h".into(),
-            kind: kind.into(),
+            kind,
             percent,
             resets_at_ms: Some(3_600_000),
-            message: format!("Claude Max: {kind}"),
+            message: format!("Claude Max: {name}"),
         }
     }
 
@@ -396,7 +402,7 @@ mod tests {
             quota("overage", None),
             quota("back", None),
         ];
-        let b = fold(&all, &mut seen, &serde_json::Map::new(), &c);
+        let b = fold(&all, &mut seen, &NotifyPrefs::default(), &c);
         // The cap itself is told by its failover; thresholds and the way back are told here.
         assert_eq!(
             b.quota,
@@ -406,18 +412,18 @@ mod tests {
                 "Claude Max: back"
             ]
         );
-        let mut off = serde_json::Map::new();
-        off.insert("quotaWarning".into(), false.into());
+        let mut off = NotifyPrefs::default();
+        off.off.push(Notification::QuotaWarning);
         let b = fold(&all, &mut seen, &off, &c);
         assert_eq!(b.quota, ["Claude Max: overage", "Claude Max: back"]);
-        off.insert("quotaBack".into(), false.into());
-        off.insert("failover".into(), false.into());
+        off.off
+            .extend([Notification::QuotaBack, Notification::Failover]);
         assert!(fold(&all, &mut seen, &off, &c).quota.is_empty());
     }
 
     #[test]
     fn one_notification_per_episode() {
-        let prefs = serde_json::Map::new();
+        let prefs = NotifyPrefs::default();
         let mut seen = HashSet::new();
         let c = ctx(&never);
         let b = fold(
@@ -445,7 +451,7 @@ mod tests {
 
     #[test]
     fn an_episode_ends_when_its_cooldown_runs_out() {
-        let prefs = serde_json::Map::new();
+        let prefs = NotifyPrefs::default();
         let mut seen = HashSet::new();
         fold(
             &[failover("claude", "rate")],
@@ -474,7 +480,7 @@ mod tests {
 
     #[test]
     fn short_limits_stay_in_the_tray_and_caps_always_notify() {
-        let prefs = serde_json::Map::new();
+        let prefs = NotifyPrefs::default();
         let mut seen = HashSet::new();
         let c = ctx(&never);
         // A free tier's 25 s per-minute limit, again and again: no notification, no "back".
@@ -514,7 +520,7 @@ mod tests {
 
     #[test]
     fn a_manual_clear_ends_the_episode_whatever_scope_it_cleared() {
-        let prefs = serde_json::Map::new();
+        let prefs = NotifyPrefs::default();
         let mut seen = HashSet::new();
         fold(
             &[failover("claude", "rate")],
@@ -548,7 +554,7 @@ mod tests {
 
     #[test]
     fn nothing_left_says_when_the_first_is_back() {
-        let prefs = serde_json::Map::new();
+        let prefs = NotifyPrefs::default();
         let mut seen = HashSet::new();
         let all = Event::AllExhausted {
             request_id: "r".into(),
@@ -564,8 +570,8 @@ mod tests {
 
     #[test]
     fn preferences_silence_kinds() {
-        let mut prefs = serde_json::Map::new();
-        prefs.insert("failover".into(), serde_json::Value::Bool(false));
+        let mut prefs = NotifyPrefs::default();
+        prefs.off.push(Notification::Failover);
         let mut seen = HashSet::new();
         assert!(fold(
             &[failover("claude", "rate")],

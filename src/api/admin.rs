@@ -59,6 +59,7 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, Ap
         providers,
         shared_state: super::shared_state(core).to_string(),
         paused: core.is_paused(),
+        kinds: super::views::KindView::all(),
     }))
 }
 
@@ -234,7 +235,7 @@ fn key_views(
                     p.quota_day(now).0,
                 ),
                 cooldown: cd.map(|c| cooldown_json(c, now)),
-                disabled: cd.is_some_and(|c| c.class == "auth"),
+                disabled: cd.is_some_and(|c| c.class == crate::limits::ErrorClass::Auth),
                 health: Some(core.stats.health(id, Some(&k.id), None)),
                 missing: false,
                 reason: None,
@@ -332,7 +333,7 @@ pub struct SetCooldown {
     key: Option<String>,
     model: Option<String>,
     until_ms: i64,
-    class: String,
+    class: crate::limits::Cause,
     reason: String,
 }
 
@@ -369,7 +370,7 @@ pub async fn set_cooldown(
     };
     core.routing
         .cooldowns
-        .start(scope, until, &c.class, &c.reason);
+        .start(scope, until, c.class, &c.reason);
     Ok((StatusCode::CREATED, Json(json!({"untilMs": until}))))
 }
 

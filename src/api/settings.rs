@@ -8,17 +8,30 @@ use serde_json::{json, Map, Value};
 use super::error::ApiError;
 use super::json::{object_body, JsonBody};
 use super::AppState;
+use crate::events::Notification;
 use crate::gateway::Core;
 
-/// Notification kinds the desktop shell can show, and whether each is on by default.
-pub const NOTIFICATIONS: &[(&str, bool)] = &[
-    ("failover", true),
-    ("allExhausted", true),
-    ("cooldownEnded", true),
-    ("loggedOut", true),
-    ("quotaWarning", true),
-    ("quotaBack", true),
-];
+/// Which notifications are on, and the usage-window thresholds (percent used) that notify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyPrefs {
+    pub off: Vec<Notification>,
+    pub thresholds: Vec<u8>,
+}
+
+impl Default for NotifyPrefs {
+    fn default() -> Self {
+        Self {
+            off: Vec::new(),
+            thresholds: crate::limits::usage::DEFAULT_THRESHOLDS.to_vec(),
+        }
+    }
+}
+
+impl NotifyPrefs {
+    pub fn wants(&self, n: Notification) -> bool {
+        !self.off.contains(&n)
+    }
+}
 
 /// The setting for the usage-window thresholds that notify (percent used).
 const THRESHOLDS: &str = "quotaThresholds";
@@ -31,17 +44,26 @@ fn invalid(param: &str, message: impl Into<String>) -> ApiError {
     ApiError::field(param, message)
 }
 
-/// The notification preferences with defaults filled in.
-pub fn notifications(core: &Core) -> Map<String, Value> {
+/// The notification preferences, typed: what the desktop shell asks before it notifies.
+pub fn notify_prefs(core: &Core) -> NotifyPrefs {
     let stored = stored(core);
-    let mut m: Map<String, Value> = NOTIFICATIONS
-        .iter()
-        .map(|(k, default)| {
-            let on = stored.get(*k).and_then(Value::as_bool).unwrap_or(*default);
-            (k.to_string(), Value::Bool(on))
-        })
+    NotifyPrefs {
+        off: Notification::ALL
+            .into_iter()
+            .filter(|n| stored.get(n.name()).and_then(Value::as_bool) == Some(false))
+            .collect(),
+        thresholds: thresholds_in(&stored),
+    }
+}
+
+/// The notification preferences with defaults filled in, as the admin API shows them.
+pub fn notifications(core: &Core) -> Map<String, Value> {
+    let prefs = notify_prefs(core);
+    let mut m: Map<String, Value> = Notification::ALL
+        .into_iter()
+        .map(|n| (n.name().to_string(), Value::Bool(prefs.wants(n))))
         .collect();
-    m.insert(THRESHOLDS.into(), json!(thresholds_in(&stored)));
+    m.insert(THRESHOLDS.into(), json!(prefs.thresholds));
     m
 }
 
@@ -158,8 +180,11 @@ pub async fn put(
             current.insert(k.clone(), parse_thresholds(val)?);
             continue;
         }
-        if !NOTIFICATIONS.iter().any(|(name, _)| name == k) {
-            let mut known: Vec<&str> = NOTIFICATIONS.iter().map(|(n, _)| *n).collect();
+        if Notification::parse(k).is_none() {
+            let mut known: Vec<&str> = Notification::ALL
+                .into_iter()
+                .map(Notification::name)
+                .collect();
             known.push(THRESHOLDS);
             return Err(invalid(
                 &format!("notifications.{k}"),

@@ -21,6 +21,36 @@ pub struct AdminState {
     pub shared_state: String,
     #[serde(default)]
     pub paused: bool,
+    /// The provider kinds this Baton knows, in the order the UI offers them.
+    #[serde(default)]
+    pub kinds: Vec<KindView>,
+}
+
+/// A provider kind as the UI shows it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KindView {
+    pub id: String,
+    pub label: String,
+    pub badge: String,
+    /// The program a CLI kind runs.
+    pub program: Option<String>,
+    pub sample_model: Option<String>,
+}
+
+impl KindView {
+    pub fn all() -> Vec<Self> {
+        crate::config::ProviderKind::ALL
+            .into_iter()
+            .map(|k| KindView {
+                id: k.as_str().into(),
+                label: k.label().into(),
+                badge: k.badge().into(),
+                program: k.cli_program().map(str::to_string),
+                sample_model: k.sample_model().map(str::to_string),
+            })
+            .collect()
+    }
 }
 
 /// One provider's live state and definition (no secrets: keys are masked, the definition only

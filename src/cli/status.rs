@@ -129,7 +129,10 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
             let usable: Vec<_> = p.keys.iter().filter(|k| !k.missing).collect();
             // The state the gateway computed (the same the UI and the tray show).
             let st = &p.status;
-            let detail = match (st.class.as_deref(), st.reason.as_deref()) {
+            let detail = match (
+                st.class.map(baton::limits::Cause::as_str),
+                st.reason.as_deref(),
+            ) {
                 (Some("breaker"), Some(r)) => Some(r.to_string()),
                 (Some(c), Some(r)) => Some(format!("{c}: {r}")),
                 (None, Some(r)) => Some(r.to_string()),

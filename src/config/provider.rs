@@ -172,6 +172,52 @@ impl ProviderKind {
     }
 
     /// The CLI's program name on `PATH`, for the CLI kinds.
+    pub const ALL: [ProviderKind; 7] = [
+        ProviderKind::OpenaiCompatible,
+        ProviderKind::OpenaiResponses,
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+        ProviderKind::ClaudeCli,
+        ProviderKind::CodexCli,
+        ProviderKind::GeminiCli,
+    ];
+
+    /// The kind's name for people (the UI's kind list and badges).
+    pub fn label(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiCompatible => "OpenAI-compatible API",
+            ProviderKind::OpenaiResponses => "OpenAI Responses API",
+            ProviderKind::Anthropic => "Anthropic API",
+            ProviderKind::Gemini => "Gemini API",
+            ProviderKind::ClaudeCli => "Claude Code CLI",
+            ProviderKind::CodexCli => "Codex CLI",
+            ProviderKind::GeminiCli => "Gemini CLI",
+        }
+    }
+
+    /// Its badge: two letters at most.
+    pub fn badge(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiCompatible => "AI",
+            ProviderKind::OpenaiResponses => "R",
+            ProviderKind::Anthropic => "A",
+            ProviderKind::Gemini => "G",
+            ProviderKind::ClaudeCli => "CC",
+            ProviderKind::CodexCli => "CX",
+            ProviderKind::GeminiCli => "GC",
+        }
+    }
+
+    /// A model a CLI kind takes, for the form's hint.
+    pub fn sample_model(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::ClaudeCli => Some("sonnet"),
+            ProviderKind::CodexCli => Some("gpt-5-codex"),
+            ProviderKind::GeminiCli => Some("gemini-2.5-pro"),
+            _ => None,
+        }
+    }
+
     pub fn cli_program(self) -> Option<&'static str> {
         match self {
             ProviderKind::ClaudeCli => Some("claude"),

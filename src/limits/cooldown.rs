@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use super::Cause;
 use crate::clock::Clock;
 use crate::events::{Event, Events};
 
@@ -27,7 +28,7 @@ impl Scope {
 pub struct CooldownEntry {
     pub scope: Scope,
     pub until_ms: i64,
-    pub class: String,
+    pub class: super::Cause,
     pub reason: String,
     /// When this instance learned of it: a request sent before then that succeeds does not
     /// prove the scope healthy again (it was on its way before the limit was hit).
@@ -217,7 +218,7 @@ impl Cooldowns {
         for mut entry in entries {
             // A rejected key stays out until the user changes it — and a restart is when a
             // changed environment variable takes effect, so auth verdicts are not restored.
-            if entry.class == "auth" {
+            if entry.class == super::ErrorClass::Auth {
                 continue;
             }
             // Before anything this run sends.
@@ -247,7 +248,7 @@ impl Cooldowns {
     /// Starts (or replaces) a cooldown on exactly this scope.
     /// Cools `scope` until `until_ms`. Returns false (and tells no one) when the scope, or the
     /// whole provider, was already cooling: a repeat of a limit already reported.
-    pub fn start(&self, scope: Scope, until_ms: i64, class: &str, reason: &str) -> bool {
+    pub fn start(&self, scope: Scope, until_ms: i64, class: Cause, reason: &str) -> bool {
         self.start_since(scope, until_ms, class, reason, self.clock.now_ms())
     }
 
@@ -258,7 +259,7 @@ impl Cooldowns {
         &self,
         scope: Scope,
         until_ms: i64,
-        class: &str,
+        class: Cause,
         reason: &str,
     ) -> bool {
         self.start_since(scope, until_ms, class, reason, self.clock.now_ms() + 1)
@@ -268,14 +269,14 @@ impl Cooldowns {
         &self,
         scope: Scope,
         until_ms: i64,
-        class: &str,
+        class: Cause,
         reason: &str,
         since_ms: i64,
     ) -> bool {
         let entry = CooldownEntry {
             scope: scope.clone(),
             until_ms,
-            class: class.to_string(),
+            class,
             reason: reason.to_string(),
             since_ms,
         };
@@ -288,12 +289,12 @@ impl Cooldowns {
             tracing::debug!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, until_ms, "cooldown extended");
             return false;
         }
-        tracing::info!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, class, until_ms, %reason, "cooldown started");
+        tracing::info!(provider = %scope.provider, key = ?scope.key, model = ?scope.model, %class, until_ms, %reason, "cooldown started");
         self.events.emit(Event::CooldownStarted {
             provider: scope.provider,
             key: scope.key,
             model: scope.model,
-            class: class.to_string(),
+            class,
             reason: reason.to_string(),
             until_ms,
         });
@@ -316,7 +317,9 @@ impl Cooldowns {
     /// for a keyless provider (then only provider-wide cooldowns).
     pub fn clear_limits(&self, provider: &str, key: Option<&str>, seen_ms: i64) {
         for e in self.remove_where(provider, |e| {
-            e.class == "rate" && e.scope.key.as_deref() == key && e.since_ms < seen_ms
+            e.class == super::ErrorClass::Rate
+                && e.scope.key.as_deref() == key
+                && e.since_ms < seen_ms
         }) {
             tracing::info!(provider, key = ?e.scope.key, "the provider reports room again: cooldown ended early");
             self.forget(e.scope);
@@ -414,6 +417,7 @@ impl Cooldowns {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::limits::ErrorClass;
 
     #[test]
     fn scopes_cover_and_expire() {
@@ -424,7 +428,7 @@ mod tests {
             key: Some("k1".into()),
             model: None,
         };
-        c.start(scope.clone(), 5_000, "rate", "429");
+        c.start(scope.clone(), 5_000, ErrorClass::Rate.into(), "429");
         assert!(c.blocking("p", Some("k1"), "m").is_some());
         assert!(
             c.blocking("p", Some("k2"), "m").is_none(),
@@ -447,7 +451,7 @@ mod tests {
         );
         c.clear_covering("p", Some("k1"), "m", 1_000);
         assert!(c.blocking("p", Some("k1"), "m").is_none(), "success clears");
-        c.start(scope.clone(), 9_000, "rate", "again");
+        c.start(scope.clone(), 9_000, ErrorClass::Rate.into(), "again");
         assert!(c.clear(&scope));
         assert!(c.active().is_empty());
     }

@@ -9,119 +9,12 @@ pub mod reset;
 pub mod usage;
 pub mod windows;
 
+pub use crate::verdict::{Cause, ErrorClass, Outcome};
 pub use classify::{classify_cli, classify_http};
 pub use cooldown::{CooldownEntry, Cooldowns, Mirror, Persist, Scope, MAX_SCOPES};
 pub use notice::{clock_time, failover_message, quota_message};
+
 pub use reset::ResetContext;
-
-/// What kind of failure an attempt hit; each class has its own consequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorClass {
-    /// The request itself is wrong: back to the client, nothing cools.
-    Request,
-    /// Key rejected: that key is out until the user fixes it.
-    Auth,
-    /// Out of credit: waiting a minute does not help.
-    Billing,
-    /// Model unknown or unavailable for this provider.
-    Model,
-    /// Rate or quota limit.
-    Rate,
-    /// Provider says it is overloaded.
-    Overloaded,
-    /// 5xx, connection failure, timeout, malformed answer.
-    Transient,
-    /// The provider refused on policy grounds.
-    ContentPolicy,
-}
-
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Request => "request",
-            ErrorClass::Auth => "auth",
-            ErrorClass::Billing => "billing",
-            ErrorClass::Model => "model",
-            ErrorClass::Rate => "rate",
-            ErrorClass::Overloaded => "overloaded",
-            ErrorClass::Transient => "transient",
-            ErrorClass::ContentPolicy => "content_policy",
-        }
-    }
-
-    /// Whether another provider could succeed where this one failed.
-    pub fn fails_over(self) -> bool {
-        !matches!(self, ErrorClass::Request | ErrorClass::ContentPolicy)
-    }
-
-    pub const ALL: [ErrorClass; 8] = [
-        ErrorClass::Request,
-        ErrorClass::Auth,
-        ErrorClass::Billing,
-        ErrorClass::Model,
-        ErrorClass::Rate,
-        ErrorClass::Overloaded,
-        ErrorClass::Transient,
-        ErrorClass::ContentPolicy,
-    ];
-
-    /// The class named `s` (its `as_str` name).
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
-
-/// How one attempt ended: it served the answer, it was passed over without sending, or it
-/// failed with an error class. Stored, logged and shown by name (`ok`, `skipped`, `rate`…).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    Ok,
-    Skipped,
-    Failed(ErrorClass),
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Skipped => "skipped",
-            Outcome::Failed(c) => c.as_str(),
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "ok" => Some(Outcome::Ok),
-            "skipped" => Some(Outcome::Skipped),
-            other => ErrorClass::parse(other).map(Outcome::Failed),
-        }
-    }
-
-    /// Something was sent (not passed over).
-    pub fn sent(self) -> bool {
-        self != Outcome::Skipped
-    }
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for Outcome {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Outcome {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Outcome::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown attempt outcome `{s}`")))
-    }
-}
 
 /// The verdict on one failed attempt.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::ProviderEntry;
-use crate::limits::CooldownEntry;
+use crate::limits::{Cause, CooldownEntry, ErrorClass};
 
 /// The states, most blocking first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -43,7 +43,7 @@ pub struct ProviderState {
     /// When it is back (cooling, breaker open).
     pub until_ms: Option<i64>,
     /// The error class that put it there (`rate`, `billing`, `auth`, `breaker`…).
-    pub class: Option<String>,
+    pub class: Option<Cause>,
     /// Why, in the provider's or Baton's words.
     pub reason: Option<String>,
     /// Ready, but a key or a model is out.
@@ -65,7 +65,7 @@ impl ProviderState {
         Self {
             state,
             until_ms: Some(c.until_ms),
-            class: Some(c.class.clone()),
+            class: Some(c.class),
             reason: Some(c.reason.clone()),
             partial: false,
         }
@@ -112,7 +112,7 @@ pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> Pro
         return ProviderState {
             state: State::BreakerOpen,
             until_ms: Some(until),
-            class: Some("breaker".into()),
+            class: Some(Cause::Breaker),
             reason: Some(format!("{failures} transient failures in a row")),
             partial: false,
         };
@@ -138,13 +138,16 @@ pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> Pro
         .collect();
     if !key_out.is_empty() && key_out.iter().all(Option::is_some) {
         let outs: Vec<&CooldownEntry> = key_out.into_iter().flatten().collect();
-        if outs.iter().all(|c| c.class == "auth") {
+        if outs.iter().all(|c| c.class == ErrorClass::Auth) {
             let mut s = ProviderState::out(State::Unavailable, outs[0]);
             s.until_ms = None;
             return s;
         }
-        let limited: Vec<&CooldownEntry> =
-            outs.iter().copied().filter(|c| c.class != "auth").collect();
+        let limited: Vec<&CooldownEntry> = outs
+            .iter()
+            .copied()
+            .filter(|c| c.class != ErrorClass::Auth)
+            .collect();
         if let Some(c) = soonest(&limited) {
             return ProviderState::out(State::Cooling, c);
         }
@@ -228,7 +231,7 @@ mod tests {
                 model: model.map(str::to_string),
             },
             until_ms: until,
-            class: class.into(),
+            class: Cause::parse(class).unwrap(),
             reason: format!("{class} reason"),
             since_ms: 0,
         }
@@ -254,7 +257,7 @@ mod tests {
         // The whole provider: cooling until its reset, with its class and reason.
         let s = state_of(&p, &[cd(None, None, 7_000, "rate")], now);
         assert_eq!(
-            (s.state, s.until_ms, s.class.as_deref()),
+            (s.state, s.until_ms, s.class.map(Cause::as_str)),
             (State::Cooling, Some(7_000), Some("rate"))
         );
         // Every key: cooling until the first is back; every key rejected: unavailable.
@@ -276,7 +279,7 @@ mod tests {
             now,
         );
         assert_eq!(
-            (s.state, s.class.as_deref(), s.until_ms),
+            (s.state, s.class.map(Cause::as_str), s.until_ms),
             (State::Unavailable, Some("auth"), None)
         );
         // Every model: cooling until the first is back.
@@ -309,7 +312,7 @@ mod tests {
             now,
         );
         assert_eq!(
-            (s.state, s.until_ms, s.class.as_deref()),
+            (s.state, s.until_ms, s.class.map(Cause::as_str)),
             (State::Cooling, Some(9_000), Some("rate"))
         );
         // One model of it cooling leaves it ready (partly), as for any provider.

@@ -12,7 +12,7 @@ use super::Routing;
 use super::{Failure, Pick, Slot};
 use crate::canonical::Needs;
 use crate::limits::quota::DEMOTE_BELOW;
-use crate::limits::{self, Classified};
+use crate::limits::{self, Cause, Classified};
 use crate::providers::{ApiKey, ProviderEntry};
 use crate::store::AttemptRecord;
 
@@ -217,7 +217,7 @@ pub(super) fn pick_key(
         let account = client.map(|k| k.id.as_str());
         return match routing.cooldowns.blocking(p.id(), account, &t.model.id) {
             Some(c) if !recheck(routing, p, &c) => {
-                Pick::Cooling(c.until_ms, c.reason, back(&c.class, c.until_ms))
+                Pick::Cooling(c.until_ms, c.reason, back(c.class, c.until_ms))
             }
             _ => Pick::Go(CLIENT_KEY),
         };
@@ -225,7 +225,7 @@ pub(super) fn pick_key(
     if n == 0 {
         return match routing.cooldowns.blocking(p.id(), None, &t.model.id) {
             Some(c) if !recheck(routing, p, &c) => {
-                Pick::Cooling(c.until_ms, c.reason, back(&c.class, c.until_ms))
+                Pick::Cooling(c.until_ms, c.reason, back(c.class, c.until_ms))
             }
             _ => Pick::Go(0),
         };
@@ -264,7 +264,7 @@ pub(super) fn pick_key(
             Some(c) if recheck(routing, p, &c) => return Pick::Go(idx),
             Some(c) => {
                 if soonest.as_ref().is_none_or(|(u, ..)| c.until_ms < *u) {
-                    let why = back(&c.class, c.until_ms);
+                    let why = back(c.class, c.until_ms);
                     soonest = Some((c.until_ms, c.reason, why));
                 }
             }
@@ -281,21 +281,17 @@ pub(super) fn pick_key(
 /// 429 costs nothing; a CLI is checked without a billed request instead, when its reset
 /// passes): a provider that reset early is back at once.
 fn recheck(routing: &Routing, p: &ProviderEntry, c: &crate::limits::CooldownEntry) -> bool {
-    is_limit(&c.class) && !p.config.kind.is_cli() && routing.cooldowns.recheck_due(c)
+    c.class.is_limit() && !p.config.kind.is_cli() && routing.cooldowns.recheck_due(c)
 }
 
-/// A cooldown that waits out a limit (answered with 429 and the reset when nothing else can
-/// take the request), as opposed to one that follows failures.
-fn is_limit(class: &str) -> bool {
-    matches!(class, "rate" | "billing")
-}
-
-/// What a cooldown of `class` until `until` tells the client: a limit, a time to come back
-/// (overload and transient failures cool for a stated or bounded time), or nothing.
-fn back(class: &str, until: i64) -> Back {
+/// What a cooldown of `class` until `until` tells the client: a limit (answered with 429 and
+/// the reset when nothing else can take the request), a time to come back (overload and
+/// transient failures cool for a stated or bounded time), or nothing.
+fn back(class: Cause, until: i64) -> Back {
+    use crate::limits::ErrorClass;
     match class {
-        _ if is_limit(class) => Back::Limit(until),
-        "overloaded" | "transient" => Back::At(until),
+        _ if class.is_limit() => Back::Limit(until),
+        Cause::Failed(ErrorClass::Overloaded | ErrorClass::Transient) => Back::At(until),
         _ => Back::Unknown,
     }
 }

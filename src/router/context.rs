@@ -152,10 +152,12 @@ impl Routing {
             model: None,
         };
         let reason = "subscription window spent: not drawing paid extra usage (set \"overage\": \"allow\" on the provider to keep using it)";
-        if !self
-            .cooldowns
-            .start_after_answer(scope, until, "rate", reason)
-        {
+        if !self.cooldowns.start_after_answer(
+            scope,
+            until,
+            crate::limits::ErrorClass::Rate.into(),
+            reason,
+        ) {
             return;
         }
         let back = crate::limits::clock_time(until, &self.local_tz, now);
@@ -169,7 +171,7 @@ impl Routing {
             account: account.to_string(),
             window: "overage".into(),
             label: "extra usage".into(),
-            kind: "overage".into(),
+            kind: crate::events::QuotaKind::Overage,
             percent: None,
             resets_at_ms: Some(until),
             message,
@@ -188,18 +190,21 @@ impl Routing {
         for n in notices {
             let message =
                 crate::limits::quota_message(p.config.display_name(), &n, &self.local_tz, now);
+            use crate::events::QuotaKind;
             let (kind, percent, w) = match &n {
-                Notice::Threshold { window, percent } => ("threshold", Some(*percent), window),
-                Notice::Capped { window } => ("capped", None, window),
-                Notice::Back { window } => ("back", None, window),
+                Notice::Threshold { window, percent } => {
+                    (QuotaKind::Threshold, Some(*percent), window)
+                }
+                Notice::Capped { window } => (QuotaKind::Capped, None, window),
+                Notice::Back { window } => (QuotaKind::Back, None, window),
             };
-            tracing::info!(provider = p.id(), account, window = %w.id, kind, %message, "usage window");
+            tracing::info!(provider = p.id(), account, window = %w.id, ?kind, %message, "usage window");
             self.events.emit(crate::events::Event::Quota {
                 provider: p.id().to_string(),
                 account: account.to_string(),
                 window: w.id.clone(),
                 label: w.label.clone(),
-                kind: kind.to_string(),
+                kind,
                 percent,
                 resets_at_ms: w.resets_at_ms,
                 message,

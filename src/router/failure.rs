@@ -122,7 +122,9 @@ fn transient(routing: &Routing, snap: &Snapshot, f: &Failed<'_>) -> (Next, bool)
             key: None,
             model: model.map(str::to_string),
         };
-        routing.cooldowns.start(scope, until, "breaker", &c.reason);
+        routing
+            .cooldowns
+            .start(scope, until, crate::limits::Cause::Breaker, &c.reason);
         routing.events.emit(Event::BreakerOpened {
             provider: p.id().to_string(),
             until_ms: until,
@@ -283,5 +285,5 @@ pub(super) fn apply_cooldown(
     }
     routing
         .cooldowns
-        .start(scope, until, c.class.as_str(), &c.reason)
+        .start(scope, until, c.class.into(), &c.reason)
 }

@@ -278,7 +278,7 @@ fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id:
                 .map(|p| p.config.is_subscription())
         })
         .unwrap_or(false);
-    let notable = crate::events::worth_telling(c.class.as_str(), subscription, c.reset_at_ms, now);
+    let notable = crate::events::worth_telling(c.class, subscription, c.reset_at_ms, now);
     routing.events.emit(crate::events::Event::Failover {
         notable,
         request_id: request_id.to_string(),
@@ -291,7 +291,7 @@ fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id:
         ),
         from,
         to: t.label(),
-        class: c.class.as_str().into(),
+        class: c.class,
         reason: c.reason,
         reset_at_ms: c.reset_at_ms,
     });

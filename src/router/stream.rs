@@ -369,7 +369,7 @@ impl Pump {
                     model: model.map(str::to_string),
                 },
                 until,
-                "breaker",
+                crate::limits::Cause::Breaker,
                 &reason,
             );
             routing.events.emit(crate::events::Event::BreakerOpened {

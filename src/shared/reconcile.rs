@@ -10,7 +10,6 @@ use redis::AsyncCommands;
 use super::sync::{cooldown_field, scope_of, SharedMsg};
 use super::{Host, Op, PeriodKind, Redis};
 use crate::clients::{utc_day, utc_month, Client, Spend};
-use crate::limits::CooldownEntry;
 
 impl Redis {
     /// Takes the other instances' client keys where theirs are newer; returns the versions
@@ -110,23 +109,23 @@ impl Redis {
         let theirs: HashMap<String, String> = conn.hgetall(self.key(&["cooldowns"])).await?;
         let mut known: HashMap<String, i64> = HashMap::new();
         for (field, json) in &theirs {
-            let Ok(m) = serde_json::from_str::<SharedMsg>(json) else {
+            // A field that does not read as a cooldown (another version's, or damaged) is left.
+            let Some(mut entry) = serde_json::from_str::<SharedMsg>(json)
+                .ok()
+                .and_then(|m| m.change.cooldown())
+            else {
                 continue;
             };
-            if m.until_ms <= now {
+            if entry.until_ms <= now {
                 conn.hdel::<_, _, ()>(self.key(&["cooldowns"]), field)
                     .await?;
                 continue;
             }
-            known.insert(field.clone(), m.until_ms);
+            known.insert(field.clone(), entry.until_ms);
+            // The field names the scope.
             if let Some(scope) = scope_of(field) {
-                core.cooldowns().apply_remote(CooldownEntry {
-                    scope,
-                    until_ms: m.until_ms,
-                    class: m.class,
-                    reason: m.reason,
-                    since_ms: 0, // set on arrival
-                });
+                entry.scope = scope;
+                core.cooldowns().apply_remote(entry);
             }
         }
         Ok(known)

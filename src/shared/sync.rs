@@ -15,46 +15,97 @@ use super::PeriodKind;
 use super::{Host, Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
 use crate::clients::{utc_day, utc_month, Client, Spend};
 use crate::limits::quota::SharedCounts;
-use crate::limits::{CooldownEntry, Scope};
+use crate::limits::{Cause, CooldownEntry, Scope};
 
-/// A change published to the other instances: a cooldown set or cleared, quota totals, or a
-/// client key.
+/// A message to the other instances: who sent it and the change.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct SharedMsg {
     pub(super) origin: String,
-    pub(super) op: String,
-    pub(super) provider: String,
-    #[serde(default)]
-    pub(super) key: Option<String>,
-    #[serde(default)]
-    pub(super) model: Option<String>,
-    #[serde(default)]
-    pub(super) until_ms: i64,
-    #[serde(default)]
-    pub(super) class: String,
-    #[serde(default)]
-    pub(super) reason: String,
-    /// `quota`: every instance's counts for the provider key in `key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) counts: Option<SharedCounts>,
-    /// `key`: a client key made, changed or revoked through the admin API.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) client_key: Option<Box<crate::store::SyncedKey>>,
+    #[serde(flatten)]
+    pub(super) change: Change,
+}
+
+/// A change published to the other instances, tagged by `op` on the wire (`set`, `clear`,
+/// `quota`, `key`). The cooldowns hash holds the `set` of each cooling scope.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(super) enum Change {
+    /// A scope cools until `until_ms`.
+    Set {
+        provider: String,
+        #[serde(default)]
+        key: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+        until_ms: i64,
+        class: Cause,
+        #[serde(default)]
+        reason: String,
+    },
+    /// A scope's cooldown ended.
+    Clear {
+        provider: String,
+        #[serde(default)]
+        key: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+    },
+    /// Every instance's counts for a provider key.
+    Quota {
+        provider: String,
+        key: String,
+        counts: SharedCounts,
+    },
+    /// A client key made, changed or revoked through the admin API.
+    Key {
+        client_key: Box<crate::store::SyncedKey>,
+    },
 }
 
 impl SharedMsg {
-    fn new(origin: &str, op: &str, provider: &str) -> Self {
+    fn new(origin: &str, change: Change) -> Self {
         Self {
             origin: origin.to_string(),
-            op: op.to_string(),
-            provider: provider.to_string(),
-            key: None,
-            model: None,
-            until_ms: 0,
-            class: String::new(),
-            reason: String::new(),
-            counts: None,
-            client_key: None,
+            change,
+        }
+    }
+}
+
+impl Change {
+    /// A cooldown's entry as it travels.
+    pub(super) fn set(e: &CooldownEntry) -> Self {
+        Change::Set {
+            provider: e.scope.provider.clone(),
+            key: e.scope.key.clone(),
+            model: e.scope.model.clone(),
+            until_ms: e.until_ms,
+            class: e.class,
+            reason: e.reason.clone(),
+        }
+    }
+
+    /// The cooldown a `set` stands for (its arrival time is set where it arrives).
+    pub(super) fn cooldown(self) -> Option<CooldownEntry> {
+        match self {
+            Change::Set {
+                provider,
+                key,
+                model,
+                until_ms,
+                class,
+                reason,
+            } => Some(CooldownEntry {
+                scope: Scope {
+                    provider,
+                    key,
+                    model,
+                },
+                until_ms,
+                class,
+                reason,
+                since_ms: 0,
+            }),
+            _ => None,
         }
     }
 }
@@ -165,14 +216,7 @@ impl Redis {
         match op {
             Op::SetCooldown(e) => {
                 let field = cooldown_field(&e.scope);
-                let msg = SharedMsg {
-                    key: e.scope.key.clone(),
-                    model: e.scope.model.clone(),
-                    until_ms: e.until_ms,
-                    class: e.class.clone(),
-                    reason: e.reason.clone(),
-                    ..SharedMsg::new(&self.origin, "set", &e.scope.provider)
-                };
+                let msg = SharedMsg::new(&self.origin, Change::set(e));
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
                     .atomic()
@@ -184,11 +228,14 @@ impl Redis {
                     .await
             }
             Op::ClearCooldown(s) => {
-                let msg = SharedMsg {
-                    key: s.key.clone(),
-                    model: s.model.clone(),
-                    ..SharedMsg::new(&self.origin, "clear", &s.provider)
-                };
+                let msg = SharedMsg::new(
+                    &self.origin,
+                    Change::Clear {
+                        provider: s.provider.clone(),
+                        key: s.key.clone(),
+                        model: s.model.clone(),
+                    },
+                );
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 redis::pipe()
                     .atomic()
@@ -222,10 +269,12 @@ impl Redis {
                     .await
             }
             Op::Key(k) => {
-                let msg = SharedMsg {
-                    client_key: Some(k.clone()),
-                    ..SharedMsg::new(&self.origin, "key", "")
-                };
+                let msg = SharedMsg::new(
+                    &self.origin,
+                    Change::Key {
+                        client_key: k.clone(),
+                    },
+                );
                 let json = serde_json::to_string(&msg).unwrap_or_default();
                 let stored = serde_json::to_string(k).unwrap_or_default();
                 redis::pipe()
@@ -273,11 +322,14 @@ impl Redis {
             };
             runtime.quota.shared(key, counts);
             // The other instances learn the totals too, without asking.
-            let msg = SharedMsg {
-                key: Some(key.to_string()),
-                counts: Some(counts),
-                ..SharedMsg::new(&self.origin, "quota", provider)
-            };
+            let msg = SharedMsg::new(
+                &self.origin,
+                Change::Quota {
+                    provider: provider.to_string(),
+                    key: key.to_string(),
+                    counts,
+                },
+            );
             let json = serde_json::to_string(&msg).unwrap_or_default();
             conn.publish::<_, _, ()>(self.key(&["events"]), json)
                 .await?;
@@ -432,31 +484,31 @@ pub(super) async fn subscribe(r: Arc<Redis>, core: Weak<dyn Host>) {
             let Some(core) = core.upgrade() else {
                 return;
             };
-            if let Some(k) = &m.client_key {
-                adopt_keys(&*core, [k.as_ref()]);
-                continue;
-            }
-            if let (Some(counts), Some(key)) = (m.counts, &m.key) {
-                if let Some(p) = core.provider(&m.provider) {
-                    p.runtime.quota.shared(key, counts);
+            match m.change {
+                Change::Key { client_key } => adopt_keys(&*core, [client_key.as_ref()]),
+                Change::Quota {
+                    provider,
+                    key,
+                    counts,
+                } => {
+                    if let Some(p) = core.provider(&provider) {
+                        p.runtime.quota.shared(&key, counts);
+                    }
                 }
-                continue;
-            }
-            let scope = Scope {
-                provider: m.provider,
-                key: m.key,
-                model: m.model,
-            };
-            match m.op.as_str() {
-                "set" => core.cooldowns().apply_remote(CooldownEntry {
-                    scope,
-                    until_ms: m.until_ms,
-                    class: m.class,
-                    reason: m.reason,
-                    since_ms: 0, // set on arrival
+                set @ Change::Set { .. } => {
+                    if let Some(entry) = set.cooldown() {
+                        core.cooldowns().apply_remote(entry);
+                    }
+                }
+                Change::Clear {
+                    provider,
+                    key,
+                    model,
+                } => core.cooldowns().remove_remote(&Scope {
+                    provider,
+                    key,
+                    model,
                 }),
-                "clear" => core.cooldowns().remove_remote(&scope),
-                _ => {}
             }
         }
         // The subscription dropped (Redis went away): the health loop reconciles on return.

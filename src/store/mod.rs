@@ -259,19 +259,24 @@ impl Store {
         ))?;
         let rows = self.sql(stmt.query_map([now_ms], |r| {
             let (key, model): (String, String) = (r.get(1)?, r.get(2)?);
-            Ok(crate::limits::CooldownEntry {
-                scope: crate::limits::Scope {
-                    provider: r.get(0)?,
-                    key: Some(key).filter(|s| !s.is_empty()),
-                    model: Some(model).filter(|s| !s.is_empty()),
-                },
-                until_ms: r.get(3)?,
-                class: r.get(4)?,
-                reason: r.get(5)?,
-                since_ms: i64::MIN,
-            })
+            let class: String = r.get(4)?;
+            // A cause this version does not know (a newer one wrote it) is not restored.
+            Ok(
+                crate::limits::Cause::parse(&class).map(|class| crate::limits::CooldownEntry {
+                    scope: crate::limits::Scope {
+                        provider: r.get(0).unwrap_or_default(),
+                        key: Some(key).filter(|s| !s.is_empty()),
+                        model: Some(model).filter(|s| !s.is_empty()),
+                    },
+                    until_ms: r.get(3).unwrap_or_default(),
+                    class,
+                    reason: r.get(5).unwrap_or_default(),
+                    since_ms: i64::MIN,
+                }),
+            )
         }))?;
-        self.sql(rows.collect())
+        let rows: Vec<Option<crate::limits::CooldownEntry>> = self.sql(rows.collect())?;
+        Ok(rows.into_iter().flatten().collect())
     }
 
     /// The newest request-log rows, newest first.

@@ -364,7 +364,7 @@ impl crate::limits::Persist for StoreWriter {
             key_id: e.scope.key.clone().unwrap_or_default(),
             model: e.scope.model.clone().unwrap_or_default(),
             until_ms: e.until_ms,
-            class: e.class.clone(),
+            class: e.class.as_str().to_string(),
             reason: e.reason.clone(),
         }));
     }

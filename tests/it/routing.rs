@@ -436,7 +436,7 @@ async fn failover_events_are_broadcast() {
     while let Ok(ev) = rx.try_recv() {
         seen.push(ev);
     }
-    assert!(seen.iter().any(|e| matches!(e, baton::events::Event::CooldownStarted { provider, class, .. } if provider == "a" && class == "rate")));
+    assert!(seen.iter().any(|e| matches!(e, baton::events::Event::CooldownStarted { provider, class, .. } if provider == "a" && *class == baton::limits::ErrorClass::Rate)));
     assert!(seen.iter().any(|e| matches!(e, baton::events::Event::Failover { from, to, .. } if from == "a/a-model" && to == "b/b-model")));
     baton.stop().await;
 }

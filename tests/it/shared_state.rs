@@ -458,7 +458,7 @@ async fn tls_with_a_private_ca_and_a_password_from_the_environment() {
             model: Some("x".into()),
         },
         baton::clock::unix_ms() + 60_000,
-        "rate",
+        baton::limits::ErrorClass::Rate.into(),
         "test",
     );
     good.handle.core.routing.shared.barrier().await;

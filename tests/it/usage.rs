@@ -147,6 +147,12 @@ pub(crate) fn quota_events(
             ..
         } = e
         {
+            // Named on the wire as before (`threshold`, `capped`, `back`).
+            let kind = serde_json::to_value(kind)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string();
             out.push((kind, percent, message));
         }
     }

@@ -254,7 +254,7 @@ impl Pump {
                     request_id: self.rec.id().to_string(),
                     from: self.target.label(),
                     to: next.label(),
-                    class: "transient".into(),
+                    class: crate::limits::ErrorClass::Transient,
                     reason: format!("stream broke mid-answer ({why}); resumed with the partial answer as prefill"),
                     reset_at_ms: None,
                     // Not a limit: a broken stream the user should hear about.
