@@ -125,3 +125,21 @@ pub(super) fn client_targets(
     e.param = Some("model".into());
     Err(e)
 }
+
+/// Whether `client` may use the model name `name`: a key limited to some targets or a price
+/// tier sees only the names it can use.
+pub(crate) fn may_use(
+    snap: &crate::router::snapshot::Snapshot,
+    client: &crate::clients::Client,
+    name: &str,
+) -> bool {
+    let p = &client.policy;
+    if p.allow.is_empty() && p.max_tier.is_none() {
+        return true;
+    }
+    snap.resolve(name).is_ok_and(|(targets, _)| {
+        targets
+            .iter()
+            .any(|t| matches!(admits(p, name, t), Admits::Yes))
+    })
+}

@@ -79,7 +79,7 @@ pub(crate) async fn counted(
         Ok((targets, _)) => targets,
         // A model no request could be sent to is not counted either, as the request answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
-            return Err(super::pipeline::resolve_error(e))
+            return Err(super::failure::resolve_error(e))
         }
         Err(_) => Vec::new(),
     };

@@ -4,7 +4,6 @@
 //! these rules; what the admin key sends is.
 
 use super::error::ApiError;
-use super::manage::field_error;
 use crate::config::ProviderConfig;
 use crate::gateway::Core;
 
@@ -30,21 +29,21 @@ pub(crate) fn check_key_refs(
         let name = k.env.trim();
         if !name.is_empty() {
             if own.iter().any(|o| o == name) {
-                return Err(field_error(
+                return Err(ApiError::field(
                     format!("{at}.env"),
                     format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
                 ));
             }
             let declared = declared_for(core, name, &config.base_url);
             if !looks_like_key_var(name) && !declared {
-                return Err(field_error(
+                return Err(ApiError::field(
                     format!("{at}.env"),
                     format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
                 ));
             }
             if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
             {
-                return Err(field_error(
+                return Err(ApiError::field(
                     format!("{at}.env"),
                     format!(
                         "`{name}` is not a key Baton sends to {}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {OPEN_PREFIX}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
@@ -55,14 +54,14 @@ pub(crate) fn check_key_refs(
         }
         if let Some(id) = &k.stored {
             let Some(old) = existing.filter(|e| e.stored_ids().contains(id)) else {
-                return Err(field_error(
+                return Err(ApiError::field(
                     format!("{at}.stored"),
-                    "this stored secret belongs to another provider or does not exist; type it again".into(),
+                    "this stored secret belongs to another provider or does not exist; type it again",
                 ));
             };
             let (was, now) = (host_of(&old.base_url), host_of(&config.base_url));
             if was != now {
-                return Err(field_error(
+                return Err(ApiError::field(
                     at,
                     format!(
                         "the stored key was saved for {}; to send a key to {}, type it again",

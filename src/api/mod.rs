@@ -14,12 +14,14 @@ mod connect;
 pub(crate) mod count;
 pub mod dialect;
 pub(crate) mod error;
+mod failure;
 pub(crate) mod json;
 mod key_refs;
 pub(crate) mod manage;
 pub(crate) mod pipeline;
 mod provider_test;
 mod render;
+mod reply;
 pub(crate) mod routing;
 pub mod settings;
 mod statusline;
@@ -127,7 +129,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         )
         .route("/admin/desktop/restart", post(settings::restart))
         .route("/admin/discover", post(admin::discover))
-        .route("/admin/cli-check", post(admin::cli_check))
+        .route("/admin/cli-check", post(provider_test::cli_check))
         .route("/admin/pause", put(admin::set_paused))
         .route(
             "/admin/cooldowns",

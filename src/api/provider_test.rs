@@ -7,10 +7,14 @@ use std::sync::Arc;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::manage::{body_json, check_key_refs, field_error, not_found, parse_provider_value};
+use super::json::{JsonBody, Shape};
+use super::manage::{
+    body_json, check_key_refs, field_error, not_found, parse_provider_value, validate,
+};
 use super::AppState;
 use crate::config::{ProviderConfig, SecretRef};
 use crate::gateway::Core;
@@ -204,4 +208,67 @@ pub async fn test_unsaved(
         std::borrow::Cow::Borrowed(_) => result,
         std::borrow::Cow::Owned(masked) => serde_json::from_str(&masked).unwrap_or(result),
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CliCheck {
+    kind: crate::config::ProviderKind,
+    #[serde(default)]
+    executable: Option<String>,
+    /// The user agreed to run it (`--version` and the login check); without, it is only looked
+    /// for.
+    #[serde(default)]
+    run: bool,
+}
+
+impl Shape for CliCheck {
+    const PARAM: &'static str = "kind";
+    const EXPECTED: &'static str = r#"{"kind": "claude-cli" | "codex-cli" | "gemini-cli", "executable": optional path, "run": optional true}"#;
+}
+
+/// `POST /admin/cli-check` with `{"kind": "claude-cli", "executable": "…"}` (executable
+/// optional): what the Add form shows before anything is saved — the executable found and,
+/// once the user agrees to run it (`"run": true`), its version, whether it is logged in, and
+/// what to do if not. Nothing is stored or sent, and nothing runs without `run`.
+pub async fn cli_check(
+    State(state): State<AppState>,
+    JsonBody(c): JsonBody<CliCheck>,
+) -> Result<Json<Value>, ApiError> {
+    let core = &state.core;
+    if !c.kind.is_cli() {
+        return Err(ApiError::field(
+            "kind",
+            format!("`{}` is not a subscription CLI kind", c.kind.as_str()),
+        ));
+    }
+    let executable = c
+        .executable
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty());
+    if executable.as_ref().is_some_and(|e| e.len() > 4096) {
+        return Err(ApiError::field(
+            "executable",
+            "longer than any path (4096 bytes)",
+        ));
+    }
+    let config: crate::config::ProviderConfig = serde_json::from_value(json!({
+        "id": "cli-check", "kind": c.kind.as_str(), "models": ["default"], "executable": executable,
+    }))
+    .map_err(|e| ApiError::internal("cli_check", e))?;
+    // The same rules as a saved provider (only the CLI itself may run) before anything runs.
+    validate(&config)?;
+    let now = core.routing.clock.now_ms();
+    if !c.run {
+        let st = crate::providers::cli::locate(&config, now);
+        let mut v = json!(st);
+        v["ran"] = json!(false);
+        return Ok(Json(v));
+    }
+    let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
+        .await
+        .map_err(|e| ApiError::internal("cli_check", e))?;
+    let mut v = json!(st);
+    v["ran"] = json!(true);
+    Ok(Json(v))
 }

@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::dialect::{Cx, Dialect};
 use super::error::ApiError;
-use super::pipeline::{candidates, failure_to_error, gateway_headers};
+use super::failure::{candidates, failure_to_error};
+use super::reply::gateway_headers;
 use super::AppState;
 use crate::router::record::Record;
 use crate::router::{Completed, Failure, Inbound, Reply, Streamed, Wire};

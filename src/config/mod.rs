@@ -23,6 +23,9 @@ pub use validate::validate;
 /// Default listen port.
 pub const DEFAULT_PORT: u16 = 8787;
 
+/// Names that cannot be provider ids or route names because requests use them.
+pub const RESERVED_MODEL_NAMES: &[&str] = &["auto"];
+
 /// The whole configuration file (`config.example.json` documents every field).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

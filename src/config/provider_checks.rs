@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::refs::{check_env_name, check_header, check_secret_ref};
-use super::validate::RESERVED_MODEL_NAMES;
+use super::RESERVED_MODEL_NAMES;
 use super::{ConfigError, ProviderConfig};
 
 /// Every problem with one provider that a form shows beside its field at once: the id, the

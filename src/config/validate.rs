@@ -9,8 +9,7 @@ pub use super::provider_checks::{provider_problems, validate_provider};
 use super::refs::check_env_name;
 use super::{ConfigError, ConfigFile};
 
-/// Names that cannot be provider ids or route names because requests use them.
-pub const RESERVED_MODEL_NAMES: &[&str] = &["auto"];
+pub use super::RESERVED_MODEL_NAMES;
 
 /// The whole file: each section in turn, stopping at the first problem.
 pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {

@@ -386,18 +386,38 @@ fn stored_conversation(
         return Ok(());
     };
     let before = targets.len();
-    targets.retain(|t| {
-        let holds = t.provider.config.kind == kind;
-        if !holds {
-            let reason = Some(why.to_string());
-            rec.push_attempt(skipped(t, None, "cannot take this request", reason, None));
-        }
-        holds
+    pass_over(targets, rec, |t| {
+        (t.provider.config.kind != kind).then(|| why.to_string())
     });
     if targets.is_empty() && before > 0 {
         return Err(failure);
     }
     Ok(())
+}
+
+/// Passes over the targets `why` gives a reason for, each logged in Activity with it; the first
+/// one passed over (its provider and reason), for the error when none is left.
+fn pass_over(
+    targets: &mut Vec<Target>,
+    rec: &mut Record,
+    mut why: impl FnMut(&Target) -> Option<String>,
+) -> Option<(String, String)> {
+    let mut first = None;
+    targets.retain(|t| match why(t) {
+        None => true,
+        Some(reason) => {
+            first.get_or_insert_with(|| (t.provider.id().to_string(), reason.clone()));
+            rec.push_attempt(skipped(
+                t,
+                None,
+                "cannot take this request",
+                Some(reason),
+                None,
+            ));
+            false
+        }
+    });
+    first
 }
 
 /// The targets that can take this request: those that lack what it needs (tools, images,
@@ -418,24 +438,14 @@ fn able(
         }));
     }
     if !matches!(selection, Selection::Pinned | Selection::Provider) {
+        // Passed over for what the request needs: Activity says so for each one.
         let mut counts = candidates::Counts::default();
         let before = targets.len();
-        // Passed over for what the request needs: Activity says so for each one.
-        targets.retain(|t| {
-            let needs = counts.needs_for(&inbound.canonical, &inbound.needs, &t.model);
-            match cannot_serve(&t.model, &needs) {
-                None => true,
-                Some(why) => {
-                    rec.push_attempt(skipped(
-                        t,
-                        None,
-                        "cannot take this request",
-                        Some(why),
-                        None,
-                    ));
-                    false
-                }
-            }
+        pass_over(&mut targets, rec, |t| {
+            cannot_serve(
+                &t.model,
+                &counts.needs_for(&inbound.canonical, &inbound.needs, &t.model),
+            )
         });
         if targets.is_empty() && before > 0 {
             return Err(Failure::Unsupported(unsupported_message(&inbound.needs)));
@@ -446,17 +456,14 @@ fn able(
     // vendor's (a capped Claude login must never reach the ChatGPT backend, nor a ChatGPT
     // token Anthropic).
     let before = targets.len();
-    targets.retain(|t| {
+    pass_over(&mut targets, rec, |t| {
         let p = &t.provider.config;
-        let why = match &inbound.client {
-            _ if p.credentials.is_baton() => return true,
-            None => NO_CLIENT_CREDENTIAL,
-            Some(c) if !c.fits(p) => OTHER_VENDOR,
-            Some(_) => return true,
-        };
-        let reason = Some(why.to_string());
-        rec.push_attempt(skipped(t, None, "cannot take this request", reason, None));
-        false
+        match &inbound.client {
+            _ if p.credentials.is_baton() => None,
+            None => Some(NO_CLIENT_CREDENTIAL.to_string()),
+            Some(c) if !c.fits(p) => Some(OTHER_VENDOR.to_string()),
+            Some(_) => None,
+        }
     });
     if inbound.client.is_none() && targets.is_empty() && before > 0 {
         return Err(Failure::Unsupported(format!(
@@ -465,31 +472,17 @@ fn able(
     }
     // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot take,
     // and a request pinned to one learns why it cannot go there.
-    let mut cli_problem = None;
-    targets.retain(|t| {
+    let cli_problem = pass_over(&mut targets, rec, |t| {
         let p = &t.provider.config;
-        if !p.kind.is_cli() {
-            return true;
-        }
-        match crate::providers::cli::shape_problem(&inbound.canonical, p.flatten_history) {
-            Some(why) => {
-                rec.push_attempt(skipped(
-                    t,
-                    None,
-                    "cannot take this request",
-                    Some(why.to_string()),
-                    None,
-                ));
-                cli_problem.get_or_insert(format!("`{}`: {why}", p.id));
-                false
-            }
-            None => true,
-        }
+        p.kind
+            .is_cli()
+            .then(|| crate::providers::cli::shape_problem(&inbound.canonical, p.flatten_history))
+            .flatten()
     });
     if targets.is_empty() {
-        if let Some(why) = cli_problem {
+        if let Some((id, why)) = cli_problem {
             return Err(Failure::Unsupported(format!(
-                "This request cannot go to a subscription CLI provider: {why}."
+                "This request cannot go to a subscription CLI provider: `{id}`: {why}."
             )));
         }
         return Err(Failure::NoProvider(

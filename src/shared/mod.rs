@@ -23,6 +23,7 @@ use crate::config::RedisConfig;
 use crate::limits::{CooldownEntry, Scope};
 
 mod migrate;
+mod msg;
 mod reconcile;
 mod scripts;
 mod sync;

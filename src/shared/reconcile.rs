@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use redis::AsyncCommands;
 
-use super::sync::{cooldown_field, scope_of, SharedMsg};
+use super::msg::{cooldown_field, scope_of, SharedMsg};
 use super::{Host, Op, PeriodKind, Redis};
 use crate::clients::{utc_day, utc_month, Client, Spend};
 

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
-use crate::api::pipeline::header_value;
+use crate::api::reply::header_value;
 use crate::api::AppState;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
@@ -100,7 +100,7 @@ pub(super) fn is_call(path: &str) -> bool {
 }
 
 pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
-    super::serve(&state, req, Anthropic::default()).await
+    crate::api::pipeline::serve(&state, req, Anthropic::default()).await
 }
 
 /// The Anthropic error `type` for an HTTP status.

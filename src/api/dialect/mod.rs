@@ -2,7 +2,7 @@
 //! clients speak: where the client presents Baton's key, how its body becomes the canonical
 //! request, how an answer, a stream and an error look to it. The pipeline (`api/pipeline.rs`),
 //! the renderer (`api/render.rs`) and the stream pump (`router/stream.rs`) hold a dialect and
-//! name none.
+//! name none; each handler is one line over `pipeline::serve`.
 //!
 //! Adding a dialect: a folder here with its `Dialect` and its axum handlers, one line in
 //! [`shape_of`] for its paths' error shape, and its routes in `api/mod.rs`.
@@ -12,14 +12,12 @@ pub mod gemini;
 pub mod openai;
 pub mod responses;
 
-use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::pipeline::{handle, header_value, log_failure, new_request_id};
-use super::AppState;
+use super::reply::header_value;
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -73,22 +71,6 @@ pub trait Dialect: Send + Sync {
     /// The request-id headers every answer carries.
     fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
         base.insert("x-request-id", header_value(request_id));
-    }
-}
-
-/// A request in `dialect`, served: the answer, or the failure in the dialect's error shape.
-pub async fn serve(state: &AppState, req: Request, mut dialect: impl Dialect) -> Response {
-    let request_id = new_request_id();
-    let mut base = HeaderMap::new();
-    dialect.id_headers(&request_id, &mut base);
-    match handle(state, req, &request_id, &mut base, &mut dialect).await {
-        Ok(resp) => resp,
-        Err(e) => {
-            log_failure(&request_id, &e);
-            let mut resp = dialect.error(e);
-            resp.headers_mut().extend(base);
-            resp
-        }
     }
 }
 

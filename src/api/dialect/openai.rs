@@ -7,7 +7,6 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
-use crate::api::admission::{admits, Admits};
 use crate::api::error::ApiError;
 use crate::api::{authenticate, AppState};
 use crate::canonical::{ChatResponse, Wire};
@@ -72,25 +71,7 @@ pub(super) fn is_call(path: &str) -> bool {
 }
 
 pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
-    super::serve(&state, req, OpenAi).await
-}
-
-/// Whether `client` may use the model name `name`: a key limited to some targets or a price
-/// tier sees only the names it can use.
-pub(super) fn may_use(
-    snap: &crate::router::snapshot::Snapshot,
-    client: &crate::clients::Client,
-    name: &str,
-) -> bool {
-    let p = &client.policy;
-    if p.allow.is_empty() && p.max_tier.is_none() {
-        return true;
-    }
-    snap.resolve(name).is_ok_and(|(targets, _)| {
-        targets
-            .iter()
-            .any(|t| matches!(admits(p, name, t), Admits::Yes))
-    })
+    crate::api::pipeline::serve(&state, req, OpenAi).await
 }
 
 /// `GET /v1/models`: OpenAI's list shape, Anthropic's when the request carries
@@ -121,7 +102,7 @@ pub async fn models(
         };
     }
     let snap = state.core.routing.snapshot.load();
-    let usable = |name: &str| may_use(&snap, &client, name);
+    let usable = |name: &str| crate::api::admission::may_use(&snap, &client, name);
     if anthropic {
         let names = snap
             .model_names()

@@ -67,5 +67,5 @@ pub(super) fn is_call(path: &str) -> bool {
 }
 
 pub async fn create(State(state): State<AppState>, req: Request) -> Response {
-    super::serve(&state, req, Responses::default()).await
+    crate::api::pipeline::serve(&state, req, Responses::default()).await
 }

@@ -158,7 +158,7 @@ pub async fn call(
     };
     match method {
         "generateContent" => {
-            super::serve(
+            crate::api::pipeline::serve(
                 &state,
                 req,
                 Gemini {
@@ -170,7 +170,7 @@ pub async fn call(
             .await
         }
         "streamGenerateContent" => {
-            super::serve(
+            crate::api::pipeline::serve(
                 &state,
                 req,
                 Gemini {
@@ -285,7 +285,7 @@ fn listed(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError
     Ok(snap
         .model_names()
         .into_iter()
-        .filter(|n| super::openai::may_use(&snap, &client, n))
+        .filter(|n| crate::api::admission::may_use(&snap, &client, n))
         .collect())
 }
 
