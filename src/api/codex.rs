@@ -15,7 +15,7 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 use super::AppState;
-use crate::config::{Credentials, ProviderKind};
+use crate::config::Credentials;
 use crate::providers::{outbound, ClientCredential};
 
 /// The most of a models answer read: the real one is a few hundred KB of instructions.
@@ -33,7 +33,7 @@ pub(super) async fn models(state: &AppState, headers: &HeaderMap, version: &str)
     let snap = state.core.routing.snapshot.load();
     let Some(p) = snap.enabled().find(|p| {
         p.config.credentials == Credentials::Client
-            && p.config.kind == ProviderKind::OpenaiResponses
+            && p.config.kind.wire() == Some(crate::canonical::Wire::Responses)
     }) else {
         return empty;
     };

@@ -16,7 +16,6 @@ use super::dialect::{anthropic, Dialect};
 use super::error::ApiError;
 use super::AppState;
 use crate::canonical::ChatRequest;
-use crate::config::ProviderKind;
 use crate::providers::{ClientCredential, ProviderEntry};
 use crate::router::snapshot::Target;
 use crate::tokens::Method;
@@ -88,25 +87,15 @@ pub(crate) async fn counted(
         .into_iter()
         .find(|t| t.provider.unavailable().is_none());
     Ok(match &first {
-        Some(t) => match provider_count(core, t, own.as_ref(), &req, &headers).await {
-            Some(n) => (n, Method::Provider),
-            None => crate::tokens::count_for(&t.model.id, &req),
-        },
+        Some(t) => {
+            match provider_count(core, t, own.as_ref(), &req, &headers, dialect.vendor()).await {
+                Some(n) => (n, Method::Provider),
+                None => crate::tokens::count_for(&t.model.id, &req),
+            }
+        }
         None => crate::tokens::count_for(&req.model, &req),
     })
 }
-
-/// Messages API fields `count_tokens` does not take (its request type has the prompt only).
-const COUNT_REFUSES: [&str; 8] = [
-    "max_tokens",
-    "stream",
-    "temperature",
-    "top_p",
-    "top_k",
-    "stop_sequences",
-    "metadata",
-    "service_tier",
-];
 
 /// The provider's own count, for the kinds that have one; `None` on any failure.
 async fn provider_count(
@@ -115,48 +104,15 @@ async fn provider_count(
     own: Option<&Map<String, Value>>,
     req: &ChatRequest,
     headers: &HeaderMap,
+    vendor: crate::providers::Vendor,
 ) -> Option<u64> {
     let p = &t.provider;
+    let kind = crate::providers::kinds::of_provider(&p.config)?;
     let client = core.routing.http.get(p.config.timeouts.connect_ms).ok()?;
     let base = p.config.base_url.trim_end_matches('/');
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
-    let rb = match p.config.kind {
-        ProviderKind::Anthropic => {
-            let mut body = match own {
-                Some(b) => b.clone(),
-                None => {
-                    let mut b = crate::canonical::anthropic::request_to_anthropic(
-                        req,
-                        &t.model.id,
-                        crate::providers::outbound::DEFAULT_ANTHROPIC_MAX_TOKENS,
-                    );
-                    // The counting endpoint takes the prompt, not the sampling settings.
-                    for k in COUNT_REFUSES {
-                        b.remove(k);
-                    }
-                    b
-                }
-            };
-            body.insert("model".into(), json!(t.model.id));
-            let rb = json_post(client.post(format!("{base}/messages/count_tokens")), &body);
-            let mut rb = authorized(rb, p, headers, crate::providers::anthropic::authorize)?;
-            if let Some(beta) = headers.get("anthropic-beta") {
-                rb = rb.header("anthropic-beta", beta);
-            }
-            rb
-        }
-        ProviderKind::Gemini => {
-            let mut inner = crate::canonical::gemini::request_to_gemini(req, &t.model.id);
-            inner.insert("model".into(), json!(format!("models/{}", t.model.id)));
-            let url = format!("{base}/models/{}:countTokens", t.model.id);
-            let rb = json_post(
-                client.post(url),
-                &json!({ "generateContentRequest": inner }),
-            );
-            authorized(rb, p, headers, crate::providers::gemini::authorize)?
-        }
-        _ => return None,
-    };
+    let rb = kind.count_request(&client, base, &t.model.id, req, own, headers)?;
+    let rb = authorized(rb, p, headers, kind, vendor)?;
     let resp = rb.timeout(timeout).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -173,31 +129,21 @@ fn authorized(
     rb: reqwest::RequestBuilder,
     p: &ProviderEntry,
     headers: &HeaderMap,
-    authorize: fn(
-        reqwest::RequestBuilder,
-        &ProviderEntry,
-        Option<&crate::providers::ApiKey>,
-    ) -> reqwest::RequestBuilder,
+    kind: &dyn crate::providers::kinds::UpstreamKind,
+    vendor: crate::providers::Vendor,
 ) -> Option<reqwest::RequestBuilder> {
     if p.config.credentials.is_baton() {
-        return Some(authorize(rb, p, p.keys.first()));
+        return Some(kind.authorize(rb, p, p.keys.first()));
     }
-    // Only to its own vendor (an unknown-shaped login: Anthropic's, whose API this endpoint
-    // is, whatever headers came with it).
-    let own =
-        ClientCredential::from_headers(headers)?.spoken_to(crate::providers::Vendor::Anthropic);
+    // Only to its own vendor (an unknown-shaped login: the vendor whose API the client spoke).
+    let own = ClientCredential::from_headers(headers)?.spoken_to(vendor);
     if !own.fits(&p.config) {
         return None;
     }
-    let rb = authorize(rb, p, None);
+    let rb = kind.authorize(rb, p, None);
     Some(
         own.headers
             .iter()
             .fold(rb, |rb, (name, value)| rb.header(name, value.clone())),
     )
-}
-
-fn json_post(rb: reqwest::RequestBuilder, body: &impl serde::Serialize) -> reqwest::RequestBuilder {
-    rb.header(axum::http::header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_vec(body).unwrap_or_default())
 }

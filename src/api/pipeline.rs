@@ -241,6 +241,7 @@ async fn parse(
         canonical,
         openai,
         original,
+        continues,
     } = dialect.parse(body, &cx)?;
     let needs = canonical.needs();
     let follows = named.is_some()
@@ -260,6 +261,7 @@ async fn parse(
         deadline_ms,
         conversation,
         follows,
+        continues,
     };
     Ok((inbound, charge))
 }

@@ -12,7 +12,7 @@ use super::failure::{candidates, failure_to_error};
 use super::reply::gateway_headers;
 use super::AppState;
 use crate::router::record::Record;
-use crate::router::{Completed, Failure, Inbound, Reply, Streamed, Wire};
+use crate::router::{Completed, Failure, Inbound, Reply, Streamed};
 
 /// Renders the router's outcome for the client, in its dialect.
 pub(super) struct Out<'a> {
@@ -50,7 +50,11 @@ impl Out<'_> {
         let body = match reply {
             Reply::Wire(body, wire) if wire == self.dialect.wire() => body,
             Reply::Wire(body, wire) => {
-                let mut answer = crate::providers::codec::answer(wire, &body).ok_or_else(|| {
+                let kind = crate::providers::kinds::of(wire);
+                let answer = serde_json::from_slice(&body)
+                    .ok()
+                    .and_then(|v| kind.answer(&v));
+                let mut answer = answer.ok_or_else(|| {
                     ApiError::new(
                         StatusCode::BAD_GATEWAY,
                         "upstream_error",
@@ -58,8 +62,7 @@ impl Out<'_> {
                         "The provider's answer could not be translated.",
                     )
                 })?;
-                if wire == Wire::Gemini {
-                    // Gemini answers carry neither an id nor the model.
+                if !kind.names_answers() {
                     answer.id = self.request_id.to_string();
                     answer.model = target.model.id.clone();
                 }

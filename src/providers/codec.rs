@@ -1,14 +1,12 @@
-//! Reading what an HTTP upstream answers, in one place per wire format: a complete 2xx body,
-//! and a stream decoded once per event into what routing and the stream pump need (content
-//! seen, finish, usage, an error), with the canonical events when someone needs them. The
-//! per-format code lives in the kind's own file (`openai_compat`, `anthropic`, `gemini`); the
-//! attempt and the pump call this and contain no per-format code.
+//! What reading an HTTP upstream's answer yields, for every kind: a complete 2xx body's verdict
+//! ([`Complete`]) and one stream event decoded into what routing and the stream pump need
+//! ([`Decoded`]: content seen, finish, usage, an error, the canonical events when someone needs
+//! them), with the helpers the kinds' decoders share. Each kind reads its own format
+//! (`providers/kinds/`); the attempt and the pump contain no per-format code.
 
 use serde_json::Value;
 
-use super::outbound::Wire;
-use super::{anthropic, gemini, openai_compat, openai_responses};
-use crate::canonical::{ChatResponse, StreamEvent, Usage};
+use crate::canonical::{StreamEvent, Usage};
 
 /// An error an upstream put in a 2xx answer or a stream: the HTTP status it stands for and its
 /// body as JSON (not yet redacted: the attempt redacts before anything else sees it).
@@ -80,66 +78,6 @@ impl Decoded {
 /// An event whose data is not JSON.
 #[derive(Debug, PartialEq, Eq)]
 pub struct NotJson;
-
-/// A stream's decoder: the state an upstream format needs across events.
-pub enum Codec {
-    OpenAi,
-    Responses(crate::canonical::responses::upstream::StreamDecoder),
-    Anthropic(Box<crate::canonical::anthropic::StreamDecoder>),
-    Gemini(crate::canonical::gemini::StreamDecoder),
-}
-
-impl Codec {
-    pub fn new(wire: Wire) -> Self {
-        match wire {
-            Wire::OpenAi => Codec::OpenAi,
-            Wire::Responses => Codec::Responses(Default::default()),
-            Wire::Anthropic => Codec::Anthropic(Default::default()),
-            Wire::Gemini => Codec::Gemini(Default::default()),
-        }
-    }
-
-    pub fn wire(&self) -> Wire {
-        match self {
-            Codec::OpenAi => Wire::OpenAi,
-            Codec::Responses(_) => Wire::Responses,
-            Codec::Anthropic(_) => Wire::Anthropic,
-            Codec::Gemini(_) => Wire::Gemini,
-        }
-    }
-
-    /// Decodes one event's `data`. With `events` false (a same-format hop after the commit) the
-    /// codec may skip building a JSON tree for events that carry nothing it must know.
-    pub fn decode(&mut self, data: &[u8], events: bool) -> Result<Decoded, NotJson> {
-        match self {
-            Codec::OpenAi => openai_compat::decode(data, events),
-            Codec::Responses(d) => openai_responses::decode(d, data),
-            Codec::Anthropic(d) => anthropic::decode(d, data, events),
-            Codec::Gemini(d) => gemini::decode(d, data),
-        }
-    }
-}
-
-/// What a complete 2xx `body` in `wire` format is.
-pub fn complete(wire: Wire, body: &[u8]) -> Complete {
-    match wire {
-        Wire::OpenAi => openai_compat::complete(body),
-        Wire::Responses => openai_responses::complete(body),
-        Wire::Anthropic => anthropic::complete(body),
-        Wire::Gemini => gemini::complete(body),
-    }
-}
-
-/// A complete answer in canonical form, for a client that speaks another format.
-pub fn answer(wire: Wire, body: &[u8]) -> Option<ChatResponse> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    match wire {
-        Wire::OpenAi => crate::canonical::openai::response_from_openai(&v),
-        Wire::Responses => crate::canonical::responses::upstream::response_from_responses(&v),
-        Wire::Anthropic => crate::canonical::anthropic::response_from_anthropic(&v),
-        Wire::Gemini => crate::canonical::gemini::response_from_gemini(&v),
-    }
-}
 
 /// A searcher for a byte string, built once (building one per search showed in profiles).
 macro_rules! token {

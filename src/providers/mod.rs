@@ -1,13 +1,10 @@
 //! Upstream providers: resolved definitions (keys read from the environment), their run-time
 //! state (concurrency limit, key cursor) and one adapter per upstream kind.
 
-pub mod anthropic;
 pub mod cli;
 pub mod codec;
 pub mod discovery;
-pub mod gemini;
-pub mod openai_compat;
-pub mod openai_responses;
+pub mod kinds;
 pub mod outbound;
 pub mod presence;
 pub mod sse;
@@ -278,14 +275,7 @@ pub fn resolve(
     }
     let (headers, missing_headers) = resolve_headers(&config, env);
     use crate::config::ProviderKind;
-    let path = match config.kind {
-        ProviderKind::OpenaiCompatible => Some("chat/completions"),
-        ProviderKind::OpenaiResponses => Some("responses"),
-        ProviderKind::Anthropic => Some("messages"),
-        // Per model: `models/{model}:generateContent`; this base is completed per request.
-        ProviderKind::Gemini => Some("models"),
-        ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
-    };
+    let path = kinds::of_provider(&config).map(|k| k.chat_path());
     let chat_url = path.and_then(|path| {
         reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok()
     });

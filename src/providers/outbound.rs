@@ -3,45 +3,17 @@
 //! their requests here, so they cannot drift apart (they did: probe once sent an OpenAI body
 //! with Bearer auth to Anthropic and POSTed to `{baseUrl}/models` for Gemini).
 
-use serde_json::{Map, Value};
-
-use super::{anthropic, gemini, openai_compat, openai_responses, ApiKey, ModelInfo, ProviderEntry};
-use crate::canonical::ChatRequest;
+use super::{ApiKey, ModelInfo, ProviderEntry};
 use crate::limits::{self, Classified};
 
 pub use crate::canonical::Wire;
 
+pub use super::kinds::Outbound;
 pub use super::thinking::Keep;
 
-pub use super::anthropic::{
+pub use super::kinds::anthropic::{
     DEFAULT_MAX_TOKENS as DEFAULT_ANTHROPIC_MAX_TOKENS, VERSION as ANTHROPIC_VERSION,
 };
-
-/// What the client asked for, in the forms an upstream may take it in.
-pub struct Outbound<'a> {
-    /// The request in OpenAI form (the client's own body when it spoke OpenAI).
-    pub openai_body: &'a Map<String, Value>,
-    /// The client's own body and its API, when it spoke another than Chat Completions: sent
-    /// unchanged (but for the model) to upstreams of that API.
-    pub original: Option<(Wire, &'a Map<String, Value>)>,
-    /// The client's own credential and identification headers, for providers with
-    /// `credentials: "client"` (sent instead of any key of Baton's).
-    pub client: Option<&'a super::ClientCredential>,
-    /// `anthropic-beta` from the client, for Anthropic upstreams.
-    pub anthropic_beta: Option<&'a str>,
-    pub canonical: &'a ChatRequest,
-    pub stream: bool,
-    pub request_id: &'a str,
-    /// Which of the client's thinking blocks may go to this account (Anthropic upstreams).
-    pub thinking: super::thinking::Keep<'a>,
-}
-
-impl Outbound<'_> {
-    /// The client's own body, when it spoke `wire`.
-    pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
-        self.original.filter(|(w, _)| *w == wire).map(|(_, b)| b)
-    }
-}
 
 /// Builds the request for `model` on provider `p` with `key`, in the provider's format.
 pub fn build(
@@ -65,35 +37,7 @@ pub fn build(
     } else {
         None
     };
-    let rb = match wire {
-        Wire::OpenAi => {
-            // A translated request's effort, for an OpenAI reasoning model (the client's own
-            // OpenAI body already says it, to any model).
-            let effort = o
-                .canonical
-                .effort
-                .as_deref()
-                .filter(|_| o.original.is_some())
-                .filter(|_| crate::canonical::effort::openai_reasons(&model.id));
-            let with_effort = effort.map(|e| {
-                let mut b = o.openai_body.clone();
-                b.insert("reasoning_effort".into(), Value::from(e));
-                b
-            });
-            let body = openai_compat::passthrough_body(
-                with_effort.as_ref().unwrap_or(o.openai_body),
-                &model.id,
-                model.max_output_tokens,
-            );
-            openai_compat::build(client, url, p, key, body, o.stream, o.request_id)
-        }
-        Wire::Responses => {
-            let body = openai_responses::body(o, model, p.config.credentials.is_baton());
-            openai_responses::request(client, url, p, key, body, o)
-        }
-        Wire::Anthropic => anthropic::request(client, url, p, key, anthropic::body(o, model), o),
-        Wire::Gemini => gemini::request(client, &url, p, model, key, o)?,
-    };
+    let rb = super::kinds::of(wire).request(client, &url, p, model, key, o)?;
     // The client's own credential goes to a `credentials: "client"` provider, and only there.
     let rb = match (p.config.credentials, o.client) {
         (crate::config::Credentials::Client, Some(c)) => c
@@ -111,14 +55,9 @@ pub fn models_request(
     p: &ProviderEntry,
     key: Option<&ApiKey>,
 ) -> Result<reqwest::RequestBuilder, String> {
-    let wire = p.config.kind.wire().ok_or("not an HTTP provider")?;
+    let kind = super::kinds::of_provider(&p.config).ok_or("not an HTTP provider")?;
     let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
-    let rb = client.get(url);
-    Ok(match wire {
-        Wire::OpenAi | Wire::Responses => openai_compat::authorize(rb, p, key),
-        Wire::Anthropic => anthropic::authorize(rb, p, key),
-        Wire::Gemini => gemini::authorize(rb, p, key),
-    })
+    Ok(kind.authorize(client.get(url), p, key))
 }
 
 /// `GET {baseUrl}/models?client_version=…` on the client's own login, for a

@@ -51,6 +51,14 @@ pub struct SseReader {
 }
 
 impl SseReader {
+    /// The reader for a kind's stream framing (`kinds::Framing`): the one place that names
+    /// the framings, so a kind with another one needs no change in the attempt or the pump.
+    pub fn framed(framing: super::kinds::Framing, body: ByteStream, idle: Duration) -> Self {
+        match framing {
+            super::kinds::Framing::Sse => Self::new(body, idle),
+        }
+    }
+
     pub fn new(body: ByteStream, idle: Duration) -> Self {
         Self {
             body,

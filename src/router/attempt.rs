@@ -14,7 +14,8 @@ use super::{
     MAX_UPSTREAM_BODY,
 };
 use crate::limits::{self, Classified};
-use crate::providers::codec::{self, Codec, Complete, UpstreamError};
+use crate::providers::codec::{Complete, UpstreamError};
+use crate::providers::kinds;
 use crate::providers::sse::{SseError, SseReader};
 use crate::providers::thinking::{self, Keep};
 use crate::providers::ApiKey;
@@ -57,11 +58,9 @@ pub(super) async fn attempt(
         // A signature the account refuses (one Baton could not place): once more without any
         // thinking block, rather than failing over or failing.
         let retry = !matches!(keep, Keep::None)
-            && wire == Wire::Anthropic
+            && kinds::of(wire).signs_reasoning()
             && thinking::is_signature_refusal(status, &body)
-            && inbound
-                .original(Wire::Anthropic)
-                .is_some_and(thinking::has_thinking);
+            && inbound.original(wire).is_some_and(thinking::has_thinking);
         if !retry {
             return upstream_error(routing, t, status, &headers, body);
         }
@@ -151,7 +150,8 @@ async fn send(
         r.map_err(|e| crate::providers::outbound::describe(&e))
     });
     let idle = Duration::from_millis(timeouts.idle_ms);
-    Ok((SseReader::new(Box::pin(body), idle), status, headers, wire))
+    let reader = SseReader::framed(kinds::of(wire).framing(), Box::pin(body), idle);
+    Ok((reader, status, headers, wire))
 }
 
 /// A whole (non-streamed) 2xx answer, read by the kind's codec.
@@ -166,10 +166,11 @@ async fn complete(
         Ok(b) => b,
         Err(e) => return failed(sse_failure(&e)),
     };
-    if wire == Wire::Anthropic {
+    let kind = kinds::of(wire);
+    if kind.signs_reasoning() {
         routing.thinking.record_answer(&body, origin);
     }
-    match codec::complete(wire, &body) {
+    match kind.complete(&body) {
         Complete::Answer(usage) => {
             Attempt::Served(Answer::Complete(Reply::Wire(body, wire), usage))
         }
@@ -181,7 +182,7 @@ async fn complete(
 /// A stream, held back up to its first content event so a failure can still fall over. Each
 /// event is decoded once; the pump takes the decoded events and the codec.
 async fn prelude(routing: &Routing, t: &Target, mut reader: SseReader, wire: Wire) -> Attempt {
-    let mut codec = Codec::new(wire);
+    let mut codec = kinds::of(wire).decoder();
     let mut prelude = Vec::new();
     loop {
         // Bounded by the reader's idle timeout: silence fails over, activity (keep-alives,

@@ -18,9 +18,8 @@ use super::Back;
 use super::Routing;
 use super::{
     larger_window, Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed,
-    Upstream, Wire, SHARED_SLOT_POLL,
+    Upstream, SHARED_SLOT_POLL,
 };
-use crate::config::ProviderKind;
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
 use crate::providers::ApiKey;
@@ -443,9 +442,10 @@ fn answered<U>(
                     .filter(|t| {
                         t.provider.config.capabilities.prefill
                             && t.provider.id() != target.provider.id()
-                            && t.provider.config.kind == ProviderKind::OpenaiCompatible
+                            && crate::providers::kinds::of_provider(&t.provider.config).is_some_and(
+                                |k| k.resumes_from_prefill() && source.wire() == Some(k.wire()),
+                            )
                             && t.provider.config.credentials.is_baton()
-                            && source.wire() == Some(Wire::OpenAi)
                     })
                     .cloned()
                     .collect()

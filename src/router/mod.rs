@@ -68,6 +68,18 @@ pub struct Inbound {
     /// Whether it goes where its conversation was last served (a named conversation, or an
     /// unnamed one past its first turn: `Conversation::follows_unnamed`).
     pub follows: bool,
+    /// The request continues a conversation its API's server stores (the dialect says so):
+    /// only an upstream of the client's own API can take it.
+    pub continues: Option<Continues>,
+}
+
+/// A conversation stored upstream that the request continues.
+#[derive(Debug, Clone)]
+pub struct Continues {
+    /// Why other upstreams are passed over, for Activity.
+    pub why: &'static str,
+    /// The answer when no upstream of the client's API can take it.
+    pub failure: Failure,
 }
 
 /// A client's own request body and the API it is in.
@@ -152,7 +164,7 @@ pub enum Reply {
 }
 
 /// Why no upstream answer can be given.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Failure {
     /// The upstream rejected the request itself; its own error goes back to the client.
     Client { status: u16, body: Bytes },
@@ -355,42 +367,15 @@ fn stored_conversation(
     targets: &mut Vec<Target>,
     rec: &mut Record,
 ) -> Result<(), Failure> {
-    use crate::config::ProviderKind;
-    let stored = inbound
-        .original(Wire::Responses)
-        .and_then(|b| b.get("previous_response_id"))
-        .is_some_and(|v| !v.is_null());
-    let thread = inbound
-        .original(Wire::Anthropic)
-        .and_then(|b| b.get("thread"))
-        .and_then(|t| t.get("type"))
-        .and_then(serde_json::Value::as_str)
-        == Some("continue");
-    let (kind, why, failure) = if stored {
-        (
-            ProviderKind::OpenaiResponses,
-            "`previous_response_id` names a conversation stored on a Responses server",
-            Failure::NoStoredConversation(
-                "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
-            ),
-        )
-    } else if thread {
-        (
-            ProviderKind::Anthropic,
-            "`thread` continues a message thread held by an Anthropic server",
-            Failure::ThreadNotFound(
-                "No usable thread state for `previous_message_id` here: Baton keeps no conversation state and no Anthropic provider can take this request. Replay the full conversation with `thread: {\"type\": \"create\"}`.".into(),
-            ),
-        )
-    } else {
+    let (Some(c), Some(o)) = (&inbound.continues, &inbound.original) else {
         return Ok(());
     };
     let before = targets.len();
     pass_over(targets, rec, |t| {
-        (t.provider.config.kind != kind).then(|| why.to_string())
+        (t.provider.config.kind.wire() != Some(o.wire)).then(|| c.why.to_string())
     });
     if targets.is_empty() && before > 0 {
-        return Err(failure);
+        return Err(c.failure.clone());
     }
     Ok(())
 }
@@ -528,6 +513,7 @@ pub async fn test_target(
         canonical,
         body,
         original: None,
+        continues: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -13,7 +13,6 @@ use serde_json::json;
 use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::gateway::{Core, StartOptions};
-use crate::providers::codec::Codec;
 use crate::providers::sse::SseReader;
 
 const NOW: i64 = 1_780_000_000_000; // a fixed instant: nothing here depends on today's date
@@ -113,7 +112,7 @@ impl Upstream for (Script, Arc<Core>) {
                     Duration::from_secs(5),
                 );
                 // As the real attempt does: hold events up to the first content.
-                let mut codec = Codec::new(Wire::OpenAi);
+                let mut codec = crate::providers::kinds::of(Wire::OpenAi).decoder();
                 let mut prelude = Vec::new();
                 let reader_ready = async {
                     loop {
@@ -197,6 +196,7 @@ fn inbound(stream: bool) -> Inbound {
         canonical,
         body,
         original: None,
+        continues: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

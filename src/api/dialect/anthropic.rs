@@ -54,7 +54,20 @@ impl Dialect for Anthropic {
         // Anthropic-only fields (metadata, thinking, context_management…) stay in the client's
         // own body for Anthropic upstreams; an OpenAI server would refuse them.
         let openai = crate::canonical::openai::request_to_openai(&canonical);
+        // A message thread held by an Anthropic server (`thread: {"type": "continue"}`).
+        let continues = (body
+            .get("thread")
+            .and_then(|t| t.get("type"))
+            .and_then(Value::as_str)
+            == Some("continue"))
+        .then(|| crate::router::Continues {
+            why: "`thread` continues a message thread held by an Anthropic server",
+            failure: crate::router::Failure::ThreadNotFound(
+                "No usable thread state for `previous_message_id` here: Baton keeps no conversation state and no Anthropic provider can take this request. Replay the full conversation with `thread: {\"type\": \"create\"}`.".into(),
+            ),
+        });
         Ok(Parsed {
+            continues,
             canonical,
             openai,
             original: Some(Original {

@@ -37,6 +37,9 @@ pub struct Parsed {
     pub openai: Map<String, Value>,
     /// The client's own body when it spoke another API, for upstreams of that API.
     pub original: Option<Original>,
+    /// The request continues a conversation its API's server stores (only an upstream of
+    /// the same API can take it).
+    pub continues: Option<crate::router::Continues>,
 }
 
 /// An inbound API. One value serves one request: what `parse` learns (the model a Gemini path

@@ -39,6 +39,7 @@ impl Dialect for OpenAi {
             canonical,
             openai: body,
             original: None,
+            continues: None,
         })
     }
 

@@ -34,7 +34,18 @@ impl Dialect for Responses {
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
         self.echo = Some(Echo::new(&body, cx.request_id, &canonical.model, cx.now_s));
         let openai = crate::canonical::openai::request_to_openai(&canonical);
+        // A conversation stored on a Responses server (`previous_response_id`).
+        let continues = body
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+            .then(|| crate::router::Continues {
+                why: "`previous_response_id` names a conversation stored on a Responses server",
+                failure: crate::router::Failure::NoStoredConversation(
+                    "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
+                ),
+            });
         Ok(Parsed {
+            continues,
             canonical,
             openai,
             original: Some(Original {

@@ -232,6 +232,7 @@ impl Pump {
         let inbound = Inbound {
             body,
             original: None,
+            continues: None,
             client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {

@@ -10,13 +10,17 @@ use bytes::Bytes;
 
 use crate::canonical::StreamEvent;
 use crate::providers::cli::{run::CliRun, CliItem};
-use crate::providers::codec::{Codec, Decoded};
+use crate::providers::codec::Decoded;
+use crate::providers::kinds::Decode;
 use crate::providers::outbound::Wire;
 use crate::providers::sse::{SseEvent, SseReader};
 use crate::redact::Redactor;
 
 pub enum Source {
-    Sse { reader: SseReader, codec: Codec },
+    Sse {
+        reader: SseReader,
+        codec: Box<dyn Decode>,
+    },
     Cli(CliEvents),
 }
 
@@ -64,7 +68,7 @@ impl Source {
     }
 }
 
-fn decode(codec: &mut Codec, ev: SseEvent, events: bool) -> Next {
+fn decode(codec: &mut Box<dyn Decode>, ev: SseEvent, events: bool) -> Next {
     let Some(data) = &ev.data else {
         return Next::Event(ev.raw, None);
     };

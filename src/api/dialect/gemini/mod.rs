@@ -65,6 +65,7 @@ impl Dialect for Gemini {
                 wire: Wire::Gemini,
                 body,
             }),
+            continues: None,
         })
     }
 

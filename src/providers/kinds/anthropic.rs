@@ -3,11 +3,15 @@
 
 use serde_json::{Map, Value};
 
-use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::{Outbound, Wire};
-use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use super::{openai_compat, Decode, Outbound, UpstreamKind};
 use crate::canonical;
 use crate::canonical::anthropic::StreamDecoder;
+use crate::canonical::{ChatRequest, ChatResponse, Wire};
+use crate::limits::Classified;
+use crate::providers::codec::{
+    check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError,
+};
+use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
 
 /// `max_tokens` when neither the client nor the config gave one (the Messages API requires it).
 pub const DEFAULT_MAX_TOKENS: u64 = 4096;
@@ -21,9 +25,9 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
     let cap = model.max_output_tokens;
     if let Some(b) = o.original(Wire::Anthropic) {
         // Thinking blocks go back only to the account that signed them (`thinking`).
-        if super::thinking::to_check(b) {
+        if crate::providers::thinking::to_check(b) {
             let mut own = b.clone();
-            let s = super::thinking::strip(&mut own, o.thinking);
+            let s = crate::providers::thinking::strip(&mut own, o.thinking);
             if s.blocks > 0 || s.thinking_off {
                 tracing::debug!(
                     request_id = o.request_id,
@@ -174,6 +178,114 @@ fn seal(v: &Value) -> Option<String> {
         _ => None,
     };
     s.and_then(Value::as_str).map(str::to_string)
+}
+
+/// Anthropic's Messages API (`POST {baseUrl}/messages`, `x-api-key`, `anthropic-version`).
+pub struct Anthropic;
+
+/// Messages API fields `count_tokens` does not take (its request type has the prompt only).
+const COUNT_REFUSES: [&str; 8] = [
+    "max_tokens",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "metadata",
+    "service_tier",
+];
+
+impl UpstreamKind for Anthropic {
+    fn wire(&self) -> Wire {
+        Wire::Anthropic
+    }
+
+    fn chat_path(&self) -> &'static str {
+        "messages"
+    }
+
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        url: &reqwest::Url,
+        p: &ProviderEntry,
+        model: &ModelInfo,
+        key: Option<&ApiKey>,
+        o: &Outbound,
+    ) -> Result<reqwest::RequestBuilder, Classified> {
+        Ok(request(client, url.clone(), p, key, body(o, model), o))
+    }
+
+    fn authorize(
+        &self,
+        rb: reqwest::RequestBuilder,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+    ) -> reqwest::RequestBuilder {
+        authorize(rb, p, key)
+    }
+
+    /// `POST {baseUrl}/messages/count_tokens`: an Anthropic client's own body, else the
+    /// request translated without its sampling settings.
+    fn count_request(
+        &self,
+        client: &reqwest::Client,
+        base: &str,
+        model: &str,
+        req: &ChatRequest,
+        own: Option<&Map<String, Value>>,
+        headers: &http::HeaderMap,
+    ) -> Option<reqwest::RequestBuilder> {
+        let mut body = match own {
+            Some(b) => b.clone(),
+            None => {
+                let mut b =
+                    canonical::anthropic::request_to_anthropic(req, model, DEFAULT_MAX_TOKENS);
+                for k in COUNT_REFUSES {
+                    b.remove(k);
+                }
+                b
+            }
+        };
+        body.insert("model".into(), Value::from(model));
+        let mut rb = client
+            .post(format!("{base}/messages/count_tokens"))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(&body).unwrap_or_default());
+        if let Some(beta) = headers.get("anthropic-beta") {
+            rb = rb.header("anthropic-beta", beta);
+        }
+        Some(rb)
+    }
+
+    fn complete(&self, body: &[u8]) -> Complete {
+        complete(body)
+    }
+
+    fn answer(&self, v: &Value) -> Option<ChatResponse> {
+        canonical::anthropic::response_from_anthropic(v)
+    }
+
+    fn decoder(&self) -> Box<dyn Decode> {
+        Box::new(Events(Box::default()))
+    }
+
+    fn signs_reasoning(&self) -> bool {
+        true
+    }
+}
+
+/// The Messages event stream's state (blocks open, their kinds).
+struct Events(Box<StreamDecoder>);
+
+impl Decode for Events {
+    fn decode(&mut self, data: &[u8], events: bool) -> Result<Decoded, NotJson> {
+        decode(&mut self.0, data, events)
+    }
+
+    fn wire(&self) -> Wire {
+        Wire::Anthropic
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,14 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::codec::{check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError};
-use super::{ApiKey, ProviderEntry};
+use super::{Decode, Outbound, UpstreamKind};
 use crate::canonical::openai::{chunk_events, usage_from_openai};
+use crate::canonical::{ChatResponse, Wire};
+use crate::limits::Classified;
+use crate::providers::codec::{
+    check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError,
+};
+use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
 
 /// The client's own body with only `model` replaced, serialised without copying the map. On a
 /// Chat Completions stream (`ask_usage`) it always asks for usage
@@ -262,6 +267,95 @@ pub fn string_len(data: &[u8], opening: &memchr::memmem::Finder) -> usize {
         from = q + 1;
     }
     0
+}
+
+/// Any OpenAI Chat Completions server (`POST {baseUrl}/chat/completions`, Bearer key).
+pub struct OpenAiCompatible;
+
+impl UpstreamKind for OpenAiCompatible {
+    fn wire(&self) -> Wire {
+        Wire::OpenAi
+    }
+
+    fn chat_path(&self) -> &'static str {
+        "chat/completions"
+    }
+
+    /// The client's Chat Completions body as it came (model rewritten), or the request
+    /// translated; a translated effort goes to an OpenAI reasoning model.
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        url: &reqwest::Url,
+        p: &ProviderEntry,
+        model: &ModelInfo,
+        key: Option<&ApiKey>,
+        o: &Outbound,
+    ) -> Result<reqwest::RequestBuilder, Classified> {
+        let effort = o
+            .canonical
+            .effort
+            .as_deref()
+            .filter(|_| o.translated())
+            .filter(|_| crate::canonical::effort::openai_reasons(&model.id));
+        let with_effort = effort.map(|e| {
+            let mut b = o.openai_body.clone();
+            b.insert("reasoning_effort".into(), Value::from(e));
+            b
+        });
+        let body = passthrough_body(
+            with_effort.as_ref().unwrap_or(o.openai_body),
+            &model.id,
+            model.max_output_tokens,
+        );
+        Ok(build(
+            client,
+            url.clone(),
+            p,
+            key,
+            body,
+            o.stream,
+            o.request_id,
+        ))
+    }
+
+    fn authorize(
+        &self,
+        rb: reqwest::RequestBuilder,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+    ) -> reqwest::RequestBuilder {
+        authorize(rb, p, key)
+    }
+
+    fn complete(&self, body: &[u8]) -> Complete {
+        complete(body)
+    }
+
+    fn answer(&self, v: &Value) -> Option<ChatResponse> {
+        crate::canonical::openai::response_from_openai(v)
+    }
+
+    fn decoder(&self) -> Box<dyn Decode> {
+        Box::new(Chunks)
+    }
+
+    fn resumes_from_prefill(&self) -> bool {
+        true
+    }
+}
+
+/// Chat Completions chunks carry no state between them.
+struct Chunks;
+
+impl Decode for Chunks {
+    fn decode(&mut self, data: &[u8], events: bool) -> Result<Decoded, NotJson> {
+        decode(data, events)
+    }
+
+    fn wire(&self) -> Wire {
+        Wire::OpenAi
+    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,14 @@
 
 use serde_json::{json, Value};
 
-use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::{Outbound, Wire};
-use super::{openai_compat, ApiKey, ModelInfo, ProviderEntry};
+use super::{openai_compat, Decode, Outbound, UpstreamKind};
 use crate::canonical::responses::upstream::{
     request_to_responses, usage_from_responses, StreamDecoder,
 };
+use crate::canonical::{ChatResponse, Wire};
+use crate::limits::Classified;
+use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
+use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
 
 /// The least `max_output_tokens` the Responses API accepts.
 const MIN_OUTPUT_TOKENS: u64 = 16;
@@ -174,6 +176,66 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
         Some("response.completed" | "response.incomplete")
     );
     Ok(decoded)
+}
+
+/// OpenAI's Responses API (`POST {baseUrl}/responses`).
+pub struct OpenAiResponses;
+
+impl UpstreamKind for OpenAiResponses {
+    fn wire(&self) -> Wire {
+        Wire::Responses
+    }
+
+    fn chat_path(&self) -> &'static str {
+        "responses"
+    }
+
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        url: &reqwest::Url,
+        p: &ProviderEntry,
+        model: &ModelInfo,
+        key: Option<&ApiKey>,
+        o: &Outbound,
+    ) -> Result<reqwest::RequestBuilder, Classified> {
+        let body = body(o, model, p.config.credentials.is_baton());
+        Ok(request(client, url.clone(), p, key, body, o))
+    }
+
+    fn authorize(
+        &self,
+        rb: reqwest::RequestBuilder,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+    ) -> reqwest::RequestBuilder {
+        openai_compat::authorize(rb, p, key)
+    }
+
+    fn complete(&self, body: &[u8]) -> Complete {
+        complete(body)
+    }
+
+    fn answer(&self, v: &Value) -> Option<ChatResponse> {
+        crate::canonical::responses::upstream::response_from_responses(v)
+    }
+
+    fn decoder(&self) -> Box<dyn Decode> {
+        Box::new(Events(StreamDecoder::default()))
+    }
+}
+
+/// The Responses event stream's state (items open, calls seen).
+struct Events(StreamDecoder);
+
+impl Decode for Events {
+    fn decode(&mut self, data: &[u8], _events: bool) -> Result<Decoded, NotJson> {
+        decode(&mut self.0, data)
+    }
+
+    fn wire(&self) -> Wire {
+        Wire::Responses
+    }
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
-use super::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
-use super::outbound::{Outbound, Wire};
-use super::{ApiKey, ModelInfo, ProviderEntry};
+use super::{Decode, Outbound, UpstreamKind};
 use crate::canonical;
 use crate::canonical::gemini::StreamDecoder;
+use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::limits::{self, Classified};
+use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
+use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
 
 /// The request: the canonical request translated, at the model's own URL.
 pub fn request(
@@ -126,4 +127,89 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
         });
     }
     Ok(Decoded::from_events(d.push(&v)))
+}
+
+/// Gemini's native API (`{baseUrl}/models/{model}:generateContent`, `x-goog-api-key`).
+pub struct Gemini;
+
+impl UpstreamKind for Gemini {
+    fn wire(&self) -> Wire {
+        Wire::Gemini
+    }
+
+    fn chat_path(&self) -> &'static str {
+        "models"
+    }
+
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        url: &reqwest::Url,
+        p: &ProviderEntry,
+        model: &ModelInfo,
+        key: Option<&ApiKey>,
+        o: &Outbound,
+    ) -> Result<reqwest::RequestBuilder, Classified> {
+        request(client, url, p, model, key, o)
+    }
+
+    fn authorize(
+        &self,
+        rb: reqwest::RequestBuilder,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+    ) -> reqwest::RequestBuilder {
+        authorize(rb, p, key)
+    }
+
+    /// `:countTokens` with the request translated as `generateContentRequest`.
+    fn count_request(
+        &self,
+        client: &reqwest::Client,
+        base: &str,
+        model: &str,
+        req: &ChatRequest,
+        _own: Option<&serde_json::Map<String, Value>>,
+        _headers: &http::HeaderMap,
+    ) -> Option<reqwest::RequestBuilder> {
+        let mut inner = canonical::gemini::request_to_gemini(req, model);
+        inner.insert("model".into(), Value::from(format!("models/{model}")));
+        let body = serde_json::json!({ "generateContentRequest": inner });
+        Some(
+            client
+                .post(format!("{base}/models/{model}:countTokens"))
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body).unwrap_or_default()),
+        )
+    }
+
+    fn complete(&self, body: &[u8]) -> Complete {
+        complete(body)
+    }
+
+    fn answer(&self, v: &Value) -> Option<ChatResponse> {
+        canonical::gemini::response_from_gemini(v)
+    }
+
+    fn decoder(&self) -> Box<dyn Decode> {
+        Box::new(Chunks(StreamDecoder::default()))
+    }
+
+    /// Gemini answers carry neither an id nor the model.
+    fn names_answers(&self) -> bool {
+        false
+    }
+}
+
+/// Gemini's chunks: the usage it repeats, the calls seen.
+struct Chunks(StreamDecoder);
+
+impl Decode for Chunks {
+    fn decode(&mut self, data: &[u8], _events: bool) -> Result<Decoded, NotJson> {
+        decode(&mut self.0, data)
+    }
+
+    fn wire(&self) -> Wire {
+        Wire::Gemini
+    }
 }
