@@ -4,8 +4,10 @@
 //! `--headless`) it runs just the gateway, like `baton serve`.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod login;
 mod notify;
 mod shell;
+mod state;
 mod tray;
 
 use std::path::PathBuf;

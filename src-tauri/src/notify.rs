@@ -70,7 +70,7 @@ pub fn show_on(app: &AppHandle, summary: &str, body: &str, screen: &'static str)
                             tracing::info!(screen, "notification clicked");
                             let a = app.clone();
                             let _ = app
-                                .run_on_main_thread(move || crate::shell::show_screen(&a, screen));
+                                .run_on_main_thread(move || crate::state::show_screen(&a, screen));
                         }
                     })
                 });
@@ -242,7 +242,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
         loop {
             // A restarted gateway has its own notifier.
-            if app.state::<crate::shell::Shell>().generation() != generation {
+            if app.state::<crate::state::Shell>().generation() != generation {
                 return;
             }
             let first = tokio::select! {

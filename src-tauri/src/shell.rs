@@ -1,151 +1,15 @@
 //! The app's life cycle: start the gateway on Tauri's async runtime, the hidden window with the
 //! web UI (already authorised), single instance, start at login, and a graceful Quit.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use baton::{Core, DesktopLink, GatewayHandle};
+use baton::{Core, DesktopLink};
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 use tauri_plugin_autostart::{MacosLauncher, ManagerExt};
 
-pub const WINDOW: &str = "main";
-
-/// What the tray and menu handlers need. The gateway part changes when it is restarted (tray:
-/// Restart gateway) or started again after it could not start (tray: Retry).
-pub struct Shell {
-    pub data_dir: PathBuf,
-    opts: baton::serve::ServeOptions,
-    /// What start at login runs after the binary (`autostart_args`).
-    at_login: Vec<&'static str>,
-    run: Mutex<Running>,
-}
-
-#[derive(Default)]
-struct Running {
-    handle: Option<GatewayHandle>,
-    core: Option<Arc<Core>>,
-    /// `http://127.0.0.1:8787`.
-    origin: String,
-    /// Why the gateway is not running (port taken), if so.
-    failed: Option<String>,
-    /// Bumped at every start: tasks that follow an older gateway stop.
-    generation: u64,
-    /// Whether the window shows the web UI (else the page that says why it is not running).
-    window_on_ui: bool,
-    /// Whether the command line's address was kept as the listen setting (at a first start).
-    remembered: bool,
-    /// The port chosen in the tray after the one asked for was taken ("Start on port N"): the
-    /// next start uses it and, once it listens, keeps it as the listen setting.
-    chosen_port: Option<u16>,
-}
-
-impl Shell {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
-        self.run
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-    pub fn core(&self) -> Option<Arc<Core>> {
-        self.lock().core.clone()
-    }
-    pub fn origin(&self) -> String {
-        self.lock().origin.clone()
-    }
-    pub fn failed(&self) -> Option<String> {
-        self.lock().failed.clone()
-    }
-    pub fn generation(&self) -> u64 {
-        self.lock().generation
-    }
-}
-
-/// What start-at-login runs: this app with the same setup it was started with (config file and
-/// data directory), as absolute paths — a bare binary would start empty, on another data
-/// directory, with a new gateway key. The address is not on the line: it is kept in the data
-/// directory (`--host`/`--port` given to the app are stored there, and Settings changes it), so
-/// a change in Settings needs no new autostart entry. Quoted for the desktop entry's Exec line,
-/// which the autostart crate joins with spaces.
-fn autostart_args(opts: &baton::serve::ServeOptions, data_dir: &Path) -> Vec<&'static str> {
-    let abs = |p: &Path| {
-        std::path::absolute(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    };
-    let mut args: Vec<String> = Vec::new();
-    if let Some(c) = &opts.config {
-        args.extend(["--config".into(), exec_quote(&abs(c))]);
-    }
-    args.extend(["--data-dir".into(), exec_quote(&abs(data_dir))]);
-    // The plugin keeps them for the app's life; this runs once.
-    args.into_iter()
-        .map(|s| &*Box::leak(s.into_boxed_str()))
-        .collect()
-}
-
-/// Start at login as it stands for this setup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtLogin {
-    Off,
-    /// The entry starts this binary with this config file and data directory.
-    ThisSetup,
-    /// An entry left by a start with another config file or data directory: shown as off
-    /// (turning it on rewrites it for this setup).
-    OtherSetup,
-}
-
-/// Whether start at login is on, and for which setup. Checked on Linux, where the entry is a
-/// file to read; elsewhere the entry's presence is what is known.
-pub fn at_login(app: &AppHandle) -> AtLogin {
-    if !app.autolaunch().is_enabled().unwrap_or(false) {
-        return AtLogin::Off;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        let shell = app.state::<Shell>();
-        let exe = std::env::var("APPIMAGE").ok().or_else(|| {
-            std::env::current_exe()
-                .ok()
-                .map(|p| p.display().to_string())
-        });
-        let entry = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .map(|h| h.join(".config/autostart/Baton.desktop"))
-            .and_then(|p| std::fs::read_to_string(p).ok());
-        if let (Some(exe), Some(entry)) = (exe, entry) {
-            let want = format!("Exec={exe} {}", shell.at_login.join(" "));
-            if !entry.lines().any(|l| l.trim_end() == want) {
-                return AtLogin::OtherSetup;
-            }
-        }
-    }
-    AtLogin::ThisSetup
-}
-
-/// Whether start at login is on *for this setup* (what the tray's tick and Settings show).
-pub fn starts_at_login(app: &AppHandle) -> bool {
-    at_login(app) == AtLogin::ThisSetup
-}
-
-/// One argument for a desktop entry's Exec line (quoted when it needs to be, per the spec).
-fn exec_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=,@%".contains(c))
-    {
-        return s.to_string();
-    }
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        if matches!(c, '"' | '`' | '$' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
-}
+use crate::login::{autostart_args, starts_at_login};
+use crate::state::{ports, show_window, Actions, Running, Shell, WINDOW};
 
 pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     let config = match opts.load() {
@@ -163,6 +27,10 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         opts: opts.clone(),
         at_login: at_login.clone(),
         run: Mutex::new(Running::default()),
+        actions: Actions {
+            restart: restart_on,
+            quit,
+        },
     };
     let built = tauri::Builder::default()
         // First: a second launch hands over to this one and exits.
@@ -232,16 +100,6 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
     if let Some(h) = run.handle.as_ref() {
         baton::serve::announce(h, &shell.data_dir);
     }
-}
-
-/// The port in an address or origin, and a neighbour to suggest when it is taken.
-pub(crate) fn ports(origin: &str) -> (u16, u16) {
-    let port = origin
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse::<u16>().ok())
-        .unwrap_or(baton::config::DEFAULT_PORT);
-    (port, if port == u16::MAX { port - 1 } else { port + 1 })
 }
 
 /// The web UI, unlocked with the admin key (the page takes it out of the address bar).
@@ -439,24 +297,6 @@ fn make_window(app: &AppHandle, url: WebviewUrl, visible: bool, init: Option<Str
     }
 }
 
-pub fn show_window(app: &AppHandle) {
-    if let Some(w) = app.get_webview_window(WINDOW) {
-        let _ = w.show();
-        let _ = w.unminimize();
-        let _ = w.set_focus();
-    }
-}
-
-/// Shows the window on one screen of the UI (`providers`, `activity`, …): where a click on a
-/// notification leads.
-pub fn show_screen(app: &AppHandle, screen: &'static str) {
-    let on_ui = app.state::<Shell>().lock().window_on_ui;
-    if let (true, Some(w)) = (on_ui, app.get_webview_window(WINDOW)) {
-        let _ = w.eval(format!("location.hash = '#{screen}'"));
-    }
-    show_window(app);
-}
-
 /// Lets the web UI's Start-at-login toggle reach the autostart plugin; tray and UI read the same
 /// state, so they agree.
 fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
@@ -492,41 +332,4 @@ pub fn quit(app: &AppHandle) {
         let _ = app.remove_tray_by_id(crate::tray::TRAY_ID);
         app.exit(0);
     });
-}
-
-/// The gateway key a client should use: the generated one in the data directory.
-pub fn gateway_key(data_dir: &Path) -> Option<String> {
-    std::fs::read_to_string(data_dir.join(baton::auth::GATEWAY_KEY_FILE))
-        .ok()
-        .map(|k| k.trim().to_string())
-        .filter(|k| !k.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn autostart_keeps_the_setup_with_absolute_quoted_paths() {
-        let opts = baton::serve::ServeOptions {
-            config: Some(PathBuf::from("my configs/baton.json")),
-            data_dir: None,
-            host: None,
-            port: Some(9000),
-        };
-        let args = autostart_args(&opts, Path::new("/home/u/.local/share/baton"));
-        let cwd = std::env::current_dir().unwrap().display().to_string();
-        // The port is kept in the data directory (see `remember_address`), not on the line.
-        assert_eq!(
-            args,
-            [
-                "--config",
-                format!("\"{cwd}/my configs/baton.json\"").as_str(),
-                "--data-dir",
-                "/home/u/.local/share/baton",
-            ]
-        );
-        assert_eq!(exec_quote(r#"a"b$c"#), r#""a\"b\$c""#);
-        assert_eq!(exec_quote(""), r#""""#);
-    }
 }

@@ -14,7 +14,8 @@ use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt;
 use tauri_plugin_clipboard_manager::ClipboardExt;
 
-use crate::shell::{AtLogin, Shell};
+use crate::login::AtLogin;
+use crate::state::Shell;
 
 pub const TRAY_ID: &str = "main";
 const OPEN: &str = "open";
@@ -211,7 +212,7 @@ fn status_line(app: &AppHandle) -> (Look, String) {
             Look::Down,
             format!(
                 "Not running: port {} is taken",
-                crate::shell::ports(&shell.origin()).0
+                crate::state::ports(&shell.origin()).0
             ),
         ),
         (None, Some(why)) => (Look::Down, format!("Not running: {why}")),
@@ -241,7 +242,7 @@ fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<t
     )?];
     let shell = app.state::<Shell>();
     if !running && shell.failed().is_some_and(|why| why.contains("in use")) {
-        let other = crate::shell::ports(&shell.origin()).1;
+        let other = crate::state::ports(&shell.origin()).1;
         items.push(MenuItem::with_id(
             app,
             OTHER_PORT,
@@ -274,7 +275,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         running,
         None::<&str>,
     )?;
-    let at_login = crate::shell::at_login(app);
+    let at_login = crate::login::at_login(app);
     let autostart = CheckMenuItem::with_id(
         app,
         AUTOSTART,
@@ -393,7 +394,7 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
-    let autostart = crate::shell::at_login(app);
+    let autostart = crate::login::at_login(app);
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
@@ -522,23 +523,23 @@ fn on_menu(app: &AppHandle, id: &str) {
         return;
     }
     match id {
-        OPEN => crate::shell::show_window(app),
-        ACTIVITY => crate::shell::show_screen(app, "activity"),
-        CONNECT => crate::shell::show_screen(app, "connect"),
+        OPEN => crate::state::show_window(app),
+        ACTIVITY => crate::state::show_screen(app, "activity"),
+        CONNECT => crate::state::show_screen(app, "connect"),
         RESTART => {
-            crate::shell::restart(app);
+            (shell.actions.restart)(app, None);
             refresh(app);
         }
         OTHER_PORT => {
-            let other = crate::shell::ports(&shell.origin()).1;
-            crate::shell::restart_on(app, Some(other));
+            let other = crate::state::ports(&shell.origin()).1;
+            (shell.actions.restart)(app, Some(other));
             refresh(app);
         }
         COPY_URL => {
             let url = format!("{}/v1", shell.origin());
             let _ = app.clipboard().write_text(url);
         }
-        COPY_KEY => match crate::shell::gateway_key(&shell.data_dir) {
+        COPY_KEY => match crate::state::gateway_key(&shell.data_dir) {
             Some(k) => {
                 let _ = app.clipboard().write_text(k);
             }
@@ -555,7 +556,7 @@ fn on_menu(app: &AppHandle, id: &str) {
         }
         AUTOSTART => {
             // An entry for another setup counts as off: choosing the item rewrites it for this one.
-            let on = crate::shell::starts_at_login(app);
+            let on = crate::login::starts_at_login(app);
             let r = if on {
                 app.autolaunch().disable()
             } else {
@@ -577,7 +578,7 @@ fn on_menu(app: &AppHandle, id: &str) {
             }
             refresh(app);
         }
-        QUIT => crate::shell::quit(app),
+        QUIT => (shell.actions.quit)(app),
         _ => {}
     }
 }

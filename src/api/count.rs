@@ -1,38 +1,23 @@
-//! `POST /v1/messages/count_tokens` (Claude Code asks it to decide when to compact): counted by
-//! whoever can count best for the model the request would go to (`tokens`): the provider itself
-//! (an `anthropic` provider's `count_tokens`, a `gemini` provider's `countTokens`), OpenAI's
-//! tokenizer for OpenAI's models, else the calibrated estimate. The answer's
-//! `x-baton-token-count` header says which: `provider`, `tokenizer` or `estimate`.
+//! Token counting for every dialect's count endpoint (Anthropic's `count_tokens`, Gemini's
+//! `:countTokens`): counted by whoever can count best for the model the request would go to
+//! (`tokens`): the provider itself (through its kind's `count_request`), OpenAI's tokenizer for
+//! OpenAI's models, else the calibrated estimate. The answer's `x-baton-token-count` header
+//! says which: `provider`, `tokenizer` or `estimate`.
 
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::{json, Map, Value};
+use axum::response::Response;
+use serde_json::{Map, Value};
 
-use super::dialect::{anthropic, Dialect};
+use super::dialect::Dialect;
 use super::error::ApiError;
 use super::AppState;
 use crate::canonical::ChatRequest;
 use crate::providers::{ClientCredential, ProviderEntry};
 use crate::router::snapshot::Target;
 use crate::tokens::Method;
-
-pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
-    let dialect = crate::api::dialect::anthropic::Anthropic::default();
-    let counted = counted(&state, req, &dialect, |body| {
-        let req = crate::canonical::anthropic::request_from_anthropic(&body)
-            .map_err(|e| ApiError::invalid(e.param, e.message))?;
-        Ok((req, Some(body)))
-    })
-    .await;
-    match counted {
-        Ok((n, method)) => with_method(Json(json!({"input_tokens": n})).into_response(), method),
-        Err(e) => anthropic::error(e),
-    }
-}
 
 /// The answer's `x-baton-token-count`: who counted.
 pub(crate) fn with_method(mut resp: Response, method: Method) -> Response {

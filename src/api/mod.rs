@@ -9,7 +9,6 @@ pub(crate) mod admin;
 mod admission;
 pub(crate) mod budget;
 pub(crate) mod clients;
-mod codex;
 mod connect;
 pub(crate) mod count;
 pub mod dialect;
@@ -149,7 +148,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             post(gemini::call).get(gemini::model),
         )
         .route("/v1/messages", post(anthropic::messages))
-        .route("/v1/messages/count_tokens", post(count::count_tokens))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/health", get(health))
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))

@@ -274,13 +274,11 @@ pub fn resolve(
         }
     }
     let (headers, missing_headers) = resolve_headers(&config, env);
-    use crate::config::ProviderKind;
     let path = kinds::of_provider(&config).map(|k| k.chat_path());
     let chat_url = path.and_then(|path| {
         reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok()
     });
-    // Gemini CLI's daily quotas reset at Pacific midnight, like the API's.
-    let default_zone = (config.kind == ProviderKind::GeminiCli).then_some("America/Los_Angeles");
+    let default_zone = cli::day_reset_zone(config.kind);
     let day_reset = config
         .day_reset
         .as_deref()

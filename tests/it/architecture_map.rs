@@ -67,7 +67,7 @@ fn imports(root: &Path) -> std::collections::BTreeMap<String, std::collections::
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
-        let body = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        let body = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
         let code: String = body
             .lines()
             .map(|l| l.split("//").next().unwrap())
@@ -173,7 +173,9 @@ fn functions_stay_short_unless_they_say_why_and_files_stay_under_600_lines() {
         if text.lines().count() > 600 {
             big.push(format!("{rel} ({} lines)", text.lines().count()));
         }
-        let code = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        // An inline test module at the end is left out; an out-of-line `mod tests;` is only a
+        // declaration, and the file goes on past it.
+        let code = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
         let lines: Vec<&str> = code.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let t = line.trim_start();
@@ -212,4 +214,252 @@ fn functions_stay_short_unless_they_say_why_and_files_stay_under_600_lines() {
         "functions over 80 lines without a `Long because …` comment saying why: {long:#?}"
     );
     assert!(big.is_empty(), "files over 600 lines: {big:?}");
+}
+
+/// A file's module path under its crate's `src/` (`providers/outbound.rs` → providers::outbound,
+/// `api/dialect/gemini/mod.rs` → api::dialect::gemini; the crate root is empty).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths a file's code names: `crate::…`, `super::…`, `self::…`, with `{…}` groups
+/// expanded (comments and an inline test module at the end left out).
+fn named_paths(text: &str) -> Vec<Vec<String>> {
+    let body = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
+    let code: String = body
+        .lines()
+        .map(|l| l.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find(['c', 's']) {
+        let at = &rest[i..];
+        let before_ok = i == 0 || !rest[..i].ends_with(word);
+        let start = ["crate::", "super::", "self::"]
+            .into_iter()
+            .find(|p| at.starts_with(p));
+        let Some(start) = start.filter(|_| before_ok) else {
+            rest = &at[1..];
+            continue;
+        };
+        // Read `a::b::{c, d::e}` into its paths.
+        let head = start.trim_end_matches("::").to_string();
+        let tail = &at[start.len()..];
+        let end = tail
+            .find(|c: char| {
+                !(word(c) || c == ':' || c == '{' || c == '}' || c == ',' || c == ' ' || c == '\n')
+            })
+            .unwrap_or(tail.len());
+        let segment = &tail[..end];
+        let (prefix, group) = match segment.find('{') {
+            Some(g) => (&segment[..g], Some(&segment[g + 1..])),
+            None => (segment, None),
+        };
+        let mut base = vec![head];
+        base.extend(
+            prefix
+                .split("::")
+                .map(|s| s.trim().to_string())
+                .take_while(|s| !s.is_empty() && s.chars().all(word)),
+        );
+        match group {
+            Some(g) => {
+                for item in g.split([',', '}']) {
+                    let first = item.trim().split("::").next().unwrap_or("").trim();
+                    if !first.is_empty() && first.chars().all(word) {
+                        let mut p = base.clone();
+                        p.push(first.to_string());
+                        out.push(p);
+                    }
+                }
+            }
+            None => out.push(base),
+        }
+        rest = &tail[end.min(tail.len())..];
+    }
+    out
+}
+
+/// Import circles between the files of one crate that are not each other's ancestors: a
+/// module's `mod.rs` re-exporting what its files define (and they using its types) is how Rust
+/// modules are built; two sibling files that each need the other are one idea in two places.
+fn file_circles(src: &Path) -> Option<Vec<String>> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let modules: std::collections::BTreeMap<Vec<String>, PathBuf> = files
+        .iter()
+        .map(|f| (module_path(src, f), f.clone()))
+        .collect();
+    let resolve = |from: &[String], path: &[String]| -> Option<Vec<String>> {
+        let mut here: Vec<String> = match path[0].as_str() {
+            "crate" => Vec::new(),
+            "self" => from.to_vec(),
+            _ => from[..from.len().saturating_sub(1)].to_vec(),
+        };
+        let mut rest = &path[1..];
+        while rest.first().map(String::as_str) == Some("super") {
+            here.pop();
+            rest = &rest[1..];
+        }
+        // The longest prefix that is a file.
+        let mut best = None;
+        for n in rest {
+            here.push(n.clone());
+            if modules.contains_key(&here) {
+                best = Some(here.clone());
+            }
+        }
+        best
+    };
+    let mut graph =
+        std::collections::BTreeMap::<Vec<String>, std::collections::BTreeSet<Vec<String>>>::new();
+    for (m, f) in &modules {
+        let text = std::fs::read_to_string(f).unwrap();
+        for p in named_paths(&text) {
+            if let Some(to) = resolve(m, &p) {
+                let related = to.starts_with(m) || m.starts_with(&to);
+                if !related {
+                    graph.entry(m.clone()).or_default().insert(to);
+                }
+            }
+        }
+    }
+    fn visit(
+        m: &Vec<String>,
+        graph: &std::collections::BTreeMap<Vec<String>, std::collections::BTreeSet<Vec<String>>>,
+        path: &mut Vec<Vec<String>>,
+        done: &mut std::collections::BTreeSet<Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            let mut circle: Vec<String> = path[at..].iter().map(|p| p.join("::")).collect();
+            circle.push(m.join("::"));
+            return Some(circle);
+        }
+        if !done.insert(m.clone()) {
+            return None;
+        }
+        path.push(m.clone());
+        for d in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(d, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|m| visit(m, &graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn files_inside_a_module_import_each_other_without_a_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for src in ["src", "src-tauri/src"] {
+        if let Some(c) = file_circles(&root.join(src)) {
+            panic!("import circle between files in {src}: {}", c.join(" -> "));
+        }
+    }
+    // The reader sees through `super::` and groups: a made-up pair is a circle.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("m")).unwrap();
+    std::fs::write(dir.path().join("m/mod.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(dir.path().join("m/a.rs"), "use super::{b::B, c};\n").unwrap();
+    std::fs::write(dir.path().join("m/b.rs"), "fn f() { crate::m::a::g() }\n").unwrap();
+    assert_eq!(
+        file_circles(dir.path()),
+        Some(vec!["m::a".into(), "m::b".into(), "m::a".into()])
+    );
+}
+
+/// A kind or a dialect is decided in one place: its folder and its registry. A `match` arm or an
+/// `==` on one anywhere else is a decision a new kind or dialect would compile past silently.
+#[test]
+fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("src-tauri/src"), &mut files);
+    // Where each may be named: the folders, the registries (`ProviderKind`'s own methods,
+    // `kinds::of`, the routes), and the canonical translators of each API.
+    let kind_ok = ["src/config/", "src/providers/kinds/", "src/providers/cli/"];
+    let wire_ok = [
+        "src/canonical/",
+        "src/providers/kinds/",
+        "src/api/dialect/",
+        "src/config/provider.rs",
+    ];
+    let dialect_ok = ["src/api/dialect/", "src/api/mod.rs"];
+    let word_end = |rest: &str| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let mut named = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
+        for (i, line) in code.lines().enumerate() {
+            let l = line.split("//").next().unwrap();
+            for kind in [
+                "OpenaiCompatible",
+                "OpenaiResponses",
+                "Anthropic",
+                "Gemini",
+                "ClaudeCli",
+                "CodexCli",
+                "GeminiCli",
+            ] {
+                let name = format!("ProviderKind::{kind}");
+                for (at, _) in l.match_indices(&name) {
+                    let rest = &l[at + name.len()..];
+                    let decided = rest.trim_start().starts_with("=>")
+                        || rest.trim_start().starts_with('|')
+                        || l[..at].trim_end().ends_with("==")
+                        || l[..at].trim_end().ends_with("!=");
+                    if word_end(rest) && decided && !kind_ok.iter().any(|p| rel.starts_with(p)) {
+                        named.push(format!("{rel}:{} {}", i + 1, l.trim()));
+                    }
+                }
+            }
+            for wire in ["OpenAi", "Responses", "Anthropic", "Gemini"] {
+                let name = format!("Wire::{wire}");
+                let hit = l
+                    .match_indices(&name)
+                    .any(|(at, _)| word_end(&l[at + name.len()..]));
+                if hit && !wire_ok.iter().any(|p| rel.starts_with(p)) {
+                    named.push(format!("{rel}:{} {}", i + 1, l.trim()));
+                }
+            }
+            for dialect in ["anthropic", "gemini", "openai", "responses"] {
+                let name = format!("dialect::{dialect}");
+                let hit = l
+                    .match_indices(&name)
+                    .any(|(at, _)| word_end(&l[at + name.len()..]));
+                if hit && !dialect_ok.iter().any(|p| rel.starts_with(p)) {
+                    named.push(format!("{rel}:{} {}", i + 1, l.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "a kind or dialect decided outside its folder and registry: {named:#?}"
+    );
 }

@@ -116,6 +116,23 @@ pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
     crate::api::pipeline::serve(&state, req, Anthropic::default()).await
 }
 
+/// `POST /v1/messages/count_tokens` (Claude Code asks it to decide when to compact): counted as
+/// `api/count.rs` counts, the client's own body to an Anthropic provider.
+pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
+    let counted = crate::api::count::counted(&state, req, &Anthropic::default(), |body| {
+        let req = crate::canonical::anthropic::request_from_anthropic(&body)
+            .map_err(|e| ApiError::invalid(e.param, e.message))?;
+        Ok((req, Some(body)))
+    })
+    .await;
+    match counted {
+        Ok((n, method)) => {
+            crate::api::count::with_method(Json(json!({"input_tokens": n})).into_response(), method)
+        }
+        Err(e) => error(e),
+    }
+}
+
 /// The Anthropic error `type` for an HTTP status.
 fn error_type(status: StatusCode) -> &'static str {
     match status.as_u16() {

@@ -8,6 +8,7 @@
 //! [`shape_of`] for its paths' error shape, and its routes in `api/mod.rs`.
 
 pub mod anthropic;
+mod codex;
 pub mod gemini;
 pub mod openai;
 pub mod responses;

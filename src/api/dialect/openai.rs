@@ -131,7 +131,7 @@ pub async fn models(
     }
     let mut list = json!({"object": "list", "data": data});
     if let Some(version) = query.client_version {
-        list["models"] = crate::api::codex::models(&state, &headers, &version).await;
+        list["models"] = super::codex::models(&state, &headers, &version).await;
     }
     Json(list).into_response()
 }

@@ -76,6 +76,12 @@ fn is_executable_file(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Where a CLI kind's daily quotas reset when the provider does not say: Gemini CLI's at
+/// Pacific midnight, like the Gemini API's.
+pub fn day_reset_zone(kind: ProviderKind) -> Option<&'static str> {
+    (kind == ProviderKind::GeminiCli).then_some("America/Los_Angeles")
+}
+
 /// Why a request cannot go to a CLI as it stands: the CLIs take one prompt, not a conversation.
 pub fn shape_problem(req: &ChatRequest, flatten_history: bool) -> Option<String> {
     if !req.tools.is_empty() {

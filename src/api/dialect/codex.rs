@@ -14,7 +14,8 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use super::AppState;
+use crate::api::AppState;
+use crate::canonical::Wire;
 use crate::config::Credentials;
 use crate::providers::{outbound, ClientCredential};
 
@@ -32,8 +33,7 @@ pub(super) async fn models(state: &AppState, headers: &HeaderMap, version: &str)
     };
     let snap = state.core.routing.snapshot.load();
     let Some(p) = snap.enabled().find(|p| {
-        p.config.credentials == Credentials::Client
-            && p.config.kind.wire() == Some(crate::canonical::Wire::Responses)
+        p.config.credentials == Credentials::Client && p.config.kind.wire() == Some(Wire::Responses)
     }) else {
         return empty;
     };
