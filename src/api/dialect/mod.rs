@@ -98,3 +98,6 @@ pub fn is_call(path: &str) -> bool {
         || anthropic::is_call(path)
         || gemini::is_call(path)
 }
+
+#[cfg(test)]
+mod tests;

@@ -36,6 +36,17 @@ pub struct Gemini {
     sse: bool,
 }
 
+impl Gemini {
+    /// One call on `model`: `stream` for `:streamGenerateContent`, `sse` with `alt=sse`.
+    pub fn for_model(model: &str, stream: bool, sse: bool) -> Self {
+        Self {
+            model: model.to_string(),
+            stream,
+            sse,
+        }
+    }
+}
+
 impl Dialect for Gemini {
     fn wire(&self) -> Wire {
         Wire::Gemini
