@@ -90,17 +90,19 @@ export async function renderFirstRun() {
       return;
     }
     box.hidden = false;
-    box.replaceChildren(
+    // (replaceChildren writes a null as the text "null": only the cards that are there.)
+    box.replaceChildren(...[
       // After the first provider: the step the welcome card ended with, until Connect is seen.
       next ? el("div", { class: "card stack", id: "next-connect" },
         el("div", { class: "view-head" }, el("h2", {}, "Next: point your tools at Baton"),
           el("button", { type: "button", onclick: () => { localStorage.setItem(CONNECT_SEEN, "1"); renderFirstRun(); } }, "Hide")),
-        el("p", {}, "Claude Code, Codex and opencode are set up in one click, and every SDK's settings are there: ",
+        el("p", {}, "Claude Code, Codex, Gemini CLI and opencode are set up in one click, and every SDK's settings are there: ",
           el("a", { href: "#connect", id: "next-connect-link" }, "Connect"), ".")) : null,
       found.length ? el("div", { class: "card stack", id: "also-found" },
         el("div", { class: "view-head" }, el("h2", {}, "Also found on this machine"),
           el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); renderFirstRun(); } }, "Hide")),
-        ...found.map((x) => foundRow(x))) : null);
+        ...found.map((x) => foundRow(x))) : null,
+    ].filter(Boolean));
     return;
   }
   const items = found.map((x) => foundRow(x));

@@ -4,6 +4,7 @@
 //! `--headless`) it runs just the gateway, like `baton serve`.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod host;
 mod login;
 mod notify;
 mod shell;

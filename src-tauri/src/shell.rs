@@ -49,10 +49,15 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
             Ok(())
         })
         .on_window_event(|window, event| {
-            // Closing the window hides it to the tray; Quit is in the tray menu.
+            // Closing the window hides it to the tray; Quit is in the tray menu. With no tray
+            // to come back from, it is minimised instead.
             if let WindowEvent::CloseRequested { api, .. } = event {
                 api.prevent_close();
-                let _ = window.hide();
+                if window.app_handle().state::<Shell>().lock().no_tray {
+                    let _ = window.minimize();
+                } else {
+                    let _ = window.hide();
+                }
             }
         })
         .build(tauri::generate_context!());
@@ -72,6 +77,30 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         }
     });
     ExitCode::SUCCESS
+}
+
+/// How long a start waits for a tray host before it decides there is none (a panel started at
+/// login may come up a moment after the apps).
+const TRAY_HOST_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Without a tray host the icon is invisible, and so would be the app: after a grace period the
+/// window opens, closing it minimises instead of hiding, and a notification says why.
+fn watch_for_a_tray_host(app: &AppHandle) {
+    let app = app.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(TRAY_HOST_GRACE);
+        if crate::host::tray_host() {
+            return;
+        }
+        tracing::warn!("no tray host on this desktop: showing the window instead of a tray icon");
+        app.state::<Shell>().lock().no_tray = true;
+        let a = app.clone();
+        let _ = app.run_on_main_thread(move || show_window(&a));
+        crate::notify::show(
+            "Baton is running (no tray on this desktop)",
+            "This desktop shows no tray icons, so Baton keeps its window open instead: closing it minimises it. Start Baton again to bring the window back.",
+        );
+    });
 }
 
 fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
@@ -95,6 +124,7 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
         ),
     }
     crate::tray::create(app);
+    watch_for_a_tray_host(app);
     // Last: scripts and tests take "listening on" to mean everything is ready.
     let run = shell.lock();
     if let Some(h) = run.handle.as_ref() {

@@ -45,6 +45,8 @@ pub(crate) struct Running {
     /// The port chosen in the tray after the one asked for was taken ("Start on port N"): the
     /// next start uses it and, once it listens, keeps it as the listen setting.
     pub(crate) chosen_port: Option<u16>,
+    /// No tray host on this desktop (`host`): the window stands in for the icon.
+    pub(crate) no_tray: bool,
 }
 
 impl Shell {

@@ -107,7 +107,7 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
         let (kind, code) = match &self.relayed {
             Some((t, c)) => (t.as_str(), c.as_deref().unwrap_or(self.code)),
             None => (self.kind, self.code),
@@ -118,12 +118,20 @@ impl IntoResponse for ApiError {
             "param": self.param,
             "code": code,
         }});
-        if let Some(c) = self.candidates {
+        if let Some(c) = self.candidates.take() {
             body["error"]["candidates"] = c;
         }
-        if let Some(d) = self.details {
+        if let Some(d) = self.details.take() {
             body["error"]["details"] = d;
         }
+        self.answer(body)
+    }
+}
+
+impl ApiError {
+    /// The error answered with `body` (an API's own error shape): its status, its headers
+    /// and its `Retry-After`, whatever the shape.
+    pub fn answer(self, body: serde_json::Value) -> Response {
         let mut resp = (self.status, axum::Json(body)).into_response();
         resp.headers_mut().extend(self.headers);
         if let Some(s) = self.retry_after_secs {

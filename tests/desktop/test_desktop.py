@@ -129,6 +129,35 @@ def tray_window():
     return out[0] if out else None
 
 
+def test_without_a_tray_host_the_window_opens_and_says_why(tmp_path):
+    """Runs first, before the module's tray host (trayer) starts: with a provider configured the
+    window would stay hidden behind a tray icon nobody can see; instead it opens after a grace
+    period, and a notification says why. (Closing it then minimises it; Xvfb has no window
+    manager to minimise with, so that part is not checked here.)"""
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert tray_window() is None
+    dunst = subprocess.Popen(["dunst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app = App(tmp_path)
+    try:
+        wait_for(lambda: sh("dunstctl", "is-paused").returncode == 0, what="dunst")
+        app.start()
+        assert visible_window() is None, "at first, like any start with providers"
+        win = wait_for(visible_window, timeout=20, what="the window, for want of a tray")
+        said = wait_for(lambda: [n for n in notifications() if "no tray" in n["summary"]],
+                        timeout=10, what="the notification")
+        assert "closing it minimises it" in said[0]["body"], said
+        assert win and app.chat()[0] == 200
+        time.sleep(3)  # let the web view paint
+        sh("scrot", "-o", str(ARTIFACTS / "no-tray-host.png"))
+    finally:
+        if app.proc and app.proc.poll() is None:
+            app.proc.terminate()
+            app.proc.wait(15)
+        app.upstream.terminate()
+        dunst.terminate()
+        dunst.wait(5)
+
+
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory):
     ARTIFACTS.mkdir(exist_ok=True)

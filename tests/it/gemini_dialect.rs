@@ -38,6 +38,17 @@ fn gemini(baton: &Baton, method: &str, body: &Value) -> reqwest::RequestBuilder 
         .json(body)
 }
 
+/// `GET path` with the gateway key as Google's SDKs send it.
+async fn get(baton: &Baton, path: &str) -> reqwest::Response {
+    baton
+        .http
+        .get(format!("{}{path}", baton.url))
+        .header("x-goog-api-key", &baton.key)
+        .send()
+        .await
+        .unwrap()
+}
+
 fn tools() -> Value {
     json!([{"functionDeclarations": [{"name": "list_directory", "description": "Lists a directory.",
         "parametersJsonSchema": {"type": "object", "properties": {"dir_path": {"type": "string"}},
@@ -382,13 +393,7 @@ async fn tokens_are_counted_and_models_listed() {
     .unwrap();
     assert_eq!(r.status(), 200);
 
-    let r = baton
-        .http
-        .get(format!("{}/v1beta/models", baton.url))
-        .header("x-goog-api-key", &baton.key)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&baton, "/v1beta/models").await;
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     let names: Vec<&str> = v["models"]
@@ -399,23 +404,11 @@ async fn tokens_are_counted_and_models_listed() {
         .collect();
     assert!(names.contains(&"models/up/up-model"), "{names:?}");
     // Google's SDKs list at /v1/models with their own key header: Gemini's shape there too.
-    let r = baton
-        .http
-        .get(format!("{}/v1/models", baton.url))
-        .header("x-goog-api-key", &baton.key)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&baton, "/v1/models").await;
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     assert!(v["models"].as_array().is_some_and(|m| !m.is_empty()), "{v}");
-    let r = baton
-        .http
-        .get(format!("{}/v1beta/models/up", baton.url))
-        .header("x-goog-api-key", &baton.key)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&baton, "/v1beta/models/up").await;
     assert_eq!(r.status(), 200);
     let r = baton
         .http

@@ -762,6 +762,8 @@ test("first run: what Baton found is one click away", async () => {
   assert.ok(await p2.$("#next-connect a[href='#connect']"));
   await p2.click("#also-found button:text('Hide')");
   await p2.waitForSelector("#also-found", { state: "detached" });
+  // With only the Next card left, nothing stands in for the hidden one (it once read "null").
+  assert.doesNotMatch(await p2.textContent("#first-run"), /\bnull\b|undefined/);
   await p2.click("#next-connect-link");
   await p2.waitForSelector("#claude-code");
   await p2.click("nav a[data-tab=providers]");

@@ -2,7 +2,7 @@
 //! errors in Anthropic's shape (`count_tokens` is `api/count.rs`).
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
@@ -148,19 +148,13 @@ fn error_type(status: StatusCode) -> &'static str {
 }
 
 /// Renders an error as `{"type":"error","error":{"type","message"}}` with its headers.
-pub fn error(e: ApiError) -> Response {
+pub fn error(mut e: ApiError) -> Response {
     let mut body =
         json!({"type": "error", "error": {"type": error_type(e.status), "message": e.message}});
-    if let Some(d) = e.details {
+    if let Some(d) = e.details.take() {
         body["error"]["details"] = d;
     }
-    let mut resp = (e.status, Json(body)).into_response();
-    resp.headers_mut().extend(e.headers);
-    if let Some(s) = e.retry_after_secs {
-        resp.headers_mut()
-            .insert("retry-after", HeaderValue::from(s));
-    }
-    resp
+    e.answer(body)
 }
 
 /// `GET /v1/models` in Anthropic's list shape.

@@ -105,13 +105,7 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
 /// Google's error shape, with `Retry-After` and a `RetryInfo` detail when there is a wait.
 pub fn error(e: ApiError) -> Response {
     let body = error_body(e.status.as_u16(), &e.message, e.retry_after_secs);
-    let mut resp = (e.status, Json(body)).into_response();
-    resp.headers_mut().extend(e.headers);
-    if let Some(s) = e.retry_after_secs {
-        resp.headers_mut()
-            .insert("retry-after", HeaderValue::from(s));
-    }
-    resp
+    e.answer(body)
 }
 
 /// `/v1beta/…` (and the v1 method paths).
