@@ -28,7 +28,8 @@ export function autoSetup(info, all, ctx) {
     box.append(el("p", { class: "muted small" }, info.reason));
     return box;
   }
-  const file = info.files[0] || "";
+  // Every file it writes (Gemini CLI has two), each as code.
+  const files = info.files.flatMap((f, i) => [i ? (i === info.files.length - 1 ? " and " : ", ") : "", el("code", {}, f)]);
   if (!all.writable) {
     box.append(el("p", { class: "muted small" }, "This browser is on another machine. On the machine Baton runs on, run ",
       el("code", {}, `baton connect ${info.id}`), " (it shows the change first) — or follow the steps below."));
@@ -93,7 +94,7 @@ export function autoSetup(info, all, ctx) {
       preview);
   } else {
     box.append(
-      el("p", { class: "small" }, "Baton writes ", el("code", {}, file), " for you: you see the change first, the original is kept, and Undo puts it back."),
+      el("p", { class: "small" }, "Baton writes ", ...files, " for you: you see the change first, the originals are kept, and Undo puts them back."),
       ...(options.length ? [el("div", { class: "row wrap" }, ...options)] : []),
       el("div", { class: "row" }, go),
       preview);
