@@ -419,3 +419,61 @@ async fn tokens_are_counted_and_models_listed() {
     google_error(r, 401, "UNAUTHENTICATED").await;
     baton.stop().await;
 }
+
+/// A Gemini client on its own Google key (`credentials: "client"`): Baton's key rides in
+/// `x-baton-key`, the client's own reaches the Gemini provider, and no key of Baton's goes there.
+#[tokio::test]
+async fn a_client_s_own_google_key_is_passed_through_to_a_gemini_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("g").await;
+    up.strict_auth();
+    up.always(Behavior::Ok);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "g", "kind": "gemini", "baseUrl": up.gemini_base_url(),
+            "credentials": "client", "models": ["*"]}], "modelMap": {"gemini-*": "g"}}),
+    )
+    .await;
+    let r = baton
+        .http
+        .post(format!(
+            "{}/v1beta/models/gemini-2.5-flash:generateContent",
+            baton.url
+        ))
+        .header("x-goog-api-key", "AIza-the-users-own-key")
+        .header("x-baton-key", &baton.key)
+        .json(&json!({"contents": [{"parts": [{"text": "hi"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    assert_eq!(
+        status,
+        200,
+        "{:?} {}",
+        up.refusals(),
+        r.text().await.unwrap()
+    );
+    let got = &up.received()[0];
+    assert_eq!(
+        got.body["path"], "gemini-2.5-flash:generateContent",
+        "its own model name"
+    );
+    let got = &got.headers;
+    assert_eq!(got["x-goog-api-key"], "AIza-the-users-own-key");
+    assert!(got.get("x-baton-key").is_none(), "Baton's key never leaves");
+    // Without Baton's key, the user's own Google key is no key of Baton's.
+    let r = baton
+        .http
+        .post(format!(
+            "{}/v1beta/models/gemini-2.5-flash:generateContent",
+            baton.url
+        ))
+        .header("x-goog-api-key", "AIza-the-users-own-key")
+        .json(&json!({"contents": [{"parts": [{"text": "hi"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    baton.stop().await;
+}

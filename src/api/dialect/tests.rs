@@ -172,4 +172,12 @@ fn every_dialect_refuses_in_its_own_error_shape() {
     assert_eq!(OpenAi.presented_key(&h), None);
     h.insert("authorization", "Bearer bt-other".parse().unwrap());
     assert_eq!(OpenAi.presented_key(&h), Some("bt-other"));
+    // A client's own Google key beside Baton's: Baton's is the one presented to Baton.
+    let mut own = HeaderMap::new();
+    own.insert("x-goog-api-key", "AIza-own-key".parse().unwrap());
+    own.insert("x-baton-key", "bt-key".parse().unwrap());
+    assert_eq!(
+        Gemini::for_model("m", false, false).presented_key(&own),
+        Some("bt-key")
+    );
 }

@@ -94,6 +94,11 @@ impl Dialect for Gemini {
 }
 
 fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    // A client passing its own Google key through (`credentials: "client"`) sends Baton's in
+    // `x-baton-key`, which wins as it does for every API.
+    if headers.contains_key(crate::auth::BATON_KEY_HEADER) {
+        return crate::auth::presented_key(headers);
+    }
     headers
         .get("x-goog-api-key")
         .and_then(|v| v.to_str().ok())
