@@ -557,8 +557,12 @@ test("a subscription's usage windows show as bars, in the tray window too; thres
   assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= 420), "no sideways scroll");
   await small.screenshot({ path: join(artifacts, "usage-windows-tray.png") });
   await small.close();
-  // Thresholds with the keyboard only: a wrong value is refused next to the field.
+  // Thresholds with the keyboard only: a wrong value is refused next to the field. (Settings
+  // was open before: its form is built anew on the way in, so wait for the new field, not the
+  // old one the typing would be lost in.)
+  await page.evaluate(() => document.getElementById("quota-thresholds")?.setAttribute("data-stale", ""));
   await page.click("nav a[data-tab=settings]");
+  await page.waitForSelector("#quota-thresholds:not([data-stale])");
   await page.focus("#quota-thresholds");
   await page.keyboard.press("Control+A");
   await page.keyboard.type("0, 250");
