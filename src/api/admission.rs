@@ -126,6 +126,20 @@ pub(super) fn client_targets(
     Err(e)
 }
 
+/// The client a model list is for: a valid key that is not disabled or expired (listing costs
+/// no tokens: no metering).
+pub(crate) fn listing_client(
+    core: &crate::gateway::Core,
+    presented: Option<&str>,
+) -> Result<std::sync::Arc<crate::clients::Client>, ApiError> {
+    let client = super::authenticate(core, presented)?;
+    let now = core.routing.clock.now_ms();
+    core.clients
+        .gate(&client, now)
+        .map_err(|d| deny_error(&d, &client.label, now))?;
+    Ok(client)
+}
+
 /// Whether `client` may use the model name `name`: a key limited to some targets or a price
 /// tier sees only the names it can use.
 pub(crate) fn may_use(

@@ -40,10 +40,7 @@ pub(crate) async fn counted(
 ) -> Result<(u64, Method), ApiError> {
     let core = &state.core;
     let headers = req.headers().clone();
-    let client = dialect
-        .presented_key(&headers)
-        .and_then(|k| core.keys.client(k))
-        .ok_or_else(ApiError::unauthorized)?;
+    let client = super::authenticate(core, dialect.presented_key(&headers))?;
     // The key's own policy, as for the request it counts: disabled, expired, rate, budgets.
     super::pipeline::admit(core, &client).await?;
     // The same body limit as the request: a context that can be sent can be counted.

@@ -41,10 +41,7 @@ async fn handle(
     dialect: &mut dyn Dialect,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
-    let client = dialect
-        .presented_key(req.headers())
-        .and_then(|k| core.keys.client(k))
-        .ok_or_else(ApiError::unauthorized)?;
+    let client = super::authenticate(core, dialect.presented_key(req.headers()))?;
     let mut seen = Seen::default();
     let result = handle_client(
         state,

@@ -22,7 +22,7 @@ pub(super) struct Out<'a> {
     pub base: &'a mut HeaderMap,
 }
 
-impl Out<'_> {
+impl<'a> Out<'a> {
     /// A complete answer: logged, counted, translated when the formats differ.
     pub(super) fn complete(self, served: Completed, mut rec: Record) -> Result<Response, ApiError> {
         let Completed {
@@ -81,12 +81,14 @@ impl Out<'_> {
 
     /// A canonical answer in the client's format.
     fn render(&self, mut answer: crate::canonical::ChatResponse, served: &str) -> Bytes {
-        answer.created = self.cx().now_s;
-        let out = self.dialect.render(&answer, served, &self.cx());
+        let cx = self.cx();
+        answer.created = cx.now_s;
+        let out = self.dialect.render(&answer, served, &cx);
         Bytes::from(serde_json::to_vec(&out).unwrap_or_default())
     }
 
-    fn cx(&self) -> Cx<'_> {
+    /// What the dialect is told: the request's id, and now (once per answer).
+    fn cx(&self) -> Cx<'a> {
         Cx {
             request_id: self.request_id,
             now_s: self.state.core.routing.clock.now_ms() / 1000,
@@ -112,10 +114,7 @@ impl Out<'_> {
             targets: resume.into(),
             prompt_tokens,
         });
-        let cx = Cx {
-            request_id: self.request_id,
-            now_s: self.state.core.routing.clock.now_ms() / 1000,
-        };
+        let cx = self.cx();
         let out = self.dialect.encoder(&target.model.id, &cx, inbound);
         let content_type = out.content_type();
         let upstream = crate::router::stream::Upstream {

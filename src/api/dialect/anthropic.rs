@@ -1,5 +1,5 @@
-//! Inbound Anthropic Messages API: `POST /v1/messages` (Claude Code, the anthropic SDK) and
-//! errors in Anthropic's shape (`count_tokens` is `api/count.rs`).
+//! Inbound Anthropic Messages API: `POST /v1/messages` (Claude Code, the anthropic SDK), its
+//! `count_tokens` (counted by `api/count.rs`) and errors in Anthropic's shape.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};

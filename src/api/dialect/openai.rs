@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
-use crate::api::{authenticate, AppState};
+use crate::api::AppState;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -87,21 +87,12 @@ pub async fn models(
         return super::gemini::models(State(state), headers).await;
     }
     let anthropic = headers.contains_key("anthropic-version");
-    let client = match authenticate(&state.core, &headers) {
+    let presented = crate::auth::presented_key(&headers);
+    let client = match crate::api::admission::listing_client(&state.core, presented) {
         Ok(c) => c,
         Err(e) if anthropic => return super::anthropic::error(e),
         Err(e) => return e.into_response(),
     };
-    // A disabled or expired key lists nothing (listing costs no tokens: no metering).
-    let now = state.core.routing.clock.now_ms();
-    if let Err(d) = state.core.clients.gate(&client, now) {
-        let e = crate::api::admission::deny_error(&d, &client.label, now);
-        return if anthropic {
-            super::anthropic::error(e)
-        } else {
-            e.into_response()
-        };
-    }
     let snap = state.core.routing.snapshot.load();
     let usable = |name: &str| crate::api::admission::may_use(&snap, &client, name);
     if anthropic {

@@ -167,34 +167,14 @@ pub async fn call(
             ))
         }
     };
-    match method {
-        "generateContent" => {
-            crate::api::pipeline::serve(
-                &state,
-                req,
-                Gemini {
-                    model,
-                    stream: false,
-                    sse: false,
-                },
-            )
-            .await
-        }
-        "streamGenerateContent" => {
-            crate::api::pipeline::serve(
-                &state,
-                req,
-                Gemini {
-                    model,
-                    stream: true,
-                    sse,
-                },
-            )
-            .await
-        }
-        "countTokens" => count_tokens(&state, req, model).await,
-        _ => error(not_found(&action)),
-    }
+    let stream = match method {
+        "generateContent" => false,
+        "streamGenerateContent" => true,
+        "countTokens" => return count_tokens(&state, req, model).await,
+        _ => return error(not_found(&action)),
+    };
+    let dialect = Gemini::for_model(&model, stream, stream && sse);
+    crate::api::pipeline::serve(&state, req, dialect).await
 }
 
 fn not_found(action: &str) -> ApiError {
@@ -212,11 +192,7 @@ fn not_found(action: &str) -> ApiError {
 /// `:countTokens`: `{"contents": …}` or `{"generateContentRequest": …}`, counted as
 /// `/v1/messages/count_tokens` counts (the provider's own count where it has one).
 async fn count_tokens(state: &AppState, req: Request, model: String) -> Response {
-    let dialect = Gemini {
-        model: model.clone(),
-        stream: false,
-        sse: false,
-    };
+    let dialect = Gemini::for_model(&model, false, false);
     let counted = crate::api::count::counted(state, req, &dialect, |mut body| {
         let inner = match body
             .remove("generateContentRequest")
@@ -283,15 +259,7 @@ pub async fn model(
 }
 
 fn listed(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
-    let client = presented_key(headers)
-        .and_then(|k| state.core.keys.client(k))
-        .ok_or_else(ApiError::unauthorized)?;
-    let now = state.core.routing.clock.now_ms();
-    state
-        .core
-        .clients
-        .gate(&client, now)
-        .map_err(|d| crate::api::admission::deny_error(&d, &client.label, now))?;
+    let client = crate::api::admission::listing_client(&state.core, presented_key(headers))?;
     let snap = state.core.routing.snapshot.load();
     Ok(snap
         .model_names()
