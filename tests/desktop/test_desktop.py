@@ -30,13 +30,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def wait_for(pred, timeout=15.0, step=0.1, what="condition"):
+def wait_for(pred, timeout=15.0, step=0.1, what="condition", fail=True):
     end = time.time() + timeout
     while time.time() < end:
         v = pred()
         if v:
             return v
         time.sleep(step)
+    if not fail:
+        return None
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -111,16 +113,56 @@ class App:
         return self.request("/v1/chat/completions", {"model": "auto", "messages": [{"role": "user", "content": "hi"}]})
 
 
-def notifications():
-    """Closed notifications in dunst's history (only closed ones reach it)."""
-    sh("dunstctl", "close-all")
-    time.sleep(0.2)
+_SEEN = 0  # the newest dunst id forgotten by clear_notifications()
+
+
+def _history():
     out = sh("dunstctl", "history").stdout
     if not out.strip():
         return []
-    data = json.loads(out)["data"][0]
+    return json.loads(out)["data"][0]
+
+
+def clear_notifications():
+    """dunst 1.9 has no `history-clear`: close what is shown and forget every id up to now."""
+    global _SEEN
+    sh("dunstctl", "close-all")
+    time.sleep(0.2)
+    _SEEN = max([_SEEN] + [n["id"]["data"] for n in _history()])
+
+
+def notifications():
+    """Closed notifications in dunst's history since the last clear (only closed ones reach it)."""
+    sh("dunstctl", "close-all")
+    time.sleep(0.2)
     return [{"summary": n["summary"]["data"], "body": n["body"]["data"], "app": n["appname"]["data"],
-             "icon": n.get("icon_path", {}).get("data", "")} for n in data]
+             "icon": n.get("icon_path", {}).get("data", "")}
+            for n in _history() if n["id"]["data"] > _SEEN]
+
+
+def _notifier_pid():
+    """The pid owning org.freedesktop.Notifications, asked without D-Bus activation (which would
+    start a second dunst from its service file, one this module does not control)."""
+    out = sh("dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+             "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.freedesktop.Notifications").stdout
+    m = re.search(r"uint32 (\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def start_dunst():
+    """A notification daemon of this test's own: stopped by stop_dunst, so none outlives a test."""
+    global _SEEN
+    d = subprocess.Popen(["dunst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: _notifier_pid() == d.pid, what="dunst to own the notification service")
+    _SEEN = 0  # a new daemon counts from 1
+    clear_notifications()
+    return d
+
+
+def stop_dunst(d):
+    d.terminate()
+    d.wait(5)
+    wait_for(lambda: _notifier_pid() is None, what="no notification daemon")
 
 
 def tray_window():
@@ -136,10 +178,9 @@ def test_without_a_tray_host_the_window_opens_and_says_why(tmp_path):
     manager to minimise with, so that part is not checked here.)"""
     ARTIFACTS.mkdir(exist_ok=True)
     assert tray_window() is None
-    dunst = subprocess.Popen(["dunst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dunst = start_dunst()
     app = App(tmp_path)
     try:
-        wait_for(lambda: sh("dunstctl", "is-paused").returncode == 0, what="dunst")
         app.start()
         assert visible_window() is None, "at first, like any start with providers"
         win = wait_for(visible_window, timeout=20, what="the window, for want of a tray")
@@ -156,21 +197,17 @@ def test_without_a_tray_host_the_window_opens_and_says_why(tmp_path):
             app.proc.terminate()
             app.proc.wait(15)
         app.upstream.terminate()
-        sh("dunstctl", "history-clear")
-        dunst.terminate()
-        dunst.wait(5)
+        stop_dunst(dunst)
 
 
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory):
     ARTIFACTS.mkdir(exist_ok=True)
     tmp = tmp_path_factory.mktemp("desktop")
-    daemons = [
-        subprocess.Popen(["dunst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                          "--height", "32", "--SetDockType", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-    ]
-    wait_for(lambda: sh("dunstctl", "is-paused").returncode == 0, what="dunst")
+    dunst = start_dunst()
+    trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+                               "--height", "32", "--SetDockType", "true"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     app = App(tmp)
     app.start()
     yield app
@@ -178,12 +215,12 @@ def desktop(tmp_path_factory):
         app.proc.terminate()
         app.proc.wait(10)
     app.upstream.terminate()
-    for d in daemons:
-        d.terminate()
+    trayer.terminate()
+    stop_dunst(dunst)
 
 
 def test_gateway_serves_and_a_limit_failover_notifies_exactly_once(desktop):
-    sh("dunstctl", "history-clear")
+    clear_notifications()
     status, headers, _ = desktop.chat()
     assert status == 200
     assert headers.get("x-gateway-provider") == "codex"
@@ -207,8 +244,7 @@ def test_gateway_serves_and_a_limit_failover_notifies_exactly_once(desktop):
 
 
 def test_a_short_rate_limit_is_folded_into_the_tray_not_notified(desktop):
-    # dunst 1.9 has no history-clear: count what is there already.
-    before = len(notifications())
+    clear_notifications()
     # Groq answers 429 with Retry-After: 30 once; the route moves on to Codex.
     req = urllib.request.Request(desktop.upstream_url + "/_script", data=json.dumps(["429"]).encode(),
                                  headers={"content-type": "application/json"}, method="POST")
@@ -219,7 +255,7 @@ def test_a_short_rate_limit_is_folded_into_the_tray_not_notified(desktop):
     assert wait_for(lambda: "cooldown started provider=groq" in log.read_text(), timeout=5, what="groq's cooldown")
     time.sleep(2)  # longer than a burst's folding window
     after = notifications()
-    assert len(after) == before, f"a 30 s limit does not notify: {after}"
+    assert after == [], f"a 30 s limit does not notify: {after}"
     # It shows in the tray's state instead.
     _, _, body = desktop.request("/admin/providers", admin=True)
     groq = next(p for p in json.loads(body)["providers"] if p["id"] == "groq")
@@ -281,6 +317,23 @@ def open_menu(tray):
     return wait_for(menu, timeout=15, what="the tray menu")
 
 
+def pick(desktop, tray, keys, item):
+    """Opens the tray menu, presses `keys` and waits for the app to log `item` as chosen. The
+    menu is rebuilt when the state it shows changes (a cooldown running out), which closes it
+    under the keys, as it would under a user's pointer: then, like the user, it tries again."""
+    log = desktop.tmp / "app.log"
+    mark = f'item="{item}"'
+    for _ in range(3):
+        before = log.read_text().count(mark)
+        open_menu(tray)
+        time.sleep(0.3)
+        sh("xdotool", "key", *keys)
+        if wait_for(lambda: log.read_text().count(mark) > before or None, timeout=5, what=mark, fail=False):
+            return
+        sh("xdotool", "key", "Escape")
+    raise AssertionError(f"the tray menu did not take {item}")
+
+
 def test_tray_menu_opens_the_window(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
     assert visible_window() is None, "the window starts hidden in the tray"
@@ -292,23 +345,21 @@ def test_tray_menu_opens_the_window(desktop):
     wait_for(visible_window, timeout=10, what="the window to open")
 
 
-def choose(tray, downs):
-    """Opens the tray menu and takes the item `downs` steps down (1 = Open Baton)."""
-    open_menu(tray)
-    time.sleep(0.3)
-    sh("xdotool", "key", *(["Down"] * downs), "Return")
+def choose(desktop, tray, downs, item):
+    """Takes the tray menu's item `downs` steps down (1 = Open Baton), which the app logs as `item`."""
+    pick(desktop, tray, ["Down"] * downs + ["Return"], item)
     time.sleep(0.8)
 
 
 def test_pause_and_start_at_login_from_the_tray(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
-    choose(tray, 4)  # Pause routing
+    choose(desktop, tray, 4, "pause")
     status, _, body = desktop.chat()
     assert status == 503 and b"paused" in body, body
-    choose(tray, 4)  # Resume routing
+    choose(desktop, tray, 4, "pause")  # now Resume routing
     assert desktop.chat()[0] == 200
     entry = desktop.home / ".config" / "autostart" / "Baton.desktop"
-    choose(tray, 5)  # Start at login
+    choose(desktop, tray, 5, "autostart")
     assert wait_for(entry.exists, timeout=5, what="the autostart entry")
     # This binary runs from the build directory, so the tray says `cargo clean` would break
     # it (and the notification is closed, so later tests see only their own).
@@ -321,7 +372,7 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     assert "gsk-from-the-shell" not in missing[0]["body"]
     _, _, body = desktop.request("/admin/desktop", admin=True)
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
-    choose(tray, 5)
+    choose(desktop, tray, 5, "autostart")
     assert wait_for(lambda: not entry.exists(), timeout=5, what="the entry to go")
 
 
@@ -352,7 +403,7 @@ def provider_item(tray, index, keys, shot=None):
 
 def test_the_tray_lists_providers_with_their_state_and_acts_on_them(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
-    sh("dunstctl", "history-clear")
+    clear_notifications()
     # Claude Code is cooling since the first test's session limit.
     assert provider(desktop, "claude-code")["cooldowns"], "cooling before"
     # First provider: "Use first" is off (it is first), so Down lands on Clear cooldown.
@@ -390,9 +441,8 @@ def test_the_tray_says_which_tools_baton_connected_and_opens_connect(desktop):
     open_menu(tray)
     time.sleep(0.4)
     sh("scrot", "-o", str(ARTIFACTS / "tray-connected.png"))
-    sh("xdotool", "key", "Up", "Up", "Up", "Up", "Return")  # above Activity, Restart, Quit
-    log = desktop.tmp / "app.log"
-    assert wait_for(lambda: 'item="connect"' in log.read_text(), timeout=5, what="the Connect item")
+    sh("xdotool", "key", "Escape")
+    pick(desktop, tray, ["Up", "Up", "Up", "Up", "Return"], "connect")  # above Activity, Restart, Quit
     assert wait_for(visible_window, timeout=10, what="the window")
     status, _, body = desktop.request(path + "/undo", {"dryRun": True}, admin=True)
     status, _, body = desktop.request(path + "/undo", {"fingerprint": json.loads(body)["fingerprint"]}, admin=True)
@@ -403,17 +453,11 @@ def test_the_tray_says_which_tools_baton_connected_and_opens_connect(desktop):
 def test_restart_from_the_tray_keeps_the_address(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
     # The request log is one item away (above Restart): the window opens on Activity.
-    open_menu(tray)
-    time.sleep(0.3)
-    sh("xdotool", "key", "Up", "Up", "Up", "Return")
-    log = desktop.tmp / "app.log"
-    assert wait_for(lambda: 'item="activity"' in log.read_text(), timeout=5, what="the Activity item")
+    pick(desktop, tray, ["Up", "Up", "Up", "Return"], "activity")
     assert wait_for(visible_window, timeout=10, what="the window")
     time.sleep(1.5)
     sh("scrot", "-o", str(ARTIFACTS / "tray-activity.png"))
-    open_menu(tray)
-    time.sleep(0.3)
-    sh("xdotool", "key", "Up", "Up", "Return")  # Restart gateway, above the version line and Quit
+    pick(desktop, tray, ["Up", "Up", "Return"], "restart")  # above the version line and Quit
     log = desktop.tmp / "app.log"
     assert wait_for(lambda: "gateway restarted" in log.read_text(), timeout=30, what="the restart")
     assert "restarting: finishing in-flight requests" in log.read_text()
@@ -462,9 +506,7 @@ def test_a_second_launch_starts_no_second_gateway(desktop):
 
 def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     tray = wait_for(tray_window, timeout=15, what="the tray icon")
-    open_menu(tray)
-    time.sleep(0.3)
-    sh("xdotool", "key", "Up", "Return")  # the last item: Quit Baton
+    pick(desktop, tray, ["Up", "Return"], "quit")  # the last item: Quit Baton
     code = desktop.proc.wait(15)
     assert code == 0
     log = (desktop.tmp / "app.log").read_text()
@@ -513,7 +555,7 @@ def healthy(port):
 
 def test_a_taken_port_is_explained(desktop, tmp_path):
     sock, port = taken_port()
-    sh("dunstctl", "history-clear")
+    clear_notifications()
     env = {**os.environ, "HOME": str(tmp_path)}
     p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", str(port)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -549,7 +591,7 @@ def test_a_taken_port_is_explained(desktop, tmp_path):
 
 def test_a_taken_port_starts_on_the_next_one_from_the_tray_and_keeps_it(desktop, tmp_path):
     sock, port = taken_port()
-    sh("dunstctl", "history-clear")
+    clear_notifications()
     env = {**os.environ, "HOME": str(tmp_path)}
     args = [DESKTOP, "--data-dir", str(tmp_path / "data")]
     p = subprocess.Popen(args + ["--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
