@@ -43,6 +43,13 @@ enum Command {
     },
     /// Send one cheap real request per provider key and model; print latency or the classified error.
     Probe(ProbeArgs),
+    /// Run the gateway as a background service of your user account that starts at login and
+    /// restarts if it fails (a systemd user unit on Linux, a launchd agent on macOS, a Task
+    /// Scheduler task on Windows).
+    Service {
+        #[command(subcommand)]
+        command: ServiceCommand,
+    },
     /// Work with configuration files.
     Config {
         #[command(subcommand)]
@@ -163,6 +170,25 @@ struct ProbeArgs {
 }
 
 #[derive(Subcommand)]
+enum ServiceCommand {
+    /// Write the service definition, register it to start at login, and start it now. Running it
+    /// again with other options replaces the definition and restarts the service.
+    #[command(
+        after_help = "On Linux the unit is ~/.config/systemd/user/baton.service and its log is the journal\n(journalctl --user -u baton). To start it at boot without logging in (a headless machine):\n  loginctl enable-linger \"$USER\"\n\nExamples:\n  baton service install --config ~/baton.json\n  baton service install --env-file ~/.config/baton/env --port 9000\n  baton service install --dry-run"
+    )]
+    Install(cli::service::InstallOptions),
+    /// Stop the service and remove its definition (Baton's data and configuration are kept).
+    Uninstall,
+    /// Whether the service is installed and running, and what it runs. Exit status: 0 running,
+    /// 3 installed but not running, 4 not installed.
+    Status {
+        /// Print stable JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCommand {
     /// Check a configuration file and report the first problem with its JSON path.
     Check { file: PathBuf },
@@ -233,6 +259,11 @@ fn main() -> ExitCode {
             url: a.url,
             admin_key: a.admin_key,
         }),
+        Command::Service { command } => match command {
+            ServiceCommand::Install(o) => cli::service::install(o),
+            ServiceCommand::Uninstall => cli::service::uninstall(),
+            ServiceCommand::Status { json } => cli::service::status(json),
+        },
         Command::Config { command } => match command {
             ConfigCommand::Check { file } => commands::config_check(&file),
             ConfigCommand::Export { data_dir, config } => commands::config_export(data_dir, config),

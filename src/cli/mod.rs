@@ -4,5 +4,6 @@ pub mod commands;
 pub mod connect;
 pub mod keys;
 pub mod probe;
+pub mod service;
 pub mod status;
 pub mod table;

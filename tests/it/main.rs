@@ -32,6 +32,7 @@ mod cli_lockdown;
 mod cli_probe;
 mod cli_processes;
 mod cli_providers;
+mod cli_service;
 mod cli_status;
 mod client_usage;
 mod clients;
