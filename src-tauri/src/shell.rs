@@ -125,6 +125,7 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
     }
     crate::tray::create(app);
     watch_for_a_tray_host(app);
+    quit_on_a_signal(app);
     // Last: scripts and tests take "listening on" to mean everything is ready.
     let run = shell.lock();
     if let Some(h) = run.handle.as_ref() {
@@ -346,6 +347,17 @@ fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
         }),
         restart: Box::new(move || restart(&again)),
     })));
+}
+
+/// SIGTERM (a logout, `systemctl stop`, `kill`) or Ctrl-C quits as the tray's Quit does: the
+/// in-flight requests finish and the request log is flushed before the exit (status 0).
+fn quit_on_a_signal(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        baton::serve::shutdown_signal().await;
+        tracing::info!("signal received: quitting");
+        quit(&app);
+    });
 }
 
 /// Quit: stop accepting, drain in-flight requests (bounded), flush the log, remove the tray.

@@ -371,7 +371,8 @@ pub fn create(app: &AppHandle) {
         .menu(&menu)
         .tooltip(format!("Baton — {line}"))
         .show_menu_on_left_click(true)
-        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()));
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .temp_dir_path(icon_dir(app));
     if let Some(i) = icon(look) {
         b = b.icon(i);
     }
@@ -380,6 +381,18 @@ pub fn create(app: &AppHandle) {
     }
     let key = state_key(app, look, &line);
     app.manage(LastLook(std::sync::Mutex::new(Some(key))));
+}
+
+/// Where the tray library writes the icon image the tray host reads: this user's own runtime
+/// directory, else the data directory. Its default without `XDG_RUNTIME_DIR` is a shared
+/// `/tmp/tray-icon`, which the first user on the machine owns: every other user's tray icon then
+/// came up empty.
+fn icon_dir(app: &AppHandle) -> std::path::PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .map(|d| d.join("baton-tray"))
+        .unwrap_or_else(|| app.state::<Shell>().data_dir.join("tray-icon"))
 }
 
 /// What the tray last showed; an unchanged state leaves the tray alone (replacing the menu
