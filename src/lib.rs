@@ -30,6 +30,7 @@ pub(crate) mod shared;
 pub(crate) mod stats;
 pub mod store;
 pub mod tokens;
+pub mod update;
 
 pub use gateway::{Core, DesktopLink, StartError, StartOptions};
 pub use server::{start, GatewayHandle};
@@ -40,4 +41,16 @@ pub fn default_data_dir() -> std::path::PathBuf {
         .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
         .unwrap_or_else(|| std::path::PathBuf::from("."))
         .join("baton")
+}
+
+/// This build's version, read at run time from a marker in the binary's data. Identical to
+/// `CARGO_PKG_VERSION`, except that the update tests make a "next version" of a built binary by
+/// rewriting the marker's bytes (same length) instead of building it twice.
+pub fn version() -> &'static str {
+    const MARKER: &str = concat!("\0BATON_VERSION=", env!("CARGO_PKG_VERSION"), "\0");
+    let marker: &'static str = std::hint::black_box(MARKER);
+    marker
+        .trim_matches('\0')
+        .strip_prefix("BATON_VERSION=")
+        .unwrap_or(env!("CARGO_PKG_VERSION"))
 }

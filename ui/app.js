@@ -5,6 +5,7 @@ import { openProviderForm } from "./forms.js";
 import { renderRouting } from "./routing.js";
 import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
 import { initTeam, renderTeam } from "./team.js";
+import { initUpdates, renderUpdates } from "./updates.js";
 import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -343,6 +344,8 @@ async function renderSettings() {
   renderRouting(routingCtx);
   // Start at login belongs to the desktop app; in a plain browser on a headless Baton it is hidden.
   $("desktop-settings").hidden = !desktop.present;
+  if (desktop.present) renderUpdates();
+  else $("update-settings").hidden = true;
   // The desktop window is opened unlocked by the app; locking it would lock the user out.
   $("logout").hidden = openedByShell();
   $("logout-note").hidden = openedByShell();
@@ -556,6 +559,7 @@ $("log-since").addEventListener("change", () => loadLog(true));
 $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
 initTeam({ toast, showError });
+initUpdates({ toast, showError });
 $("autostart").addEventListener("change", async (e) => {
   try {
     const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });

@@ -10,6 +10,7 @@ mod notify;
 mod shell;
 mod state;
 mod tray;
+mod update;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +35,9 @@ struct Args {
     /// Listen port (default 8787).
     #[arg(long)]
     port: Option<u16>,
+    /// Wait for this process to exit first (a restart after an update).
+    #[arg(long, hide = true)]
+    wait_pid: Option<u32>,
 }
 
 fn has_display() -> bool {
@@ -47,6 +51,7 @@ fn has_display() -> bool {
 }
 
 fn main() -> ExitCode {
+    update::remember_exe();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("BATON_LOG")
@@ -58,6 +63,9 @@ fn main() -> ExitCode {
         .with_ansi(false)
         .init();
     let args = Args::parse();
+    if let Some(pid) = args.wait_pid {
+        update::wait_for_exit(pid);
+    }
     let opts = baton::serve::ServeOptions {
         config: args.config,
         data_dir: args.data_dir,

@@ -334,6 +334,7 @@ fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
     let get = app.clone();
     let set = app.clone();
     let again = app.clone();
+    let again_after_update = app.clone();
     core.desktop.store(Some(Arc::new(DesktopLink {
         autostart: Box::new(move || starts_at_login(&get)),
         set_autostart: Box::new(move |on| {
@@ -346,7 +347,9 @@ fn link_desktop(app: &AppHandle, core: &Arc<Core>) {
             r.map_err(|e| e.to_string())
         }),
         restart: Box::new(move || restart(&again)),
+        relaunch: Box::new(move || crate::update::relaunch(&again_after_update)),
     })));
+    crate::update::attach(app, core);
 }
 
 /// SIGTERM (a logout, `systemctl stop`, `kill`) or Ctrl-C quits as the tray's Quit does: the

@@ -290,7 +290,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     let version = MenuItem::with_id(
         app,
         "version",
-        format!("Baton {}", env!("CARGO_PKG_VERSION")),
+        format!("Baton {}", baton::version()),
         false,
         None::<&str>,
     )?;

@@ -26,6 +26,7 @@ pub mod settings;
 mod statusline;
 mod transfer;
 pub(crate) mod ui;
+mod update;
 pub mod views;
 
 use std::net::SocketAddr;
@@ -127,6 +128,9 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             get(settings::desktop).put(settings::set_desktop),
         )
         .route("/admin/desktop/restart", post(settings::restart))
+        .route("/admin/update", get(update::get).put(update::put))
+        .route("/admin/update/check", post(update::check))
+        .route("/admin/update/install", post(update::install))
         .route("/admin/discover", post(admin::discover))
         .route("/admin/cli-check", post(provider_test::cli_check))
         .route("/admin/pause", put(admin::set_paused))
@@ -259,7 +263,7 @@ async fn health(State(state): State<AppState>) -> axum::response::Response {
     };
     let body = Json(json!({
         "status": status,
-        "version": env!("CARGO_PKG_VERSION"),
+        "version": crate::version(),
         "summary": summary,
         "sharedState": shared_state(core),
     }));
@@ -290,7 +294,7 @@ async fn root(
     }
     Json(json!({
         "name": "Baton",
-        "version": env!("CARGO_PKG_VERSION"),
+        "version": crate::version(),
         "openai_base_url": "/v1",
         "anthropic_base_url": "/",
         "ui": "/ui/",

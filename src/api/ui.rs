@@ -52,6 +52,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/team.js"),
     ),
     (
+        "updates.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/updates.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),
@@ -98,4 +103,22 @@ fn file(name: &str) -> Response {
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     (StatusCode::OK, h, *body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A module imported by the UI but not served breaks the whole page (an ES module import
+    /// that 404s stops every script): each `./name.js` imported in ui/ is in `FILES`.
+    #[test]
+    fn every_imported_ui_module_is_served() {
+        for (_, _, body) in super::FILES.iter().filter(|(n, _, _)| n.ends_with(".js")) {
+            for part in body.split("from \"./").skip(1) {
+                let name = part.split('"').next().unwrap_or_default();
+                assert!(
+                    super::FILES.iter().any(|(n, _, _)| *n == name),
+                    "ui imports {name}, which src/api/ui.rs does not serve"
+                );
+            }
+        }
+    }
 }

@@ -19,7 +19,9 @@ use crate::router::snapshot::Snapshot;
 use crate::router::{Routing, Sink};
 use crate::store::{LogRow, Store, StoreError, WriteOp};
 
+mod desktop;
 mod live;
+pub use desktop::DesktopLink;
 pub use live::{UI_MODEL_MAP, UI_ROUTES};
 
 /// Everything a request handler needs, shared behind one `Arc`.
@@ -39,6 +41,8 @@ pub struct Core {
     pub paused: std::sync::atomic::AtomicBool,
     /// What the desktop shell offers the UI (start at login), when Baton runs inside it.
     pub desktop: arc_swap::ArcSwapOption<DesktopLink>,
+    /// The desktop app's updater (checks only when turned on in Settings).
+    pub updates: crate::update::Updates,
     /// Where `connect` finds clients' config files (from the environment; tests move it).
     pub client_homes: arc_swap::ArcSwapOption<crate::connect::Homes>,
     /// API keys typed into the UI.
@@ -532,14 +536,6 @@ pub struct StartOptions {
     pub clock: Option<Arc<dyn Clock>>,
 }
 
-/// Hooks the desktop shell registers so the web UI can reach what only the shell can do.
-pub struct DesktopLink {
-    pub autostart: Box<dyn Fn() -> bool + Send + Sync>,
-    pub set_autostart: Box<dyn Fn(bool) -> Result<(), String> + Send + Sync>,
-    /// Restarts the gateway (config file and listen address read again).
-    pub restart: Box<dyn Fn() + Send + Sync>,
-}
-
 /// Builds the core: opens the store, seeds it from the config file, loads cooldowns and keys
 /// and builds the first snapshot. Nothing listens and no background task runs yet (the
 /// router's unit tests use the core as it is). Returns the gateway key generated on first
@@ -583,6 +579,7 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
             paused: Default::default(),
             stopping: CancellationToken::new(),
             desktop: Default::default(),
+            updates: Default::default(),
             client_homes: arc_swap::ArcSwapOption::from_pointee(crate::connect::Homes::from_env()),
             secrets: crate::secrets::SecretStore::new(&opts.data_dir),
             data_dir: opts.data_dir.clone(),

@@ -218,6 +218,7 @@ fn desktop_link(
                 Ok(())
             }),
             restart: Box::new(move || r2.store(true, Ordering::SeqCst)),
+            relaunch: Box::new(|| {}),
         })));
     (on, restarted)
 }

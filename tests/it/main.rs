@@ -74,4 +74,5 @@ mod subscription;
 mod thinking;
 mod timeouts;
 mod token_counts;
+mod updates;
 mod usage;
