@@ -254,8 +254,8 @@ function geminiCard(routes, shellKey, oneClick) {
 
 function codexCard(routes, shellKey, base, oneClick) {
   const subscription = app.state.providers.filter((p) => p.kind === "openai-responses" && p.config?.credentials === "client");
-  const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nsupports_websockets = false\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;
-  const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"\nsupports_websockets = false`;
+  const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;
+  const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"`;
   return el("div", { class: "card stack", id: "codex" },
     el("h2", {}, "Codex"),
     ...mapStep(routes, "Codex", "cx", "Codex asks for its own model names (gpt-…, codex-…); without this step they get 404."),

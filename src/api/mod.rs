@@ -42,7 +42,7 @@ use serde_json::json;
 
 use crate::config::validate::is_loopback_host;
 use crate::gateway::Core;
-use dialect::{anthropic, gemini, openai, responses};
+use dialect::{anthropic, gemini, openai, responses, responses_ws};
 use error::ApiError;
 
 /// The address a request came from (a request extension the accept loop adds).
@@ -142,8 +142,14 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/chat/completions", post(openai::chat_completions))
-        .route("/v1/responses", post(responses::create))
-        .route("/responses", post(responses::create))
+        .route(
+            "/v1/responses",
+            post(responses::create).get(responses_ws::upgrade),
+        )
+        .route(
+            "/responses",
+            post(responses::create).get(responses_ws::upgrade),
+        )
         .route("/v1/models", get(openai::models))
         .route("/v1/models/{action}", post(gemini::call))
         .route("/v1beta/models", get(gemini::models))

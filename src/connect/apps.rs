@@ -141,8 +141,6 @@ fn codex(target: &Target) -> Entries {
         }
         Mode::Keys => provider.push(("experimental_bearer_token", Val::str(key))),
     }
-    // Baton serves Codex's HTTP stream; without this Codex first tries a WebSocket.
-    provider.push(("supports_websockets", Val::Bool(false)));
     let provider = Val::Obj(
         provider
             .into_iter()

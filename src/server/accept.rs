@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +30,9 @@ pub(crate) async fn serve(
     stop: CancellationToken,
 ) {
     let conns = Conns::new(cfg.max_connections, cfg.max_connections_per_peer, GRACE);
-    let graceful = GracefulShutdown::new();
+    // Every connection's task, so a shutdown can wait for them (hyper-util's GracefulShutdown
+    // cannot watch a connection that may be upgraded to a WebSocket).
+    let tasks = tokio_util::task::TaskTracker::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(cfg.header_timeout_ms))
@@ -68,12 +69,23 @@ pub(crate) async fn serve(
         let evicted = conn.evicted();
         let conn = Arc::new(conn);
         let svc = tracked(app.clone(), conn.clone(), peer.ip());
-        let http_conn = http.serve_connection(TokioIo::new(tcp), svc);
-        let watched = graceful.watch(http_conn);
-        tokio::spawn(async move {
+        // Upgrades: Codex's Responses WebSocket transport.
+        let http_conn = http
+            .serve_connection(TokioIo::new(tcp), svc)
+            .with_upgrades();
+        let stopping = stop.clone();
+        tasks.spawn(async move {
+            let mut http_conn = std::pin::pin!(http_conn);
             tokio::select! {
-                r = watched => if let Err(e) = r {
+                r = http_conn.as_mut() => if let Err(e) = r {
                     tracing::debug!(error = %e, "client connection ended with an error");
+                },
+                // Shutting down: the request in flight finishes, then the connection closes.
+                _ = stopping.cancelled() => {
+                    http_conn.as_mut().graceful_shutdown();
+                    if let Err(e) = http_conn.await {
+                        tracing::debug!(error = %e, "client connection ended with an error");
+                    }
                 },
                 // Closed to make room for another client (see `conns`).
                 _ = evicted.cancelled() => {}
@@ -82,7 +94,8 @@ pub(crate) async fn serve(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    tasks.close();
+    tasks.wait().await;
 }
 
 /// When the table last had to make room or turn a connection away (logged once a minute).

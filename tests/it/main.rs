@@ -59,6 +59,7 @@ mod real_clis;
 mod real_clis_connect;
 mod redaction;
 mod responses_upstream;
+mod responses_ws;
 mod retry_after;
 mod routes_admin;
 mod routing;

@@ -217,7 +217,7 @@ async fn codex_runs_through_batons_responses_api() {
     std::fs::write(
         codex_home.join("config.toml"),
         format!(
-            "model_provider = \"baton\"\n\n[model_providers.baton]\nname = \"Baton\"\nbase_url = \"{}/v1\"\nenv_key = \"BATON_KEY\"\nwire_api = \"responses\"\nsupports_websockets = false\n",
+            "model_provider = \"baton\"\n\n[model_providers.baton]\nname = \"Baton\"\nbase_url = \"{}/v1\"\nenv_key = \"BATON_KEY\"\nwire_api = \"responses\"\n",
             baton.url
         ),
     )

@@ -12,6 +12,7 @@ mod codex;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
+pub mod responses_ws;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
