@@ -216,6 +216,8 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // Before anything else (no thread yet): keys kept in ~/.config/baton/env.
+    let env_file = baton::config::env_file::load();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -224,6 +226,7 @@ fn main() -> ExitCode {
         .with_writer(baton::logs::stderr)
         .with_ansi(false)
         .init();
+    baton::config::env_file::report(&env_file);
     use cli::commands;
     let result = match cli.command {
         Command::Serve(args) => return serve(args),

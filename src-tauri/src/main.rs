@@ -52,6 +52,9 @@ fn has_display() -> bool {
 
 fn main() -> ExitCode {
     update::remember_exe();
+    // Before anything else (no thread yet): keys kept in ~/.config/baton/env, which a start at
+    // login needs (it does not run the shell's exports).
+    let env_file = baton::config::env_file::load();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("BATON_LOG")
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         .with_writer(baton::logs::stderr)
         .with_ansi(false)
         .init();
+    baton::config::env_file::report(&env_file);
     let args = Args::parse();
     if let Some(pid) = args.wait_pid {
         update::wait_for_exit(pid);

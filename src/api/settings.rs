@@ -227,18 +227,20 @@ pub fn build_dir_warning(exe: &std::path::Path) -> Option<String> {
 /// Keys pasted into Baton are in the credential store and need nothing.
 pub fn login_env_warning(core: &Core) -> Option<String> {
     let snap = core.routing.snapshot.load();
+    let in_file = crate::config::env_file::names();
     let mut names: Vec<&str> = Vec::new();
     for p in snap.providers.iter().filter(|p| p.config.enabled) {
         for k in &p.config.keys {
-            let from_env = k.stored.is_none() && !k.env.is_empty();
+            let from_env = k.stored.is_none() && !k.env.is_empty() && !in_file.contains(&k.env);
             if from_env && std::env::var_os(&k.env).is_some() && !names.contains(&k.env.as_str()) {
                 names.push(&k.env);
             }
         }
     }
     (!names.is_empty()).then(|| format!(
-        "A start at login does not run your shell's exports, so these keys may be missing then: {}. Paste them into Baton (Providers → Edit: they go to the credential store), or set them for your whole session (on Linux, a file in ~/.config/environment.d/).",
-        names.join(", ")
+        "A start at login does not run your shell's exports, so these keys may be missing then: {}. Put NAME=value lines in {} (Baton reads it at every start; chmod 600), or paste them into Baton (Providers → Edit: they go to the credential store).",
+        names.join(", "),
+        crate::config::env_file::path().map_or("~/.config/baton/env".into(), |p| p.display().to_string())
     ))
 }
 

@@ -1,6 +1,7 @@
 //! Configuration: the JSON file format (serde + JSON schema), loading with precise error paths,
 //! and validation. Everything the router reads is built from these types into a `Snapshot`.
 
+pub mod env_file;
 mod load;
 mod provider;
 mod provider_checks;

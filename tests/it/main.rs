@@ -41,6 +41,7 @@ mod connect;
 mod connections;
 mod date_boundaries;
 mod docs_agree;
+mod env_file;
 mod error_classes;
 mod error_contract;
 mod fault_scenarios;

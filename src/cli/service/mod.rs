@@ -177,11 +177,13 @@ fn missing_env(spec: &Spec) -> Vec<String> {
     if let Ok(live) = super::commands::live_providers(&spec.data_dir) {
         providers.extend(live);
     }
-    let given = spec
+    // `baton serve` reads ~/.config/baton/env at every start, the service's too.
+    let mut given = spec
         .env_file
         .as_deref()
         .map(env_file_names)
         .unwrap_or_default();
+    given.extend(baton::config::env_file::names());
     let mut names: Vec<String> = Vec::new();
     for p in providers.iter().filter(|p| p.enabled) {
         for k in &p.keys {
@@ -243,8 +245,9 @@ pub fn install(o: InstallOptions) -> CmdResult {
     let missing = missing_env(&spec);
     if !missing.is_empty() {
         eprintln!(
-            "warning: the service does not run your shell's exports, so these keys will be missing: {}. Put NAME=value lines in a file only you can read and pass it with --env-file, or paste the keys into Baton (they go to the credential store).",
-            missing.join(", ")
+            "warning: the service does not run your shell's exports, so these keys will be missing: {}. Put NAME=value lines in {} (read at every start; chmod 600) or in a file given with --env-file, or paste the keys into Baton (they go to the credential store).",
+            missing.join(", "),
+            baton::config::env_file::path().map_or("~/.config/baton/env".into(), |p| p.display().to_string())
         );
     }
     write_atomically(&path, &text)?;
