@@ -33,12 +33,12 @@ function limitFields(prefix, policy = {}) {
   const tier = el("select", { id: `${prefix}-maxTier`, name: "maxTier", "aria-describedby": `${prefix}-e-maxTier` },
     el("option", { value: "" }, "any tier"),
     ...TIERS.map((t) => el("option", { value: t, selected: policy.maxTier === t }, `${t} and cheaper`)));
-  const expires = policy.expiresMs ? new Date(policy.expiresMs).toISOString().slice(0, 10) : "";
+  const expires = policy.expiresMs ? localDate(policy.expiresMs) : "";
   return el("div", { class: "limits-grid" },
     ...nums,
     field("maxTier", "Price tier failover may use", tier),
     field("allow", "May use (routes, providers, provider/model)", el("input", { id: `${prefix}-allow`, name: "allow", placeholder: "everything", value: (policy.allow || []).join(", "), autocomplete: "off", spellcheck: "false", "aria-describedby": `${prefix}-e-allow` })),
-    field("expiresAt", "Works until (end of day, UTC)", el("input", { id: `${prefix}-expiresAt`, name: "expiresAt", type: "date", value: expires, "aria-describedby": `${prefix}-e-expiresAt` })),
+    field("expiresAt", "Works until (the end of that day, your time)", el("input", { id: `${prefix}-expiresAt`, name: "expiresAt", type: "date", value: expires, "aria-describedby": `${prefix}-e-expiresAt` })),
   );
 }
 
@@ -63,7 +63,8 @@ function readLimits(prefix, clear) {
   const allow = $(`${prefix}-allow`).value.split(",").map((s) => s.trim()).filter(Boolean);
   put(out, "allow", allow.length ? allow : undefined);
   const d = $(`${prefix}-expiresAt`).value;
-  put(out, "expiresAt", d ? `${d}T23:59:59Z` : undefined);
+  // The end of that day in this browser's zone, sent as an instant.
+  put(out, "expiresAt", d ? new Date(`${d}T23:59:59`).toISOString() : undefined);
   return out;
 }
 
@@ -97,7 +98,7 @@ function summary(k) {
   if (b.monthUsd) parts.push(`${money(b.monthUsd)}/month`);
   if (p.maxTier) parts.push(`tier ≤ ${p.maxTier}`);
   if (p.allow && p.allow.length) parts.push(`only ${p.allow.join(", ")}`);
-  if (p.expiresMs) parts.push(`until ${new Date(p.expiresMs).toISOString().slice(0, 10)}`);
+  if (p.expiresMs) parts.push(`until ${new Date(p.expiresMs).toLocaleDateString([], { year: "numeric", month: "short", day: "numeric" })}`);
   return parts.length ? parts.join(" · ") : "no limits";
 }
 
@@ -215,7 +216,15 @@ function usageQuery() {
   const by = $("usage-by").value;
   const span = $("usage-span").value;
   const [bucket, ms] = span === "day" ? ["hour", 86_400_000] : ["day", Number(span) * 86_400_000];
-  return `by=${by}&bucket=${bucket}&sinceMs=${Date.now() - ms}`;
+  // Hours and days are this browser's own, as everywhere else on the page.
+  const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  return `by=${by}&bucket=${bucket}&sinceMs=${Date.now() - ms}&tz=${encodeURIComponent(tz)}`;
+}
+
+/** A date as an `<input type="date">` value, in this browser's zone. */
+function localDate(ms) {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
 }
 
 async function renderUsage() {
@@ -227,10 +236,10 @@ async function renderUsage() {
     return;
   }
   const hourly = u.bucketMs < 86_400_000;
-  const when = (ms) => {
-    const d = new Date(ms);
-    return hourly ? `${d.toISOString().slice(5, 10)} ${d.toISOString().slice(11, 16)}` : d.toISOString().slice(0, 10);
-  };
+  // The locale's own style (12 or 24 hours as it says), in the zone the buckets were cut in.
+  const when = (ms) => new Date(ms).toLocaleString([], hourly
+    ? { timeZone: u.tz, month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }
+    : { timeZone: u.tz, year: "numeric", month: "short", day: "numeric" });
   const rows = [...u.rows].reverse().map((r) => el("tr", {},
     el("td", {}, when(r.startMs)),
     // Keys made here are "ui:alice" in logs and metrics; here they read as in the list above.

@@ -243,6 +243,9 @@ pub struct UsageQuery {
     client: Option<String>,
     /// `json` (default) or `csv`.
     format: Option<String>,
+    /// An IANA time zone (`Europe/Paris`): hours and days are that zone's, DST included
+    /// [default: UTC].
+    tz: Option<String>,
 }
 
 /// `GET /admin/usage`: requests, tokens, estimated cost and failovers per client key or
@@ -278,10 +281,15 @@ pub async fn usage(
     }
     // Rows written a moment ago are still in the writer's batch.
     core.store.writer().flush().await;
-    let rows = core
-        .store
-        .usage(since, until, bucket_ms, by_provider, q.client.as_deref())
-        .map_err(internal)?;
+    let zone = zone(q.tz.as_deref())?;
+    let rows = usage_rows(
+        core,
+        &q,
+        (since, until),
+        bucket_ms,
+        by_provider,
+        zone.as_ref(),
+    )?;
     let labels = labels(core);
     let label_of = |k: &str| -> String {
         if by_provider {
@@ -294,7 +302,7 @@ pub async fn usage(
             .unwrap_or_else(|| k.to_string())
     };
     if csv {
-        return Ok(usage_csv(&rows, &label_of, by_provider));
+        return Ok(usage_csv(&rows, &label_of, by_provider, zone.as_ref()));
     }
     let total = rows.iter().fold(json!({"requests": 0, "errors": 0, "failovers": 0, "inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.0}), |mut t, r| {
         for (k, v) in [("requests", r.requests), ("errors", r.errors), ("failovers", r.failovers), ("inputTokens", r.input_tokens), ("outputTokens", r.output_tokens), ("cacheReadTokens", r.cache_read_tokens), ("cacheWriteTokens", r.cache_write_tokens)] {
@@ -313,10 +321,98 @@ pub async fn usage(
         .collect();
     Ok(Json(json!({
         "sinceMs": since, "untilMs": until, "bucketMs": bucket_ms,
+        "tz": zone.as_ref().and_then(|z| z.iana_name()).unwrap_or("UTC"),
         "by": if by_provider { "provider" } else { "client" },
         "rows": rows, "total": total,
     }))
     .into_response())
+}
+
+/// `tz`: the named IANA zone, or none (UTC) when not given.
+fn zone(tz: Option<&str>) -> Result<Option<jiff::tz::TimeZone>, ApiError> {
+    match tz.filter(|z| !z.is_empty()) {
+        None => Ok(None),
+        Some(name) => jiff::tz::TimeZone::get(name).map(Some).map_err(|_| {
+            ApiError::invalid(
+                "tz",
+                format!("unknown time zone {name:?}: give an IANA name such as Europe/Paris"),
+            )
+        }),
+    }
+}
+
+/// The usage rows of the asked range in the asked buckets: straight from the log in UTC, or,
+/// in a zone, minutes from the log folded into the zone's own hours or days (an offset is
+/// always whole minutes; a day may be 23 or 25 hours long).
+fn usage_rows(
+    core: &crate::gateway::Core,
+    q: &UsageQuery,
+    (since, until): (i64, i64),
+    bucket_ms: i64,
+    by_provider: bool,
+    zone: Option<&jiff::tz::TimeZone>,
+) -> Result<Vec<crate::store::UsageRow>, ApiError> {
+    let client = q.client.as_deref();
+    Ok(match zone {
+        Some(tz) => in_zone(
+            core.store
+                .usage(since, until, 60_000, by_provider, client)
+                .map_err(internal)?,
+            tz,
+            bucket_ms == 3_600_000,
+        ),
+        None => core
+            .store
+            .usage(since, until, bucket_ms, by_provider, client)
+            .map_err(internal)?,
+    })
+}
+
+/// Minute rows summed into the hours or days of `tz` (by their local start), oldest first.
+fn in_zone(
+    rows: Vec<crate::store::UsageRow>,
+    tz: &jiff::tz::TimeZone,
+    hourly: bool,
+) -> Vec<crate::store::UsageRow> {
+    let start_of = |ms: i64| -> i64 {
+        if !hourly {
+            return crate::clock::day_bounds(ms, tz).0;
+        }
+        // The local hour's start: offsets are whole minutes (India's +05:30 included).
+        let Ok(t) = jiff::Timestamp::from_millisecond(ms) else {
+            return ms;
+        };
+        let off = i64::from(tz.to_offset(t).seconds()) * 1000;
+        (ms + off).div_euclid(3_600_000) * 3_600_000 - off
+    };
+    let mut out: std::collections::BTreeMap<(i64, String), crate::store::UsageRow> =
+        std::collections::BTreeMap::new();
+    for r in rows {
+        let start = start_of(r.start_ms);
+        let e = out
+            .entry((start, r.key.clone()))
+            .or_insert_with(|| crate::store::UsageRow {
+                start_ms: start,
+                requests: 0,
+                errors: 0,
+                failovers: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                cost_usd: 0.0,
+                ..r.clone()
+            });
+        e.requests += r.requests;
+        e.errors += r.errors;
+        e.failovers += r.failovers;
+        e.input_tokens += r.input_tokens;
+        e.output_tokens += r.output_tokens;
+        e.cache_read_tokens += r.cache_read_tokens;
+        e.cache_write_tokens += r.cache_write_tokens;
+        e.cost_usd += r.cost_usd;
+    }
+    out.into_values().collect()
 }
 
 /// The usage rows as a CSV download.
@@ -324,13 +420,18 @@ fn usage_csv(
     rows: &[crate::store::UsageRow],
     label_of: &dyn Fn(&str) -> String,
     by_provider: bool,
+    zone: Option<&jiff::tz::TimeZone>,
 ) -> Response {
     let mut out = String::from(
         "start,key,label,requests,errors,failovers,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,estimated_cost_usd\n",
     );
     for r in rows {
         let start = jiff::Timestamp::from_millisecond(r.start_ms)
-            .map(|t| t.to_string())
+            .map(|t| match zone {
+                // RFC 3339 with the zone's offset at that time.
+                Some(tz) => t.display_with_offset(tz.to_offset(t)).to_string(),
+                None => t.to_string(),
+            })
             .unwrap_or_default();
         out.push_str(&format!(
             "{start},{},{},{},{},{},{},{},{},{},{:.6}\n",

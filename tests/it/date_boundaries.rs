@@ -254,3 +254,87 @@ async fn a_declared_daily_quota_resets_at_midnight_in_its_zone_on_dst_days() {
         baton.stop().await;
     }
 }
+
+/// Usage in the browser's zone on its spring-forward day: Paris's 29 March 2026 is 23 hours
+/// long, from 23:00 UTC the day before to 22:00 UTC; each request lands in its local day, and a
+/// zone that does not exist is refused with the parameter named.
+#[tokio::test]
+async fn usage_days_follow_the_asked_zone_across_its_dst_change() {
+    let up = FakeUpstream::start("a").await;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-03-28T22:30:00Z")));
+    let baton = start_at(
+        dir.path(),
+        json!([provider("a", &up.base_url(), 1)]),
+        &clock,
+    )
+    .await;
+    let (id, key) = make_key(&baton, json!({})).await;
+    // Paris: 23:30 on the 28th; 00:30 and 23:30 (summer time) on the 29th; 00:30 on the 30th.
+    for t in [
+        "2026-03-28T22:30:00Z",
+        "2026-03-28T23:30:00Z",
+        "2026-03-29T21:30:00Z",
+        "2026-03-29T22:30:00Z",
+    ] {
+        clock.set(at(t));
+        assert_eq!(status_and_retry(&baton, &key).await.0, 200);
+    }
+    let rows = |v: &serde_json::Value| -> Vec<(i64, u64)> {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["startMs"].as_i64().unwrap(),
+                    r["requests"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let admin = Admin(&baton);
+    let q = format!(
+        "/admin/usage?bucket=day&client={id}&sinceMs={}",
+        at("2026-03-27T00:00:00Z")
+    );
+    let (st, v) = admin
+        .send(Method::GET, &format!("{q}&tz=Europe/Paris"), None)
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["tz"], "Europe/Paris");
+    assert_eq!(
+        rows(&v),
+        vec![
+            (at("2026-03-27T23:00:00Z"), 1),
+            (at("2026-03-28T23:00:00Z"), 2),
+            (at("2026-03-29T22:00:00Z"), 1),
+        ]
+    );
+    // Without a zone, UTC days as before.
+    let (_, v) = admin.send(Method::GET, &q, None).await;
+    assert_eq!(
+        rows(&v),
+        vec![
+            (at("2026-03-28T00:00:00Z"), 2),
+            (at("2026-03-29T00:00:00Z"), 2)
+        ]
+    );
+    // Hours in a half-hour zone (India, +05:30) start at local whole hours.
+    let (_, v) = admin
+        .send(
+            Method::GET,
+            &format!(
+                "/admin/usage?bucket=hour&client={id}&sinceMs={}&tz=Asia/Kolkata",
+                at("2026-03-28T00:00:00Z")
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(rows(&v)[0], (at("2026-03-28T22:30:00Z"), 1), "{v}");
+    let (st, v) = admin
+        .send(Method::GET, &format!("{q}&tz=Mars/Olympus"), None)
+        .await;
+    assert_eq!((st, v["error"]["param"].as_str()), (400, Some("tz")), "{v}");
+    baton.stop().await;
+}

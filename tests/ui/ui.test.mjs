@@ -814,6 +814,31 @@ test("times follow the locale: 12-hour where it says so, 24-hour where it does n
   assert.match(await clockIn("en-GB"), /^(\d{1,2} \w{3} )?18:05$/);
 });
 
+test("Team's hours, days and key expiry are the browser's own zone, as Activity's are", async () => {
+  // A browser in Tokyo (UTC+9): usage is asked in its zone, labelled in its style, and a key
+  // that "works until" a date stops at the end of that day in Tokyo, not in UTC.
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const ctx = await browser.newContext({ locale: "en-US", timezoneId: "Asia/Tokyo", viewport: { width: 1000, height: 760 } });
+  const p = await ctx.newPage();
+  const asked = p.waitForRequest((r) => r.url().includes("/admin/usage?") && r.url().includes("tz=Asia%2FTokyo"));
+  await p.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
+  await p.click("nav a[data-tab=team]");
+  await asked;
+  assert.match(await p.textContent("#view-team"), /your own time zone/);
+  assert.doesNotMatch(await p.textContent("#view-team"), /UTC/);
+  await p.fill("#key-label", "tokyo-bot");
+  await p.click("#new-limits-box summary");
+  await p.fill("#nk-expiresAt", "2030-06-30");
+  await p.click("#key-form button[type=submit]");
+  await p.waitForSelector("#key-list [data-key-id]:has-text('tokyo-bot')");
+  const keys = await (await fetch(`${baton}/admin/keys`, { headers: admin })).json();
+  const made = keys.ui.find((k) => k.label === "tokyo-bot");
+  assert.equal(made.policy.expiresMs, Date.parse("2030-06-30T23:59:59+09:00"), JSON.stringify(made.policy));
+  assert.match(await p.textContent("#key-list [data-key-id]:has-text('tokyo-bot') [data-role=limits]"), /until Jun 30, 2030/);
+  await fetch(`${baton}/admin/keys/${made.id}`, { method: "DELETE", headers: admin });
+  await ctx.close();
+});
+
 test("narrow tray window and dark mode render without errors", async () => {
   const small = await browser.newPage({ viewport: { width: 420, height: 720 }, colorScheme: "dark" });
   small.on("pageerror", (e) => errors.push(String(e)));
