@@ -23,6 +23,7 @@ pub(crate) mod pricing;
 pub mod providers;
 pub(crate) mod redact;
 pub(crate) mod router;
+pub mod search;
 pub(crate) mod secrets;
 pub mod serve;
 mod server;

@@ -169,6 +169,7 @@ fn layout(req: &ChatRequest, count: &dyn Fn(&str) -> u64) -> u64 {
                     name, arguments, ..
                 } => count(name) + count(arguments) + PER_MESSAGE,
                 Part::ToolResult { content, .. } => count(content),
+                Part::WebSearch(run) => count(&run.for_model()),
             };
         }
     }

@@ -6,6 +6,7 @@ import { renderRouting } from "./routing.js";
 import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstRun } from "./setup.js";
 import { initTeam, renderTeam } from "./team.js";
 import { initUpdates, renderUpdates } from "./updates.js";
+import { initWebSearch, renderWebSearch } from "./websearch.js";
 import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -346,6 +347,7 @@ async function renderSettings() {
   $("desktop-settings").hidden = !desktop.present;
   if (desktop.present) renderUpdates();
   else $("update-settings").hidden = true;
+  renderWebSearch();
   // The desktop window is opened unlocked by the app; locking it would lock the user out.
   $("logout").hidden = openedByShell();
   $("logout-note").hidden = openedByShell();
@@ -560,6 +562,7 @@ $("log-more").addEventListener("click", () => loadLog(false));
 $("export").addEventListener("click", exportConfig);
 initTeam({ toast, showError });
 initUpdates({ toast, showError });
+initWebSearch({ toast, showError });
 $("autostart").addEventListener("change", async (e) => {
   try {
     const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });

@@ -28,6 +28,7 @@ mod transfer;
 pub(crate) mod ui;
 mod update;
 pub mod views;
+mod web_search;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -131,6 +132,11 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/admin/update", get(update::get).put(update::put))
         .route("/admin/update/check", post(update::check))
         .route("/admin/update/install", post(update::install))
+        .route(
+            "/admin/web-search",
+            get(web_search::get).put(web_search::put),
+        )
+        .route("/admin/web-search/test", post(web_search::test))
         .route("/admin/discover", post(admin::discover))
         .route("/admin/cli-check", post(provider_test::cli_check))
         .route("/admin/pause", put(admin::set_paused))

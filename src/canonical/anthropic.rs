@@ -58,6 +58,7 @@ pub fn request_from_anthropic(body: &Map<String, Value>) -> Result<ChatRequest, 
         push_message(&mut req, i, m)?;
     }
     req.tools = tools_from_anthropic(body)?;
+    req.web_search = super::search::WebSearch::from_anthropic(body);
     if let Some(tc) = body.get("tool_choice") {
         req.tool_choice = super::ToolChoice::from_anthropic(tc);
         if tc.get("disable_parallel_tool_use").and_then(Value::as_bool) == Some(true) {
@@ -105,6 +106,22 @@ fn push_message(req: &mut ChatRequest, i: usize, m: &Value) -> Result<(), Invali
         Value::Array(blocks) => {
             for (j, b) in blocks.iter().enumerate() {
                 match block_part(i, j, b)? {
+                    // A search's result inside the assistant's turn (a server tool's): the
+                    // turn so far, then the result as its own tool turn, as other APIs have it.
+                    Some(p @ Part::ToolResult { .. }) if role == Role::Assistant => {
+                        if !parts.is_empty() {
+                            req.messages.push(Message {
+                                role,
+                                content: std::mem::take(&mut parts),
+                                name: None,
+                            });
+                        }
+                        req.messages.push(Message {
+                            role: Role::Tool,
+                            content: vec![p],
+                            name: None,
+                        });
+                    }
                     Some(p @ Part::ToolResult { .. }) => results.push(p),
                     Some(p) => parts.push(p),
                     None => {}
@@ -179,6 +196,8 @@ fn block_part(i: usize, j: usize, b: &Value) -> Result<Option<Part>, InvalidRequ
             Part::Image { url, detail: None }
         }
         "tool_use" => tool_use_part(b),
+        "server_tool_use" => return Ok(super::search::anthropic_call_part(b)),
+        "web_search_tool_result" => super::search::anthropic_result_part(b),
         "tool_result" => Part::ToolResult {
             call_id: b
                 .get("tool_use_id")
@@ -200,6 +219,8 @@ fn tools_from_anthropic(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidR
     tools
         .iter()
         .enumerate()
+        // The hosted web search is no function: `req.web_search`.
+        .filter(|(_, t)| !super::search::WebSearch::is_anthropic(t))
         .map(|(i, t)| {
             let name = t.get("name").and_then(Value::as_str).ok_or_else(|| {
                 invalid(
@@ -268,21 +289,21 @@ pub fn response_to_anthropic(r: &ChatResponse, model: &str, thinking: bool) -> V
     let content: Vec<Value> = r
         .content
         .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) if !t.is_empty() => Some(json!({"type": "text", "text": t})),
-            Part::Reasoning(t) if thinking && !t.is_empty() => {
-                Some(json!({"type": "thinking", "thinking": t, "signature": ""}))
-            }
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-            } => Some(json!({"type": "tool_use", "id": id, "name": name,
-                "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))})),
-            _ => None,
+        .flat_map(|p| match p {
+            Part::WebSearch(run) => vec![run.anthropic_call(), run.anthropic_result()],
+            p => block(p, thinking).into_iter().collect(),
         })
         .collect();
     let usage = r.usage.unwrap_or_default();
+    let mut usage = usage_json(&usage);
+    let searches = r
+        .content
+        .iter()
+        .filter(|p| matches!(p, Part::WebSearch(_)))
+        .count();
+    if searches > 0 {
+        usage["server_tool_use"] = json!({ "web_search_requests": searches });
+    }
     json!({
         "id": anthropic_id(&r.id),
         "type": "message",
@@ -291,8 +312,25 @@ pub fn response_to_anthropic(r: &ChatResponse, model: &str, thinking: bool) -> V
         "content": content,
         "stop_reason": r.stop.as_ref().map(stop_reason).unwrap_or("end_turn"),
         "stop_sequence": null,
-        "usage": usage_json(&usage),
+        "usage": usage,
     })
+}
+
+/// One canonical part of an answer as an Anthropic content block, if it has one.
+fn block(p: &Part, thinking: bool) -> Option<Value> {
+    match p {
+        Part::Text(t) if !t.is_empty() => Some(json!({"type": "text", "text": t})),
+        Part::Reasoning(t) if thinking && !t.is_empty() => {
+            Some(json!({"type": "thinking", "thinking": t, "signature": ""}))
+        }
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Some(json!({"type": "tool_use", "id": id, "name": name,
+                "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}))})),
+        _ => None,
+    }
 }
 
 /// Usage as Anthropic counts it: `input_tokens` only what was neither read from nor written to
@@ -351,7 +389,7 @@ fn messages_to_anthropic(messages: &[crate::canonical::Message]) -> Vec<Value> {
                     Some(json!({"type": "tool_result", "tool_use_id": call_id, "content": content}))
                 }
                 // Unsigned reasoning from elsewhere: Anthropic takes only its own, signed.
-                Part::Reasoning(_) => None,
+                Part::Reasoning(_) | Part::WebSearch(_) => None,
             })
             .collect();
         if blocks.is_empty() {

@@ -121,7 +121,7 @@ pub fn request_to_gemini(req: &ChatRequest, model: &str) -> Map<String, Value> {
                     Some(json!({"functionResponse": {"name": name, "response": {"content": content}}}))
                 }
                 // Reasoning is the answering model's, not part of the conversation sent on.
-                Part::Reasoning(_) => None,
+                Part::Reasoning(_) | Part::WebSearch(_) => None,
             })
             .collect();
         if parts.is_empty() {

@@ -8,6 +8,7 @@ pub mod gemini;
 pub mod openai;
 pub mod options;
 pub mod responses;
+pub mod search;
 
 pub use options::{OutputFormat, ToolChoice};
 
@@ -125,6 +126,9 @@ pub struct ChatRequest {
     pub extra: Map<String, Value>,
     /// How hard the model should think (`effort::LEVELS`), when the client said.
     pub effort: Option<String>,
+    /// The hosted web search the client declared (`search`): passed through to an upstream of
+    /// its own API, run by Baton on any other.
+    pub web_search: Option<search::WebSearch>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +167,9 @@ pub enum Part {
     /// The model's reasoning, as readable text (a summary, or the raw thinking of an open
     /// model). Never signed: it goes to clients that show it, not back to a provider.
     Reasoning(String),
+    /// A web search Baton ran for the model (answers only: in a request's history a search is
+    /// the call and the result it was).
+    WebSearch(search::SearchRun),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -269,6 +276,8 @@ pub enum StreamEvent {
     },
     Finish(StopReason),
     Usage(Usage),
+    /// A web search Baton ran, whole (see `Part::WebSearch`).
+    WebSearch(search::SearchRun),
 }
 
 impl StreamEvent {
@@ -278,7 +287,7 @@ impl StreamEvent {
             StreamEvent::TextDelta(t) => !t.is_empty(),
             StreamEvent::ReasoningDelta(_) => false,
             StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } => true,
-            StreamEvent::Finish(_) => true,
+            StreamEvent::Finish(_) | StreamEvent::WebSearch(_) => true,
             StreamEvent::Usage(_) => false,
         }
     }
@@ -332,6 +341,7 @@ impl ChatRequest {
                         needs.tools = true;
                         chars += content.len() as u64;
                     }
+                    Part::WebSearch(_) => {}
                 }
             }
         }

@@ -372,7 +372,7 @@ fn message_to_openai(m: &Message) -> Vec<Value> {
                     } => calls.push(json!({"id": id, "type": "function",
                         "function": {"name": name, "arguments": arguments}})),
                     // Reasoning is the answering model's, not part of the conversation sent on.
-                    Part::ToolResult { .. } | Part::Reasoning(_) => {}
+                    Part::ToolResult { .. } | Part::Reasoning(_) | Part::WebSearch(_) => {}
                 }
             }
             let texts = m
@@ -567,6 +567,8 @@ pub fn event_to_chunk(ev: &StreamEvent, id: &str, model: &str, created: i64) -> 
         ),
         StreamEvent::Finish(r) => (json!({}), json!(r.as_openai()), None),
         StreamEvent::Usage(u) => (json!({}), Value::Null, Some(usage_to_openai(u))),
+        // Chat Completions has no search item: the answer's text carries what was found.
+        StreamEvent::WebSearch(_) => (json!({}), Value::Null, None),
     };
     let choices = if usage.is_some() {
         json!([])

@@ -88,6 +88,7 @@ pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, 
         }
     }
     req.tools = tools(body)?;
+    req.web_search = tools::web_search(body);
     options(body, &mut req)?;
     Ok(req)
 }
@@ -128,6 +129,25 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
         "custom_tool_call" => {
             let arguments = json!({ FREEFORM_PARAM: s("input") }).to_string();
             push_call(req, s("call_id"), called_name(item), arguments);
+            Ok(())
+        }
+        // A hosted search served earlier: the call and what is left of its result.
+        "web_search_call" => {
+            let (call, result) = super::search::responses_history(item);
+            let Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } = call
+            else {
+                return Ok(());
+            };
+            push_call(req, id, name, arguments);
+            req.messages.push(Message {
+                role: Role::Tool,
+                content: vec![result],
+                name: None,
+            });
             Ok(())
         }
         "function_call_output" | "custom_tool_call_output" => {
@@ -383,6 +403,11 @@ pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
     let reasoning = r.reasoning();
     if !reasoning.is_empty() {
         output.push(reasoning_item(reasoning_id(&echo.id, 0), &reasoning));
+    }
+    for p in &r.content {
+        if let Part::WebSearch(run) = p {
+            output.push(run.responses_item());
+        }
     }
     if !text.is_empty() {
         output.push(message_item(format!("msg_{}", echo.id), &text, "completed"));

@@ -107,3 +107,21 @@ impl Core {
         cleared
     }
 }
+
+impl super::Core {
+    /// The web search settings, with the key they name looked up.
+    pub fn web_search_service(&self) -> crate::search::Service {
+        let settings: crate::search::SearchSettings = self
+            .store
+            .setting(crate::search::SETTING)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let key = Some(settings.api_key_env.trim())
+            .filter(|n| !n.is_empty())
+            .and_then(|n| self.secret(n))
+            .filter(|k| !k.is_empty());
+        crate::search::Service::new(settings, key)
+    }
+}

@@ -420,6 +420,7 @@ impl Core {
             )
         };
         snap.set_model_map(&self.live_model_map());
+        snap.web_search = Arc::new(self.web_search_service());
         self.routing.redactor.set_secrets(
             snap.providers
                 .iter()
@@ -432,7 +433,8 @@ impl Core {
                         .filter_map(|(_, v)| v.to_str().ok().map(str::to_string));
                     keys.chain(headers)
                 })
-                .chain(self.keys.secret_values()),
+                .chain(self.keys.secret_values())
+                .chain(snap.web_search.key().map(str::to_string)),
         );
         for p in &snap.providers {
             if let Some(why) = p.unavailable() {

@@ -10,6 +10,7 @@ mod context;
 mod failure;
 mod fallback;
 mod forecast;
+mod hosted;
 pub mod record;
 pub mod snapshot;
 
@@ -48,6 +49,7 @@ const MAX_PRELUDE_EVENTS: usize = 64;
 pub use crate::providers::outbound::Wire;
 
 /// A client request after parsing and authentication.
+#[derive(Clone)]
 pub struct Inbound {
     /// The request in OpenAI form (the client's own body when it spoke OpenAI).
     pub body: Map<String, Value>,
@@ -259,7 +261,14 @@ impl Upstream for Live<'_> {
         inbound: &'a Inbound,
         request_id: &'a str,
     ) -> impl std::future::Future<Output = Attempt> + Send + 'a {
-        attempt::attempt(self.0, t, key, inbound, request_id)
+        async move {
+            // A hosted search the target cannot run itself: Baton runs it around the attempts.
+            if hosted::serves(t, inbound) {
+                hosted::attempt(self.0, t, key, inbound, request_id).await
+            } else {
+                attempt::attempt(self.0, t, key, inbound, request_id).await
+            }
+        }
     }
 }
 

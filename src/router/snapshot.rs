@@ -16,6 +16,8 @@ pub struct Snapshot {
     pub routing: RoutingConfig,
     /// `modelMap`, most specific pattern first.
     pub model_map: Vec<(String, String)>,
+    /// The search service hosted web search runs through on translated routes.
+    pub web_search: Arc<crate::search::Service>,
 }
 
 /// One provider + model to try.
@@ -87,6 +89,7 @@ impl Snapshot {
             routes,
             routing,
             model_map: Vec::new(),
+            web_search: Arc::default(),
         }
     }
 

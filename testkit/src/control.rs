@@ -31,5 +31,6 @@ pub(crate) async fn stats(State(s): State<Arc<Shared>>) -> Response {
         .last()
         .map(|r| r.body.clone())
         .unwrap_or(Value::Null);
-    axum::Json(json!({"hits": received.len(), "last": last})).into_response()
+    let searches = s.searches.lock().unwrap().clone();
+    axum::Json(json!({"hits": received.len(), "last": last, "searches": searches})).into_response()
 }

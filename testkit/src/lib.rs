@@ -29,6 +29,8 @@ mod control;
 mod gemini;
 mod openai;
 mod responses;
+mod search;
+pub use search::BRAVE_KEY;
 
 pub(crate) use openai::sse;
 use openai::{answer, slow_stream, thinking_stream, Cut, Reply};
@@ -134,6 +136,8 @@ pub(crate) struct Shared {
     refusals_expected: std::sync::atomic::AtomicBool,
     /// Benchmarks only: bodies are not checked (`unchecked_for_benchmarks`).
     unchecked: std::sync::atomic::AtomicBool,
+    /// The queries the fake search services were asked (`searches`).
+    searches: Mutex<Vec<String>>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -187,6 +191,8 @@ impl FakeUpstream {
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
             .route("/v1beta/models", get(gemini::models))
             .route("/v1beta/models/{*rest}", post(gemini::generate))
+            .route("/search", get(search::searxng))
+            .route("/res/v1/web/search", get(search::brave))
             .route("/_script", post(control::script))
             .route("/_stats", get(control::stats))
             .with_state(shared.clone());
@@ -219,6 +225,12 @@ impl FakeUpstream {
     /// Behaviour for requests once the script is used up.
     pub fn always(&self, b: Behavior) {
         *self.shared.fallback.lock().unwrap() = Some(b);
+    }
+
+    /// The queries its fake search services (SearXNG at `/search`, Brave at
+    /// `/res/v1/web/search`) answered.
+    pub fn searches(&self) -> Vec<String> {
+        self.shared.searches.lock().unwrap().clone()
     }
 
     pub fn received(&self) -> Vec<Received> {

@@ -123,8 +123,9 @@ fn offered_tools(body: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Arguments a tool's schema accepts (a city for the weather tools the tests declare).
-fn arguments_for(tool: &Value) -> String {
+/// Arguments a tool's schema accepts (a city for the weather tools the tests declare; for a
+/// search tool, the user's words as the query).
+fn arguments_for(tool: &Value, body: &Value) -> String {
     let schema = tool
         .get("parameters")
         .or_else(|| tool.get("input_schema"))
@@ -136,6 +137,9 @@ fn arguments_for(tool: &Value) -> String {
         || args.as_object().is_some_and(|m| m.is_empty())
     {
         args["city"] = json!("Paris");
+    }
+    if schema.pointer("/properties/query/type") == Some(&json!("string")) {
+        args["query"] = json!(last_words(body));
     }
     args.to_string()
 }
@@ -163,7 +167,7 @@ pub(crate) fn resolve_auto(b: Behavior, body: &Value) -> Behavior {
                 .map(|t| {
                     (
                         t["name"].as_str().unwrap_or_default().to_string(),
-                        arguments_for(t),
+                        arguments_for(t, body),
                     )
                 })
                 .collect(),
@@ -171,7 +175,7 @@ pub(crate) fn resolve_auto(b: Behavior, body: &Value) -> Behavior {
     }
     Behavior::ToolCall {
         name: tool["name"].as_str().unwrap_or_default().to_string(),
-        arguments: arguments_for(tool),
+        arguments: arguments_for(tool, body),
     }
 }
 
@@ -219,4 +223,29 @@ fn last_turn_is_users_words(body: &Value) -> bool {
         }),
         _ => false,
     }
+}
+
+/// The text of the conversation's last turn (the user's words when `last_turn_is_users_words`),
+/// in any API's shape.
+fn last_words(body: &Value) -> String {
+    fn text(v: &Value) -> Option<String> {
+        match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(parts) => parts
+                .iter()
+                .rev()
+                .find_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string)),
+            _ => None,
+        }
+    }
+    let Some(turn) = last_turn(body) else {
+        return String::new();
+    };
+    turn.get("content")
+        .or_else(|| turn.get("parts"))
+        .and_then(text)
+        .or_else(|| text(turn))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }

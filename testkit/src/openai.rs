@@ -357,10 +357,21 @@ pub(crate) fn auto_behavior(body: &Value) -> crate::Behavior {
                 .and_then(|m| m.get("role"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            // A search tool is called with the user's words as its query.
+            let searched = || match crate::model::resolve_auto(Behavior::Auto, body) {
+                Behavior::ToolCall { arguments, .. }
+                    if body
+                        .pointer("/tools/0/function/parameters/properties/query")
+                        .is_some() =>
+                {
+                    Some(arguments)
+                }
+                _ => None,
+            };
             match first_tool {
                 Some(name) if last_role == "user" => Behavior::ToolCall {
                     name,
-                    arguments: "{\"city\": \"Paris\"}".into(),
+                    arguments: searched().unwrap_or_else(|| "{\"city\": \"Paris\"}".into()),
                 },
                 _ => Behavior::Ok,
             }

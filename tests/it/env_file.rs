@@ -54,7 +54,7 @@ async fn ask(url: &str, home: &std::path::Path) -> u16 {
         .as_u16()
 }
 
-fn stop(mut child: std::process::Child) -> String {
+fn stop(child: std::process::Child) -> String {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();

@@ -78,3 +78,4 @@ mod timeouts;
 mod token_counts;
 mod updates;
 mod usage;
+mod web_search;

@@ -839,6 +839,43 @@ test("Team's hours, days and key expiry are the browser's own zone, as Activity'
   await ctx.close();
 });
 
+test("Settings → Web search: a SearXNG is set up and tried with the keyboard; a missing key is said and focused", async () => {
+  const p = await browser.newPage({ viewport: { width: 420, height: 760 } });
+  p.on("pageerror", (e) => errors.push(String(e)));
+  await p.goto(`${baton}/ui/#admin=${encodeURIComponent(adminKey)}`);
+  await p.click("nav a[data-tab=settings]");
+  await p.waitForSelector("#ws-status p");
+  assert.match(await p.textContent("#ws-status"), /no search service is set up/);
+  assert.equal(await p.isHidden("#ws-url-row"), true, "no address to give for None");
+  await p.focus("#ws-backend");
+  await p.selectOption("#ws-backend", "searxng");
+  assert.equal(await p.isVisible("#ws-url-row"), true);
+  assert.equal(await p.isHidden("#ws-key-row"), true, "SearXNG takes no key");
+  await p.fill("#ws-url", upA.replace(/\/v1$/, ""));
+  await p.press("#ws-url", "Enter");
+  await p.waitForSelector("#ws-status:has-text('search through this service')");
+  const saved = await (await fetch(`${baton}/admin/web-search`, { headers: { "x-admin-key": adminKey } })).json();
+  assert.equal(saved.backend, "searxng");
+  await p.fill("#ws-query", "tokio runtime");
+  await p.press("#ws-query", "Enter");
+  await p.waitForSelector("#ws-status ol li");
+  assert.equal(await p.locator("#ws-status ol li").count(), 3);
+  assert.match(await p.textContent("#ws-status"), /tokio runtime — Example Docs/);
+  const overflow = await p.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(overflow, false, "no horizontal scrolling at 420 px");
+  await p.locator("#web-search").screenshot({ path: join(artifacts, "web-search.png") });
+  // Brave with no key: refused, said, and the key field focused; nothing stored.
+  await p.selectOption("#ws-backend", "brave");
+  assert.equal(await p.isVisible("#ws-key-row"), true);
+  await p.fill("#ws-url", "");
+  await p.click("#web-search-form button[type=submit]");
+  await p.waitForFunction(() => document.activeElement && document.activeElement.id === "ws-key");
+  const after = await (await fetch(`${baton}/admin/web-search`, { headers: { "x-admin-key": adminKey } })).json();
+  assert.equal(after.backend, "searxng", "a refused change stores nothing");
+  await fetch(`${baton}/admin/web-search`, { method: "PUT", headers: { "x-admin-key": adminKey, "content-type": "application/json" }, body: JSON.stringify({ backend: "none" }) });
+  await p.close();
+});
+
 test("narrow tray window and dark mode render without errors", async () => {
   const small = await browser.newPage({ viewport: { width: 420, height: 720 }, colorScheme: "dark" });
   small.on("pageerror", (e) => errors.push(String(e)));

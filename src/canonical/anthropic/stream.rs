@@ -22,6 +22,8 @@ pub struct StreamEncoder {
     usage: Usage,
     /// The prompt's size before the upstream says it (`message_start` comes first).
     prompt_estimate: u64,
+    /// Web searches Baton ran for this answer (`usage.server_tool_use`).
+    searches: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -48,6 +50,7 @@ impl StreamEncoder {
             stop: None,
             usage: Usage::default(),
             prompt_estimate: 0,
+            searches: 0,
         }
     }
 
@@ -161,7 +164,24 @@ impl StreamEncoder {
             }
             StreamEvent::Finish(r) => self.stop = Some(r.clone()),
             StreamEvent::Usage(_) => {}
+            StreamEvent::WebSearch(run) => self.search(run, out),
         }
+    }
+
+    /// A search Baton ran, as Anthropic streams a server tool: the call with its input as one
+    /// delta, then the result block whole.
+    fn search(&mut self, run: &crate::canonical::search::SearchRun, out: &mut String) {
+        self.searches += 1;
+        let mut call = run.anthropic_call();
+        let input = std::mem::replace(&mut call["input"], json!({}));
+        let i = self.open_block(Block::Tool, call, out);
+        out.push_str(&frame(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": i,
+            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ));
+        self.open_block(Block::Tool, run.anthropic_result(), out);
+        self.close(out);
     }
 
     /// The closing frames of a complete answer.
@@ -169,11 +189,15 @@ impl StreamEncoder {
         self.start(out);
         self.close(out);
         let reason = self.stop.as_ref().map(stop_reason).unwrap_or("end_turn");
+        let mut usage = super::usage_json(&self.usage);
+        if self.searches > 0 {
+            usage["server_tool_use"] = json!({ "web_search_requests": self.searches });
+        }
         out.push_str(&frame(
             "message_delta",
             &json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": null},
-            "usage": super::usage_json(&self.usage)}),
+            "usage": usage}),
         ));
         out.push_str(&frame("message_stop", &json!({"type": "message_stop"})));
     }

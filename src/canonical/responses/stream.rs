@@ -104,7 +104,37 @@ impl StreamEncoder {
             }
             StreamEvent::Finish(stop) => self.stop = Some(stop.clone()),
             StreamEvent::Usage(u) => self.usage = Some(*u),
+            StreamEvent::WebSearch(run) => self.search(run, out),
         }
+    }
+
+    /// A search Baton ran, as the API streams its hosted search: the item added in progress,
+    /// `in_progress`, `searching`, `completed`, the item done.
+    fn search(&mut self, run: &crate::canonical::search::SearchRun, out: &mut String) {
+        self.close_message(out);
+        let output_index = self.take_index();
+        let item = run.responses_item();
+        let id = item["id"].clone();
+        self.frame(
+            out,
+            "response.output_item.added",
+            json!({"output_index": output_index,
+                "item": {"type": "web_search_call", "id": id, "status": "in_progress",
+                    "action": {"type": "search", "query": run.query}}}),
+        );
+        for phase in ["in_progress", "searching", "completed"] {
+            self.frame(
+                out,
+                &format!("response.web_search_call.{phase}"),
+                json!({"output_index": output_index, "item_id": id}),
+            );
+        }
+        self.frame(
+            out,
+            "response.output_item.done",
+            json!({"output_index": output_index, "item": item}),
+        );
+        self.done.push((output_index, item));
     }
 
     /// The end of a complete answer: every open item closed, then the whole response.

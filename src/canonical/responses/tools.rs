@@ -9,8 +9,9 @@ use crate::canonical::{invalid, kind_of, InvalidRequest, Tool};
 /// The one parameter a freeform tool has on upstreams without freeform tools.
 pub(super) const FREEFORM_PARAM: &str = "input";
 
-/// Function and freeform tools; others (hosted tools such as web search) cannot run anywhere
-/// but on OpenAI's servers and are left out.
+/// Function and freeform tools. The hosted web search is `ChatRequest::web_search`
+/// ([`web_search`]); other hosted tools (file search, code interpreter) run only on OpenAI's
+/// servers and are left out.
 pub(super) fn tools(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidRequest> {
     let mut out = Vec::new();
     for d in declared(body)? {
@@ -44,6 +45,14 @@ pub(super) fn tools(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidReque
         });
     }
     Ok(out)
+}
+
+/// The hosted web search, when the client declared it.
+pub(super) fn web_search(body: &Map<String, Value>) -> Option<crate::canonical::search::WebSearch> {
+    declared(body).ok()?.into_iter().find_map(|d| {
+        crate::canonical::search::WebSearch::is_responses(d.tool)
+            .then(|| crate::canonical::search::WebSearch::from_responses(d.tool))
+    })
 }
 
 /// One tool the client declared: where, in which namespace, and its definition.

@@ -80,7 +80,7 @@ fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
             Part::ToolResult { call_id, content } => calls.push(json!({
                 "type": "function_call_output", "call_id": call_id, "output": content})),
             // Reasoning is the answering model's, not part of the conversation sent on.
-            Part::Reasoning(_) => {}
+            Part::Reasoning(_) | Part::WebSearch(_) => {}
         }
     }
     if !parts.is_empty() {

@@ -24,6 +24,14 @@ pub const VERSION: &str = "2023-06-01";
 pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
     let cap = model.max_output_tokens;
     if let Some(b) = o.original(Wire::Anthropic) {
+        // Searches Baton ran on another upstream earlier in the conversation: as text.
+        if let Some(own) = canonical::search::unbridge(b) {
+            let o = Outbound {
+                original: Some((Wire::Anthropic, &own)),
+                ..*o
+            };
+            return body(&o, model);
+        }
         // Thinking blocks go back only to the account that signed them (`thinking`).
         if crate::providers::thinking::to_check(b) {
             let mut own = b.clone();

@@ -22,6 +22,9 @@ pub enum Source {
         codec: Box<dyn Decode>,
     },
     Cli(CliEvents),
+    /// Nothing more: the whole answer is in the prelude (a hosted search's answer, made of
+    /// several complete rounds).
+    Finished,
 }
 
 /// What the source gave next.
@@ -40,7 +43,7 @@ impl Source {
     pub fn wire(&self) -> Option<Wire> {
         match self {
             Source::Sse { codec, .. } => Some(codec.wire()),
-            Source::Cli(_) => None,
+            Source::Cli(_) | Source::Finished => None,
         }
     }
 
@@ -54,6 +57,7 @@ impl Source {
                 Err(e) => Next::Broke(e.to_string()),
             },
             Source::Cli(cli) => cli.next().await,
+            Source::Finished => Next::End,
         }
     }
 
@@ -64,6 +68,7 @@ impl Source {
                 reader.buffered_event().map(|ev| decode(codec, ev, events))
             }
             Source::Cli(cli) => cli.buffered(),
+            Source::Finished => None,
         }
     }
 }

@@ -276,9 +276,13 @@ fn read_tool(
     i: usize,
     req: &mut ChatRequest,
 ) -> Result<(), InvalidRequest> {
+    // Grounding with Google Search: passed through to Gemini upstreams, run by Baton elsewhere.
+    if field(t, "googleSearch").is_some() || field(t, "googleSearchRetrieval").is_some() {
+        req.web_search = Some(crate::canonical::search::WebSearch::default());
+    }
     let Some(decls) = field(t, "functionDeclarations") else {
-        // googleSearch, codeExecution, urlContext…: Gemini's own tools, run by Gemini; they
-        // reach Gemini upstreams in the client's body, and no other kind has them.
+        // codeExecution, urlContext…: Gemini's own tools, run by Gemini; they reach Gemini
+        // upstreams in the client's body, and no other kind has them.
         return Ok(());
     };
     for (j, d) in array(decls, &format!("tools[{i}].function_declarations"))?

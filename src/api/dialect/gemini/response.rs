@@ -50,8 +50,22 @@ fn part(p: &Part) -> Option<Value> {
             name,
             arguments,
         } => Some(call_part(id, name, arguments)),
-        Part::Image { .. } | Part::ToolResult { .. } => None,
+        Part::Image { .. } | Part::ToolResult { .. } | Part::WebSearch(_) => None,
     }
+}
+
+/// Searches Baton ran, as Gemini's `groundingMetadata`: the queries and the pages found.
+fn grounding(runs: &[&crate::canonical::search::SearchRun]) -> Option<Value> {
+    if runs.is_empty() {
+        return None;
+    }
+    let queries: Vec<&str> = runs.iter().map(|r| r.query.as_str()).collect();
+    let chunks: Vec<Value> = runs
+        .iter()
+        .flat_map(|r| &r.hits)
+        .map(|h| json!({"web": {"uri": h.url, "title": h.title}}))
+        .collect();
+    Some(json!({"webSearchQueries": queries, "groundingChunks": chunks}))
 }
 
 fn candidate(parts: Vec<Value>, stop: Option<&StopReason>) -> Value {
@@ -70,6 +84,17 @@ pub fn response_to_gemini(a: &ChatResponse, model: &str, response_id: &str) -> V
         "modelVersion": model,
         "responseId": response_id,
     });
+    let runs: Vec<_> = a
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::WebSearch(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    if let Some(g) = grounding(&runs) {
+        out["candidates"][0]["groundingMetadata"] = g;
+    }
     if let Some(u) = &a.usage {
         out["usageMetadata"] = usage_metadata(u);
     }
@@ -90,6 +115,8 @@ pub struct StreamEncoder {
     calls: Vec<(u32, String, String, String)>,
     stop: Option<StopReason>,
     usage: Option<Usage>,
+    /// Searches Baton ran: `groundingMetadata` on the last chunk.
+    searches: Vec<crate::canonical::search::SearchRun>,
 }
 
 impl StreamEncoder {
@@ -102,6 +129,7 @@ impl StreamEncoder {
             calls: Vec::new(),
             stop: None,
             usage: None,
+            searches: Vec::new(),
         }
     }
 
@@ -124,6 +152,9 @@ impl StreamEncoder {
         if stop.is_some() {
             if let Some(u) = &self.usage {
                 body["usageMetadata"] = usage_metadata(u);
+            }
+            if let Some(g) = grounding(&self.searches.iter().collect::<Vec<_>>()) {
+                body["candidates"][0]["groundingMetadata"] = g;
             }
         }
         self.chunk(&body, out);
@@ -161,6 +192,7 @@ impl StreamEncoder {
             }
             StreamEvent::Finish(s) => self.stop = Some(s.clone()),
             StreamEvent::Usage(u) => self.usage = Some(*u),
+            StreamEvent::WebSearch(run) => self.searches.push(run.clone()),
         }
     }
 

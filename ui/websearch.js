@@ -1,0 +1,93 @@
+// Settings → Web search: the service Baton searches through when a client's hosted web search
+// (Claude Code's WebSearch, Codex's web_search, Gemini's grounding) is served by another kind of
+// provider. A typed key goes to the OS credential store and is never shown again.
+import { api } from "./api.js";
+import { el } from "./views.js";
+
+const $ = (id) => document.getElementById(id);
+let ctx;
+let current;
+
+export function initWebSearch(c) {
+  ctx = c;
+  $("ws-backend").addEventListener("change", () => showFields($("ws-backend").value));
+  $("web-search-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = {
+      backend: $("ws-backend").value,
+      url: $("ws-url").value.trim(),
+      maxResults: Number($("ws-max").value) || 5,
+    };
+    const key = $("ws-key").value.trim();
+    if (key) body.apiKey = key;
+    else body.apiKeyEnv = $("ws-env").value.trim();
+    try {
+      render(await api("PUT", "/admin/web-search", body));
+      $("ws-key").value = "";
+      ctx.toast(body.backend === "none" ? "Web search turned off." : "Web search saved.");
+    } catch (err) {
+      ctx.showError(err);
+      const field = { url: "ws-url", apiKey: "ws-key", maxResults: "ws-max" }[err.param];
+      if (field) $(field).focus();
+    }
+  });
+  $("web-search-test").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const query = $("ws-query").value.trim();
+    if (!query) {
+      $("ws-query").focus();
+      return;
+    }
+    const status = $("ws-status");
+    status.replaceChildren("Searching…");
+    try {
+      const r = await api("POST", "/admin/web-search/test", { query });
+      if (r.error) {
+        status.replaceChildren(el("p", { class: "warn-text", role: "alert" }, r.error.message));
+      } else if (!r.results.length) {
+        status.replaceChildren(el("p", {}, `No results for “${r.query}”.`));
+      } else {
+        status.replaceChildren(
+          el("p", { class: "muted small" }, `${r.results.length} results for “${r.query}”:`),
+          el("ol", { class: "ws-results" }, ...r.results.map((h) =>
+            el("li", {}, el("a", { href: h.url, target: "_blank", rel: "noopener noreferrer" }, h.title || h.url),
+              el("div", { class: "muted small" }, h.url)))),
+        );
+      }
+    } catch (err) {
+      status.replaceChildren();
+      ctx.showError(err);
+    }
+  });
+}
+
+function showFields(backend) {
+  $("ws-url-row").hidden = backend === "none";
+  $("ws-url").placeholder = backend === "brave" ? "https://api.search.brave.com/res/v1/web/search (default)" : "http://127.0.0.1:8888";
+  $("ws-key-row").hidden = backend !== "brave";
+  $("ws-env-row").hidden = backend !== "brave";
+  $("web-search-test").hidden = !current || current.backend === "none" || backend !== current.backend;
+}
+
+export async function renderWebSearch() {
+  try {
+    render(await api("GET", "/admin/web-search"));
+  } catch (err) {
+    ctx.showError(err);
+  }
+}
+
+function render(w) {
+  current = w;
+  $("ws-backend").value = w.backend;
+  $("ws-url").value = w.url || "";
+  $("ws-env").value = w.apiKeyEnv || "";
+  $("ws-key").placeholder = w.keyStored ? "•••••••• (saved; type to replace)" : "";
+  $("ws-max").value = w.maxResults;
+  showFields(w.backend);
+  $("ws-status").replaceChildren(
+    w.unavailable
+      ? el("p", { class: w.backend === "none" ? "muted small" : "warn-text" }, `Translated routes cannot search: ${w.unavailable}.`)
+      : el("p", { class: "muted small" }, "Translated routes search through this service."),
+  );
+}
