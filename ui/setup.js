@@ -135,9 +135,9 @@ export async function renderFirstRun() {
 
 export async function renderConnect() {
   const box = $("connect-body");
-  let s, routes, clients;
+  let s, routes, clients, search;
   try {
-    [s, routes, clients] = await Promise.all([ensureSetup(), api("GET", "/admin/routes"), api("GET", "/admin/connect")]);
+    [s, routes, clients, search] = await Promise.all([ensureSetup(), api("GET", "/admin/routes"), api("GET", "/admin/connect"), api("GET", "/admin/web-search")]);
     if (!app.state.providers.length) await app.loadProviders();
   } catch (e) {
     showError(e);
@@ -175,12 +175,24 @@ export async function renderConnect() {
     codexCard(routes, shellKey, base, auto(clients, "codex")),
     el("div", { class: "card stack", id: "opencode" }, el("h2", {}, "opencode"), auto(clients, "opencode")),
     geminiCard(routes, shellKey, auto(clients, "gemini-cli")),
+    webSearchCard(search),
     el("div", { class: "card stack" }, snippet("OpenAI Python SDK", `from openai import OpenAI\n\nclient = OpenAI(base_url="${base}", api_key=${pyKey})\nreply = client.chat.completions.create(\n    model="auto", messages=[{"role": "user", "content": "Hello"}]\n)\nprint(reply.choices[0].message.content)`.replace("from openai", pyKey.startsWith("os.") ? "import os\nfrom openai" : "from openai"))),
     el("div", { class: "card stack" }, snippet("curl", `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, "Providers Baton knows"),
       el("p", { class: "muted small" }, "Add one from the catalog (its URL, models and key variable are filled in):"),
       el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
   );
+}
+
+/** Whether the agents' web search works on every provider, and where that is set. */
+function webSearchCard(search) {
+  const works = !search.unavailable;
+  return el("div", { class: "card stack", id: "connect-web-search" },
+    el("h2", {}, "Web search in these tools"),
+    el("p", { class: "muted small" }, "Claude Code's WebSearch, Codex's web search (web_search = \"live\" in its config) and Gemini's grounding search on their own provider. On any other provider Baton searches for them."),
+    el("p", { class: works ? "ok-text" : "warn-text", id: "connect-web-search-status" },
+      works ? `✓ Baton searches through ${search.backend === "brave" ? "Brave Search" : "SearXNG"} on other providers.` : `On other providers these tools cannot search: ${search.unavailable}.`),
+    el("div", {}, el("a", { class: "button", href: "#settings" }, "Web search settings")));
 }
 
 /** The "set it up for me" block of a client's card (see connect.js). */

@@ -79,6 +79,8 @@ export async function renderWebSearch() {
 
 function render(w) {
   current = w;
+  // The config file's `webSearch` wins at every start: shown, not edited here.
+  for (const input of $("web-search-form").querySelectorAll("input, select, button")) input.disabled = w.fromFile;
   $("ws-backend").value = w.backend;
   $("ws-url").value = w.url || "";
   $("ws-env").value = w.apiKeyEnv || "";
@@ -86,6 +88,7 @@ function render(w) {
   $("ws-max").value = w.maxResults;
   showFields(w.backend);
   $("ws-status").replaceChildren(
+    ...(w.fromFile ? [el("p", { class: "muted small" }, "Set in the config file (webSearch): change it there.")] : []),
     w.unavailable
       ? el("p", { class: w.backend === "none" ? "muted small" : "warn-text" }, `Translated routes cannot search: ${w.unavailable}.`)
       : el("p", { class: "muted small" }, "Translated routes search through this service."),

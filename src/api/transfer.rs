@@ -32,6 +32,15 @@ pub fn export_config(core: &Core) -> Result<crate::config::ConfigFile, ApiError>
     out.providers = providers;
     out.routes = core.live_routes();
     out.model_map = core.live_model_map();
+    // Web search as it is live, but for a key typed into Settings (never exported).
+    let mut search = core.web_search_service().settings;
+    if search
+        .api_key_env
+        .starts_with(crate::secrets::LOOKUP_PREFIX)
+    {
+        search.api_key_env.clear();
+    }
+    out.web_search = (search != crate::search::SearchSettings::default()).then_some(search);
     out.schema = Some("./config.schema.json".into());
     Ok(out)
 }

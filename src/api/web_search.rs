@@ -56,6 +56,8 @@ fn view(core: &Core) -> Value {
         "keySet": service.key().is_some(),
         "maxResults": s.max_results,
         "unavailable": service.unavailable(),
+        // Set by the config file, which wins at every start: edited there.
+        "fromFile": core.file_config.web_search.is_some(),
     })
 }
 
@@ -70,6 +72,14 @@ pub async fn put(
     JsonBody(b): JsonBody<Body>,
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
+    if core.file_config.web_search.is_some() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "invalid_request_error",
+            "set_in_config_file",
+            "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
+        ));
+    }
     let old = stored(core);
     let mut s = SearchSettings {
         backend: b.backend,

@@ -8,6 +8,7 @@ mod provider_checks;
 mod refs;
 mod state;
 pub mod validate;
+pub mod web_search;
 
 pub use load::{json_schema, load_file, parse_str};
 
@@ -67,6 +68,12 @@ pub struct ConfigFile {
     /// per-provider concurrency shared by every instance on the same Redis).
     #[serde(default, skip_serializing_if = "StateConfig::is_default")]
     pub state: StateConfig,
+    /// The search service hosted web search (Claude Code's WebSearch, Codex's web_search,
+    /// Gemini's grounding) runs through when a provider of another API serves it. Given here,
+    /// it is the file's: Settings shows it and cannot change it. Absent, Settings → Web search
+    /// sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<web_search::SearchSettings>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -21,7 +21,11 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
     let ids = validate_providers(config, file, &err)?;
     validate_routes(config, &ids, &err)?;
     validate_local_fallback(config, &ids, &err)?;
-    validate_model_map(config, &ids, &err)
+    validate_model_map(config, &ids, &err)?;
+    match config.web_search.as_ref().and_then(|w| w.problem()) {
+        Some(p) => Err(err("webSearch".into(), p)),
+        None => Ok(()),
+    }
 }
 
 type Err<'a> = &'a dyn Fn(String, String) -> ConfigError;

@@ -111,13 +111,17 @@ impl Core {
 impl super::Core {
     /// The web search settings, with the key they name looked up.
     pub fn web_search_service(&self) -> crate::search::Service {
-        let settings: crate::search::SearchSettings = self
-            .store
-            .setting(crate::search::SETTING)
-            .ok()
-            .flatten()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
+        // The config file's, when it gives one; else Settings'.
+        let settings: crate::search::SearchSettings = match &self.file_config.web_search {
+            Some(s) => s.clone(),
+            None => self
+                .store
+                .setting(crate::search::SETTING)
+                .ok()
+                .flatten()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+        };
         let key = Some(settings.api_key_env.trim())
             .filter(|n| !n.is_empty())
             .and_then(|n| self.secret(n))

@@ -254,20 +254,18 @@ pub(crate) trait Upstream: Sync {
 pub(crate) struct Live<'a>(pub &'a Routing);
 
 impl Upstream for Live<'_> {
-    fn attempt<'a>(
-        &'a self,
-        t: &'a Target,
-        key: Option<&'a crate::providers::ApiKey>,
-        inbound: &'a Inbound,
-        request_id: &'a str,
-    ) -> impl std::future::Future<Output = Attempt> + Send + 'a {
-        async move {
-            // A hosted search the target cannot run itself: Baton runs it around the attempts.
-            if hosted::serves(t, inbound) {
-                hosted::attempt(self.0, t, key, inbound, request_id).await
-            } else {
-                attempt::attempt(self.0, t, key, inbound, request_id).await
-            }
+    async fn attempt(
+        &self,
+        t: &Target,
+        key: Option<&crate::providers::ApiKey>,
+        inbound: &Inbound,
+        request_id: &str,
+    ) -> Attempt {
+        // A hosted search the target cannot run itself: Baton runs it around the attempts.
+        if hosted::serves(t, inbound) {
+            hosted::attempt(self.0, t, key, inbound, request_id).await
+        } else {
+            attempt::attempt(self.0, t, key, inbound, request_id).await
         }
     }
 }

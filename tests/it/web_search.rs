@@ -503,3 +503,81 @@ async fn web_search_settings_refuse_what_cannot_work_and_say_what_to_fix() {
     assert_eq!(g["backend"], "none", "nothing refused was stored");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn the_config_files_web_search_is_used_shown_and_not_editable_in_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("gpt").await;
+    up.always(Behavior::Auto);
+    std::env::set_var("BT_WS_KEY", "sk-web-search-upstream");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "p", "kind": "openai-compatible", "baseUrl": up.base_url(),
+            "keys": [{"env": "BT_WS_KEY"}], "models": ["m-1"]}], "modelMap": {"*": "auto"},
+            "webSearch": {"backend": "searxng", "url": format!("http://{}", up.addr), "maxResults": 2}}),
+    )
+    .await;
+    let v: Value = baton
+        .messages(anthropic_search_request(false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["content"][1]["content"].as_array().unwrap().len(),
+        2,
+        "maxResults from the file: {v}"
+    );
+    let admin = Admin(&baton);
+    let (_, g) = admin.send(Method::GET, "/admin/web-search", None).await;
+    assert_eq!(g["fromFile"], true);
+    let (s, e) = admin
+        .send(
+            Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "none"})),
+        )
+        .await;
+    assert_eq!(s, 409, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("config file"),
+        "{e}"
+    );
+    let (_, exported) = admin.send(Method::GET, "/admin/export", None).await;
+    assert_eq!(exported["webSearch"]["backend"], "searxng", "{exported}");
+    baton.stop().await;
+}
+
+#[test]
+fn a_config_files_web_search_that_cannot_work_is_refused_at_start() {
+    let text = json!({"providers": [], "webSearch": {"backend": "searxng", "url": "http://search.example.com"}}).to_string();
+    let e = baton::config::parse_str(&text, std::path::Path::new("c.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("webSearch") && e.contains("https"), "{e}");
+}
+
+#[tokio::test]
+async fn a_typed_brave_key_is_never_exported() {
+    let (_d, up, baton) = setup("openai-compatible", "gpt", false).await;
+    let admin = Admin(&baton);
+    let (s, _) = admin
+        .send(
+            Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "brave", "apiKey": testkit::BRAVE_KEY,
+            "url": format!("http://{}/res/v1/web/search", up.addr)})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (_, exported) = admin.send(Method::GET, "/admin/export", None).await;
+    assert_eq!(exported["webSearch"]["backend"], "brave");
+    assert_eq!(exported["webSearch"]["apiKeyEnv"], "", "{exported}");
+    assert!(!exported.to_string().contains(testkit::BRAVE_KEY));
+    baton.stop().await;
+}

@@ -856,6 +856,11 @@ test("Settings → Web search: a SearXNG is set up and tried with the keyboard; 
   await p.waitForSelector("#ws-status:has-text('search through this service')");
   const saved = await (await fetch(`${baton}/admin/web-search`, { headers: { "x-admin-key": adminKey } })).json();
   assert.equal(saved.backend, "searxng");
+  // Connect says the agents' searches work on every provider now.
+  await p.click("nav a[data-tab=connect]");
+  await p.waitForSelector("#connect-web-search-status:has-text('searches through SearXNG')");
+  await p.click("nav a[data-tab=settings]");
+  await p.waitForSelector("#ws-status p");
   await p.fill("#ws-query", "tokio runtime");
   await p.press("#ws-query", "Enter");
   await p.waitForSelector("#ws-status ol li");
