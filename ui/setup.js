@@ -191,7 +191,7 @@ function webSearchCard(search) {
     el("h2", {}, "Web search in these tools"),
     el("p", { class: "muted small" }, "Claude Code's WebSearch, Codex's web search (web_search = \"live\" in its config) and Gemini's grounding search on their own provider. On any other provider Baton searches for them."),
     el("p", { class: works ? "ok-text" : "warn-text", id: "connect-web-search-status" },
-      works ? `✓ Baton searches through ${search.backend === "brave" ? "Brave Search" : "SearXNG"} on other providers.` : `On other providers these tools cannot search: ${search.unavailable}.`),
+      works ? `✓ Baton searches through ${search.backend === "brave" ? "Brave Search" : search.backend === "provider" ? search.provider : "SearXNG"} on other providers.` : `On other providers these tools cannot search: ${search.unavailable}.`),
     el("div", {}, el("a", { class: "button", href: "#settings" }, "Web search settings")));
 }
 

@@ -17,6 +17,7 @@ export function initWebSearch(c) {
       backend: $("ws-backend").value,
       url: $("ws-url").value.trim(),
       maxResults: Number($("ws-max").value) || 5,
+      provider: $("ws-backend").value === "provider" ? $("ws-provider").value : "",
     };
     const key = $("ws-key").value.trim();
     if (key) body.apiKey = key;
@@ -27,7 +28,7 @@ export function initWebSearch(c) {
       ctx.toast(body.backend === "none" ? "Web search turned off." : "Web search saved.");
     } catch (err) {
       ctx.showError(err);
-      const field = { url: "ws-url", apiKey: "ws-key", maxResults: "ws-max" }[err.param];
+      const field = { url: "ws-url", apiKey: "ws-key", maxResults: "ws-max", provider: "ws-provider" }[err.param];
       if (field) $(field).focus();
     }
   });
@@ -62,16 +63,24 @@ export function initWebSearch(c) {
 }
 
 function showFields(backend) {
-  $("ws-url-row").hidden = backend === "none";
+  $("ws-url-row").hidden = backend === "none" || backend === "provider";
+  $("ws-provider-row").hidden = backend !== "provider";
   $("ws-url").placeholder = backend === "brave" ? "https://api.search.brave.com/res/v1/web/search (default)" : "http://127.0.0.1:8888";
   $("ws-key-row").hidden = backend !== "brave";
   $("ws-env-row").hidden = backend !== "brave";
   $("web-search-test").hidden = !current || current.backend === "none" || backend !== current.backend;
 }
 
+/** The providers whose API searches by itself: Anthropic, the Responses API, Gemini. */
+const SEARCHING_KINDS = ["anthropic", "openai-responses", "gemini"];
+
 export async function renderWebSearch() {
   try {
-    render(await api("GET", "/admin/web-search"));
+    const [w, p] = await Promise.all([api("GET", "/admin/web-search"), api("GET", "/admin/providers")]);
+    const able = p.providers.filter((x) => SEARCHING_KINDS.includes(x.kind));
+    $("ws-provider").replaceChildren(...able.map((x) => el("option", { value: x.id }, `${x.name || x.id} (${x.kind})`)));
+    if (!able.length) $("ws-provider").append(el("option", { value: "" }, "No anthropic, openai-responses or gemini provider yet"));
+    render(w);
   } catch (err) {
     ctx.showError(err);
   }
@@ -86,11 +95,12 @@ function render(w) {
   $("ws-env").value = w.apiKeyEnv || "";
   $("ws-key").placeholder = w.keyStored ? "•••••••• (saved; type to replace)" : "";
   $("ws-max").value = w.maxResults;
+  if (w.provider) $("ws-provider").value = w.provider;
   showFields(w.backend);
   $("ws-status").replaceChildren(
     ...(w.fromFile ? [el("p", { class: "muted small" }, "Set in the config file (webSearch): change it there.")] : []),
     w.unavailable
       ? el("p", { class: w.backend === "none" ? "muted small" : "warn-text" }, `Translated routes cannot search: ${w.unavailable}.`)
-      : el("p", { class: "muted small" }, "Translated routes search through this service."),
+      : el("p", { class: "muted small" }, w.backend === "provider" ? `Translated routes search through ${w.provider}, on its own key.` : "Translated routes search through this service."),
   );
 }

@@ -28,10 +28,13 @@ pub struct Body {
     api_key: Option<String>,
     #[serde(default)]
     max_results: Option<u32>,
+    /// The provider that searches, for `backend: "provider"`.
+    #[serde(default)]
+    provider: String,
 }
 
 impl Shape for Body {
-    const EXPECTED: &'static str = r#"{"backend": "none"|"searxng"|"brave", "url": "http://127.0.0.1:8888", "apiKey": "…" or "apiKeyEnv": "BRAVE_API_KEY", "maxResults": 5}"#;
+    const EXPECTED: &'static str = r#"{"backend": "none"|"searxng"|"brave"|"provider", "url": "http://127.0.0.1:8888", "apiKey": "…" or "apiKeyEnv": "BRAVE_API_KEY", "provider": "claude" (for "provider"), "maxResults": 5}"#;
 }
 
 fn stored(core: &Core) -> SearchSettings {
@@ -55,7 +58,8 @@ fn view(core: &Core) -> Value {
         "keyStored": stored_key,
         "keySet": service.key().is_some(),
         "maxResults": s.max_results,
-        "unavailable": service.unavailable(),
+        "provider": s.provider,
+        "unavailable": crate::router::searcher::unavailable(&core.routing, &service),
         // Set by the config file, which wins at every start: edited there.
         "fromFile": core.file_config.web_search.is_some(),
     })
@@ -86,6 +90,7 @@ pub async fn put(
         url: b.url.trim().to_string(),
         api_key_env: old.api_key_env.clone(),
         max_results: b.max_results.unwrap_or(old.max_results),
+        provider: b.provider.trim().to_string(),
     };
     if let Some(env) = b.api_key_env.map(|e| e.trim().to_string()) {
         if !env.is_empty() && !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -108,9 +113,16 @@ pub async fn put(
         let field = match s.backend {
             _ if p.contains("maxResults") => "maxResults",
             Backend::Brave if p.contains("key") => "apiKey",
+            Backend::Provider => "provider",
             _ => "url",
         };
         return Err(ApiError::field(field, p));
+    }
+    if s.backend == Backend::Provider {
+        let service = crate::search::Service::new(s.clone(), None);
+        if let Some(why) = crate::router::searcher::unavailable(&core.routing, &service) {
+            return Err(ApiError::field("provider", why));
+        }
     }
     if let Some(k) = typed {
         let id = core
@@ -149,20 +161,15 @@ pub async fn test(
         return Err(ApiError::field("query", "give a query to search for"));
     }
     let service = core.routing.snapshot.load().web_search.clone();
-    let http = core
-        .routing
-        .http
-        .get(5_000)
-        .map_err(|e| ApiError::internal("http", e))?;
-    let run = service
-        .search(
-            &http,
-            "test".into(),
-            query,
-            &crate::canonical::search::WebSearch::default(),
-            &core.routing.redactor,
-        )
-        .await;
+    let run = crate::router::searcher::search(
+        &core.routing,
+        &service,
+        "test".into(),
+        query,
+        &crate::canonical::search::WebSearch::default(),
+        "web-search-test",
+    )
+    .await;
     Ok(Json(json!({
         "query": run.query,
         "error": run.error.as_ref().map(|e| json!({"code": e.code, "message": e.message})),

@@ -16,8 +16,12 @@ pub const TOOL: &str = "web_search";
 const MAX_QUERY: usize = 500;
 
 /// The hosted search a client asked for, with its limits.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WebSearch {
+    /// Live access to the web. Codex's default `web_search = "cached"` declares the tool with
+    /// `external_web_access: false` (OpenAI's cached index only): the user has not allowed live
+    /// searches, so Baton runs none for it.
+    pub live: bool,
     /// Searches one answer may run (Anthropic's `max_uses`).
     pub max_uses: Option<u32>,
     pub allowed_domains: Vec<String>,
@@ -64,6 +68,17 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
+impl Default for WebSearch {
+    fn default() -> Self {
+        Self {
+            live: true,
+            max_uses: None,
+            allowed_domains: Vec::new(),
+            blocked_domains: Vec::new(),
+        }
+    }
+}
+
 impl WebSearch {
     /// Whether an Anthropic tool is the web search server tool (`web_search_20250305`, …).
     pub fn is_anthropic(tool: &Value) -> bool {
@@ -80,6 +95,7 @@ impl WebSearch {
             .iter()
             .find(|t| Self::is_anthropic(t))?;
         Some(Self {
+            live: true,
             max_uses: t
                 .get("max_uses")
                 .and_then(Value::as_u64)
@@ -100,6 +116,7 @@ impl WebSearch {
     /// The Responses tool's options.
     pub fn from_responses(tool: &Value) -> Self {
         Self {
+            live: tool.get("external_web_access").and_then(Value::as_bool) != Some(false),
             allowed_domains: strings(tool.get("filters").and_then(|f| f.get("allowed_domains"))),
             ..Self::default()
         }

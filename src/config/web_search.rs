@@ -19,6 +19,10 @@ pub enum Backend {
     Searxng,
     /// Brave's Search API, with a subscription key.
     Brave,
+    /// A configured provider with web search built in (`anthropic`: its web search server tool;
+    /// `openai-responses`: its `web_search` tool; `gemini`: grounding with Google Search), on
+    /// its own key and bill.
+    Provider,
 }
 
 /// `webSearch` in the settings table.
@@ -34,6 +38,9 @@ pub struct SearchSettings {
     /// Settings (kept in the OS credential store).
     #[serde(default)]
     pub api_key_env: String,
+    /// The provider that searches, for `backend: "provider"` (its id).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
     /// Results per search (1–20).
     #[serde(default = "default_max_results")]
     pub max_results: u32,
@@ -49,6 +56,7 @@ impl Default for SearchSettings {
             backend: Backend::None,
             url: String::new(),
             api_key_env: String::new(),
+            provider: String::new(),
             max_results: default_max_results(),
         }
     }
@@ -68,6 +76,11 @@ impl SearchSettings {
             Backend::Brave if self.api_key_env.trim().is_empty() => {
                 Some("Brave's Search API needs a key".into())
             }
+            Backend::Provider if self.provider.trim().is_empty() => Some(
+                "name the provider that searches (an anthropic, openai-responses or gemini provider)"
+                    .into(),
+            ),
+            Backend::Provider => None,
             _ => self.endpoint().err(),
         }
     }

@@ -50,7 +50,12 @@ pub(super) async fn attempt(
     // for upstreams of its API only.
     inner.original = None;
     let opts = inner.canonical.web_search.take().unwrap_or_default();
-    if let Some(why) = service.unavailable() {
+    let why = if opts.live {
+        super::searcher::unavailable(routing, &service)
+    } else {
+        Some("the client allows cached results only (`external_web_access: false`; Codex's default `web_search = \"cached\"`), an index only OpenAI has; with `web_search = \"live\"` Baton searches through its service".to_string())
+    };
+    if let Some(why) = why {
         tracing::info!(request_id, provider = %t.provider.id(), "web search unavailable: {why}");
         inner.canonical.system.push(format!(
             "The web search tool is unavailable here: {why}. Answer from what you know, and tell the user that you could not search the web."
@@ -147,7 +152,7 @@ impl Rounds {
                 .content
                 .iter()
                 .any(|p| matches!(p, Part::ToolCall { name, .. } if name != search::TOOL));
-            let runs = self.search(&calls, service, routing, t, request_id).await;
+            let runs = self.search(&calls, service, routing, request_id).await;
             if others {
                 // The client's own tools were called too: they run on its side, so the answer
                 // goes back now, searches and all; the client's next turn carries the results.
@@ -204,7 +209,6 @@ impl Rounds {
         calls: &[(String, String)],
         service: &crate::search::Service,
         routing: &Routing,
-        t: &Target,
         request_id: &str,
     ) -> Vec<SearchRun> {
         let mut runs = Vec::new();
@@ -232,13 +236,7 @@ impl Rounds {
                     }),
                 },
                 Ok(q) => {
-                    let http = routing
-                        .http
-                        .get(t.provider.config.timeouts.connect_ms)
-                        .unwrap_or_default();
-                    service
-                        .search(&http, id, q, &self.opts, &routing.redactor)
-                        .await
+                    super::searcher::search(routing, service, id, q, &self.opts, request_id).await
                 }
             };
             match &run.error {

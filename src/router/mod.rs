@@ -12,6 +12,7 @@ mod fallback;
 mod forecast;
 mod hosted;
 pub mod record;
+pub(crate) mod searcher;
 pub mod snapshot;
 
 pub mod stream;

@@ -51,8 +51,15 @@ pub(crate) async fn messages(
         return crate::refuse::anthropic(&message);
     }
     let _guard = InFlight::new(s.clone());
-    let behavior = crate::resolve_auto(s.next_behavior(), &body);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    // The web search server tool runs here, as on Anthropic's servers (complete answers).
+    if !stream {
+        if let Some(q) = crate::search::native_query(&s, &body) {
+            let model = body["model"].as_str().unwrap_or("fake");
+            return axum::Json(crate::search::anthropic_answer(model, &q)).into_response();
+        }
+    }
+    let behavior = crate::resolve_auto(s.next_behavior(), &body);
     let model = body
         .get("model")
         .and_then(Value::as_str)

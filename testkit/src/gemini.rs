@@ -50,6 +50,15 @@ pub(crate) async fn generate(
     }
     let _guard = InFlight::new(s.clone());
     let stream = rest.ends_with(":streamGenerateContent");
+    // Grounding with Google Search runs here, as on Google's servers (complete answers).
+    if !stream {
+        if let Some(q) = crate::search::native_query(&s, &body) {
+            return axum::Json(json!({"candidates": [crate::search::gemini_candidate(&q)],
+                "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18},
+                "modelVersion": model, "responseId": "fake-search"}))
+            .into_response();
+        }
+    }
     let behavior = crate::resolve_auto(s.next_behavior(), &body);
     // The user's words, past turns that only carry function responses.
     let last_user = body

@@ -249,3 +249,8 @@ fn last_words(body: &Value) -> String {
         .trim()
         .to_string()
 }
+
+/// The user's words when the conversation's last turn is them (not a tool's result).
+pub(crate) fn last_user_words(body: &Value) -> Option<String> {
+    last_turn_is_users_words(body).then(|| last_words(body))
+}

@@ -158,6 +158,19 @@ pub(crate) async fn create(
     let model = body["model"].as_str().unwrap_or("fake").to_string();
     let text =
         crate::schema_answer(&body).unwrap_or_else(|| format!("{}: {}", s.name, last_user(&body)));
+    // The hosted web search runs here, as on OpenAI's servers (complete answers).
+    if !stream {
+        if let Some(q) = crate::search::native_query(&s, &body) {
+            let cached = s.cached();
+            return axum::Json(response_json(
+                &model,
+                "completed",
+                json!(crate::search::responses_output(&q)),
+                cached,
+            ))
+            .into_response();
+        }
+    }
     let behavior = crate::resolve_auto(s.next_behavior(), &body);
     // The connection stays open after `response.completed` (the client has all it needs).
     let linger = matches!(behavior, Behavior::StreamNoDone);

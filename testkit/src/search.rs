@@ -137,3 +137,84 @@ pub(crate) async fn brave(
     axum::Json(json!({"type": "search", "query": {"original": q}, "web": {"type": "search", "results": results}}))
         .into_response()
 }
+
+/// The query a request asks the API's own web search for (Anthropic's `web_search_*` server
+/// tool, the Responses `web_search` tool, Gemini's `googleSearch`), when it declares one and the
+/// last turn is the user's: Baton's "Search the web for: …" prompt's query, else the user's words.
+pub(crate) fn native_query(s: &Shared, body: &Value) -> Option<String> {
+    let tools = body.get("tools")?.as_array()?;
+    let declared = tools.iter().any(|t| {
+        t.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.starts_with("web_search"))
+            || t.get("googleSearch").is_some()
+            || t.get("google_search").is_some()
+    });
+    if !declared {
+        return None;
+    }
+    let words = crate::model::last_user_words(body)?;
+    let q = words
+        .strip_prefix("Search the web for: ")
+        .map(|r| r.lines().next().unwrap_or_default().to_string())
+        .unwrap_or(words);
+    record(s, &q);
+    Some(q)
+}
+
+/// Anthropic's answer after its server tool searched: the call, the results (opaque
+/// `encrypted_content`), a text citing the first page.
+pub(crate) fn anthropic_answer(model: &str, q: &str) -> Value {
+    let pages = pages(q);
+    let results: Vec<Value> = pages
+        .iter()
+        .map(|(url, title, _, age)| {
+            json!({"type": "web_search_result", "url": url, "title": title,
+                "encrypted_content": "EqgfCioIARgBIiQ3YTQ0OWZmYi1mZTcxLTRkMzktOWU2Yy0y", "page_age": age})
+        })
+        .collect();
+    let (url, title, excerpt, _) = &pages[0];
+    json!({"id": "msg_fake_search", "type": "message", "role": "assistant", "model": model,
+        "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_fake1", "name": "web_search", "input": {"query": q}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_fake1", "content": results},
+            {"type": "text", "text": excerpt, "citations": [{"type": "web_search_result_location",
+                "url": url, "title": title, "encrypted_index": "Eo8BCioIAhgB", "cited_text": excerpt}]}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 10, "server_tool_use": {"web_search_requests": 1}}})
+}
+
+/// The Responses API's output after its `web_search` tool searched: the call with its sources,
+/// then a message whose text cites the first page (`url_citation`).
+pub(crate) fn responses_output(q: &str) -> Vec<Value> {
+    let pages = pages(q);
+    let sources: Vec<Value> = pages
+        .iter()
+        .map(|(u, ..)| json!({"type": "url", "url": u}))
+        .collect();
+    let (url, title, excerpt, _) = &pages[0];
+    let text = format!("{excerpt} More in the news.");
+    vec![
+        json!({"type": "web_search_call", "id": "ws_fake1", "status": "completed",
+            "action": {"type": "search", "query": q, "sources": sources}}),
+        json!({"type": "message", "id": "msg_fake_search", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "logprobs": [], "annotations": [
+                {"type": "url_citation", "url": url, "title": title, "start_index": 0,
+                    "end_index": excerpt.chars().count()}]}]}),
+    ]
+}
+
+/// Gemini's candidate after grounding with Google Search: the text, and `groundingMetadata`
+/// with the pages and the passage grounded in the first.
+pub(crate) fn gemini_candidate(q: &str) -> Value {
+    let pages = pages(q);
+    let chunks: Vec<Value> = pages
+        .iter()
+        .map(|(u, t, ..)| json!({"web": {"uri": u, "title": t}}))
+        .collect();
+    let excerpt = &pages[0].2;
+    json!({"content": {"role": "model", "parts": [{"text": excerpt}]}, "finishReason": "STOP", "index": 0,
+        "groundingMetadata": {"webSearchQueries": [q], "groundingChunks": chunks,
+            "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": excerpt.len(), "text": excerpt},
+                "groundingChunkIndices": [0]}]}})
+}

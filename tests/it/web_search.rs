@@ -292,6 +292,7 @@ async fn on_an_upstream_of_the_clients_own_api_the_search_tool_passes_through() 
     let body = anthropic_search_request(false);
     let r = baton.messages(body.clone()).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
     let mut expected = body;
     expected["model"] = json!("m-1");
     assert_eq!(
@@ -299,7 +300,14 @@ async fn on_an_upstream_of_the_clients_own_api_the_search_tool_passes_through() 
         expected,
         "untouched but for the model"
     );
-    assert!(up.searches().is_empty(), "Anthropic runs its own search");
+    // Anthropic (the fake, as the real API) ran its own search; its blocks reach the client as
+    // they came.
+    assert_eq!(up.searches(), [QUERY]);
+    assert_eq!(v["content"][0]["id"], "srvtoolu_fake1", "{v}");
+    assert_eq!(
+        v["content"][1]["content"][0]["encrypted_content"],
+        "EqgfCioIARgBIiQ3YTQ0OWZmYi1mZTcxLTRkMzktOWU2Yy0y"
+    );
     baton.stop().await;
 }
 
@@ -579,5 +587,131 @@ async fn a_typed_brave_key_is_never_exported() {
     assert_eq!(exported["webSearch"]["backend"], "brave");
     assert_eq!(exported["webSearch"]["apiKeyEnv"], "", "{exported}");
     assert!(!exported.to_string().contains(testkit::BRAVE_KEY));
+    baton.stop().await;
+}
+
+/// Codex's default `web_search = "cached"` declares the tool with `external_web_access: false`:
+/// no live search is allowed, so Baton runs none (and keeps the stream a stream), and the model
+/// is told why.
+#[tokio::test]
+async fn codexs_cached_only_search_is_never_run_live() {
+    let (_d, up, baton) = setup("anthropic", "claude", true).await;
+    let body = json!({"model": "gpt-5.1-codex", "input": "hello", "stream": true,
+        "tools": [{"type": "web_search", "external_web_access": false}]});
+    let r = baton
+        .http
+        .post(format!("{}/v1/responses", baton.url))
+        .bearer_auth(&baton.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("response.completed") && !text.contains("web_search_call"),
+        "{text}"
+    );
+    let got = up.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body["stream"], true, "streamed as the client asked");
+    assert!(
+        got[0].body["system"]
+            .to_string()
+            .contains("cached results only"),
+        "{}",
+        got[0].body
+    );
+    assert!(up.searches().is_empty());
+    baton.stop().await;
+}
+
+/// A provider with web search built in as the search service: each kind asked in its own shape
+/// (the fakes run their search as the real APIs do), its pages read back.
+#[tokio::test]
+async fn a_provider_with_built_in_search_searches_for_a_translated_route() {
+    for (kind, name) in [
+        ("anthropic", "claude"),
+        ("openai-responses", "resp"),
+        ("gemini", "gem"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let chat = FakeUpstream::start("gpt").await;
+        chat.always(Behavior::Auto);
+        let searcher = FakeUpstream::start(name).await;
+        std::env::set_var("BT_WS_KEY", "sk-web-search-upstream");
+        let base = if kind == "gemini" {
+            searcher.gemini_base_url()
+        } else {
+            searcher.base_url()
+        };
+        let baton = Baton::start(
+            dir.path(),
+            json!({"providers": [
+                {"id": "p", "kind": "openai-compatible", "baseUrl": chat.base_url(),
+                    "keys": [{"env": "BT_WS_KEY"}], "models": ["m-1"], "priority": 1},
+                {"id": "s", "kind": kind, "baseUrl": base, "keys": [{"env": "BT_WS_KEY"}],
+                    "models": ["search-model"], "priority": 9}],
+                "modelMap": {"*": "p"}}),
+        )
+        .await;
+        let (s, v) = Admin(&baton)
+            .send(
+                Method::PUT,
+                "/admin/web-search",
+                Some(json!({"backend": "provider", "provider": "s"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{kind}: {v}");
+        let v: Value = baton
+            .messages(anthropic_search_request(false))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let hits = v["content"][1]["content"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{kind}: {v}"));
+        assert_eq!(hits.len(), 3, "{kind}: {v}");
+        assert_eq!(
+            hits[0]["url"], "https://docs.example.org/rust-2026-edition",
+            "{kind}"
+        );
+        assert_eq!(
+            searcher.searches(),
+            [QUERY],
+            "{kind}: asked in its own shape"
+        );
+        let read = chat.received()[1].body["messages"].to_string();
+        assert!(
+            read.contains("Everything about rust 2026 edition"),
+            "{kind}: the cited passage reaches the model: {read}"
+        );
+        assert!(chat.searches().is_empty());
+        baton.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_search_provider_must_exist_and_have_search_built_in() {
+    let (_d, _up, baton) = setup("openai-compatible", "gpt", false).await;
+    let admin = Admin(&baton);
+    for (provider, words) in [("nope", "not configured"), ("p", "no web search built in")] {
+        let (s, v) = admin
+            .send(
+                Method::PUT,
+                "/admin/web-search",
+                Some(json!({"backend": "provider", "provider": provider})),
+            )
+            .await;
+        assert_eq!(s, 422, "{v}");
+        assert_eq!(v["error"]["param"], "provider");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(words),
+            "{v}"
+        );
+    }
     baton.stop().await;
 }

@@ -869,6 +869,12 @@ test("Settings → Web search: a SearXNG is set up and tried with the keyboard; 
   const overflow = await p.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
   assert.equal(overflow, false, "no horizontal scrolling at 420 px");
   await p.locator("#web-search").screenshot({ path: join(artifacts, "web-search.png") });
+  // A provider with search built in: only anthropic, openai-responses and gemini ones are
+  // offered (this gateway has none yet, and says so).
+  await p.selectOption("#ws-backend", "provider");
+  assert.equal(await p.isVisible("#ws-provider-row"), true);
+  assert.equal(await p.isHidden("#ws-url-row"), true);
+  assert.match(await p.textContent("#ws-provider"), /No anthropic, openai-responses or gemini provider yet/);
   // Brave with no key: refused, said, and the key field focused; nothing stored.
   await p.selectOption("#ws-backend", "brave");
   assert.equal(await p.isVisible("#ws-key-row"), true);

@@ -1,11 +1,12 @@
 //! The `anthropic` upstream kind: `POST {baseUrl}/messages` with `x-api-key` and
 //! `anthropic-version`; its answers, error bodies and stream events.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::{openai_compat, Decode, Outbound, UpstreamKind};
 use crate::canonical;
 use crate::canonical::anthropic::StreamDecoder;
+use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::limits::Classified;
 use crate::providers::codec::{
@@ -280,6 +281,63 @@ impl UpstreamKind for Anthropic {
 
     fn signs_reasoning(&self) -> bool {
         true
+    }
+    /// Its `web_search_20250305` server tool, forced, as Claude Code's WebSearch asks for it.
+    fn search_request(
+        &self,
+        model: &str,
+        query: &str,
+        opts: &WebSearch,
+    ) -> Option<Map<String, Value>> {
+        let mut tool = json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 1});
+        // The API takes one of the two lists; the other is applied to what it finds.
+        if !opts.allowed_domains.is_empty() {
+            tool["allowed_domains"] = json!(opts.allowed_domains);
+        } else if !opts.blocked_domains.is_empty() {
+            tool["blocked_domains"] = json!(opts.blocked_domains);
+        }
+        let body = json!({"model": model, "max_tokens": 2048,
+            "messages": [{"role": "user", "content": super::search_prompt(query)}],
+            "tools": [tool], "tool_choice": {"type": "tool", "name": "web_search"}});
+        body.as_object().cloned()
+    }
+
+    /// The pages of its `web_search_tool_result` blocks, each with the passages the answer
+    /// cited from it.
+    fn search_hits(&self, answer: &Value) -> Vec<SearchHit> {
+        let blocks = answer
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let cited = |url: &str| -> String {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("citations").and_then(Value::as_array))
+                .flatten()
+                .filter(|c| c.get("url").and_then(Value::as_str) == Some(url))
+                .filter_map(|c| c.get("cited_text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(" … ")
+        };
+        blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("web_search_tool_result"))
+            .filter_map(|b| b.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|h| {
+                let url = h.get("url")?.as_str()?.to_string();
+                Some(SearchHit {
+                    title: canonical::str_at(h, "title"),
+                    snippet: cited(&url),
+                    age: h
+                        .get("page_age")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    url,
+                })
+            })
+            .collect()
     }
 }
 

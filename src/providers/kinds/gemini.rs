@@ -1,11 +1,12 @@
 //! The `gemini` upstream kind: `POST {baseUrl}/{model}:generateContent` (or
 //! `:streamGenerateContent?alt=sse`) with `x-goog-api-key`; its answers, errors and stream chunks.
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use super::{Decode, Outbound, UpstreamKind};
 use crate::canonical;
 use crate::canonical::gemini::StreamDecoder;
+use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::limits::{self, Classified};
 use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
@@ -198,6 +199,54 @@ impl UpstreamKind for Gemini {
     /// Gemini answers carry neither an id nor the model.
     fn names_answers(&self) -> bool {
         false
+    }
+    /// Grounding with Google Search.
+    fn search_request(
+        &self,
+        _model: &str,
+        query: &str,
+        _opts: &WebSearch,
+    ) -> Option<Map<String, Value>> {
+        let body = json!({"contents": [{"role": "user", "parts": [{"text": super::search_prompt(query)}]}],
+            "tools": [{"googleSearch": {}}]});
+        body.as_object().cloned()
+    }
+
+    /// The pages of its `groundingMetadata`, each with the answer's passages grounded in it.
+    fn search_hits(&self, answer: &Value) -> Vec<SearchHit> {
+        let Some(meta) = answer.pointer("/candidates/0/groundingMetadata") else {
+            return Vec::new();
+        };
+        let supports = meta
+            .get("groundingSupports")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        meta.get("groundingChunks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let web = c.get("web")?;
+                let snippet = supports
+                    .iter()
+                    .filter(|s| {
+                        s.get("groundingChunkIndices")
+                            .and_then(Value::as_array)
+                            .is_some_and(|ix| ix.iter().any(|n| n.as_u64() == Some(i as u64)))
+                    })
+                    .filter_map(|s| s.pointer("/segment/text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" … ");
+                Some(SearchHit {
+                    url: web.get("uri")?.as_str()?.to_string(),
+                    title: canonical::str_at(web, "title"),
+                    snippet,
+                    age: None,
+                })
+            })
+            .collect()
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{Complete, Decoded, NotJson};
 use super::{ApiKey, ModelInfo, ProviderEntry};
+use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::limits::Classified;
 
@@ -128,6 +129,25 @@ pub trait UpstreamKind: Sync {
     fn resumes_from_prefill(&self) -> bool {
         false
     }
+    /// A request (in this API's own shape, for `model`) that has it run its own web search for
+    /// `query`, when it has one: a provider used as Baton's search service.
+    fn search_request(
+        &self,
+        _model: &str,
+        _query: &str,
+        _opts: &WebSearch,
+    ) -> Option<Map<String, Value>> {
+        None
+    }
+    /// What its own web search found, read from a complete answer to `search_request`.
+    fn search_hits(&self, _answer: &Value) -> Vec<SearchHit> {
+        Vec::new()
+    }
+}
+
+/// What a provider asked to search is told.
+pub(crate) fn search_prompt(query: &str) -> String {
+    format!("Search the web for: {query}\nThen list what you found, one line per page, quoting the passage that answers.")
 }
 
 /// The kind that speaks `wire`.

@@ -2,12 +2,13 @@
 //! Responses API, for models only it serves); its answers, error bodies and stream events. A
 //! client that spoke Responses has its own body sent on with only the model rewritten.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{openai_compat, Decode, Outbound, UpstreamKind};
 use crate::canonical::responses::upstream::{
     request_to_responses, usage_from_responses, StreamDecoder,
 };
+use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatResponse, Wire};
 use crate::limits::Classified;
 use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
@@ -222,6 +223,86 @@ impl UpstreamKind for OpenAiResponses {
 
     fn decoder(&self) -> Box<dyn Decode> {
         Box::new(Events(StreamDecoder::default()))
+    }
+    /// Its hosted `web_search` tool, with the sources kept (`include`).
+    fn search_request(
+        &self,
+        model: &str,
+        query: &str,
+        opts: &WebSearch,
+    ) -> Option<Map<String, Value>> {
+        let mut tool = json!({"type": "web_search"});
+        if !opts.allowed_domains.is_empty() {
+            tool["filters"] = json!({"allowed_domains": opts.allowed_domains});
+        }
+        let body = json!({"model": model, "input": super::search_prompt(query), "tools": [tool],
+            "include": ["web_search_call.action.sources"], "store": false});
+        body.as_object().cloned()
+    }
+
+    /// The pages its answer cites (`url_citation`, with the cited passage), then the other
+    /// sources its searches found.
+    fn search_hits(&self, answer: &Value) -> Vec<SearchHit> {
+        let output = answer
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut hits: Vec<SearchHit> = Vec::new();
+        for part in output
+            .iter()
+            .filter_map(|i| i.get("content").and_then(Value::as_array))
+            .flatten()
+        {
+            let text: Vec<char> = crate::canonical::str_at(part, "text").chars().collect();
+            for a in part
+                .get("annotations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(url) = a.get("url").and_then(Value::as_str) else {
+                    continue;
+                };
+                let span = |k: &str| {
+                    a.get(k)
+                        .and_then(Value::as_u64)
+                        .map(|n| (n as usize).min(text.len()))
+                };
+                let snippet = match (span("start_index"), span("end_index")) {
+                    (Some(s), Some(e)) if s < e => text[s..e].iter().collect(),
+                    _ => String::new(),
+                };
+                match hits.iter_mut().find(|h| h.url == url) {
+                    Some(h) if !snippet.is_empty() => {
+                        h.snippet = format!("{} … {snippet}", h.snippet)
+                    }
+                    Some(_) => {}
+                    None => hits.push(SearchHit {
+                        url: url.to_string(),
+                        title: crate::canonical::str_at(a, "title"),
+                        snippet,
+                        age: None,
+                    }),
+                }
+            }
+        }
+        for url in output
+            .iter()
+            .filter_map(|i| i.pointer("/action/sources").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|s| s.get("url").and_then(Value::as_str))
+        {
+            if !hits.iter().any(|h| h.url == url) {
+                hits.push(SearchHit {
+                    url: url.to_string(),
+                    title: url.to_string(),
+                    snippet: String::new(),
+                    age: None,
+                });
+            }
+        }
+        hits
     }
 }
 

@@ -1,0 +1,159 @@
+//! Where one hosted search runs: the search service (`search/`), or, with `backend:
+//! "provider"`, a configured provider whose API has web search built in, asked to search in its
+//! own shape (`UpstreamKind::search_request`) and read back (`UpstreamKind::search_hits`). The
+//! provider is reached like any attempt (its key, timeouts, limits and redaction), but not
+//! failed over: a search that fails is a failed search, said to the model and the client.
+
+use serde_json::Value;
+
+use crate::canonical::search::{SearchError, SearchHit, SearchRun, WebSearch};
+use crate::canonical::ChatRequest;
+use crate::providers::kinds;
+use crate::search::{Backend, Service};
+
+use super::snapshot::Target;
+use super::{Answer, Attempt, Inbound, Original, Reply, Routing};
+
+/// Why searches cannot run with these settings, if they cannot (the provider is looked up
+/// too).
+pub(crate) fn unavailable(routing: &Routing, service: &Service) -> Option<String> {
+    if let Some(why) = service.unavailable() {
+        return Some(why);
+    }
+    if service.settings.backend != Backend::Provider {
+        return None;
+    }
+    let id = &service.settings.provider;
+    let snap = routing.snapshot.load();
+    let Some(p) = snap.provider(id) else {
+        return Some(format!("the search provider `{id}` is not configured"));
+    };
+    let searches = p.config.kind.wire().is_some_and(|w| {
+        kinds::of(w)
+            .search_request("m", "q", &WebSearch::default())
+            .is_some()
+    });
+    if !searches {
+        return Some(format!(
+            "the provider `{id}` has no web search built in (an anthropic, openai-responses or gemini provider has)"
+        ));
+    }
+    if !p.config.enabled {
+        return Some(format!("the search provider `{id}` is turned off"));
+    }
+    None
+}
+
+/// One search for `query`.
+pub(crate) async fn search(
+    routing: &Routing,
+    service: &Service,
+    id: String,
+    query: String,
+    opts: &WebSearch,
+    request_id: &str,
+) -> SearchRun {
+    if service.settings.backend != Backend::Provider {
+        let http = routing.http.get(5_000).unwrap_or_default();
+        return service
+            .search(&http, id, query, opts, &routing.redactor)
+            .await;
+    }
+    let found = match unavailable(routing, service) {
+        Some(why) => Err(why),
+        None => by_provider(routing, service, &query, opts, request_id).await,
+    };
+    let clean = |s: &str, n: usize| {
+        crate::limits::truncate(&routing.redactor.string(s.to_string()), n).to_string()
+    };
+    match found {
+        Ok(hits) => SearchRun {
+            id,
+            query,
+            hits: hits
+                .into_iter()
+                .filter(|h| opts.permits(&h.url))
+                .take(service.settings.max_results as usize)
+                .map(|mut h| {
+                    h.url = clean(&h.url, 2000);
+                    h.title = clean(&h.title, 300);
+                    h.snippet = clean(&h.snippet, 1500);
+                    h
+                })
+                .collect(),
+            error: None,
+        },
+        Err(message) => SearchRun {
+            id,
+            query,
+            hits: Vec::new(),
+            error: Some(SearchError {
+                code: "unavailable",
+                message: routing.redactor.string(message),
+            }),
+        },
+    }
+}
+
+/// The search provider asked in its own API's shape: the pages its search found, or why none.
+async fn by_provider(
+    routing: &Routing,
+    service: &Service,
+    query: &str,
+    opts: &WebSearch,
+    request_id: &str,
+) -> Result<Vec<SearchHit>, String> {
+    let snap = routing.snapshot.load();
+    let (p, wire) = snap
+        .provider(&service.settings.provider)
+        .and_then(|p| Some((p.clone(), p.config.kind.wire()?)))
+        .ok_or("the search provider is gone")?;
+    let model = p
+        .models
+        .first()
+        .cloned()
+        .ok_or_else(|| format!("the search provider `{}` lists no model", p.id()))?;
+    let kind = kinds::of(wire);
+    let body = kind
+        .search_request(&model.id, query, opts)
+        .ok_or("that provider cannot search")?;
+    let inbound = Inbound {
+        body: serde_json::Map::new(),
+        original: Some(Original { wire, body }),
+        client: None,
+        anthropic_beta: None,
+        canonical: ChatRequest {
+            model: model.id.clone(),
+            ..ChatRequest::default()
+        },
+        needs: Default::default(),
+        deadline_ms: None,
+        conversation: None,
+        follows: false,
+        continues: None,
+    };
+    let target = Target {
+        provider: p.clone(),
+        model,
+    };
+    let attempt = Box::pin(super::attempt::attempt(
+        routing,
+        &target,
+        p.keys.first(),
+        &inbound,
+        request_id,
+    ));
+    match attempt.await {
+        Attempt::Served(Answer::Complete(Reply::Wire(body, _), _)) => {
+            Ok(serde_json::from_slice::<Value>(&body)
+                .map(|v| kind.search_hits(&v))
+                .unwrap_or_default())
+        }
+        Attempt::Failed { classified, .. } => Err(format!(
+            "the search provider `{}` failed: {}",
+            p.id(),
+            classified.reason
+        )),
+        _ => Err("the search provider's answer could not be read".into()),
+    }
+}
