@@ -227,3 +227,61 @@ async fn gemini_cli_runs_a_tool_task_through_baton_and_fails_over_at_its_quota()
     );
     b.stop().await;
 }
+
+/// The real Gemini CLI's `google_web_search` on a translated route: the main model (an
+/// OpenAI-compatible provider) calls it, Gemini CLI asks its `web-search` model with Google
+/// Search grounding, Baton runs that search through its service (the fake's SearXNG) and answers
+/// with `groundingMetadata`, which Gemini CLI turns into its "Sources:" list for the model.
+#[tokio::test]
+#[ignore = "needs the real CLIs from npm: scripts/test runs it with --ignored"]
+async fn gemini_clis_web_search_is_grounded_by_batons_search_on_another_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = testkit::FakeUpstream::start("up").await;
+    up.always(testkit::Behavior::Auto);
+    let b = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": up.base_url(),
+            "models": ["up-model"]}], "modelMap": {"gemini-*": "up"}}),
+    )
+    .await;
+    let (s, v) = crate::common::Admin(&b)
+        .send(
+            reqwest::Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "searxng", "url": format!("http://{}", up.addr)})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let gemini_dir = home.path().join(".gemini");
+    std::fs::create_dir_all(&gemini_dir).unwrap();
+    std::fs::write(
+        gemini_dir.join("trustedFolders.json"),
+        json!({ work.display().to_string(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    connect(&b, dir.path(), home.path(), "gemini-cli", false).await;
+    up.script([testkit::Behavior::ToolCall {
+        name: "google_web_search".into(),
+        arguments: r#"{"query":"baton gateway"}"#.into(),
+    }]);
+    let args = [
+        "-m",
+        "gemini-2.5-pro",
+        "-p",
+        "search the web for baton gateway",
+    ];
+    let (ok, stdout, stderr) = run_cli(bin("GEMINI_BIN"), &args, home.path(), &work).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert_eq!(up.searches(), ["baton gateway"], "{stdout}\n{stderr}");
+    let sent = up.received().last().unwrap().body.to_string();
+    assert!(
+        sent.contains("Web search results for")
+            && sent.contains("Sources:")
+            && sent.contains("https://docs.example.org/baton-gateway"),
+        "Gemini CLI read Baton's grounding as Google's: {sent}"
+    );
+    b.stop().await;
+}

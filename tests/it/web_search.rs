@@ -44,6 +44,17 @@ async fn setup(kind: &str, name: &str, searxng: bool) -> (tempfile::TempDir, Fak
     (dir, up, baton)
 }
 
+/// A streamed answer's text and its events' data, parsed (it must be a 200).
+async fn events_of(r: reqwest::Response) -> (String, Vec<Value>) {
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let events = sse_data(&text)
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    (text, events)
+}
+
 fn anthropic_search_request(stream: bool) -> Value {
     json!({"model": "claude-sonnet-4-5", "max_tokens": 400, "stream": stream,
         "messages": [{"role": "user", "content": QUERY}],
@@ -118,12 +129,7 @@ async fn a_streamed_anthropic_search_streams_the_server_tool_blocks_in_order() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().await.unwrap();
-    let events: Vec<Value> = sse_data(&text)
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let (text, events) = events_of(r).await;
     let starts: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "content_block_start")
@@ -213,12 +219,7 @@ async fn a_responses_search_on_an_anthropic_upstream_is_a_web_search_call_item()
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().await.unwrap();
-    let events: Vec<Value> = sse_data(&text)
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let (text, events) = events_of(r).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for k in [
         "response.web_search_call.in_progress",
