@@ -219,7 +219,7 @@ async fn a_responses_search_on_an_anthropic_upstream_is_a_web_search_call_item()
         .send()
         .await
         .unwrap();
-    let (text, events) = events_of(r).await;
+    let (_, events) = events_of(r).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for k in [
         "response.web_search_call.in_progress",
