@@ -316,7 +316,8 @@ impl Needs {
 impl ChatRequest {
     pub fn needs(&self) -> Needs {
         let mut needs = Needs {
-            tools: !self.tools.is_empty(),
+            // A hosted search is a function call on any upstream that does not run it itself.
+            tools: !self.tools.is_empty() || self.web_search.is_some(),
             ..Needs::default()
         };
         let mut chars: u64 = self.system.iter().map(|s| s.len() as u64).sum();

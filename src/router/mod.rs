@@ -255,18 +255,22 @@ pub(crate) trait Upstream: Sync {
 pub(crate) struct Live<'a>(pub &'a Routing);
 
 impl Upstream for Live<'_> {
-    async fn attempt(
-        &self,
-        t: &Target,
-        key: Option<&crate::providers::ApiKey>,
-        inbound: &Inbound,
-        request_id: &str,
-    ) -> Attempt {
-        // A hosted search the target cannot run itself: Baton runs it around the attempts.
+    fn attempt<'a>(
+        &'a self,
+        t: &'a Target,
+        key: Option<&'a crate::providers::ApiKey>,
+        inbound: &'a Inbound,
+        request_id: &'a str,
+    ) -> impl std::future::Future<Output = Attempt> + Send + 'a {
+        use futures_util::future::Either;
+        // A hosted search the target cannot run itself: Baton runs it around the attempts (its
+        // future boxed, so the plain attempt's is neither wrapped nor grown by it).
         if hosted::serves(t, inbound) {
-            hosted::attempt(self.0, t, key, inbound, request_id).await
+            Either::Left(Box::pin(hosted::attempt(
+                self.0, t, key, inbound, request_id,
+            )))
         } else {
-            attempt::attempt(self.0, t, key, inbound, request_id).await
+            Either::Right(attempt::attempt(self.0, t, key, inbound, request_id))
         }
     }
 }
