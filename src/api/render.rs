@@ -51,17 +51,15 @@ impl<'a> Out<'a> {
             Reply::Wire(body, wire) if wire == self.dialect.wire() => body,
             Reply::Wire(body, wire) => {
                 let kind = crate::providers::kinds::of(wire);
-                let answer = serde_json::from_slice(&body)
-                    .ok()
-                    .and_then(|v| kind.answer(&v));
-                let mut answer = answer.ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::BAD_GATEWAY,
-                        "upstream_error",
-                        "malformed_upstream_answer",
-                        "The provider's answer could not be translated.",
-                    )
-                })?;
+                let mut answer =
+                    crate::providers::kinds::answer_from(wire, &body).ok_or_else(|| {
+                        ApiError::new(
+                            StatusCode::BAD_GATEWAY,
+                            "upstream_error",
+                            "malformed_upstream_answer",
+                            "The provider's answer could not be translated.",
+                        )
+                    })?;
                 if !kind.names_answers() {
                     answer.id = self.request_id.to_string();
                     answer.model = target.model.id.clone();

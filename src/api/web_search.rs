@@ -37,15 +37,6 @@ impl Shape for Body {
     const EXPECTED: &'static str = r#"{"backend": "none"|"searxng"|"brave"|"provider", "url": "http://127.0.0.1:8888", "apiKey": "…" or "apiKeyEnv": "BRAVE_API_KEY", "provider": "claude" (for "provider"), "maxResults": 5}"#;
 }
 
-fn stored(core: &Core) -> SearchSettings {
-    core.store
-        .setting(SETTING)
-        .ok()
-        .flatten()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
-}
-
 fn view(core: &Core) -> Value {
     let service = core.web_search_service();
     let s = &service.settings;
@@ -84,7 +75,7 @@ pub async fn put(
             "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
         ));
     }
-    let old = stored(core);
+    let old = core.stored_web_search();
     let mut s = SearchSettings {
         backend: b.backend,
         url: b.url.trim().to_string(),

@@ -106,26 +106,28 @@ impl Core {
         }
         cleared
     }
-}
 
-impl super::Core {
     /// The web search settings, with the key they name looked up.
     pub fn web_search_service(&self) -> crate::search::Service {
         // The config file's, when it gives one; else Settings'.
         let settings: crate::search::SearchSettings = match &self.file_config.web_search {
             Some(s) => s.clone(),
-            None => self
-                .store
-                .setting(crate::search::SETTING)
-                .ok()
-                .flatten()
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default(),
+            None => self.stored_web_search(),
         };
         let key = Some(settings.api_key_env.trim())
             .filter(|n| !n.is_empty())
             .and_then(|n| self.secret(n))
             .filter(|k| !k.is_empty());
         crate::search::Service::new(settings, key)
+    }
+
+    /// The web search settings Settings saved (the settings table's), whatever the file says.
+    pub fn stored_web_search(&self) -> crate::search::SearchSettings {
+        self.store
+            .setting(crate::search::SETTING)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
     }
 }

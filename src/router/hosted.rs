@@ -13,7 +13,7 @@
 
 use crate::canonical::search::{self, SearchRun, WebSearch};
 use crate::canonical::{
-    ChatResponse, Message, Part, Role, StopReason, StreamEvent, ToolChoice, Usage,
+    ChatRequest, ChatResponse, Message, Part, Role, StopReason, StreamEvent, ToolChoice, Usage,
 };
 use crate::providers::codec::Decoded;
 use crate::providers::kinds;
@@ -60,13 +60,10 @@ pub(super) async fn attempt(
         inner.canonical.system.push(format!(
             "The web search tool is unavailable here: {why}. Answer from what you know, and tell the user that you could not search the web."
         ));
-        // A choice of the search tool (Claude Code's WebSearch forces it) names no tool now.
-        if matches!(&inner.canonical.tool_choice, Some(ToolChoice::Tool(n)) if n == search::TOOL)
-            || (inner.canonical.tools.is_empty()
-                && inner.canonical.tool_choice == Some(ToolChoice::Required))
-        {
-            inner.canonical.tool_choice = None;
-        }
+        // A choice of the search tool (Claude Code's WebSearch forces it) names no tool now,
+        // and one of any tool has none to choose when the client declared no other.
+        let none_left = inner.canonical.tools.is_empty();
+        lift_forced_search(&mut inner.canonical, none_left);
         inner.body = crate::canonical::openai::request_to_openai(&inner.canonical);
         return Box::pin(super::attempt::attempt(routing, t, key, &inner, request_id)).await;
     }
@@ -135,13 +132,17 @@ impl Rounds {
             ))
             .await
             {
-                Attempt::Served(Answer::Complete(reply, usage)) => match canonical(reply) {
-                    Some(a) => {
-                        self.add_usage(usage.or(a.usage));
-                        a
-                    }
-                    None => return Err(malformed()),
-                },
+                Attempt::Served(Answer::Complete(reply, usage)) => {
+                    let answer = match reply {
+                        Reply::Canonical(a) => Some(a),
+                        Reply::Wire(body, wire) => kinds::answer_from(wire, &body),
+                    };
+                    let Some(a) = answer else {
+                        return Err(malformed());
+                    };
+                    self.add_usage(usage.or(a.usage));
+                    a
+                }
                 other => return Err(other),
             };
             let calls = search_calls(&answer);
@@ -165,11 +166,7 @@ impl Rounds {
             });
             // A choice that forced the search held for the first answer; with results in hand
             // the model decides (as Anthropic's own server tool loop does).
-            if matches!(&inner.canonical.tool_choice, Some(ToolChoice::Tool(n)) if n == search::TOOL)
-                || inner.canonical.tool_choice == Some(ToolChoice::Required)
-            {
-                inner.canonical.tool_choice = None;
-            }
+            lift_forced_search(&mut inner.canonical, true);
             inner.canonical.messages.push(Message {
                 role: Role::Tool,
                 content: runs
@@ -315,6 +312,19 @@ impl Rounds {
     }
 }
 
+/// Lifts a tool choice that forces the search by name, and one that forces any call when
+/// `required` too: the model decides.
+fn lift_forced_search(req: &mut ChatRequest, required: bool) {
+    let forced = match &req.tool_choice {
+        Some(ToolChoice::Tool(n)) => n == search::TOOL,
+        Some(ToolChoice::Required) => required,
+        _ => false,
+    };
+    if forced {
+        req.tool_choice = None;
+    }
+}
+
 /// The search calls in an answer: (call id, arguments).
 fn search_calls(a: &ChatResponse) -> Vec<(String, String)> {
     a.content
@@ -328,16 +338,6 @@ fn search_calls(a: &ChatResponse) -> Vec<(String, String)> {
             _ => None,
         })
         .collect()
-}
-
-/// An upstream's complete answer in canonical form.
-fn canonical(reply: Reply) -> Option<ChatResponse> {
-    match reply {
-        Reply::Canonical(a) => Some(a),
-        Reply::Wire(body, wire) => serde_json::from_slice(&body)
-            .ok()
-            .and_then(|v| kinds::of(wire).answer(&v)),
-    }
 }
 
 fn malformed() -> Attempt {

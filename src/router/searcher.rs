@@ -63,36 +63,11 @@ pub(crate) async fn search(
         Some(why) => Err(why),
         None => by_provider(routing, service, &query, opts, request_id).await,
     };
-    let clean = |s: &str, n: usize| {
-        crate::limits::truncate(&routing.redactor.string(s.to_string()), n).to_string()
-    };
-    match found {
-        Ok(hits) => SearchRun {
-            id,
-            query,
-            hits: hits
-                .into_iter()
-                .filter(|h| opts.permits(&h.url))
-                .take(service.settings.max_results as usize)
-                .map(|mut h| {
-                    h.url = clean(&h.url, 2000);
-                    h.title = clean(&h.title, 300);
-                    h.snippet = clean(&h.snippet, 1500);
-                    h
-                })
-                .collect(),
-            error: None,
-        },
-        Err(message) => SearchRun {
-            id,
-            query,
-            hits: Vec::new(),
-            error: Some(SearchError {
-                code: "unavailable",
-                message: routing.redactor.string(message),
-            }),
-        },
-    }
+    let found = found.map_err(|message| SearchError {
+        code: "unavailable",
+        message,
+    });
+    service.run(id, query, found, opts, &routing.redactor)
 }
 
 /// The search provider asked in its own API's shape: the pages its search found, or why none.

@@ -80,6 +80,20 @@ impl Service {
                     ))
                 }),
         };
+        self.run(id, query, outcome, opts, redactor)
+    }
+
+    /// What one search found, or why nothing, as the run the model and the client see (from
+    /// this service or from a provider's own search): the hits that pass the client's filters,
+    /// as many as asked for, every text from outside redacted and bounded.
+    pub fn run(
+        &self,
+        id: String,
+        query: String,
+        outcome: Result<Vec<SearchHit>, SearchError>,
+        opts: &WebSearch,
+        redactor: &crate::redact::Redactor,
+    ) -> SearchRun {
         let clean = |s: &str, max: usize| {
             let s = redactor.string(s.to_string());
             crate::limits::truncate(&s, max).to_string()

@@ -150,6 +150,13 @@ pub(crate) fn search_prompt(query: &str) -> String {
     format!("Search the web for: {query}\nThen list what you found, one line per page, quoting the passage that answers.")
 }
 
+/// A complete answer's body in `wire`, in canonical form (`None` when it is not one).
+pub fn answer_from(wire: Wire, body: &[u8]) -> Option<ChatResponse> {
+    serde_json::from_slice(body)
+        .ok()
+        .and_then(|v| of(wire).answer(&v))
+}
+
 /// The kind that speaks `wire`.
 pub fn of(wire: Wire) -> &'static dyn UpstreamKind {
     match wire {
