@@ -79,3 +79,4 @@ mod token_counts;
 mod updates;
 mod usage;
 mod web_search;
+mod web_search_services;
