@@ -196,7 +196,9 @@ fn block_part(i: usize, j: usize, b: &Value) -> Result<Option<Part>, InvalidRequ
             Part::Image { url, detail: None }
         }
         "tool_use" => tool_use_part(b),
-        "server_tool_use" => return Ok(super::search::anthropic_call_part(b)),
+        // A web search the server ran reads as the call it was (other server tools have no
+        // slot elsewhere).
+        "server_tool_use" if super::str_at(b, "name") == super::search::TOOL => tool_use_part(b),
         "web_search_tool_result" => super::search::anthropic_result_part(b),
         "tool_result" => Part::ToolResult {
             call_id: b

@@ -303,14 +303,14 @@ pub fn unbridge(body: &Map<String, Value>) -> Option<Map<String, Value>> {
         let ours: Vec<String> = blocks
             .iter()
             .filter(|b| is_bridged_result(b))
-            .map(|b| str_of(b, "tool_use_id"))
+            .map(|b| super::str_at(b, "tool_use_id"))
             .collect();
         let queries: Vec<(String, String)> = blocks
             .iter()
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("server_tool_use"))
             .map(|b| {
                 (
-                    str_of(b, "id"),
+                    super::str_at(b, "id"),
                     b.pointer("/input/query")
                         .and_then(Value::as_str)
                         .unwrap_or_default()
@@ -320,10 +320,10 @@ pub fn unbridge(body: &Map<String, Value>) -> Option<Map<String, Value>> {
             .collect();
         blocks.retain(|b| {
             !(b.get("type").and_then(Value::as_str) == Some("server_tool_use")
-                && ours.contains(&str_of(b, "id")))
+                && ours.contains(&super::str_at(b, "id")))
         });
         for b in blocks.iter_mut().filter(|b| is_bridged_result(b)) {
-            let id = str_of(b, "tool_use_id");
+            let id = super::str_at(b, "tool_use_id");
             let query = queries
                 .iter()
                 .find(|(i, _)| *i == id)
@@ -337,23 +337,6 @@ pub fn unbridge(body: &Map<String, Value>) -> Option<Map<String, Value>> {
         }
     }
     Some(out)
-}
-
-fn str_of(v: &Value, k: &str) -> String {
-    super::str_at(v, k)
-}
-
-/// An Anthropic `server_tool_use` block of a web search in a request's history, as the call
-/// the model made; `None` for other server tools.
-pub fn anthropic_call_part(b: &Value) -> Option<Part> {
-    (b.get("name").and_then(Value::as_str) == Some(TOOL)).then(|| Part::ToolCall {
-        id: super::str_at(b, "id"),
-        name: TOOL.to_string(),
-        arguments: b
-            .get("input")
-            .map(Value::to_string)
-            .unwrap_or_else(|| "{}".into()),
-    })
 }
 
 /// An Anthropic `web_search_tool_result` block in a request's history, as the result the model
