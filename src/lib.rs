@@ -14,6 +14,7 @@ pub mod config;
 pub mod connect;
 pub mod events;
 pub(crate) mod gateway;
+pub mod i18n;
 pub mod limits;
 pub mod logs;
 pub mod verdict;

@@ -9,6 +9,7 @@ mod login;
 mod notify;
 mod shell;
 mod state;
+mod status;
 mod tray;
 mod update;
 

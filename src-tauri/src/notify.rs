@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use baton::api::settings::NotifyPrefs;
 use baton::events::{Event, Notification, QuotaKind};
+use baton::i18n::{tr, Locale};
 use baton::limits::ErrorClass;
 use baton::Core;
 use tauri::{AppHandle, Manager};
@@ -56,7 +57,8 @@ pub fn show(summary: &str, body: &str) {
 /// Shows a notification whose click opens Baton's window on `screen` (`activity`, `providers`).
 pub fn show_on(app: &AppHandle, summary: &str, body: &str, screen: &'static str) {
     let mut n = notification(summary, body);
-    n.action("default", "Open Baton");
+    let l = app.state::<crate::state::Shell>().locale().lang;
+    n.action("default", &tr(l, "Open Baton", &[]));
     match n.show() {
         Ok(handle) => {
             tracing::info!(%summary, %body, screen, "notification shown");
@@ -194,19 +196,16 @@ fn ended(announced: &mut HashSet<String>, ctx: &Ctx) -> Vec<String> {
 
 /// The "nothing left" line, with the time the first provider is back when that is known (the
 /// tray menu already knows it; "open Baton to see when" made the user go and look).
-fn exhausted_message(back_at_ms: Option<i64>, tz: &jiff::tz::TimeZone) -> String {
+fn exhausted_message(back_at_ms: Option<i64>, tz: &jiff::tz::TimeZone, loc: Locale) -> String {
     let at = back_at_ms
         .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-        .map(|t| {
-            t.to_zoned_datetime(tz.clone())
-                .strftime("%H:%M")
-                .to_string()
-        });
+        .map(|t| loc.clock(&t.to_zoned_datetime(tz.clone())));
     match at {
-        Some(hhmm) => format!(
-            "Every provider is rate-limited, out or unavailable; the first is back at {hhmm}. Requests fail until then."
+        Some(when) => tr(loc.lang,
+            "Every provider is rate-limited, out or unavailable; the first is back at {when}. Requests fail until then.",
+            &[("when", &when)],
         ),
-        None => "Every provider is out or unavailable, with no known time it is back; requests fail until one is. The tray menu shows each one's state.".into(),
+        None => tr(loc.lang, "Every provider is out or unavailable, with no known time it is back; requests fail until one is. The tray menu shows each one's state.", &[]),
     }
 }
 
@@ -252,12 +251,13 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                     Err(RecvError::Closed) => return,
                 },
                 _ = tick.tick() => {
+                    let l = core.locale().lang;
                     // Cooldowns that simply run out send no event.
                     let back = with_ctx(&core, |ctx| ended(&mut announced, ctx));
                     let prefs = baton::api::settings::notify_prefs(&core);
                     let wanted = prefs.wants(Notification::CooldownEnded);
                     if wanted && !back.is_empty() {
-                        show_on(&app, "Baton", &format!("{} back in rotation", back.join(", ")), "providers");
+                        show_on(&app, "Baton", &tr(l, "{names} back in rotation", &[("names", &back.join(", "))]), "providers");
                     }
                     // A subscription CLI found logged out (at a check or by a failed call).
                     let snap = core.routing.snapshot.load();
@@ -267,7 +267,7 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                         if out && logged_out.insert(name.clone()) {
                             if prefs.wants(Notification::LoggedOut) {
                                 let why = p.unavailable().unwrap_or_default();
-                                show_on(&app, &format!("{name} is logged out"), &format!("Baton skips it until you log in again: {why}"), "providers");
+                                show_on(&app, &tr(l, "{name} is logged out", &[("name", &name)]), &tr(l, "Baton skips it until you log in again: {why}", &[("why", &why)]), "providers");
                             }
                         } else if !out {
                             logged_out.remove(&name);
@@ -290,32 +290,41 @@ pub fn spawn(app: AppHandle, core: Arc<Core>, generation: u64) {
                 }
             }
             let prefs = baton::api::settings::notify_prefs(&core);
+            let loc = core.locale();
+            let l = loc.lang;
             let b = with_ctx(&core, |ctx| fold(&burst, &mut announced, &prefs, ctx));
             if b.exhausted {
                 show_on(
                     &app,
-                    "Baton: no provider available",
-                    &exhausted_message(b.back_at_ms, &core.routing.local_tz),
+                    &tr(l, "Baton: no provider available", &[]),
+                    &exhausted_message(b.back_at_ms, &core.routing.local_tz, loc),
                     "providers",
                 );
-            } else if let [one] = b.failovers.as_slice() {
-                show_on(&app, "Baton switched providers", one, "activity");
             } else if !b.failovers.is_empty() {
                 show_on(
                     &app,
-                    "Baton switched providers",
+                    &tr(l, "Baton switched providers", &[]),
                     &b.failovers.join("\n"),
                     "activity",
                 );
             }
             if !b.quota.is_empty() {
-                show_on(&app, "Baton: usage", &b.quota.join("\n"), "providers");
+                show_on(
+                    &app,
+                    &tr(l, "Baton: usage", &[]),
+                    &b.quota.join("\n"),
+                    "providers",
+                );
             }
             if !b.back.is_empty() {
                 show_on(
                     &app,
                     "Baton",
-                    &format!("{} back in rotation", b.back.join(", ")),
+                    &tr(
+                        l,
+                        "{names} back in rotation",
+                        &[("names", &b.back.join(", "))],
+                    ),
                     "providers",
                 );
             }
@@ -563,9 +572,12 @@ mod tests {
         };
         let b = fold(&[all], &mut seen, &prefs, &ctx(&never));
         assert!(b.exhausted);
-        let line = exhausted_message(b.back_at_ms, &jiff::tz::TimeZone::UTC);
+        let line = exhausted_message(b.back_at_ms, &jiff::tz::TimeZone::UTC, Locale::ENGLISH);
         assert!(line.contains("back at 01:19"), "{line}");
-        assert!(!exhausted_message(None, &jiff::tz::TimeZone::UTC).contains("Open Baton"));
+        assert!(
+            !exhausted_message(None, &jiff::tz::TimeZone::UTC, Locale::ENGLISH)
+                .contains("Open Baton")
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+use baton::i18n::tr;
 use baton::{Core, DesktopLink};
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 use tauri_plugin_autostart::{MacosLauncher, ManagerExt};
@@ -96,9 +97,10 @@ fn watch_for_a_tray_host(app: &AppHandle) {
         app.state::<Shell>().lock().no_tray = true;
         let a = app.clone();
         let _ = app.run_on_main_thread(move || show_window(&a));
+        let l = app.state::<Shell>().locale().lang;
         crate::notify::show(
-            "Baton is running (no tray on this desktop)",
-            "This desktop shows no tray icons, so Baton keeps its window open instead: closing it minimises it. Start Baton again to bring the window back.",
+            &tr(l, "Baton is running (no tray on this desktop)", &[]),
+            &tr(l, "This desktop shows no tray icons, so Baton keeps its window open instead: closing it minimises it. Start Baton again to bring the window back.", &[]),
         );
     });
 }
@@ -108,7 +110,10 @@ fn setup(app: &AppHandle, config: baton::config::ConfigFile) {
     let shell = app.state::<Shell>();
     // The port page names the port asked for and a neighbour to try (also after a later Retry).
     let (port, other) = ports(&shell.origin());
-    let init = format!("window.BATON_PORT = {port}; window.BATON_OTHER_PORT = {other};");
+    let lang = shell.locale().lang.tag();
+    let init = format!(
+        "window.BATON_PORT = {port}; window.BATON_OTHER_PORT = {other}; window.BATON_LANG = \"{lang}\";"
+    );
     match started {
         Ok(first_run) => {
             // Nothing configured yet: the window opens on the welcome screen instead of leaving
@@ -193,13 +198,16 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
         }
         Err(why) => {
             let (port, other) = ports(&addr);
+            let l = shell.locale().lang;
             let message = if why.contains("in use") {
-                format!("{why}. Another program (or another Baton) uses port {port}. Quit it and choose Retry in Baton's tray menu, or choose \u{201c}Start on port {other}\u{201d} there: Baton keeps that port for later starts (point your tools at http://127.0.0.1:{other}/v1).")
+                let help = tr(l, "Another program (or another Baton) uses port {port}. Quit it and choose Retry in Baton's tray menu, or choose \u{201c}Start on port {other}\u{201d} there: Baton keeps that port for later starts (point your tools at http://127.0.0.1:{other}/v1).",
+                    &[("port", &port.to_string()), ("other", &other.to_string())]);
+                format!("{why}. {help}")
             } else {
                 why.clone()
             };
             tracing::error!("{message}");
-            crate::notify::show("Baton could not start", &message);
+            crate::notify::show(&tr(l, "Baton could not start", &[]), &message);
             let mut run = shell.lock();
             run.origin = format!("http://{addr}");
             run.failed = Some(message.clone());
@@ -265,9 +273,14 @@ pub fn restart_on(app: &AppHandle, port: Option<u16>) {
         let mut config = match opts.load() {
             Ok(c) => c,
             Err(e) => {
+                let l = shell.locale().lang;
                 crate::notify::show(
-                    "Baton kept running as it was",
-                    &format!("The config file has an error, so the gateway was not restarted: {e}"),
+                    &tr(l, "Baton kept running as it was", &[]),
+                    &tr(
+                        l,
+                        "The config file has an error, so the gateway was not restarted: {error}",
+                        &[("error", &e.to_string())],
+                    ),
                 );
                 return;
             }

@@ -58,6 +58,18 @@ impl Shell {
     pub fn core(&self) -> Option<Arc<Core>> {
         self.lock().core.clone()
     }
+
+    /// The language and clock the tray and notifications speak: the running gateway's, else
+    /// the one chosen in this data directory (before a start, or after one failed).
+    pub fn locale(&self) -> baton::i18n::Locale {
+        match self.core() {
+            Some(core) => core.locale(),
+            None => {
+                let stored = baton::store::Store::setting_at(&self.data_dir, baton::i18n::SETTING);
+                baton::i18n::Locale::with_choice(&baton::i18n::choice_from(stored))
+            }
+        }
+    }
     pub fn origin(&self) -> String {
         self.lock().origin.clone()
     }

@@ -14,8 +14,11 @@ use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt;
 use tauri_plugin_clipboard_manager::ClipboardExt;
 
+use baton::i18n::{n_, tr};
+
 use crate::login::AtLogin;
 use crate::state::Shell;
+use crate::status::{provider_state, summary, usage_line, Look};
 
 pub const TRAY_ID: &str = "main";
 const OPEN: &str = "open";
@@ -32,93 +35,6 @@ const QUIT: &str = "quit";
 /// Per-provider items: `prov:<action>:<id>`.
 const PROV: &str = "prov:";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Look {
-    Ok,
-    Cooling,
-    Down,
-    Paused,
-}
-
-/// The tray's state line and look, from the routing snapshot.
-pub fn summary(core: &Core) -> (Look, String) {
-    if core.paused.load(Ordering::Relaxed) {
-        return (
-            Look::Paused,
-            "Paused — requests get 503 until you resume".into(),
-        );
-    }
-    let snap = core.routing.snapshot.load();
-    let now = core.routing.clock.now_ms();
-    let cooldowns = core.routing.cooldowns.active();
-    let mut serving = None;
-    let mut out: Vec<(String, Option<i64>)> = Vec::new();
-    for p in snap.enabled() {
-        // The gateway's own state for it (the one the UI and `baton status` show).
-        let st = baton::providers::state::state_of(p, &cooldowns, now);
-        if st.usable() {
-            serving.get_or_insert_with(|| p.config.display_name().to_string());
-        } else {
-            out.push((p.config.display_name().to_string(), st.until_ms));
-        }
-    }
-    let back = out
-        .iter()
-        .filter_map(|(n, u)| u.map(|u| (n.clone(), u)))
-        .min_by_key(|(_, u)| *u)
-        .map(|(n, u)| format!("{n} back at {}", clock(u)));
-    match serving {
-        None if snap.enabled().next().is_none() => (Look::Down, "No provider enabled".into()),
-        None => (
-            Look::Down,
-            match back {
-                Some(b) => format!("Nothing available · {b}"),
-                None => "Nothing available".into(),
-            },
-        ),
-        Some(name) => {
-            let line = match back {
-                Some(b) => format!("Serving via {name} · {b}"),
-                None => format!("Serving via {name}"),
-            };
-            (
-                if out.is_empty() {
-                    Look::Ok
-                } else {
-                    Look::Cooling
-                },
-                line,
-            )
-        }
-    }
-}
-
-/// The serving provider's binding usage window, for the line under the state: "Claude Max ·
-/// 5 h 72 % · resets 15:00" (`None` when it reports no windows).
-pub fn usage_line(core: &Core) -> Option<String> {
-    let snap = core.routing.snapshot.load();
-    let now = core.routing.clock.now_ms();
-    let cooldowns = core.routing.cooldowns.active();
-    let p = snap
-        .enabled()
-        .find(|p| baton::providers::state::state_of(p, &cooldowns, now).usable())?;
-    let w = core
-        .routing
-        .usage
-        .headline(p.id(), now, &core.routing.local_tz)?;
-    Some(format!("{} · {w}", p.config.display_name()))
-}
-
-fn clock(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| {
-            t.to_zoned_datetime(jiff::tz::TimeZone::system())
-                .strftime("%H:%M")
-                .to_string()
-        })
-        .unwrap_or_default()
-}
-
 fn icon(look: Look) -> Option<Image<'static>> {
     let bytes: &'static [u8] = match look {
         Look::Ok => include_bytes!("../icons/tray-ok.png"),
@@ -129,36 +45,17 @@ fn icon(look: Look) -> Option<Image<'static>> {
     Image::from_bytes(bytes).ok()
 }
 
-/// One provider's state for its menu line ("cooling until 15:02"), from the gateway's own
-/// state, and whether there is a cooldown to clear.
-pub fn provider_state(
-    p: &baton::providers::ProviderEntry,
-    cooldowns: &[baton::limits::CooldownEntry],
-    now: i64,
-) -> (String, bool) {
-    use baton::providers::state::{state_of, State};
-    let st = state_of(p, cooldowns, now);
-    let until = st.until_ms.map(clock).unwrap_or_default();
-    match st.state {
-        State::Disabled => ("disabled".into(), false),
-        State::LoggedOut => ("logged out".into(), false),
-        State::Unavailable => ("unavailable".into(), st.class.is_some()),
-        State::BreakerOpen => (format!("breaker open until {until}"), true),
-        State::Cooling => (format!("cooling until {until}"), true),
-        State::Ready if st.partial => ("ready (a key or model cooling)".into(), true),
-        State::Ready => ("ready".into(), false),
-    }
-}
-
 /// The Providers submenu: each provider with its state, and what can be done to it from here.
 fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::Wry>> {
     let snap = core.routing.snapshot.load();
-    let sub = Submenu::with_id(app, "providers", "Providers", true)?;
+    let loc = core.locale();
+    let l = loc.lang;
+    let sub = Submenu::with_id(app, "providers", tr(l, "Providers", &[]), true)?;
     if snap.providers.is_empty() {
         sub.append(&MenuItem::with_id(
             app,
             "prov-none",
-            "None yet — add one in Baton",
+            tr(l, "None yet — add one in Baton", &[]),
             false,
             None::<&str>,
         )?)?;
@@ -166,7 +63,7 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
     // One look at the cooldowns for every line.
     let (cooldowns, now) = (core.routing.cooldowns.active(), core.routing.clock.now_ms());
     for (i, p) in snap.providers.iter().enumerate() {
-        let (state, cooling) = provider_state(p, &cooldowns, now);
+        let (state, cooling) = provider_state(p, &cooldowns, now, loc);
         let id = p.id();
         let item = Submenu::with_id(
             app,
@@ -177,7 +74,7 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
         item.append(&CheckMenuItem::with_id(
             app,
             format!("{PROV}toggle:{id}"),
-            "Enabled",
+            tr(l, "Enabled", &[]),
             true,
             p.config.enabled,
             None::<&str>,
@@ -186,14 +83,14 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
         item.append(&MenuItem::with_id(
             app,
             format!("{PROV}first:{id}"),
-            "Use first (move to the top)",
+            tr(l, "Use first (move to the top)", &[]),
             i > 0 && !detected,
             None::<&str>,
         )?)?;
         item.append(&MenuItem::with_id(
             app,
             format!("{PROV}clear:{id}"),
-            "Clear cooldown",
+            tr(l, "Clear cooldown", &[]),
             cooling,
             None::<&str>,
         )?)?;
@@ -205,18 +102,20 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
 /// The tray's look and state line, from the gateway (or why it is not running).
 fn status_line(app: &AppHandle) -> (Look, String) {
     let shell = app.state::<Shell>();
+    let l = shell.locale().lang;
     match (shell.core(), shell.failed()) {
         (Some(core), _) => summary(&core),
-        (None, Some(why)) if why == "restarting" => (Look::Down, "Restarting…".into()),
+        (None, Some(why)) if why == "restarting" => (Look::Down, tr(l, "Restarting…", &[])),
         (None, Some(why)) if why.contains("in use") => (
             Look::Down,
-            format!(
-                "Not running: port {} is taken",
-                crate::state::ports(&shell.origin()).0
+            tr(
+                l,
+                "Not running: port {port} is taken",
+                &[("port", &crate::state::ports(&shell.origin()).0.to_string())],
             ),
         ),
-        (None, Some(why)) => (Look::Down, format!("Not running: {why}")),
-        (None, None) => (Look::Down, "Not running".into()),
+        (None, Some(why)) => (Look::Down, tr(l, "Not running: {why}", &[("why", &why)])),
+        (None, None) => (Look::Down, tr(l, "Not running", &[])),
     }
 }
 
@@ -228,10 +127,11 @@ fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
 /// Restart (or Retry after a failed start) and, while the port asked for is taken, "Start on
 /// port N": one click starts on the next port, which is kept for later starts.
 fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<tauri::Wry>>> {
+    let l = app.state::<Shell>().locale().lang;
     let restart = if running {
-        "Restart gateway"
+        tr(l, "Restart gateway", &[])
     } else {
-        "Retry starting the gateway"
+        tr(l, "Retry starting the gateway", &[])
     };
     let mut items = vec![MenuItem::with_id(
         app,
@@ -246,7 +146,7 @@ fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<t
         items.push(MenuItem::with_id(
             app,
             OTHER_PORT,
-            format!("Start on port {other}"),
+            tr(l, "Start on port {port}", &[("port", &other.to_string())]),
             true,
             None::<&str>,
         )?);
@@ -260,17 +160,21 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
+    let l = app.state::<Shell>().locale().lang;
+    let item = |id: &str, key: &str, on: bool| {
+        MenuItem::with_id(app, id, tr(l, key, &[]), on, None::<&str>)
+    };
     let status = MenuItem::with_id(app, "status", truncate(line, 80), false, None::<&str>)?;
-    let open = MenuItem::with_id(app, OPEN, "Open Baton", true, None::<&str>)?;
-    let copy_url = MenuItem::with_id(app, COPY_URL, "Copy base URL", running, None::<&str>)?;
-    let copy_key = MenuItem::with_id(app, COPY_KEY, "Copy gateway key", running, None::<&str>)?;
+    let open = item(OPEN, n_("Open Baton"), true)?;
+    let copy_url = item(COPY_URL, n_("Copy base URL"), running)?;
+    let copy_key = item(COPY_KEY, n_("Copy gateway key"), running)?;
     let pause = MenuItem::with_id(
         app,
         PAUSE,
         if paused {
-            "Resume routing"
+            tr(l, "Resume routing", &[])
         } else {
-            "Pause routing"
+            tr(l, "Pause routing", &[])
         },
         running,
         None::<&str>,
@@ -280,8 +184,8 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         app,
         AUTOSTART,
         match at_login {
-            AtLogin::OtherSetup => "Start at login (now set for another setup)",
-            AtLogin::Off | AtLogin::ThisSetup => "Start at login",
+            AtLogin::OtherSetup => tr(l, "Start at login (now set for another setup)", &[]),
+            AtLogin::Off | AtLogin::ThisSetup => tr(l, "Start at login", &[]),
         },
         true,
         at_login == AtLogin::ThisSetup,
@@ -294,7 +198,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         false,
         None::<&str>,
     )?;
-    let quit = MenuItem::with_id(app, QUIT, "Quit Baton", true, None::<&str>)?;
+    let quit = item(QUIT, n_("Quit Baton"), true)?;
     let sep1 = PredefinedMenuItem::separator(app)?;
     let sep2 = PredefinedMenuItem::separator(app)?;
     let sep3 = PredefinedMenuItem::separator(app)?;
@@ -316,13 +220,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
         menu.append(&providers_menu(app, core)?)?;
     }
     menu.append(&connect_item(app, core.as_deref())?)?;
-    let activity = MenuItem::with_id(
-        app,
-        ACTIVITY,
-        "Request log (Activity)",
-        running,
-        None::<&str>,
-    )?;
+    let activity = item(ACTIVITY, n_("Request log (Activity)"), running)?;
     menu.append(&activity)?;
     for item in gateway_items(app, running)? {
         menu.append(&item)?;
@@ -337,10 +235,15 @@ fn connect_item(app: &AppHandle, core: Option<&Core>) -> tauri::Result<MenuItem<
     let connected = core
         .map(|c| baton::connect::connected_names(&c.data_dir.join("connect")))
         .unwrap_or_default();
+    let l = app.state::<Shell>().locale().lang;
     let label = if connected.is_empty() {
-        "Connect Claude Code, Codex…".to_string()
+        tr(l, "Connect Claude Code, Codex…", &[])
     } else {
-        format!("Connected: {} (undo in Connect)…", connected.join(", "))
+        tr(
+            l,
+            "Connected: {tools} (undo in Connect)…",
+            &[("tools", &connected.join(", "))],
+        )
     };
     MenuItem::with_id(
         app,
@@ -417,11 +320,18 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
                 .load()
                 .providers
                 .iter()
-                .map(|p| format!("{}:{}", p.id(), provider_state(p, &cooldowns, now).0))
+                .map(|p| {
+                    let state = provider_state(p, &cooldowns, now, c.locale()).0;
+                    format!("{}:{state}", p.id())
+                })
                 .collect()
         })
         .unwrap_or_default();
     let mut providers: Vec<String> = providers;
+    // A new language rebuilds every item.
+    if let Some(s) = app.try_state::<Shell>() {
+        providers.push(format!("lang:{}", s.locale().lang.tag()));
+    }
     if let Some(c) = app.try_state::<Shell>().and_then(|s| s.core()) {
         providers.extend(
             baton::connect::connected_names(&c.data_dir.join("connect"))
@@ -521,7 +431,8 @@ fn on_provider(app: &AppHandle, core: &Core, action: &str, id: &str) {
         _ => Ok(()),
     };
     if let Err(e) = r {
-        crate::notify::show("Baton could not change that", &e);
+        let l = core.locale().lang;
+        crate::notify::show(&tr(l, "Baton could not change that", &[]), &e);
     }
     refresh(app);
 }
@@ -529,6 +440,7 @@ fn on_provider(app: &AppHandle, core: &Core, action: &str, id: &str) {
 fn on_menu(app: &AppHandle, id: &str) {
     tracing::info!(item = id, "tray menu");
     let shell = app.state::<Shell>();
+    let l = shell.locale().lang;
     if let Some((action, provider)) = id.strip_prefix(PROV).and_then(|r| r.split_once(':')) {
         if let Some(core) = shell.core() {
             on_provider(app, &core, action, provider);
@@ -557,8 +469,8 @@ fn on_menu(app: &AppHandle, id: &str) {
                 let _ = app.clipboard().write_text(k);
             }
             None => crate::notify::show(
-                "No generated gateway key",
-                "This Baton takes its gateway keys from environment variables (gatewayKeys in the config file); copy the key from there.",
+                &tr(l, "No generated gateway key", &[]),
+                &tr(l, "This Baton takes its gateway keys from environment variables (gatewayKeys in the config file); copy the key from there.", &[]),
             ),
         },
         PAUSE => {
@@ -576,17 +488,17 @@ fn on_menu(app: &AppHandle, id: &str) {
                 app.autolaunch().enable()
             };
             if let Err(e) = r {
-                crate::notify::show("Start at login failed", &e.to_string());
+                crate::notify::show(&tr(l, "Start at login failed", &[]), &e.to_string());
             } else if !on {
                 let exe = std::env::current_exe().ok();
-                if let Some(w) = exe.and_then(|e| baton::api::settings::build_dir_warning(&e)) {
-                    crate::notify::show("Baton starts at login — from a build directory", &w);
+                if let Some(w) = exe.and_then(|e| baton::api::settings::build_dir_warning(&e, l)) {
+                    crate::notify::show(&tr(l, "Baton starts at login — from a build directory", &[]), &w);
                 }
                 let keys = shell
                     .core()
-                    .and_then(|c| baton::api::settings::login_env_warning(&c));
+                    .and_then(|c| baton::api::settings::login_env_warning(&c, l));
                 if let Some(w) = keys {
-                    crate::notify::show("Baton starts at login — some keys may be missing", &w);
+                    crate::notify::show(&tr(l, "Baton starts at login — some keys may be missing", &[]), &w);
                 }
             }
             refresh(app);

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use baton::i18n::tr;
 use baton::Core;
 use tauri::{AppHandle, Manager};
 
@@ -28,12 +29,19 @@ pub fn attach(app: &AppHandle, core: &Arc<Core>) {
     }
     let app = app.clone();
     tauri::async_runtime::spawn(baton::update::run_checks(core.clone(), move |offer| {
+        let l = app.state::<crate::state::Shell>().locale().lang;
+        let notes = offer.notes.lines().next().unwrap_or_default();
         crate::notify::show_on(
             &app,
-            &format!("Baton {} is available", offer.version),
-            &format!(
-                "{} Install it from Settings → Updates.",
-                offer.notes.lines().next().unwrap_or_default()
+            &tr(
+                l,
+                "Baton {version} is available",
+                &[("version", &offer.version)],
+            ),
+            &tr(
+                l,
+                "{notes} Install it from Settings → Updates.",
+                &[("notes", notes)],
             ),
             "settings",
         );
@@ -63,9 +71,14 @@ pub fn relaunch(app: &AppHandle) {
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot start the updated binary");
+            let l = app.state::<crate::state::Shell>().locale().lang;
             crate::notify::show(
-                "Baton was updated but could not restart",
-                &format!("Start Baton again to use the new version ({e})."),
+                &tr(l, "Baton was updated but could not restart", &[]),
+                &tr(
+                    l,
+                    "Start Baton again to use the new version ({error}).",
+                    &[("error", &e.to_string())],
+                ),
             );
         }
     }

@@ -97,12 +97,15 @@ pub async fn list_keys(State(state): State<AppState>) -> Result<Json<Value>, Api
         .into_iter()
         .map(|(client, masked)| {
             let label = &client.label;
-            let from = if label == "generated" {
+            let generated = label == "generated";
+            let from = if generated {
                 "the data directory (gateway.key)".to_string()
             } else {
                 format!("the configuration ({label})")
             };
-            json!({"id": client.id, "label": label, "masked": masked, "from": from,
+            // `source` says the same for a UI that words it in its own language.
+            let source = if generated { "data-dir" } else { "config" };
+            json!({"id": client.id, "label": label, "masked": masked, "from": from, "source": source,
                 "policy": client.policy,
                 "usage": core.clients.usage(&client.id, core.routing.clock.now_ms())})
         })

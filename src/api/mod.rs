@@ -169,6 +169,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
+        .route("/ui/locales/{file}", get(ui::locale))
         .route("/", get(root).head(root))
         .merge(admin)
         .fallback(not_found)
@@ -313,6 +314,8 @@ async fn root(
         "health": "/health",
         // Where the UI's unlock page sends the user (a path, not a secret).
         "adminKeyFile": state.core.data_dir.join(crate::auth::ADMIN_KEY_FILE),
+        // The language chosen in Settings, so the unlock page speaks it before the key.
+        "language": state.core.language_choice(),
     }))
     .into_response()
 }

@@ -10,6 +10,7 @@ use super::json::{object_body, JsonBody};
 use super::AppState;
 use crate::events::Notification;
 use crate::gateway::Core;
+use crate::i18n::{tr, Lang};
 
 /// Which notifications are on, and the usage-window thresholds (percent used) that notify.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +132,7 @@ pub async fn get(State(state): State<AppState>) -> Result<Json<Value>, ApiError>
         .map_err(internal)?;
     Ok(Json(json!({
         "notifications": notifications(core),
+        "language": language(core),
         "server": {"address": state.addr.to_string(), "host": core.server.host, "port": state.addr.port(),
             // What the next start listens on when it was set here (else the config file's).
             "next": next,
@@ -158,12 +160,16 @@ pub async fn put(
     let core = &state.core;
     if let Some(k) = v
         .keys()
-        .find(|k| k.as_str() != "notifications" && k.as_str() != "listen")
+        .find(|k| !["notifications", "listen", "language"].contains(&k.as_str()))
     {
         return Err(invalid(
             k,
-            format!("`{k}` cannot be set here; `notifications` and `listen` can"),
+            format!("`{k}` cannot be set here; `notifications`, `listen` and `language` can"),
         ));
+    }
+    if let Some(l) = v.get("language") {
+        set_language(core, l)?;
+        return Ok(Json(json!({"language": language(core)})));
     }
     if let Some(l) = v.get("listen") {
         let listen = set_listen(core, l)?;
@@ -206,9 +212,50 @@ pub async fn put(
     Ok(Json(json!({"notifications": current})))
 }
 
+/// The language setting as the admin API shows it: the choice, what `auto` gives on this system,
+/// and the languages there are.
+fn language(core: &Core) -> Value {
+    use crate::i18n::{Lang, Locale};
+    let system = crate::i18n::system_locales();
+    json!({
+        "chosen": core.language_choice(),
+        "system": Locale::resolve("auto", &system).lang.tag(),
+        "available": Lang::ALL.map(|l| json!({"id": l.tag(), "name": l.native_name()})),
+    })
+}
+
+/// `{"language": "auto" | "en" | "ja" | "zh-CN"}`: the UI's, the tray's and the notifications'.
+fn set_language(core: &Core, v: &Value) -> Result<(), ApiError> {
+    let known = || {
+        let tags: Vec<&str> = crate::i18n::Lang::ALL.map(crate::i18n::Lang::tag).to_vec();
+        format!(
+            "send \"auto\" (the system's language) or one of {}",
+            tags.join(", ")
+        )
+    };
+    let Some(tag) = v.as_str() else {
+        return Err(invalid("language", known()));
+    };
+    if tag != "auto" && crate::i18n::Lang::parse(tag).is_none() {
+        return Err(invalid(
+            "language",
+            format!("`{tag}` is not a language Baton has; {}", known()),
+        ));
+    }
+    core.store
+        .set_setting(crate::i18n::SETTING, &Value::String(tag.into()))
+        .map_err(internal)?;
+    core.apply_language();
+    // The tray's menu and tooltip are rebuilt in the new language.
+    core.routing
+        .events
+        .emit(crate::events::Event::ConfigChanged);
+    Ok(())
+}
+
 /// Start at login runs this very binary: when it lives in a Cargo build directory (`target/…`
 /// or the `baton-target` cache), `cargo clean` would silently break the next login's start.
-pub fn build_dir_warning(exe: &std::path::Path) -> Option<String> {
+pub fn build_dir_warning(exe: &std::path::Path, l: Lang) -> Option<String> {
     let parts: Vec<&str> = exe
         .components()
         .filter_map(|c| c.as_os_str().to_str())
@@ -216,16 +263,16 @@ pub fn build_dir_warning(exe: &std::path::Path) -> Option<String> {
     let in_build = parts.windows(2).any(|w| {
         (w[0] == "target" || w[0].ends_with("-target")) && (w[1] == "debug" || w[1] == "release")
     });
-    in_build.then(|| format!(
-        "It starts {}, which is in a build directory: `cargo clean` or a rebuild elsewhere would stop it starting. Copy the app somewhere stable (e.g. ~/.local/bin) and turn this on from there.",
-        exe.display()
+    in_build.then(|| tr(l,
+        "It starts {path}, which is in a build directory: `cargo clean` or a rebuild elsewhere would stop it starting. Copy the app somewhere stable (e.g. ~/.local/bin) and turn this on from there.",
+        &[("path", &exe.display().to_string())],
     ))
 }
 
 /// Keys a start at login may not find: the enabled providers' keys read from environment
 /// variables that this process has (a shell's `export`s, which a login session does not run).
 /// Keys pasted into Baton are in the credential store and need nothing.
-pub fn login_env_warning(core: &Core) -> Option<String> {
+pub fn login_env_warning(core: &Core, l: Lang) -> Option<String> {
     let snap = core.routing.snapshot.load();
     let in_file = crate::config::env_file::names();
     let mut names: Vec<&str> = Vec::new();
@@ -237,21 +284,23 @@ pub fn login_env_warning(core: &Core) -> Option<String> {
             }
         }
     }
-    (!names.is_empty()).then(|| format!(
-        "A start at login does not run your shell's exports, so these keys may be missing then: {}. Put NAME=value lines in {} (Baton reads it at every start; chmod 600), or paste them into Baton (Providers → Edit: they go to the credential store).",
-        names.join(", "),
-        crate::config::env_file::path().map_or("~/.config/baton/env".into(), |p| p.display().to_string())
+    let file = crate::config::env_file::path()
+        .map_or("~/.config/baton/env".into(), |p| p.display().to_string());
+    (!names.is_empty()).then(|| tr(l,
+        "A start at login does not run your shell's exports, so these keys may be missing then: {names}. Put NAME=value lines in {file} (Baton reads it at every start; chmod 600), or paste them into Baton (Providers → Edit: they go to the credential store).",
+        &[("names", &names.join(", ")), ("file", &file)],
     ))
 }
 
 /// What to know when start at login is turned on: the binary's place, and the keys a login
 /// start may not see.
 pub fn autostart_warning(core: &Core) -> Option<String> {
+    let l = core.locale().lang;
     let parts: Vec<String> = [
         std::env::current_exe()
             .ok()
-            .and_then(|exe| build_dir_warning(&exe)),
-        login_env_warning(core),
+            .and_then(|exe| build_dir_warning(&exe, l)),
+        login_env_warning(core, l),
     ]
     .into_iter()
     .flatten()
@@ -414,7 +463,7 @@ mod tests {
             "/home/u/src/baton/target/release/baton-desktop",
             "/home/u/.cache/baton-target/debug/baton-desktop",
         ] {
-            let w = build_dir_warning(Path::new(built)).expect(built);
+            let w = build_dir_warning(Path::new(built), crate::i18n::Lang::En).expect(built);
             assert!(w.contains("cargo clean") && w.contains(built), "{w}");
         }
         for installed in [
@@ -422,7 +471,11 @@ mod tests {
             "/home/u/.local/bin/baton-desktop",
             "/opt/target/bin/baton",
         ] {
-            assert_eq!(build_dir_warning(Path::new(installed)), None, "{installed}");
+            assert_eq!(
+                build_dir_warning(Path::new(installed), crate::i18n::Lang::En),
+                None,
+                "{installed}"
+            );
         }
     }
 }

@@ -64,7 +64,7 @@ pub async fn statusline(
             .find(|p| crate::providers::state::state_of(p, &cooldowns, now).usable()),
     };
     let tz = &core.routing.local_tz;
-    let usage = serving.and_then(|p| core.routing.usage.headline(p.id(), now, tz));
+    let usage = serving.and_then(|p| core.routing.usage.headline(p.id(), now, tz, core.locale()));
     // Rows written a moment ago are still in the writer's batch; a status line can do without.
     let cost = core
         .store

@@ -62,6 +62,27 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/websearch.js"),
     ),
     (
+        "i18n.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/i18n.js"),
+    ),
+    // The catalogue the UI, the tray and the notifications share (crate::i18n).
+    (
+        "locales/en.json",
+        "application/json; charset=utf-8",
+        include_str!("../../ui/locales/en.json"),
+    ),
+    (
+        "locales/ja.json",
+        "application/json; charset=utf-8",
+        include_str!("../../ui/locales/ja.json"),
+    ),
+    (
+        "locales/zh-CN.json",
+        "application/json; charset=utf-8",
+        include_str!("../../ui/locales/zh-CN.json"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),
@@ -85,6 +106,11 @@ pub async fn index() -> Response {
 
 pub async fn asset(Path(name): Path<String>) -> Response {
     file(&name)
+}
+
+/// `/ui/locales/{file}`: a language's catalogue.
+pub async fn locale(Path(name): Path<String>) -> Response {
+    file(&format!("locales/{name}"))
 }
 
 fn file(name: &str) -> Response {

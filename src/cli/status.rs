@@ -251,7 +251,9 @@ pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
                 };
                 let resets = w
                     .resets_at_ms
-                    .map(|ms| baton::limits::clock_time(ms, &tz, now_ms))
+                    .map(|ms| {
+                        baton::limits::clock_time(ms, &tz, now_ms, baton::i18n::Locale::ENGLISH)
+                    })
                     .unwrap_or_else(|| "-".into());
                 let mut note = Vec::new();
                 if a.binding.as_deref() == Some(w.id.as_str()) {
@@ -259,7 +261,12 @@ pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
                     if let Some(at) = a.caps_at_ms {
                         note.push(format!(
                             "runs out at {} at this rate",
-                            baton::limits::clock_time(at, &tz, now_ms)
+                            baton::limits::clock_time(
+                                at,
+                                &tz,
+                                now_ms,
+                                baton::i18n::Locale::ENGLISH
+                            )
                         ));
                     }
                 }

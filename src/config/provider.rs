@@ -182,16 +182,16 @@ impl ProviderKind {
         ProviderKind::GeminiCli,
     ];
 
-    /// The kind's name for people (the UI's kind list and badges).
+    /// The kind's name for people (the UI's kind list and badges), translated where it is shown.
     pub fn label(self) -> &'static str {
         match self {
-            ProviderKind::OpenaiCompatible => "OpenAI-compatible API",
-            ProviderKind::OpenaiResponses => "OpenAI Responses API",
-            ProviderKind::Anthropic => "Anthropic API",
-            ProviderKind::Gemini => "Gemini API",
-            ProviderKind::ClaudeCli => "Claude Code CLI",
-            ProviderKind::CodexCli => "Codex CLI",
-            ProviderKind::GeminiCli => "Gemini CLI",
+            ProviderKind::OpenaiCompatible => crate::i18n::n_("OpenAI-compatible API"),
+            ProviderKind::OpenaiResponses => crate::i18n::n_("OpenAI Responses API"),
+            ProviderKind::Anthropic => crate::i18n::n_("Anthropic API"),
+            ProviderKind::Gemini => crate::i18n::n_("Gemini API"),
+            ProviderKind::ClaudeCli => crate::i18n::n_("Claude Code CLI"),
+            ProviderKind::CodexCli => crate::i18n::n_("Codex CLI"),
+            ProviderKind::GeminiCli => crate::i18n::n_("Gemini CLI"),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The live configuration as routing reads it — the config file's routes and `modelMap`
 //! overlaid on the UI's — and the edits the tray and the admin API share: toggle, move a
-//! provider first, clear cooldowns. Each edit is stored, then applied by `Core::reload`.
+//! provider first, clear cooldowns. Each edit is stored, then applied by `Core::reload`. Also the
+//! language setting as routing reads it (`Core::locale`).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,24 @@ pub const UI_ROUTES: &str = "routes";
 pub const UI_MODEL_MAP: &str = "modelMap";
 
 impl Core {
+    /// The language and clock the tray, the notifications and the failover lines speak now.
+    pub fn locale(&self) -> crate::i18n::Locale {
+        self.routing.locale.get()
+    }
+
+    /// Reads the language chosen in Settings into the routing context (at start, on a change).
+    pub fn apply_language(&self) {
+        let choice = self.language_choice();
+        self.routing
+            .locale
+            .set(crate::i18n::Locale::with_choice(&choice));
+    }
+
+    /// The language chosen in Settings: `"auto"` (the system's) or a language's tag.
+    pub fn language_choice(&self) -> String {
+        crate::i18n::choice_from(self.store.setting(crate::i18n::SETTING).ok().flatten())
+    }
+
     /// Named routes made in the UI (the `routes` setting), without the config file's.
     pub fn ui_routes(&self) -> BTreeMap<String, RouteConfig> {
         self.store

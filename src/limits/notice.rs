@@ -2,49 +2,61 @@
 //! matched to the limit it hit) and when it is back, in the user's zone.
 
 use super::{Classified, ErrorClass};
+use crate::i18n::{n_, tr, Locale};
 
-/// The notification line for a failover from `from` to `to` (display names). The reset shows
-/// as a clock time when it falls on the same day as `now_ms` in `tz`, with its date otherwise.
+/// The notification line for a failover from `from` to `to` (display names), in the user's
+/// language. The reset shows as a clock time when it falls on the same day as `now_ms` in `tz`,
+/// with its date otherwise.
 pub fn failover_message(
     from: &str,
     to: &str,
     c: &Classified,
     tz: &jiff::tz::TimeZone,
     now_ms: i64,
+    loc: Locale,
 ) -> String {
     let lower = c.reason.to_ascii_lowercase();
     let what = match c.class {
         ErrorClass::Rate => {
             if lower.contains("session limit") || lower.contains("5-hour limit") {
-                "session limit reached"
+                n_("{from} session limit reached")
             } else if lower.contains("subscription limit") {
-                "subscription limit reached"
+                n_("{from} subscription limit reached")
             } else if lower.contains("weekly limit") {
-                "weekly limit reached"
+                n_("{from} weekly limit reached")
             } else if lower.contains("daily quota") {
-                "daily quota used up"
+                n_("{from} daily quota used up")
             } else if lower.contains("usage limit") {
-                "usage limit reached"
+                n_("{from} usage limit reached")
             } else {
-                "rate limit reached"
+                n_("{from} rate limit reached")
             }
         }
-        ErrorClass::Auth => "is not logged in or its key was rejected",
-        ErrorClass::Billing => "is out of credit",
-        ErrorClass::Overloaded => "is overloaded",
-        ErrorClass::Model => "does not serve this model",
-        ErrorClass::ContentPolicy => "refused the request",
-        ErrorClass::Request | ErrorClass::Transient => "failed",
+        ErrorClass::Auth => n_("{from} is not logged in or its key was rejected"),
+        ErrorClass::Billing => n_("{from} is out of credit"),
+        ErrorClass::Overloaded => n_("{from} is overloaded"),
+        ErrorClass::Model => n_("{from} does not serve this model"),
+        ErrorClass::ContentPolicy => n_("{from} refused the request"),
+        ErrorClass::Request | ErrorClass::Transient => n_("{from} failed"),
     };
-    match c.reset_at_ms.map(|ms| clock_time(ms, tz, now_ms)) {
-        Some(when) => format!("{from} {what} — back at {when}; now using {to}"),
-        None => format!("{from} {what}; now using {to}"),
+    let what = tr(loc.lang, what, &[("from", from)]);
+    match c.reset_at_ms.map(|ms| clock_time(ms, tz, now_ms, loc)) {
+        Some(when) => tr(
+            loc.lang,
+            "{what} — back at {when}; now using {to}",
+            &[("what", &what), ("when", &when), ("to", to)],
+        ),
+        None => tr(
+            loc.lang,
+            "{what}; now using {to}",
+            &[("what", &what), ("to", to)],
+        ),
     }
 }
 
 /// An instant as a user reads it: the clock time when it is today in `tz`, with its date
-/// otherwise.
-pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64) -> String {
+/// otherwise, as the locale writes them.
+pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64, loc: Locale) -> String {
     let Ok(at) = jiff::Timestamp::from_millisecond(ms) else {
         return String::new();
     };
@@ -54,9 +66,9 @@ pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64) -> String {
         .to_zoned_datetime(tz.clone())
         .date();
     if local.date() == today {
-        local.strftime("%H:%M").to_string()
+        loc.clock(&local)
     } else {
-        local.strftime("%b %-d, %H:%M").to_string()
+        loc.date_clock(&local)
     }
 }
 
@@ -67,29 +79,47 @@ pub fn quota_message(
     notice: &super::usage::Notice,
     tz: &jiff::tz::TimeZone,
     now_ms: i64,
+    loc: Locale,
 ) -> String {
     use super::usage::Notice;
-    let resets = |w: &super::windows::Window, word: &str| {
-        w.resets_at_ms
-            .map(|r| format!(" — {word} {}", clock_time(r, tz, now_ms)))
-            .unwrap_or_default()
-    };
+    let when = |w: &super::windows::Window| w.resets_at_ms.map(|r| clock_time(r, tz, now_ms, loc));
     match notice {
         // The share used now, which may be past the threshold crossed.
-        Notice::Threshold { window, percent } => format!(
-            "{name}: {} % of the {} window used{}",
-            window
+        Notice::Threshold { window, percent } => {
+            let pct = window
                 .used
-                .map_or(i64::from(*percent), |u| (u * 100.0).round() as i64),
-            window.label,
-            resets(window, "resets")
+                .map_or(i64::from(*percent), |u| (u * 100.0).round() as i64)
+                .to_string();
+            let args = [("name", name), ("percent", &pct), ("window", &window.label)];
+            match when(window) {
+                Some(w) => tr(
+                    loc.lang,
+                    "{name}: {percent} % of the {window} window used — resets {when}",
+                    &[args.as_slice(), &[("when", &w)]].concat(),
+                ),
+                None => tr(
+                    loc.lang,
+                    "{name}: {percent} % of the {window} window used",
+                    &args,
+                ),
+            }
+        }
+        Notice::Capped { window } => {
+            let args = [("name", name), ("window", window.label.as_str())];
+            match when(window) {
+                Some(w) => tr(
+                    loc.lang,
+                    "{name}: {window} window spent — back at {when}",
+                    &[args.as_slice(), &[("when", &w)]].concat(),
+                ),
+                None => tr(loc.lang, "{name}: {window} window spent", &args),
+            }
+        }
+        Notice::Back { window } => tr(
+            loc.lang,
+            "{name}: {window} window is back",
+            &[("name", name), ("window", &window.label)],
         ),
-        Notice::Capped { window } => format!(
-            "{name}: {} window spent{}",
-            window.label,
-            resets(window, "back at")
-        ),
-        Notice::Back { window } => format!("{name}: {} window is back", window.label),
     }
 }
 
@@ -123,6 +153,7 @@ mod tests {
             &capped("2026-12-31T23:30:00Z"),
             &utc,
             ms("2026-12-31T20:00:00Z"),
+            Locale::ENGLISH,
         );
         assert_eq!(
             m,
@@ -135,6 +166,7 @@ mod tests {
             &capped("2027-01-01T00:30:00Z"),
             &utc,
             ms("2026-12-31T23:59:59.999Z"),
+            Locale::ENGLISH,
         );
         assert!(m.contains("back at Jan 1, 00:30"), "{m}");
         // The same instants in New York are both on 31 Dec (19:00 local).
@@ -144,6 +176,7 @@ mod tests {
             &capped("2027-01-01T00:30:00Z"),
             &ny,
             ms("2026-12-31T23:59:59.999Z"),
+            Locale::ENGLISH,
         );
         assert!(m.contains("back at 19:30;"), "{m}");
         // Leap day to 1 March.
@@ -153,6 +186,7 @@ mod tests {
             &capped("2028-03-01T08:00:00Z"),
             &utc,
             ms("2028-02-29T22:00:00Z"),
+            Locale::ENGLISH,
         );
         assert!(m.contains("back at Mar 1, 08:00"), "{m}");
         // The fall-back day in New York is 25 hours long: 23:30 local is still "today".
@@ -162,6 +196,7 @@ mod tests {
             &capped("2026-11-02T04:30:00Z"),
             &ny,
             ms("2026-11-01T04:30:00Z"),
+            Locale::ENGLISH,
         );
         assert!(m.contains("back at 23:30;"), "{m}");
     }

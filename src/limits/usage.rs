@@ -307,7 +307,14 @@ impl UsageBook {
 
     /// The binding window of the provider's most recently heard account, for a status line:
     /// "5 h 72 % · resets 15:00" (`None` when it reported no windows).
-    pub fn headline(&self, provider: &str, now: i64, tz: &jiff::tz::TimeZone) -> Option<String> {
+    pub fn headline(
+        &self,
+        provider: &str,
+        now: i64,
+        tz: &jiff::tz::TimeZone,
+        loc: crate::i18n::Locale,
+    ) -> Option<String> {
+        use crate::i18n::tr;
         let a = self
             .accounts(provider, now)
             .into_iter()
@@ -315,15 +322,19 @@ impl UsageBook {
         let id = a.binding?;
         let w = a.windows.iter().find(|w| w.id == id)?;
         let used = match (w.used, w.status) {
-            (_, WindowStatus::Rejected) => "spent".to_string(),
+            (_, WindowStatus::Rejected) => tr(loc.lang, "spent", &[]),
             (Some(u), _) => format!("{:.0} %", u * 100.0),
-            (None, _) => "near its limit".to_string(),
+            (None, _) => tr(loc.lang, "near its limit", &[]),
         };
         Some(match w.resets_at_ms {
-            Some(r) => format!(
-                "{} {used} · resets {}",
-                w.label,
-                super::clock_time(r, tz, now)
+            Some(r) => tr(
+                loc.lang,
+                "{window} {used} · resets {when}",
+                &[
+                    ("window", &w.label),
+                    ("used", &used),
+                    ("when", &super::clock_time(r, tz, now, loc)),
+                ],
             ),
             None => format!("{} {used}", w.label),
         })

@@ -45,6 +45,8 @@ pub struct Routing {
     pub redactor: Arc<Redactor>,
     /// The machine's zone, for CLI messages that print local times.
     pub local_tz: jiff::tz::TimeZone,
+    /// The user's language and clock, for the lines people read (failover, usage).
+    pub locale: crate::i18n::LocaleCell,
     /// Who signed the thinking blocks Baton relayed (`providers::thinking`).
     pub thinking: crate::providers::thinking::ThinkingBook,
     /// Where each conversation was last served (`router::affinity`).
@@ -79,6 +81,7 @@ impl Routing {
             affinity: Default::default(),
             usage: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
+            locale: Default::default(),
             shared,
             sink,
         }
@@ -160,10 +163,12 @@ impl Routing {
         ) {
             return;
         }
-        let back = crate::limits::clock_time(until, &self.local_tz, now);
-        let message = format!(
-            "{}: window spent — moving to your other providers instead of paid extra usage until {back}",
-            p.config.display_name()
+        let loc = self.locale.get();
+        let back = crate::limits::clock_time(until, &self.local_tz, now, loc);
+        let message = crate::i18n::tr(
+            loc.lang,
+            "{name}: window spent — moving to your other providers instead of paid extra usage until {when}",
+            &[("name", p.config.display_name()), ("when", &back)],
         );
         tracing::warn!(provider = p.id(), account, until_ms = until, "{message}");
         self.events.emit(crate::events::Event::Quota {
@@ -188,8 +193,13 @@ impl Routing {
         use crate::limits::usage::Notice;
         let now = self.clock.now_ms();
         for n in notices {
-            let message =
-                crate::limits::quota_message(p.config.display_name(), &n, &self.local_tz, now);
+            let message = crate::limits::quota_message(
+                p.config.display_name(),
+                &n,
+                &self.local_tz,
+                now,
+                self.locale.get(),
+            );
             use crate::events::QuotaKind;
             let (kind, percent, w) = match &n {
                 Notice::Threshold { window, percent } => {

@@ -287,6 +287,7 @@ fn announce_failover(routing: &Routing, pass: &mut Pass, t: &Target, request_id:
             &c,
             &routing.local_tz,
             routing.clock.now_ms(),
+            routing.locale.get(),
         ),
         from,
         to: t.label(),

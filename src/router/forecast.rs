@@ -107,6 +107,9 @@ fn most_room_first(list: &mut [(Target, Fact)]) {
 
 /// A provider that caps before its reset at the recent rate goes behind the others (when
 /// there are others), with the reason in the request's attempts.
+/// Attempt reasons are written for the log, in English.
+const ENGLISH: crate::i18n::Locale = crate::i18n::Locale::ENGLISH;
+
 fn defer_forecast_caps(
     routing: &Routing,
     list: Vec<(Target, Fact)>,
@@ -121,13 +124,13 @@ fn defer_forecast_caps(
                 let reset = f
                     .window
                     .resets_at_ms
-                    .map(|r| crate::limits::clock_time(r, &routing.local_tz, now))
+                    .map(|r| crate::limits::clock_time(r, &routing.local_tz, now, ENGLISH))
                     .unwrap_or_default();
                 let why = format!(
                     "{} window {:.0} % used; at the recent rate it runs out at {}, before its reset at {reset}",
                     f.window.label,
                     (1.0 - f.room) * 100.0,
-                    crate::limits::clock_time(at, &routing.local_tz, now),
+                    crate::limits::clock_time(at, &routing.local_tz, now, ENGLISH),
                 );
                 back.push((t, why));
             }

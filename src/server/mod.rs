@@ -90,6 +90,7 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     // Spent windows whose reset passed are back: told once, and a CLI's login is checked
     // (not a billed request) so a login lost meanwhile shows at once.
     crate::api::settings::apply_thresholds(&core);
+    core.apply_language();
     core.restore_usage();
     let sweeping = Arc::downgrade(&core);
     tokio::spawn(async move {

@@ -225,7 +225,7 @@ pub fn install(o: InstallOptions) -> CmdResult {
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(w) = baton::api::settings::build_dir_warning(&spec.exe) {
+    if let Some(w) = baton::api::settings::build_dir_warning(&spec.exe, baton::i18n::Lang::En) {
         eprintln!("warning: {w}");
     }
     #[cfg(unix)]

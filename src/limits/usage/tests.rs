@@ -72,7 +72,7 @@ fn one_notice_per_threshold_per_period_and_one_back() {
 fn the_status_line_names_the_binding_window() {
     let b = UsageBook::default();
     let tz = jiff::tz::TimeZone::UTC;
-    assert_eq!(b.headline("c", 0, &tz), None);
+    assert_eq!(b.headline("c", 0, &tz, crate::i18n::Locale::ENGLISH), None);
     let reset = 15 * 3_600_000; // 15:00 UTC on the epoch's day
     let mut week = five_h(0.4, 6 * 86_400_000, WindowStatus::Allowed);
     week.id = "7d".into();
@@ -85,7 +85,8 @@ fn the_status_line_names_the_binding_window() {
         0,
     );
     assert_eq!(
-        b.headline("c", 0, &tz).as_deref(),
+        b.headline("c", 0, &tz, crate::i18n::Locale::ENGLISH)
+            .as_deref(),
         Some("5 h 72 % · resets 15:00")
     );
     // A spent weekly window decides, though the 5-hour one has room.
@@ -93,7 +94,8 @@ fn the_status_line_names_the_binding_window() {
     week.used = Some(1.0);
     b.observe("c", "a", vec![week], 1);
     assert_eq!(
-        b.headline("c", 1, &tz).as_deref(),
+        b.headline("c", 1, &tz, crate::i18n::Locale::ENGLISH)
+            .as_deref(),
         Some("7 d spent · resets Jan 7, 00:00")
     );
 }
