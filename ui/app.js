@@ -7,7 +7,8 @@ import { afterSave, ensureSetup, initSetup, presets, renderConnect, renderFirstR
 import { initTeam, renderTeam } from "./team.js";
 import { initUpdates, renderUpdates } from "./updates.js";
 import { initWebSearch, renderWebSearch } from "./websearch.js";
-import { CLASS_WORDS, chart, el, explain, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
+import { LANGS, N_, fmtList, keep, loadLanguage, t, translateStatic } from "./i18n.js";
+import { chart, classWords, el, explainNodes, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { providers: [], setup: null, testResults: new Map(), logOffset: 0, logRows: [] };
@@ -21,12 +22,13 @@ function toast(text) {
 }
 
 function showError(e) {
-  toast(e instanceof ApiError ? e.message : "Baton did not answer (is it still running?). Nothing was changed.");
+  toast(e instanceof ApiError ? e.message : t("Baton did not answer (is it still running?). Nothing was changed."));
 }
 
 // ---- navigation -------------------------------------------------------------------------
 
 const TABS = ["providers", "activity", "team", "connect", "settings"];
+const TAB_NAMES = { providers: N_("Providers"), activity: N_("Activity"), team: N_("Team"), connect: N_("Connect"), settings: N_("Settings") };
 function currentTab() {
   const t = location.hash.replace("#", "");
   return TABS.includes(t) ? t : "providers";
@@ -50,7 +52,7 @@ function route() {
     if (a.dataset.tab === tab) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-  document.title = `Baton · ${tab[0].toUpperCase()}${tab.slice(1)}`;
+  document.title = `Baton · ${t(TAB_NAMES[tab])}`;
   if (tab === "providers") loadProviders();
   if (tab === "activity") loadLog(true);
   if (tab === "team") renderTeam();
@@ -113,25 +115,25 @@ function gatewayIs(change) {
   const b = $("gateway-banner");
   if (gateway.down) {
     b.className = "banner bad";
-    b.replaceChildren(el("strong", {}, "Baton is not answering."),
-      ` This is how things stood at ${fmtClock(gateway.since)}; changes are off until it is back.`);
+    b.replaceChildren(el("strong", {}, t("Baton is not answering.")),
+      ` ${t("This is how things stood at {when}; changes are off until it is back.", { when: fmtClock(gateway.since) })}`);
   } else if (gateway.paused) {
     b.className = "banner warn";
-    b.replaceChildren(el("strong", {}, "Routing is paused."), " Every request gets 503 until you resume. ",
-      el("button", { type: "button", class: "primary", id: "resume", onclick: () => setPaused(false) }, "Resume routing"));
+    b.replaceChildren(el("strong", {}, t("Routing is paused.")), ` ${t("Every request gets 503 until you resume.")} `,
+      el("button", { type: "button", class: "primary", id: "resume", onclick: () => setPaused(false) }, t("Resume routing")));
   }
   b.hidden = !gateway.down && !gateway.paused;
   const live = $("live");
   live.classList.toggle("on", gateway.linked && !gateway.down);
   live.classList.toggle("paused", gateway.paused);
-  live.textContent = gateway.down ? "offline" : !gateway.linked ? "reconnecting…" : gateway.paused ? "paused" : "live";
+  live.textContent = gateway.down ? t("offline") : !gateway.linked ? t("reconnecting…") : gateway.paused ? t("paused") : t("live");
 }
 
 async function setPaused(paused) {
   try {
     const r = await api("PUT", "/admin/pause", { paused });
     gatewayIs({ paused: r.paused });
-    toast(r.paused ? "Routing paused: requests get 503 until you resume." : "Routing resumed.");
+    toast(r.paused ? t("Routing paused: requests get 503 until you resume.") : t("Routing resumed."));
   } catch (e) {
     showError(e);
   }
@@ -156,7 +158,7 @@ const handlers = {
   async toggle(p, on) {
     try {
       await api("PATCH", `/admin/providers/${encodeURIComponent(p.id)}`, { enabled: on });
-      toast(`${p.name} ${on ? "enabled" : "disabled"}.`);
+      toast(on ? t("{name} enabled.", { name: p.name }) : t("{name} disabled.", { name: p.name }));
     } catch (e) {
       showError(e);
     }
@@ -177,17 +179,19 @@ const handlers = {
     if (until && state.testArmed !== p.id) {
       state.testArmed = p.id;
       state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" },
-        `${p.name} is out until ${fmtClock(until)}. A test sends a real request now, which may count against its limit — press Test again to send it.`));
+        t("{name} is out until {when}. A test sends a real request now, which may count against its limit — press Test again to send it.", { name: p.name, when: fmtClock(until) })));
       renderProviders();
       return;
     }
     state.testArmed = null;
-    state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" }, `Testing ${p.name}…`));
+    state.testResults.set(p.id, el("div", { class: "test-result wait prov-detail", role: "status" }, t("Testing {name}…", { name: p.name })));
     renderProviders();
     try {
       const r = await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`);
-      const text = r.ok ? (r.passthrough ? `${p.name}: ${r.note}` : `${p.name} works: ${r.model} answered in ${r.latencyMs} ms.`) : `${p.name}: ${explain(r.class, r.reason, r.resetAtMs)}${r.adopted ? " Its row shows this now." : ""}`;
-      state.testResults.set(p.id, el("div", { class: `test-result ${r.ok ? "ok" : "bad"} prov-detail`, role: "status" }, text));
+      const text = r.ok
+        ? (r.passthrough ? [`${p.name}: `, keep(r.note)] : t("{name} works: {model} answered in {n} ms.", { name: p.name, model: r.model, n: r.latencyMs }))
+        : [`${p.name}: `, explainNodes(r.class, r.reason, r.resetAtMs), r.adopted ? ` ${t("Its row shows this now.")}` : ""];
+      state.testResults.set(p.id, el("div", { class: `test-result ${r.ok ? "ok" : "bad"} prov-detail`, role: "status" }, el("span", {}, text)));
       if (r.adopted) loadProviders();
     } catch (e) {
       state.testResults.delete(p.id);
@@ -205,7 +209,7 @@ const handlers = {
   async clear(p) {
     try {
       await api("DELETE", `/admin/cooldowns?provider=${encodeURIComponent(p.id)}`);
-      toast(`${p.name} is back in rotation.`);
+      toast(t("{name} is back in rotation.", { name: p.name }));
     } catch (e) {
       showError(e);
     }
@@ -221,14 +225,14 @@ function orderable() {
 async function saveOrder(ids, focusId, dir) {
   try {
     await api("PUT", "/admin/order", { order: ids });
-    toast("Order saved — the next request uses it.");
+    toast(t("Order saved — the next request uses it."));
   } catch (e) {
     showError(e);
   }
   await loadProviders();
   if (focusId) {
     const row = document.querySelector(`.prov[data-id="${CSS.escape(focusId)}"]`);
-    const btn = row && (row.querySelector(`[aria-label^="Move"][aria-label$="${dir}"]:not([disabled])`) || row.querySelector("[aria-label^='Move']:not([disabled])"));
+    const btn = row && (row.querySelector(`[data-focus="${dir}"]:not([disabled])`) || row.querySelector("[data-focus=up]:not([disabled]), [data-focus=down]:not([disabled])"));
     if (btn) btn.focus();
   }
 }
@@ -260,7 +264,7 @@ function renderProviders() {
 let dragged = null;
 function wireDrag(row) {
   row.addEventListener("dragstart", (e) => {
-    if (row.querySelector(".owner")?.textContent === "detected") return e.preventDefault();
+    if (row.querySelector(".owner[data-owner=detected]")) return e.preventDefault();
     dragged = row;
     row.classList.add("dragging");
     e.dataTransfer.effectAllowed = "move";
@@ -316,7 +320,7 @@ async function loadLog(reset) {
     $("log-more").hidden = r.rows.length < 50;
     const body = $("log-rows");
     body.replaceChildren(...state.logRows.map(logRow));
-    if (!state.logRows.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No requests yet.")));
+    if (!state.logRows.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, t("No requests yet."))));
     chart(state.logRows, $("chart"), $("chart-legend"));
     const sel = $("log-provider");
     const known = new Set([...sel.options].map((o) => o.value));
@@ -354,17 +358,18 @@ async function renderSettings() {
   $("logout-desktop").hidden = !openedByShell();
   $("autostart").checked = Boolean(desktop.autostart);
   $("server-info").replaceChildren(
-    el("dt", {}, "Listening on"), el("dd", {}, s.server.address),
-    el("dt", {}, "UI"), el("dd", {}, `${location.origin}/ui/`),
+    el("dt", {}, t("Listening on")), el("dd", { translate: "no" }, s.server.address),
+    el("dt", {}, t("UI")), el("dd", { translate: "no" }, `${location.origin}/ui/`),
   );
   renderListen(s.server, desktop.present);
+  renderLanguage(s.language);
   const LABELS = {
-    failover: "A subscription or provider hits a limit and Baton moves on",
-    allExhausted: "Every provider is out and requests fail",
-    cooldownEnded: "A provider is back after a cooldown",
-    loggedOut: "A subscription CLI is logged out",
-    quotaBack: "A spent usage window (5 h, weekly…) is back",
-    quotaWarning: "A usage window passes a threshold below",
+    failover: t("A subscription or provider hits a limit and Baton moves on"),
+    allExhausted: t("Every provider is out and requests fail"),
+    cooldownEnded: t("A provider is back after a cooldown"),
+    loggedOut: t("A subscription CLI is logged out"),
+    quotaBack: t("A spent usage window (5 h, weekly…) is back"),
+    quotaWarning: t("A usage window passes a threshold below"),
   };
   // In the order above (the thresholds' switch last, just over them), unknown ones after.
   const order = (k) => (k in LABELS ? Object.keys(LABELS).indexOf(k) : 99);
@@ -372,7 +377,7 @@ async function renderSettings() {
     el("label", { class: "switch-row" }, el("input", { type: "checkbox", checked: on, "data-key": k, onchange: async (e) => {
       try {
         await api("PUT", "/admin/settings", { notifications: { [k]: e.target.checked } });
-        toast("Saved.");
+        toast(t("Saved."));
       } catch (err) {
         showError(err);
         e.target.checked = !e.target.checked;
@@ -388,18 +393,38 @@ async function renderSettings() {
     try {
       const r = await api("PUT", "/admin/settings", { notifications: { quotaThresholds: list } });
       thresholds.value = r.notifications.quotaThresholds.join(", ");
-      toast("Saved.");
+      toast(t("Saved."));
     } catch (err) {
-      thresholdsErr.textContent = err instanceof ApiError ? err.message : "Baton did not answer (is it still running?). Nothing was saved.";
+      thresholdsErr.textContent = err instanceof ApiError ? err.message : t("Baton did not answer (is it still running?). Nothing was saved.");
       thresholds.focus();
     }
   };
   const form = el("form", { class: "inline-form", id: "thresholds-form", novalidate: true, onsubmit: saveThresholds },
-    el("label", { for: "quota-thresholds" }, "Usage thresholds (% used)"), thresholds,
-    el("button", { type: "submit" }, "Save"),
-    el("p", { id: "quota-thresholds-help", class: "muted small" }, "One notification per threshold per window period, e.g. 80, 95."),
+    el("label", { for: "quota-thresholds" }, t("Usage thresholds (% used)")), thresholds,
+    el("button", { type: "submit" }, t("Save")),
+    el("p", { id: "quota-thresholds-help", class: "muted small" }, t("One notification per threshold per window period, e.g. 80, 95.")),
     thresholdsErr);
   $("notify-list").replaceChildren(...toggles, form);
+}
+
+/** The language switch: the system's (the browser's here) or one chosen, for the UI, the tray
+ * and the notifications alike. The page reloads in the new language. */
+function renderLanguage(lang) {
+  const sel = $("language");
+  const system = LANGS.find((l) => l.id === lang?.system);
+  sel.replaceChildren(
+    el("option", { value: "auto" }, system ? t("Automatic (system: {name})", { name: system.name }) : t("Automatic (system)")),
+    ...LANGS.map((l) => el("option", { value: l.id, lang: l.id, translate: "no" }, l.name)),
+  );
+  sel.value = lang?.chosen || "auto";
+  sel.onchange = async () => {
+    try {
+      await api("PUT", "/admin/settings", { language: sel.value });
+      location.reload();
+    } catch (e) {
+      showError(e);
+    }
+  };
 }
 
 /** The address Baton listens on, editable without a config file; used from the next start
@@ -409,7 +434,7 @@ function renderListen(server, desktop) {
   const host = el("input", { id: "listen-host", autocomplete: "off", spellcheck: "false", value: next.host, "aria-describedby": "e-listen-host" });
   const port = el("input", { id: "listen-port", type: "number", min: "1", max: "65535", step: "1", value: String(next.port), "aria-describedby": "e-listen-port" });
   const result = el("p", { id: "listen-result", role: "status", class: "muted small" },
-    server.next && `${server.next.host}:${server.next.port}` !== server.address ? `From the next start: ${server.next.host}:${server.next.port}.` : "");
+    server.next && `${server.next.host}:${server.next.port}` !== server.address ? t("From the next start: {address}.", { address: `${server.next.host}:${server.next.port}` }) : "");
   const errs = { host: el("p", { class: "field-error", id: "e-listen-host", role: "alert" }), port: el("p", { class: "field-error", id: "e-listen-port", role: "alert" }) };
   const form = el("form", { class: "stack", id: "listen-form", novalidate: true, onsubmit: async (e) => {
     e.preventDefault();
@@ -417,26 +442,26 @@ function renderListen(server, desktop) {
     try {
       const r = await api("PUT", "/admin/settings", { listen: { host: host.value.trim(), port: Number(port.value) } });
       const at = `${r.listen.host}:${r.listen.port}`;
-      result.replaceChildren(`Saved: Baton listens on ${at} from its next start.`, r.warning ? el("strong", { class: "warn-text" }, ` ${r.warning}`) : "", desktop ? " " : "",
+      result.replaceChildren(t("Saved: Baton listens on {address} from its next start.", { address: at }), r.warning ? el("strong", { class: "warn-text" }, ` ${r.warning}`) : "", desktop ? " " : "",
         desktop ? el("button", { type: "button", id: "restart-now", onclick: async () => {
           try {
             await api("POST", "/admin/desktop/restart");
-            toast(`Restarting on ${at}…`);
+            toast(t("Restarting on {address}…", { address: at }));
           } catch (err) {
             showError(err);
           }
-        } }, "Restart now") : el("span", {}, " Restart baton serve to use it."));
+        } }, t("Restart now")) : el("span", {}, ` ${t("Restart baton serve to use it.")}`));
     } catch (err) {
       const which = err instanceof ApiError && err.param === "listen.port" ? "port" : "host";
-      errs[which].textContent = err instanceof ApiError ? err.message : "Baton did not answer (is it still running?). Nothing was saved.";
+      errs[which].textContent = err instanceof ApiError ? err.message : t("Baton did not answer (is it still running?). Nothing was saved.");
       (which === "port" ? port : host).focus();
     }
   } },
   el("div", { class: "row" },
-    el("div", { class: "stack grow" }, el("label", { for: "listen-host" }, "Address"), host, errs.host),
-    el("div", { class: "stack" }, el("label", { for: "listen-port" }, "Port"), port, errs.port)),
-  el("p", { class: "hint" }, "127.0.0.1 keeps Baton on this machine. Another address needs gateway keys from the config file. A --host or --port on the command line wins."),
-  el("div", {}, el("button", { type: "submit" }, "Save address")),
+    el("div", { class: "stack grow" }, el("label", { for: "listen-host" }, t("Address")), host, errs.host),
+    el("div", { class: "stack" }, el("label", { for: "listen-port" }, t("Port")), port, errs.port)),
+  el("p", { class: "hint" }, t("127.0.0.1 keeps Baton on this machine. Another address needs gateway keys from the config file. A --host or --port on the command line wins.")),
+  el("div", {}, el("button", { type: "submit" }, t("Save address"))),
   result);
   $("listen-box").replaceChildren(form);
 }
@@ -450,7 +475,7 @@ async function exportConfig() {
     document.body.append(a);
     a.click();
     a.remove();
-    toast("Exported (no secrets inside).");
+    toast(t("Exported (no secrets inside)."));
   } catch (e) {
     showError(e);
   }
@@ -461,21 +486,21 @@ async function importConfig(file, replace = false) {
   const text = await file.text();
   try {
     const r = await api("POST", `/admin/import${replace ? "?replace=true" : ""}`, text);
-    const parts = [`Imported ${r.imported.length} provider(s)${r.imported.length ? ": " + r.imported.join(", ") : ""}.`];
-    if (r.replaced.length) parts.push(`Replaced: ${r.replaced.join(", ")}.`);
-    if (r.skipped.length) parts.push(`Skipped (defined in the config file Baton runs with): ${r.skipped.map((x) => x.id).join(", ")}.`);
+    const parts = [r.imported.length ? t("Imported {n} providers: {names}.", { n: r.imported.length, names: fmtList(r.imported) }) : t("Imported no providers.")];
+    if (r.replaced.length) parts.push(t("Replaced: {names}.", { names: fmtList(r.replaced) }));
+    if (r.skipped.length) parts.push(t("Skipped (defined in the config file Baton runs with): {names}.", { names: fmtList(r.skipped.map((x) => x.id)) }));
     out.replaceChildren(parts.join(" "));
     afterSave();
   } catch (e) {
     if (e instanceof ApiError && e.code === "import_conflict") {
       // Ask before overwriting what is already here.
       out.replaceChildren(e.message, " ",
-        el("button", { type: "button", class: "danger", id: "import-replace", onclick: () => importConfig(file, true) }, "Replace them"));
+        el("button", { type: "button", class: "danger", id: "import-replace", onclick: () => importConfig(file, true) }, t("Replace them")));
       $("import-replace").focus();
       return;
     }
     const where = e instanceof ApiError && e.param && e.param !== "body" ? `${e.param}: ` : "";
-    out.textContent = e instanceof ApiError ? `Not imported: ${where}${e.message}` : "Not imported: Baton did not answer (is it still running?).";
+    out.textContent = e instanceof ApiError ? t("Not imported: {why}", { why: `${where}${e.message}` }) : t("Not imported: Baton did not answer (is it still running?).");
   }
 }
 
@@ -497,9 +522,9 @@ function failoverText(ev) {
     const id = String(label || "").split("/")[0];
     return (state.providers.find((p) => p.id === id) || {}).name || id;
   };
-  const what = CLASS_WORDS[ev.class] || ev.class;
-  const back = ev.reset_at_ms ? ` — back at ${fmtClock(ev.reset_at_ms)}` : "";
-  return `${name(ev.from)}: ${what}${back}. Now using ${name(ev.to)}.`;
+  const what = classWords(ev.class);
+  const head = ev.reset_at_ms ? t("{what} — back at {when}.", { what, when: fmtClock(ev.reset_at_ms) }) : t("{what}.", { what });
+  return `${name(ev.from)}: ${head} ${t("Now using {name}.", { name: name(ev.to) })}`;
 }
 
 function startLive() {
@@ -528,7 +553,7 @@ whenUnauthorized(() => {
   setAdminKey(null);
   if (stopEvents) stopEvents();
   stopEvents = null;
-  $("login-error").textContent = "That key was not accepted.";
+  $("login-error").textContent = t("That key was not accepted.");
   route();
 });
 
@@ -567,7 +592,7 @@ $("autostart").addEventListener("change", async (e) => {
   try {
     const r = await api("PUT", "/admin/desktop", { autostart: e.target.checked });
     e.target.checked = r.autostart;
-    toast(r.autostart ? `Baton starts at login.${r.warning ? ` ${r.warning}` : ""}` : "Baton no longer starts at login.");
+    toast(r.autostart ? `${t("Baton starts at login.")}${r.warning ? ` ${r.warning}` : ""}` : t("Baton no longer starts at login."));
   } catch (err) {
     e.target.checked = !e.target.checked;
     showError(err);
@@ -590,6 +615,10 @@ whenKeyChangesElsewhere(() => {
 });
 
 adoptKeyFromUrl();
+// The language first (the unlock page speaks it too): chosen in Settings, else the browser's.
+const about = await fetch("/", { headers: { accept: "application/json" } }).then((r) => r.json()).catch(() => ({}));
+await loadLanguage(about.language);
+translateStatic();
 startCountdowns();
 if (adminKey()) startLive();
 route();

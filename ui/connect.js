@@ -4,18 +4,25 @@
 // keeps the original, and puts it back on Undo. The same as `baton connect CLIENT [--undo]`.
 
 import { api } from "./api.js";
+import { N_, fmtDateTime, fmtList, keep, t, tn } from "./i18n.js";
 import { el } from "./views.js";
 
 /** The diff as lines, additions and removals marked (colour is not the only cue: +/- stay). */
 function diffView(text) {
   const lines = text.split("\n").filter((l, i, all) => l || i < all.length - 1);
-  return el("pre", { class: "diff", tabindex: "0", "aria-label": "The change" },
+  return el("pre", { class: "diff", tabindex: "0", "aria-label": t("The change") },
     lines.map((l) => el("span", {
       class: l.startsWith("+++") || l.startsWith("---") ? "diff-head" : l.startsWith("+") ? "diff-add" : l.startsWith("-") ? "diff-del" : l.startsWith("@@") ? "diff-hunk" : "",
     }, l + "\n")));
 }
 
-const ACTION = { create: "will be created", change: "will change", restore: "goes back to how it was", remove: "will be removed (Baton created it)", unchanged: "stays as it is" };
+const ACTION = {
+  create: N_("{file} will be created:"),
+  change: N_("{file} will change:"),
+  restore: N_("{file} goes back to how it was:"),
+  remove: N_("{file} will be removed (Baton created it):"),
+  unchanged: N_("{file} stays as it is:"),
+};
 
 /**
  * The "Set it up for me" block of one client's card.
@@ -25,29 +32,29 @@ export function autoSetup(info, all, ctx) {
   const id = `auto-${info.id}`;
   const box = el("div", { class: "stack auto-setup", id });
   if (!info.available) {
-    box.append(el("p", { class: "muted small" }, info.reason));
+    box.append(el("p", { class: "muted small", translate: "no" }, info.reason));
     return box;
   }
   // Every file it writes (Gemini CLI has two), each as code.
-  const files = info.files.flatMap((f, i) => [i ? (i === info.files.length - 1 ? " and " : ", ") : "", el("code", {}, f)]);
+  const files = el("code", {}, fmtList(info.files));
   if (!all.writable) {
-    box.append(el("p", { class: "muted small" }, "This browser is on another machine. On the machine Baton runs on, run ",
-      el("code", {}, `baton connect ${info.id}`), " (it shows the change first) — or follow the steps below."));
+    box.append(el("p", { class: "muted small" }, tn("This browser is on another machine. On the machine Baton runs on, run {command} (it shows the change first) — or follow the steps below.",
+      { command: el("code", {}, `baton connect ${info.id}`) })));
     return box;
   }
-  const preview = el("div", { class: "stack", id: `${id}-preview`, role: "region", "aria-label": `The change to ${info.name}'s settings` });
+  const preview = el("div", { class: "stack", id: `${id}-preview`, role: "region", "aria-label": t("The change to {name}'s settings", { name: info.name }) });
   const state = { mode: null, statusline: false };
   const options = [];
   if (!info.connected && info.loginProviders.length) {
     const mode = el("select", { id: `${id}-mode`, onchange: () => { state.mode = mode.value; } },
-      el("option", { value: "login" }, `My own ${info.id === "codex" ? "ChatGPT" : "Claude"} login, through ${info.loginProviders.join(", ")}`),
-      el("option", { value: "keys" }, "Baton's providers (the gateway key)"));
+      el("option", { value: "login" }, t("My own {plan} login, through {providers}", { plan: info.id === "codex" ? "ChatGPT" : "Claude", providers: fmtList(info.loginProviders) })),
+      el("option", { value: "keys" }, t("Baton's providers (the gateway key)")));
     state.mode = "login";
-    options.push(el("label", { for: `${id}-mode` }, `${info.name} signs in with`), mode);
+    options.push(el("label", { for: `${id}-mode` }, t("{name} signs in with", { name: info.name })), mode);
   }
   if (!info.connected && info.id === "claude-code" && all.statusline) {
     const cb = el("input", { type: "checkbox", id: `${id}-statusline`, onchange: () => { state.statusline = cb.checked; } });
-    options.push(el("label", { class: "check" }, cb, " Also show Baton's status line under the prompt"));
+    options.push(el("label", { class: "check" }, cb, ` ${t("Also show Baton's status line under the prompt")}`));
   }
   const run = async (undo) => {
     const path = `/admin/connect/${info.id}${undo ? "/undo" : ""}`;
@@ -57,7 +64,7 @@ export function autoSetup(info, all, ctx) {
       showPreview(p, undo, async () => {
         try {
           await api("POST", path, { ...body, fingerprint: p.fingerprint });
-          ctx.toast(undo ? `${info.name}'s files are back as they were.` : `Written: ${p.files.map((f) => f.path).join(", ")}. Undo is here, or: ${p.undoCommand}`);
+          ctx.toast(undo ? t("{name}'s files are back as they were.", { name: info.name }) : t("Written: {files}. Undo is here, or: {command}", { files: fmtList(p.files.map((f) => f.path)), command: p.undoCommand }));
           await ctx.rerender();
           document.getElementById(undo ? `${id}-go` : `${id}-undo`)?.focus();
         } catch (e) {
@@ -69,32 +76,33 @@ export function autoSetup(info, all, ctx) {
     }
   };
   const showPreview = (p, undo, write) => {
-    const cancel = el("button", { type: "button", onclick: () => { preview.replaceChildren(); go.focus(); } }, "Cancel");
-    const ok = el("button", { type: "button", class: "primary", id: `${id}-write` }, undo ? "Put them back" : "Write it");
+    const cancel = el("button", { type: "button", onclick: () => { preview.replaceChildren(); go.focus(); } }, t("Cancel"));
+    const ok = el("button", { type: "button", class: "primary", id: `${id}-write` }, undo ? t("Put them back") : t("Write it"));
     ok.addEventListener("click", write);
     preview.replaceChildren(
       ...p.files.map((f) => el("div", { class: "stack" },
-        el("p", { class: "small" }, el("code", {}, f.path), ` ${ACTION[f.action] || f.action}:`),
+        el("p", { class: "small" }, ACTION[f.action] ? tn(ACTION[f.action], { file: el("code", {}, f.path) }) : [el("code", {}, f.path), ` ${f.action}:`]),
         f.diff ? diffView(f.diff) : null)),
-      ...p.notes.map((n) => el("p", { class: "muted small" }, n)),
+      ...p.notes.map((n) => el("p", { class: "muted small", translate: "no" }, n)),
       p.changes || undo
         ? el("div", { class: "row" }, ok, cancel)
-        : el("p", { class: "ok-text" }, `${info.name} already points at Baton.`));
+        : el("p", { class: "ok-text" }, t("{name} already points at Baton.", { name: info.name })));
     (p.changes || undo ? ok : go).focus();
   };
   const go = el("button", { type: "button", class: info.connected ? "" : "primary", id: `${id}-go`, onclick: () => run(false) },
-    info.connected ? "Preview again" : `Set up ${info.name} for me…`);
+    info.connected ? t("Preview again") : t("Set up {name} for me…", { name: info.name }));
   if (info.connected) {
-    const when = new Date(info.connected.atMs).toLocaleString();
+    const when = fmtDateTime(info.connected.atMs);
+    const how = info.connected.mode === "login" ? t("your own login") : t("Baton's key");
     box.append(
-      el("p", { class: "ok-text", id: `${id}-done` }, `✓ Baton wrote ${info.connected.files.join(", ")} (${info.connected.mode === "login" ? "your own login" : "Baton's key"}) on ${when}.`),
-      el("p", { class: "muted small" }, "The original is kept; Undo puts it back exactly (or, if you edited the file since, takes out only Baton's entries). Same as ", el("code", {}, `baton connect ${info.id} --undo`), "."),
+      el("p", { class: "ok-text", id: `${id}-done` }, "✓ ", tn("Baton wrote {files} ({how}) on {when}.", { files: keep(fmtList(info.connected.files)), how, when })),
+      el("p", { class: "muted small" }, tn("The original is kept; Undo puts it back exactly (or, if you edited the file since, takes out only Baton's entries). Same as {command}.", { command: el("code", {}, `baton connect ${info.id} --undo`) })),
       el("div", { class: "row" },
-        el("button", { type: "button", id: `${id}-undo`, onclick: () => run(true) }, "Undo…"), go),
+        el("button", { type: "button", id: `${id}-undo`, onclick: () => run(true) }, t("Undo…")), go),
       preview);
   } else {
     box.append(
-      el("p", { class: "small" }, "Baton writes ", ...files, " for you: you see the change first, the originals are kept, and Undo puts them back."),
+      el("p", { class: "small" }, tn("Baton writes {files} for you: you see the change first, the originals are kept, and Undo puts them back.", { files })),
       ...(options.length ? [el("div", { class: "row wrap" }, ...options)] : []),
       el("div", { class: "row" }, go),
       preview);

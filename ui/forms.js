@@ -2,9 +2,10 @@
 // built-in catalog, errors placed next to the field the API names.
 
 import { api, ApiError } from "./api.js";
-import { el, explain, kindOf, kinds, setKinds } from "./views.js";
+import { keep, t, tn } from "./i18n.js";
+import { el, explainNodes, kindOf, kinds, setKinds } from "./views.js";
 
-const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was saved.";
+const NO_ANSWER = () => t("Baton did not answer (is it still running?). Nothing was saved.");
 const isCli = (k) => k.endsWith("-cli");
 
 function field(id, label, input, hint) {
@@ -29,7 +30,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   const editing = Boolean(p);
   const readOnly = editing && p.owner === "file";
   const base = editing ? structuredClone(p.config) : structuredClone((preset && preset.provider) || { kind: "openai-compatible", models: [] });
-  document.getElementById("dialog-title").textContent = readOnly ? `${p.name} (from the config file)` : editing ? `Edit ${p.name}` : "Add provider";
+  document.getElementById("dialog-title").textContent = readOnly ? t("{name} (from the config file)", { name: p.name }) : editing ? t("Edit {name}", { name: p.name }) : t("Add provider");
   formError.textContent = "";
   testBox.textContent = "";
   testBox.className = "test-result";
@@ -37,20 +38,20 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
 
   const keptKeys = [...(base.keys || [])];
   const inputs = {
-    preset: el("select", {}, el("option", { value: "" }, "Custom"), (presets || []).map((x) => el("option", { value: x.id }, `${x.name}`))),
-    kind: el("select", { required: true }, kinds().map((k) => el("option", { value: k.id }, k.label))),
-    id: el("input", { required: true, autocomplete: "off", spellcheck: "false", placeholder: "groq" }),
-    name: el("input", { autocomplete: "off", placeholder: "shown in the list" }),
-    baseUrl: el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://api.example.com/v1" }),
-    models: el("textarea", { spellcheck: "false", placeholder: "one model per line, preferred first" }),
-    envKey: el("input", { autocomplete: "off", spellcheck: "false", placeholder: "GROQ_API_KEY" }),
-    newKey: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: "paste a key (stored on this machine, never shown again)" }),
-    executable: el("input", { autocomplete: "off", spellcheck: "false" }),
+    preset: el("select", {}, el("option", { value: "" }, t("Custom")), (presets || []).map((x) => el("option", { value: x.id, translate: "no" }, `${x.name}`))),
+    kind: el("select", { required: true }, kinds().map((k) => el("option", { value: k.id }, t(k.label)))),
+    id: el("input", { required: true, autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "groq" }),
+    name: el("input", { autocomplete: "off", placeholder: t("shown in the list") }),
+    baseUrl: el("input", { type: "url", autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "https://api.example.com/v1" }),
+    models: el("textarea", { spellcheck: "false", placeholder: t("one model per line, preferred first") }),
+    envKey: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "GROQ_API_KEY" }),
+    newKey: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: t("paste a key (stored on this machine, never shown again)") }),
+    executable: el("input", { autocomplete: "off", spellcheck: "false", translate: "no" }),
     flattenHistory: el("input", { type: "checkbox" }),
     clientLogin: el("input", { type: "checkbox", id: "f-clientLogin", "aria-describedby": "h-clientLogin" }),
-    headerName: el("input", { autocomplete: "off", spellcheck: "false", placeholder: "X-Proxy-Token" }),
-    headerValue: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: "its value (stored on this machine, never shown again)", "aria-label": "Secret header value" }),
-    maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: "no limit" }),
+    headerName: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "X-Proxy-Token" }),
+    headerValue: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: t("its value (stored on this machine, never shown again)"), "aria-label": t("Secret header value") }),
+    maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: t("no limit") }),
     firstByteMs: el("input", { type: "number", min: "100", step: "100" }),
   };
   inputs.kind.value = base.kind || "openai-compatible";
@@ -71,29 +72,29 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     keyList.replaceChildren(
       ...keptKeys.map((k, i) => {
         const live = editing && (p.keys || []).find((x) => x.id === (k.stored ? `stored:${k.stored}` : `env:${k.env}`));
-        const label = k.stored ? `typed key ${live && live.masked ? live.masked : ""}` : `$${k.env}${live && live.missing ? " (not set)" : ""}`;
+        const label = k.stored ? t("typed key {masked}", { masked: live && live.masked ? live.masked : "" }).trim() : live && live.missing ? t("{name} (not set)", { name: `$${k.env}` }) : `$${k.env}`;
         return el("div", { class: "key-item" }, el("span", {}, label),
-          readOnly ? null : el("button", { type: "button", class: "icon danger", "aria-label": `Remove key ${label}`, onclick: () => { keptKeys.splice(i, 1); renderKeys(); } }, "✕"));
+          readOnly ? null : el("button", { type: "button", class: "icon danger", "aria-label": t("Remove key {name}", { name: label }), onclick: () => { keptKeys.splice(i, 1); renderKeys(); } }, "✕"));
       }),
     );
-    if (!keptKeys.length) keyList.append(el("p", { class: "hint" }, "No key yet (fine for a local server)."));
+    if (!keptKeys.length) keyList.append(el("p", { class: "hint" }, t("No key yet (fine for a local server).")));
   }
   renderKeys();
 
   const cliFacts = el("div", { class: "cli-facts", "data-testid": "cli-facts" });
   function renderCliFacts(cli) {
     if (!cli) {
-      cliFacts.textContent = "Baton looks for the CLI when you test or save.";
+      cliFacts.textContent = t("Baton looks for the CLI when you test or save.");
       return;
     }
     // Found but not run yet: running it is the user's call.
     const unrun = cli.ran === false && !cli.problem;
     cliFacts.replaceChildren(
       ...[
-        el("div", {}, "Executable: ", el("code", {}, cli.executable || "not found")),
-        unrun ? null : el("div", {}, "Version: ", cli.version || "unknown"),
-        unrun ? null : el("div", {}, "Logged in: ", cli.loggedIn === true ? "yes" : cli.loggedIn === false ? "no" : "could not tell (it is tried)"),
-        unrun ? el("button", { type: "button", id: "cli-run", onclick: () => checkCli(true) }, "Check its version and login (runs it)") : null,
+        el("div", {}, tn("Executable: {path}", { path: cli.executable ? el("code", {}, cli.executable) : t("not found") })),
+        unrun ? null : el("div", {}, t("Version: {version}", { version: cli.version || t("unknown") })),
+        unrun ? null : el("div", {}, t("Logged in: {answer}", { answer: cli.loggedIn === true ? t("yes") : cli.loggedIn === false ? t("no") : t("could not tell (it is tried)") })),
+        unrun ? el("button", { type: "button", id: "cli-run", onclick: () => checkCli(true) }, t("Check its version and login (runs it)")) : null,
         cli.problem ? el("div", { class: "field-error" }, cli.problem) : null,
       ].filter(Boolean),
     );
@@ -102,42 +103,42 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
 
   // A provider that calls with the client's own login has no keys of its own.
   const keyFields = el("div", { class: "stack" },
-    el("div", { class: "stack" }, el("label", {}, "API keys"), keyList,
+    el("div", { class: "stack" }, el("label", {}, t("API keys")), keyList,
       el("p", { class: "field-error", id: "e-keys", role: "alert" })),
-    readOnly ? null : field("envKey", "Add a key from an environment variable", inputs.envKey, "The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_SOMETHING. Baton reads it at start; the key never enters the configuration."),
-    readOnly ? null : field("newKeys", "…or paste a key", inputs.newKey),
-    readOnly ? null : el("details", {}, el("summary", {}, "A secret header (for a proxy that wants its token in a header)"),
+    readOnly ? null : field("envKey", t("Add a key from an environment variable"), inputs.envKey, t("The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_SOMETHING. Baton reads it at start; the key never enters the configuration.")),
+    readOnly ? null : field("newKeys", t("…or paste a key"), inputs.newKey),
+    readOnly ? null : el("details", {}, el("summary", {}, t("A secret header (for a proxy that wants its token in a header)")),
       el("div", { class: "stack", style: "margin-top:.5rem" },
-        field("newHeaders", "Header name", inputs.headerName, "Its value is stored like a key: sent only to this provider's host, masked everywhere."),
+        field("newHeaders", t("Header name"), inputs.headerName, t("Its value is stored like a key: sent only to this provider's host, masked everywhere.")),
         inputs.headerValue)));
   const syncLogin = () => { keyFields.hidden = inputs.clientLogin.checked; };
   inputs.clientLogin.addEventListener("change", syncLogin);
   syncLogin();
   const groups = {
     http: el("div", { class: "stack" },
-      field("baseUrl", "Base URL", inputs.baseUrl, "Up to and including the version, e.g. https://api.groq.com/openai/v1"),
-      el("label", { class: "switch-row" }, inputs.clientLogin, " Call with the client's own login (its subscription) instead of a key"),
-      el("p", { class: "hint", id: "h-clientLogin" }, "Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in x-baton-key. Model \"*\" serves any model it names."),
+      field("baseUrl", t("Base URL"), inputs.baseUrl, tn("Up to and including the version, e.g. {example}", { example: keep("https://api.groq.com/openai/v1") })),
+      el("label", { class: "switch-row" }, inputs.clientLogin, ` ${t("Call with the client's own login (its subscription) instead of a key")}`),
+      el("p", { class: "hint", id: "h-clientLogin" }, tn("Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in {header}. Model \"*\" serves any model it names.", { header: el("code", {}, "x-baton-key") })),
       keyFields),
     cli: el("div", { class: "stack" },
-      field("executable", "Executable", inputs.executable, "A name on PATH or an absolute path; empty means the CLI's own name."),
+      field("executable", t("Executable"), inputs.executable, t("A name on PATH or an absolute path; empty means the CLI's own name.")),
       cliFacts,
-      el("label", { class: "switch-row" }, inputs.flattenHistory, " Send multi-turn chats as one transcript (flattenHistory)")),
+      el("label", { class: "switch-row" }, inputs.flattenHistory, ` ${t("Send multi-turn chats as one transcript (flattenHistory)")}`)),
   };
   body.replaceChildren(...[
-    editing ? null : field("preset", "Start from", inputs.preset, "Known services fill in the URL, models and key variable."),
-    field("kind", "Kind", inputs.kind),
+    editing ? null : field("preset", t("Start from"), inputs.preset, t("Known services fill in the URL, models and key variable.")),
+    field("kind", t("Kind"), inputs.kind),
     el("div", { class: "row" },
-      el("div", { style: "flex:1;min-width:10rem" }, field("id", "Id", inputs.id, "Lowercase; used as provider/model")),
-      el("div", { style: "flex:1;min-width:10rem" }, field("name", "Display name", inputs.name))),
+      el("div", { style: "flex:1;min-width:10rem" }, field("id", t("Id"), inputs.id, t("Lowercase; used as provider/model"))),
+      el("div", { style: "flex:1;min-width:10rem" }, field("name", t("Display name"), inputs.name))),
     groups.http,
     groups.cli,
-    field("models", "Models", inputs.models),
-    el("details", {}, el("summary", {}, "Limits and timeouts"),
+    field("models", t("Models"), inputs.models),
+    el("details", {}, el("summary", {}, t("Limits and timeouts")),
       el("div", { class: "stack", style: "margin-top:.5rem" },
-        field("maxConcurrency", "Requests at once", inputs.maxConcurrency),
-        field("timeouts.firstByteMs", "First answer within (ms)", inputs.firstByteMs))),
-    readOnly ? el("p", { class: "hint" }, "This provider is defined in the config file, which wins at every start. Edit it there; here you can enable, disable, reorder and test it.") : null,
+        field("maxConcurrency", t("Requests at once"), inputs.maxConcurrency),
+        field("timeouts.firstByteMs", t("First answer within (ms)"), inputs.firstByteMs))),
+    readOnly ? el("p", { class: "hint" }, t("This provider is defined in the config file, which wins at every start. Edit it there; here you can enable, disable, reorder and test it.")) : null,
   ].filter(Boolean));
   for (const i of Object.values(inputs)) if (readOnly) i.disabled = true;
 
@@ -149,13 +150,14 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const k = inputs.kind.value;
     if (!isCli(k) || readOnly) return;
     const gen = ++checkGen;
-    cliFacts.replaceChildren(el("div", { class: "muted" }, `${run ? "Running" : "Looking for"} ${inputs.executable.value.trim() || kindOf(k).program}…`));
+    const program = inputs.executable.value.trim() || kindOf(k).program;
+    cliFacts.replaceChildren(el("div", { class: "muted" }, run ? t("Running {program}…", { program }) : t("Looking for {program}…", { program })));
     try {
       const st = await api("POST", "/admin/cli-check", { kind: k, executable: inputs.executable.value.trim() || null, run });
       if (run && gen === checkGen) document.getElementById("f-executable")?.focus();
       if (gen === checkGen) renderCliFacts(st);
     } catch (e) {
-      if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e instanceof ApiError ? e.message : NO_ANSWER));
+      if (gen === checkGen) cliFacts.replaceChildren(el("div", { class: "field-error" }, e instanceof ApiError ? e.message : NO_ANSWER()));
     }
   }
   inputs.executable.addEventListener("input", () => {
@@ -170,7 +172,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const { program, sampleModel } = kindOf(k);
     inputs.executable.placeholder = program || "";
     inputs.id.placeholder = program || "groq";
-    inputs.models.placeholder = `one model per line, preferred first${sampleModel ? `, e.g. ${sampleModel}` : ""}`;
+    inputs.models.placeholder = sampleModel ? t("one model per line, preferred first, e.g. {model}", { model: sampleModel }) : t("one model per line, preferred first");
     if (isCli(k) && !(editing && p.cli)) checkCli(false);
   }
   syncKind();
@@ -286,15 +288,15 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   async function runTest(confirmRun) {
     clearErrors();
     testBox.className = "test-result wait";
-    testBox.textContent = "Sending one tiny request…";
+    testBox.textContent = t("Sending one tiny request…");
     try {
       const body = readOnly ? null : { ...collect(), ...(confirmRun ? { confirmRun: true } : {}) };
       const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", body);
       testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
-      testBox.textContent = r.ok ? (r.passthrough ? r.note : `Works: ${r.model} answered in ${r.latencyMs} ms.`) : explain(r.class, r.reason, r.resetAtMs);
+      testBox.replaceChildren(r.ok ? (r.passthrough ? keep(r.note) : t("Works: {model} answered in {n} ms.", { model: r.model, n: r.latencyMs })) : explainNodes(r.class, r.reason, r.resetAtMs));
     } catch (e) {
       if (e instanceof ApiError && e.code === "confirmation_required") {
-        const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, "Run it");
+        const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, t("Run it"));
         testBox.className = "test-result wait";
         testBox.replaceChildren(el("span", {}, `${e.message.replace(/ Send the same body.*$/, "")} `), run);
         testBox.scrollIntoView({ block: "nearest" });
@@ -303,7 +305,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       }
       testBox.textContent = "";
       testBox.className = "test-result";
-      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER();
     }
   }
   document.getElementById("form-test").onclick = () => runTest(false);
@@ -311,32 +313,32 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   cancel.onclick = () => dialog.close();
   // A read-only view has nothing to save or cancel: it is closed.
   save.hidden = readOnly;
-  cancel.textContent = readOnly ? "Close" : "Cancel";
+  cancel.textContent = readOnly ? t("Close") : t("Cancel");
   // Deleting asks twice in place (no blocking confirm() in the desktop window): the first press
   // says what will happen, the second does it.
   const del = document.getElementById("form-delete");
   del.hidden = !editing || readOnly;
-  del.textContent = "Delete";
+  del.textContent = t("Delete");
   del.onclick = async () => {
     if (del.dataset.armed !== "1") {
       del.dataset.armed = "1";
-      del.textContent = `Delete ${p.name} for good?`;
+      del.textContent = t("Delete {name} for good?", { name: p.name });
       return;
     }
     del.disabled = true;
     try {
       await api("DELETE", `/admin/providers/${encodeURIComponent(p.id)}`);
       dialog.close();
-      toast(`${p.name} deleted — routing no longer uses it.`);
+      toast(t("{name} deleted — routing no longer uses it.", { name: p.name }));
       onSaved();
     } catch (e) {
-      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER();
     } finally {
       del.disabled = false;
       del.dataset.armed = "";
     }
   };
-  dialog.addEventListener("close", () => { del.dataset.armed = ""; del.textContent = "Delete"; }, { once: true });
+  dialog.addEventListener("close", () => { del.dataset.armed = ""; del.textContent = t("Delete"); }, { once: true });
   document.getElementById("provider-form").onsubmit = async (ev) => {
     ev.preventDefault();
     if (readOnly) return dialog.close();
@@ -348,10 +350,10 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
         ? await api("PUT", `/admin/providers/${encodeURIComponent(p.id)}`, bodyJson)
         : await api("POST", "/admin/providers", bodyJson);
       dialog.close();
-      toast(`${saved.name} saved — routing uses it now.`);
+      toast(t("{name} saved — routing uses it now.", { name: saved.name }));
       onSaved();
     } catch (e) {
-      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER;
+      if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER();
     } finally {
       save.disabled = false;
     }

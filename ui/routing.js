@@ -3,10 +3,11 @@
 // shown, read-only). Also the one-click "map Claude Code's names" used by Connect.
 
 import { api, ApiError } from "./api.js";
+import { fmtList, t, tn } from "./i18n.js";
 import { el } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-const NO_ANSWER = "Baton did not answer (is it still running?). Nothing was changed.";
+const NO_ANSWER = () => t("Baton did not answer (is it still running?). Nothing was changed.");
 
 /** Model names the agents send, as globs: one click maps them all. */
 export const CLIENT_NAMES = {
@@ -17,10 +18,10 @@ export const CLIENT_NAMES = {
 
 /** Everything a route or a mapping may lead to: `auto`, routes, providers, provider/model. */
 export function targetOptions(routes, providers, { exclude } = {}) {
-  const out = [{ value: "auto", label: "auto (providers in order)" }];
-  for (const name of Object.keys(routes.routes || {})) if (name !== exclude) out.push({ value: name, label: `route ${name}` });
+  const out = [{ value: "auto", label: t("auto (providers in order)") }];
+  for (const name of Object.keys(routes.routes || {})) if (name !== exclude) out.push({ value: name, label: t("route {name}", { name }) });
   for (const p of providers) {
-    out.push({ value: p.id, label: `${p.name} (any model)` });
+    out.push({ value: p.id, label: t("{name} (any model)", { name: p.name }) });
     for (const m of p.models || []) out.push({ value: `${p.id}/${m.id}`, label: `${p.name} · ${m.id}` });
   }
   return out;
@@ -43,8 +44,8 @@ export async function mapClient(client, target) {
 export function clientTarget(routes, client) {
   const found = CLIENT_NAMES[client].map((p) => (routes.modelMap || []).find((m) => m.pattern === p));
   if (found.some((m) => !m)) return null;
-  const t = new Set(found.map((m) => m.route));
-  return t.size === 1 ? found[0].route : null;
+  const to = new Set(found.map((m) => m.route));
+  return to.size === 1 ? found[0].route : null;
 }
 
 /** The Settings card. `ctx` = { providers(), toast, showError, refresh }. */
@@ -59,39 +60,39 @@ export async function renderRouting(ctx) {
   const providers = ctx.providers();
   const box = $("routes-info");
   const autoLine = el("p", {}, el("code", {}, "auto"), " → ",
-    routes.auto.length ? routes.auto.map((a) => a.name).join(" → ") : "no enabled provider",
-    el("span", { class: "muted small" }, " (the providers' order: change it on ", el("a", { href: "#providers" }, "Providers"), ")"));
+    routes.auto.length ? el("span", { translate: "no" }, routes.auto.map((a) => a.name).join(" → ")) : t("no enabled provider"),
+    el("span", { class: "muted small" }, " ", tn("(the providers' order: change it on {link})", { link: el("a", { href: "#providers" }, t("Providers")) })));
 
   const routeRows = Object.entries(routes.routes).map(([name, r]) => {
     const file = r.owner === "file";
     return el("li", { class: "route-row", "data-route": name },
       el("div", { class: "grow" }, el("code", {}, name), " → ",
-        r.targets.flatMap((t, i) => [i ? " → " : "", (r.missing || []).includes(t) ? el("span", { class: "bad-text", title: "names no provider or route any more" }, `${t} (missing)`) : t]),
-        r.resumeOnBreak ? el("span", { class: "muted small" }, " · resumes a broken stream") : null,
-        file ? el("span", { class: "owner", title: "Defined in the config file; change it there" }, "file") : null),
-      file ? null : el("button", { type: "button", "aria-label": `Edit route ${name}`, onclick: () => openRouteDialog(ctx, routes, name, r) }, "Edit"));
+        r.targets.flatMap((x, i) => [i ? " → " : "", (r.missing || []).includes(x) ? el("span", { class: "bad-text", title: t("names no provider or route any more") }, t("{name} (missing)", { name: x })) : el("span", { translate: "no" }, x)]),
+        r.resumeOnBreak ? el("span", { class: "muted small" }, ` · ${t("resumes a broken stream")}`) : null,
+        file ? el("span", { class: "owner", title: t("Defined in the config file; change it there") }, t("file")) : null),
+      file ? null : el("button", { type: "button", "aria-label": t("Edit route {name}", { name }), onclick: () => openRouteDialog(ctx, routes, name, r) }, t("Edit")));
   });
 
   const mapRows = (routes.modelMap || []).map((m) => {
     const file = m.owner === "file";
     return el("li", { class: "route-row", "data-pattern": m.pattern },
       el("div", { class: "grow" }, el("code", {}, m.pattern), " → ",
-        m.missing ? el("span", { class: "bad-text" }, `${m.route} (missing)`) : el("code", {}, m.route),
-        file ? el("span", { class: "owner", title: "Defined in the config file; change it there" }, "file") : null),
-      file ? null : el("button", { type: "button", "aria-label": `Remove mapping ${m.pattern}`, onclick: async () => {
+        m.missing ? el("span", { class: "bad-text" }, t("{name} (missing)", { name: m.route })) : el("code", {}, m.route),
+        file ? el("span", { class: "owner", title: t("Defined in the config file; change it there") }, t("file")) : null),
+      file ? null : el("button", { type: "button", "aria-label": t("Remove mapping {pattern}", { pattern: m.pattern }), onclick: async () => {
         try {
           await api("DELETE", `/admin/model-map/${encodeURIComponent(m.pattern)}`);
-          ctx.toast(`${m.pattern} is no longer mapped.`);
+          ctx.toast(t("{pattern} is no longer mapped.", { pattern: m.pattern }));
         } catch (e) {
           ctx.showError(e);
         }
         renderRouting(ctx);
-      } }, "Remove"));
+      } }, t("Remove")));
   });
 
   // Add a mapping: a name (or a glob, or a client's preset) and where it goes.
   const options = targetOptions(routes, providers);
-  const pattern = el("input", { id: "map-pattern", autocomplete: "off", spellcheck: "false", placeholder: "claude-* or gpt-4o", "aria-describedby": "map-error" });
+  const pattern = el("input", { id: "map-pattern", autocomplete: "off", spellcheck: "false", placeholder: t("{a} or {b}", { a: "claude-*", b: "gpt-4o" }), "aria-describedby": "map-error" });
   const target = select(options, "auto", { id: "map-target" });
   const err = el("p", { class: "field-error", id: "map-error", role: "alert" });
   const addMap = el("form", { class: "stack", novalidate: true, onsubmit: async (e) => {
@@ -99,45 +100,45 @@ export async function renderRouting(ctx) {
     err.textContent = "";
     const p = pattern.value.trim();
     if (!p) {
-      err.textContent = "Type the model name a client sends (a * matches anything).";
+      err.textContent = t("Type the model name a client sends (a * matches anything).");
       pattern.focus();
       return;
     }
     try {
       await api("PUT", `/admin/model-map/${encodeURIComponent(p)}`, { target: target.value });
-      ctx.toast(`${p} now goes to ${target.value}.`);
+      ctx.toast(t("{pattern} now goes to {target}.", { pattern: p, target: target.value }));
       await renderRouting(ctx);
       $("map-pattern")?.focus();
     } catch (ex) {
-      err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER;
+      err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER();
     }
   } },
   el("div", { class: "row" },
-    el("label", { class: "visually-hidden", for: "map-pattern" }, "Model name a client sends"), pattern,
+    el("label", { class: "visually-hidden", for: "map-pattern" }, t("Model name a client sends")), pattern,
     el("span", { "aria-hidden": "true" }, "→"),
-    el("label", { class: "visually-hidden", for: "map-target" }, "Goes to"), target,
-    el("button", { type: "submit" }, "Map")),
-  el("div", { class: "row small" }, el("span", { class: "muted" }, "Presets:"),
+    el("label", { class: "visually-hidden", for: "map-target" }, t("Goes to")), target,
+    el("button", { type: "submit" }, t("Map"))),
+  el("div", { class: "row small" }, el("span", { class: "muted" }, t("Presets:")),
     Object.entries(CLIENT_NAMES).map(([client, pats]) => el("button", { type: "button", class: "link", onclick: async () => {
       try {
         await mapClient(client, target.value);
-        ctx.toast(`${client}'s model names now go to ${target.value}.`);
+        ctx.toast(t("{client}'s model names now go to {target}.", { client, target: target.value }));
         renderRouting(ctx);
       } catch (ex) {
-        err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER;
+        err.textContent = ex instanceof ApiError ? ex.message : NO_ANSWER();
       }
-    } }, `${client} (${pats.join(", ")}) → selected`))),
+    } }, tn("{client} → selected", { client: el("span", { translate: "no" }, `${client} (${pats.join(", ")})`) })))),
   err);
 
   box.replaceChildren(
     autoLine,
-    el("h3", {}, "Named routes"),
-    el("p", { class: "muted small" }, "A route is a model name of your own (e.g. ", el("code", {}, "fast"), ") that tries its targets in order."),
-    routeRows.length ? el("ul", { class: "route-list", "aria-label": "Named routes" }, routeRows) : el("p", { class: "muted" }, "No named routes yet."),
-    el("div", {}, el("button", { type: "button", id: "new-route", onclick: () => openRouteDialog(ctx, routes, null, null) }, "New route")),
-    el("h3", {}, "Model names clients send"),
-    el("p", { class: "muted small" }, "Tools ask for their own model names; map them to ", el("code", {}, "auto"), ", a route or a provider. The most specific pattern wins."),
-    mapRows.length ? el("ul", { class: "route-list", "aria-label": "Model name mappings" }, mapRows) : el("p", { class: "muted" }, "No mappings yet."),
+    el("h3", {}, t("Named routes")),
+    el("p", { class: "muted small" }, tn("A route is a model name of your own (e.g. {example}) that tries its targets in order.", { example: el("code", {}, "fast") })),
+    routeRows.length ? el("ul", { class: "route-list", "aria-label": t("Named routes") }, routeRows) : el("p", { class: "muted" }, t("No named routes yet.")),
+    el("div", {}, el("button", { type: "button", id: "new-route", onclick: () => openRouteDialog(ctx, routes, null, null) }, t("New route"))),
+    el("h3", {}, t("Model names clients send")),
+    el("p", { class: "muted small" }, tn("Tools ask for their own model names; map them to {auto}, a route or a provider. The most specific pattern wins.", { auto: el("code", {}, "auto") })),
+    mapRows.length ? el("ul", { class: "route-list", "aria-label": t("Model name mappings") }, mapRows) : el("p", { class: "muted" }, t("No mappings yet.")),
     addMap,
   );
 }
@@ -154,18 +155,22 @@ function openRouteDialog(ctx, routes, name, route) {
   nameInput.disabled = editing;
   const resume = el("input", { type: "checkbox", id: "route-resume" });
   resume.checked = Boolean(route && route.resumeOnBreak);
-  const list = el("ol", { class: "target-list", "aria-label": "Targets, tried in this order" });
+  const list = el("ol", { class: "target-list", "aria-label": t("Targets, tried in this order") });
   const targetErr = el("p", { class: "field-error", id: "e-route-targets", role: "alert" });
   const options = targetOptions(routes, ctx.providers(), { exclude: name });
   const adder = select(options, undefined, { id: "route-add-target" });
 
   function draw(focus) {
-    list.replaceChildren(...targets.map((t, i) => el("li", { class: "route-row" },
-      el("span", { class: "grow" }, el("code", {}, t)),
-      el("button", { type: "button", class: "icon", "aria-label": `Move ${t} up`, disabled: i === 0, onclick: () => { [targets[i - 1], targets[i]] = [targets[i], targets[i - 1]]; draw([`Move ${t} up`, `Move ${t} down`]); } }, "↑"),
-      el("button", { type: "button", class: "icon", "aria-label": `Move ${t} down`, disabled: i === targets.length - 1, onclick: () => { [targets[i + 1], targets[i]] = [targets[i], targets[i + 1]]; draw([`Move ${t} down`, `Move ${t} up`]); } }, "↓"),
-      el("button", { type: "button", class: "icon danger", "aria-label": `Remove ${t}`, onclick: () => { targets.splice(i, 1); draw(); adder.focus(); } }, "✕"))));
-    if (!targets.length) list.append(el("li", { class: "muted" }, "No targets yet: add one below."));
+    list.replaceChildren(...targets.map((x, i) => {
+      const up = t("Move {name} up", { name: x });
+      const down = t("Move {name} down", { name: x });
+      return el("li", { class: "route-row" },
+        el("span", { class: "grow" }, el("code", {}, x)),
+        el("button", { type: "button", class: "icon", "aria-label": up, disabled: i === 0, onclick: () => { [targets[i - 1], targets[i]] = [targets[i], targets[i - 1]]; draw([up, down]); } }, "↑"),
+        el("button", { type: "button", class: "icon", "aria-label": down, disabled: i === targets.length - 1, onclick: () => { [targets[i + 1], targets[i]] = [targets[i], targets[i + 1]]; draw([down, up]); } }, "↓"),
+        el("button", { type: "button", class: "icon danger", "aria-label": t("Remove {name}", { name: x }), onclick: () => { targets.splice(i, 1); draw(); adder.focus(); } }, "✕"));
+    }));
+    if (!targets.length) list.append(el("li", { class: "muted" }, t("No targets yet: add one below.")));
     // After a move, focus stays on the moved target: its same arrow, else (at an end) the other.
     if (focus) {
       const btn = focus.map((label) => list.querySelector(`[aria-label="${CSS.escape(label)}"]:not([disabled])`)).find(Boolean);
@@ -175,36 +180,36 @@ function openRouteDialog(ctx, routes, name, route) {
   draw();
 
   body.replaceChildren(
-    el("div", { class: "stack" }, el("label", { for: "route-name" }, "Name"),
-      el("p", { class: "hint" }, "What clients put in model; lowercase letters, digits, - and _."), nameInput,
+    el("div", { class: "stack" }, el("label", { for: "route-name" }, t("Name")),
+      el("p", { class: "hint" }, t("What clients put in model; lowercase letters, digits, - and _.")), nameInput,
       el("p", { class: "field-error", id: "e-route-name", role: "alert" })),
-    el("div", { class: "stack" }, el("span", { class: "label" }, "Targets, tried in this order"), list, targetErr,
-      el("div", { class: "row" }, el("label", { class: "visually-hidden", for: "route-add-target" }, "Target to add"), adder,
-        el("button", { type: "button", id: "route-add", onclick: () => { if (!targets.includes(adder.value)) targets.push(adder.value); draw(); adder.focus(); } }, "Add target"))),
-    el("label", { class: "switch-row" }, resume, " Continue a broken stream on the next target (needs providers with prefill)"),
+    el("div", { class: "stack" }, el("span", { class: "label" }, t("Targets, tried in this order")), list, targetErr,
+      el("div", { class: "row" }, el("label", { class: "visually-hidden", for: "route-add-target" }, t("Target to add")), adder,
+        el("button", { type: "button", id: "route-add", onclick: () => { if (!targets.includes(adder.value)) targets.push(adder.value); draw(); adder.focus(); } }, t("Add target")))),
+    el("label", { class: "switch-row" }, resume, ` ${t("Continue a broken stream on the next target (needs providers with prefill)")}`),
   );
-  $("route-dialog-title").textContent = editing ? `Route ${name}` : "New route";
+  $("route-dialog-title").textContent = editing ? t("Route {name}", { name }) : t("New route");
   formErr.textContent = "";
   const del = $("route-delete");
   del.hidden = !editing;
-  del.textContent = "Delete";
+  del.textContent = t("Delete");
   del.dataset.armed = "";
   del.onclick = async () => {
     if (del.dataset.armed !== "1") {
       del.dataset.armed = "1";
-      del.textContent = `Delete ${name} for good?`;
+      del.textContent = t("Delete {name} for good?", { name });
       return;
     }
     try {
       await api("DELETE", `/admin/routes/${encodeURIComponent(name)}`);
       dialog.close();
-      ctx.toast(`Route ${name} deleted.`);
+      ctx.toast(t("Route {name} deleted.", { name }));
       renderRouting(ctx);
     } catch (e) {
-      formErr.textContent = e instanceof ApiError ? e.message : NO_ANSWER;
+      formErr.textContent = e instanceof ApiError ? e.message : NO_ANSWER();
     } finally {
       del.dataset.armed = "";
-      del.textContent = "Delete";
+      del.textContent = t("Delete");
     }
   };
   $("route-cancel").onclick = () => dialog.close();
@@ -215,19 +220,19 @@ function openRouteDialog(ctx, routes, name, route) {
     $("e-route-name").textContent = "";
     const n = nameInput.value.trim();
     if (!n) {
-      $("e-route-name").textContent = "Give the route a name.";
+      $("e-route-name").textContent = t("Give the route a name.");
       nameInput.focus();
       return;
     }
     try {
       await api("PUT", `/admin/routes/${encodeURIComponent(n)}`, { targets, resumeOnBreak: resume.checked });
       dialog.close();
-      ctx.toast(`Route ${n} saved — clients can ask for model "${n}" now.`);
+      ctx.toast(t("Route {name} saved — clients can ask for model \"{name}\" now.", { name: n }));
       renderRouting(ctx);
     } catch (e) {
-      if (!(e instanceof ApiError)) formErr.textContent = NO_ANSWER;
+      if (!(e instanceof ApiError)) formErr.textContent = NO_ANSWER();
       else if (e.param === "name") {
-        $("e-route-name").textContent = targets.length ? e.message : "Add at least one target.";
+        $("e-route-name").textContent = targets.length ? e.message : t("Add at least one target.");
         (targets.length ? nameInput : adder).focus();
       } else if ((e.param || "").startsWith("targets")) {
         targetErr.textContent = e.message;

@@ -1,6 +1,7 @@
 // The Team screen: client keys with their limits, and usage per key or provider over time.
 
 import { api, ApiError } from "./api.js";
+import { N_, fmtDate, fmtDateTime, fmtList, fmtNumber, keep, t, tn } from "./i18n.js";
 import { el, fmtClock, snippet } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -9,16 +10,19 @@ let ctx = { toast: () => {}, showError: () => {} };
 const TIERS = ["free", "low", "medium", "high"];
 // Form field -> where it lives in a policy.
 const NUMBERS = [
-  ["rpm", "Requests / minute", null],
-  ["tpm", "Tokens / minute", null],
-  ["dayTokens", "Tokens / day", "budget"],
-  ["monthTokens", "Tokens / month", "budget"],
-  ["dayUsd", "US$ / day", "budget"],
-  ["monthUsd", "US$ / month", "budget"],
+  ["rpm", N_("Requests / minute"), null],
+  ["tpm", N_("Tokens / minute"), null],
+  ["dayTokens", N_("Tokens / day"), "budget"],
+  ["monthTokens", N_("Tokens / month"), "budget"],
+  ["dayUsd", N_("US$ / day"), "budget"],
+  ["monthUsd", N_("US$ / month"), "budget"],
 ];
 
-const money = (v) => (v >= 0.01 || v === 0 ? `$${v.toFixed(2)}` : `$${v.toFixed(4)}`);
-const int = (v) => Number(v || 0).toLocaleString("en-US");
+const money = (v) => {
+  const digits = v >= 0.01 || v === 0 ? 2 : 4;
+  return fmtNumber(v, { style: "currency", currency: "USD", currencyDisplay: "narrowSymbol", minimumFractionDigits: digits, maximumFractionDigits: digits });
+};
+const int = (v) => fmtNumber(Number(v || 0));
 
 /** The limit fields, prefilled from `policy`; `prefix` keeps ids unique per form. */
 function limitFields(prefix, policy = {}) {
@@ -28,17 +32,17 @@ function limitFields(prefix, policy = {}) {
     el("p", { class: "field-error", id: `${prefix}-e-${name}`, role: "alert" }));
   const nums = NUMBERS.map(([name, label, group]) => {
     const v = group ? b[name] : policy[name];
-    return field(name, label, el("input", { id: `${prefix}-${name}`, name, type: "number", min: "0", step: name.endsWith("Usd") ? "0.01" : "1", inputmode: "decimal", placeholder: "no limit", value: v ?? "", "aria-describedby": `${prefix}-e-${name}` }));
+    return field(name, t(label), el("input", { id: `${prefix}-${name}`, name, type: "number", min: "0", step: name.endsWith("Usd") ? "0.01" : "1", inputmode: "decimal", placeholder: t("no limit"), value: v ?? "", "aria-describedby": `${prefix}-e-${name}` }));
   });
   const tier = el("select", { id: `${prefix}-maxTier`, name: "maxTier", "aria-describedby": `${prefix}-e-maxTier` },
-    el("option", { value: "" }, "any tier"),
-    ...TIERS.map((t) => el("option", { value: t, selected: policy.maxTier === t }, `${t} and cheaper`)));
+    el("option", { value: "" }, t("any tier")),
+    ...TIERS.map((x) => el("option", { value: x, selected: policy.maxTier === x }, t("{tier} and cheaper", { tier: tierWords(x) }))));
   const expires = policy.expiresMs ? localDate(policy.expiresMs) : "";
   return el("div", { class: "limits-grid" },
     ...nums,
-    field("maxTier", "Price tier failover may use", tier),
-    field("allow", "May use (routes, providers, provider/model)", el("input", { id: `${prefix}-allow`, name: "allow", placeholder: "everything", value: (policy.allow || []).join(", "), autocomplete: "off", spellcheck: "false", "aria-describedby": `${prefix}-e-allow` })),
-    field("expiresAt", "Works until (the end of that day, your time)", el("input", { id: `${prefix}-expiresAt`, name: "expiresAt", type: "date", value: expires, "aria-describedby": `${prefix}-e-expiresAt` })),
+    field("maxTier", t("Price tier failover may use"), tier),
+    field("allow", t("May use (routes, providers, provider/model)"), el("input", { id: `${prefix}-allow`, name: "allow", placeholder: t("everything"), value: (policy.allow || []).join(", "), autocomplete: "off", spellcheck: "false", "aria-describedby": `${prefix}-e-allow` })),
+    field("expiresAt", t("Works until (the end of that day, your time)"), el("input", { id: `${prefix}-expiresAt`, name: "expiresAt", type: "date", value: expires, "aria-describedby": `${prefix}-e-expiresAt` })),
   );
 }
 
@@ -86,32 +90,45 @@ function fieldError(prefix, e, fallback) {
   }
 }
 
+/** A price tier's name in words. */
+function tierWords(tier) {
+  const words = { free: N_("free"), low: N_("low"), medium: N_("medium"), high: N_("high") };
+  return words[tier] ? t(words[tier]) : tier;
+}
+
 function summary(k) {
   const p = k.policy || {};
   const b = p.budget || {};
   const parts = [];
-  if (p.rpm) parts.push(`${int(p.rpm)} req/min`);
-  if (p.tpm) parts.push(`${int(p.tpm)} tok/min`);
-  if (b.dayTokens) parts.push(`${int(b.dayTokens)} tok/day`);
-  if (b.monthTokens) parts.push(`${int(b.monthTokens)} tok/month`);
-  if (b.dayUsd) parts.push(`${money(b.dayUsd)}/day`);
-  if (b.monthUsd) parts.push(`${money(b.monthUsd)}/month`);
-  if (p.maxTier) parts.push(`tier ≤ ${p.maxTier}`);
-  if (p.allow && p.allow.length) parts.push(`only ${p.allow.join(", ")}`);
-  if (p.expiresMs) parts.push(`until ${new Date(p.expiresMs).toLocaleDateString([], { year: "numeric", month: "short", day: "numeric" })}`);
-  return parts.length ? parts.join(" · ") : "no limits";
+  if (p.rpm) parts.push(t("{n} req/min", { n: int(p.rpm) }));
+  if (p.tpm) parts.push(t("{n} tok/min", { n: int(p.tpm) }));
+  if (b.dayTokens) parts.push(t("{n} tok/day", { n: int(b.dayTokens) }));
+  if (b.monthTokens) parts.push(t("{n} tok/month", { n: int(b.monthTokens) }));
+  if (b.dayUsd) parts.push(t("{money}/day", { money: money(b.dayUsd) }));
+  if (b.monthUsd) parts.push(t("{money}/month", { money: money(b.monthUsd) }));
+  if (p.maxTier) parts.push(t("tier ≤ {tier}", { tier: tierWords(p.maxTier) }));
+  if (p.allow && p.allow.length) parts.push(t("only {list}", { list: fmtList(p.allow) }));
+  if (p.expiresMs) parts.push(t("until {date}", { date: fmtDate(p.expiresMs, { year: "numeric", month: "short", day: "numeric" }) }));
+  return parts.length ? parts.join(" · ") : t("no limits");
 }
 
 function usageLine(k) {
   const u = k.usage || {};
   const b = (k.policy && k.policy.budget) || {};
-  const of = (v, limit, f) => (limit ? `${f(v)} of ${f(limit)}` : f(v));
-  return `today ${of(u.dayTokens || 0, b.dayTokens, int)} tokens, ${of(u.dayUsd || 0, b.dayUsd, money)} · this month ${of(u.monthTokens || 0, b.monthTokens, int)} tokens, ${of(u.monthUsd || 0, b.monthUsd, money)}`;
+  const of = (v, limit, f) => (limit ? t("{used} of {limit}", { used: f(v), limit: f(limit) }) : f(v));
+  return t("today {tokens} tokens, {money} · this month {monthTokens} tokens, {monthMoney}", {
+    tokens: of(u.dayTokens || 0, b.dayTokens, int),
+    money: of(u.dayUsd || 0, b.dayUsd, money),
+    monthTokens: of(u.monthTokens || 0, b.monthTokens, int),
+    monthMoney: of(u.monthUsd || 0, b.monthUsd, money),
+  });
 }
+
+const STATES = { active: N_("active"), expired: N_("expired"), disabled: N_("disabled") };
 
 function badge(state) {
   const cls = state === "active" ? "ok" : state === "expired" ? "bad" : "off";
-  return el("span", { class: `badge ${cls}` }, state);
+  return el("span", { class: `badge ${cls}`, "data-state": state }, STATES[state] ? t(STATES[state]) : state);
 }
 
 export async function renderTeam() {
@@ -124,33 +141,35 @@ export async function renderTeam() {
   }
   const fixed = keys.fixed.map((k) => el("li", { class: "key-item" },
     el("div", { class: "grow stack tight" },
-      el("span", {}, el("strong", {}, k.label), ` ${k.masked}`, el("span", { class: "muted small" }, ` · from ${k.from}`)),
+      el("span", {}, k.source === "data-dir" ? el("strong", {}, t("generated")) : el("strong", { translate: "no" }, k.label), " ", keep(k.masked), el("span", { class: "muted small" }, " · ",
+        k.source === "data-dir" ? tn("from the data directory ({file})", { file: keep("gateway.key") })
+          : k.source === "config" ? tn("from the configuration ({label})", { label: keep(k.label) }) : keep(k.from))),
       el("span", { class: "muted small" }, summary(k)))));
   const made = keys.ui.map((k) => el("li", { class: "key-item", "data-key-id": k.id },
     el("div", { class: "grow stack tight" },
-      el("span", {}, el("strong", {}, k.label), " ", badge(k.state), ` ${k.hint}`, el("span", { class: "muted small" }, ` · made ${fmtClock(k.createdMs)}`)),
+      el("span", {}, el("strong", { translate: "no" }, k.label), " ", badge(k.state), " ", keep(k.hint), el("span", { class: "muted small" }, ` · ${t("made {when}", { when: fmtClock(k.createdMs) })}`)),
       el("span", { class: "small", "data-role": "limits" }, summary(k)),
       el("span", { class: "muted small", "data-role": "usage" }, usageLine(k))),
     el("div", { class: "row" },
-      el("button", { type: "button", "data-action": "edit", onclick: () => editKey(k) }, "Limits…"),
-      el("button", { type: "button", "data-action": "toggle", onclick: () => toggleKey(k) }, k.policy.disabled ? "Enable" : "Disable"),
+      el("button", { type: "button", "data-action": "edit", onclick: () => editKey(k) }, t("Limits…")),
+      el("button", { type: "button", "data-action": "toggle", onclick: () => toggleKey(k) }, k.policy.disabled ? t("Enable") : t("Disable")),
       el("button", { type: "button", class: "danger", "data-action": "revoke", onclick: async (e) => {
         // Asks in place, no blocking confirm() (the desktop window has none): the first press
         // says what happens, the second does it.
         const b = e.currentTarget;
         if (b.dataset.armed !== "1") {
           b.dataset.armed = "1";
-          b.textContent = `Revoke for good? Clients using it stop at once`;
+          b.textContent = t("Revoke for good? Clients using it stop at once");
           return;
         }
         try {
           await api("DELETE", `/admin/keys/${encodeURIComponent(k.id)}`);
-          ctx.toast(`Key "${k.label}" revoked.`);
+          ctx.toast(t("Key “{label}” revoked.", { label: k.label }));
         } catch (e) {
           ctx.showError(e);
         }
         renderTeam();
-      } }, "Revoke"))));
+      } }, t("Revoke")))));
   $("key-list").replaceChildren(...fixed, ...made);
   if (!$("new-limits").childElementCount) $("new-limits").append(limitFields("nk"));
   renderUsage();
@@ -159,7 +178,7 @@ export async function renderTeam() {
 async function toggleKey(k) {
   try {
     await api("PATCH", `/admin/keys/${encodeURIComponent(k.id)}`, { disabled: !k.policy.disabled });
-    ctx.toast(k.policy.disabled ? `Key "${k.label}" enabled.` : `Key "${k.label}" disabled.`);
+    ctx.toast(k.policy.disabled ? t("Key “{label}” enabled.", { label: k.label }) : t("Key “{label}” disabled.", { label: k.label }));
   } catch (e) {
     ctx.showError(e);
   }
@@ -168,7 +187,7 @@ async function toggleKey(k) {
 
 function editKey(k) {
   const dlg = $("key-dialog");
-  $("key-dialog-title").textContent = `Limits for ${k.label}`;
+  $("key-dialog-title").textContent = t("Limits for {label}", { label: k.label });
   $("key-dialog-body").replaceChildren(limitFields("ek", k.policy));
   $("key-dialog-error").textContent = "";
   const form = $("key-dialog-form");
@@ -178,7 +197,7 @@ function editKey(k) {
     try {
       await api("PATCH", `/admin/keys/${encodeURIComponent(k.id)}`, readLimits("ek", true));
       dlg.close();
-      ctx.toast(`Limits for "${k.label}" saved.`);
+      ctx.toast(t("Limits for “{label}” saved.", { label: k.label }));
       renderTeam();
     } catch (e) {
       fieldError("ek", e, $("key-dialog-error"));
@@ -199,7 +218,7 @@ async function createKey(ev) {
     const k = await api("POST", "/admin/keys", body);
     label.value = "";
     $("new-limits").replaceChildren(limitFields("nk"));
-    $("new-key").replaceChildren(snippet(`New key for ${k.label} — copy it now, it is not shown again`, k.key));
+    $("new-key").replaceChildren(snippet(t("New key for {label} — copy it now, it is not shown again", { label: k.label }), k.key));
     renderTeam();
   } catch (e) {
     if (e instanceof ApiError && e.param && e.param !== "label") {
@@ -237,36 +256,41 @@ async function renderUsage() {
   }
   const hourly = u.bucketMs < 86_400_000;
   // The locale's own style (12 or 24 hours as it says), in the zone the buckets were cut in.
-  const when = (ms) => new Date(ms).toLocaleString([], hourly
+  // The year only when it is not this one (the table is at most 30 days long, and narrow).
+  const thisYear = (ms) => new Date(ms).getFullYear() === new Date().getFullYear();
+  const when = (ms) => fmtDateTime(ms, hourly
     ? { timeZone: u.tz, month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }
-    : { timeZone: u.tz, year: "numeric", month: "short", day: "numeric" });
+    : { timeZone: u.tz, year: thisYear(ms) ? undefined : "numeric", month: "short", day: "numeric" });
   const rows = [...u.rows].reverse().map((r) => el("tr", {},
     el("td", {}, when(r.startMs)),
     // Keys made here are "ui:alice" in logs and metrics; here they read as in the list above.
-    el("td", {}, (r.label || r.key || "—").replace(/^ui:/, "")),
+    // The gateway's own generated key is "generated" in the log: said in the page's language.
+    r.label === "generated" || r.key === "generated" ? el("td", {}, t("generated")) : el("td", { translate: "no" }, (r.label || r.key || "—").replace(/^ui:/, "")),
     el("td", { class: "num" }, int(r.requests)),
     el("td", { class: "num" }, r.errors ? int(r.errors) : "·"),
     el("td", { class: "num col-failovers" }, r.failovers ? int(r.failovers) : "·"),
     el("td", { class: "num", title: cacheWords(r) }, int(r.inputTokens + r.outputTokens)),
     el("td", { class: "num" }, money(r.costUsd))));
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests in this period.")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "7", class: "muted" }, t("No requests in this period."))));
   $("usage-rows").replaceChildren(...rows);
-  const t = u.total;
+  const total = u.total;
   $("usage-total").replaceChildren(el("tr", {},
-    el("th", { scope: "row", colspan: "2" }, "Total"),
-    el("td", { class: "num" }, int(t.requests)),
-    el("td", { class: "num" }, int(t.errors)),
-    el("td", { class: "num col-failovers" }, int(t.failovers)),
-    el("td", { class: "num", title: cacheWords(t) }, int(t.inputTokens + t.outputTokens)),
-    el("td", { class: "num" }, money(t.costUsd))));
-  $("usage-key-head").textContent = u.by === "provider" ? "Provider" : "Key";
+    el("th", { scope: "row", colspan: "2" }, t("Total")),
+    el("td", { class: "num" }, int(total.requests)),
+    el("td", { class: "num" }, int(total.errors)),
+    el("td", { class: "num col-failovers" }, int(total.failovers)),
+    el("td", { class: "num", title: cacheWords(total) }, int(total.inputTokens + total.outputTokens)),
+    el("td", { class: "num" }, money(total.costUsd))));
+  $("usage-key-head").textContent = u.by === "provider" ? t("Provider") : t("Key");
 }
 
 /** Tokens in words, with the prompt-cache share (cost counts it at cache prices). */
 function cacheWords(r) {
   const read = r.cacheReadTokens || 0;
   const share = r.inputTokens ? Math.round((100 * read) / r.inputTokens) : 0;
-  return `${int(r.inputTokens)} prompt (${int(read)} read from cache, ${share} %; ${int(r.cacheWriteTokens || 0)} written) + ${int(r.outputTokens)} answer tokens`;
+  return t("{input} prompt ({read} read from cache, {share} %; {written} written) + {output} answer tokens", {
+    input: int(r.inputTokens), read: int(read), share, written: int(r.cacheWriteTokens || 0), output: int(r.outputTokens),
+  });
 }
 
 async function downloadCsv() {

@@ -1,3 +1,5 @@
+import { N_, fmtDate, fmtDateTime, fmtNumber, fmtTime, keep, t, tn } from "./i18n.js";
+
 // Rendering helpers and the views. DOM is built with `el`, never from HTML strings, so a
 // provider name or an upstream error text can never inject markup.
 
@@ -37,7 +39,9 @@ export function kinds() {
 }
 
 export function kindOf(kind) {
-  return KINDS.find((k) => k.id === kind) || { id: kind, label: kind, badge: "?", program: null, sampleModel: null };
+  const k = KINDS.find((x) => x.id === kind);
+  // The gateway names kinds in English (a catalogue key): shown in the user's language.
+  return k ? { ...k, label: t(k.label) } : { id: kind, label: kind, badge: "?", program: null, sampleModel: null };
 }
 
 export function kindLabel(kind) {
@@ -54,13 +58,13 @@ export function serverNow() {
 }
 
 export function fmtLeft(ms) {
-  if (ms <= 0) return "now";
+  if (ms <= 0) return t("now");
   const s = Math.ceil(ms / 1000);
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   const sec = s % 60;
-  if (h >= 24) return `${Math.floor(h / 24)}d ${h % 24}h`;
-  if (h > 0) return `${h}h ${String(m).padStart(2, "0")}m`;
+  if (h >= 24) return t("{d}d {h}h", { d: Math.floor(h / 24), h: h % 24 });
+  if (h > 0) return t("{h}h {m}m", { h, m: String(m).padStart(2, "0") });
   return `${m}:${String(sec).padStart(2, "0")}`;
 }
 
@@ -69,8 +73,8 @@ export function fmtLeft(ms) {
 export function fmtClock(ms) {
   const d = new Date(ms);
   const sameDay = new Date().toDateString() === d.toDateString();
-  const t = d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
-  return sameDay ? t : `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${t}`;
+  const time = fmtTime(ms);
+  return sameDay ? time : t("{date} {time}", { date: fmtDate(ms), time });
 }
 
 /** Ticks every element with `data-until` once a second. */
@@ -80,56 +84,85 @@ export function startCountdowns() {
     if (document.body.classList.contains("gateway-down")) return;
     for (const n of document.querySelectorAll("[data-until]")) {
       const left = Number(n.dataset.until) - serverNow();
-      n.textContent = left > 0 ? fmtLeft(left) : "any moment";
+      n.textContent = left > 0 ? fmtLeft(left) : t("any moment");
     }
   }, 1000);
 }
 
 /** Error classes in words. */
-export const CLASS_WORDS = {
-  rate: "Rate limit",
-  billing: "Out of credit",
-  auth: "Key or login rejected",
-  overloaded: "Overloaded",
-  transient: "Failing",
-  model: "Model not served",
-  request: "Request refused",
-  content_policy: "Refused by its content policy",
+const CLASS_KEYS = {
+  rate: N_("Rate limit"),
+  billing: N_("Out of credit"),
+  auth: N_("Key or login rejected"),
+  overloaded: N_("Overloaded"),
+  transient: N_("Failing"),
+  model: N_("Model not served"),
+  request: N_("Request refused"),
+  content_policy: N_("Refused by its content policy"),
 };
+
+/** An error class in words ("Rate limit"); an unknown class as it is. */
+export function classWords(cls) {
+  return CLASS_KEYS[cls] ? t(CLASS_KEYS[cls]) : cls;
+}
+
+/** The same words for the middle of a sentence. */
+function classWordsInline(cls) {
+  const inline = {
+    rate: N_("rate limit"),
+    billing: N_("out of credit"),
+    auth: N_("key or login rejected"),
+    overloaded: N_("overloaded"),
+    transient: N_("failing"),
+    model: N_("model not served"),
+    request: N_("request refused"),
+    content_policy: N_("refused by its content policy"),
+  };
+  return inline[cls] ? t(inline[cls]) : cls;
+}
 
 /** What Baton itself found (not words the provider sent): these reasons are Baton's own. */
 const BATON_FINDINGS = [
-  [/^(upstream )?connection failed:?\s*/i, "Baton could not connect"],
-  [/^timed out:?\s*/i, "No answer in time"],
-  [/^response body broke off:?\s*/i, "The answer broke off"],
-  [/^request failed:?\s*/i, "The request could not be sent"],
-  [/^no API key:?\s*/i, "No API key"],
-  [/^no model configured/i, "No model configured"],
+  [/^(upstream )?connection failed:?\s*/i, N_("Baton could not connect")],
+  [/^timed out:?\s*/i, N_("No answer in time")],
+  [/^response body broke off:?\s*/i, N_("The answer broke off")],
+  [/^request failed:?\s*/i, N_("The request could not be sent")],
+  [/^no API key:?\s*/i, N_("No API key")],
+  [/^no model configured/i, N_("No model configured")],
 ];
 
 /** "Rate limit — back at 18:28. The provider said: …" (its own words quoted, its own times
  * kept); what Baton found itself is said as Baton's ("Baton could not connect: …"). */
 export function explain(cls, reason, until) {
-  const what = CLASS_WORDS[cls] || cls;
-  const back = until ? ` — back at ${fmtClock(until)}` : "";
-  if (!reason) return `${what}${back}.`;
+  return explainNodes(cls, reason, until).textContent;
+}
+
+/** The same as nodes: what the provider or the system said (English, or any language) is kept
+ * as it was, marked as not to translate. */
+export function explainNodes(cls, reason, until) {
+  const out = document.createDocumentFragment();
+  const what = classWords(cls);
+  out.append(until ? t("{what} — back at {when}.", { what, when: fmtClock(until) }) : t("{what}.", { what }));
+  if (!reason) return out;
   for (const [re, words] of BATON_FINDINGS) {
     const m = reason.match(re);
     if (!m) continue;
     const rest = reason.slice(m[0].length).trim();
-    return `${what}${back}. ${words}${rest ? `: ${rest.charAt(0).toUpperCase()}${rest.slice(1)}` : ""}.`;
+    out.append(" ", rest ? tn("{finding}: {detail}.", { finding: t(words), detail: keep(`${rest.charAt(0).toUpperCase()}${rest.slice(1)}`) }) : t("{finding}.", { finding: t(words) }));
+    return out;
   }
-  return `${what}${back}. The provider said: “${reason}”`;
+  out.append(" ", tn("The provider said: “{reason}”", { reason: keep(reason) }));
+  return out;
 }
 
 /** A key's id as a person reads it: `env:GROQ_API_KEY` → "key $GROQ_API_KEY". */
 export function keyWords(id) {
   if (!id) return "";
-  if (id.startsWith("env:")) return `key $${id.slice(4)}`;
-  if (id.startsWith("stored:")) return "typed key";
+  if (id.startsWith("env:")) return t("key {name}", { name: `$${id.slice(4)}` });
+  if (id.startsWith("stored:")) return t("typed key");
   // A client's own login (a digest of it, never shown as if it were a key of Baton's).
-  if (id.startsWith("client:")) return "your login";
-  return `key ${id}`;
+  if (id.startsWith("client:")) return t("your login");
+  return t("key {name}", { name: id });
 }
 
 /** What a provider's badge says: [label, tone, untilMs, detail], from the state the gateway
@@ -138,17 +171,17 @@ export function status(p) {
   const st = p.status || { state: p.enabled ? "ready" : "disabled" };
   switch (st.state) {
     case "disabled":
-      return ["disabled", "off", null, null];
+      return [t("disabled"), "off", null, null];
     case "logged-out":
-      return ["logged out", "bad", null, st.reason];
+      return [t("logged out"), "bad", null, keep(st.reason)];
     case "unavailable":
-      return ["unavailable", "bad", null, st.class ? explain(st.class, st.reason, null) : st.reason];
+      return [t("unavailable"), "bad", null, st.class ? explainNodes(st.class, st.reason, null) : keep(st.reason)];
     case "breaker-open":
-      return ["breaker open", "bad", st.untilMs, `${st.reason} — tried again at ${fmtClock(st.untilMs)}.`];
+      return [t("breaker open"), "bad", st.untilMs, tn("{reason} — tried again at {when}.", { reason: keep(st.reason), when: fmtClock(st.untilMs) })];
     case "cooling":
-      return ["cooling", "warn", st.untilMs, explain(st.class, st.reason, st.untilMs)];
+      return [t("cooling"), "warn", st.untilMs, explainNodes(st.class, st.reason, st.untilMs)];
     default:
-      return ["ready", "ok", null, null];
+      return [t("ready"), "ok", null, null];
   }
 }
 
@@ -160,8 +193,8 @@ function quotaOf(p) {
 
 /** An account's name for people: a key, a passed-through subscription, or the CLI's login. */
 function accountWords(id) {
-  if (!id) return "login";
-  if (id.startsWith("client:")) return `login ${id.slice(7, 11)}`;
+  if (!id) return t("login");
+  if (id.startsWith("client:")) return t("login {id}", { id: id.slice(7, 11) });
   return keyWords(id);
 }
 
@@ -171,7 +204,7 @@ function usageWindows(p) {
   const accounts = (p.usage || []).filter((a) => (a.windows || []).length);
   if (!accounts.length) return null;
   const many = accounts.length > 1;
-  const list = el("ul", { class: "windows", "aria-label": `${p.name} usage windows`, "data-testid": "windows" });
+  const list = el("ul", { class: "windows", "aria-label": t("{name} usage windows", { name: p.name }), "data-testid": "windows" });
   for (const a of accounts) {
     for (const w of a.windows) {
       const spent = w.status === "rejected";
@@ -181,14 +214,14 @@ function usageWindows(p) {
       const tone = spent || pct >= 95 ? " out" : pct >= 80 ? " low" : "";
       const name = `${w.label}${many ? ` · ${accountWords(a.account)}` : ""}`;
       const words = [];
-      words.push(spent ? "spent" : pct === null ? "near its limit" : `${pct} %`);
-      if (w.resetsAtMs) words.push(`resets ${fmtClock(w.resetsAtMs)}`);
-      if (binding && a.capsAtMs) words.push(`runs out ${fmtClock(a.capsAtMs)} at this rate`);
+      words.push(spent ? t("spent") : pct === null ? t("near its limit") : `${pct} %`);
+      if (w.resetsAtMs) words.push(t("resets {when}", { when: fmtClock(w.resetsAtMs) }));
+      if (binding && a.capsAtMs) words.push(t("runs out {when} at this rate", { when: fmtClock(a.capsAtMs) }));
       list.append(el("li", { class: `window${binding ? " binding" : ""}`, "data-window": w.id },
         el("span", { class: "window-name" }, name),
-        el("span", { class: `quota-bar${tone}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct ?? 0), "aria-label": `${name} used` }, el("span", { style: `width:${pct ?? 0}%` })),
+        el("span", { class: `quota-bar${tone}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct ?? 0), "aria-label": t("{name} used", { name }) }, el("span", { style: `width:${pct ?? 0}%` })),
         el("span", { class: "window-words" }, words.join(" · ")),
-        binding && accounts.length + a.windows.length > 2 ? el("span", { class: "badge", title: "The window that decides now" }, "binding") : null));
+        binding && accounts.length + a.windows.length > 2 ? el("span", { class: "badge", title: t("The window that decides now") }, t("binding")) : null));
     }
   }
   return list;
@@ -200,7 +233,7 @@ export function providerRow(p, index, count, handlers) {
   const badge = el("span", { class: `badge ${tone}`, "data-testid": "status" }, label);
   if (until) {
     badge.append(" · ", el("span", { dataset: { until: String(until) }, text: fmtLeft(until - serverNow()) }));
-    badge.title = `back at ${fmtClock(until)}`;
+    badge.title = t("back at {when}", { when: fmtClock(until) });
   }
   const partial = (p.cooldowns || []).filter((c) => c.key || c.model);
   const q = quotaOf(p);
@@ -210,7 +243,7 @@ export function providerRow(p, index, count, handlers) {
     role: "switch",
     dataset: { focus: "toggle" },
     // A switch is named for what it controls; its state is read as on/off.
-    "aria-label": `${p.name} enabled`,
+    "aria-label": t("{name} enabled", { name: p.name }),
     checked: p.enabled,
     onchange: (e) => handlers.toggle(p, e.target.checked),
   });
@@ -220,39 +253,39 @@ export function providerRow(p, index, count, handlers) {
       class: `prov${p.enabled ? "" : " is-off"}`,
       draggable: "true",
       "data-id": p.id,
-      "aria-label": `${p.name}, ${label}, position ${index + 1} of ${count}`,
+      "aria-label": t("{name}, {state}, position {n} of {count}", { name: p.name, state: label, n: index + 1, count }),
     },
-    el("span", { class: "grip", "aria-hidden": "true", title: "Drag to reorder" }, "⠿"),
+    el("span", { class: "grip", "aria-hidden": "true", title: t("Drag to reorder") }, "⠿"),
     el("span", { class: `kind k-${p.kind}`, title: kindName, "aria-hidden": "true" }, abbr),
     el(
       "div",
       { class: "prov-main" },
-      el("div", { class: "prov-name" }, el("span", { "data-testid": "name" }, p.name), badge,
-        p.owner === "file" ? el("span", { class: "owner", title: "Defined in the config file" }, "file") : null,
-        p.owner === "detected" ? el("span", { class: "owner", title: "Found at start-up" }, "detected") : null),
-      el("div", { class: "prov-sub", title: models.join(", ") }, `${kindName} · ${models.join(", ")}`),
+      el("div", { class: "prov-name" }, el("span", { "data-testid": "name", translate: "no" }, p.name), badge,
+        p.owner === "file" ? el("span", { class: "owner", title: t("Defined in the config file") }, t("file")) : null,
+        p.owner === "detected" ? el("span", { class: "owner", "data-owner": "detected", title: t("Found at start-up") }, t("detected")) : null),
+      el("div", { class: "prov-sub", title: models.join(", "), translate: "no" }, `${kindName} · ${models.join(", ")}`),
     ),
     el(
       "div",
       { class: "prov-actions" },
-      el("button", { class: "icon", type: "button", dataset: { focus: "up" }, "aria-label": `Move ${p.name} up`, disabled: index === 0 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, -1) }, "↑"),
-      el("button", { class: "icon", type: "button", dataset: { focus: "down" }, "aria-label": `Move ${p.name} down`, disabled: index === count - 1 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, 1) }, "↓"),
+      el("button", { class: "icon", type: "button", dataset: { focus: "up" }, "aria-label": t("Move {name} up", { name: p.name }), disabled: index === 0 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, -1) }, "↑"),
+      el("button", { class: "icon", type: "button", dataset: { focus: "down" }, "aria-label": t("Move {name} down", { name: p.name }), disabled: index === count - 1 || !p.owner || p.owner === "detected", onclick: () => handlers.move(p, 1) }, "↓"),
       el("label", { class: "switch" }, toggle, el("span", { "aria-hidden": "true" })),
     ),
   );
   const facts = [];
-  facts.push(el("span", {}, `in flight ${p.inFlight}${p.maxConcurrency ? "/" + p.maxConcurrency : ""}`));
+  facts.push(el("span", {}, t("in flight {n}", { n: `${p.inFlight}${p.maxConcurrency ? "/" + p.maxConcurrency : ""}` })));
   if (q !== null) {
     const pct = Math.round(q * 100);
     facts.push(
-      el("span", { class: "quota", title: "Quota left (best key)" }, "quota",
-        el("span", { class: `quota-bar${pct < 10 ? " out" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": "Quota left" }, el("span", { style: `width:${pct}%` })),
+      el("span", { class: "quota", title: t("Quota left (best key)") }, t("quota"),
+        el("span", { class: `quota-bar${pct < 10 ? " out" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": t("Quota left") }, el("span", { style: `width:${pct}%` })),
         `${pct}%`),
     );
   }
   if ((p.keys || []).length) {
     const ok = p.keys.filter((k) => !k.cooldown && !k.missing).length;
-    facts.push(el("span", {}, `keys ${ok}/${p.keys.length}`));
+    facts.push(el("span", {}, t("keys {ok}/{all}", { ok, all: p.keys.length })));
   }
   const hour = handlers.stats && handlers.stats.hour && handlers.stats.hour[p.id];
   const day = handlers.stats && handlers.stats.day && handlers.stats.day[p.id];
@@ -260,27 +293,35 @@ export function providerRow(p, index, count, handlers) {
     const h = hour || { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0 };
     const d = day || h;
     // The share of prompt tokens its prompt cache served: low when conversations hop keys.
-    const cached = (w) => (w.inputTokens && w.cacheReadTokens ? ` · ${Math.round((100 * w.cacheReadTokens) / w.inputTokens)} % cached` : "");
-    facts.push(el("span", { "data-testid": "stats", title: `Last day: ${d.calls} calls, ${d.failures} failed${d.p50Ms != null ? `, p50 ${d.p50Ms} ms` : ""}, ${d.inputTokens + d.outputTokens} tokens${cached(d)}` },
-      `last hour: ${h.calls} calls · ${h.failures} failed${h.p50Ms != null ? ` · p50 ${h.p50Ms} ms` : ""} · ${h.inputTokens + h.outputTokens} tokens${cached(h)}`));
+    const parts = (w) => [
+      t("{n} calls", { n: w.calls }),
+      t("{n} failed", { n: w.failures }),
+      w.p50Ms != null ? t("p50 {n} ms", { n: w.p50Ms }) : null,
+      t("{n} tokens", { n: w.inputTokens + w.outputTokens }),
+      w.inputTokens && w.cacheReadTokens ? t("{n} % cached", { n: Math.round((100 * w.cacheReadTokens) / w.inputTokens) }) : null,
+    ].filter(Boolean).join(" · ");
+    facts.push(el("span", { "data-testid": "stats", title: t("Last day: {facts}", { facts: parts(d) }) }, t("last hour: {facts}", { facts: parts(h) })));
   }
-  if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "" }, p.cli.version));
+  if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "", translate: "no" }, p.cli.version));
   if (partial.length) {
     const c = partial[0];
-    facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, `${c.model ? `model ${c.model}` : keyWords(c.key)} cooling · `, el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
+    facts.push(el("span", { class: "badge warn", title: explain(c.class, c.reason, c.untilMs) }, t("{what} cooling", { what: c.model ? t("model {name}", { name: c.model }) : keyWords(c.key) }), " · ", el("span", { dataset: { until: String(c.untilMs) } }, fmtLeft(c.untilMs - serverNow()))));
   }
   // The buttons wrap as one group, not one by one between the facts.
   const buttons = [];
-  buttons.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": `Test ${p.name}`, onclick: () => handlers.test(p) }, "Test"));
-  if (p.owner !== "detected") buttons.push(el("button", { type: "button", dataset: { focus: "edit" }, "aria-label": `${p.owner === "file" ? "View" : "Edit"} ${p.name}`, onclick: () => handlers.edit(p) }, p.owner === "file" ? "View" : "Edit"));
+  buttons.push(el("button", { type: "button", dataset: { focus: "test" }, "aria-label": t("Test {name}", { name: p.name }), onclick: () => handlers.test(p) }, t("Test")));
+  if (p.owner !== "detected") {
+    const view = p.owner === "file";
+    buttons.push(el("button", { type: "button", dataset: { focus: "edit" }, "aria-label": view ? t("View {name}", { name: p.name }) : t("Edit {name}", { name: p.name }), onclick: () => handlers.edit(p) }, view ? t("View") : t("Edit")));
+  }
   if ((p.cooldowns || []).length || (p.breaker && p.breaker.state !== "closed")) {
-    buttons.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": `Clear ${p.name}'s cooldown`, onclick: () => handlers.clear(p) }, "Clear cooldown"));
+    buttons.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": t("Clear {name}'s cooldown", { name: p.name }), onclick: () => handlers.clear(p) }, t("Clear cooldown")));
   }
   row.append(el("div", { class: "prov-detail" }, facts));
   const windows = usageWindows(p);
   if (windows) row.append(windows);
   row.append(el("div", { class: "prov-detail prov-buttons" }, buttons));
-  if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, detail));
+  if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, el("span", {}, detail)));
   const result = handlers.testResults.get(p.id);
   if (result) row.append(result);
   return row;
@@ -288,14 +329,26 @@ export function providerRow(p, index, count, handlers) {
 
 /** A skipped candidate's reason in a few words: what the request needed that it lacks, or
  * the state it was in ("cooling", "breaker open"…); the whole reason is the hop's tooltip. */
+const SKIP_WORDS = {
+  skipped: N_("skipped"),
+  cooling: N_("cooling"),
+  "breaker open": N_("breaker open"),
+  unavailable: N_("unavailable"),
+  deferred: N_("deferred"),
+  reserve: N_("kept in reserve"),
+};
+
 function skipWhy(reason) {
   const r = reason || "skipped";
-  if (!r.startsWith("cannot take this request")) return r.split(":")[0];
-  if (/tool/.test(r)) return "takes no tools";
-  if (/image/.test(r)) return "takes no images";
-  if (/one user message|multi-turn/.test(r)) return "takes one turn only";
-  if (/context window/.test(r)) return "too long for it";
-  return "cannot take this request";
+  if (!r.startsWith("cannot take this request")) {
+    const head = r.split(":")[0];
+    return SKIP_WORDS[head] ? t(SKIP_WORDS[head]) : head;
+  }
+  if (/tool/.test(r)) return t("takes no tools");
+  if (/image/.test(r)) return t("takes no images");
+  if (/one user message|multi-turn/.test(r)) return t("takes one turn only");
+  if (/context window/.test(r)) return t("too long for it");
+  return t("cannot take this request");
 }
 
 /** One log row's route: `claude ✗ rate (back 01:19) → codex ✓`; a provider skipped for
@@ -311,17 +364,19 @@ export function chain(row) {
   hops.forEach((a, i) => {
     if (i) parts.push(el("span", { class: "muted", "aria-hidden": "true" }, "→"));
     if (a.class === "ok") {
-      parts.push(el("span", { class: "hop ok", title: `${a.latencyMs} ms` }, `${a.provider}/${a.model} ✓`));
+      parts.push(el("span", { class: "hop ok", title: t("{n} ms", { n: a.latencyMs }) }, keep(`${a.provider}/${a.model}`), " ✓"));
     } else if (a.class === "skipped") {
       const why = skipWhy(a.reason);
-      const until = a.resetAtMs ? ` until ${fmtClock(a.resetAtMs)}` : "";
-      parts.push(el("span", { class: "hop skip", title: a.reason || "" }, `${a.provider}: ${why}${until}`));
+      const words = a.resetAtMs ? t("{why} until {when}", { why, when: fmtClock(a.resetAtMs) }) : why;
+      // The log's own reason (as the gateway or the provider wrote it) is the name's tooltip.
+      parts.push(el("span", { class: "hop skip" }, el("span", { translate: "no", title: a.reason || "" }, a.provider), `: ${words}`));
     } else {
-      const reset = a.resetAtMs ? ` (back ${fmtClock(a.resetAtMs)})` : "";
-      parts.push(el("span", { class: "hop fail", title: a.reason || "" }, `${a.provider}/${a.model} ✗ ${(CLASS_WORDS[a.class] || a.class).toLowerCase()}${reset}`));
+      const what = classWordsInline(a.class);
+      const words = a.resetAtMs ? t("{what} (back {when})", { what, when: fmtClock(a.resetAtMs) }) : what;
+      parts.push(el("span", { class: "hop fail" }, el("span", { translate: "no", title: a.reason || "" }, `${a.provider}/${a.model}`), ` ✗ ${words}`));
     }
   });
-  if (!parts.length) parts.push(el("span", { class: "muted" }, row.error || "not routed"));
+  if (!parts.length) parts.push(el("span", { class: "muted", translate: row.error ? "no" : null }, row.error || t("not routed")));
   return el("span", { class: "chain" }, parts);
 }
 
@@ -329,18 +384,18 @@ export function logRow(r) {
   const read = r.cacheReadTokens || 0;
   const written = r.cacheWriteTokens || 0;
   const tokens = r.inputTokens != null
-    ? el("span", { title: `${r.inputTokens} prompt tokens (${read} read from the provider's cache, ${written} written to it) → ${r.outputTokens ?? 0} answer tokens` },
-        `${r.inputTokens} → ${r.outputTokens ?? 0}`,
-        read ? el("span", { class: "muted", "data-testid": "cached" }, ` · ${read} cached`) : null)
+    ? el("span", { title: t("{input} prompt tokens ({read} read from the provider's cache, {written} written to it) → {output} answer tokens", { input: r.inputTokens, read, written, output: r.outputTokens ?? 0 }) },
+        `${fmtNumber(r.inputTokens)} → ${fmtNumber(r.outputTokens ?? 0)}`,
+        read ? el("span", { class: "muted", "data-testid": "cached" }, ` · ${t("{n} cached", { n: read })}`) : null)
     : "";
   return el(
     "tr",
     {},
-    el("td", { class: "when", title: new Date(r.tsMs).toLocaleString() }, new Date(r.tsMs).toLocaleTimeString([], { hour: "numeric", minute: "2-digit", second: "2-digit" })),
-    el("td", {}, r.requestedModel, r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
+    el("td", { class: "when", title: fmtDateTime(r.tsMs) }, fmtTime(r.tsMs, { hour: "numeric", minute: "2-digit", second: "2-digit" })),
+    el("td", {}, keep(r.requestedModel), r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
     el("td", {}, chain(r)),
-    el("td", { class: "num" }, `${r.totalMs} ms`),
-    el("td", { class: "num" }, tokens),
+    el("td", { class: "num", "data-label": t("Latency") }, t("{n} ms", { n: r.totalMs })),
+    el("td", { class: "num", "data-label": t("Tokens") }, tokens),
   );
 }
 
@@ -357,7 +412,7 @@ export function chart(rows, box, legend) {
     const age = now - r.tsMs;
     if (age < 0 || age >= 3600e3) continue;
     const b = buckets[11 - Math.floor(age / 300e3)];
-    const p = r.provider || "not served";
+    const p = r.provider || t("not served");
     if (r.status < 400 && !providers.includes(p)) providers.push(p);
     if (r.status >= 400) {
       b.fail++;
@@ -371,29 +426,29 @@ export function chart(rows, box, legend) {
     const col = el("div", { class: "col" });
     providers.forEach((p, i) => {
       const n = b.byProvider[p] || 0;
-      if (n) col.append(el("div", { class: "seg", style: `height:${(n / max) * 100}%;background:${COLORS[i % COLORS.length]}`, title: `${p}: ${n}` }));
+      if (n) col.append(el("div", { class: "seg", translate: "no", style: `height:${(n / max) * 100}%;background:${COLORS[i % COLORS.length]}`, title: `${p}: ${fmtNumber(n)}` }));
     });
-    if (b.fail) col.append(el("div", { class: "seg fail", style: `height:${(b.fail / max) * 100}%`, title: `failed: ${b.fail}` }));
+    if (b.fail) col.append(el("div", { class: "seg fail", style: `height:${(b.fail / max) * 100}%`, title: t("failed: {n}", { n: b.fail }) }));
     // Failovers are part of the served counts: a marker above the column.
-    col.title = b.failover ? `${b.failover} served after a failover` : "";
+    col.title = b.failover ? t("{n} served after a failover", { n: b.failover }) : "";
     if (b.failover) col.append(el("div", { class: "seg failover", style: "height:3px" }));
     box.append(col);
   }
-  providers.forEach((p, i) => legend.append(el("span", { class: "legend-swatch", style: `background:${COLORS[i % COLORS.length]}` }), p));
-  legend.append(el("span", { class: "legend-swatch", style: "background:var(--bad)" }), "failed");
-  legend.append(el("span", { class: "legend-swatch", style: "background:var(--warn)" }), "after a failover");
-  legend.append(el("span", { class: "muted" }, " · last hour, 5-minute steps"));
+  providers.forEach((p, i) => legend.append(el("span", { class: "legend-swatch", style: `background:${COLORS[i % COLORS.length]}` }), keep(p)));
+  legend.append(el("span", { class: "legend-swatch", style: "background:var(--bad)" }), t("failed"));
+  legend.append(el("span", { class: "legend-swatch", style: "background:var(--warn)" }), t("after a failover"));
+  legend.append(el("span", { class: "muted" }, ` · ${t("last hour, 5-minute steps")}`));
 }
 
 export function snippet(title, text) {
   const copy = el("button", { type: "button", onclick: async () => {
     try {
       await navigator.clipboard.writeText(text);
-      copy.textContent = "Copied";
+      copy.textContent = t("Copied");
     } catch {
-      copy.textContent = "Select and copy";
+      copy.textContent = t("Select and copy");
     }
-    setTimeout(() => (copy.textContent = "Copy"), 1500);
-  } }, "Copy");
+    setTimeout(() => (copy.textContent = t("Copy")), 1500);
+  } }, t("Copy"));
   return el("div", { class: "stack" }, el("h2", {}, title), el("div", { class: "snippet" }, el("pre", {}, el("code", {}, text)), copy));
 }

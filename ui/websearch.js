@@ -2,7 +2,8 @@
 // (Claude Code's WebSearch, Codex's web_search, Gemini's grounding) is served by another kind of
 // provider. A typed key goes to the OS credential store and is never shown again.
 import { api } from "./api.js";
-import { el } from "./views.js";
+import { fmtList, keep, t, tn } from "./i18n.js";
+import { el, kindLabel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 let ctx;
@@ -25,7 +26,7 @@ export function initWebSearch(c) {
     try {
       render(await api("PUT", "/admin/web-search", body));
       $("ws-key").value = "";
-      ctx.toast(body.backend === "none" ? "Web search turned off." : "Web search saved.");
+      ctx.toast(body.backend === "none" ? t("Web search turned off.") : t("Web search saved."));
     } catch (err) {
       ctx.showError(err);
       const field = { url: "ws-url", apiKey: "ws-key", maxResults: "ws-max", provider: "ws-provider" }[err.param];
@@ -40,17 +41,17 @@ export function initWebSearch(c) {
       return;
     }
     const status = $("ws-status");
-    status.replaceChildren("Searching…");
+    status.replaceChildren(t("Searching…"));
     try {
       const r = await api("POST", "/admin/web-search/test", { query });
       if (r.error) {
-        status.replaceChildren(el("p", { class: "warn-text", role: "alert" }, r.error.message));
+        status.replaceChildren(el("p", { class: "warn-text", role: "alert", translate: "no" }, r.error.message));
       } else if (!r.results.length) {
-        status.replaceChildren(el("p", {}, `No results for “${r.query}”.`));
+        status.replaceChildren(el("p", {}, tn("No results for “{query}”.", { query: keep(r.query) })));
       } else {
         status.replaceChildren(
-          el("p", { class: "muted small" }, `${r.results.length} results for “${r.query}”:`),
-          el("ol", { class: "ws-results" }, ...r.results.map((h) =>
+          el("p", { class: "muted small" }, tn("{n} results for “{query}”:", { n: r.results.length, query: keep(r.query) })),
+          el("ol", { class: "ws-results", translate: "no" }, ...r.results.map((h) =>
             el("li", {}, el("a", { href: h.url, target: "_blank", rel: "noopener noreferrer" }, h.title || h.url),
               el("div", { class: "muted small" }, h.url)))),
         );
@@ -65,10 +66,15 @@ export function initWebSearch(c) {
 function showFields(backend) {
   $("ws-url-row").hidden = backend === "none" || backend === "provider";
   $("ws-provider-row").hidden = backend !== "provider";
-  $("ws-url").placeholder = backend === "brave" ? "https://api.search.brave.com/res/v1/web/search (default)" : "http://127.0.0.1:8888";
+  $("ws-url").placeholder = backend === "brave" ? t("{url} (default)", { url: "https://api.search.brave.com/res/v1/web/search" }) : "http://127.0.0.1:8888";
   $("ws-key-row").hidden = backend !== "brave";
   $("ws-env-row").hidden = backend !== "brave";
   $("web-search-test").hidden = !current || current.backend === "none" || backend !== current.backend;
+}
+
+/** Why searches cannot run: in words when no service is chosen, else as the gateway says it. */
+export function unavailableWords(w) {
+  return w.backend === "none" ? t("no search service is set up in Baton (Settings → Web search)") : keep(w.unavailable);
 }
 
 /** The providers whose API searches by itself: Anthropic, the Responses API, Gemini. */
@@ -78,8 +84,8 @@ export async function renderWebSearch() {
   try {
     const [w, p] = await Promise.all([api("GET", "/admin/web-search"), api("GET", "/admin/providers")]);
     const able = p.providers.filter((x) => SEARCHING_KINDS.includes(x.kind));
-    $("ws-provider").replaceChildren(...able.map((x) => el("option", { value: x.id }, `${x.name || x.id} (${x.kind})`)));
-    if (!able.length) $("ws-provider").append(el("option", { value: "" }, "No anthropic, openai-responses or gemini provider yet"));
+    $("ws-provider").replaceChildren(...able.map((x) => el("option", { value: x.id, translate: "no" }, `${x.name || x.id} (${x.kind})`)));
+    if (!able.length) $("ws-provider").append(el("option", { value: "" }, t("No provider of these kinds yet: {kinds}", { kinds: fmtList(SEARCHING_KINDS.map(kindLabel)) })));
     render(w);
   } catch (err) {
     ctx.showError(err);
@@ -93,14 +99,14 @@ function render(w) {
   $("ws-backend").value = w.backend;
   $("ws-url").value = w.url || "";
   $("ws-env").value = w.apiKeyEnv || "";
-  $("ws-key").placeholder = w.keyStored ? "•••••••• (saved; type to replace)" : "";
+  $("ws-key").placeholder = w.keyStored ? t("•••••••• (saved; type to replace)") : "";
   $("ws-max").value = w.maxResults;
   if (w.provider) $("ws-provider").value = w.provider;
   showFields(w.backend);
   $("ws-status").replaceChildren(
-    ...(w.fromFile ? [el("p", { class: "muted small" }, "Set in the config file (webSearch): change it there.")] : []),
+    ...(w.fromFile ? [el("p", { class: "muted small" }, t("Set in the config file (webSearch): change it there."))] : []),
     w.unavailable
-      ? el("p", { class: w.backend === "none" ? "muted small" : "warn-text" }, `Translated routes cannot search: ${w.unavailable}.`)
-      : el("p", { class: "muted small" }, w.backend === "provider" ? `Translated routes search through ${w.provider}, on its own key.` : "Translated routes search through this service."),
+      ? el("p", { class: w.backend === "none" ? "muted small" : "warn-text" }, tn("Translated routes cannot search: {why}.", { why: unavailableWords(w) }))
+      : el("p", { class: "muted small" }, w.backend === "provider" ? t("Translated routes search through {provider}, on its own key.", { provider: w.provider }) : t("Translated routes search through this service.")),
   );
 }
