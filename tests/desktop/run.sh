@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV="${1:-.venv}"
+# The tray and notifications speak the system's language: English with a 24-hour clock here
+# (one test sets Japanese for itself).
+export LANG=C.UTF-8
+unset LANGUAGE LC_ALL LC_MESSAGES
 display=":$((90 + RANDOM % 9))"
 Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
 xvfb=$!

@@ -632,3 +632,60 @@ def test_a_first_launch_with_nothing_configured_opens_the_window(tmp_path):
     finally:
         p.terminate()
         p.wait(15)
+
+
+def test_the_tray_and_notifications_speak_the_system_language(tmp_path):
+    """A Japanese desktop (LANG=ja_JP.UTF-8, nothing chosen in Settings): the failover
+    notification and its click action are Japanese, with a 24-hour clock; the tray menu is
+    Japanese (screenshot). Then Settings chooses Simplified Chinese and the next notification
+    follows at once."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    app = App(tmp_path)
+    app.env.update({"LANG": "ja_JP.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""})
+    trayer = None
+    if tray_window() is None:
+        trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+                                   "--height", "32", "--SetDockType", "true"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dunst = None if _notifier_pid() else start_dunst()
+    try:
+        app.start()
+        clear_notifications()
+        status, headers, _ = app.chat()
+        assert status == 200 and headers.get("x-gateway-provider") == "codex"
+        found = wait_for(lambda: [n for n in notifications() if n["app"] == "Baton"], timeout=10, what="a notification")
+        assert found[0]["summary"] == "Baton がプロバイダーを切り替えました", found
+        assert re.match(r"Claude Code がセッション上限に達しました — (\d{1,2}月\d{1,2}日 )?\d\d:\d\d に復帰。現在は Codex を使用中$",
+                        found[0]["body"]), found[0]["body"]
+        tray = wait_for(tray_window, timeout=15, what="the tray icon")
+        open_menu(tray)
+        time.sleep(0.5)
+        sh("scrot", "-o", str(ARTIFACTS / "tray-menu-ja.png"))
+        sh("xdotool", "key", "Escape")
+        # Chosen in Settings: Simplified Chinese, for the next notification at once.
+        status, _, body = app.request("/admin/settings", {"language": "zh-CN"}, method="PUT", admin=True)
+        assert status == 200, body
+        clear_notifications()
+        (tmp_path / "codex" / "modes").write_text("limit\n")
+        app.request("/admin/cooldowns", method="DELETE", admin=True)
+        app.chat()
+        found = wait_for(lambda: [n for n in notifications() if n["app"] == "Baton"], timeout=10, what="a notification")
+        # Claude capped again and Codex capped now: a switch, or nothing left — said in Chinese.
+        assert found[0]["summary"] in ("Baton 已切换提供方", "Baton：没有可用的提供方"), found
+        time.sleep(0.5)
+        open_menu(tray)
+        time.sleep(0.5)
+        sh("scrot", "-o", str(ARTIFACTS / "tray-menu-zh-CN.png"))
+        sh("xdotool", "key", "Escape")
+        # Every text the tray and notifications asked for is in the catalogue (a missing one
+        # would show in English whatever the language).
+        assert "missing from the catalogue" not in (tmp_path / "app.log").read_text()
+    finally:
+        if app.proc and app.proc.poll() is None:
+            app.proc.terminate()
+            app.proc.wait(15)
+        app.upstream.terminate()
+        if trayer:
+            trayer.terminate()
+        if dunst:
+            stop_dunst(dunst)

@@ -295,7 +295,9 @@ async fn a_subscription_stepping_to_its_cap_notifies_once_per_threshold_and_once
         ],
         "{got:?}"
     );
-    let at = baton::limits::clock_time(reset * 1000, &jiff::tz::TimeZone::system(), start);
+    // The gateway writes in the system's language and clock (scripts/test pins C.UTF-8).
+    let loc = baton::i18n::Locale::with_choice("auto");
+    let at = baton::limits::clock_time(reset * 1000, &jiff::tz::TimeZone::system(), start, loc);
     assert_eq!(
         got[0].2,
         format!("Claude Max: 81 % of the 5 h window used — resets {at}")
@@ -412,10 +414,12 @@ async fn a_fast_burn_moves_traffic_before_the_cap_and_the_reserve_holds_for_pinn
         .find(|a| a.provider == "fast")
         .and_then(|a| a.reason.clone())
         .unwrap();
+    // Attempt reasons are the log's: English, 24-hour.
     let runs_out = baton::limits::clock_time(
         start + 600_000 + 1_800_000,
         &jiff::tz::TimeZone::system(),
         start,
+        baton::i18n::Locale::ENGLISH,
     );
     assert!(
         deferred.starts_with(&format!(
