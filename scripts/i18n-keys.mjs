@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Every text Baton shows, against the catalogue (ui/locales/*.json): the keys the code asks for
-// (t/tn/N_ in ui/*.js, tr/tr_n in the Rust that writes tray, notification and usage lines) and
+// (t/tn/N_ in ui/*.js, tr/tr_n/n_ in the Rust that writes tray, notification and usage lines, the
+// catalog's free-tier notes) and
 // the static pages' own sentences (index.html, port-busy.html, derived by the same walker the
 // page runs, in a real browser).
 //
@@ -60,6 +61,14 @@ export function rustKeys() {
       out.set(k, f);
     }
   }
+  return out;
+}
+
+/** The catalog's free-tier notes (catalog/providers.json), which the welcome screen shows. */
+export function catalogKeys() {
+  const file = join(root, "catalog", "providers.json");
+  const out = new Map();
+  for (const p of JSON.parse(readFileSync(file, "utf8")).providers) if (p.freeTier?.note) out.set(p.freeTier.note, file);
   return out;
 }
 
@@ -124,7 +133,7 @@ export function problems(used) {
 }
 
 export async function allKeys() {
-  return new Map([...jsKeys(), ...rustKeys(), ...(await staticKeys())]);
+  return new Map([...jsKeys(), ...rustKeys(), ...catalogKeys(), ...(await staticKeys())]);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

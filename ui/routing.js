@@ -181,7 +181,7 @@ function openRouteDialog(ctx, routes, name, route) {
 
   body.replaceChildren(
     el("div", { class: "stack" }, el("label", { for: "route-name" }, t("Name")),
-      el("p", { class: "hint" }, t("What clients put in model; lowercase letters, digits, - and _.")), nameInput,
+      el("p", { class: "hint" }, tn("What clients put in {field}; lowercase letters, digits, - and _.", { field: el("code", {}, "model") })), nameInput,
       el("p", { class: "field-error", id: "e-route-name", role: "alert" })),
     el("div", { class: "stack" }, el("span", { class: "label" }, t("Targets, tried in this order")), list, targetErr,
       el("div", { class: "row" }, el("label", { class: "visually-hidden", for: "route-add-target" }, t("Target to add")), adder,

@@ -119,8 +119,9 @@ export async function renderFirstRun() {
   const free = (s.presets || []).filter((x) => x.freeTier && !(x.provider.kind || "").endsWith("-cli") && x.id !== "ollama" && !offered.has(x.id));
   const freeRows = free.map((x) => el("div", { class: "found" },
     el("div", {}, el("strong", { translate: "no" }, x.name),
-      el("div", { class: "muted small" }, [x.freeTier.rpm ? t("{n} requests/min", { n: x.freeTier.rpm }) : null, x.freeTier.rpd ? t("{n}/day", { n: x.freeTier.rpd }) : null].filter(Boolean).join(" · "),
-        x.freeTier.note ? [" · ", keep(x.freeTier.note)] : null)),
+      // The catalog's note is Baton's own words (catalog/providers.json): in the catalogue too.
+      el("div", { class: "muted small" }, [x.freeTier.rpm ? t("{n} requests/min", { n: x.freeTier.rpm }) : null, x.freeTier.rpd ? t("{n}/day", { n: x.freeTier.rpd }) : null,
+        x.freeTier.note ? t(x.freeTier.note) : null].filter(Boolean).join(" · "))),
     el("div", { class: "row" },
       x.signup ? el("a", { class: "button", href: x.signup, target: "_blank", rel: "noopener noreferrer", "aria-label": t("Sign up for {name} (opens its site)", { name: x.name }) }, t("Sign up")) : null,
       el("button", { type: "button", "aria-label": t("Add {name}", { name: x.name }), onclick: () => openProviderForm({ preset: x, presets: s.presets, onSaved: afterSave, toast }) }, t("Add key")))));

@@ -689,3 +689,27 @@ def test_the_tray_and_notifications_speak_the_system_language(tmp_path):
             trayer.terminate()
         if dunst:
             stop_dunst(dunst)
+
+
+def test_a_taken_port_is_explained_in_the_system_language(tmp_path):
+    """A Japanese desktop: the port notification and the window that explains it are Japanese
+    (the window's page reads the same catalogue from the app's own files; screenshot)."""
+    sock, port = taken_port()
+    dunst = None if _notifier_pid() else start_dunst()
+    clear_notifications()
+    env = {**os.environ, "HOME": str(tmp_path), "LANG": "ja_JP.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""}
+    p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", str(port)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        found = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton を起動できませんでした"],
+                         timeout=30, what="the port notification in Japanese")
+        assert f"ポート {port + 1} で起動" in found[0]["body"], found
+        assert wait_for(visible_window, timeout=10, what="the explaining window")
+        time.sleep(2)
+        sh("scrot", "-o", str(ARTIFACTS / "port-busy-ja.png"))
+    finally:
+        p.terminate()
+        p.wait(10)
+        sock.close()
+        if dunst:
+            stop_dunst(dunst)

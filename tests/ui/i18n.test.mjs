@@ -27,8 +27,15 @@ const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/jso
 /** Words that are names, not English: products, formats, and this test's own data. */
 const NAMES = new Set(`Baton Claude Code Codex Gemini CLI CLIs OpenAI Anthropic API SDK SDKs JSON CSV URL UI ID
   Brave Search SearXNG Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
-  Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML
-  alice fast alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
+  Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
+  alice fast alpha beta alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
+
+/** The catalog's service names (data the gateway sends, shown as published: "Hugging Face
+ * Inference Providers (router)"), word by word. */
+async function catalogNames(url, key) {
+  const s = await (await fetch(`${url}/admin/setup`, { headers: { "x-admin-key": key } })).json();
+  return new Set([...NAMES, ...s.presets.flatMap((p) => p.name.match(/[A-Za-z][A-Za-z0-9'’-]*[A-Za-z0-9]/g) || [])]);
+}
 
 before(async () => {
   const up = process.env.FAKE_UPSTREAM_BIN;
@@ -100,8 +107,8 @@ function englishOnScreen(page, names) {
         const before = text[m.index - 1] || "";
         const after = text[m.index + w.length] || "";
         // Part of a path, a file name, an identifier or a name pattern (provider/model,
-        // gateway.key, x_y, gpt-…, claude-*, --host), or a quoted literal ("live"): syntax, not words.
-        if (w.length < 3 || names.includes(w) || /[/._]/.test(before + after) || after === "-" || before === "-" || (before === '"' && after === '"')) continue;
+        // gateway.key, x_y, gpt-…, claude-*, --host, :free), or a quoted literal ("live"): syntax.
+        if (w.length < 3 || names.includes(w) || /[/._]/.test(before + after) || after === "-" || /[-:0-9]/.test(before) || (before === '"' && after === '"')) continue;
         found.push(`${w} in “${text.trim().slice(0, 80)}” (${where})`);
       }
     };
@@ -157,6 +164,27 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add provider in ${lang}`);
     await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-provider-${width}.png`), fullPage: true });
     await page.keyboard.press("Escape");
+    if (lang !== "en" && width === 1000) {
+      // The dialogs and the banners: a route's editor, a key's limits, routing paused.
+      await page.click("nav a[data-tab=settings]");
+      await page.click("#routes-info [data-route=fast] button");
+      await page.waitForSelector("#route-dialog[open]");
+      assert.deepEqual(await englishOnScreen(page, NAMES), [], `route dialog in ${lang}`);
+      await page.screenshot({ path: join(artifacts, `i18n-${lang}-route-dialog.png`) });
+      await page.keyboard.press("Escape");
+      await page.click("nav a[data-tab=team]");
+      await page.click("#key-list [data-key-id] [data-action=edit]");
+      await page.waitForSelector("#key-dialog[open]");
+      assert.deepEqual(await englishOnScreen(page, NAMES), [], `limits dialog in ${lang}`);
+      await page.keyboard.press("Escape");
+      await fetch(`${baton}/admin/pause`, { method: "PUT", headers: admin(), body: JSON.stringify({ paused: true }) });
+      await page.click("nav a[data-tab=providers]");
+      await page.waitForSelector("#gateway-banner:not([hidden]) #resume");
+      assert.deepEqual(await englishOnScreen(page, NAMES), [], `paused in ${lang}`);
+      await page.screenshot({ path: join(artifacts, `i18n-${lang}-paused.png`) });
+      await page.click("#resume");
+      await page.waitForSelector("#gateway-banner", { state: "hidden" });
+    }
     // Activity's clock: 24-hour in Japanese and Chinese, the browser's US 12-hour in English.
     await page.click("nav a[data-tab=activity]");
     const when = await page.textContent("#log-rows tr:first-child td.when");
@@ -166,6 +194,33 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await ctx.close();
   });
 }
+
+test("the first run's welcome screen in Japanese: what was found, the free tiers, the next step", async () => {
+  // A Baton with nothing configured (its own data directory and home).
+  const dir = mkdtempSync(join(tmpdir(), "baton-i18n-first-"));
+  mkdirSync(join(dir, "home"));
+  const fresh = await start(process.env.BATON_BIN, ["serve", "--data-dir", join(dir, "data"), "--port", "0"],
+    { HOME: join(dir, "home"), CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", PATH: "/usr/bin:/bin", LANG: "C.UTF-8" });
+  const key = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
+  const r = await fetch(`${fresh}/admin/settings`, { method: "PUT", headers: { "x-admin-key": key, "content-type": "application/json" }, body: JSON.stringify({ language: "ja" }) });
+  assert.equal(r.status, 200);
+  const names = await catalogNames(fresh, key);
+  for (const width of [1000, 420]) {
+    const ctx = await browser.newContext({ locale: "en-US", viewport: { width, height: 760 } });
+    const page = await ctx.newPage();
+    await page.goto(`${fresh}/ui/#admin=${encodeURIComponent(key)}`);
+    await page.waitForSelector("#first-run:not([hidden]) h2");
+    await page.waitForSelector("#first-run .found");
+    assert.equal(await page.textContent("#first-run h2"), "ようこそ — Baton のルーティング先を追加しましょう");
+    assert.deepEqual(await englishOnScreen(page, names), []);
+    await page.screenshot({ path: join(artifacts, `i18n-ja-welcome-${width}.png`), fullPage: true });
+    // Connect with no provider says so first, in Japanese too.
+    await page.click("nav a[data-tab=connect]");
+    await page.waitForSelector("#connect-no-provider");
+    assert.deepEqual(await englishOnScreen(page, names), []);
+    await ctx.close();
+  }
+});
 
 test("the unlock page speaks the chosen language before the key is given", async () => {
   await setLanguage("zh-CN");
