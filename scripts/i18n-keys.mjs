@@ -45,12 +45,13 @@ export function jsKeys() {
   return out;
 }
 
-/** Keys in the Rust code that writes for people: tr(lang, "…"), tr_n(lang, "…") and n_("…"). */
+/** Keys in the Rust code that writes for people: tr(lang, "…"), tr_n(lang, "…"), n_("…") and
+ * msg("…") (the admin API's messages). */
 export function rustKeys() {
   const out = new Map();
   for (const f of [...walk(join(root, "src"), ".rs"), ...walk(join(root, "src-tauri", "src"), ".rs")]) {
     const src = readFileSync(f, "utf8");
-    for (const m of src.matchAll(/\b(?:tr(?:_n)?\(\s*[\w.]+,|n_\()\s*"((?:\\.|[^"\\])*)"/gs)) {
+    for (const m of src.matchAll(/\b(?:tr(?:_n)?\(\s*[\w.]+,|n_\(|msg\()\s*"((?:\\.|[^"\\])*)"/gs)) {
       // A Rust string: \" and \\ and \u{…} escapes; a line continuation joins lines.
       const k = m[1]
         .replace(/\\\n\s*/g, "")

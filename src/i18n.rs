@@ -186,6 +186,35 @@ pub fn choice_from(setting: Option<Value>) -> String {
         .unwrap_or_else(|| "auto".into())
 }
 
+tokio::task_local! {
+    /// The language the person behind an admin request reads (the UI says it in
+    /// `Accept-Language`): the admin API's messages are written in it.
+    static ASKED: Lang;
+}
+
+/// Runs `f` with the admin API's messages in `lang`.
+pub async fn answering<F: std::future::Future>(lang: Lang, f: F) -> F::Output {
+    ASKED.scope(lang, f).await
+}
+
+/// The first shipped language an `Accept-Language` header names (its order; `*` and others
+/// skipped).
+pub fn from_accept_language(header: &str) -> Option<Lang> {
+    header
+        .split(',')
+        .filter_map(|part| part.split(';').next())
+        .map(str::trim)
+        .find_map(Lang::matching)
+}
+
+/// A message for the person at the other end of an admin request, in their language when
+/// they said one (the web UI does); English otherwise — for scripts, the config file's checks
+/// at start, and logs.
+pub fn msg(key: &str, args: &[(&str, &str)]) -> String {
+    let lang = ASKED.try_with(|l| *l).unwrap_or(Lang::En);
+    tr(lang, key, args)
+}
+
 /// Marks a text that is translated where it is used (a table of words kept for later); the
 /// catalogue check (scripts/i18n-keys.mjs) finds it by this name.
 pub const fn n_(key: &'static str) -> &'static str {
@@ -377,6 +406,23 @@ mod tests {
             tr(Lang::ZhCn, "Serving via {name}", &[("name", "Groq")]),
             "正在通过 Groq 提供服务"
         );
+    }
+
+    #[test]
+    fn accept_language_picks_the_first_shipped_language() {
+        assert_eq!(from_accept_language("ja,en-US;q=0.9"), Some(Lang::Ja));
+        assert_eq!(from_accept_language("fr-FR, zh-TW;q=0.8"), Some(Lang::ZhCn));
+        assert_eq!(from_accept_language("*"), None);
+        assert_eq!(from_accept_language(""), None);
+    }
+
+    #[tokio::test]
+    async fn messages_follow_the_request_and_are_english_outside_one() {
+        let key = "must be at least 100 ms";
+        assert_eq!(msg(key, &[]), key);
+        let ja = answering(Lang::Ja, async { msg(key, &[]) }).await;
+        assert_ne!(ja, key);
+        assert_eq!(ja, tr(Lang::Ja, key, &[]));
     }
 
     #[test]

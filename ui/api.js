@@ -3,6 +3,8 @@
 // when the tab closes or the browser restarts, and a page another program serves later on the
 // same port finds nothing. Another tab asks for it again; "Lock" in Settings locks every tab.
 
+import { currentLang } from "./i18n.js";
+
 const KEY = "baton.adminKey";
 const LOCKS = "baton.admin";
 
@@ -82,7 +84,8 @@ export function whenUnauthorized(f) {
 }
 
 export async function api(method, path, body, { raw = false } = {}) {
-  const headers = { "x-admin-key": adminKey() || "" };
+  // The admin API writes its messages (a field's problem, a warning) in the page's language.
+  const headers = { "x-admin-key": adminKey() || "", "accept-language": currentLang() };
   let payload;
   if (body !== undefined) {
     if (typeof body === "string") {

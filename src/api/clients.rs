@@ -26,8 +26,9 @@ fn not_found(id: &str) -> ApiError {
     ApiError::missing(
         "key_not_found",
         "id",
-        format!(
-            "No active key `{id}`; keys from the configuration or gateway.key are changed there."
+        crate::i18n::msg(
+            "No active key `{id}`; keys from the configuration or gateway.key are changed there.",
+            &[("id", id)],
         ),
     )
 }
@@ -48,10 +49,13 @@ fn parse_policy(core: &Core, mut v: Map<String, Value>) -> Result<ClientPolicy, 
                 v.insert("expiresMs".into(), Value::Null);
             }
             Value::String(s) => {
-                let ts: jiff::Timestamp = s.parse().map_err(|e| {
+                let ts: jiff::Timestamp = s.parse().map_err(|e: jiff::Error| {
                     invalid(
                         "expiresAt",
-                        format!("`{s}` is not an RFC 3339 time such as 2027-01-31T00:00:00Z ({e})"),
+                        crate::i18n::msg(
+                            "`{s}` is not an RFC 3339 time such as 2027-01-31T00:00:00Z ({e})",
+                            &[("s", &s.to_string()), ("e", &e.to_string())],
+                        ),
                     )
                 })?;
                 v.insert("expiresMs".into(), Value::from(ts.as_millisecond()));
@@ -99,9 +103,9 @@ pub async fn list_keys(State(state): State<AppState>) -> Result<Json<Value>, Api
             let label = &client.label;
             let generated = label == "generated";
             let from = if generated {
-                "the data directory (gateway.key)".to_string()
+                crate::i18n::msg("the data directory (gateway.key)", &[])
             } else {
-                format!("the configuration ({label})")
+                crate::i18n::msg("the configuration ({label})", &[("label", &label.to_string())])
             };
             // `source` says the same for a UI that words it in its own language.
             let source = if generated { "data-dir" } else { "config" };
@@ -158,8 +162,9 @@ pub async fn create_key(
             StatusCode::CONFLICT,
             "invalid_request_error",
             "label_taken",
-            format!(
-                "A key labelled `{label}` exists already; pick another label or revoke that key."
+            crate::i18n::msg(
+                "A key labelled `{label}` exists already; pick another label or revoke that key.",
+                &[("label", &label.to_string())],
             ),
         ));
     }
@@ -338,7 +343,10 @@ fn zone(tz: Option<&str>) -> Result<Option<jiff::tz::TimeZone>, ApiError> {
         Some(name) => jiff::tz::TimeZone::get(name).map(Some).map_err(|_| {
             ApiError::invalid(
                 "tz",
-                format!("unknown time zone {name:?}: give an IANA name such as Europe/Paris"),
+                crate::i18n::msg(
+                    "unknown time zone “{name}”: give an IANA name such as Europe/Paris",
+                    &[("name", name)],
+                ),
             )
         }),
     }

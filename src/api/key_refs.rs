@@ -6,6 +6,7 @@
 use super::error::ApiError;
 use crate::config::ProviderConfig;
 use crate::gateway::Core;
+use crate::i18n::msg;
 
 /// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
 /// other secrets by pointing a provider at a server of its choosing:
@@ -31,23 +32,27 @@ pub(crate) fn check_key_refs(
             if own.iter().any(|o| o == name) {
                 return Err(ApiError::field(
                     format!("{at}.env"),
-                    format!("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable"),
+                    msg("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable", &[("name", name)]),
                 ));
             }
             let declared = declared_for(core, name, &config.base_url);
             if !looks_like_key_var(name) && !declared {
                 return Err(ApiError::field(
                     format!("{at}.env"),
-                    format!("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form"),
+                    msg("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form", &[("name", name)]),
                 ));
             }
             if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
             {
                 return Err(ApiError::field(
                     format!("{at}.env"),
-                    format!(
-                        "`{name}` is not a key Baton sends to {}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {OPEN_PREFIX}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
-                        host_of(&config.base_url).unwrap_or_else(|| "this address".into())
+                    msg(
+                        "`{name}` is not a key Baton sends to {host}: a variable from Baton's environment goes only where the catalog or the config file sends it (OPENAI_API_KEY to https://api.openai.com), or is one you named {prefix}… for any provider. Type the key into the form, rename the variable, or declare this provider in the config file",
+                        &[
+                            ("name", name),
+                            ("host", &host_of(&config.base_url).unwrap_or_else(|| msg("this address", &[]))),
+                            ("prefix", OPEN_PREFIX),
+                        ],
                     ),
                 ));
             }
@@ -56,17 +61,19 @@ pub(crate) fn check_key_refs(
             let Some(old) = existing.filter(|e| e.stored_ids().contains(id)) else {
                 return Err(ApiError::field(
                     format!("{at}.stored"),
-                    "this stored secret belongs to another provider or does not exist; type it again",
+                    msg("this stored secret belongs to another provider or does not exist; type it again", &[]),
                 ));
             };
             let (was, now) = (host_of(&old.base_url), host_of(&config.base_url));
             if was != now {
                 return Err(ApiError::field(
                     at,
-                    format!(
-                        "the stored key was saved for {}; to send a key to {}, type it again",
-                        was.as_deref().unwrap_or("another address"),
-                        now.as_deref().unwrap_or("the new address")
+                    msg(
+                        "the stored key was saved for {was}; to send a key to {now}, type it again",
+                        &[
+                            ("was", &was.unwrap_or_else(|| msg("another address", &[]))),
+                            ("now", &now.unwrap_or_else(|| msg("the new address", &[]))),
+                        ],
                     ),
                 ));
             }

@@ -182,7 +182,16 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
 /// The admin API's one guard: the admin key as `x-admin-key` or `Authorization: Bearer`.
 async fn admin_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     match admin::require_admin(&state.core, req.headers()) {
-        Ok(()) => next.run(req).await,
+        Ok(()) => {
+            // The admin API answers in the language the UI reads (English without one).
+            let lang = req
+                .headers()
+                .get(axum::http::header::ACCEPT_LANGUAGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(crate::i18n::from_accept_language)
+                .unwrap_or(crate::i18n::Lang::En);
+            crate::i18n::answering(lang, next.run(req)).await
+        }
         Err(e) => e.into_response(),
     }
 }

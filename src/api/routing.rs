@@ -143,7 +143,7 @@ pub async fn put_route(
     if core.file_config.routes.contains_key(&name) {
         return Err(conflict(
             "defined_in_file",
-            format!("The route `{name}` is defined in the config file, which wins at every start; change it there."),
+            crate::i18n::msg("The route `{name}` is defined in the config file, which wins at every start; change it there.", &[("name", &name.to_string())]),
         ));
     }
     if detail.targets.iter().all(|t| t.trim().is_empty()) {
@@ -204,7 +204,10 @@ pub async fn delete_route(
     if core.file_config.routes.contains_key(&name) {
         return Err(conflict(
             "defined_in_file",
-            format!("The route `{name}` is defined in the config file; remove it there."),
+            crate::i18n::msg(
+                "The route `{name}` is defined in the config file; remove it there.",
+                &[("name", &name.to_string())],
+            ),
         ));
     }
     let mut ui = core.ui_routes();
@@ -212,14 +215,20 @@ pub async fn delete_route(
         return Err(ApiError::missing(
             "route_not_found",
             "name",
-            format!("No route `{name}` (it may have been deleted; reload)."),
+            crate::i18n::msg(
+                "No route `{name}` (it may have been deleted; reload).",
+                &[("name", &name.to_string())],
+            ),
         ));
     }
     let live = core.routes_over(ui.clone());
     check(core, &live, &core.live_model_map()).map_err(|(path, _)| {
         conflict(
             "route_in_use",
-            format!("`{path}` still leads to the route `{name}`; point it elsewhere first."),
+            crate::i18n::msg(
+                "`{path}` still leads to the route `{name}`; point it elsewhere first.",
+                &[("path", &path.to_string()), ("name", &name.to_string())],
+            ),
         )
     })?;
     save_routes(core, &ui)?;
@@ -247,7 +256,7 @@ pub async fn put_map(
     if core.file_config.model_map.contains_key(&pattern) {
         return Err(conflict(
             "defined_in_file",
-            format!("`{pattern}` is mapped in the config file, which wins at every start; change it there."),
+            crate::i18n::msg("`{pattern}` is mapped in the config file, which wins at every start; change it there.", &[("pattern", &pattern.to_string())]),
         ));
     }
     let target = e.target.trim().to_string();
@@ -285,7 +294,10 @@ pub async fn delete_map(
     if core.file_config.model_map.contains_key(&pattern) {
         return Err(conflict(
             "defined_in_file",
-            format!("`{pattern}` is mapped in the config file; remove it there."),
+            crate::i18n::msg(
+                "`{pattern}` is mapped in the config file; remove it there.",
+                &[("pattern", &pattern.to_string())],
+            ),
         ));
     }
     let mut ui = core.ui_model_map();
@@ -293,7 +305,10 @@ pub async fn delete_map(
         return Err(ApiError::missing(
             "mapping_not_found",
             "pattern",
-            format!("No mapping for `{pattern}` (it may have been deleted; reload)."),
+            crate::i18n::msg(
+                "No mapping for `{pattern}` (it may have been deleted; reload).",
+                &[("pattern", &pattern.to_string())],
+            ),
         ));
     }
     save_map(core, &ui)?;
@@ -308,11 +323,11 @@ pub(crate) fn user_of(core: &Core, provider: &str) -> Option<String> {
     core.ui_routes()
         .iter()
         .find(|(_, r)| r.targets().iter().any(|t| names(t)))
-        .map(|(name, _)| format!("The route `{name}`"))
+        .map(|(name, _)| crate::i18n::msg("The route `{name}`", &[("name", &name.to_string())]))
         .or_else(|| {
             core.ui_model_map()
                 .iter()
                 .find(|(_, t)| names(t))
-                .map(|(p, _)| format!("The mapping of `{p}`"))
+                .map(|(p, _)| crate::i18n::msg("The mapping of `{p}`", &[("p", &p.to_string())]))
         })
 }

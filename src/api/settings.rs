@@ -103,7 +103,10 @@ fn parse_thresholds(v: &Value) -> Result<Value, ApiError> {
     let bad = || {
         invalid(
             &param,
-            "Give one to four whole percentages between 1 and 100, such as 80, 95.",
+            crate::i18n::msg(
+                "Give one to four whole percentages between 1 and 100, such as 80, 95.",
+                &[],
+            ),
         )
     };
     let a = v.as_array().ok_or_else(bad)?;
@@ -164,7 +167,10 @@ pub async fn put(
     {
         return Err(invalid(
             k,
-            format!("`{k}` cannot be set here; `notifications`, `listen` and `language` can"),
+            crate::i18n::msg(
+                "`{k}` cannot be set here; `notifications`, `listen` and `language` can",
+                &[("k", &k.to_string())],
+            ),
         ));
     }
     if let Some(l) = v.get("language") {
@@ -228,9 +234,9 @@ fn language(core: &Core) -> Value {
 fn set_language(core: &Core, v: &Value) -> Result<(), ApiError> {
     let known = || {
         let tags: Vec<&str> = crate::i18n::Lang::ALL.map(crate::i18n::Lang::tag).to_vec();
-        format!(
-            "send \"auto\" (the system's language) or one of {}",
-            tags.join(", ")
+        crate::i18n::msg(
+            "send \"auto\" (the system's language) or one of {tags}",
+            &[("tags", &tags.join(", "))],
         )
     };
     let Some(tag) = v.as_str() else {
@@ -239,7 +245,10 @@ fn set_language(core: &Core, v: &Value) -> Result<(), ApiError> {
     if tag != "auto" && crate::i18n::Lang::parse(tag).is_none() {
         return Err(invalid(
             "language",
-            format!("`{tag}` is not a language Baton has; {}", known()),
+            crate::i18n::msg(
+                "`{tag}` is not a language Baton has; {known}",
+                &[("tag", tag), ("known", &known())],
+            ),
         ));
     }
     core.store
@@ -354,15 +363,9 @@ fn port_warning(listen: &Value, now: std::net::SocketAddr) -> Option<String> {
     };
     let privileged = port < 1024;
     match std::net::TcpListener::bind((host, port)) {
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Some(format!(
-            "Another program is using port {port} now: Baton cannot start there until it is free."
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied || privileged => Some(format!(
-            "Port {port} needs administrator rights on this system, so Baton will not be able to start there; pick a port from 1024 up (8787 is Baton's own)."
-        )),
-        Ok(_) if privileged => Some(format!(
-            "Ports below 1024 need administrator rights on most systems: Baton can use {port} here only because it runs with them."
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Some(crate::i18n::msg("Another program is using port {port} now: Baton cannot start there until it is free.", &[("port", &port.to_string())])),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied || privileged => Some(crate::i18n::msg("Port {port} needs administrator rights on this system, so Baton will not be able to start there; pick a port from 1024 up (8787 is Baton's own).", &[("port", &port.to_string())])),
+        Ok(_) if privileged => Some(crate::i18n::msg("Ports below 1024 need administrator rights on most systems: Baton can use {port} here only because it runs with them.", &[("port", &port.to_string())])),
         _ => None,
     }
 }
@@ -390,7 +393,7 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
         _ => {
             return Err(invalid(
                 "listen.host",
-                "give an address such as 127.0.0.1 or localhost",
+                crate::i18n::msg("give an address such as 127.0.0.1 or localhost", &[]),
             ))
         }
     };
@@ -399,7 +402,7 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
         _ => {
             return Err(invalid(
                 "listen.port",
-                "must be a whole number from 1 to 65535",
+                crate::i18n::msg("must be a whole number from 1 to 65535", &[]),
             ))
         }
     };
@@ -415,7 +418,10 @@ fn set_listen(core: &Core, l: &Value) -> Result<Value, ApiError> {
     if host.parse::<std::net::IpAddr>().is_err() && host != "localhost" {
         return Err(invalid(
             "listen.host",
-            format!("`{host}` is not an IP address (or localhost)"),
+            crate::i18n::msg(
+                "`{host}` is not an IP address (or localhost)",
+                &[("host", &host.to_string())],
+            ),
         ));
     }
     let v = json!({"host": host, "port": port});

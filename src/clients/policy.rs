@@ -79,7 +79,10 @@ impl ClientPolicy {
             if !known(a) {
                 return Err(bad(
                     &format!("allow[{i}]"),
-                    format!("`{a}` is not a route, provider or provider/model of this gateway"),
+                    crate::i18n::msg(
+                        "`{a}` is not a route, provider or provider/model of this gateway",
+                        &[("a", &a.to_string())],
+                    ),
                 ));
             }
         }

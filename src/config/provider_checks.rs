@@ -35,7 +35,10 @@ pub fn provider_problems(p: &ProviderConfig, path: &str, file: &Path) -> Vec<Con
         push(e);
     }
     if p.models.is_empty() {
-        push(err("models", "list at least one model".into()));
+        push(err(
+            "models",
+            crate::i18n::msg("list at least one model", &[]),
+        ));
     }
     if let Err(e) = validate_provider(p, path, file) {
         push(e);
@@ -48,7 +51,10 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     let err = |field: &str, msg: String| ConfigError::field(file, format!("{path}.{field}"), msg);
     check_id(&p.id).map_err(|m| err("id", m))?;
     if RESERVED_MODEL_NAMES.contains(&p.id.as_str()) {
-        return Err(err("id", format!("`{}` is reserved", p.id)));
+        return Err(err(
+            "id",
+            crate::i18n::msg("`{id}` is reserved", &[("id", &p.id)]),
+        ));
     }
     if p.kind.is_cli() {
         validate_cli(p, &err)?;
@@ -56,7 +62,10 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         validate_url(p, &err)?;
     }
     if p.models.is_empty() {
-        return Err(err("models", "list at least one model".into()));
+        return Err(err(
+            "models",
+            crate::i18n::msg("list at least one model", &[]),
+        ));
     }
     validate_credentials(p, &err)?;
     for (window, share) in &p.reserve {
@@ -67,13 +76,13 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         if !id_ok {
             return Err(err(
                 &format!("reserve.{window}"),
-                "name a usage window by its id: `5h`, `7d`, `7d_opus`, `1d` (as `baton status` lists them)".into(),
+                crate::i18n::msg("name a usage window by its id: `5h`, `7d`, `7d_opus`, `1d` (as `baton status` lists them)", &[]),
             ));
         }
         if !(share.is_finite() && *share > 0.0 && *share < 1.0) {
             return Err(err(
                 &format!("reserve.{window}"),
-                format!("the share to keep is a fraction between 0 and 1 (0.1 keeps the last 10 %), not {share}"),
+                crate::i18n::msg("the share to keep is a fraction between 0 and 1 (0.1 keeps the last 10 %), not {share}", &[("share", &share.to_string())]),
             ));
         }
     }
@@ -83,20 +92,23 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         if id.trim().is_empty() {
             return Err(err(
                 &format!("models[{i}]"),
-                "model name must not be empty".into(),
+                crate::i18n::msg("model name must not be empty", &[]),
             ));
         }
         if !seen.insert(id) {
             return Err(err(
                 &format!("models[{i}]"),
-                format!("`{id}` is listed twice"),
+                crate::i18n::msg("`{id}` is listed twice", &[("id", id)]),
             ));
         }
         if let crate::config::ModelEntry::Detailed(d) = m {
             if d.price.is_some_and(|p| !p.is_valid()) {
                 return Err(err(
                     &format!("models[{i}].price"),
-                    "input and output are USD per million tokens: numbers of 0 or more".into(),
+                    crate::i18n::msg(
+                        "input and output are USD per million tokens: numbers of 0 or more",
+                        &[],
+                    ),
                 ));
             }
         }
@@ -116,7 +128,7 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
     if p.max_concurrency == Some(0) {
         return Err(err(
             "maxConcurrency",
-            "must be at least 1 (leave it out for no limit)".into(),
+            crate::i18n::msg("must be at least 1 (leave it out for no limit)", &[]),
         ));
     }
     for (name, value) in &p.headers {
@@ -126,7 +138,10 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         if jiff::tz::TimeZone::get(zone).is_err() {
             return Err(err(
                 "dayReset",
-                format!("`{zone}` is not an IANA time zone (e.g. America/Los_Angeles, UTC)"),
+                crate::i18n::msg(
+                    "`{zone}` is not an IANA time zone (e.g. America/Los_Angeles, UTC)",
+                    &[("zone", &zone.to_string())],
+                ),
             ));
         }
     }
@@ -137,7 +152,7 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
         ("timeouts.idleMs", t.idle_ms),
     ] {
         if v < 100 {
-            return Err(err(field, "must be at least 100 ms".into()));
+            return Err(err(field, crate::i18n::msg("must be at least 100 ms", &[])));
         }
     }
     Ok(())
@@ -151,9 +166,9 @@ fn validate_url(
     if url.is_empty() {
         return Err(err(
             "baseUrl",
-            format!(
-                "kind `{}` needs `baseUrl`, e.g. https://api.openai.com/v1",
-                p.kind.as_str()
+            crate::i18n::msg(
+                "kind `{kind}` needs `baseUrl`, e.g. https://api.openai.com/v1",
+                &[("kind", p.kind.as_str())],
             ),
         ));
     }
@@ -163,16 +178,22 @@ fn validate_url(
     else {
         return Err(err(
             "baseUrl",
-            format!("`{url}` must start with https:// (or http:// for local servers)"),
+            crate::i18n::msg(
+                "`{url}` must start with https:// (or http:// for local servers)",
+                &[("url", url)],
+            ),
         ));
     };
     if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
-        return Err(err("baseUrl", format!("`{url}` has no host")));
+        return Err(err(
+            "baseUrl",
+            crate::i18n::msg("`{url}` has no host", &[("url", url)]),
+        ));
     }
     if url.ends_with("/chat/completions") || url.ends_with("/messages") {
         return Err(err(
             "baseUrl",
-            "give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)".into(),
+            crate::i18n::msg("give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)", &[]),
         ));
     }
     for (field, set) in [
@@ -183,7 +204,10 @@ fn validate_url(
         if set {
             return Err(err(
                 field,
-                format!("only the CLI kinds (claude-cli, codex-cli, gemini-cli) take `{field}`"),
+                crate::i18n::msg(
+                    "only the CLI kinds (claude-cli, codex-cli, gemini-cli) take `{field}`",
+                    &[("field", field)],
+                ),
             ));
         }
     }
@@ -200,54 +224,29 @@ fn validate_cli(
     if !p.base_url.trim().is_empty() {
         return Err(err(
             "baseUrl",
-            format!("a {kind} provider runs the CLI and has no base URL; remove `baseUrl`"),
+            crate::i18n::msg(
+                "a {kind} provider runs the CLI and has no base URL; remove `baseUrl`",
+                &[("kind", kind)],
+            ),
         ));
     }
     if !p.keys.is_empty() {
         return Err(err(
             "keys",
-            format!("a {kind} provider uses the CLI's own login; remove `keys` (log the CLI in instead)"),
+            crate::i18n::msg("a {kind} provider uses the CLI's own login; remove `keys` (log the CLI in instead)", &[("kind", kind)]),
         ));
     }
     if !p.headers.is_empty() {
         return Err(err(
             "headers",
-            format!("a {kind} provider sends no HTTP headers; remove `headers`"),
+            crate::i18n::msg(
+                "a {kind} provider sends no HTTP headers; remove `headers`",
+                &[("kind", kind)],
+            ),
         ));
     }
     if let Some(exe) = &p.executable {
-        if exe.trim().is_empty() || exe.contains('\0') {
-            return Err(err(
-                "executable",
-                "give a program name on PATH or an absolute path".into(),
-            ));
-        }
-        if exe.contains('/') && !exe.starts_with('/') {
-            return Err(err(
-                "executable",
-                format!("`{exe}` is a relative path; give an absolute path or a name on PATH"),
-            ));
-        }
-        if exe.contains(char::is_whitespace) && !exe.starts_with('/') {
-            return Err(err(
-                "executable",
-                format!("`{exe}` is one program, not a command line: arguments are not allowed"),
-            ));
-        }
-        // Only the CLI itself: whoever edits a provider must not be able to run any other
-        // program (`--version` and the login check run as soon as a provider is tested).
-        let program = p.kind.cli_program().unwrap_or_default();
-        let base = exe.rsplit(['/', '\\']).next().unwrap_or(exe);
-        let stem = base
-            .strip_suffix(".exe")
-            .or_else(|| base.strip_suffix(".cmd"))
-            .unwrap_or(base);
-        if stem != program {
-            return Err(err(
-                "executable",
-                format!("a {kind} provider runs `{program}`: give `{program}` (found on PATH) or an absolute path ending in /{program}, not `{exe}`"),
-            ));
-        }
+        check_executable(p, exe, err)?;
     }
     let allowed = p.kind.cli_env_allowed();
     for (name, value) in &p.env {
@@ -255,18 +254,66 @@ fn validate_cli(
         if !allowed.contains(&name.as_str()) {
             return Err(err(
                 &format!("env.{name}"),
-                format!(
-                    "a {kind} provider may set only its own configuration and key variables ({}); `{name}` is not one of them",
-                    allowed.join(", ")
+                crate::i18n::msg(
+                    "a {kind} provider may set only its own configuration and key variables ({allowed}); `{name}` is not one of them",
+                    &[("kind", kind), ("allowed", &allowed.join(", ")), ("name", name)],
                 ),
             ));
         }
         if value.contains('\0') {
             return Err(err(
                 &format!("env.{name}"),
-                "value must not contain NUL".into(),
+                crate::i18n::msg("value must not contain NUL", &[]),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A CLI provider's `executable`: one program, the CLI itself, by name or absolute path.
+fn check_executable(
+    p: &ProviderConfig,
+    exe: &str,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let kind = p.kind.as_str();
+    if exe.trim().is_empty() || exe.contains('\0') {
+        return Err(err(
+            "executable",
+            crate::i18n::msg("give a program name on PATH or an absolute path", &[]),
+        ));
+    }
+    if exe.contains('/') && !exe.starts_with('/') {
+        return Err(err(
+            "executable",
+            crate::i18n::msg(
+                "`{exe}` is a relative path; give an absolute path or a name on PATH",
+                &[("exe", exe)],
+            ),
+        ));
+    }
+    if exe.contains(char::is_whitespace) && !exe.starts_with('/') {
+        return Err(err(
+            "executable",
+            crate::i18n::msg(
+                "`{exe}` is one program, not a command line: arguments are not allowed",
+                &[("exe", exe)],
+            ),
+        ));
+    }
+    // Only the CLI itself: whoever edits a provider must not be able to run any other
+    // program (`--version` and the login check run as soon as a provider is tested).
+    let program = p.kind.cli_program().unwrap_or_default();
+    let base = exe.rsplit(['/', '\\']).next().unwrap_or(exe);
+    let stem = base
+        .strip_suffix(".exe")
+        .or_else(|| base.strip_suffix(".cmd"))
+        .unwrap_or(base);
+    if stem != program {
+        return Err(err(
+            "executable",
+            crate::i18n::msg("a {kind} provider runs `{program}`: give `{program}` (found on PATH) or an absolute path ending in /{program}, not `{exe}`", &[("kind", kind), ("program", program), ("exe", exe)]),
+        ));
     }
     Ok(())
 }
@@ -285,11 +332,9 @@ pub(super) fn check_id(id: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(if id.is_empty() {
-            "is required: 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit".to_string()
+            crate::i18n::msg("is required: 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit", &[])
         } else {
-            format!(
-                "`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit"
-            )
+            crate::i18n::msg("`{id}` must be 1-64 characters of a-z, 0-9, `-`, `_` or `.`, starting with a letter or digit", &[("id", id)])
         })
     }
 }
@@ -305,7 +350,7 @@ fn validate_credentials(
         if any_model {
             return Err(err(
                 "models",
-                "`*` (any model the client names) is for providers with credentials: \"client\"; list this provider's models".into(),
+                crate::i18n::msg("`*` (any model the client names) is for providers with credentials: \"client\"; list this provider's models", &[]),
             ));
         }
         return Ok(());
@@ -313,19 +358,19 @@ fn validate_credentials(
     if p.kind.is_cli() {
         return Err(err(
             "credentials",
-            "a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)".into(),
+            crate::i18n::msg("a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)", &[]),
         ));
     }
     if !p.keys.is_empty() {
         return Err(err(
             "keys",
-            "a provider with credentials: \"client\" calls with the client's own credential and has no keys of its own; remove keys".into(),
+            crate::i18n::msg("a provider with credentials: \"client\" calls with the client's own credential and has no keys of its own; remove keys", &[]),
         ));
     }
     if any_model && p.models.len() > 1 {
         return Err(err(
             "models",
-            "`*` already means any model: list it alone".into(),
+            crate::i18n::msg("`*` already means any model: list it alone", &[]),
         ));
     }
     Ok(())

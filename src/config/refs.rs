@@ -8,17 +8,17 @@ use super::{HeaderValue, SecretRef};
 pub(super) fn check_header(name: &str, value: &HeaderValue) -> Result<(), (String, String)> {
     let at = format!("headers.{name}");
     if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return Err((at, "is not a valid header name".into()));
+        return Err((at, crate::i18n::msg("is not a valid header name", &[])));
     }
     match value {
         HeaderValue::Text(text) => {
             if http::HeaderValue::from_str(text).is_err() {
-                return Err((at, "value must be visible ASCII".into()));
+                return Err((at, crate::i18n::msg("value must be visible ASCII", &[])));
             }
             if is_secret_header(name) || crate::redact::looks_like_credential(text) {
                 return Err((
                     at,
-                    "looks like a secret, and the configuration keeps none: give it as {\"env\": \"VARIABLE\"} (Baton sends the variable's value, masked and redacted like a key), or type it into the UI's form".into(),
+                    crate::i18n::msg("looks like a secret, and the configuration keeps none: give it as {\"env\": \"VARIABLE\"} (Baton sends the variable's value, masked and redacted like a key), or type it into the UI's form", &[]),
                 ));
             }
             Ok(())
@@ -42,7 +42,10 @@ pub(super) fn check_secret_ref(r: &SecretRef) -> Result<(), (&'static str, Strin
     match (&r.stored, r.env.is_empty()) {
         (None, _) => check_env_name(&r.env).map_err(|m| ("env", m)),
         (Some(_), true) => Ok(()),
-        (Some(_), false) => Err(("", "give either `env` or `stored`, not both".into())),
+        (Some(_), false) => Err((
+            "",
+            crate::i18n::msg("give either `env` or `stored`, not both", &[]),
+        )),
     }
 }
 
@@ -72,10 +75,11 @@ pub(super) fn check_env_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else if name.len() > 20 && !name.contains('_') {
-        Err("looks like a secret, not a variable name: put the key in an environment variable and name that variable here".into())
+        Err(crate::i18n::msg("looks like a secret, not a variable name: put the key in an environment variable and name that variable here", &[]))
     } else {
-        Err(format!(
-            "`{name}` is not an environment variable name (letters, digits and `_`)"
+        Err(crate::i18n::msg(
+            "`{name}` is not an environment variable name (letters, digits and `_`)",
+            &[("name", name)],
         ))
     }
 }

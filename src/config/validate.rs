@@ -33,12 +33,15 @@ type Err<'a> = &'a dyn Fn(String, String) -> ConfigError;
 fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError> {
     let server = &config.server;
     if server.host.trim().is_empty() {
-        return Err(err("server.host".into(), "must not be empty".into()));
+        return Err(err(
+            "server.host".into(),
+            crate::i18n::msg("must not be empty", &[]),
+        ));
     }
     if server.max_body_bytes < 1024 {
         return Err(err(
             "server.maxBodyBytes".into(),
-            "must be at least 1024 bytes".into(),
+            crate::i18n::msg("must be at least 1024 bytes", &[]),
         ));
     }
     for (field, ms) in [
@@ -48,46 +51,46 @@ fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError>
         if !(100..=3_600_000).contains(&ms) {
             return Err(err(
                 field.into(),
-                "must be between 100 and 3600000 milliseconds".into(),
+                crate::i18n::msg("must be between 100 and 3600000 milliseconds", &[]),
             ));
         }
     }
     if server.memory_budget_bytes < 16 * 1024 * 1024 {
         return Err(err(
             "server.memoryBudgetBytes".into(),
-            "must be at least 16777216 (16 MiB)".into(),
+            crate::i18n::msg("must be at least 16777216 (16 MiB)", &[]),
         ));
     }
     if server.max_json_values < 1000 {
         return Err(err(
             "server.maxJsonValues".into(),
-            "must be at least 1000".into(),
+            crate::i18n::msg("must be at least 1000", &[]),
         ));
     }
     if server.max_concurrent_requests == 0 {
         return Err(err(
             "server.maxConcurrentRequests".into(),
-            "must be at least 1".into(),
+            crate::i18n::msg("must be at least 1", &[]),
         ));
     }
     if server.max_connections == 0 {
         return Err(err(
             "server.maxConnections".into(),
-            "must be at least 1".into(),
+            crate::i18n::msg("must be at least 1", &[]),
         ));
     }
     if server.max_connections_per_peer == 0 {
         return Err(err(
             "server.maxConnectionsPerPeer".into(),
-            "must be at least 1".into(),
+            crate::i18n::msg("must be at least 1", &[]),
         ));
     }
     if !is_loopback_host(&server.host) && config.gateway_keys.is_empty() {
         return Err(err(
             "server.host".into(),
-            format!(
-                "`{}` is not a loopback address; listening beyond this machine requires `gatewayKeys` so that nobody else can use your providers",
-                server.host
+            crate::i18n::msg(
+                "`{host}` is not a loopback address; listening beyond this machine requires `gatewayKeys` so that nobody else can use your providers",
+                &[("host", &server.host)],
             ),
         ));
     }
@@ -129,13 +132,13 @@ fn validate_routing(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError
     if r.default_cooldown_ms == 0 {
         return Err(err(
             "routing.defaultCooldownMs".into(),
-            "must be at least 1".into(),
+            crate::i18n::msg("must be at least 1", &[]),
         ));
     }
     if r.request_timeout_ms < 1000 {
         return Err(err(
             "routing.requestTimeoutMs".into(),
-            "must be at least 1000 (one second)".into(),
+            crate::i18n::msg("must be at least 1000 (one second)", &[]),
         ));
     }
     Ok(())
@@ -171,23 +174,34 @@ fn validate_routes(
     for (name, route) in &config.routes {
         let entries = route.targets();
         let path = format!("routes.{name}");
-        check_id(name).map_err(|m| err(path.clone(), format!("route name {m}")))?;
+        check_id(name).map_err(|m| {
+            err(
+                path.clone(),
+                crate::i18n::msg("route name {m}", &[("m", &m.to_string())]),
+            )
+        })?;
         if RESERVED_MODEL_NAMES.contains(&name.as_str()) {
             return Err(err(
                 path,
-                format!("`{name}` is built in and cannot be redefined"),
+                crate::i18n::msg(
+                    "`{name}` is built in and cannot be redefined",
+                    &[("name", &name.to_string())],
+                ),
             ));
         }
         if ids.contains(name.as_str()) {
             return Err(err(
                 path,
-                format!("`{name}` is already a provider id; pick another route name"),
+                crate::i18n::msg(
+                    "`{name}` is already a provider id; pick another route name",
+                    &[("name", &name.to_string())],
+                ),
             ));
         }
         if entries.is_empty() {
             return Err(err(
                 path,
-                "must list at least one provider or provider/model".into(),
+                crate::i18n::msg("must list at least one provider or provider/model", &[]),
             ));
         }
         for (j, entry) in entries.iter().enumerate() {
@@ -200,9 +214,9 @@ fn validate_routes(
             if !known {
                 return Err(err(
                     format!("{path}[{j}]"),
-                    format!(
-                        "`{entry}` names no provider or route; use `provider`, `provider/model` or a route name (providers: {})",
-                        list(ids.iter().copied())
+                    crate::i18n::msg(
+                        "`{entry}` names no provider or route; use `provider`, `provider/model` or a route name (providers: {providers})",
+                        &[("entry", entry), ("providers", &list(ids.iter().copied()))],
                     ),
                 ));
             }
@@ -251,7 +265,10 @@ fn validate_model_map(
     for (pattern, target) in &config.model_map {
         let path = format!("modelMap.{pattern}");
         if pattern.trim().is_empty() {
-            return Err(err(path, "the model name pattern must not be empty".into()));
+            return Err(err(
+                path,
+                crate::i18n::msg("the model name pattern must not be empty", &[]),
+            ));
         }
         let head = target.split('/').next().unwrap_or_default();
         let known =
@@ -259,7 +276,7 @@ fn validate_model_map(
         if !known {
             return Err(err(
                 path,
-                format!("`{target}` names no provider or route; map to \"auto\", a route, a provider or \"provider/model\""),
+                crate::i18n::msg("`{target}` names no provider or route; map to \"auto\", a route, a provider or \"provider/model\"", &[("target", &target.to_string())]),
             ));
         }
     }

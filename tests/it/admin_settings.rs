@@ -161,6 +161,26 @@ async fn notification_settings_and_windowed_stats() {
             .unwrap()
             .contains("such as 80, 95"));
     }
+    // The UI says its language: the admin API's messages come back in it (the same problem,
+    // the same field), and in English without one.
+    for (lang, words) in [
+        ("ja,en;q=0.8", "1〜100 の整数を 1〜4 個指定してください"),
+        ("zh-CN", "请给出 1 到 4 个 1 到 100 之间的整数百分比"),
+        ("de-DE, en;q=0.5", "Give one to four whole percentages"),
+    ] {
+        let r = admin
+            .req(Method::PUT, "/admin/settings")
+            .header("accept-language", lang)
+            .json(&json!({"notifications": {"quotaThresholds": [0]}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["param"], "notifications.quotaThresholds");
+        let m = v["error"]["message"].as_str().unwrap();
+        assert!(m.starts_with(words), "{lang}: {m}");
+    }
     let (st, v) = admin
         .send(
             Method::PUT,

@@ -107,8 +107,8 @@ function englishOnScreen(page, names) {
         const before = text[m.index - 1] || "";
         const after = text[m.index + w.length] || "";
         // Part of a path, a file name, an identifier or a name pattern (provider/model,
-        // gateway.key, x_y, gpt-…, claude-*, --host, :free), or a quoted literal ("live"): syntax.
-        if (w.length < 3 || names.includes(w) || /[/._]/.test(before + after) || after === "-" || /[-:0-9]/.test(before) || (before === '"' && after === '"')) continue;
+        // gateway.key, x_y, gpt-…, claude-*, --host, :free, https://), or a quoted literal ("live").
+        if (w.length < 3 || names.includes(w) || /[/._]/.test(before + after) || after === "-" || /[-:0-9]/.test(before) || text.startsWith("://", m.index + w.length) || (before === '"' && after === '"')) continue;
         found.push(`${w} in “${text.trim().slice(0, 80)}” (${where})`);
       }
     };
@@ -163,6 +163,19 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await page.waitForSelector("#provider-dialog[open] #f-kind");
     if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add provider in ${lang}`);
     await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-provider-${width}.png`), fullPage: true });
+    // Saved empty, then with a wrong address: the gateway's own findings, beside each field, in
+    // the page's language too (the UI asks the admin API for it).
+    await page.click("#form-save");
+    await page.waitForFunction(() => ["e-id", "e-baseUrl", "e-models"].every((id) => document.getElementById(id)?.textContent));
+    await page.fill("#f-id", "delta");
+    await page.fill("#f-baseUrl", "delta.example/v1");
+    await page.fill("#f-models", "m");
+    await page.click("#form-save");
+    await page.waitForFunction(() => /delta\.example/.test(document.getElementById("e-baseUrl")?.textContent || ""));
+    if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add provider's errors in ${lang}`);
+    if (lang === "ja") assert.match(await page.textContent("#e-baseUrl"), /https:\/\/（ローカルサーバーなら http:\/\/）で始まる必要があります/);
+    if (lang === "en") assert.match(await page.textContent("#e-baseUrl"), /must start with https:\/\//);
+    await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-provider-errors-${width}.png`), fullPage: true });
     await page.keyboard.press("Escape");
     if (lang !== "en" && width === 1000) {
       // The dialogs and the banners: a route's editor, a key's limits, routing paused.
