@@ -367,7 +367,10 @@ export function chain(row) {
       parts.push(el("span", { class: "hop ok", title: t("{n} ms", { n: a.latencyMs }) }, keep(`${a.provider}/${a.model}`), " ✓"));
     } else if (a.class === "skipped") {
       const why = skipWhy(a.reason);
-      const words = a.resetAtMs ? t("{why} until {when}", { why, when: fmtClock(a.resetAtMs) }) : why;
+      // The states that have their own "… until" say it as the tray does ("冷却至 18:28").
+      const until = { cooling: N_("cooling until {when}"), "breaker open": N_("breaker open until {when}") }[(a.reason || "").split(":")[0]];
+      const when = a.resetAtMs && fmtClock(a.resetAtMs);
+      const words = !when ? why : until ? t(until, { when }) : t("{why} until {when}", { why, when });
       // The log's own reason (as the gateway or the provider wrote it) is the name's tooltip.
       parts.push(el("span", { class: "hop skip" }, el("span", { translate: "no", title: a.reason || "" }, a.provider), `: ${words}`));
     } else {
