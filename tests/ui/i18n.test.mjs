@@ -153,6 +153,8 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
       await page.waitForSelector(ready);
       if (tab === "team") await page.click("#new-limits-box summary");
       if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `${tab} in ${lang}`);
+      // In English too, every text asked for is in the catalogue.
+      else assert.deepEqual(await page.evaluate(() => [...globalThis.__batonI18n.misses]), [], `${tab}: keys not in en.json`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
       assert.equal(overflow, false, `${tab} in ${lang}: no horizontal scrolling at ${width} px`);
       await page.screenshot({ path: join(artifacts, `i18n-${lang}-${tab}-${width}.png`), fullPage: true });
