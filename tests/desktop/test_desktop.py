@@ -200,14 +200,23 @@ def test_without_a_tray_host_the_window_opens_and_says_why(tmp_path):
         stop_dunst(dunst)
 
 
+def start_trayer():
+    """A tray host (XEmbed) at the top right of the virtual screen."""
+    return subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+                             "--height", "32", "--SetDockType", "true"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# A Japanese desktop's locale (nothing more specific set).
+JAPANESE = {"LANG": "ja_JP.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""}
+
+
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory):
     ARTIFACTS.mkdir(exist_ok=True)
     tmp = tmp_path_factory.mktemp("desktop")
     dunst = start_dunst()
-    trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                               "--height", "32", "--SetDockType", "true"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trayer = start_trayer()
     app = App(tmp)
     app.start()
     yield app
@@ -641,12 +650,10 @@ def test_the_tray_and_notifications_speak_the_system_language(tmp_path):
     follows at once."""
     ARTIFACTS.mkdir(exist_ok=True)
     app = App(tmp_path)
-    app.env.update({"LANG": "ja_JP.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""})
+    app.env.update(JAPANESE)
     trayer = None
     if tray_window() is None:
-        trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                                   "--height", "32", "--SetDockType", "true"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        trayer = start_trayer()
     dunst = None if _notifier_pid() else start_dunst()
     try:
         app.start()
@@ -697,7 +704,7 @@ def test_a_taken_port_is_explained_in_the_system_language(tmp_path):
     sock, port = taken_port()
     dunst = None if _notifier_pid() else start_dunst()
     clear_notifications()
-    env = {**os.environ, "HOME": str(tmp_path), "LANG": "ja_JP.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""}
+    env = {**os.environ, "HOME": str(tmp_path), **JAPANESE}
     p = subprocess.Popen([DESKTOP, "--data-dir", str(tmp_path / "data"), "--port", str(port)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

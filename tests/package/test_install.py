@@ -86,9 +86,12 @@ def step(user, name):
            f"FAKE_UPSTREAM={user['shared'] / 'fake-upstream'}"]
     p = run("runuser", "-u", user["name"], "--", "env", "-i", *env, "dbus-run-session",
             "--config-file=" + str(user["shared"] / "session.conf"), "--", "python3", str(user["shared"] / "user_step.py"), name, check=False, timeout=180)
-    for f in user["shared"].glob("*.png"):
+    for f in [*user["shared"].glob("*.png"), *user["shared"].glob("app-*.log")]:
         shutil.copy(f, ARTIFACTS / f.name)
-    assert p.returncode == 0, f"step {name} failed:\n{p.stdout}\n{p.stderr}"
+    # The app's own log says why it stopped (it is kept in the artifacts too).
+    log = user["shared"] / f"app-{name}.log"
+    tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:]) if log.exists() else ""
+    assert p.returncode == 0, f"step {name} failed:\n{p.stdout}\n{p.stderr}\napp log:\n{tail}"
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

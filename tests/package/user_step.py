@@ -80,7 +80,8 @@ def start(argv):
 
 def quit(proc):
     proc.terminate()
-    assert proc.wait(20) == 0
+    code = proc.wait(20)
+    assert code == 0, f"the app exited with {code} on SIGTERM (its log: app-{STEP}.log)"
 
 
 STEP = sys.argv[1]
