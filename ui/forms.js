@@ -298,7 +298,9 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       if (e instanceof ApiError && e.code === "confirmation_required") {
         const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, t("Run it"));
         testBox.className = "test-result wait";
-        testBox.replaceChildren(el("span", {}, `${e.message.replace(/ Send the same body.*$/, "")} `), run);
+        // The API's second sentence is for scripts; here the button says it.
+        const forScripts = t("Send the same body with \"confirmRun\": true once you agree.");
+        testBox.replaceChildren(el("span", {}, `${e.message.replace(` ${forScripts}`, "")} `), run);
         testBox.scrollIntoView({ block: "nearest" });
         run.focus();
         return;

@@ -28,7 +28,10 @@ pub(super) fn not_found(id: &str) -> ApiError {
     ApiError::missing(
         "provider_not_found",
         "id",
-        format!("No provider `{id}` (it may have been deleted; reload)."),
+        crate::i18n::msg(
+            "No provider `{id}` (it may have been deleted; reload).",
+            &[("id", id)],
+        ),
     )
 }
 
@@ -102,7 +105,7 @@ pub(super) fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiErro
     {
         return Err(field_error(
             "newKeys".into(),
-            "a key is one line without spaces (paste only the key)".into(),
+            crate::i18n::msg("a key is one line without spaces (paste only the key)", &[]),
         ));
     }
     let new_headers = new_headers(obj.remove("newHeaders"))?;

@@ -63,7 +63,10 @@ async fn test_result(
 /// so it cannot send a prompt. It checks what it can — that the endpoint answers, as the API
 /// it should be (a 401 without a login is the right answer) — and says what it cannot.
 async fn passthrough_check(core: &Core, entry: &crate::providers::ProviderEntry) -> Value {
-    let cannot = "Baton cannot test your login: it never holds it. Send one request from your tool (Claude Code, Codex) to check that.";
+    let cannot = crate::i18n::msg(
+        "Baton cannot test your login: it never holds it. Send one request from your tool (Claude Code, Codex) to check that.",
+        &[],
+    );
     let url = format!("{}/models", entry.config.base_url.trim_end_matches('/'));
     let started = std::time::Instant::now();
     let client = match core.routing.http.get(5_000) {
@@ -80,7 +83,10 @@ async fn passthrough_check(core: &Core, entry: &crate::providers::ProviderEntry)
         Ok(r) if r.status().is_server_error() => json!({"ok": false, "passthrough": true,
             "class": "transient", "reason": format!("HTTP {}", r.status().as_u16())}),
         Ok(r) => json!({"ok": true, "passthrough": true, "latencyMs": ms,
-            "note": format!("The endpoint answers (HTTP {} without a login, in {ms} ms). {cannot}", r.status().as_u16())}),
+        "note": crate::i18n::msg(
+            "The endpoint answers (HTTP {status} without a login, in {ms} ms). {cannot}",
+            &[("status", &r.status().as_u16().to_string()), ("ms", &ms.to_string()), ("cannot", &cannot)],
+        )}),
         Err(e) => json!({"ok": false, "passthrough": true, "class": "transient",
             "reason": crate::providers::outbound::describe(&e)}),
     }
@@ -135,7 +141,17 @@ fn confirm_first(config: &ProviderConfig) -> ApiError {
         StatusCode::PRECONDITION_REQUIRED,
         "invalid_request_error",
         "confirmation_required",
-        format!("Testing runs `{path} --version`, its login check and one tiny prompt on this machine. Send the same body with \"confirmRun\": true once you agree."),
+        format!(
+            "{} {}",
+            crate::i18n::msg(
+                "Testing runs `{command}`, its login check and one tiny prompt on this machine.",
+                &[("command", &format!("{path} --version"))],
+            ),
+            crate::i18n::msg(
+                "Send the same body with \"confirmRun\": true once you agree.",
+                &[]
+            )
+        ),
     )
 }
 

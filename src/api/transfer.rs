@@ -105,7 +105,10 @@ pub async fn import(
             StatusCode::CONFLICT,
             "invalid_request_error",
             "import_conflict",
-            format!("{} already exist(s) here; import again with replace=true to overwrite them. Nothing was imported.", replaced.join(", ")),
+            crate::i18n::msg(
+                "{names} already exist(s) here; import again with replace=true to overwrite them. Nothing was imported.",
+                &[("names", &replaced.join(", "))],
+            ),
         );
         e.param = Some("replace".into());
         return Err(e);

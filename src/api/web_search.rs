@@ -72,7 +72,10 @@ pub async fn put(
             axum::http::StatusCode::CONFLICT,
             "invalid_request_error",
             "set_in_config_file",
-            "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
+            crate::i18n::msg(
+                "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
+                &[],
+            ),
         ));
     }
     let old = core.stored_web_search();
@@ -149,7 +152,10 @@ pub async fn test(
     let core = &state.core;
     let query = q.query.trim().to_string();
     if query.is_empty() {
-        return Err(ApiError::field("query", "give a query to search for"));
+        return Err(ApiError::field(
+            "query",
+            crate::i18n::msg("give a query to search for", &[]),
+        ));
     }
     let service = core.routing.snapshot.load().web_search.clone();
     let run = crate::router::searcher::search(

@@ -74,7 +74,10 @@ impl ClientPolicy {
     pub fn validate(&self, known: &dyn Fn(&str) -> bool) -> Result<(), PolicyError> {
         for (i, a) in self.allow.iter().enumerate() {
             if a.trim().is_empty() {
-                return Err(bad(&format!("allow[{i}]"), "must not be empty"));
+                return Err(bad(
+                    &format!("allow[{i}]"),
+                    crate::i18n::msg("must not be empty", &[]),
+                ));
             }
             if !known(a) {
                 return Err(bad(
@@ -87,17 +90,23 @@ impl ClientPolicy {
             }
         }
         if self.rpm == Some(0) {
-            return Err(bad("rpm", "must be 1 or more (leave it out for no limit)"));
+            return Err(bad(
+                "rpm",
+                crate::i18n::msg("must be 1 or more (leave it out for no limit)", &[]),
+            ));
         }
         if self.tpm == Some(0) {
-            return Err(bad("tpm", "must be 1 or more (leave it out for no limit)"));
+            return Err(bad(
+                "tpm",
+                crate::i18n::msg("must be 1 or more (leave it out for no limit)", &[]),
+            ));
         }
         let b = &self.budget;
         for (name, v) in [("dayTokens", b.day_tokens), ("monthTokens", b.month_tokens)] {
             if v == Some(0) {
                 return Err(bad(
                     &format!("budget.{name}"),
-                    "must be 1 or more (leave it out for no limit)",
+                    crate::i18n::msg("must be 1 or more (leave it out for no limit)", &[]),
                 ));
             }
         }
@@ -105,7 +114,10 @@ impl ClientPolicy {
             if v.is_some_and(|v| !v.is_finite() || v <= 0.0) {
                 return Err(bad(
                     &format!("budget.{name}"),
-                    "must be a positive number of US dollars (leave it out for no limit)",
+                    crate::i18n::msg(
+                        "must be a positive number of US dollars (leave it out for no limit)",
+                        &[],
+                    ),
                 ));
             }
         }

@@ -66,19 +66,24 @@ impl SearchSettings {
     /// What is wrong with these settings, in words for the user.
     pub fn problem(&self) -> Option<String> {
         if !(1..=20).contains(&self.max_results) {
-            return Some("maxResults must be between 1 and 20".into());
+            return Some(crate::i18n::msg("maxResults must be between 1 and 20", &[]));
         }
         match self.backend {
             Backend::None => None,
             Backend::Searxng if self.url.trim().is_empty() => {
-                Some("SearXNG needs its address, e.g. http://127.0.0.1:8888".into())
+                Some(crate::i18n::msg(
+                    "SearXNG needs its address, e.g. http://127.0.0.1:8888",
+                    &[],
+                ))
             }
             Backend::Brave if self.api_key_env.trim().is_empty() => {
-                Some("Brave's Search API needs a key".into())
+                Some(crate::i18n::msg("Brave's Search API needs a key", &[]))
             }
             Backend::Provider if self.provider.trim().is_empty() => Some(
-                "name the provider that searches (an anthropic, openai-responses or gemini provider)"
-                    .into(),
+                crate::i18n::msg(
+                    "name the provider that searches (an anthropic, openai-responses or gemini provider)",
+                    &[],
+                ),
             ),
             Backend::Provider => None,
             _ => self.endpoint().err(),
