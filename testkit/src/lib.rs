@@ -217,6 +217,16 @@ impl FakeUpstream {
         format!("http://{}/v1", self.addr)
     }
 
+    /// The `baseUrl` for a provider of `kind` on this fake: Gemini's API lives under `/v1beta`,
+    /// every other kind's under `/v1`.
+    pub fn base_url_for(&self, kind: &str) -> String {
+        if kind == "gemini" {
+            self.gemini_base_url()
+        } else {
+            self.base_url()
+        }
+    }
+
     /// Queues behaviours for the next requests, in order.
     pub fn script(&self, behaviors: impl IntoIterator<Item = Behavior>) {
         self.shared.script.lock().unwrap().extend(behaviors);

@@ -25,11 +25,7 @@ async fn cache_tokens_travel_to_every_client_format_and_are_priced_and_shown() {
     ] {
         let f = FakeUpstream::start(id).await;
         f.report_cache_usage();
-        let base = if kind == "gemini" {
-            f.gemini_base_url()
-        } else {
-            f.base_url()
-        };
+        let base = f.base_url_for(kind);
         providers.push(json!({"id": id, "kind": kind, "baseUrl": base,
             "models": [model(&format!("{id}-model"))]}));
         fakes.push(f);

@@ -12,11 +12,7 @@ async fn setup(kind: &str) -> (tempfile::TempDir, FakeUpstream, Baton) {
     let dir = tempfile::tempdir().unwrap();
     let up = FakeUpstream::start("up").await;
     std::env::set_var("BT_GEMINI_DIALECT_KEY", "sk-ant-upstream-secret");
-    let base = if kind == "gemini" {
-        up.gemini_base_url()
-    } else {
-        up.base_url()
-    };
+    let base = up.base_url_for(kind);
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [{"id": "up", "kind": kind, "baseUrl": base,

@@ -18,11 +18,7 @@ const KINDS: [&str; 4] = [
 const DIALECTS: [&str; 3] = ["chat", "messages", "responses"];
 
 fn upstream(kind: &str, up: &FakeUpstream) -> Value {
-    let base = if kind == "gemini" {
-        up.gemini_base_url()
-    } else {
-        up.base_url()
-    };
+    let base = up.base_url_for(kind);
     std::env::set_var("BATON_TEST_STOPS_KEY", "sk-test-stops-and-parallel-0000");
     json!({"id": "up", "kind": kind, "baseUrl": base, "models": ["up-model"],
            "keys": [{"env": "BATON_TEST_STOPS_KEY"}]})

@@ -22,11 +22,7 @@ pub(crate) async fn setup(
     let up = FakeUpstream::start(name).await;
     up.always(Behavior::Auto);
     std::env::set_var("BT_WS_KEY", "sk-web-search-upstream");
-    let base = if kind == "gemini" {
-        up.gemini_base_url()
-    } else {
-        up.base_url()
-    };
+    let base = up.base_url_for(kind);
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [{"id": "p", "kind": kind, "baseUrl": base,

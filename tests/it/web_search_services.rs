@@ -193,11 +193,7 @@ async fn a_provider_with_built_in_search_searches_for_a_translated_route() {
         chat.always(Behavior::Auto);
         let searcher = FakeUpstream::start(name).await;
         std::env::set_var("BT_WS_KEY", "sk-web-search-upstream");
-        let base = if kind == "gemini" {
-            searcher.gemini_base_url()
-        } else {
-            searcher.base_url()
-        };
+        let base = searcher.base_url_for(kind);
         let baton = Baton::start(
             dir.path(),
             json!({"providers": [
