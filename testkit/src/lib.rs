@@ -209,22 +209,18 @@ impl FakeUpstream {
 
     /// The base URL for a `gemini` provider.
     pub fn gemini_base_url(&self) -> String {
-        format!("http://{}/v1beta", self.addr)
+        self.base_url_for("gemini")
     }
 
     /// The base URL to put in a provider's `baseUrl`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.base_url_for("openai-compatible")
     }
 
-    /// The `baseUrl` for a provider of `kind` on this fake: Gemini's API lives under `/v1beta`,
-    /// every other kind's under `/v1`.
+    /// The `baseUrl` for a provider of `kind`: Gemini's API is under `/v1beta`, the others' `/v1`.
     pub fn base_url_for(&self, kind: &str) -> String {
-        if kind == "gemini" {
-            self.gemini_base_url()
-        } else {
-            self.base_url()
-        }
+        let version = if kind == "gemini" { "v1beta" } else { "v1" };
+        format!("http://{}/{version}", self.addr)
     }
 
     /// Queues behaviours for the next requests, in order.
