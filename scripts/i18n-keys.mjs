@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Every text Baton shows, against the catalogue (ui/locales/*.json): the keys the code asks for
-// (t/tn/N_ in ui/*.js, tr/tr_n/n_ in the Rust that writes tray, notification and usage lines, the
+// (t/tn/N_ in ui/*.js, tr/n_/msg in the Rust that writes tray, notification and usage lines, the
 // catalog's free-tier notes) and
 // the static pages' own sentences (index.html, port-busy.html, derived by the same walker the
 // page runs, in a real browser).
@@ -45,13 +45,13 @@ export function jsKeys() {
   return out;
 }
 
-/** Keys in the Rust code that writes for people: tr(lang, "…"), tr_n(lang, "…"), n_("…") and
+/** Keys in the Rust code that writes for people: tr(lang, "…"), n_("…") and
  * msg("…") (the admin API's messages). */
 export function rustKeys() {
   const out = new Map();
   for (const f of [...walk(join(root, "src"), ".rs"), ...walk(join(root, "src-tauri", "src"), ".rs")]) {
     const src = readFileSync(f, "utf8");
-    for (const m of src.matchAll(/\b(?:tr(?:_n)?\(\s*[\w.]+,|n_\(|msg\()\s*"((?:\\.|[^"\\])*)"/gs)) {
+    for (const m of src.matchAll(/\b(?:tr\(\s*[\w.]+,|n_\(|msg\()\s*"((?:\\.|[^"\\])*)"/gs)) {
       // A Rust string: \" and \\ and \u{…} escapes; a line continuation joins lines.
       const k = m[1]
         .replace(/\\\n\s*/g, "")

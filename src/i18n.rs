@@ -2,7 +2,7 @@
 //! web UI, the tray menu and the notifications read: `ui/locales/{en,ja,zh-CN}.json`, keyed by
 //! the English text (gettext's convention: the code stays readable and a missing translation
 //! falls back to English, never to a key name). `{name}` marks a value filled in; a value may be
-//! `{"one": …, "other": …}` where English needs a plural.
+//! `{"one": …, "other": …}` where English needs a plural (the UI picks the form).
 //!
 //! The language is the user's choice in Settings (`language` setting: `auto`, `en`, `ja`,
 //! `zh-CN`); `auto` follows the system locale (`LANGUAGE`, `LC_ALL`, `LC_MESSAGES`, `LANG` on
@@ -232,26 +232,6 @@ pub fn tr(lang: Lang, key: &str, args: &[(&str, &str)]) -> String {
     fill(text, args)
 }
 
-/// The text for a count: the catalogue's `one` or `other` form (English's plural rule; Japanese
-/// and Chinese have one form), with `{n}` and `args` filled.
-pub fn tr_n(lang: Lang, key: &str, n: u64, args: &[(&str, &str)]) -> String {
-    let value = lang.catalogue().get(key).or_else(|| english(key));
-    let form = if n == 1 { "one" } else { "other" };
-    let text = match value {
-        Some(Value::String(s)) => s.as_str(),
-        Some(Value::Object(m)) => m
-            .get(form)
-            .or_else(|| m.get("other"))
-            .and_then(Value::as_str)
-            .unwrap_or(key),
-        _ => key,
-    };
-    let count = n.to_string();
-    let mut all = vec![("n", count.as_str())];
-    all.extend_from_slice(args);
-    fill(text, &all)
-}
-
 /// The English text of `key`; a key the catalogue lacks is logged (the desktop tests fail on
 /// it): it would show untranslated in every language.
 fn english(key: &str) -> Option<&'static Value> {
@@ -398,10 +378,10 @@ mod tests {
     }
 
     #[test]
-    fn english_plurals_and_translated_lines() {
-        assert_eq!(tr_n(Lang::En, "{n} models", 1, &[]), "1 model");
-        assert_eq!(tr_n(Lang::En, "{n} models", 3, &[]), "3 models");
-        assert_eq!(tr_n(Lang::Ja, "{n} models", 3, &[]), "3 モデル");
+    fn plural_texts_read_their_other_form_and_lines_are_translated() {
+        // Counted texts are the UI's (Intl.PluralRules there); here a plural reads as `other`.
+        assert_eq!(tr(Lang::En, "{n} models", &[("n", "3")]), "3 models");
+        assert_eq!(tr(Lang::Ja, "{n} models", &[("n", "3")]), "3 モデル");
         assert_eq!(
             tr(Lang::ZhCn, "Serving via {name}", &[("name", "Groq")]),
             "正在通过 Groq 提供服务"
