@@ -190,6 +190,7 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
                 run.handle = Some(handle);
                 run.core = Some(core.clone());
                 run.failed = None;
+                run.idle_locale = None;
                 run.generation
             };
             crate::notify::spawn(app.clone(), core.clone(), generation);

@@ -47,6 +47,9 @@ pub(crate) struct Running {
     pub(crate) chosen_port: Option<u16>,
     /// No tray host on this desktop (`host`): the window stands in for the icon.
     pub(crate) no_tray: bool,
+    /// The language read from the data directory while no gateway runs (`Shell::locale`);
+    /// forgotten at every start.
+    pub(crate) idle_locale: Option<baton::i18n::Locale>,
 }
 
 impl Shell {
@@ -62,12 +65,14 @@ impl Shell {
     /// The language and clock the tray and notifications speak: the running gateway's, else
     /// the one chosen in this data directory (before a start, or after one failed).
     pub fn locale(&self) -> baton::i18n::Locale {
-        match self.core() {
+        let mut run = self.lock();
+        match &run.core {
             Some(core) => core.locale(),
-            None => {
+            // Read once while the gateway is down: only a running gateway can change it.
+            None => *run.idle_locale.get_or_insert_with(|| {
                 let stored = baton::store::Store::setting_at(&self.data_dir, baton::i18n::SETTING);
                 baton::i18n::Locale::with_choice(&baton::i18n::choice_from(stored))
-            }
+            }),
         }
     }
     pub fn origin(&self) -> String {
