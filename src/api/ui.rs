@@ -57,6 +57,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/updates.js"),
     ),
     (
+        "settings.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/settings.js"),
+    ),
+    (
         "websearch.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/websearch.js"),
