@@ -9,7 +9,6 @@ export const LANGS = [
   { id: "zh-CN", name: "简体中文" },
 ];
 
-const CHOICE = "baton.language";
 let lang = "en";
 let intlLocale = "en";
 let catalogue = {};
@@ -25,18 +24,13 @@ export function matchLang(tag) {
   return { en: "en", ja: "ja", zh: "zh-CN" }[primary] || null;
 }
 
-/** The language chosen in Settings ("auto" follows the browser, which is the system's in the
- * desktop window). Kept in this browser too, so the unlock screen speaks it before the key. */
-export function chosen() {
-  return localStorage.getItem(CHOICE) || "auto";
-}
-
 export function currentLang() {
   return lang;
 }
 
-/** Loads the catalogue for `choice` ("auto" or a language id). */
-export async function loadLanguage(choice = chosen()) {
+/** Loads the catalogue for `choice`: a language id, or "auto" (the browser's, which is the
+ * system's in the desktop window). The gateway keeps the choice (`GET /` tells it). */
+export async function loadLanguage(choice = "auto") {
   const wanted = choice !== "auto" && LANGS.some((l) => l.id === choice) ? choice : null;
   const fromBrowser = (navigator.languages || [navigator.language]).map(matchLang).find(Boolean);
   lang = wanted || fromBrowser || "en";
@@ -47,12 +41,6 @@ export async function loadLanguage(choice = chosen()) {
   [english, catalogue] = await Promise.all([get("en"), lang === "en" ? null : get(lang)]);
   if (lang === "en") catalogue = english;
   document.documentElement.lang = lang;
-}
-
-/** Keeps the choice in this browser (the gateway keeps it for the tray and notifications). */
-export function rememberChoice(choice) {
-  if (choice === "auto") localStorage.removeItem(CHOICE);
-  else localStorage.setItem(CHOICE, choice);
 }
 
 /** Marks an English text to be translated where it is shown (a table of words kept for later). */

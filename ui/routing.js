@@ -3,7 +3,7 @@
 // shown, read-only). Also the one-click "map Claude Code's names" used by Connect.
 
 import { api, ApiError } from "./api.js";
-import { fmtList, t, tn } from "./i18n.js";
+import { t, tn } from "./i18n.js";
 import { el } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
