@@ -43,7 +43,6 @@ use serde_json::json;
 
 use crate::config::validate::is_loopback_host;
 use crate::gateway::Core;
-use dialect::{anthropic, gemini, openai, responses, responses_ws};
 use error::ApiError;
 
 /// The address a request came from (a request extension the accept loop adds).
@@ -146,25 +145,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         )
         .route_layer(middleware::from_fn_with_state(state.clone(), admin_guard));
     Router::new()
-        .route("/v1/chat/completions", post(openai::chat_completions))
-        .route("/chat/completions", post(openai::chat_completions))
-        .route(
-            "/v1/responses",
-            post(responses::create).get(responses_ws::upgrade),
-        )
-        .route(
-            "/responses",
-            post(responses::create).get(responses_ws::upgrade),
-        )
-        .route("/v1/models", get(openai::models))
-        .route("/v1/models/{action}", post(gemini::call))
-        .route("/v1beta/models", get(gemini::models))
-        .route(
-            "/v1beta/models/{action}",
-            post(gemini::call).get(gemini::model),
-        )
-        .route("/v1/messages", post(anthropic::messages))
-        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+        .merge(dialect::routes())
         .route("/health", get(health))
         .route("/ui", get(ui::redirect))
         .route("/ui/", get(ui::index))

@@ -4,7 +4,8 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::post;
+use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
@@ -103,22 +104,37 @@ impl Dialect for Anthropic {
     }
 }
 
+/// Its place in the server.
+pub(super) const API: super::Registration = super::Registration {
+    routes,
+    owns,
+    error,
+    is_call,
+    lists_models,
+};
+
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+}
+
 /// `/v1/messages…`.
-pub(super) fn owns(path: &str) -> bool {
+fn owns(path: &str) -> bool {
     path == "/v1/messages" || path.starts_with("/v1/messages/")
 }
 
-pub(super) fn is_call(path: &str) -> bool {
+fn is_call(path: &str) -> bool {
     matches!(path, "/v1/messages" | "/v1/messages/count_tokens")
 }
 
-pub async fn messages(State(state): State<AppState>, req: Request) -> Response {
+async fn messages(State(state): State<AppState>, req: Request) -> Response {
     crate::api::pipeline::serve(&state, req, Anthropic::default()).await
 }
 
 /// `POST /v1/messages/count_tokens` (Claude Code asks it to decide when to compact): counted as
 /// `api/count.rs` counts, the client's own body to an Anthropic provider.
-pub async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
+async fn count_tokens(State(state): State<AppState>, req: Request) -> Response {
     let counted = crate::api::count::counted(&state, req, &Anthropic::default(), |body| {
         let req = crate::canonical::anthropic::request_from_anthropic(&body)
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
@@ -158,15 +174,33 @@ pub fn error(mut e: ApiError) -> Response {
 }
 
 /// `GET /v1/models` in Anthropic's list shape.
-pub fn models(names: Vec<String>) -> Json<Value> {
+/// `GET /v1/models` from an Anthropic client (`anthropic-version`): the names this key may use,
+/// in Anthropic's list shape.
+fn lists_models(state: &AppState, headers: &HeaderMap) -> Option<Response> {
+    if !headers.contains_key("anthropic-version") {
+        return None;
+    }
+    let admission =
+        crate::api::admission::listing_client(&state.core, crate::auth::presented_key(headers));
+    let client = match admission {
+        Ok(c) => c,
+        Err(e) => return Some(error(e)),
+    };
+    let snap = state.core.routing.snapshot.load();
+    let names: Vec<String> = snap
+        .model_names()
+        .into_iter()
+        .filter(|n| crate::api::admission::may_use(&snap, &client, n))
+        .collect();
     let data: Vec<Value> = names
         .iter()
         .map(|n| json!({"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}))
         .collect();
-    Json(json!({
+    let list = json!({
         "data": data,
         "has_more": false,
         "first_id": names.first(),
         "last_id": names.last(),
-    }))
+    });
+    Some(Json(list).into_response())
 }

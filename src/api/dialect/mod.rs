@@ -4,8 +4,8 @@
 //! the renderer (`api/render.rs`) and the stream pump (`router/stream.rs`) hold a dialect and
 //! name none; each handler is one line over `pipeline::serve`.
 //!
-//! Adding a dialect: a folder here with its `Dialect` and its axum handlers, one line in
-//! [`shape_of`] for its paths' error shape, and its routes in `api/mod.rs`.
+//! Adding a dialect: a folder here with its `Dialect`, its axum handlers and its
+//! [`Registration`] (routes, paths, error shape), and one line in [`ALL`].
 
 pub mod anthropic;
 mod codex;
@@ -16,10 +16,12 @@ pub mod responses_ws;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
+use axum::Router;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
 use super::reply::header_value;
+use super::AppState;
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -79,25 +81,63 @@ pub trait Dialect: Send + Sync {
     }
 }
 
-/// The error shape of a path's API, for what is refused before a handler runs (an unknown
-/// path, a wrong method, a URI or headers over the limit, a request over the concurrency
-/// bound). The admin API answers in OpenAI's shape.
-pub fn shape_of(path: &str) -> fn(ApiError) -> Response {
-    if anthropic::owns(path) {
-        anthropic::error
-    } else if gemini::owns(path) {
-        gemini::error
-    } else {
-        openai::error
-    }
+/// An inbound API's place in the server.
+pub struct Registration {
+    /// Its routes, each handler one line over `pipeline::serve`.
+    pub routes: fn() -> Router<AppState>,
+    /// Whether `path` is its: what is refused there before a handler runs (an unknown path, a
+    /// wrong method, a URI or headers over the limit, a request over the concurrency bound)
+    /// takes its error shape.
+    pub owns: fn(&str) -> bool,
+    /// Its error shape.
+    pub error: fn(ApiError) -> Response,
+    /// Whether `path` is one of its calls (it takes one of the concurrent request slots).
+    pub is_call: fn(&str) -> bool,
+    /// Its clients' answer at the shared `GET /v1/models`, when `headers` are its clients'
+    /// (Anthropic's SDKs send `anthropic-version`, Google's their key header).
+    pub lists_models: fn(&AppState, &HeaderMap) -> Option<Response>,
 }
 
-/// Whether a path is an inbound API call (it takes one of the concurrent request slots).
+/// Every inbound API, in the order their paths are looked up: OpenAI's, whose error shape is
+/// every other path's (the admin API's too), last.
+const ALL: [Registration; 5] = [
+    anthropic::API,
+    gemini::API,
+    responses::API,
+    responses_ws::API,
+    openai::API,
+];
+
+/// The routes of every inbound API.
+pub fn routes() -> Router<AppState> {
+    ALL.iter().fold(Router::new(), |r, d| r.merge((d.routes)()))
+}
+
+/// The error shape of a path's API.
+pub fn shape_of(path: &str) -> fn(ApiError) -> Response {
+    ALL.iter()
+        .find(|d| (d.owns)(path))
+        .map_or(openai::error, |d| d.error)
+}
+
+/// Whether a path is an inbound API call.
 pub fn is_call(path: &str) -> bool {
-    openai::is_call(path)
-        || responses::is_call(path)
-        || anthropic::is_call(path)
-        || gemini::is_call(path)
+    ALL.iter().any(|d| (d.is_call)(path))
+}
+
+/// The model list a client of another API than OpenAI's gets at `GET /v1/models`, when its
+/// headers say which.
+fn models_for(state: &AppState, headers: &HeaderMap) -> Option<Response> {
+    ALL.iter().find_map(|d| (d.lists_models)(state, headers))
+}
+
+/// For a registration: no such paths, or no model list of its own.
+fn none(_: &str) -> bool {
+    false
+}
+
+fn no_list(_: &AppState, _: &HeaderMap) -> Option<Response> {
+    None
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
@@ -66,43 +67,52 @@ pub fn error(e: ApiError) -> Response {
     e.into_response()
 }
 
-/// Not the Anthropic or Gemini paths: OpenAI's shape is the default.
-pub(super) fn is_call(path: &str) -> bool {
+/// Its place in the server: its error shape is every path's no other API owns.
+pub(super) const API: super::Registration = super::Registration {
+    routes,
+    owns,
+    error,
+    is_call,
+    lists_models: super::no_list,
+};
+
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+}
+
+/// Every path no other API owns (`dialect::ALL` asks it last).
+fn owns(_: &str) -> bool {
+    true
+}
+
+fn is_call(path: &str) -> bool {
     matches!(path, "/v1/chat/completions" | "/chat/completions")
 }
 
-pub async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
+async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {
     crate::api::pipeline::serve(&state, req, OpenAi).await
 }
 
-/// `GET /v1/models`: OpenAI's list shape, Anthropic's when the request carries
-/// `anthropic-version`, Gemini's for Google's SDKs; Codex (`?client_version=`) also gets its own `models` list.
-pub async fn models(
+/// `GET /v1/models`: OpenAI's list shape, or another API's when the headers are its clients'
+/// (`Registration::lists_models`); Codex (`?client_version=`) also gets its own `models` list.
+async fn models(
     State(state): State<AppState>,
     crate::api::json::ApiQuery(query): crate::api::json::ApiQuery<ModelsQuery>,
     headers: HeaderMap,
 ) -> Response {
-    // Google's SDKs list models at `/v1/models` too (with their own key header).
-    if super::gemini::speaks(&headers) {
-        return super::gemini::models(State(state), headers).await;
+    if let Some(theirs) = super::models_for(&state, &headers) {
+        return theirs;
     }
-    let anthropic = headers.contains_key("anthropic-version");
     let presented = crate::auth::presented_key(&headers);
     let client = match crate::api::admission::listing_client(&state.core, presented) {
         Ok(c) => c,
-        Err(e) if anthropic => return super::anthropic::error(e),
         Err(e) => return e.into_response(),
     };
     let snap = state.core.routing.snapshot.load();
     let usable = |name: &str| crate::api::admission::may_use(&snap, &client, name);
-    if anthropic {
-        let names = snap
-            .model_names()
-            .into_iter()
-            .filter(|n| usable(n))
-            .collect();
-        return super::anthropic::models(names).into_response();
-    }
     let mut data = Vec::new();
     let mut push = |id: String, owner: &str| {
         if usable(&id) {

@@ -3,6 +3,8 @@
 
 use axum::extract::{Request, State};
 use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
 use serde_json::{Map, Value};
 
 use super::{Cx, Dialect, Parsed};
@@ -73,10 +75,26 @@ impl Dialect for Responses {
     }
 }
 
-pub(super) fn is_call(path: &str) -> bool {
+/// Its place in the server: its errors are OpenAI's, the default shape.
+pub(super) const API: super::Registration = super::Registration {
+    routes,
+    owns: super::none,
+    error: super::openai::error,
+    is_call,
+    lists_models: super::no_list,
+};
+
+/// Over HTTP (the WebSocket at the same paths is `responses_ws`'s).
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/responses", post(create))
+        .route("/responses", post(create))
+}
+
+fn is_call(path: &str) -> bool {
     matches!(path, "/v1/responses" | "/responses")
 }
 
-pub async fn create(State(state): State<AppState>, req: Request) -> Response {
+async fn create(State(state): State<AppState>, req: Request) -> Response {
     crate::api::pipeline::serve(&state, req, Responses::default()).await
 }

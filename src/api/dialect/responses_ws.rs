@@ -16,6 +16,8 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 
@@ -36,9 +38,25 @@ const HANDSHAKE_HEADERS: [&str; 7] = [
     "content-length",
 ];
 
+/// Its place in the server: `GET` on the Responses API's paths (their `POST` is
+/// `responses`'s, which also counts them as calls); errors in OpenAI's shape.
+pub(super) const API: super::Registration = super::Registration {
+    routes,
+    owns: super::none,
+    error: super::openai::error,
+    is_call: super::none,
+    lists_models: super::no_list,
+};
+
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/responses", get(upgrade))
+        .route("/responses", get(upgrade))
+}
+
 /// `GET /v1/responses`: a WebSocket upgrade (Codex), authenticated at the handshake like a
 /// request; a plain GET is told to POST.
-pub async fn upgrade(
+async fn upgrade(
     State(state): State<AppState>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,

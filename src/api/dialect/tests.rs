@@ -181,3 +181,68 @@ fn every_dialect_refuses_in_its_own_error_shape() {
         Some("bt-key")
     );
 }
+
+/// The registry: each path's error shape and whether it takes a request slot, from each API's
+/// registration; and the routes of all merge without two claiming one path (axum panics then).
+#[tokio::test]
+async fn the_registry_gives_each_path_its_apis_error_shape_and_slot() {
+    let _ = routes();
+    let shape = |path: &str| {
+        let e = ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found_error",
+            "x",
+            "no such path",
+        );
+        shape_of(path)(e)
+    };
+    let body = |r: Response| async move {
+        let b = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap();
+        serde_json::from_slice::<Value>(&b).unwrap()
+    };
+    for path in ["/v1/messages", "/v1/messages/batches"] {
+        assert_eq!(body(shape(path)).await["type"], "error", "{path}");
+    }
+    for path in [
+        "/v1beta/models/m:generateContent",
+        "/v1beta/x",
+        "/v1/models/m:countTokens",
+    ] {
+        assert_eq!(
+            body(shape(path)).await["error"]["status"],
+            "NOT_FOUND",
+            "{path}"
+        );
+    }
+    for path in [
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/models",
+        "/nowhere",
+    ] {
+        let v = body(shape(path)).await;
+        assert_eq!(v["error"]["type"], "not_found_error", "{path}");
+        assert!(v["error"].get("status").is_none(), "{path}");
+    }
+    for path in [
+        "/v1/chat/completions",
+        "/chat/completions",
+        "/v1/responses",
+        "/responses",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+        "/v1beta/models/m:streamGenerateContent",
+        "/v1/models/m:generateContent",
+    ] {
+        assert!(is_call(path), "{path}");
+    }
+    for path in [
+        "/v1/models",
+        "/v1beta/models",
+        "/v1beta/models/m",
+        "/health",
+        "/admin/state",
+    ] {
+        assert!(!is_call(path), "{path}");
+    }
+}

@@ -118,7 +118,8 @@ pub fn complete(body: &[u8]) -> Complete {
     }
 }
 
-/// One streamed chunk (always translated: no client speaks Gemini to Baton).
+/// One streamed chunk, read into canonical events (no prefilter: a Gemini chunk carries its
+/// text, usage and finish together, so every one is read).
 pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
     let v = parse(data)?;
     if is_error(&v) {

@@ -15,7 +15,8 @@ mod tests;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::{Cx, Dialect, Parsed};
@@ -113,12 +114,29 @@ pub fn error(e: ApiError) -> Response {
     e.answer(body)
 }
 
+/// Its place in the server.
+pub(super) const API: super::Registration = super::Registration {
+    routes,
+    owns,
+    error,
+    is_call,
+    lists_models,
+};
+
+/// The v1beta paths, and the v1 method paths Google's SDKs use with `api_version="v1"`.
+fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/models/{action}", post(call))
+        .route("/v1beta/models", get(models))
+        .route("/v1beta/models/{action}", post(call).get(model))
+}
+
 /// `/v1beta/…` (and the v1 method paths).
-pub(super) fn owns(path: &str) -> bool {
+fn owns(path: &str) -> bool {
     path.starts_with("/v1beta/") || path == "/v1beta" || is_call(path)
 }
 
-pub(super) fn is_call(path: &str) -> bool {
+fn is_call(path: &str) -> bool {
     (path.starts_with("/v1beta/models/") || path.starts_with("/v1/models/")) && path.contains(':')
 }
 
@@ -129,7 +147,7 @@ struct Query {
 }
 
 /// `POST /v1beta/models/{model}:{method}`.
-pub async fn call(
+async fn call(
     State(state): State<AppState>,
     Path(action): Path<String>,
     mut req: Request,
@@ -221,13 +239,22 @@ async fn count_tokens(state: &AppState, req: Request, model: String) -> Response
 }
 
 /// Whether a request comes from a Google client: its key header, or the SDK's `x-goog-api-client`.
-pub fn speaks(headers: &HeaderMap) -> bool {
+fn speaks(headers: &HeaderMap) -> bool {
     headers.contains_key("x-goog-api-key") || headers.contains_key("x-goog-api-client")
 }
 
 /// `GET /v1beta/models`: the names this key may use, as Gemini `Model`s.
-pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    match listed(&state, &headers) {
+async fn models(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    model_list(&state, &headers)
+}
+
+/// `GET /v1/models` from a Google client: Google's SDKs list models there too.
+fn lists_models(state: &AppState, headers: &HeaderMap) -> Option<Response> {
+    speaks(headers).then(|| model_list(state, headers))
+}
+
+fn model_list(state: &AppState, headers: &HeaderMap) -> Response {
+    match listed(state, headers) {
         Ok(names) => Json(json!({
             "models": names.iter().map(|n| model_json(n)).collect::<Vec<_>>(),
         }))
@@ -237,7 +264,7 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Respon
 }
 
 /// `GET /v1beta/models/{model}`.
-pub async fn model(
+async fn model(
     State(state): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
