@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use baton::config::ProviderConfig;
-use baton::limits::{self, ResetContext};
+use baton::limits::{self, ErrorClass, ResetContext};
 use baton::providers::{self, outbound, ProviderRuntime};
 
 /// The outcome for one key and model.
@@ -17,8 +17,8 @@ pub struct ProbeResult {
     pub provider: String,
     pub key: Option<String>,
     pub model: String,
-    /// `ok` or an error class (`rate`, `auth`, `transient`…).
-    pub class: String,
+    /// `ok`, `unavailable` or an error class (`rate`, `auth`, `transient`…).
+    pub class: Verdict,
     pub status: Option<u16>,
     pub latency_ms: u64,
     pub reason: Option<String>,
@@ -27,7 +27,32 @@ pub struct ProbeResult {
 
 impl ProbeResult {
     pub fn ok(&self) -> bool {
-        self.class == "ok"
+        self.class == Verdict::Ok
+    }
+}
+
+/// What a probe found: written as `ok`, `unavailable` or the error class's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    /// A subscription CLI that is not installed or cannot run.
+    Unavailable,
+    Failed(ErrorClass),
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Unavailable => "unavailable",
+            Verdict::Failed(c) => c.as_str(),
+        }
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -95,7 +120,7 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
         rows.push([
             format!("{}/{}", r.provider, r.model),
             r.key.clone().unwrap_or_else(|| "-".into()),
-            r.class.clone(),
+            r.class.as_str().to_string(),
             if r.latency_ms > 0 {
                 format!("{} ms", r.latency_ms)
             } else {
@@ -104,9 +129,9 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
             detail,
         ]);
     }
-    let code = |row: usize| match results[row].class.as_str() {
-        "ok" => "32",
-        "rate" | "overloaded" => "33",
+    let code = |row: usize| match results[row].class {
+        Verdict::Ok => "32",
+        Verdict::Failed(ErrorClass::Rate | ErrorClass::Overloaded) => "33",
         _ => "31",
     };
     let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
@@ -117,13 +142,13 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
 }
 
 /// How long a probe's verdict keeps a scope out when the provider stated no reset.
-fn default_hold_ms(class: &str) -> Option<i64> {
+fn default_hold_ms(class: ErrorClass) -> Option<i64> {
     match class {
-        "rate" => Some(60_000),
-        "overloaded" => Some(30_000),
-        "billing" | "model" => Some(3_600_000),
-        "auth" => Some(8 * 86_400_000),
-        _ => None,
+        ErrorClass::Rate => Some(60_000),
+        ErrorClass::Overloaded => Some(30_000),
+        ErrorClass::Billing | ErrorClass::Model => Some(3_600_000),
+        ErrorClass::Auth => Some(8 * 86_400_000),
+        ErrorClass::Request | ErrorClass::Transient | ErrorClass::ContentPolicy => None,
     }
 }
 
@@ -136,19 +161,22 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
         .map_err(|e| e.to_string())?;
     let now = baton::clock::unix_ms();
     let mut applied = 0;
-    for r in results.iter().filter(|r| !r.ok()) {
-        let Some(hold) = default_hold_ms(&r.class) else {
+    for r in results {
+        let Verdict::Failed(class) = r.class else {
+            continue;
+        };
+        let Some(hold) = default_hold_ms(class) else {
             continue;
         };
         let until = r.reset_at_ms.filter(|t| *t > now).unwrap_or(now + hold);
         // Model verdicts apply to the model on every key; the rest to the key.
-        let (key, model) = if r.class == "model" {
+        let (key, model) = if class == ErrorClass::Model {
             (None, Some(&r.model))
         } else {
             (r.key.as_ref(), None)
         };
         let body = json!({"provider": r.provider, "key": key, "model": model, "untilMs": until,
-            "class": r.class, "reason": format!("probe: {}", r.reason.clone().unwrap_or_default())});
+            "class": class, "reason": format!("probe: {}", r.reason.clone().unwrap_or_default())});
         let resp = client
             .post(format!("{}/admin/cooldowns", url.trim_end_matches('/')))
             .header("x-admin-key", admin_key)
@@ -188,7 +216,7 @@ pub async fn probe_one(
         provider: entry.id().to_string(),
         key: api_key.map(|k| k.id.clone()),
         model: model.clone(),
-        class: "ok".into(),
+        class: Verdict::Ok,
         status: None,
         latency_ms: 0,
         reason: None,
@@ -198,14 +226,14 @@ pub async fn probe_one(
         return probe_cli(entry, result, started).await;
     }
     if let Some(why) = entry.unavailable() {
-        result.class = "auth".into();
+        result.class = Verdict::Failed(ErrorClass::Auth);
         result.reason = Some(why);
         return result;
     }
     let body = json!({"model": model, "max_tokens": 1, "stream": false,
         "messages": [{"role": "user", "content": "ping"}]});
     let Ok(client) = clients.get(entry.config.timeouts.connect_ms) else {
-        result.class = "transient".into();
+        result.class = Verdict::Failed(ErrorClass::Transient);
         result.reason = Some("cannot build an HTTP client".into());
         return result;
     };
@@ -230,7 +258,7 @@ pub async fn probe_one(
     let rb = match outbound::build(&client, entry, &target, api_key, &outbound) {
         Ok((rb, _)) => rb,
         Err(c) => {
-            result.class = c.class.as_str().into();
+            result.class = Verdict::Failed(c.class);
             result.reason = Some(c.reason);
             return result;
         }
@@ -239,7 +267,7 @@ pub async fn probe_one(
     let classified = send_probe(rb, timeout, entry).await;
     result.latency_ms = started.elapsed().as_millis() as u64;
     if let Some((c, status)) = classified {
-        result.class = c.class.as_str().into();
+        result.class = Verdict::Failed(c.class);
         result.status = status;
         result.reason = Some(c.reason);
         result.reset_at_ms = c.reset_at_ms;
@@ -304,16 +332,15 @@ async fn probe_cli(
         .unwrap_or_default();
     if let Some(why) = status.problem {
         result.class = if status.logged_in == Some(false) {
-            "auth"
+            Verdict::Failed(ErrorClass::Auth)
         } else {
-            "unavailable"
-        }
-        .into();
+            Verdict::Unavailable
+        };
         result.reason = Some(why);
         return result;
     }
     let Some(program) = status.executable else {
-        result.class = "unavailable".into();
+        result.class = Verdict::Unavailable;
         return result;
     };
     let kind = entry.config.kind;
@@ -353,7 +380,7 @@ async fn probe_cli(
     };
     result.latency_ms = started.elapsed().as_millis() as u64;
     if let Err(c) = outcome {
-        result.class = c.class.as_str().into();
+        result.class = Verdict::Failed(c.class);
         result.reason = Some(c.reason);
         result.reset_at_ms = c.reset_at_ms;
     }
