@@ -15,6 +15,18 @@ pub enum Look {
     Paused,
 }
 
+impl Look {
+    /// Its name in the log (`tray shows`), which the desktop tests compare with `/admin/state`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Look::Ok => "ok",
+            Look::Cooling => "cooling",
+            Look::Down => "down",
+            Look::Paused => "paused",
+        }
+    }
+}
+
 /// The tray's state line and look, from the routing snapshot.
 pub fn summary(core: &Core) -> (Look, String) {
     let loc = core.locale();

@@ -283,7 +283,18 @@ pub fn create(app: &AppHandle) {
         tracing::error!(error = %e, "cannot create the tray icon");
     }
     let key = state_key(app, look, &line);
+    shown(look, &line, &key);
     app.manage(LastLook(std::sync::Mutex::new(Some(key))));
+}
+
+/// What the tray shows, once per change: the record of its state beside the gateway's.
+fn shown(look: Look, line: &str, key: &StateKey) {
+    tracing::info!(
+        look = %look.as_str(),
+        line = %line,
+        providers = %key.4.join(" | "),
+        "tray shows"
+    );
 }
 
 /// Where the tray library writes the icon image the tray host reads: this user's own runtime
@@ -381,6 +392,7 @@ pub fn refresh(app: &AppHandle) {
     };
     let _ = tray.set_menu(Some(menu));
     let _ = tray.set_icon(icon(look));
+    shown(look, &line, &key);
     let _ = tray.set_tooltip(Some(format!("Baton — {line}{usage}")));
 }
 

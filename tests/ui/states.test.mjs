@@ -1,0 +1,170 @@
+// The provider cards tell the truth: in every provider state (ready, cooling by key, by model,
+// by account, breaker open, logged out, disabled) and while paused, each card's badge says what
+// `/admin/state` says (the state the tray and `baton status` show too). Each state is brought
+// about as it happens: cooldowns as `baton probe --apply` posts them, a breaker opened by an
+// upstream answering 500, a CLI whose login is gone, a toggle, a pause. Screenshots at 1000 and
+// 420 px go to tests/ui/artifacts/.
+//
+// Needs: BATON_BIN, FAKE_UPSTREAM_BIN, FAKE_CLI_BIN, PLAYWRIGHT_CORE, CHROMIUM.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { procs, start } from "../support/procs.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = join(here, "artifacts");
+mkdirSync(artifacts, { recursive: true });
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
+
+let browser, baton, adminKey, gatewayKey;
+const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
+const hour = () => Date.now() + 3_600_000;
+
+// What a card's badge says for each state of `/admin/state`: its words and its tone.
+const BADGE = {
+  ready: [/^ready$/, "ok"],
+  partial: [/^ready$/, "ok"],
+  cooling: [/^cooling · (\d+h \d\dm|\d+:\d\d)$/, "warn"],
+  "breaker-open": [/^breaker open · (\d+:\d\d|now)$/, "bad"],
+  "logged-out": [/^logged out$/, "bad"],
+  unavailable: [/^unavailable$/, "bad"],
+  disabled: [/^disabled$/, "off"],
+};
+
+before(async () => {
+  const up = process.env.FAKE_UPSTREAM_BIN;
+  const ok = await start(up, ["--name", "ok", "--mode", "ok"]);
+  const flaky = await start(up, ["--name", "flaky", "--mode", "500"]);
+  const dir = mkdtempSync(join(tmpdir(), "baton-states-"));
+  // A Claude Code whose login is gone (the fake reads its mode from ../claude/modes).
+  mkdirSync(join(dir, "bin"));
+  mkdirSync(join(dir, "claude"));
+  copyFileSync(process.env.FAKE_CLI_BIN, join(dir, "bin", "claude"));
+  writeFileSync(join(dir, "claude", "modes"), "nologin\n");
+  const key = [{ env: "BT_STATES_KEY" }];
+  const config = join(dir, "config.json");
+  writeFileSync(config, JSON.stringify({
+    server: { port: 0 },
+    providers: [
+      { id: "keys", kind: "openai-compatible", baseUrl: `${ok}/v1`, models: ["llama"], keys: [{ env: "BT_STATES_KEY" }, { env: "BT_STATES_KEY_2" }], priority: 1 },
+      { id: "models", kind: "openai-compatible", baseUrl: `${ok}/v1`, models: ["small", "large"], keys: key, priority: 2 },
+      { id: "account", kind: "anthropic", baseUrl: `${ok}/v1`, models: ["*"], credentials: "client", priority: 3 },
+      { id: "flaky", kind: "openai-compatible", baseUrl: `${flaky}/v1`, models: ["m"], keys: key, priority: 4, auto: false },
+      { id: "claude-code", kind: "claude-cli", executable: join(dir, "bin", "claude"), models: ["sonnet"], priority: 5 },
+    ],
+  }));
+  const home = join(dir, "home");
+  mkdirSync(home);
+  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"], {
+    HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", LANG: "C.UTF-8", LANGUAGE: "", LC_ALL: "",
+    BT_STATES_KEY: "sk-states-first-0001", BT_STATES_KEY_2: "sk-states-second-0002",
+  });
+  gatewayKey = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
+  adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const p of procs) p.kill("SIGTERM");
+});
+
+async function cool(provider, { key = null, model = null, cls = "rate" } = {}) {
+  const r = await fetch(`${baton}/admin/cooldowns`, {
+    method: "POST",
+    headers: admin(),
+    body: JSON.stringify({ provider, key, model, untilMs: hour(), class: cls, reason: "429 from the test" }),
+  });
+  assert.equal(r.status, 201, await r.text());
+}
+
+/** `/admin/state`: paused, and each provider's state (`partial` folded in). */
+async function gateway() {
+  const s = await (await fetch(`${baton}/admin/state`, { headers: admin() })).json();
+  const states = Object.fromEntries(s.providers.map((p) => [p.id, p.status.state === "ready" && p.status.partial ? "partial" : p.status.state]));
+  return { paused: s.paused, states };
+}
+
+/** Each card's badge: its words and tone. */
+const badges = (page) =>
+  page.$$eval("#provider-list > li", (ls) =>
+    Object.fromEntries(ls.map((l) => {
+      const b = l.querySelector("[data-testid=status]");
+      return [l.dataset.id, [b.textContent.trim(), ["ok", "warn", "bad", "off"].find((t) => b.classList.contains(t))]];
+    })));
+
+/** Checks `/admin/state` says `want`, then that every card agrees with it (both read afresh
+ * until they do), and the paused banner with the pause. */
+async function agree(pages, want, name) {
+  const first = await gateway();
+  for (const [id, state] of Object.entries(want)) assert.equal(first.states[id], state, `${name}: /admin/state says ${id} is ${first.states[id]}`);
+  for (const [width, page] of pages) {
+    let seen;
+    const until = Date.now() + 15_000;
+    for (;;) {
+      const g = await gateway();
+      const cards = await badges(page);
+      const banner = await page.isVisible("#gateway-banner #resume");
+      seen = { gateway: g, cards, banner };
+      const cardsAgree = Object.entries(g.states).every(([id, st]) => cards[id] && BADGE[st][0].test(cards[id][0]) && cards[id][1] === BADGE[st][1]);
+      if (cardsAgree && Object.keys(cards).length === Object.keys(g.states).length && banner === g.paused) break;
+      assert.ok(Date.now() < until, `${name} at ${width} px: the cards and /admin/state disagree: ${JSON.stringify(seen)}`);
+      await page.waitForTimeout(200);
+    }
+    await page.screenshot({ path: join(artifacts, `states-${name}-${width}.png`), fullPage: true });
+  }
+}
+
+test("every provider card says what /admin/state says, in every state, at 1000 and 420 px", async () => {
+  const pages = [];
+  for (const width of [1000, 420]) {
+    const page = await (await browser.newContext({ viewport: { width, height: 900 } })).newPage();
+    await page.goto(`${baton}/ui/`);
+    await page.fill("#admin-key", adminKey);
+    await page.click("#login-form button[type=submit]");
+    await page.waitForSelector("#provider-list > li");
+    pages.push([width, page]);
+  }
+  await agree(pages, { keys: "ready", models: "ready", account: "ready", flaky: "ready", "claude-code": "logged-out" }, "logged-out");
+
+  await cool("keys", { key: "env:BT_STATES_KEY" });
+  await agree(pages, { keys: "partial" }, "one-key-cooling");
+  await cool("keys", { key: "env:BT_STATES_KEY_2" });
+  await agree(pages, { keys: "cooling" }, "every-key-cooling");
+
+  await cool("models", { model: "small" });
+  await agree(pages, { models: "partial" }, "one-model-cooling");
+  await cool("models", { model: "large", cls: "overloaded" });
+  await agree(pages, { models: "cooling" }, "every-model-cooling");
+
+  await cool("account", { key: "client:16e89a16dc0f" });
+  await agree(pages, { account: "cooling" }, "account-cooling");
+
+  for (let i = 0; i < 6 && (await gateway()).states.flaky !== "breaker-open"; i++) {
+    const r = await fetch(`${baton}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "flaky/m", messages: [{ role: "user", content: "hi" }] }),
+    });
+    await r.text();
+  }
+  await agree(pages, { flaky: "breaker-open" }, "breaker-open");
+
+  const off = await fetch(`${baton}/admin/providers/claude-code`, { method: "PATCH", headers: admin(), body: JSON.stringify({ enabled: false }) });
+  assert.equal(off.status, 200, await off.text());
+  await agree(pages, { "claude-code": "disabled" }, "disabled");
+
+  assert.equal((await fetch(`${baton}/admin/pause`, { method: "PUT", headers: admin(), body: JSON.stringify({ paused: true }) })).status, 200);
+  await agree(pages, {}, "paused");
+  assert.equal((await fetch(`${baton}/admin/pause`, { method: "PUT", headers: admin(), body: JSON.stringify({ paused: false }) })).status, 200);
+  const cleared = await fetch(`${baton}/admin/cooldowns?provider=keys`, { method: "DELETE", headers: admin() });
+  assert.ok(cleared.ok, await cleared.text());
+  await agree(pages, { keys: "ready" }, "cleared");
+});
