@@ -14,6 +14,7 @@ use testkit::{Behavior, FakeUpstream};
 
 mod cache;
 mod compare;
+mod first_byte;
 mod state;
 
 struct Stats {
@@ -404,6 +405,12 @@ async fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--cache") {
         cache::cache_bench(&baton_bin, args.get(i + 1).map(String::as_str)).await;
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--first-byte") {
+        let baseline = args.get(i + 1).map(String::as_str);
+        let n = std::env::var("BENCH_REQUESTS").map_or(2_000, |_| n);
+        first_byte::first_byte_bench(&baton_bin, baseline, n).await;
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--compare") {

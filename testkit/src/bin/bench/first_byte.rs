@@ -1,0 +1,67 @@
+//! `bench NEW --first-byte [OLD]`: one stream at a time (c=1), straight to the fake upstream,
+//! through this build and through OLD, one request each in turn (the order rotating) so this
+//! machine's drift falls on all of them alike. Reports the time to the first content byte, p50
+//! and p99, and what each build adds over direct.
+
+use serde_json::json;
+use testkit::{Behavior, FakeUpstream};
+
+use super::{pct, start_baton, tempfile_dir, timed};
+
+pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: usize) {
+    let fake = FakeUpstream::start("bench").await;
+    fake.unchecked_for_benchmarks();
+    fake.always(Behavior::Ok);
+    let dir = tempfile_dir();
+    let key = "bt-first-byte-key-00000000000000000000000000000";
+    let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
+        "log": {"retentionDays": 1}});
+    let mut targets = vec![(
+        "direct".to_string(),
+        format!("{}/chat/completions", fake.base_url()),
+    )];
+    let mut children = Vec::new();
+    for (name, bin) in [("this build", Some(new_bin)), ("baseline", old_bin)] {
+        let Some(bin) = bin else { continue };
+        let d = dir.join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&d).unwrap();
+        let (child, _, url) = start_baton(bin, &d, &config, &[("BENCH_KEY", key)]);
+        children.push(child);
+        targets.push((name.to_string(), url));
+    }
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let mut samples = vec![Vec::with_capacity(n); targets.len()];
+    for i in 0..n + 200 {
+        for k in 0..targets.len() {
+            let t = (i + k) % targets.len();
+            let (first, _) = timed(&client, &targets[t].1, key, true).await;
+            // The first 200 of each warm the connections and caches up.
+            if i >= 200 {
+                samples[t].push(first.expect("a content chunk"));
+            }
+        }
+    }
+    println!("## Time to the first content byte, one stream at a time ({n} streams each)\n");
+    println!("| path | p50 | p99 | added p50 | added p99 |\n|---|---|---|---|---|");
+    let mut direct = (0.0, 0.0);
+    for (t, (name, _)) in targets.iter().enumerate() {
+        let s = &mut samples[t];
+        s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let (p50, p99) = (pct(s, 0.5), pct(s, 0.99));
+        if t == 0 {
+            direct = (p50, p99);
+            println!("| {name} | {p50:.3} ms | {p99:.3} ms | | |");
+        } else {
+            println!(
+                "| {name} | {p50:.3} ms | {p99:.3} ms | +{:.3} ms | +{:.3} ms |",
+                p50 - direct.0,
+                p99 - direct.1
+            );
+        }
+    }
+    drop(children);
+}
