@@ -804,6 +804,8 @@ test("times follow the locale: 12-hour where it says so, 24-hour where it does n
     const ctx = await browser.newContext({ locale });
     const p = await ctx.newPage();
     await p.goto(`${baton}/ui/`);
+    // The page's own start (its modules, the catalogue) is over before this one imports.
+    await p.waitForSelector("#login:not([hidden])");
     const t = await p.evaluate(async (ms) => {
       const views = await import("/ui/views.js");
       return views.fmtClock(ms);
