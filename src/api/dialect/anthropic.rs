@@ -180,18 +180,10 @@ fn lists_models(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if !headers.contains_key("anthropic-version") {
         return None;
     }
-    let admission =
-        crate::api::admission::listing_client(&state.core, crate::auth::presented_key(headers));
-    let client = match admission {
-        Ok(c) => c,
+    let names = match super::usable_names(state, crate::auth::presented_key(headers)) {
+        Ok(names) => names,
         Err(e) => return Some(error(e)),
     };
-    let snap = state.core.routing.snapshot.load();
-    let names: Vec<String> = snap
-        .model_names()
-        .into_iter()
-        .filter(|n| crate::api::admission::may_use(&snap, &client, n))
-        .collect();
     let data: Vec<Value> = names
         .iter()
         .map(|n| json!({"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}))

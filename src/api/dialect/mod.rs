@@ -131,6 +131,17 @@ fn models_for(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     ALL.iter().find_map(|d| (d.lists_models)(state, headers))
 }
 
+/// The model names the key presented may use (a model list's content in every API).
+fn usable_names(state: &AppState, presented: Option<&str>) -> Result<Vec<String>, ApiError> {
+    let client = super::admission::listing_client(&state.core, presented)?;
+    let snap = state.core.routing.snapshot.load();
+    Ok(snap
+        .model_names()
+        .into_iter()
+        .filter(|n| super::admission::may_use(&snap, &client, n))
+        .collect())
+}
+
 /// For a registration: no such paths, or no model list of its own.
 fn none(_: &str) -> bool {
     false

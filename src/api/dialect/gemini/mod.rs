@@ -286,13 +286,7 @@ async fn model(
 }
 
 fn listed(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
-    let client = crate::api::admission::listing_client(&state.core, presented_key(headers))?;
-    let snap = state.core.routing.snapshot.load();
-    Ok(snap
-        .model_names()
-        .into_iter()
-        .filter(|n| crate::api::admission::may_use(&snap, &client, n))
-        .collect())
+    super::usable_names(state, presented_key(headers))
 }
 
 fn model_json(name: &str) -> Value {
