@@ -85,12 +85,13 @@ def expected_look(paused, views):
 
 
 def agree(app, want, name):
-    """Checks `/admin/state` says `want` (provider → state), waits until the tray shows what
+    """Waits until `/admin/state` says `want` (provider → state), then until the tray shows what
     `/admin/state` says (both read afresh: a breaker's or cooldown's end may come between),
     then checks the icon on screen and keeps a screenshot of the tray."""
-    paused, views = gateway_view(app)
-    for pid, state in want.items():
-        assert views[pid][0] == state, f"{name}: /admin/state says {pid} is {views[pid][0]}, not {state}"
+    # The gateway first: a CLI's login check at start, or a cooldown's event, may take a moment.
+    said = wait_for(lambda: all(gateway_view(app)[1][pid][0] == st for pid, st in want.items()),
+                    timeout=15, fail=False)
+    assert said, f"{name}: /admin/state says {gateway_view(app)}, not {want}"
     seen = {}
 
     def same():

@@ -100,11 +100,16 @@ const badges = (page) =>
       return [l.dataset.id, [b.textContent.trim(), ["ok", "warn", "bad", "off"].find((t) => b.classList.contains(t))]];
     })));
 
-/** Checks `/admin/state` says `want`, then that every card agrees with it (both read afresh
+/** Waits until `/admin/state` says `want`, then until every card agrees with it (both read afresh
  * until they do), and the paused banner with the pause. */
 async function agree(pages, want, name) {
-  const first = await gateway();
-  for (const [id, state] of Object.entries(want)) assert.equal(first.states[id], state, `${name}: /admin/state says ${id} is ${first.states[id]}`);
+  // The gateway first: a CLI's login check at start may take a moment.
+  for (let tries = 0; ; tries++) {
+    const g = await gateway();
+    if (Object.entries(want).every(([id, state]) => g.states[id] === state)) break;
+    assert.ok(tries < 75, `${name}: /admin/state says ${JSON.stringify(g.states)}, not ${JSON.stringify(want)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
   for (const [width, page] of pages) {
     let seen;
     const until = Date.now() + 15_000;
