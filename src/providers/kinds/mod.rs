@@ -1,11 +1,11 @@
-//! One [`UpstreamKind`] per HTTP upstream API, each in its own file: how a request is built
+//! One [`UpstreamKind`] per HTTP upstream API, each in its own folder: how a request is built
 //! (URL, authentication, body), how a complete answer and a stream's events are read, how its
 //! stream is framed, and its quirks as declared capabilities. Routing, the UI's Test, `baton
 //! probe` and token counting reach every kind through [`of`]; nothing outside this folder
 //! names one.
 //!
 //! Adding a kind: its `ProviderKind` (with `wire()`), a `Wire` variant if it speaks a new API,
-//! a file here implementing `UpstreamKind`, and one line in [`of`].
+//! a folder here implementing `UpstreamKind` (its unit tests beside it), and one line in [`of`].
 
 pub mod anthropic;
 pub mod gemini;

@@ -1,0 +1,89 @@
+//! Unit tests of the `openai-compatible` kind, with no server.
+
+use super::*;
+use serde_json::json;
+
+#[test]
+fn passthrough_keeps_every_field() {
+    let body = json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.2, "x_unknown": {"a": [1, 2]}, "seed": 7});
+    let Value::Object(map) = body else {
+        unreachable!()
+    };
+    let out: Value = serde_json::from_slice(&passthrough_body(&map, "llama", None)).expect("json");
+    assert_eq!(out["model"], "llama");
+    assert_eq!(out["x_unknown"], json!({"a": [1, 2]}));
+    assert_eq!(out["seed"], 7);
+    assert_eq!(out["temperature"], 0.2);
+    assert_eq!(out.as_object().map(|m| m.len()), Some(5));
+}
+
+#[test]
+fn max_tokens_is_capped_only_when_larger() {
+    let Value::Object(map) = json!({"model": "x", "max_tokens": 64000, "messages": []}) else {
+        unreachable!()
+    };
+    let out: Value =
+        serde_json::from_slice(&passthrough_body(&map, "m", Some(8192))).expect("json");
+    assert_eq!(out["max_tokens"], 8192);
+    let out: Value =
+        serde_json::from_slice(&passthrough_body(&map, "m", Some(100_000))).expect("json");
+    assert_eq!(out["max_tokens"], 64000);
+}
+
+#[test]
+fn the_fast_path_and_the_full_parse_read_chunks_alike() {
+    let chunks = [
+        r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":"he said \"hi\""},"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason" : "stop"}]}"#,
+        r#"{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#,
+    ];
+    let expect = [
+        (false, false, None, false),
+        (true, false, None, false),
+        (true, false, None, false),
+        (true, true, None, false),
+        (false, false, Some((5, 2)), true),
+    ];
+    for (c, want) in chunks.iter().zip(expect) {
+        for events in [false, true] {
+            let d = decode(c.as_bytes(), events).unwrap();
+            let got = (
+                d.content,
+                d.finish,
+                d.usage.map(|u| (u.input_tokens, u.output_tokens)),
+                d.usage_only,
+            );
+            assert_eq!(got, want, "{c} (events: {events})");
+            assert!(d.error.is_none() && !d.end);
+        }
+    }
+    assert!(decode(b"[DONE]", false).unwrap().end);
+    assert!(decode(b"{not json", false).is_err());
+    assert!(decode(b"{\"choices\":[{\"delta\":{\"content\":\"x\"}}]", false).is_err());
+    let e = decode(br#"{"error":{"message":"slow down","code":"429"}}"#, false)
+        .unwrap()
+        .error
+        .unwrap();
+    assert_eq!((e.status, e.message()), (429, "slow down"));
+    let e = decode(br#"{"error":{"message":"boom"}}"#, true)
+        .unwrap()
+        .error
+        .unwrap();
+    assert_eq!(e.status, 502, "an error without a code is a bad gateway");
+}
+
+#[test]
+fn complete_bodies_are_answers_errors_or_neither() {
+    assert!(matches!(
+        complete(br#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#),
+        Complete::Answer(Some(_))
+    ));
+    assert!(matches!(
+        complete(br#"{"error":{"message":"quota","code":429}}"#),
+        Complete::Error(UpstreamError { status: 429, .. })
+    ));
+    assert!(matches!(complete(b"<html>"), Complete::NotAnswer(_)));
+}
