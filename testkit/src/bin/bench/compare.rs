@@ -6,7 +6,7 @@ use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
 use super::{
-    closed_loop, interleaved_stream_rate, proc_cpu_secs, start_baton, streams_raw, tempfile_dir,
+    closed_loop, interleaved_stream_rate, proc_cpu_secs, start_shared, streams_raw, tempfile_dir,
 };
 
 /// Streams per measured round in `--compare` (20 content chunks each).
@@ -22,16 +22,10 @@ pub(super) async fn compare_bench(old_bin: &str, new_bin: &str, n: usize) {
     let fake = FakeUpstream::start("bench").await;
     fake.unchecked_for_benchmarks();
     let dir = tempfile_dir();
-    // One gateway key for both, so requests can alternate between them.
-    let key = "bt-compare-key-000000000000000000000000000000";
-    let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
-        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
-        "log": {"retentionDays": 1}});
+    let key = super::SHARED_KEY;
     let mut sides = Vec::new();
     for (name, bin) in [("old", old_bin), ("new", new_bin)] {
-        let d = dir.join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        let (child, pid, url) = start_baton(bin, &d, &config, &[("BENCH_KEY", key)]);
+        let (child, pid, url) = start_shared(bin, &dir, name, &fake);
         sides.push((child, pid, url, key.to_string()));
     }
     let client = reqwest::Client::builder()

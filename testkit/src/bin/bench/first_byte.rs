@@ -3,20 +3,16 @@
 //! machine's drift falls on all of them alike. Reports the time to the first content byte, p50
 //! and p99, and what each build adds over direct.
 
-use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
-use super::{pct, start_baton, tempfile_dir, timed};
+use super::{pct, start_shared, tempfile_dir, timed, SHARED_KEY};
 
 pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: usize) {
     let fake = FakeUpstream::start("bench").await;
     fake.unchecked_for_benchmarks();
     fake.always(Behavior::Ok);
     let dir = tempfile_dir();
-    let key = "bt-first-byte-key-00000000000000000000000000000";
-    let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
-        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
-        "log": {"retentionDays": 1}});
+    let key = SHARED_KEY;
     let mut targets = vec![(
         "direct".to_string(),
         format!("{}/chat/completions", fake.base_url()),
@@ -24,9 +20,7 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
     let mut children = Vec::new();
     for (name, bin) in [("this build", Some(new_bin)), ("baseline", old_bin)] {
         let Some(bin) = bin else { continue };
-        let d = dir.join(name.replace(' ', "-"));
-        std::fs::create_dir_all(&d).unwrap();
-        let (child, _, url) = start_baton(bin, &d, &config, &[("BENCH_KEY", key)]);
+        let (child, _, url) = start_shared(bin, &dir, &name.replace(' ', "-"), &fake);
         children.push(child);
         targets.push((name.to_string(), url));
     }

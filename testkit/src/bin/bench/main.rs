@@ -386,6 +386,24 @@ fn start_baton(
     (child, pid, url)
 }
 
+/// One gateway key for every build a run starts, so requests can alternate between them.
+const SHARED_KEY: &str = "bt-compare-key-000000000000000000000000000000";
+
+/// Starts `bin` in `dir/name` with `fake` as its one provider, accepting [`SHARED_KEY`].
+fn start_shared(
+    bin: &str,
+    dir: &std::path::Path,
+    name: &str,
+    fake: &FakeUpstream,
+) -> (KillOnDrop, u32, String) {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
+        "log": {"retentionDays": 1}});
+    start_baton(bin, &d, &config, &[("BENCH_KEY", SHARED_KEY)])
+}
+
 /// Long because it is the benchmark script: its phases in the order the report prints them.
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() {
