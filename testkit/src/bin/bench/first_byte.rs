@@ -2,10 +2,14 @@
 //! through this build and through OLD, one request each in turn (the order rotating) so this
 //! machine's drift falls on all of them alike. Reports the time to the first content byte, p50
 //! and p99, and what each build adds over direct.
+//!
+//! Beside them, when `relay-floor` was built next to this binary, the two floors in the same
+//! run: a TCP relay (the extra hop alone) and the least HTTP gateway on Baton's stack (axum,
+//! hyper, reqwest, with no gateway work). What Baton adds above the second is its own.
 
 use testkit::{Behavior, FakeUpstream};
 
-use super::{pct, start_shared, tempfile_dir, timed, SHARED_KEY};
+use super::{pct, start_shared, start_shared_with, tempfile_dir, timed, SHARED_KEY};
 
 pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: usize) {
     let fake = FakeUpstream::start("bench").await;
@@ -18,11 +22,30 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
         format!("{}/chat/completions", fake.base_url()),
     )];
     let mut children = Vec::new();
-    for (name, bin) in [("this build", Some(new_bin)), ("baseline", old_bin)] {
+    let baseline = std::env::var("BENCH_BASELINE").unwrap_or_else(|_| "baseline".into());
+    for (name, bin) in [("this build", Some(new_bin)), (baseline.as_str(), old_bin)] {
         let Some(bin) = bin else { continue };
-        let (child, _, url) = start_shared(bin, &dir, &name.replace(' ', "-"), &fake);
+        let (child, _, url) = start_shared(
+            bin,
+            &dir,
+            &name.replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+            &fake,
+        );
         children.push(child);
         targets.push((name.to_string(), url));
+    }
+    if let Some(floor) = floor_bin() {
+        for (name, mode) in [("floor: TCP relay", "raw"), ("floor: HTTP relay", "http")] {
+            let (child, _, url) = start_shared_with(
+                &floor,
+                &dir,
+                &format!("floor-{mode}"),
+                &fake,
+                &[("RELAY_FLOOR", mode)],
+            );
+            children.push(child);
+            targets.push((name.to_string(), url));
+        }
     }
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
@@ -42,10 +65,12 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
     println!("## Time to the first content byte, one stream at a time ({n} streams each)\n");
     println!("| path | p50 | p99 | added p50 | added p99 |\n|---|---|---|---|---|");
     let mut direct = (0.0, 0.0);
+    let mut p50s = Vec::new();
     for (t, (name, _)) in targets.iter().enumerate() {
         let s = &mut samples[t];
         s.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let (p50, p99) = (pct(s, 0.5), pct(s, 0.99));
+        p50s.push((name.as_str(), p50));
         if t == 0 {
             direct = (p50, p99);
             println!("| {name} | {p50:.3} ms | {p99:.3} ms | | |");
@@ -57,5 +82,21 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
             );
         }
     }
+    let p50_of = |name: &str| p50s.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
+    if let (Some(floor), Some(this)) = (p50_of("floor: HTTP relay"), p50_of("this build")) {
+        println!(
+            "\nBaton's own work (this build over the HTTP floor, p50): +{:.3} ms",
+            this - floor
+        );
+    }
     drop(children);
+}
+
+/// `relay-floor`, built beside this binary (scripts/bench builds both).
+fn floor_bin() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let floor = exe.with_file_name("relay-floor");
+    floor
+        .is_file()
+        .then(|| floor.to_string_lossy().into_owned())
 }

@@ -396,12 +396,25 @@ fn start_shared(
     name: &str,
     fake: &FakeUpstream,
 ) -> (KillOnDrop, u32, String) {
+    start_shared_with(bin, dir, name, fake, &[])
+}
+
+/// `start_shared` with more environment (`relay-floor`'s mode).
+fn start_shared_with(
+    bin: &str,
+    dir: &std::path::Path,
+    name: &str,
+    fake: &FakeUpstream,
+    envs: &[(&str, &str)],
+) -> (KillOnDrop, u32, String) {
     let d = dir.join(name);
     std::fs::create_dir_all(&d).unwrap();
     let config = json!({"providers": [{"id": "fake", "kind": "openai-compatible", "baseUrl": fake.base_url(), "models": ["m"]}],
         "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
         "log": {"retentionDays": 1}});
-    start_baton(bin, &d, &config, &[("BENCH_KEY", SHARED_KEY)])
+    let mut all = vec![("BENCH_KEY", SHARED_KEY)];
+    all.extend_from_slice(envs);
+    start_baton(bin, &d, &config, &all)
 }
 
 /// Long because it is the benchmark script: its phases in the order the report prints them.
