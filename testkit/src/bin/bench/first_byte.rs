@@ -23,17 +23,19 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
     )];
     let mut children = Vec::new();
     let baseline = std::env::var("BENCH_BASELINE").unwrap_or_else(|_| "baseline".into());
-    for (name, bin) in [("this build", Some(new_bin)), (baseline.as_str(), old_bin)] {
+    // Each in a directory of its own whatever BENCH_BASELINE names (a label, not a path).
+    for (name, sub, bin) in [
+        ("this build", "this-build", Some(new_bin)),
+        (baseline.as_str(), "baseline", old_bin),
+    ] {
         let Some(bin) = bin else { continue };
-        let (child, _, url) = start_shared(
-            bin,
-            &dir,
-            &name.replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
-            &fake,
-        );
+        let (child, _, url) = start_shared(bin, &dir, sub, &fake);
         children.push(child);
         targets.push((name.to_string(), url));
     }
+    // Where "this build" and the HTTP floor sit in `targets`, for Baton's own work.
+    let this_build = 1;
+    let mut http_floor = None;
     if let Some(floor) = floor_bin() {
         for (name, mode) in [("floor: TCP relay", "raw"), ("floor: HTTP relay", "http")] {
             let (child, _, url) = start_shared_with(
@@ -44,6 +46,9 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
                 &[("RELAY_FLOOR", mode)],
             );
             children.push(child);
+            if mode == "http" {
+                http_floor = Some(targets.len());
+            }
             targets.push((name.to_string(), url));
         }
     }
@@ -62,15 +67,28 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
             }
         }
     }
+    report(&targets, &mut samples, n, this_build, http_floor);
+    drop(children);
+}
+
+/// The table: each path's p50 and p99 and what it adds over direct (the first row), then Baton's
+/// own work, this build over the HTTP floor, when the floors ran.
+fn report(
+    targets: &[(String, String)],
+    samples: &mut [Vec<f64>],
+    n: usize,
+    this_build: usize,
+    http_floor: Option<usize>,
+) {
     println!("## Time to the first content byte, one stream at a time ({n} streams each)\n");
     println!("| path | p50 | p99 | added p50 | added p99 |\n|---|---|---|---|---|");
     let mut direct = (0.0, 0.0);
-    let mut p50s = Vec::new();
+    let mut p50s = Vec::with_capacity(targets.len());
     for (t, (name, _)) in targets.iter().enumerate() {
         let s = &mut samples[t];
         s.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let (p50, p99) = (pct(s, 0.5), pct(s, 0.99));
-        p50s.push((name.as_str(), p50));
+        p50s.push(p50);
         if t == 0 {
             direct = (p50, p99);
             println!("| {name} | {p50:.3} ms | {p99:.3} ms | | |");
@@ -82,14 +100,12 @@ pub(super) async fn first_byte_bench(new_bin: &str, old_bin: Option<&str>, n: us
             );
         }
     }
-    let p50_of = |name: &str| p50s.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
-    if let (Some(floor), Some(this)) = (p50_of("floor: HTTP relay"), p50_of("this build")) {
+    if let Some(floor) = http_floor {
         println!(
             "\nBaton's own work (this build over the HTTP floor, p50): +{:.3} ms",
-            this - floor
+            p50s[this_build] - p50s[floor]
         );
     }
-    drop(children);
 }
 
 /// `relay-floor`, built beside this binary (scripts/bench builds both).
