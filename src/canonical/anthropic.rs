@@ -240,6 +240,7 @@ fn tools_from_anthropic(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidR
                     .get("input_schema")
                     .cloned()
                     .unwrap_or_else(|| json!({"type": "object"})),
+                freeform: None,
             })
         })
         .collect()

@@ -361,6 +361,7 @@ mod tests {
                 name: "get".into(),
                 description: None,
                 parameters: json!({"type": "object"}),
+                freeform: None,
             }],
             max_tokens: Some(50),
             ..ChatRequest::default()

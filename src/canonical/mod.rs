@@ -176,7 +176,90 @@ pub enum Part {
 pub struct Tool {
     pub name: String,
     pub description: Option<String>,
+    /// A function's arguments, as a JSON Schema. A freeform tool's is the one string
+    /// parameter ([`FREEFORM_INPUT`]) it takes on an API without freeform tools.
     pub parameters: Value,
+    /// Set for a freeform tool (a Responses or Chat `custom` tool): its input is raw text, not
+    /// JSON. An API with freeform tools gets it as one, any other a function with one string
+    /// parameter; either way its calls reach the client as the client's own freeform calls.
+    pub freeform: Option<Freeform>,
+}
+
+/// What a freeform tool's input must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Freeform {
+    /// Any text.
+    Text,
+    /// Text in a grammar (`syntax`: `lark` or `regex`).
+    Grammar { syntax: String, definition: String },
+}
+
+/// The one parameter a freeform tool has on an API without freeform tools; a freeform call's
+/// canonical `arguments` are `{"input": <raw text>}`.
+pub const FREEFORM_INPUT: &str = "input";
+
+impl Tool {
+    /// A freeform tool: on APIs without freeform tools, a function with one string parameter
+    /// whose description carries the grammar, when there is one.
+    pub fn freeform(name: String, description: Option<String>, format: Freeform) -> Tool {
+        let input = match &format {
+            Freeform::Grammar { definition, .. } => {
+                format!("The tool's raw input, exactly in this grammar:\n{definition}")
+            }
+            Freeform::Text => "The tool's raw input.".to_string(),
+        };
+        Tool {
+            name,
+            description,
+            parameters: serde_json::json!({"type": "object",
+                "properties": {FREEFORM_INPUT: {"type": "string", "description": input}},
+                "required": [FREEFORM_INPUT], "additionalProperties": false}),
+            freeform: Some(format),
+        }
+    }
+}
+
+impl Freeform {
+    /// A Responses tool's `format` (`{"type": "grammar", "syntax", "definition"}`) or a Chat
+    /// custom tool's (`{"type": "grammar", "grammar": {"syntax", "definition"}}`); text when
+    /// absent or anything else.
+    pub fn from_format(format: Option<&Value>) -> Freeform {
+        let Some(f) = format.filter(|f| f.get("type").and_then(Value::as_str) == Some("grammar"))
+        else {
+            return Freeform::Text;
+        };
+        let g = f.get("grammar").unwrap_or(f);
+        match g.get("definition").and_then(Value::as_str) {
+            Some(definition) => Freeform::Grammar {
+                syntax: str_at(g, "syntax"),
+                definition: definition.to_string(),
+            },
+            None => Freeform::Text,
+        }
+    }
+
+    /// As a Responses custom tool's `format`.
+    pub fn to_responses(&self) -> Value {
+        match self {
+            Freeform::Text => serde_json::json!({"type": "text"}),
+            Freeform::Grammar { syntax, definition } => {
+                serde_json::json!({"type": "grammar", "syntax": syntax, "definition": definition})
+            }
+        }
+    }
+}
+
+/// A freeform call's raw input from its canonical arguments (`{"input": …}`); arguments of
+/// another shape are the input as they are.
+pub fn freeform_input(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|v| {
+            v.get(FREEFORM_INPUT)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| arguments.to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,6 +397,13 @@ impl Needs {
 }
 
 impl ChatRequest {
+    /// Whether the tool `name` is declared freeform.
+    pub fn is_freeform(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.name == name && t.freeform.is_some())
+    }
+
     pub fn needs(&self) -> Needs {
         let mut needs = Needs {
             // A hosted search is a function call on any upstream that does not run it itself.

@@ -75,6 +75,7 @@ pub fn request_from_openai(body: &Map<String, Value>) -> Result<ChatRequest, Inv
                     .get("parameters")
                     .cloned()
                     .unwrap_or_else(|| json!({"type": "object"})),
+                freeform: None,
             });
         }
     }

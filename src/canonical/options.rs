@@ -36,8 +36,10 @@ impl ToolChoice {
     pub fn from_openai(v: &Value) -> Option<Self> {
         match v {
             Value::String(s) => Self::word(s),
+            // One function, or one custom (freeform) tool.
             Value::Object(_) => v
                 .pointer("/function/name")
+                .or_else(|| v.pointer("/custom/name"))
                 .and_then(Value::as_str)
                 .map(|n| ToolChoice::Tool(n.to_string())),
             _ => None,
@@ -48,10 +50,17 @@ impl ToolChoice {
     pub fn from_responses(v: &Value) -> Option<Self> {
         match v {
             Value::String(s) => Self::word(s),
-            Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => o
-                .get("name")
-                .and_then(Value::as_str)
-                .map(|n| ToolChoice::Tool(n.to_string())),
+            // One function, or one freeform tool (`custom`): a tool by name either way.
+            Value::Object(o)
+                if matches!(
+                    o.get("type").and_then(Value::as_str),
+                    Some("function" | "custom")
+                ) =>
+            {
+                o.get("name")
+                    .and_then(Value::as_str)
+                    .map(|n| ToolChoice::Tool(n.to_string()))
+            }
             _ => None,
         }
     }

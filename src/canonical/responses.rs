@@ -3,10 +3,10 @@
 //! Baton keeps no conversation state: the whole conversation comes in `input` (Codex sends it
 //! so, with `store: false`); `previous_response_id` goes only to a Responses upstream, which
 //! keeps its own, and is refused with a message that says so when there is none.
-//! Freeform tools (`"type": "custom"`, such as Codex's `apply_patch`) have no counterpart in
-//! other formats: they travel as a function with one string parameter, `input`, whose
-//! description carries the tool's grammar, and come back to the client as `custom_tool_call`
-//! items with the raw input. Reasoning items (encrypted, for OpenAI's own servers) are dropped.
+//! Freeform tools (`"type": "custom"`, such as Codex's `apply_patch` and `exec`) are canonical
+//! freeform tools: a Responses upstream gets them as they are, other APIs a function with one
+//! string parameter, `input`, whose description carries the tool's grammar; their calls come
+//! back to the client as `custom_tool_call` items with the raw input. Reasoning items (encrypted, for OpenAI's own servers) are dropped.
 //! Tools may also come in an `additional_tools` input item and in namespaces (current Codex
 //! declares its tools so): a namespaced tool travels as `<namespace>__<name>` and its calls go
 //! back with their `namespace`, as the client declared them (`ClientTools`).
@@ -17,13 +17,14 @@ pub mod upstream;
 
 use serde_json::{json, Map, Value};
 
+use super::{freeform_input, FREEFORM_INPUT};
 use super::{
     invalid, kind_of, ChatRequest, ChatResponse, InvalidRequest, Message, Part, Role, StopReason,
     Usage,
 };
 pub use stream::StreamEncoder;
 pub use tools::ClientTools;
-use tools::{called_name, freeform_input, tools, FREEFORM_PARAM};
+use tools::{called_name, tools};
 
 /// A Responses request as a canonical request.
 pub fn request_from_responses(body: &Map<String, Value>) -> Result<ChatRequest, InvalidRequest> {
@@ -127,7 +128,7 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
             Ok(())
         }
         "custom_tool_call" => {
-            let arguments = json!({ FREEFORM_PARAM: s("input") }).to_string();
+            let arguments = json!({ FREEFORM_INPUT: s("input") }).to_string();
             push_call(req, s("call_id"), called_name(item), arguments);
             Ok(())
         }

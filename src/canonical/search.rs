@@ -137,6 +137,7 @@ impl WebSearch {
             parameters: json!({"type": "object",
                 "properties": {"query": {"type": "string", "description": "The search query."}},
                 "required": ["query"], "additionalProperties": false}),
+            freeform: None,
         }
     }
 

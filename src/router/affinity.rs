@@ -318,6 +318,7 @@ mod tests {
             name: "shell".into(),
             description: None,
             parameters: json!({"type": "object"}),
+            freeform: None,
         });
         assert_ne!(a, Conversation::by_prefix(&tooled));
         assert_eq!(Conversation::by_prefix(&ChatRequest::default()), None);

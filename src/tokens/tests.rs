@@ -128,6 +128,7 @@ fn the_estimate_stays_within_its_stated_error_on_every_kind_of_text() {
                 name: t["name"].as_str().unwrap_or_default().into(),
                 description: t["description"].as_str().map(str::to_string),
                 parameters: t["parameters"].clone(),
+                freeform: None,
             })
             .collect(),
         ..ChatRequest::default()

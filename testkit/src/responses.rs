@@ -36,9 +36,9 @@ fn last_user(body: &Value) -> String {
     }
 }
 
-/// Whether the request declares `name` as a freeform tool: in `tools` or, as current Codex
-/// does, in an `additional_tools` input item (possibly inside a namespace).
-fn is_freeform(body: &Value, name: &str) -> bool {
+/// The type (`function`, `custom`) the request declares the tool `name` with: in `tools` or,
+/// as current Codex does, in an `additional_tools` input item (possibly inside a namespace).
+fn declared_type<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
     let additional = body
         .get("input")
         .and_then(Value::as_array)
@@ -51,10 +51,40 @@ fn is_freeform(body: &Value, name: &str) -> bool {
         .and_then(Value::as_array)
         .into_iter()
         .chain(additional);
-    lists.flatten().any(|t| {
+    lists.flatten().find_map(|t| {
         let inner = t.get("tools").and_then(Value::as_array);
         let mut all = std::iter::once(t).chain(inner.into_iter().flatten());
-        all.any(|t| t["type"] == "custom" && t["name"] == name)
+        all.find(|t| t["type"] != "namespace" && t["name"] == name)
+            .and_then(|t| t["type"].as_str())
+    })
+}
+
+fn is_freeform(body: &Value, name: &str) -> bool {
+    declared_type(body, name) == Some("custom")
+}
+
+/// A call in the conversation of another type than its tool's: a `function_call` (JSON
+/// arguments) to a tool declared `custom` (raw text), or a `custom_tool_call` to a function.
+/// The model never makes one (it answers a freeform tool with `custom_tool_call`, as this fake
+/// does), and Codex, given one, runs nothing: it prints "tool exec invoked with incompatible
+/// payload" and sends the call back with "aborted" as its output. Refused here so that a
+/// gateway that declared a client's freeform tool as a function fails its test at once.
+fn refuse_mismatched_calls(body: &Value) -> Option<String> {
+    let items = body.get("input").and_then(Value::as_array)?;
+    items.iter().find_map(|i| {
+        let (want, kind) = match i["type"].as_str()? {
+            "function_call" => ("function", "function_call"),
+            "custom_tool_call" => ("custom", "custom_tool_call"),
+            _ => return None,
+        };
+        let name = i["name"].as_str()?;
+        let declared = declared_type(body, name)?;
+        (declared != want).then(|| {
+            format!(
+                "Invalid value for 'input': a {kind} to '{name}', a tool declared with type \
+                 '{declared}'; tool {name} invoked with incompatible payload."
+            )
+        })
     })
 }
 
@@ -149,7 +179,8 @@ pub(crate) async fn create(
     if let Some(r) = refuse_body(&s, &body) {
         return r;
     }
-    if let Some(message) = refuse_unanswered_calls(&body) {
+    if let Some(message) = refuse_unanswered_calls(&body).or_else(|| refuse_mismatched_calls(&body))
+    {
         s.refusals.lock().unwrap().push(message.clone());
         return crate::refuse::openai(&message, Some("input"), None);
     }

@@ -381,3 +381,136 @@ async fn a_client_that_leaves_after_response_completed_was_served() {
     assert_eq!((row.input_tokens, row.output_tokens), (Some(11), Some(7)));
     baton.stop().await;
 }
+
+/// Codex 0.171 on its default model through a public Responses API on Baton's key (the most
+/// common Codex-with-an-API-key set-up): its tools, declared in an `additional_tools` item with
+/// `exec` freeform, reach the upstream in `tools` as declared, so the model's call to `exec`
+/// comes back as the `custom_tool_call` Codex runs; `reasoning`, `include` and
+/// `prompt_cache_key` arrive as Codex sent them; the next turn, carrying that call and its
+/// output, is taken as it is (the fake refuses a call of another type than its tool's).
+#[tokio::test]
+async fn codex_default_model_keeps_its_freeform_tools_and_reasoning_on_a_public_api() {
+    let (_d, up, baton) = setup(vec![]).await;
+    let mut body: Value = serde_json::from_str(include_str!(
+        "../fixtures/codex/0.171-default-model-request.json"
+    ))
+    .unwrap();
+    body["model"] = json!("gpt-real");
+    let script = "await tools.apply_patch('*** Begin Patch\\n*** End Patch\\n'); text('done');";
+    up.script([Behavior::ToolCall {
+        name: "exec".into(),
+        arguments: json!({ "input": script }).to_string(),
+    }]);
+    let r = responses_post(&baton, body.clone()).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    let events: Vec<Value> = sse_data(&r.text().await.unwrap())
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done")
+        .expect("an output item");
+    assert_eq!(done["item"]["type"], "custom_tool_call", "{done}");
+    assert_eq!(done["item"]["name"], "exec");
+    assert_eq!(done["item"]["input"], script, "the raw input, not JSON");
+    assert!(events
+        .iter()
+        .all(|e| e["type"] != "response.function_call_arguments.delta"));
+
+    let sent = &up.received()[0].body;
+    for k in ["reasoning", "include", "prompt_cache_key", "text"] {
+        assert_eq!(sent[k], body[k], "{k} as Codex sent it");
+    }
+    let exec = sent["tools"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "exec")
+        .unwrap()
+        .clone();
+    assert_eq!(exec["type"], "custom");
+
+    // The next turn: Codex sends the call back with what `exec` printed.
+    let mut next = body.clone();
+    let input = next["input"].as_array_mut().unwrap();
+    input.push(done["item"].clone());
+    input.push(
+        json!({"type": "custom_tool_call_output", "call_id": done["item"]["call_id"],
+        "output": "done"}),
+    );
+    let r = responses_post(&baton, next).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    r.text().await.unwrap();
+    assert!(up.refusals().is_empty(), "{:?}", up.refusals());
+    baton.stop().await;
+}
+
+/// The strict fake stands for what Codex does with a call of the wrong type: a `function_call`
+/// to a tool declared `custom` is refused, so a gateway that turned a freeform tool into a
+/// function fails here rather than in a user's session.
+#[tokio::test]
+async fn the_fake_refuses_a_function_call_to_a_freeform_tool() {
+    let up = FakeUpstream::start("resp").await;
+    up.expect_refusals();
+    let body = json!({"model": "m", "stream": false,
+        "tools": [{"type": "custom", "name": "exec"}],
+        "input": [{"type": "message", "role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": "{\"input\":\"x\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "aborted"}]});
+    let r = reqwest::Client::new()
+        .post(format!("{}/responses", up.base_url()))
+        .bearer_auth("k")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let refusals = up.refusals();
+    assert!(refusals[0].contains("incompatible payload"), "{refusals:?}");
+}
+
+/// The fields Baton keeps on each input item for the public API are the ones the vendor's
+/// request types define (`testkit/contract/openai-responses.json`, generated from the pinned
+/// SDK): regenerating the contract after an API change fails here until the table follows.
+#[test]
+fn the_public_input_item_fields_are_the_sdks() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../testkit/contract/openai-responses.json")).unwrap();
+    let defs = &schema["$defs"];
+    let input = &defs["response_create_params.ResponseCreateParamsStreaming"]["properties"]
+        ["input"]["anyOf"];
+    let items = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["type"] == "array")
+        .unwrap();
+    let mut sdk: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for variant in items["items"]["anyOf"].as_array().unwrap() {
+        let name = variant["$ref"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        let props = defs[name]["properties"].as_object().unwrap();
+        for kind in props
+            .get("type")
+            .and_then(|t| t["enum"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            sdk.entry(kind.as_str().unwrap().to_string())
+                .or_default()
+                .extend(props.keys().cloned());
+        }
+    }
+    let ours: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        baton::providers::kinds::openai_responses::public::INPUT_ITEM_FIELDS
+            .iter()
+            .map(|(k, f)| (k.to_string(), f.iter().map(|f| f.to_string()).collect()))
+            .collect();
+    assert_eq!(ours, sdk);
+}

@@ -63,9 +63,54 @@ fn codex_input_items_become_one_canonical_conversation() {
         .as_str()
         .unwrap()
         .contains("start: begin_patch hunk+ end_patch"));
+    assert_eq!(
+        patch.freeform,
+        Some(crate::canonical::Freeform::Grammar {
+            syntax: "lark".into(),
+            definition: "start: begin_patch hunk+ end_patch".into()
+        }),
+        "and stays a freeform tool"
+    );
+    assert_eq!(r.tools[0].freeform, None);
     assert_eq!(r.max_tokens, Some(500));
     assert_eq!(r.parallel_tool_calls, Some(false));
     assert!(r.stream);
+}
+
+/// A Responses upstream is given a freeform tool as one (`custom`, its grammar kept), and the
+/// conversation's calls to it as `custom_tool_call` with their raw input: the model then
+/// answers it with a `custom_tool_call` too, never a function call the client cannot run.
+#[test]
+fn freeform_tools_reach_a_responses_upstream_as_freeform_tools() {
+    let mut r = request_from_responses(&codex_like()).unwrap();
+    r.tool_choice = Some(crate::canonical::ToolChoice::Tool("apply_patch".into()));
+    let b = upstream::request_to_responses(&r);
+    assert_eq!(
+        b["tools"][1],
+        json!({"type": "custom", "name": "apply_patch", "description": "Edit files.",
+            "format": {"type": "grammar", "syntax": "lark",
+                "definition": "start: begin_patch hunk+ end_patch"}})
+    );
+    assert_eq!(b["tools"][0]["type"], "function");
+    assert_eq!(
+        b["tool_choice"],
+        json!({"type": "custom", "name": "apply_patch"})
+    );
+    let items = b["input"].as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "function_call",
+            "function_call_output",
+            "custom_tool_call",
+            "custom_tool_call_output",
+            "message"
+        ]
+    );
+    assert_eq!(items[3]["input"], "*** Begin Patch\n*** End Patch\n");
+    assert_eq!(items[4]["call_id"], "call_2");
 }
 
 #[test]

@@ -1,13 +1,11 @@
 //! The tools a Responses client declares, as canonical tools, and the names its calls go back
-//! under. Freeform tools become functions with one string parameter; tools come in `tools` and
-//! in `additional_tools` input items, and those in a namespace travel as `<namespace>__<name>`.
+//! under. Freeform tools are canonical freeform tools (`Tool::freeform`); tools come in `tools`
+//! and in `additional_tools` input items, and those in a namespace travel as
+//! `<namespace>__<name>`.
 
 use serde_json::{json, Map, Value};
 
-use crate::canonical::{invalid, kind_of, InvalidRequest, Tool};
-
-/// The one parameter a freeform tool has on upstreams without freeform tools.
-pub(super) const FREEFORM_PARAM: &str = "input";
+use crate::canonical::{invalid, kind_of, Freeform, InvalidRequest, Tool};
 
 /// Function and freeform tools. The hosted web search is `ChatRequest::web_search`
 /// ([`web_search`]); other hosted tools (file search, code interpreter) run only on OpenAI's
@@ -39,9 +37,10 @@ pub(super) fn tools(body: &Map<String, Value>) -> Result<Vec<Tool>, InvalidReque
                     .get("parameters")
                     .cloned()
                     .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                freeform: None,
             }
         } else {
-            freeform_tool(name, description, t.get("format"))
+            Tool::freeform(name, description, Freeform::from_format(t.get("format")))
         });
     }
     Ok(out)
@@ -137,25 +136,6 @@ pub(super) fn called_name(item: &Value) -> String {
     flat_name(item.get("namespace").and_then(Value::as_str), &name)
 }
 
-/// A freeform tool as a function with one string parameter; its grammar, when it has one, is
-/// what the model must write in it.
-fn freeform_tool(name: String, description: Option<String>, format: Option<&Value>) -> Tool {
-    let grammar = format
-        .and_then(|f| f.get("definition"))
-        .and_then(Value::as_str);
-    let input = match grammar {
-        Some(g) => format!("The tool's raw input, exactly in this grammar:\n{g}"),
-        None => "The tool's raw input.".to_string(),
-    };
-    Tool {
-        name,
-        description,
-        parameters: json!({"type": "object",
-            "properties": {FREEFORM_PARAM: {"type": "string", "description": input}},
-            "required": [FREEFORM_PARAM], "additionalProperties": false}),
-    }
-}
-
 /// How the client declared its tools, to give calls back in its terms: freeform tools as
 /// `custom_tool_call`, namespaced ones with their `namespace`.
 #[derive(Debug, Clone, Default)]
@@ -199,16 +179,4 @@ impl ClientTools {
             None => item["name"] = json!(flat),
         }
     }
-}
-
-/// The raw input of a freeform tool call from its function arguments.
-pub(super) fn freeform_input(arguments: &str) -> String {
-    serde_json::from_str::<Value>(arguments)
-        .ok()
-        .and_then(|v| {
-            v.get(FREEFORM_PARAM)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| arguments.to_string())
 }

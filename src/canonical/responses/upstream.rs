@@ -1,12 +1,15 @@
 //! The other direction, for `openai-responses` upstreams: a canonical request as a Responses
 //! request, and a Responses answer and its stream events as canonical ones. A freeform tool
-//! call the upstream makes (`custom_tool_call`) becomes a tool call whose arguments are
-//! `{"input": …}`, as a freeform tool travels everywhere else.
+//! goes as a `custom` tool, its calls in the conversation as `custom_tool_call` items; a
+//! freeform call the upstream makes (`custom_tool_call`) becomes a tool call whose arguments
+//! are `{"input": …}`, as a freeform call travels everywhere else.
 
 use serde_json::{json, Map, Value};
 
-use super::FREEFORM_PARAM;
-use crate::canonical::{ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usage};
+use crate::canonical::FREEFORM_INPUT;
+use crate::canonical::{
+    freeform_input, ChatRequest, ChatResponse, Part, Role, StopReason, StreamEvent, Usage,
+};
 
 /// A canonical request as a Responses body (Baton keeps no state upstream either: `store` is
 /// off and the whole conversation goes in `input`).
@@ -17,25 +20,26 @@ pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
         b.insert("instructions".into(), json!(req.system.join("\n\n")));
     }
     let mut input = Vec::new();
+    let mut freeform_calls = Vec::new();
     for m in &req.messages {
-        push_items(&mut input, m.role, &m.content);
+        push_items(&mut input, m.role, &m.content, req, &mut freeform_calls);
     }
     b.insert("input".into(), Value::Array(input));
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            // `strict` is required, and strict mode would refuse the schemas most clients
-            // write (optional properties, open objects): a translated tool is not strict.
-            .map(|t| {
-                json!({"type": "function", "name": t.name, "description": t.description,
-                "parameters": t.parameters, "strict": false})
-            })
-            .collect();
+        let tools: Vec<Value> = req.tools.iter().map(tool).collect();
         b.insert("tools".into(), Value::Array(tools));
     }
     if let Some(tc) = &req.tool_choice {
-        b.insert("tool_choice".into(), tc.to_responses());
+        let mut choice = tc.to_responses();
+        // One freeform tool is chosen as one (`{"type": "custom", "name"}`).
+        if choice
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| req.is_freeform(n))
+        {
+            choice["type"] = json!("custom");
+        }
+        b.insert("tool_choice".into(), choice);
     }
     if let Some(n) = req.max_tokens {
         b.insert("max_output_tokens".into(), json!(n));
@@ -56,9 +60,32 @@ pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
     b
 }
 
+/// A tool as the Responses API declares it: a freeform tool as a `custom` tool (the model
+/// then answers it with a `custom_tool_call`), a function as a function. `strict` is required
+/// on a function, and strict mode would refuse the schemas most clients write (optional
+/// properties, open objects): a translated function is not strict.
+fn tool(t: &crate::canonical::Tool) -> Value {
+    let mut v = match &t.freeform {
+        Some(f) => json!({"type": "custom", "name": t.name, "format": f.to_responses()}),
+        None => json!({"type": "function", "name": t.name, "parameters": t.parameters,
+            "strict": false}),
+    };
+    if let Some(d) = &t.description {
+        v["description"] = json!(d);
+    }
+    v
+}
+
 /// One canonical message as input items: its text and images as a message, its tool calls and
-/// results as their own items.
-fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
+/// results as their own items (a freeform tool's as `custom_tool_call` and its output;
+/// `freeform_calls` keeps their ids for the outputs that follow).
+fn push_items(
+    input: &mut Vec<Value>,
+    role: Role,
+    content: &[Part],
+    req: &ChatRequest,
+    freeform_calls: &mut Vec<String>,
+) {
     let text_kind = if role == Role::Assistant {
         "output_text"
     } else {
@@ -75,10 +102,27 @@ fn push_items(input: &mut Vec<Value>, role: Role, content: &[Part]) {
                 id,
                 name,
                 arguments,
+            } if req.is_freeform(name) => {
+                freeform_calls.push(id.clone());
+                calls.push(
+                    json!({"type": "custom_tool_call", "call_id": id, "name": name,
+                    "input": freeform_input(arguments)}),
+                );
+            }
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
             } => calls.push(json!({"type": "function_call", "call_id": id, "name": name,
                 "arguments": arguments})),
-            Part::ToolResult { call_id, content } => calls.push(json!({
-                "type": "function_call_output", "call_id": call_id, "output": content})),
+            Part::ToolResult { call_id, content } => {
+                let kind = if freeform_calls.contains(call_id) {
+                    "custom_tool_call_output"
+                } else {
+                    "function_call_output"
+                };
+                calls.push(json!({"type": kind, "call_id": call_id, "output": content}));
+            }
             // Reasoning is the answering model's, not part of the conversation sent on.
             Part::Reasoning(_) | Part::WebSearch(_) => {}
         }
@@ -118,7 +162,7 @@ fn call_of(item: &Value) -> Option<(String, String, String)> {
         "custom_tool_call" => Some((
             s("call_id")?,
             s("name")?,
-            json!({ FREEFORM_PARAM: s("input").unwrap_or_default() }).to_string(),
+            json!({ FREEFORM_INPUT: s("input").unwrap_or_default() }).to_string(),
         )),
         _ => None,
     }
@@ -236,7 +280,7 @@ impl StreamDecoder {
                 Some(index) => vec![StreamEvent::ToolCallDelta {
                     index,
                     arguments:
-                        json!({ FREEFORM_PARAM: v.get("input").cloned().unwrap_or_default() })
+                        json!({ FREEFORM_INPUT: v.get("input").cloned().unwrap_or_default() })
                             .to_string(),
                 }],
                 None => Vec::new(),

@@ -74,6 +74,7 @@ fn only_single_prompts_unless_flattened() {
         name: "f".into(),
         description: None,
         parameters: serde_json::json!({}),
+        freeform: None,
     });
     assert!(shape_problem(&tools, true).unwrap().contains("tool"));
     let mut image = one.clone();

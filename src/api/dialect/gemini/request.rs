@@ -303,6 +303,7 @@ fn read_tool(
                 .and_then(Value::as_str)
                 .map(str::to_string),
             parameters,
+            freeform: None,
         });
     }
     Ok(())

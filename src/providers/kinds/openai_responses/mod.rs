@@ -17,18 +17,19 @@ use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
 /// The least `max_output_tokens` the Responses API accepts.
 const MIN_OUTPUT_TOKENS: u64 = 16;
 
+pub mod public;
+
 /// Fields Codex sends that only the ChatGPT backend (its own login's endpoint) takes; the
 /// public Responses API refuses them as unknown parameters (Codex 0.171's request type).
 const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
 
 /// The request body: the client's own Responses body (model rewritten, output capped to the
 /// model's limit), or the canonical request translated. `public`: the provider is the public
-/// API on a key of Baton's, which takes none of the ChatGPT backend's own fields.
+/// API on a key of Baton's, which takes none of the ChatGPT backend's own fields; everything
+/// else the client sent (`reasoning`, `include`, `prompt_cache_key`, its freeform tools as
+/// freeform tools) goes on as it came.
 pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     let mut b = match o.original(Wire::Responses) {
-        // Codex's body declares tools in `additional_tools` input items, which only the
-        // ChatGPT backend reads: the public API gets the request translated (tools in `tools`).
-        Some(own) if public && has_additional_tools(own) => request_to_responses(o.canonical),
         Some(own) => own.clone(),
         None => request_to_responses(o.canonical),
     };
@@ -36,7 +37,8 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
         for k in CHATGPT_ONLY {
             b.remove(k);
         }
-        public_input(&mut b);
+        public::input(&mut b);
+        public::tools_declared_in_tools(&mut b);
     }
     b.insert("model".into(), json!(model.id));
     // Reasoning Baton gave the client from another provider has no encrypted content, and the
@@ -65,28 +67,6 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&b).unwrap_or_default()
-}
-
-fn has_additional_tools(body: &serde_json::Map<String, Value>) -> bool {
-    body.get("input")
-        .and_then(Value::as_array)
-        .is_some_and(|items| items.iter().any(|i| i["type"] == "additional_tools"))
-}
-
-/// The public API takes an `id` only on an output message it could have made (with its
-/// `status`); Codex puts its own ids on every message it sends the ChatGPT backend.
-fn public_input(body: &mut serde_json::Map<String, Value>) {
-    let Some(Value::Array(items)) = body.get_mut("input") else {
-        return;
-    };
-    for item in items {
-        if let Value::Object(m) = item {
-            if m.get("type").and_then(Value::as_str) == Some("message") && !m.contains_key("status")
-            {
-                m.remove("id");
-            }
-        }
-    }
 }
 
 pub fn request(

@@ -47,3 +47,122 @@ fn complete_bodies_are_answers_errors_or_neither() {
     ));
     assert!(matches!(complete(b"[]"), Complete::NotAnswer(_)));
 }
+
+/// The body Codex 0.171 sends on its default model (captured from the real CLI, long texts
+/// trimmed): tools in an `additional_tools` item, in namespaces, `exec` freeform with a grammar.
+fn codex_default_body() -> Map<String, Value> {
+    serde_json::from_str(include_str!(
+        "../../../../tests/fixtures/codex/0.171-default-model-request.json"
+    ))
+    .expect("the fixture is a JSON object")
+}
+
+fn model(id: &str) -> ModelInfo {
+    ModelInfo {
+        id: id.into(),
+        context_window: None,
+        tools: true,
+        images: false,
+        max_output_tokens: None,
+        price: None,
+        tier: None,
+    }
+}
+
+fn built(own: &Map<String, Value>, public: bool) -> Value {
+    let canonical = crate::canonical::ChatRequest::default();
+    let openai = Map::new();
+    let o = Outbound {
+        openai_body: &openai,
+        original: Some((Wire::Responses, own)),
+        client: None,
+        anthropic_beta: None,
+        canonical: &canonical,
+        stream: true,
+        request_id: "req_1",
+        thinking: crate::providers::thinking::Keep::None,
+    };
+    serde_json::from_slice(&body(&o, &model("gpt-real"), public)).expect("JSON")
+}
+
+#[test]
+fn codex_default_model_body_keeps_everything_but_the_backends_own_fields_on_a_public_api() {
+    let own = codex_default_body();
+    let sent = built(&own, true);
+    // What Codex asked for goes on as it came.
+    for k in [
+        "reasoning",
+        "include",
+        "prompt_cache_key",
+        "text",
+        "tool_choice",
+        "parallel_tool_calls",
+        "store",
+        "stream",
+    ] {
+        assert_eq!(sent[k], own[k], "{k}");
+    }
+    assert_eq!(sent["model"], "gpt-real");
+    assert!(sent.get("client_metadata").is_none());
+    // Its tools are declared in `tools`, as declared: namespaces, and `exec` still freeform
+    // with its grammar.
+    let declared = own["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "additional_tools")
+        .unwrap()["tools"]
+        .clone();
+    assert_eq!(sent["tools"], declared);
+    let exec = sent["tools"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "exec")
+        .unwrap();
+    assert_eq!(exec["type"], "custom");
+    assert_eq!(exec["format"]["syntax"], "lark");
+    let items = sent["input"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["type"] != "additional_tools"));
+    assert_eq!(
+        items.len(),
+        own["input"].as_array().unwrap().len() - 1,
+        "every other item stays"
+    );
+    // Messages carry only the public API's fields.
+    for m in items.iter().filter(|i| i["type"] == "message") {
+        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        assert!(
+            keys.iter()
+                .all(|k| ["type", "role", "content"].contains(&k.as_str())),
+            "{keys:?}"
+        );
+    }
+}
+
+#[test]
+fn the_chatgpt_backend_gets_codexs_body_untouched_but_for_the_model() {
+    let own = codex_default_body();
+    let mut sent = built(&own, false);
+    sent["model"] = own["model"].clone();
+    assert_eq!(sent, Value::Object(own));
+}
+
+#[test]
+fn tools_already_in_tools_are_not_declared_twice() {
+    let own: Map<String, Value> = serde_json::from_value(json!({"model": "m", "input": [
+        {"type": "additional_tools", "role": "developer", "tools": [
+            {"type": "custom", "name": "apply_patch"}, {"type": "function", "name": "shell"}]},
+        {"type": "message", "role": "user", "content": "hi"}],
+        "tools": [{"type": "custom", "name": "apply_patch"}]}))
+    .unwrap();
+    let sent = built(&own, true);
+    assert_eq!(
+        sent["tools"],
+        json!([{"type": "custom", "name": "apply_patch"}, {"type": "function", "name": "shell"}])
+    );
+    assert_eq!(
+        sent["input"],
+        json!([{"type": "message", "role": "user", "content": "hi"}])
+    );
+}
