@@ -183,7 +183,7 @@ async fn handle_client(
         base,
     };
     match result {
-        Ok(Served::Complete(c)) => out.complete(c, rec),
+        Ok(Served::Complete(c)) => out.complete(c, &inbound, rec),
         Ok(Served::Stream(s)) => Ok(out.stream(s, &inbound, rec)),
         Err(f) => Err(out.failure(f, &inbound, rec)),
     }

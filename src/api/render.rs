@@ -24,7 +24,12 @@ pub(super) struct Out<'a> {
 
 impl<'a> Out<'a> {
     /// A complete answer: logged, counted, translated when the formats differ.
-    pub(super) fn complete(self, served: Completed, mut rec: Record) -> Result<Response, ApiError> {
+    pub(super) fn complete(
+        self,
+        served: Completed,
+        inbound: &Inbound,
+        mut rec: Record,
+    ) -> Result<Response, ApiError> {
         let Completed {
             target,
             reply,
@@ -64,9 +69,9 @@ impl<'a> Out<'a> {
                     answer.id = self.request_id.to_string();
                     answer.model = target.model.id.clone();
                 }
-                self.render(answer, &target.model.id)
+                self.render(answer, &target.model.id, inbound)
             }
-            Reply::Canonical(answer) => self.render(answer, &target.model.id),
+            Reply::Canonical(answer) => self.render(answer, &target.model.id, inbound),
         };
         let mut resp = (StatusCode::OK, body).into_response();
         resp.headers_mut().insert(
@@ -77,8 +82,15 @@ impl<'a> Out<'a> {
         Ok(resp)
     }
 
-    /// A canonical answer in the client's format.
-    fn render(&self, mut answer: crate::canonical::ChatResponse, served: &str) -> Bytes {
+    /// A canonical answer in the client's format, its new calls with ids the conversation does
+    /// not hold yet.
+    fn render(
+        &self,
+        mut answer: crate::canonical::ChatResponse,
+        served: &str,
+        inbound: &Inbound,
+    ) -> Bytes {
+        crate::canonical::ids::Fresh::of(&inbound.canonical).answer(&mut answer);
         let cx = self.cx();
         answer.created = cx.now_s;
         let out = self.dialect.render(&answer, served, &cx);
@@ -114,6 +126,10 @@ impl<'a> Out<'a> {
         });
         let cx = self.cx();
         let out = self.dialect.encoder(&target.model.id, &cx, inbound);
+        // A translated answer's new calls get ids the conversation does not hold yet.
+        let out: Box<dyn crate::canonical::StreamEncode> = Box::new(
+            crate::canonical::ids::FreshIds::new(out, &inbound.canonical),
+        );
         let content_type = out.content_type();
         let upstream = crate::router::stream::Upstream {
             source,

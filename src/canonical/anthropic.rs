@@ -414,6 +414,9 @@ pub fn request_to_anthropic(
     model: &str,
     default_max_tokens: u64,
 ) -> Map<String, Value> {
+    // Ids several providers made may repeat, or hold characters this API refuses.
+    let fitted = super::ids::fit(req, super::ids::IdRule::Anthropic);
+    let req: &ChatRequest = &fitted;
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     let mut system = req.system.join("\n\n");

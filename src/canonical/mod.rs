@@ -5,6 +5,7 @@
 pub mod anthropic;
 pub mod effort;
 pub mod gemini;
+pub mod ids;
 pub mod openai;
 pub mod options;
 pub mod responses;

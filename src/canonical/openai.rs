@@ -280,6 +280,9 @@ fn text_of(content: &Value, param: &str) -> Result<String, InvalidRequest> {
 
 /// Canonical request -> OpenAI Chat Completions body.
 pub fn request_to_openai(req: &ChatRequest) -> Map<String, Value> {
+    // Ids several providers made may repeat, or hold characters this API refuses.
+    let fitted = super::ids::fit(req, super::ids::IdRule::Unique);
+    let req: &ChatRequest = &fitted;
     let mut body = req.extra.clone();
     body.insert("model".into(), json!(req.model));
     let mut messages = Vec::new();

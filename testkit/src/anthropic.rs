@@ -378,7 +378,14 @@ pub(crate) fn refuse_tools(body: &Value) -> Option<String> {
     for (t, (role, i, blocks)) in turns.iter().enumerate() {
         if role == "assistant" {
             let uses = ids(blocks, "tool_use", "id");
-            for id in &uses {
+            for (j, id) in uses.iter().enumerate() {
+                // The API's pattern for a tool_use id.
+                let pattern = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+                if id.is_empty() || !id.bytes().all(pattern) {
+                    return Some(format!(
+                        "messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                    ));
+                }
                 if !seen.insert(id.clone()) {
                     return Some(format!(
                         "messages.{i}.content: `tool_use` ids must be unique"

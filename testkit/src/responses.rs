@@ -88,8 +88,12 @@ fn refuse_mismatched_calls(body: &Value) -> Option<String> {
     })
 }
 
-/// The output item for a tool call: `custom_tool_call` when the request's tool is freeform.
-fn call_item(body: &Value, name: &str, arguments: &str, n: usize) -> Value {
+/// The output item for a tool call: `custom_tool_call` when the request's tool is freeform. Its
+/// ids are the fake's own for this request (`hit`) and call (`n`), 24 hex digits as the API's are
+/// random: the API never repeats one, nor makes one that extends another (Claude Code 2.1.332
+/// takes `call_x_1` after `call_x` for a piece of the same call).
+fn call_item(body: &Value, name: &str, arguments: &str, hit: usize, n: usize) -> Value {
+    let n = format!("{hit:012x}{n:012x}");
     if is_freeform(body, name) {
         let input = serde_json::from_str::<Value>(arguments)
             .ok()
@@ -176,13 +180,8 @@ pub(crate) async fn create(
         )
             .into_response();
     }
-    if let Some(r) = refuse_body(&s, &body) {
+    if let Some(r) = refuse_body(&s, &body).or_else(|| refuse_calls(&s, &body)) {
         return r;
-    }
-    if let Some(message) = refuse_unanswered_calls(&body).or_else(|| refuse_mismatched_calls(&body))
-    {
-        s.refusals.lock().unwrap().push(message.clone());
-        return crate::refuse::openai(&message, Some("input"), None);
     }
     let _guard = InFlight::new(s.clone());
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -205,7 +204,8 @@ pub(crate) async fn create(
     let behavior = crate::resolve_auto(s.next_behavior(), &body);
     // The connection stays open after `response.completed` (the client has all it needs).
     let linger = matches!(behavior, Behavior::StreamNoDone);
-    let (items, cut, done) = match output(behavior, &body, text) {
+    let hit = s.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let (items, cut, done) = match output(behavior, &body, text, hit) {
         Ok(o) => o,
         Err(r) => return r,
     };
@@ -224,6 +224,7 @@ fn output(
     behavior: Behavior,
     body: &Value,
     text: String,
+    hit: usize,
 ) -> Result<(Vec<Value>, Option<usize>, &'static str), Response> {
     Ok(match behavior {
         Behavior::Status {
@@ -232,7 +233,7 @@ fn output(
             headers,
         } => return Err(crate::status_response(status, body, headers)),
         Behavior::ToolCall { name, arguments } => (
-            vec![call_item(body, &name, &arguments, 1)],
+            vec![call_item(body, &name, &arguments, hit, 1)],
             None,
             "completed",
         ),
@@ -240,7 +241,7 @@ fn output(
             calls
                 .iter()
                 .enumerate()
-                .map(|(i, (name, arguments))| call_item(body, name, arguments, i + 1))
+                .map(|(i, (name, arguments))| call_item(body, name, arguments, hit, i + 1))
                 .collect(),
             None,
             "completed",
@@ -358,6 +359,13 @@ fn item_frames(item: &Value, at: usize, cut: Option<usize>, frame: &mut dyn FnMu
 fn message(text: &str) -> Value {
     json!({"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+/// A conversation whose calls the API (or Codex) would not take, refused in OpenAI's shape.
+fn refuse_calls(s: &Shared, body: &Value) -> Option<Response> {
+    let message = refuse_unanswered_calls(body).or_else(|| refuse_mismatched_calls(body))?;
+    s.refusals.lock().unwrap().push(message.clone());
+    Some(crate::refuse::openai(&message, Some("input"), None))
 }
 
 /// What the real API refuses in an `input` (without `previous_response_id`): a function call

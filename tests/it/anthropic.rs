@@ -465,3 +465,53 @@ async fn structured_output_reaches_a_translated_upstream() {
     }
     baton.stop().await;
 }
+
+/// A server that numbers its calls per answer (as the OpenAI-compatible fake does: `call_fake1`
+/// every time) answers the second turn of a tool loop with the id of the first call again.
+/// Claude Code would take that call for the one it already ran ("[Tool use interrupted]") and go
+/// round in circles: Baton gives the new call an id the conversation does not hold, streamed
+/// and complete, and the client's next turn with that id goes on as usual.
+#[tokio::test]
+async fn a_new_call_never_repeats_an_id_the_conversation_holds() {
+    let (_d, a, _b, baton) = setup().await;
+    let tools = json!([{"name": "Bash", "input_schema": {"type": "object",
+        "properties": {"command": {"type": "string"}}}}]);
+    let history = json!([{"role": "user", "content": "run two things"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "call_fake1", "name": "Bash",
+            "input": {"command": "ls"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_fake1",
+            "content": "a.txt"}]}]);
+    for stream in [false, true] {
+        a.script([Behavior::ToolCall {
+            name: "Bash".into(),
+            arguments: "{\"command\":\"pwd\"}".into(),
+        }]);
+        let r = messages(
+            &baton,
+            json!({"model": "claude-x", "max_tokens": 100,
+            "stream": stream, "tools": tools, "messages": history}),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        let id = if stream {
+            sse_data(&text)
+                .iter()
+                .map(|d| serde_json::from_str::<Value>(d).unwrap())
+                .find(|e| e["type"] == "content_block_start")
+                .unwrap()["content_block"]["id"]
+                .clone()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["content"][0]["id"].clone()
+        };
+        let id = id.as_str().unwrap();
+        assert!(id != "call_fake1" && id.starts_with("call_"), "{text}");
+        assert_eq!(
+            a.received().last().unwrap().body["messages"][1]["tool_calls"][0]["id"],
+            "call_fake1"
+        );
+    }
+    baton.stop().await;
+}

@@ -199,3 +199,55 @@ async fn count_tokens_is_exact_through_an_anthropic_provider() {
     assert!(got[0].headers.contains_key("anthropic-version"));
     baton.stop().await;
 }
+
+/// A conversation several providers served carries the ids each made: two that both numbered
+/// their calls `call_1`, and one whose ids hold characters the Messages API refuses. The strict
+/// fake (unique `tool_use` ids, each result after its call) takes the translated request; the
+/// ids it got are unique, in Anthropic's characters, each result beside its own call.
+#[tokio::test]
+async fn tool_ids_from_other_providers_are_made_valid_for_anthropic() {
+    let (_d, up, baton) = setup().await;
+    let call = |id: &str, cmd: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": "shell", "arguments": json!({"cmd": cmd}).to_string()}}]})
+    };
+    let result = |id: &str, out: &str| json!({"role": "tool", "tool_call_id": id, "content": out});
+    let body = json!({"model": "claude-x", "max_tokens": 50,
+        "tools": [{"type": "function", "function": {"name": "shell",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}],
+        "messages": [{"role": "user", "content": "go"},
+            call("call_1", "ls"), result("call_1", "a.txt"),
+            call("call_1", "cat a.txt"), result("call_1", "hello"),
+            call("functions.shell:2", "pwd"), result("functions.shell:2", "/tmp")]});
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    let sent = &up.received()[0].body;
+    let blocks: Vec<(String, String)> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter_map(|b| match b["type"].as_str() {
+            Some("tool_use") => Some(("use".into(), b["id"].as_str()?.into())),
+            Some("tool_result") => Some(("result".into(), b["tool_use_id"].as_str()?.into())),
+            _ => None,
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = blocks
+        .iter()
+        .map(|(k, id)| (k.as_str(), id.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("use", "call_1"),
+            ("result", "call_1"),
+            ("use", "call_1_2"),
+            ("result", "call_1_2"),
+            ("use", "functions_shell_2"),
+            ("result", "functions_shell_2")
+        ]
+    );
+    baton.stop().await;
+}

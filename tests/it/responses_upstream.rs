@@ -514,3 +514,28 @@ fn the_public_input_item_fields_are_the_sdks() {
             .collect();
     assert_eq!(ours, sdk);
 }
+
+/// An earlier answer in the conversation (Claude Code's text beside its tool call, translated)
+/// reaches a public Responses API as an input message it takes: text as a string, not the
+/// `output_text` parts only a server-made output message may carry.
+#[tokio::test]
+async fn earlier_answers_are_input_messages_the_public_api_takes() {
+    let (_d, up, baton) = setup(vec![]).await;
+    let body = json!({"model": "auto", "messages": [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "I will look.", "tool_calls": [{"id": "c1",
+            "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+        {"role": "assistant", "content": "One file."},
+        {"role": "user", "content": "thanks"}],
+        "tools": [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]});
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    let input = up.received()[0].body["input"].clone();
+    assert_eq!(
+        input[1],
+        json!({"type": "message", "role": "assistant", "content": "I will look."})
+    );
+    assert_eq!(input[4]["content"], "One file.");
+    baton.stop().await;
+}

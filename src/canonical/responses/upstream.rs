@@ -14,6 +14,9 @@ use crate::canonical::{
 /// A canonical request as a Responses body (Baton keeps no state upstream either: `store` is
 /// off and the whole conversation goes in `input`).
 pub fn request_to_responses(req: &ChatRequest) -> Map<String, Value> {
+    // Ids several providers made may repeat (the API keys outputs by call id).
+    let fitted = crate::canonical::ids::fit(req, crate::canonical::ids::IdRule::Unique);
+    let req: &ChatRequest = &fitted;
     let mut b = Map::new();
     b.insert("model".into(), json!(req.model));
     if !req.system.is_empty() {
@@ -86,16 +89,11 @@ fn push_items(
     req: &ChatRequest,
     freeform_calls: &mut Vec<String>,
 ) {
-    let text_kind = if role == Role::Assistant {
-        "output_text"
-    } else {
-        "input_text"
-    };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
     for p in content {
         match p {
-            Part::Text(t) => parts.push(json!({"type": text_kind, "text": t})),
+            Part::Text(t) => parts.push(json!({"type": "input_text", "text": t})),
             Part::Image { url, detail } => parts.push(json!({"type": "input_image",
                 "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})),
             Part::ToolCall {
@@ -128,12 +126,18 @@ fn push_items(
         }
     }
     if !parts.is_empty() {
-        let role = if role == Role::Assistant {
-            "assistant"
+        if role == Role::Assistant {
+            // An earlier answer is an easy input message with its text as a string: the
+            // request types take `output_text` parts only in an output message the server
+            // made (with its `id`, `status` and `annotations`), which a translated one is not.
+            let text: String = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            input.push(json!({"type": "message", "role": "assistant", "content": text}));
         } else {
-            "user"
-        };
-        input.push(json!({"type": "message", "role": role, "content": parts}));
+            input.push(json!({"type": "message", "role": "user", "content": parts}));
+        }
     }
     input.extend(calls);
 }
