@@ -190,20 +190,28 @@ fn last_turn(body: &Value) -> Option<&Value> {
         })
 }
 
-/// Whether the conversation's last turn is the user's own words (not a tool's result).
+/// Whether the conversation's last turn is the user's own words (not a tool's result). Words
+/// that come right after a tool's result belong to that turn: Claude Code puts reminders beside
+/// its tool results, which a Chat or Responses request carries as a user message after the
+/// `tool` message or output item, and a model goes on with the task there.
 fn last_turn_is_users_words(body: &Value) -> bool {
     let result_kinds = [
         "tool_result",
         "function_call_output",
         "custom_tool_call_output",
     ];
-    if let Some(m) = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.last())
-    {
+    if let Some(messages) = body.get("messages").and_then(Value::as_array) {
+        let Some(m) = messages.last() else {
+            return false;
+        };
         let blocks = m["content"].as_array().cloned().unwrap_or_default();
+        let after_tool = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] != "user")
+            .is_some_and(|m| m["role"] == "tool");
         return m["role"] == "user"
+            && !after_tool
             && !blocks
                 .iter()
                 .any(|b| result_kinds.contains(&b["type"].as_str().unwrap_or("")));
@@ -218,9 +226,17 @@ fn last_turn_is_users_words(body: &Value) -> bool {
     }
     match body.get("input") {
         Some(Value::String(_)) => true,
-        Some(Value::Array(items)) => items.last().is_some_and(|i| {
-            !result_kinds.contains(&i["type"].as_str().unwrap_or("")) && i["role"] == "user"
-        }),
+        Some(Value::Array(items)) => {
+            let after_tool = items
+                .iter()
+                .rev()
+                .find(|i| i["role"] != "user")
+                .is_some_and(|i| result_kinds.contains(&i["type"].as_str().unwrap_or("")));
+            !after_tool
+                && items.last().is_some_and(|i| {
+                    !result_kinds.contains(&i["type"].as_str().unwrap_or("")) && i["role"] == "user"
+                })
+        }
         _ => false,
     }
 }

@@ -105,6 +105,30 @@ def admin_state(baton):
     return urllib.request.urlopen(req).read().decode()
 
 
+# Every upstream kind and the path its API's base URL ends in.
+KINDS = {
+    "openai-responses": "/v1",
+    "openai-compatible": "/v1",
+    "anthropic": "/v1",
+    "gemini": "/v1beta",
+}
+
+
+def tool_outputs(kind, body):
+    """The tool results an upstream of `kind` got in a request `body`, as text, in order."""
+    if kind == "openai-responses":
+        return [json.dumps(i.get("output")) for i in body.get("input", [])
+                if i.get("type") in ("custom_tool_call_output", "function_call_output")]
+    if kind == "openai-compatible":
+        return [json.dumps(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
+    if kind == "anthropic":
+        return [json.dumps(b.get("content")) for m in body["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b.get("type") == "tool_result"]
+    body = body.get("body", body)  # the Gemini fake keeps the path beside the body
+    return [json.dumps(p["functionResponse"]) for c in body["contents"] for p in c.get("parts", [])
+            if "functionResponse" in p]
+
+
 def provider(pid, fake, priority):
     return {"id": pid, "kind": "openai-compatible", "baseUrl": fake.url + "/v1",
             "models": [f"{pid}-model"], "priority": priority,
