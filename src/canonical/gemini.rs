@@ -1,5 +1,7 @@
 //! Gemini `generateContent` <-> canonical model: requests, answers and streamed chunks.
 
+pub mod schema;
+
 use std::num::NonZeroUsize;
 use std::sync::{Mutex, OnceLock};
 
@@ -148,7 +150,8 @@ pub fn request_to_gemini(req: &ChatRequest, model: &str) -> Map<String, Value> {
             .map(|t| {
                 // `parameters` takes only Gemini's OpenAPI-subset `Schema`; the JSON Schema
                 // that clients write (additionalProperties, $schema, const…) goes here.
-                let mut d = json!({"name": t.name, "parametersJsonSchema": t.parameters});
+                let mut d = json!({"name": t.name,
+                    "parametersJsonSchema": schema::for_gemini(&t.parameters)});
                 if let Some(desc) = &t.description {
                     d["description"] = json!(desc);
                 }

@@ -235,7 +235,10 @@ impl OutputFormat {
     pub fn to_gemini(&self, config: &mut Map<String, Value>) {
         config.insert("responseMimeType".into(), json!("application/json"));
         if let OutputFormat::JsonSchema { schema, .. } = self {
-            config.insert("responseJsonSchema".into(), schema.clone());
+            config.insert(
+                "responseJsonSchema".into(),
+                super::gemini::schema::for_gemini(schema),
+            );
         }
     }
 }

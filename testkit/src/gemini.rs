@@ -44,7 +44,9 @@ pub(crate) async fn generate(
         return r;
     }
     let model = rest.split(':').next().unwrap_or_default().to_string();
-    if let Some(message) = refuse_turns(&s.name, &model, &body) {
+    if let Some(message) =
+        refuse_turns(&s.name, &model, &body).or_else(|| refuse_json_schemas(&body))
+    {
         s.refusals.lock().unwrap().push(message.clone());
         return crate::refuse::gemini(&message, None);
     }
@@ -302,6 +304,91 @@ fn refuse_turns(name: &str, model: &str, body: &Value) -> Option<String> {
                 None => format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{f}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", i + 1),
                 Some(_) => format!("Corrupted thought signature at contents[{i}].parts[{j}]."),
             });
+        }
+    }
+    None
+}
+
+/// The JSON Schema keywords `parametersJsonSchema` and `responseJsonSchema` take, as Google's
+/// API reference lists them (anything else is refused; a sub-schema with `$ref` may hold only
+/// other `$` keywords).
+const JSON_SCHEMA_KEYWORDS: [&str; 21] = [
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+];
+
+/// The first keyword of a function's or the answer's JSON Schema that Gemini does not take.
+fn refuse_json_schemas(body: &Value) -> Option<String> {
+    let tools = body.get("tools").and_then(Value::as_array);
+    let decls = tools
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("functionDeclarations").and_then(Value::as_array))
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            d.get("parametersJsonSchema").map(|s| {
+                (
+                    format!("tools[0].function_declarations[{i}].parameters_json_schema"),
+                    s,
+                )
+            })
+        });
+    let answer = body
+        .pointer("/generationConfig/responseJsonSchema")
+        .map(|s| ("generation_config.response_json_schema".to_string(), s));
+    decls.chain(answer).find_map(|(at, s)| {
+        unsupported_keyword(s, 0).map(|k| format!("Invalid value at '{at}': {k}"))
+    })
+}
+
+fn unsupported_keyword(v: &Value, depth: usize) -> Option<String> {
+    let Value::Object(s) = v else { return None };
+    if depth > 64 {
+        return None;
+    }
+    if s.contains_key("$ref") {
+        if let Some(k) = s.keys().find(|k| !k.starts_with('$')) {
+            return Some(format!(
+                "'{k}' is set beside '$ref': if $ref is set on a sub-schema, no other properties, except for those starting as a $, may be set"
+            ));
+        }
+    }
+    for (k, sub) in s {
+        if !JSON_SCHEMA_KEYWORDS.contains(&k.as_str()) {
+            return Some(format!("the JSON Schema keyword '{k}' is not supported"));
+        }
+        let found = match k.as_str() {
+            "properties" | "$defs" => sub
+                .as_object()
+                .and_then(|m| m.values().find_map(|p| unsupported_keyword(p, depth + 1))),
+            "items" | "additionalProperties" => unsupported_keyword(sub, depth + 1),
+            "anyOf" | "oneOf" | "prefixItems" => sub
+                .as_array()
+                .and_then(|l| l.iter().find_map(|p| unsupported_keyword(p, depth + 1))),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
         }
     }
     None

@@ -131,3 +131,106 @@ async fn daily_quota_errors_cool_until_pacific_midnight() {
     );
     baton.stop().await;
 }
+
+/// The schema keywords peers' users found Gemini refusing one at a time, each in a tool's
+/// parameters and in the answer's schema of a Chat client's request: the strict fake (which
+/// refuses every keyword Google's reference does not list, and anything beside a `$ref`) takes
+/// each translated request; a constraint's meaning is kept in the description.
+#[tokio::test]
+async fn schema_keywords_gemini_refuses_never_reach_it() {
+    let (_d, up, baton) = setup().await;
+    let cases = [
+        (
+            "$schema",
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}),
+        ),
+        (
+            "$ref with siblings",
+            json!({"properties": {"n": {"$ref": "#/$defs/n",
+            "description": "a node"}}, "$defs": {"n": {"type": "string"}}}),
+        ),
+        ("$comment", json!({"$comment": "made by a tool"})),
+        (
+            "enumDescriptions",
+            json!({"properties": {"m": {"type": "string", "enum": ["a", "b"],
+            "enumDescriptions": ["first", "second"]}}}),
+        ),
+        (
+            "uniqueItems",
+            json!({"properties": {"t": {"type": "array",
+            "items": {"type": "string"}, "uniqueItems": true}}}),
+        ),
+        (
+            "multipleOf",
+            json!({"properties": {"s": {"type": "number", "multipleOf": 5}}}),
+        ),
+        (
+            "propertyNames",
+            json!({"properties": {"e": {"type": "object",
+            "propertyNames": {"pattern": "^[A-Z]+$"}}}}),
+        ),
+        (
+            "patternProperties",
+            json!({"properties": {"e": {"type": "object",
+            "patternProperties": {"^x-": {"type": "string"}}}}}),
+        ),
+        ("defer_loading", json!({"defer_loading": true})),
+    ];
+    for (name, extra) in cases {
+        let mut schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        for (k, v) in extra.as_object().unwrap() {
+            match (k.as_str(), schema.get_mut(k)) {
+                ("properties", Some(Value::Object(p))) => {
+                    p.extend(v.as_object().unwrap().clone());
+                }
+                _ => {
+                    schema[k] = v.clone();
+                }
+            }
+        }
+        let body = json!({"model": "auto", "messages": [{"role": "user", "content": "go"}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": schema}}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "out",
+                "schema": schema}}});
+        let r = baton.post(body).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{name}: {:?}", up.refusals());
+        let sent = up.received().last().unwrap().body["body"].clone();
+        let params =
+            sent["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"].to_string();
+        let key = name.split(' ').next().unwrap();
+        assert!(
+            !params.contains(&format!("\"{key}\"")) || key == "$ref",
+            "{name}: {params}"
+        );
+        assert!(up.refusals().is_empty(), "{name}: {:?}", up.refusals());
+    }
+    let sent = up.received();
+    let unique = sent[4].body["body"]["tools"][0]["functionDeclarations"][0]
+        ["parametersJsonSchema"]["properties"]["t"]["description"]
+        .clone();
+    assert!(unique.as_str().unwrap().contains("unique"), "{unique}");
+    baton.stop().await;
+}
+
+/// The fake is as strict as the rule it stands for: it refuses such a keyword, naming it.
+#[tokio::test]
+async fn the_gemini_fake_refuses_a_keyword_its_reference_does_not_list() {
+    let up = FakeUpstream::start("gemini").await;
+    up.expect_refusals();
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema":
+            {"type": "object", "properties": {"t": {"type": "array", "uniqueItems": true}}}}]}]});
+    let r = reqwest::Client::new()
+        .post(format!("{}/models/m:generateContent", up.gemini_base_url()))
+        .header("x-goog-api-key", "k")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(
+        up.refusals()[0].contains("'uniqueItems'"),
+        "{:?}",
+        up.refusals()
+    );
+}
