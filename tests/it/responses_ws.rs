@@ -211,3 +211,99 @@ async fn codex_websocket_turns_stream_like_http_and_refusals_are_wrapped_errors(
     assert_eq!(rows.len(), 4, "the turns, not the prewarm: {log}");
     baton.stop().await;
 }
+
+/// A passthrough turn (Codex on its own ChatGPT login) reaches the upstream with the same
+/// headers and metadata over the WebSocket as over HTTP: the turn's own `x-codex-turn-metadata`
+/// (not the prewarm's from the handshake), no `openai-beta: responses_websockets=…` on what is a
+/// plain POST upstream, and its `client_metadata` less the WebSocket's own telemetry.
+#[tokio::test]
+async fn a_passthrough_turn_reaches_the_upstream_alike_over_websocket_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let login = "chatgpt-login-token-ws-0001";
+    let up = FakeUpstream::start("chatgpt").await;
+    up.only_subscription(login);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "chatgpt", "kind": "openai-responses",
+            "baseUrl": up.base_url(), "credentials": "client", "models": ["*"]}],
+            "modelMap": {"gpt-*": "auto"}}),
+    )
+    .await;
+    let turn_meta = r#"{"turn_id":"t-42","request_kind":"turn"}"#;
+    let prewarm_meta = r#"{"turn_id":"","request_kind":"prewarm"}"#;
+    let input = json!([{"type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": "hi"}]}]);
+    let metadata = json!({"turn_id": "t-42", "x-codex-turn-metadata": turn_meta,
+        "thread_id": "th-1"});
+
+    // Over HTTP, as Codex sends a turn.
+    let r = baton
+        .http
+        .post(format!("{}/v1/responses", baton.url))
+        .header("authorization", format!("Bearer {login}"))
+        .header("x-baton-key", &baton.key)
+        .header("chatgpt-account-id", "acct-1")
+        .header("x-codex-turn-metadata", turn_meta)
+        .header("x-openai-internal-codex-responses-lite", "true")
+        .json(
+            &json!({"model": "gpt-x", "stream": true, "store": false, "input": input,
+            "client_metadata": metadata}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    let over_http = up.received().pop().unwrap();
+
+    // Over the WebSocket: the handshake carries the prewarm's metadata and the WebSocket beta.
+    let url = format!("{}/v1/responses", baton.url.replacen("http://", "ws://", 1));
+    let mut req = url.into_client_request().unwrap();
+    let h = req.headers_mut();
+    h.insert("authorization", format!("Bearer {login}").parse().unwrap());
+    h.insert("x-baton-key", baton.key.parse().unwrap());
+    h.insert("chatgpt-account-id", "acct-1".parse().unwrap());
+    h.insert("x-codex-turn-metadata", prewarm_meta.parse().unwrap());
+    h.insert(
+        "openai-beta",
+        "responses_websockets=2026-02-06".parse().unwrap(),
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut ws_metadata = metadata.clone();
+    ws_metadata["x-codex-ws-stream-request-start-ms"] = json!("1796521756198");
+    ws_metadata["ws_request_header_x_openai_internal_codex_responses_lite"] = json!("true");
+    ws_metadata["ws_request_header_x_baton_key"] = json!("bt-not-this-one");
+    let events = turn(
+        &mut ws,
+        json!({"type": "response.create", "model": "gpt-x", "stream": true, "store": false,
+            "input": input, "client_metadata": ws_metadata}),
+    )
+    .await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.completed",
+        "{events:?}"
+    );
+    let over_ws = up.received().pop().unwrap();
+
+    assert_eq!(
+        over_ws.body, over_http.body,
+        "the same body, its client_metadata included"
+    );
+    assert_eq!(over_ws.body["client_metadata"], metadata);
+    for name in [
+        "x-codex-turn-metadata",
+        "authorization",
+        "chatgpt-account-id",
+        "openai-beta",
+    ] {
+        assert_eq!(
+            over_ws.headers.get(name),
+            over_http.headers.get(name),
+            "{name} as over HTTP"
+        );
+    }
+    assert_eq!(over_ws.headers["x-codex-turn-metadata"], turn_meta);
+    assert!(!over_ws.headers.contains_key("x-baton-key"));
+    baton.stop().await;
+}

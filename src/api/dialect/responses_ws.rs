@@ -7,8 +7,14 @@
 //!
 //! What the real Codex sends (0.171, captured): an upgrade with its usual headers (the key in
 //! `authorization`), then a prewarm `response.create` with `generate: false` (answered here at
-//! once, without calling any upstream), then one full `response.create` per model turn with
-//! `client_metadata` (transport telemetry, dropped before routing). Several turns share a
+//! once, without calling any upstream), then one full `response.create` per model turn. The
+//! upgrade's headers are the prewarm's (`x-codex-turn-metadata` with `"request_kind":
+//! "prewarm"` and no turn id, and `openai-beta: responses_websockets=…`); each message's
+//! `client_metadata` carries that turn's own (`x-codex-turn-metadata`, and
+//! `ws_request_header_<name>` for headers Codex would send over HTTP). Each turn reaches the
+//! pipeline as Codex's HTTP request for it would: the turn's own headers, and its
+//! `client_metadata` less the transport's telemetry (a passthrough provider, the ChatGPT
+//! backend, gets both, as over HTTP; a public API is given neither). Several turns share a
 //! connection, one at a time.
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -166,7 +172,7 @@ async fn serve_message(
             .await;
         }
     }
-    body.remove("client_metadata");
+    let headers = turn_headers(headers, &mut body);
     continue_chain(&mut body, chain);
     let input: Vec<Value> = match body.get("input") {
         Some(Value::Array(items)) => items.clone(),
@@ -183,7 +189,70 @@ async fn serve_message(
     }
     // Until this turn completes, nothing is there to continue from.
     *chain = Chain::default();
-    relay(state, headers, body, &input, socket, chain).await
+    relay(state, &headers, body, &input, socket, chain).await
+}
+
+/// The prefix of a `client_metadata` entry that stands for an HTTP header of the turn.
+const WS_HEADER_PREFIX: &str = "ws_request_header_";
+
+/// Headers a message's metadata may not set: the handshake's credentials hold for the socket.
+const CREDENTIAL_HEADERS: [&str; 3] = [
+    "x-api-key",
+    "x-goog-api-key",
+    crate::providers::BATON_KEY_HEADER,
+];
+
+/// The `client_metadata` entries that describe the WebSocket itself (no HTTP request has them).
+const WS_ONLY_METADATA: [&str; 1] = ["x-codex-ws-stream-request-start-ms"];
+
+/// The headers Codex's HTTP request for this turn would carry: the upgrade's, less the
+/// WebSocket's own `openai-beta`, with the turn's `x-codex-turn-metadata` and the headers its
+/// `client_metadata` names (`ws_request_header_x_openai_…` → `x-openai-…`), which leave the
+/// metadata as they would over HTTP, with the WebSocket's own telemetry.
+fn turn_headers(upgrade: &HeaderMap, body: &mut Map<String, Value>) -> HeaderMap {
+    let mut headers = upgrade.clone();
+    if headers
+        .get("openai-beta")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("responses_websockets"))
+    {
+        headers.remove("openai-beta");
+    }
+    let Some(Value::Object(meta)) = body.get_mut("client_metadata") else {
+        return headers;
+    };
+    let named: Vec<String> = meta
+        .keys()
+        .filter(|k| k.starts_with(WS_HEADER_PREFIX))
+        .cloned()
+        .collect();
+    for key in named {
+        let value = meta.remove(&key);
+        let name = key[WS_HEADER_PREFIX.len()..].replace('_', "-");
+        // Only an `x-` header of the client's own: never a credential, Baton's key or a
+        // header the server reads for itself (the handshake's stand for the whole socket).
+        if !name.starts_with("x-") || CREDENTIAL_HEADERS.contains(&name.as_str()) {
+            continue;
+        }
+        let value = value.as_ref().and_then(Value::as_str).unwrap_or_default();
+        if let (Ok(n), Ok(v)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+    for k in WS_ONLY_METADATA {
+        meta.remove(k);
+    }
+    if let Some(v) = meta
+        .get("x-codex-turn-metadata")
+        .and_then(Value::as_str)
+        .and_then(|v| HeaderValue::from_str(v).ok())
+    {
+        headers.insert("x-codex-turn-metadata", v);
+    }
+    headers
 }
 
 /// One turn through the pipeline, as `POST /v1/responses` with `stream: true`; each event of
