@@ -22,6 +22,10 @@ pub struct ApiError {
     /// Machine-readable details (`error.details`), e.g. Anthropic's `error_code` that tells its
     /// SDKs to replay a conversation in full.
     pub details: Option<serde_json::Value>,
+    /// When every candidate is out for long (a spent window, a daily quota): the instant
+    /// (Unix seconds) the soonest is back. Each API's error then takes the form its clients
+    /// show as a usage limit with its reset time, rather than a rate limit to retry.
+    pub limit_reset: Option<i64>,
 }
 
 impl ApiError {
@@ -42,6 +46,7 @@ impl ApiError {
             candidates: None,
             relayed: None,
             details: None,
+            limit_reset: None,
         }
     }
 

@@ -66,18 +66,27 @@ fn relayed_error(status: u16, body: &[u8]) -> ApiError {
     e
 }
 
+/// From this long a wait on, every candidate being rate-limited is answered as a usage limit
+/// the client shows with its reset time (Claude Code and Codex retry a rate limit silently, for
+/// as long as it lasts); a shorter wait stays a rate limit the client retries by itself.
+pub const LONG_WAIT_SECS: u64 = 300;
+
 pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
     match f {
         Failure::Client { status, body } => (status, relayed_error(status, &body)),
         Failure::Exhausted { retry_at_ms: Some(at), summary } => {
             let secs = ((at - now_ms).max(0) as u64).div_ceil(1000);
-            let e = ApiError::new(
+            let mut e = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limit_error",
                 "all_providers_rate_limited",
                 format!("Every candidate provider is rate-limited; the soonest is back in {secs} s. {summary}"),
             )
             .retry_after(secs);
+            // A wait this long is a usage limit to the user, not a retry for the client.
+            if secs >= LONG_WAIT_SECS {
+                e.limit_reset = Some(at.div_euclid(1000) + i64::from(at % 1000 != 0));
+            }
             (429, e)
         }
         Failure::Unavailable { retry_at_ms, summary } => {

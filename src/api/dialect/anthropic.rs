@@ -2,7 +2,7 @@
 //! `count_tokens` (counted by `api/count.rs`) and errors in Anthropic's shape.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -170,7 +170,34 @@ pub fn error(mut e: ApiError) -> Response {
     if let Some(d) = e.details.take() {
         body["error"]["details"] = d;
     }
+    if let Some(reset) = e.limit_reset {
+        usage_limit_headers(&mut e.headers, reset, e.retry_after_secs.unwrap_or(0));
+    }
     e.answer(body)
+}
+
+/// A usage limit as Anthropic's API states a spent subscription window: the unified
+/// rate-limit headers, which Claude Code on a subscription shows as "You've hit your 5-hour
+/// limit · resets 3pm" (without them it says the server is limiting requests, "not your usage
+/// limit"). The window named is the one a wait this long fits: five hours, else the week.
+fn usage_limit_headers(h: &mut HeaderMap, reset: i64, wait_secs: u64) {
+    let claim = if wait_secs <= 5 * 3600 {
+        "five_hour"
+    } else {
+        "seven_day"
+    };
+    h.insert(
+        "anthropic-ratelimit-unified-status",
+        HeaderValue::from_static("rejected"),
+    );
+    h.insert(
+        "anthropic-ratelimit-unified-reset",
+        HeaderValue::from(reset),
+    );
+    h.insert(
+        "anthropic-ratelimit-unified-representative-claim",
+        HeaderValue::from_static(claim),
+    );
 }
 
 /// `GET /v1/models` in Anthropic's list shape.

@@ -71,15 +71,30 @@ impl Dialect for Responses {
     }
 
     fn error(&self, e: ApiError) -> Response {
-        super::openai::error(e)
+        error(e)
     }
+}
+
+/// OpenAI's error shape; a usage limit in the form Codex shows with its reset time ("You've
+/// hit your usage limit. Try again at 3:05 PM.", at once) rather than a rate limit it retries
+/// silently for as long as it lasts: `usage_limit_reached` with `resets_at` and
+/// `resets_in_seconds`, as the ChatGPT backend states a spent plan (no `plan_type`: that is
+/// the backend's to say, and Codex would offer an upgrade of it).
+pub fn error(e: ApiError) -> Response {
+    let Some(reset) = e.limit_reset else {
+        return super::openai::error(e);
+    };
+    let body = serde_json::json!({"error": {"type": "usage_limit_reached", "code": e.code,
+        "message": e.message, "param": null, "resets_at": reset,
+        "resets_in_seconds": e.retry_after_secs.unwrap_or(0)}});
+    e.answer(body)
 }
 
 /// Its place in the server: its errors are OpenAI's, the default shape.
 pub(super) const API: super::Registration = super::Registration {
     routes,
     owns: super::none,
-    error: super::openai::error,
+    error,
     is_call,
     lists_models: super::no_list,
 };
