@@ -53,7 +53,7 @@ async fn a_cooled_overloaded_provider_answers_503_with_retry_after() {
 /// Every candidate out for an hour is a usage limit to the user: each API's answer takes the
 /// form its agent shows at once with the reset time (Claude Code reads Anthropic's unified
 /// headers of a spent window, Codex the ChatGPT backend's `usage_limit_reached` with
-/// `resets_at`), over HTTP and Codex's WebSocket alike; a short wait stays a rate limit the
+/// `resets_at`, which the WebSocket relays as it is); a short wait stays a rate limit the
 /// client retries by itself. (The real CLIs showing it: tests/e2e/test_limit_messages.py.)
 #[tokio::test]
 async fn a_long_wait_is_answered_as_a_usage_limit_with_its_reset() {
@@ -64,24 +64,35 @@ async fn a_long_wait_is_answered_as_a_usage_limit_with_its_reset() {
         json!({"providers": [provider("a", &up.base_url(), 1)]}),
     )
     .await;
-    // A short wait first: a rate limit, as before.
+    let messages = || async {
+        baton
+            .messages(json!({"model": "auto", "max_tokens": 10,
+                "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap()
+    };
+    let responses = || async {
+        let r = baton
+            .http
+            .post(format!("{}/v1/responses", baton.url))
+            .bearer_auth(&baton.key)
+            .json(&json!({"model": "auto", "input": "hi"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 429);
+        r.json::<serde_json::Value>().await.unwrap()
+    };
+    // A short wait: a rate limit, as before.
     up.script([Behavior::rate_limited(Some(60))]);
-    let r = baton.chat("auto", "hi").await;
+    let r = messages().await;
     assert_eq!(r.status(), 429);
     assert!(r
         .headers()
         .get("anthropic-ratelimit-unified-status")
         .is_none());
-    let r = baton
-        .http
-        .post(format!("{}/v1/responses", baton.url))
-        .bearer_auth(&baton.key)
-        .json(&json!({"model": "auto", "input": "hi"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 429);
-    let v: serde_json::Value = r.json().await.unwrap();
+    let v = responses().await;
     assert_eq!(v["error"]["type"], "rate_limit_error", "{v}");
     let cleared = baton
         .http
@@ -98,14 +109,7 @@ async fn a_long_wait_is_answered_as_a_usage_limit_with_its_reset() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let r = baton.chat("auto", "hi").await;
-    assert_eq!(r.status(), 429);
-    let r = baton
-        .messages(json!({"model": "auto", "max_tokens": 10,
-            "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap();
+    let r = messages().await;
     assert_eq!(r.status(), 429);
     assert_eq!(header(&r, "anthropic-ratelimit-unified-status"), "rejected");
     assert_eq!(
@@ -122,16 +126,7 @@ async fn a_long_wait_is_answered_as_a_usage_limit_with_its_reset() {
     let v: serde_json::Value = r.json().await.unwrap();
     assert_eq!(v["error"]["type"], "rate_limit_error");
 
-    let r = baton
-        .http
-        .post(format!("{}/v1/responses", baton.url))
-        .bearer_auth(&baton.key)
-        .json(&json!({"model": "auto", "input": "hi"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 429);
-    let v: serde_json::Value = r.json().await.unwrap();
+    let v = responses().await;
     assert_eq!(v["error"]["type"], "usage_limit_reached", "{v}");
     assert_eq!(v["error"]["resets_at"], reset);
     assert!(v["error"]["resets_in_seconds"].as_u64().unwrap() > 3500);
