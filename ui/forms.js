@@ -235,7 +235,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
 
   function collect() {
     const k = inputs.kind.value;
-    const out = editing ? structuredClone(p.config) : {};
+    // A new provider keeps what its preset says that the form has no field for (Mistral's
+    // tool call ids).
+    const chosen = (presets || []).find((y) => y.id === inputs.preset.value);
+    const out = editing ? structuredClone(p.config)
+      : chosen && chosen.provider.capabilities ? { capabilities: structuredClone(chosen.provider.capabilities) } : {};
     out.id = inputs.id.value.trim();
     out.kind = k;
     const name = inputs.name.value.trim();

@@ -126,6 +126,15 @@ fn fill_from(
     if let Some(zone) = &entry.day_reset {
         obj.entry("dayReset").or_insert_with(|| json!(zone));
     }
+    if let Some(ids) = entry.tool_call_ids {
+        if let Some(caps) = obj
+            .entry("capabilities")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+        {
+            caps.entry("toolCallIds").or_insert_with(|| json!(ids));
+        }
+    }
     if let Some(scope) = entry.free_tier.as_ref().map(|t| t.scope.as_str()) {
         let s = match scope {
             "model" => "key-model",

@@ -433,6 +433,29 @@ pub struct Capabilities {
     /// for 32k-64k) are capped to it instead of being rejected upstream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// The tool call ids the provider accepts in a conversation: any (the default), or
+    /// exactly nine letters and digits (Mistral's rule: "Tool call id was … but must be a-z,
+    /// A-Z, 0-9, with a length of 9"). Ids other providers made are rewritten to fit, the
+    /// same way on every turn.
+    #[serde(default, skip_serializing_if = "ToolCallIds::is_any")]
+    pub tool_call_ids: ToolCallIds,
+}
+
+/// What tool call ids a provider takes (`capabilities.toolCallIds`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolCallIds {
+    /// Any id (OpenAI's rule).
+    #[default]
+    Any,
+    /// Exactly nine ASCII letters and digits (Mistral's rule).
+    NineAlphanumerics,
+}
+
+impl ToolCallIds {
+    fn is_any(&self) -> bool {
+        *self == ToolCallIds::Any
+    }
 }
 
 impl Default for Capabilities {
@@ -443,6 +466,7 @@ impl Default for Capabilities {
             context_window: None,
             prefill: false,
             max_output_tokens: None,
+            tool_call_ids: ToolCallIds::Any,
         }
     }
 }

@@ -126,6 +126,8 @@ pub(crate) struct Shared {
     lists: Mutex<Vec<HeaderMap>>,
     /// The one subscription token Anthropic requests must carry (`only_subscription`).
     subscription: Mutex<Option<String>>,
+    /// Standing for Mistral's API: tool call ids must be nine letters and digits.
+    nine_alphanumeric_ids: std::sync::atomic::AtomicBool,
     /// Answers report prompt-cache usage (`report_cache_usage`).
     cache_usage: std::sync::atomic::AtomicBool,
     /// A prompt cache per key (`model_prompt_cache`): the digests of the prompts each key sent.
@@ -279,6 +281,14 @@ impl FakeUpstream {
     /// refuse anything else.
     pub fn only_subscription(&self, token: &str) {
         *self.shared.subscription.lock().unwrap() = Some(token.to_string());
+    }
+
+    /// From now on the fake stands for Mistral's API, which refuses a conversation whose tool
+    /// call ids are not exactly nine letters and digits.
+    pub fn mistral_tool_ids(&self) {
+        self.shared
+            .nine_alphanumeric_ids
+            .store(true, Ordering::SeqCst);
     }
 
     /// From now on, every answer's usage says its prompt was mostly read from the provider's
@@ -456,7 +466,10 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     if let Some(r) = s.contract(contract::Api::OpenAiChat, &body) {
         return r;
     }
-    if let Some((message, param)) = openai::refuse_tool_turns(&body) {
+    let mistral = s.nine_alphanumeric_ids.load(Ordering::SeqCst);
+    let refused = openai::refuse_tool_turns(&body)
+        .or_else(|| mistral.then(|| openai::refuse_mistral_ids(&body)).flatten());
+    if let Some((message, param)) = refused {
         s.refusals.lock().unwrap().push(message.clone());
         return refuse::openai(&message, Some(&param), None);
     }

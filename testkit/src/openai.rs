@@ -291,6 +291,28 @@ pub(crate) fn sse(body: Body) -> Response {
     resp
 }
 
+/// Mistral's refusal of a tool call id that is not nine letters and digits, in its words.
+pub(crate) fn refuse_mistral_ids(body: &Value) -> Option<(String, String)> {
+    let messages = body.get("messages")?.as_array()?;
+    messages.iter().enumerate().find_map(|(i, m)| {
+        let calls = m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        calls
+            .filter_map(|c| c.get("id").and_then(Value::as_str))
+            .chain(m.get("tool_call_id").and_then(Value::as_str))
+            .find(|id| id.len() != 9 || !id.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .map(|id| {
+                (
+                    format!("Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."),
+                    format!("messages[{i}]"),
+                )
+            })
+    })
+}
+
 /// What the real API refuses in a conversation's tool turns, with the parameter it names: an
 /// assistant message whose `tool_calls` are not each answered by a following tool message, and
 /// a tool message that answers no call.

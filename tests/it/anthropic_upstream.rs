@@ -251,3 +251,91 @@ async fn tool_ids_from_other_providers_are_made_valid_for_anthropic() {
     );
     baton.stop().await;
 }
+
+/// An `openai-compatible` provider that declares Mistral's rule (`capabilities.toolCallIds`:
+/// nine letters and digits; the catalog's Mistral entry does) gets a conversation another
+/// provider served with ids it takes: the strict fake standing for Mistral refuses any other
+/// id in Mistral's words. The ids are derived the same way every turn, and each result follows
+/// its call; an id that already fits stays.
+#[tokio::test]
+async fn tool_ids_fit_a_provider_that_declares_mistrals_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("mistral").await;
+    up.mistral_tool_ids();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "mistral", "kind": "openai-compatible",
+            "baseUrl": up.base_url(), "models": ["mistral-small-latest"],
+            "capabilities": {"toolCallIds": "nine-alphanumerics"}}]}),
+    )
+    .await;
+    // Claude Code's conversation (Anthropic ids), and one call whose id already fits.
+    let body = json!({"model": "auto", "max_tokens": 50,
+        "tools": [{"name": "Bash", "input_schema": {"type": "object",
+            "properties": {"command": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use",
+                "id": "toolu_01A09q90qw90lq917835lq9", "name": "Bash", "input": {"command": "ls"}}]},
+            {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_01A09q90qw90lq917835lq9", "content": "a.txt"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "abcDEF123",
+                "name": "Bash", "input": {"command": "pwd"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "abcDEF123",
+                "content": "/tmp"}]}]});
+    for _ in 0..2 {
+        let r = baton.messages(body.clone()).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{:?}", up.refusals());
+    }
+    let sent: Vec<Value> = up.received().iter().map(|r| r.body.clone()).collect();
+    let ids = |b: &Value| -> Vec<String> {
+        b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| {
+                let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+                calls
+                    .iter()
+                    .map(|c| c["id"].as_str().unwrap().to_string())
+                    .chain(m["tool_call_id"].as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let first = ids(&sent[0]);
+    assert_eq!(first.len(), 4, "{first:?}");
+    assert_eq!(first[0], first[1], "the result follows its call");
+    assert!(first[0].len() == 9 && first[0].bytes().all(|b| b.is_ascii_alphanumeric()));
+    assert_eq!(
+        &first[2..],
+        ["abcDEF123", "abcDEF123"],
+        "an id that fits stays"
+    );
+    assert_eq!(ids(&sent[1]), first, "the same ids on every turn");
+    baton.stop().await;
+}
+
+/// The fake stands for Mistral's rule: without the declaration, the same conversation is
+/// refused in Mistral's words (so the test above proves the rewrite, not a lenient fake).
+#[tokio::test]
+async fn the_mistral_fake_refuses_ids_outside_its_rule() {
+    let up = FakeUpstream::start("mistral").await;
+    up.mistral_tool_ids();
+    up.expect_refusals();
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]});
+    let r = reqwest::Client::new()
+        .post(format!("{}/chat/completions", up.base_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(
+        up.refusals()[0].contains("must be a-z, A-Z, 0-9, with a length of 9"),
+        "{:?}",
+        up.refusals()
+    );
+}

@@ -105,7 +105,8 @@ fn catalog_references_fill_what_the_provider_leaves_out() {
     let c = parse_str(
         r#"{"providers": [
             {"id": "groq", "catalog": "groq"},
-            {"id": "my-openrouter", "catalog": "openrouter", "models": ["my/model:free"], "priority": 5}
+            {"id": "my-openrouter", "catalog": "openrouter", "models": ["my/model:free"], "priority": 5},
+            {"id": "mistral", "catalog": "mistral", "capabilities": {"images": false}}
         ]}"#,
         Path::new("c.json"),
     )
@@ -120,6 +121,17 @@ fn catalog_references_fill_what_the_provider_leaves_out() {
     assert_eq!(o.models.len(), 1, "the user's own models win");
     assert_eq!(o.models[0].id(), "my/model:free");
     assert_eq!(o.day_reset.as_deref(), Some("UTC"));
+    // Mistral's tool call id rule comes with it, beside the user's own capabilities.
+    let m = &c.providers[2];
+    assert_eq!(
+        m.capabilities.tool_call_ids,
+        baton::config::ToolCallIds::NineAlphanumerics
+    );
+    assert!(!m.capabilities.images);
+    assert_eq!(
+        c.providers[0].capabilities.tool_call_ids,
+        baton::config::ToolCallIds::Any
+    );
     assert!(err(r#"{"providers": [{"id": "x", "catalog": "nope"}]}"#)
         .contains("providers[0].catalog: `nope` is not in the catalog"));
     assert!(

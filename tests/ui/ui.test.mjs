@@ -798,6 +798,22 @@ test("a catalog preset with a pasted key keeps only that key, not the preset's u
   assert.equal(r.status, 204);
 });
 
+test("the Mistral preset brings its tool call id rule, which the form has no field for", async () => {
+  await page.click("nav a[data-tab=providers]");
+  await page.click("#add-provider");
+  await page.waitForSelector("#provider-dialog[open]");
+  await page.selectOption("#f-preset", "mistral");
+  await page.fill("#f-newKeys", "mistral-pasted-key-000000000001");
+  await page.click("#form-save");
+  await page.waitForSelector("#provider-dialog[open]", { state: "detached" });
+  const admin = { "x-admin-key": adminKey };
+  const state = await (await fetch(`${baton}/admin/providers`, { headers: admin })).json();
+  const mistral = state.providers.find((p) => p.id === "mistral");
+  assert.equal(mistral.config.capabilities.toolCallIds, "nine-alphanumerics", JSON.stringify(mistral.config));
+  const r = await fetch(`${baton}/admin/providers/mistral`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
 test("times follow the locale: 12-hour where it says so, 24-hour where it does not", async () => {
   const at = new Date(2026, 11, 3, 18, 5).getTime();
   const clockIn = async (locale) => {
