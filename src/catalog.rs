@@ -42,9 +42,10 @@ pub struct CatalogEntry {
     /// IANA zone of the daily quota reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day_reset: Option<String>,
-    /// The tool call ids the service takes, when not any (Mistral: nine letters and digits).
+    /// The tool call ids the service takes, when not any: a `capabilities.toolCallIds` value
+    /// (Mistral: `nine-alphanumerics`), checked where the configuration is parsed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_ids: Option<crate::config::ToolCallIds>,
+    pub tool_call_ids: Option<String>,
     /// `card-required`, `phone-required`, `trial-only`, `may-train-on-prompts`,
     /// `non-commercial`, `region-restricted`, `subscription`, `local`.
     #[serde(default)]

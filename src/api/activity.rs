@@ -168,7 +168,7 @@ fn suggestion(entry: &crate::catalog::CatalogEntry) -> Value {
     if let Some(c) = &entry.credentials {
         p["credentials"] = json!(c);
     }
-    if let Some(ids) = entry.tool_call_ids {
+    if let Some(ids) = &entry.tool_call_ids {
         p["capabilities"] = json!({"toolCallIds": ids});
     }
     p

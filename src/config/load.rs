@@ -126,7 +126,7 @@ fn fill_from(
     if let Some(zone) = &entry.day_reset {
         obj.entry("dayReset").or_insert_with(|| json!(zone));
     }
-    if let Some(ids) = entry.tool_call_ids {
+    if let Some(ids) = &entry.tool_call_ids {
         if let Some(caps) = obj
             .entry("capabilities")
             .or_insert_with(|| json!({}))

@@ -127,7 +127,7 @@ pub(crate) struct Shared {
     /// The one subscription token Anthropic requests must carry (`only_subscription`).
     subscription: Mutex<Option<String>>,
     /// Standing for Mistral's API: tool call ids must be nine letters and digits.
-    nine_alphanumeric_ids: std::sync::atomic::AtomicBool,
+    pub(crate) nine_alphanumeric_ids: std::sync::atomic::AtomicBool,
     /// Answers report prompt-cache usage (`report_cache_usage`).
     cache_usage: std::sync::atomic::AtomicBool,
     /// A prompt cache per key (`model_prompt_cache`): the digests of the prompts each key sent.
@@ -281,14 +281,6 @@ impl FakeUpstream {
     /// refuse anything else.
     pub fn only_subscription(&self, token: &str) {
         *self.shared.subscription.lock().unwrap() = Some(token.to_string());
-    }
-
-    /// From now on the fake stands for Mistral's API, which refuses a conversation whose tool
-    /// call ids are not exactly nine letters and digits.
-    pub fn mistral_tool_ids(&self) {
-        self.shared
-            .nine_alphanumeric_ids
-            .store(true, Ordering::SeqCst);
     }
 
     /// From now on, every answer's usage says its prompt was mostly read from the provider's
@@ -466,12 +458,8 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> 
     if let Some(r) = s.contract(contract::Api::OpenAiChat, &body) {
         return r;
     }
-    let mistral = s.nine_alphanumeric_ids.load(Ordering::SeqCst);
-    let refused = openai::refuse_tool_turns(&body)
-        .or_else(|| mistral.then(|| openai::refuse_mistral_ids(&body)).flatten());
-    if let Some((message, param)) = refused {
-        s.refusals.lock().unwrap().push(message.clone());
-        return refuse::openai(&message, Some(&param), None);
+    if let Some(r) = openai::refuse_conversation(&s, &body) {
+        return r;
     }
     let guard = InFlight::new(s.clone());
     let behavior = s.next_behavior();

@@ -291,6 +291,31 @@ pub(crate) fn sse(body: Body) -> Response {
     resp
 }
 
+impl crate::FakeUpstream {
+    /// From now on the fake stands for Mistral's API, which refuses a conversation whose tool
+    /// call ids are not exactly nine letters and digits.
+    pub fn mistral_tool_ids(&self) {
+        self.shared
+            .nine_alphanumeric_ids
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// What this fake's API refuses in a conversation, answered in its words: the real API's tool
+/// turn rules, and, when it stands for Mistral, an id outside Mistral's rule.
+pub(crate) fn refuse_conversation(
+    s: &crate::Shared,
+    body: &Value,
+) -> Option<axum::response::Response> {
+    let mistral = s
+        .nine_alphanumeric_ids
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let (message, param) =
+        refuse_tool_turns(body).or_else(|| mistral.then(|| refuse_mistral_ids(body)).flatten())?;
+    s.refusals.lock().unwrap().push(message.clone());
+    Some(crate::refuse::openai(&message, Some(&param), None))
+}
+
 /// Mistral's refusal of a tool call id that is not nine letters and digits, in its words.
 pub(crate) fn refuse_mistral_ids(body: &Value) -> Option<(String, String)> {
     let messages = body.get("messages")?.as_array()?;
