@@ -3,8 +3,9 @@
 //! calls `call_1` (Anthropic refuses a repeated `tool_use` id), and an id may hold characters
 //! the target does not allow (Anthropic takes `^[a-zA-Z0-9_-]+$`). The ids are rewritten the
 //! same way on every turn (a repeated id's later calls get `_2`, `_3`…; a character not allowed
-//! becomes `_`), so a conversation keeps one id per call and its prompt cache; a result follows
-//! the call it answers (the latest call with its id before it).
+//! becomes `_`; for a provider with Mistral's rule, nine characters derived from the id), so a
+//! conversation keeps one id per call and its prompt cache; a result follows the call it
+//! answers (the latest call with its id before it).
 //!
 //! The other way, an answer's new calls get ids the conversation does not hold yet ([`Fresh`]):
 //! some servers number their calls per answer (`call_1`, `0`) or give none, and a client that
@@ -13,6 +14,8 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
 
 use super::{ChatRequest, ChatResponse, Part, StreamEncode, StreamEvent};
 
@@ -23,6 +26,9 @@ pub enum IdRule {
     Unique,
     /// Unique, of ASCII letters, digits, `_` and `-` only (Anthropic's `tool_use.id`).
     Anthropic,
+    /// Unique, exactly nine ASCII letters and digits (Mistral's: "Tool call id was … but must
+    /// be a-z, A-Z, 0-9, with a length of 9").
+    NineAlphanumerics,
 }
 
 impl IdRule {
@@ -35,12 +41,17 @@ impl IdRule {
                         .bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             }
+            IdRule::NineAlphanumerics => {
+                id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric())
+            }
         }
     }
 
+    /// `id` made to fit: as it is when it does; else its refused characters as `_`
+    /// (Anthropic), or nine characters derived from it (Mistral).
     fn fit(self, id: &str) -> String {
         match self {
-            IdRule::Unique if !id.is_empty() => id.to_string(),
+            _ if self.fits(id) => id.to_string(),
             IdRule::Unique => "call".to_string(),
             IdRule::Anthropic => {
                 let s: String = id
@@ -59,54 +70,151 @@ impl IdRule {
                     s
                 }
             }
+            IdRule::NineAlphanumerics => nine_derived(id, 0),
         }
     }
+
+    /// The `n`th (from 2) id for `id`'s later call when its fitted form `base` is taken:
+    /// `<base>_<n>`, or for Mistral nine other characters derived from it.
+    fn variant(self, id: &str, base: &str, n: u64) -> String {
+        match self {
+            IdRule::NineAlphanumerics => nine_derived(id, n),
+            IdRule::Unique | IdRule::Anthropic => format!("{base}_{n}"),
+        }
+    }
+}
+
+/// Nine letters and digits derived from `id` (FNV-1a, so the same on every turn) and `salt`.
+fn nine_derived(id: &str, salt: u64) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..9)
+        .map(|_| {
+            let c = ALPHABET[(h % 62) as usize] as char;
+            h /= 62;
+            c
+        })
+        .collect()
+}
+
+/// A conversation's ids renamed in order: each call gets an id that fits and no earlier call
+/// has, each result the id of the latest call it names. One walk for the canonical request and
+/// for a Chat Completions body alike.
+struct Renamer {
+    rule: IdRule,
+    used: HashSet<String>,
+    /// The id given to the latest call with each original id.
+    latest: HashMap<String, String>,
+}
+
+impl Renamer {
+    fn new(rule: IdRule) -> Self {
+        Renamer {
+            rule,
+            used: HashSet::new(),
+            latest: HashMap::new(),
+        }
+    }
+
+    fn call(&mut self, id: &str) -> String {
+        let base = self.rule.fit(id);
+        let mut new = base.clone();
+        let mut n = 1;
+        while self.used.contains(&new) {
+            n += 1;
+            new = self.rule.variant(id, &base, n);
+        }
+        self.used.insert(new.clone());
+        self.latest.insert(id.to_string(), new.clone());
+        new
+    }
+
+    fn result(&self, id: &str) -> String {
+        self.latest
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| self.rule.fit(id))
+    }
+}
+
+/// Whether every call id (in order) and result id fits `rule`, no call's id repeating.
+fn all_fit<'a>(rule: IdRule, ids: impl Iterator<Item = (bool, &'a str)>) -> bool {
+    let mut seen = HashSet::new();
+    let mut ids = ids;
+    ids.all(|(call, id)| rule.fits(id) && (!call || seen.insert(id)))
 }
 
 /// The request with every tool call id fitting `rule` and unique; borrowed as it is when every
 /// id already does (the common case costs one walk and no copy).
 pub fn fit(req: &ChatRequest, rule: IdRule) -> Cow<'_, ChatRequest> {
-    let mut seen = HashSet::new();
-    let fine = req
+    let ids = req
         .messages
         .iter()
         .flat_map(|m| &m.content)
-        .all(|p| match p {
-            Part::ToolCall { id, .. } => rule.fits(id) && seen.insert(id.as_str()),
-            Part::ToolResult { call_id, .. } => rule.fits(call_id),
-            _ => true,
+        .filter_map(|p| match p {
+            Part::ToolCall { id, .. } => Some((true, id.as_str())),
+            Part::ToolResult { call_id, .. } => Some((false, call_id.as_str())),
+            _ => None,
         });
-    if fine {
+    if all_fit(rule, ids) {
         return Cow::Borrowed(req);
     }
     let mut out = req.clone();
-    let mut used: HashSet<String> = HashSet::new();
-    // The id Baton gives the latest call with each original id.
-    let mut latest: HashMap<String, String> = HashMap::new();
+    let mut names = Renamer::new(rule);
     for part in out.messages.iter_mut().flat_map(|m| m.content.iter_mut()) {
         match part {
-            Part::ToolCall { id, .. } => {
-                let base = rule.fit(id);
-                let mut new = base.clone();
-                let mut n = 1;
-                while used.contains(&new) {
-                    n += 1;
-                    new = format!("{base}_{n}");
-                }
-                used.insert(new.clone());
-                latest.insert(std::mem::take(id), new.clone());
-                *id = new;
-            }
-            Part::ToolResult { call_id, .. } => {
-                *call_id = latest
-                    .get(call_id.as_str())
-                    .cloned()
-                    .unwrap_or_else(|| rule.fit(call_id));
-            }
+            Part::ToolCall { id, .. } => *id = names.call(id),
+            Part::ToolResult { call_id, .. } => *call_id = names.result(call_id),
             _ => {}
         }
     }
     Cow::Owned(out)
+}
+
+/// A Chat Completions body (the client's own, sent on as it came) with every tool call id
+/// fitting `rule`, as [`fit`] does for the canonical request; `None` when every id already
+/// fits (no copy).
+pub fn fit_chat_body(body: &Map<String, Value>, rule: IdRule) -> Option<Map<String, Value>> {
+    let messages = body.get("messages")?.as_array()?;
+    let ids = messages.iter().flat_map(|m| {
+        let calls = m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("id").and_then(Value::as_str))
+            .map(|id| (true, id));
+        calls.chain(
+            m.get("tool_call_id")
+                .and_then(Value::as_str)
+                .map(|id| (false, id)),
+        )
+    });
+    if all_fit(rule, ids) {
+        return None;
+    }
+    let mut out = body.clone();
+    let mut names = Renamer::new(rule);
+    for m in out.get_mut("messages")?.as_array_mut()? {
+        for c in m
+            .get_mut("tool_calls")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(Value::String(id)) = c.get_mut("id") {
+                *id = names.call(id);
+            }
+        }
+        if let Some(Value::String(id)) = m.get_mut("tool_call_id") {
+            *id = names.result(id);
+        }
+    }
+    Some(out)
 }
 
 /// The call ids a conversation holds, so that each new call in an answer gets its own.
@@ -305,6 +413,51 @@ mod tests {
         assert!(
             minted.starts_with("call_") && minted.len() == 29,
             "{minted}"
+        );
+    }
+
+    /// Mistral's rule on a Chat body: an id that fits stays; another becomes nine letters and
+    /// digits, the same on every turn, its result following it; a repeated id's later call
+    /// gets nine others.
+    #[test]
+    fn a_chat_body_gets_ids_in_mistrals_rule() {
+        let call = |id: &str| {
+            serde_json::json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "f", "arguments": "{}"}}]})
+        };
+        let result =
+            |id: &str| serde_json::json!({"role": "tool", "tool_call_id": id, "content": "ok"});
+        let body = serde_json::json!({"messages": [call("abcDEF123"), result("abcDEF123"),
+            call("call_1"), result("call_1"), call("call_1"), result("call_1")]});
+        let body = body.as_object().unwrap();
+        let fitted = fit_chat_body(body, IdRule::NineAlphanumerics).unwrap();
+        let ids: Vec<String> = fitted["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                m.pointer("/tool_calls/0/id")
+                    .or_else(|| m.get("tool_call_id"))
+                    .and_then(Value::as_str)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(ids[0], "abcDEF123");
+        assert_eq!((ids[2] == ids[3], ids[4] == ids[5]), (true, true));
+        assert_ne!(ids[2], ids[4]);
+        assert!(
+            ids.iter().all(|i| IdRule::NineAlphanumerics.fits(i)),
+            "{ids:?}"
+        );
+        assert_eq!(
+            fit_chat_body(body, IdRule::NineAlphanumerics),
+            Some(fitted.clone())
+        );
+        assert_eq!(
+            fit_chat_body(&fitted, IdRule::NineAlphanumerics),
+            None,
+            "no copy when all fit"
         );
     }
 

@@ -84,85 +84,6 @@ pub fn same_body(body: &Map<String, Value>, model: &str, max_tokens_cap: Option<
     .unwrap_or_default()
 }
 
-/// The body with every tool call id in exactly nine letters and digits (Mistral's rule), when
-/// one is not: an id that fits stays, another becomes nine characters derived from it (FNV-1a,
-/// so the same on every turn and its result follows it), a repeat of one already taken by
-/// another id made unique. `None` when every id fits (no copy).
-pub fn nine_alphanumeric_ids(body: &Map<String, Value>) -> Option<Map<String, Value>> {
-    fn fits(id: &str) -> bool {
-        id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric())
-    }
-    fn derived(id: &str, salt: u64) -> String {
-        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
-        for b in id.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        (0..9)
-            .map(|_| {
-                let c = ALPHABET[(h % 62) as usize] as char;
-                h /= 62;
-                c
-            })
-            .collect()
-    }
-    let messages = body.get("messages")?.as_array()?;
-    let ids = messages.iter().flat_map(|m| {
-        let calls = m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten();
-        calls
-            .filter_map(|c| c.get("id").and_then(Value::as_str))
-            .chain(m.get("tool_call_id").and_then(Value::as_str))
-    });
-    if ids.clone().all(fits) {
-        return None;
-    }
-    // Each id's new one: kept when it fits, else derived, unique among them all.
-    let mut map: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut taken: std::collections::HashSet<String> = ids
-        .clone()
-        .filter(|i| fits(i))
-        .map(str::to_string)
-        .collect();
-    for id in ids.filter(|i| !fits(i)) {
-        if map.contains_key(id) {
-            continue;
-        }
-        let mut salt = 0;
-        let mut new = derived(id, salt);
-        while taken.contains(&new) {
-            salt += 1;
-            new = derived(id, salt);
-        }
-        taken.insert(new.clone());
-        map.insert(id.to_string(), new);
-    }
-    let mut out = body.clone();
-    let messages = out.get_mut("messages")?.as_array_mut()?;
-    let rename = |v: &mut Value| {
-        if let Some(new) = v.as_str().and_then(|id| map.get(id)) {
-            *v = Value::from(new.as_str());
-        }
-    };
-    for m in messages {
-        if let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) {
-            for c in calls {
-                if let Some(id) = c.get_mut("id") {
-                    rename(id);
-                }
-            }
-        }
-        if let Some(id) = m.get_mut("tool_call_id") {
-            rename(id);
-        }
-    }
-    Some(out)
-}
-
 /// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the
 /// common part of every chat request to an HTTP upstream.
 pub fn json_post(
@@ -379,7 +300,12 @@ impl UpstreamKind for OpenAiCompatible {
             .filter(|_| crate::canonical::effort::openai_reasons(&model.id));
         let nine =
             p.config.capabilities.tool_call_ids == crate::config::ToolCallIds::NineAlphanumerics;
-        let with_ids = nine.then(|| nine_alphanumeric_ids(o.openai_body)).flatten();
+        let with_ids = nine
+            .then(|| {
+                use crate::canonical::ids;
+                ids::fit_chat_body(o.openai_body, ids::IdRule::NineAlphanumerics)
+            })
+            .flatten();
         let base = with_ids.as_ref().unwrap_or(o.openai_body);
         let with_effort = effort.map(|e| {
             let mut b = base.clone();
