@@ -314,28 +314,3 @@ async fn tool_ids_fit_a_provider_that_declares_mistrals_rule() {
     assert_eq!(ids(&sent[1]), first, "the same ids on every turn");
     baton.stop().await;
 }
-
-/// The fake stands for Mistral's rule: without the declaration, the same conversation is
-/// refused in Mistral's words (so the test above proves the rewrite, not a lenient fake).
-#[tokio::test]
-async fn the_mistral_fake_refuses_ids_outside_its_rule() {
-    let up = FakeUpstream::start("mistral").await;
-    up.mistral_tool_ids();
-    up.expect_refusals();
-    let body = json!({"model": "m", "messages": [{"role": "user", "content": "go"},
-        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
-            "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]});
-    let r = reqwest::Client::new()
-        .post(format!("{}/chat/completions", up.base_url()))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    assert!(
-        up.refusals()[0].contains("must be a-z, A-Z, 0-9, with a length of 9"),
-        "{:?}",
-        up.refusals()
-    );
-}

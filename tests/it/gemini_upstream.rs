@@ -211,26 +211,3 @@ async fn schema_keywords_gemini_refuses_never_reach_it() {
     assert!(unique.as_str().unwrap().contains("unique"), "{unique}");
     baton.stop().await;
 }
-
-/// The fake is as strict as the rule it stands for: it refuses such a keyword, naming it.
-#[tokio::test]
-async fn the_gemini_fake_refuses_a_keyword_its_reference_does_not_list() {
-    let up = FakeUpstream::start("gemini").await;
-    up.expect_refusals();
-    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
-        "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema":
-            {"type": "object", "properties": {"t": {"type": "array", "uniqueItems": true}}}}]}]});
-    let r = reqwest::Client::new()
-        .post(format!("{}/models/m:generateContent", up.gemini_base_url()))
-        .header("x-goog-api-key", "k")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    assert!(
-        up.refusals()[0].contains("'uniqueItems'"),
-        "{:?}",
-        up.refusals()
-    );
-}

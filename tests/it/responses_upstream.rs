@@ -446,30 +446,6 @@ async fn codex_default_model_keeps_its_freeform_tools_and_reasoning_on_a_public_
     baton.stop().await;
 }
 
-/// The strict fake stands for what Codex does with a call of the wrong type: a `function_call`
-/// to a tool declared `custom` is refused, so a gateway that turned a freeform tool into a
-/// function fails here rather than in a user's session.
-#[tokio::test]
-async fn the_fake_refuses_a_function_call_to_a_freeform_tool() {
-    let up = FakeUpstream::start("resp").await;
-    up.expect_refusals();
-    let body = json!({"model": "m", "stream": false,
-        "tools": [{"type": "custom", "name": "exec"}],
-        "input": [{"type": "message", "role": "user", "content": "hi"},
-            {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": "{\"input\":\"x\"}"},
-            {"type": "function_call_output", "call_id": "c1", "output": "aborted"}]});
-    let r = reqwest::Client::new()
-        .post(format!("{}/responses", up.base_url()))
-        .bearer_auth("k")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    let refusals = up.refusals();
-    assert!(refusals[0].contains("incompatible payload"), "{refusals:?}");
-}
-
 /// The fields Baton keeps on each input item for the public API are the ones the vendor's
 /// request types define (`testkit/contract/openai-responses.json`, generated from the pinned
 /// SDK): regenerating the contract after an API change fails here until the table follows.

@@ -204,3 +204,59 @@ async fn a_refusal_nobody_expected_fails_the_test() {
     let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(up)));
     assert!(dropped.is_err(), "dropping the fake fails the test");
 }
+
+/// The Responses fake stands for what Codex does with a call of the wrong type: a
+/// `function_call` to a tool declared `custom` is refused, so a gateway that turned a freeform
+/// tool into a function fails at once rather than in a user's session.
+#[tokio::test]
+async fn the_responses_fake_refuses_a_function_call_to_a_freeform_tool() {
+    let up = FakeUpstream::start("resp").await;
+    up.expect_refusals();
+    let body = json!({"model": "m", "stream": false,
+        "tools": [{"type": "custom", "name": "exec"}],
+        "input": [{"type": "message", "role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": "{\"input\":\"x\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "aborted"}]});
+    let url = format!("{}/responses", up.base_url());
+    let (status, _) = post(url, &[("authorization", "Bearer k")], body).await;
+    assert_eq!(status, 400);
+    let refusals = up.refusals();
+    assert!(refusals[0].contains("incompatible payload"), "{refusals:?}");
+}
+
+/// The Gemini fake refuses a JSON Schema keyword Google's reference does not list for
+/// `parametersJsonSchema`, naming it (tests/it/gemini_upstream.rs shows Baton never sends one).
+#[tokio::test]
+async fn the_gemini_fake_refuses_a_keyword_its_reference_does_not_list() {
+    let up = FakeUpstream::start("gemini").await;
+    up.expect_refusals();
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema":
+            {"type": "object", "properties": {"t": {"type": "array", "uniqueItems": true}}}}]}]});
+    let url = format!("{}/models/m:generateContent", up.gemini_base_url());
+    let (status, _) = post(url, &[("x-goog-api-key", "k")], body).await;
+    assert_eq!(status, 400);
+    let refusals = up.refusals();
+    assert!(refusals[0].contains("'uniqueItems'"), "{refusals:?}");
+}
+
+/// Standing for Mistral, the Chat fake refuses a tool call id that is not nine letters and
+/// digits, in Mistral's words (so tests/it/anthropic_upstream.rs proves Baton's rewrite, not a
+/// lenient fake).
+#[tokio::test]
+async fn the_mistral_fake_refuses_ids_outside_its_rule() {
+    let up = FakeUpstream::start("mistral").await;
+    up.mistral_tool_ids();
+    up.expect_refusals();
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]});
+    let (status, _) = post(format!("{}/chat/completions", up.base_url()), &[], body).await;
+    assert_eq!(status, 400);
+    let refusals = up.refusals();
+    assert!(
+        refusals[0].contains("must be a-z, A-Z, 0-9, with a length of 9"),
+        "{refusals:?}"
+    );
+}
