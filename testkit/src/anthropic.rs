@@ -154,10 +154,16 @@ pub(crate) async fn messages(
         }
         r
     };
+    // Each answer its own id, as the API gives: Claude Code joins the messages of one id.
+    let id = format!(
+        "msg_fake_{}_{}",
+        s.name,
+        s.hits.load(std::sync::atomic::Ordering::SeqCst)
+    );
     if !stream {
         return with_extra(
             axum::Json(
-                json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                json!({"id": id, "type": "message", "role": "assistant", "model": model,
             "content": blocks, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
             )
             .into_response(),
@@ -166,7 +172,7 @@ pub(crate) async fn messages(
     let frame = |ev: &str, data: Value| Bytes::from(format!("event: {ev}\ndata: {data}\n\n"));
     let mut frames = vec![frame(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_fake",
+        json!({"type": "message_start", "message": {"id": id,
         "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null,
         "usage": start_usage}}),
     )];

@@ -25,12 +25,21 @@ pub(crate) async fn script(
     StatusCode::NO_CONTENT.into_response()
 }
 
-pub(crate) async fn stats(State(s): State<Arc<Shared>>) -> Response {
+/// Test control: `GET /_stats` — how many requests, the last body, the searches run; with
+/// `?all=1` every body received, in order (a session's turns, one by one).
+pub(crate) async fn stats(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
     let received = s.received.lock().unwrap();
     let last = received
         .last()
         .map(|r| r.body.clone())
         .unwrap_or(Value::Null);
     let searches = s.searches.lock().unwrap().clone();
-    axum::Json(json!({"hits": received.len(), "last": last, "searches": searches})).into_response()
+    let mut out = json!({"hits": received.len(), "last": last, "searches": searches});
+    if q.contains_key("all") {
+        out["all"] = received.iter().map(|r| r.body.clone()).collect();
+    }
+    axum::Json(out).into_response()
 }

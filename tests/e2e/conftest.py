@@ -34,8 +34,10 @@ class Fake:
                                      headers={"content-type": "application/json"}, method="POST")
         urllib.request.urlopen(req).read()
 
-    def stats(self):
-        return json.loads(urllib.request.urlopen(self.url + "/_stats").read())
+    def stats(self, all=False):
+        """How many requests, the last body; with `all`, every body received."""
+        query = "?all=1" if all else ""
+        return json.loads(urllib.request.urlopen(self.url + "/_stats" + query).read())
 
     def stop(self):
         self.proc.kill()
