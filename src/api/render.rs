@@ -53,7 +53,9 @@ impl<'a> Out<'a> {
         // The client's format: the upstream's bytes as they are, or the canonical answer
         // rendered.
         let body = match reply {
-            Reply::Wire(body, wire) if wire == self.dialect.wire() => body,
+            Reply::Wire(body, wire) if wire == self.dialect.wire() => {
+                self.dialect.relayed(body, &target.model.id)
+            }
             Reply::Wire(body, wire) => {
                 let kind = crate::providers::kinds::of(wire);
                 let mut answer =

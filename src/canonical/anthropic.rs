@@ -443,19 +443,13 @@ pub fn request_to_anthropic(
     let max_tokens = req.max_tokens.unwrap_or(default_max_tokens);
     body.insert("max_tokens".into(), json!(max_tokens));
     // The client's effort as a thinking budget, for a Claude that thinks (which then takes no
-    // temperature or top_p of the client's). Not in the middle of a tool loop: the API wants
-    // the final assistant turn to begin with signed thinking then, which a translated
-    // conversation cannot have.
-    let mid_tool_loop = req
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant)
-        .is_some_and(|m| m.content.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+    // temperature or top_p of the client's). In the middle of a tool loop the API wants the
+    // final assistant turn to begin with signed thinking, which a translated conversation
+    // cannot have: the Anthropic kind closes that exchange (`providers::thinking`).
     let thinking = req
         .effort
         .as_deref()
-        .filter(|_| super::effort::claude_thinks(model) && !mid_tool_loop)
+        .filter(|_| super::effort::claude_thinks(model))
         .and_then(|e| super::effort::anthropic_thinking(e, max_tokens));
     // No `temperature` or `top_p`: the Messages API as published (the SDKs' request types)
     // has no sampling parameters, and refuses them as extra inputs.
@@ -577,7 +571,7 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
 
 mod stream;
 
-pub use stream::{error_frame, StreamDecoder, StreamEncoder};
+pub use stream::{error_frame, named_as, Framing, StreamDecoder, StreamEncoder};
 
 #[cfg(test)]
 mod tests;

@@ -306,6 +306,10 @@ impl StreamEncode for FreshIds {
         self.inner.relayed_end()
     }
 
+    fn relay(&mut self, raw: bytes::Bytes) -> bytes::Bytes {
+        self.inner.relay(raw)
+    }
+
     fn content_type(&self) -> &'static str {
         self.inner.content_type()
     }

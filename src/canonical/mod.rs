@@ -475,6 +475,11 @@ pub trait StreamEncode: Send {
     fn relayed_end(&self) -> &'static [u8] {
         b""
     }
+    /// An upstream event in this client's own format, as it goes to the client: as it came,
+    /// unless the client compares something in it with what it sent (see the Anthropic one).
+    fn relay(&mut self, raw: bytes::Bytes) -> bytes::Bytes {
+        raw
+    }
     /// The `content-type` of the stream.
     fn content_type(&self) -> &'static str {
         "text/event-stream"

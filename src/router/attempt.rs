@@ -55,16 +55,16 @@ pub(super) async fn attempt(
             Some(c) => crate::redact::mask_value(body, c.key.secret.expose()),
             None => body,
         };
-        // A signature the account refuses (one Baton could not place): once more without any
-        // thinking block, rather than failing over or failing.
+        // The account refuses the conversation's thinking (a signature Baton could not place,
+        // a turn it did not think the API's way): once more without any thinking block, and
+        // thinking off for this request if it must be, rather than failing over or failing.
         let retry = !matches!(keep, Keep::None)
             && kinds::of(wire).signs_reasoning()
-            && thinking::is_signature_refusal(status, &body)
-            && inbound.original(wire).is_some_and(thinking::has_thinking);
+            && thinking::is_thinking_refusal(status, &body);
         if !retry {
             return upstream_error(routing, t, status, &headers, body);
         }
-        tracing::info!(request_id, provider = %t.provider.id(), "a thinking signature was refused; sending again without thinking blocks");
+        tracing::info!(request_id, provider = %t.provider.id(), "the account refused the conversation's thinking; sending again without thinking blocks");
         keep = Keep::None;
     };
     if !inbound.canonical.stream {

@@ -311,7 +311,7 @@ impl Pump {
             if self.resumed() {
                 return self.rewrite_continuation(&raw).unwrap_or_default();
             }
-            return raw;
+            return self.out.relay(raw);
         }
         let mut out = String::new();
         for ev in &d.events {

@@ -205,8 +205,8 @@ def test_claude_code_thinking_survives_a_failover_between_anthropic_accounts(tmp
     """Claude Code thinks (MAX_THINKING_TOKENS: thinking enabled, its signed blocks sent back in
     the tool loop); the first account signs its thinking, then caps mid tool loop; the second
     refuses any signature but its own, as the real API does. Baton leaves the first one's
-    thinking out (and thinking off for that turn, as the API then requires), and the turn
-    completes there. Both serve the model Claude Code asked for: Claude Code itself drops
+    thinking out and writes that tool exchange as text (thinking stays on: a turn that begins
+    without thinking may not be continued with it on), and the turn completes there. Both serve the model Claude Code asked for: Claude Code itself drops
     thinking that another model signed."""
     from conftest import Baton, Fake
     if not os.path.exists(CLAUDE):
@@ -223,6 +223,7 @@ def test_claude_code_thinking_survives_a_failover_between_anthropic_accounts(tmp
         work.mkdir()
         (work / "note.txt").write_text("the secret word is baton\n")
         a.script("tool:Read:" + json.dumps({"file_path": str(work / "note.txt")}), "claude-cap")
+        b.script("ok")  # b answers (the exchange it got as text reads as the user's words)
         result, _ = claude(gw, tmp_path, "read note.txt", model=model,
                            extra_env={"MAX_THINKING_TOKENS": "4000"})
         assert result["is_error"] is False, result
@@ -232,7 +233,9 @@ def test_claude_code_thinking_survives_a_failover_between_anthropic_accounts(tmp
         assert "a thinks." in sent_to_a, "Claude Code sent a's thinking back (to a, which capped)"
         sent = b.stats()["last"]
         assert "a thinks." not in json.dumps(sent["messages"]), "a's signed thinking never reached b"
-        assert "thinking" not in sent, "thinking off for the turn whose tool call lost its thinking"
+        assert sent["thinking"]["type"] == "enabled", "thinking stays on"
+        assert "(The `Read` tool returned:" in json.dumps(sent["messages"][-1]), \
+            "the exchange that lost its thinking went as text"
         assert "the secret word is baton" in json.dumps(sent["messages"]), "the tool result did"
     finally:
         gw.stop()

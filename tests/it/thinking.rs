@@ -71,13 +71,23 @@ async fn assistant_turn(r: reqwest::Response, stream: bool) -> Value {
                         ))
                     }
                     "input_json_delta" => {
-                        b["input"] = serde_json::from_str(d["partial_json"].as_str().unwrap())
-                            .unwrap_or(b["input"].clone())
+                        // The input's JSON comes in pieces: parsed once they are all here.
+                        let so_far = b["partial"].as_str().unwrap_or("").to_string();
+                        let joined = so_far + d["partial_json"].as_str().unwrap();
+                        if let Ok(input) = serde_json::from_str::<Value>(&joined) {
+                            b["input"] = input;
+                        }
+                        b["partial"] = json!(joined);
                     }
                     _ => {}
                 }
             }
             _ => {}
+        }
+    }
+    for b in &mut blocks {
+        if let Some(o) = b.as_object_mut() {
+            o.remove("partial");
         }
     }
     json!({"role": "assistant", "content": blocks})
@@ -147,11 +157,17 @@ async fn a_conversation_moves_to_another_account_without_the_first_ones_thinking
         );
         let sent = &b.received()[0].body;
         assert_eq!(thinking_blocks(sent), 0, "a's signature never reached b");
-        assert!(
-            sent.get("thinking").is_none(),
-            "thinking off: the last turn's tool call no longer begins with it"
+        // The tool call no longer begins with thinking b signed: the exchange is written as
+        // text, a new turn, and b thinks in it.
+        assert_eq!(sent["thinking"]["type"], "enabled", "thinking stays on");
+        assert_eq!(
+            sent["messages"][1]["content"][0]["text"],
+            "(Called the `Read` tool with {\"file_path\":\"/tmp/x\"}.)"
         );
-        assert_eq!(sent["messages"][1]["content"][0]["type"], "tool_use");
+        assert_eq!(
+            sent["messages"][2]["content"][0]["text"],
+            "(The `Read` tool returned: the file)"
+        );
         assert_eq!(b.hits(), 1, "no refused attempt");
         baton.stop().await;
     }
@@ -371,9 +387,10 @@ async fn effort_is_asked_for_in_each_targets_own_terms() {
 }
 
 /// Mid tool loop a translated conversation has no signed thinking to begin its last turn with,
-/// which the API wants while thinking is on: the effort is not turned into thinking then.
+/// which the API wants while thinking is on: the final exchange is written as text, and the
+/// effort still becomes thinking.
 #[tokio::test]
-async fn no_thinking_is_asked_for_in_the_middle_of_a_translated_tool_loop() {
+async fn a_translated_tool_loop_thinks_on_every_turn() {
     let dir = tempfile::tempdir().unwrap();
     let an = FakeUpstream::start("an").await;
     let baton = Baton::start(
@@ -397,15 +414,26 @@ async fn no_thinking_is_asked_for_in_the_middle_of_a_translated_tool_loop() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    assert!(an.received()[0].body.get("thinking").is_none());
+    let sent = &an.received()[0].body;
+    assert_eq!(sent["thinking"]["type"], "enabled", "{sent}");
+    let msgs = sent["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3, "{sent}");
+    assert_eq!(
+        msgs[1]["content"][0]["text"],
+        "(Called the `shell` tool with {\"cmd\":\"ls\"}.)"
+    );
+    assert_eq!(
+        msgs[2]["content"][0]["text"],
+        "(The `shell` tool returned: a.txt)"
+    );
     baton.stop().await;
 }
 
 /// Fifteen turns of a tool loop with thinking enabled, on account a, then b (a capped), then a
 /// again (b capped), streamed as Claude Code streams: every turn is served. Once as a client that
 /// keeps every thinking block, once as one that keeps none (as Claude Code did when answers came
-/// under another model's name): a last tool turn without thinking, whoever served it, turns
-/// thinking off for that request instead of being refused.
+/// under another model's name): every request goes with thinking on and none is refused; a last
+/// tool turn without thinking this account signed has its exchange written as text.
 #[tokio::test]
 async fn fifteen_tool_turns_across_accounts_with_thinking_enabled() {
     for keeps_thinking in [true, false] {
@@ -468,6 +496,51 @@ async fn fifteen_tool_turns_across_accounts_with_thinking_enabled() {
                 {"type": "tool_result", "tool_use_id": id, "content": "contents"}]}));
         }
         assert!(a.refusals().is_empty() && b.refusals().is_empty());
+        let sent: Vec<Value> = [&a, &b]
+            .iter()
+            .flat_map(|f| f.received())
+            .map(|r| r.body)
+            .filter(|b| b["messages"].as_array().unwrap().len() > 1)
+            .collect();
+        assert!(
+            sent.iter().all(|b| b["thinking"]["type"] == "enabled"),
+            "keeps thinking: {keeps_thinking}"
+        );
         baton.stop().await;
     }
+}
+
+/// A relayed answer names the model the client asked for, streamed and not, as a translated one
+/// does: Claude Code drops the thinking of an answer that names another model from its next
+/// request. The served model is in `x-gateway-model`; the rest of the answer is as it came.
+#[tokio::test]
+async fn a_relayed_answer_names_the_model_the_client_asked_for() {
+    let (_d, a, _b, baton) = setup("anthropic").await;
+    for stream in [false, true] {
+        let r = messages(
+            &baton,
+            &ask(vec![json!({"role": "user", "content": "hi"})], stream),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(header(&r, "x-gateway-model"), "claude-a");
+        let named = if stream {
+            let text = r.text().await.unwrap();
+            let start: Value = serde_json::from_str(&sse_data(&text)[0]).unwrap();
+            assert_eq!(start["type"], "message_start");
+            assert!(start["message"]["id"]
+                .as_str()
+                .unwrap()
+                .starts_with("msg_fake_a"));
+            start["message"]["model"].clone()
+        } else {
+            let v: Value = r.json().await.unwrap();
+            assert_eq!(v["content"][0]["type"], "thinking", "{v}");
+            v["model"].clone()
+        };
+        assert_eq!(named, "claude-sonnet", "stream={stream}");
+        assert_eq!(a.received().last().unwrap().body["model"], "claude-a");
+    }
+    baton.stop().await;
 }

@@ -94,6 +94,15 @@ impl Dialect for Anthropic {
         )
     }
 
+    /// The answer names the model the client asked for (see the stream encoder's `relay`).
+    fn relayed(&self, body: bytes::Bytes, served: &str) -> bytes::Bytes {
+        use crate::canonical::anthropic::{named_as, Framing};
+        match named_as(&body, self.named(served), Framing::Body) {
+            Some(renamed) => bytes::Bytes::from(renamed),
+            None => body,
+        }
+    }
+
     fn error(&self, e: ApiError) -> Response {
         error(e)
     }

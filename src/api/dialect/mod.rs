@@ -73,6 +73,11 @@ pub trait Dialect: Send + Sync {
     fn render(&self, answer: &ChatResponse, served: &str, cx: &Cx) -> Value;
     /// The encoder of a streamed answer.
     fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out;
+    /// A complete answer an upstream of this API gave, as it goes to the client: as it came,
+    /// unless the client compares something in it with what it sent.
+    fn relayed(&self, body: bytes::Bytes, _served: &str) -> bytes::Bytes {
+        body
+    }
     /// An error in this API's shape.
     fn error(&self, e: ApiError) -> Response;
     /// The request-id headers every answer carries.

@@ -307,6 +307,48 @@ impl StreamDecoder {
 }
 
 /// Anthropic's `event: error` frame.
+/// What [`named_as`] is given: one stream event, or a whole answer.
+#[derive(Clone, Copy)]
+pub enum Framing {
+    Event,
+    Body,
+}
+
+/// A relayed answer (its `message_start` event, or its whole body) naming `model`, when it
+/// names another; `None` when it needs no change (or is not a message start).
+pub fn named_as(raw: &[u8], model: &str, framing: Framing) -> Option<Vec<u8>> {
+    // Most answers already name it (compactly, as the API writes JSON): no parse then.
+    let named = format!("\"model\":{}", Value::String(model.to_string()));
+    if model.is_empty() || memchr::memmem::find(raw, named.as_bytes()).is_some() {
+        return None;
+    }
+    let (head, data, tail) = match framing {
+        Framing::Body => (&b""[..], raw, &b""[..]),
+        Framing::Event => {
+            memchr::memmem::find(raw, b"\"message_start\"")?;
+            let at = memchr::memmem::find(raw, b"data:")? + b"data:".len();
+            let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |e| at + e);
+            (&raw[..at], &raw[at..end], &raw[end..])
+        }
+    };
+    let mut v: Value = serde_json::from_slice(data).ok()?;
+    let named = match framing {
+        Framing::Body => v.get_mut("model")?,
+        Framing::Event => v.get_mut("message")?.get_mut("model")?,
+    };
+    if named.as_str() == Some(model) {
+        return None;
+    }
+    *named = Value::String(model.to_string());
+    let mut out = head.to_vec();
+    if matches!(framing, Framing::Event) {
+        out.push(b' ');
+    }
+    serde_json::to_writer(&mut out, &v).ok()?;
+    out.extend_from_slice(tail);
+    Some(out)
+}
+
 pub fn error_frame(kind: &str, message: &str) -> String {
     frame(
         "error",
@@ -333,5 +375,19 @@ impl crate::canonical::StreamEncode for StreamEncoder {
 
     fn relayed_end(&self) -> &'static [u8] {
         b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+    }
+
+    /// A relayed `message_start` names the model the client asked for: Claude Code drops from
+    /// the next request the thinking of an answer that names another model, and thinking then
+    /// stops (the served model is in the `x-gateway-model` header).
+    fn relay(&mut self, raw: bytes::Bytes) -> bytes::Bytes {
+        if self.started {
+            return raw;
+        }
+        self.started = true;
+        match named_as(&raw, &self.model, Framing::Event) {
+            Some(renamed) => bytes::Bytes::from(renamed),
+            None => raw,
+        }
     }
 }

@@ -372,3 +372,30 @@ fn reasoning_from_elsewhere_reaches_a_thinking_client_as_unsigned_thinking() {
         "text"
     );
 }
+
+#[test]
+fn a_relayed_answer_names_the_model_the_client_asked_for() {
+    use super::{named_as, Framing};
+    let start = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-served-1\",\"content\":[]}}\n\n";
+    let renamed = named_as(start, "claude-sonnet-4-5", Framing::Event).unwrap_or_default();
+    let text = String::from_utf8(renamed).unwrap_or_default();
+    assert!(text.starts_with("event: message_start\ndata: {"), "{text}");
+    assert!(text.ends_with("}\n\n"), "{text}");
+    let data: Value =
+        serde_json::from_str(&text["event: message_start\ndata: ".len()..]).unwrap_or_default();
+    assert_eq!(data["message"]["model"], "claude-sonnet-4-5");
+    assert_eq!(data["message"]["id"], "msg_1");
+    // Already named so, another event, or no name to give: left as it is.
+    assert_eq!(named_as(start, "claude-served-1", Framing::Event), None);
+    let delta =
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"model\":\"x\"}\n\n";
+    assert_eq!(named_as(delta, "claude-sonnet-4-5", Framing::Event), None);
+    assert_eq!(named_as(start, "", Framing::Event), None);
+    let body = br#"{"id":"msg_1","type":"message","model":"claude-served-1","content":[]}"#;
+    let renamed: Value = serde_json::from_slice(
+        &named_as(body, "claude-sonnet-4-5", Framing::Body).unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    assert_eq!(renamed["model"], "claude-sonnet-4-5");
+    assert_eq!(named_as(body, "claude-served-1", Framing::Body), None);
+}

@@ -36,15 +36,7 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         // Thinking blocks go back only to the account that signed them (`thinking`).
         if crate::providers::thinking::to_check(b) {
             let mut own = b.clone();
-            let s = crate::providers::thinking::strip(&mut own, o.thinking);
-            if s.blocks > 0 || s.thinking_off {
-                tracing::debug!(
-                    request_id = o.request_id,
-                    blocks = s.blocks,
-                    thinking_off = s.thinking_off,
-                    "thinking blocks another account signed were left out"
-                );
-            }
+            fit_thinking(&mut own, o);
             return openai_compat::same_body(&own, &model.id, cap);
         }
         return openai_compat::same_body(b, &model.id, cap);
@@ -54,6 +46,9 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         &model.id,
         cap.unwrap_or(DEFAULT_MAX_TOKENS),
     );
+    // A translated conversation has no signed thinking: a tool loop's final exchange is closed
+    // so the model thinks on every turn (`thinking`).
+    fit_thinking(&mut b, o);
     if let Some(c) = cap {
         if b.get("max_tokens")
             .and_then(Value::as_u64)
@@ -63,6 +58,20 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&b).unwrap_or_default()
+}
+
+/// The thinking blocks this account may see, and thinking kept on where the API allows it.
+fn fit_thinking(b: &mut Map<String, Value>, o: &Outbound) {
+    let s = crate::providers::thinking::strip(b, o.thinking);
+    if s.blocks > 0 || s.closed > 0 || s.thinking_off {
+        tracing::debug!(
+            request_id = o.request_id,
+            blocks = s.blocks,
+            closed = s.closed,
+            thinking_off = s.thinking_off,
+            "thinking fitted to the account: foreign blocks left out, the final tool exchange closed"
+        );
+    }
 }
 
 /// A Messages API request: `x-api-key`, `anthropic-version`, the client's `anthropic-beta`.
