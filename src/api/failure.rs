@@ -117,7 +117,7 @@ pub(super) fn failure_to_error(f: Failure, now_ms: i64) -> (u16, ApiError) {
         }
         Failure::NoStoredConversation(m) => {
             let mut e = ApiError::invalid("previous_response_id", m);
-            e.code = "unsupported_request";
+            e.code = "previous_response_not_found";
             (400, e)
         }
         Failure::Busy { retry_after_ms, message } => (

@@ -122,6 +122,8 @@ def test_bad_requests_get_openai_errors(gateway):
         c.responses.create(model="auto", input="hi", previous_response_id="resp_123")
     assert "whole conversation" in e.value.message
     assert e.value.body["param"] == "previous_response_id"
+    assert e.value.body["code"] == "previous_response_not_found"
+    assert e.value.body["message"].startswith("Previous response with id 'resp_123' not found.")
     with pytest.raises(openai.BadRequestError) as e:
         c.responses.create(model="auto", input=[])
     assert e.value.body["param"] == "input"

@@ -318,6 +318,7 @@ async fn a_stored_conversation_continues_only_on_a_responses_upstream() {
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["param"], "previous_response_id");
+    assert_eq!(v["error"]["code"], "previous_response_not_found", "{v}");
     assert!(v["error"]["message"]
         .as_str()
         .unwrap()

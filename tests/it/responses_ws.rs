@@ -164,6 +164,10 @@ async fn codex_websocket_turns_stream_like_http_and_refusals_are_wrapped_errors(
         "{err}"
     );
     assert_eq!(err["error"]["param"], "previous_response_id", "{err}");
+    assert_eq!(
+        err["error"]["code"], "previous_response_not_found",
+        "the API's own code, which clients recover from: {err}"
+    );
 
     // A bad message is answered, and the connection goes on serving.
     ws.send(Message::Text(r#"{"type": "session.update"}"#.into()))

@@ -36,15 +36,17 @@ impl Dialect for Responses {
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
         self.echo = Some(Echo::new(&body, cx.request_id, &canonical.model, cx.now_s));
         let openai = crate::canonical::openai::request_to_openai(&canonical);
-        // A conversation stored on a Responses server (`previous_response_id`).
+        // A conversation stored on a Responses server (`previous_response_id`). Refused in the
+        // API's own words (`previous_response_not_found`), which clients recover from by
+        // sending the whole conversation.
         let continues = body
             .get("previous_response_id")
-            .is_some_and(|v| !v.is_null())
-            .then(|| crate::router::Continues {
+            .and_then(Value::as_str)
+            .map(|id| crate::router::Continues {
                 why: "`previous_response_id` names a conversation stored on a Responses server",
-                failure: crate::router::Failure::NoStoredConversation(
-                    "Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue the one `previous_response_id` names: send the whole conversation in `input` (as Codex does with \"store\": false).".into(),
-                ),
+                failure: crate::router::Failure::NoStoredConversation(format!(
+                    "Previous response with id '{id}' not found. Baton keeps no conversation state, and no Responses provider (kind openai-responses) can take this request to continue it: send the whole conversation in `input` (as Codex does with \"store\": false)."
+                )),
             });
         Ok(Parsed {
             continues,
