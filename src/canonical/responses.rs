@@ -11,6 +11,7 @@
 //! declares its tools so): a namespaced tool travels as `<namespace>__<name>` and its calls go
 //! back with their `namespace`, as the client declared them (`ClientTools`).
 
+pub mod compaction;
 mod stream;
 mod tools;
 pub mod upstream;
@@ -172,6 +173,10 @@ fn push_item(req: &mut ChatRequest, i: usize, item: &Value) -> Result<(), Invali
             });
             Ok(())
         }
+        "compaction_trigger" | "compaction" => {
+            compaction::push(req, item);
+            Ok(())
+        }
         // Tools declared in the input were read with the others (`declared`). Reasoning is for
         // the server that produced it; other items have no canonical slot.
         _ => Ok(()),
@@ -275,6 +280,8 @@ pub struct Echo {
     pub model: String,
     pub created: i64,
     pub tools: ClientTools,
+    /// The request asked for a compaction: the answer is one `compaction` item.
+    pub compaction: bool,
     fields: Map<String, Value>,
 }
 
@@ -316,6 +323,7 @@ impl Echo {
             model: model.to_string(),
             created,
             tools: ClientTools::of(body),
+            compaction: compaction::asked(body),
             fields,
         }
     }
@@ -400,6 +408,10 @@ fn message_item(id: String, text: &str, status: &str) -> Value {
 /// A complete canonical answer as a Responses `response`.
 pub fn response_to_responses(r: &ChatResponse, echo: &Echo) -> Value {
     let text = r.text();
+    if echo.compaction {
+        let output = vec![compaction::item(&echo.id, &text)];
+        return echo.response("completed", output, r.usage.as_ref());
+    }
     let mut output = Vec::new();
     let reasoning = r.reasoning();
     if !reasoning.is_empty() {

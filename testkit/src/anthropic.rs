@@ -286,10 +286,13 @@ fn last_user_text(body: &Value) -> String {
         .filter(|m| m["role"] == "user")
         .find_map(|m| match &m["content"] {
             Value::String(t) => Some(t.clone()),
+            // A tool exchange written out as text is a tool's result, not the user's words.
             Value::Array(blocks) => blocks
                 .iter()
                 .rev()
-                .find_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string)),
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .find(|t| !t.starts_with("(The `") && !t.starts_with("(Called the `"))
+                .map(str::to_string),
             _ => None,
         })
         .unwrap_or_default()

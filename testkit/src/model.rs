@@ -210,8 +210,17 @@ fn last_turn_is_users_words(body: &Value) -> bool {
             .rev()
             .find(|m| m["role"] != "user")
             .is_some_and(|m| m["role"] == "tool");
+        // A tool exchange written out as text (as Baton closes one to keep thinking on) reads
+        // to a model as the tool's result: it goes on with the task there too.
+        let told_result = blocks.iter().any(|b| {
+            b["text"].as_str().is_some_and(|t| {
+                t.starts_with("(The `")
+                    && (t.contains("` tool returned") || t.contains("` tool failed"))
+            })
+        });
         return m["role"] == "user"
             && !after_tool
+            && !told_result
             && !blocks
                 .iter()
                 .any(|b| result_kinds.contains(&b["type"].as_str().unwrap_or("")));

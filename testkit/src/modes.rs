@@ -159,6 +159,8 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
                 delay_ms: 0,
             }
         }
+        // "text:WORDS" answers with exactly those words.
+        other if other.starts_with("text:") => Behavior::Text(other["text:".len()..].to_string()),
         other => {
             // "tool:NAME:{json arguments}" answers with that tool call.
             let rest = other.strip_prefix("tool:")?;

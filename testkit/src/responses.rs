@@ -201,11 +201,8 @@ pub(crate) async fn create(
             .into_response();
         }
     }
-    let behavior = crate::resolve_auto(s.next_behavior(), &body);
-    // The connection stays open after `response.completed` (the client has all it needs).
-    let linger = matches!(behavior, Behavior::StreamNoDone);
     let hit = s.hits.load(std::sync::atomic::Ordering::SeqCst);
-    let (items, cut, done) = match output(behavior, &body, text, hit) {
+    let (items, cut, done, linger) = match answer(&s, &body, text, hit) {
         Ok(o) => o,
         Err(r) => return r,
     };
@@ -440,4 +437,58 @@ fn streamed(frames: Vec<Bytes>, linger: bool) -> Response {
         ));
     }
     sse(Body::from_stream(body))
+}
+
+/// The output items of an answer, where the stream cuts, its final status, and whether the
+/// connection stays open after `response.completed` (the client has all it needs). Asked to
+/// compact (the last input item is the trigger), the API answers one `compaction` item, its
+/// content sealed for this server only; the script is not consumed then.
+#[allow(clippy::type_complexity, clippy::result_large_err)]
+fn answer(
+    s: &Shared,
+    body: &Value,
+    text: String,
+    hit: usize,
+) -> Result<(Vec<Value>, Option<usize>, &'static str, bool), Response> {
+    if let Some(r) = refuse_compactions(&s.name, body) {
+        return Err(r);
+    }
+    if let Some(item) = compaction(&s.name, body, hit) {
+        return Ok((vec![item], None, "completed", false));
+    }
+    let behavior = crate::resolve_auto(s.next_behavior(), body);
+    let linger = matches!(behavior, Behavior::StreamNoDone);
+    let (items, cut, done) = output(behavior, body, text, hit)?;
+    Ok((items, cut, done, linger))
+}
+
+/// The `compaction` item the API answers a `compaction_trigger` with.
+fn compaction(name: &str, body: &Value, hit: usize) -> Option<Value> {
+    let last = body.get("input")?.as_array()?.last()?;
+    (last.get("type")? == "compaction_trigger").then(|| {
+        json!({"type": "compaction", "id": format!("cmp_fake_{hit}"),
+            "encrypted_content": format!("{name}-sealed-{hit}")})
+    })
+}
+
+/// A `compaction` item this server did not make: its content cannot be decrypted here.
+fn refuse_compactions(name: &str, body: &Value) -> Option<Response> {
+    let items = body.get("input")?.as_array()?;
+    let (i, _) = items.iter().enumerate().find(|(_, it)| {
+        it.get("type").and_then(Value::as_str) == Some("compaction")
+            && !it
+                .get("encrypted_content")
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.starts_with(&format!("{name}-sealed-")))
+    })?;
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": {
+                "message": format!("The encrypted content for item input[{i}] could not be verified."),
+                "type": "invalid_request_error", "param": format!("input[{i}].encrypted_content"),
+                "code": "invalid_encrypted_content"}})),
+        )
+            .into_response(),
+    )
 }

@@ -14,6 +14,19 @@ CODEX = os.environ.get("CODEX_BIN") or str(
     pathlib.Path.home() / ".cache/baton-npm/node_modules/.bin/codex")
 
 
+
+def anthropic_results(sent):
+    """The tool results a Messages request carries, as text, in order: `tool_result` blocks, or
+    the final exchange written as text (Baton closes it so Claude keeps thinking)."""
+    out = []
+    for m in sent["messages"]:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if b.get("type") == "tool_result":
+                out.append(json.dumps(b))
+            elif b.get("type") == "text" and b["text"].startswith("(The `"):
+                out.append(b["text"])
+    return out
+
 def jwt(claims):
     part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
@@ -128,9 +141,8 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
         assert sent["model"] == "claude-real-model"
         exec_tool = next(t for t in sent["tools"] if t["name"] == "exec")
         assert exec_tool["input_schema"]["required"] == ["input"]
-        results = [b for m in sent["messages"] if isinstance(m["content"], list)
-                   for b in m["content"] if b.get("type") == "tool_result"]
-        assert results and "patched" in json.dumps(results[-1]), "the tool's output went back"
+        results = anthropic_results(sent)
+        assert results and "patched" in results[-1], "the tool's output went back"
         assert sub.stats()["hits"] == hits + 1, "the capped account was asked once"
 
         # While the cap lasts, Codex's turns go straight to the fallback.
@@ -187,9 +199,8 @@ def test_codex_task_fails_over_mid_task_to_anthropic_and_back(tmp_path):
         assert "claude: " in out, out
         sent = other.stats()["last"]
         assert sent["model"] == "claude-real-model"
-        results = [b for m in sent["messages"] if isinstance(m["content"], list)
-                   for b in m["content"] if b.get("type") == "tool_result"]
-        assert results and "HELLO FROM CODEX" in json.dumps(results[-1]), \
+        results = anthropic_results(sent)
+        assert results and "HELLO FROM CODEX" in results[-1], \
             "Codex ran Anthropic's call and the output went back"
         uses = [b["name"] for m in sent["messages"] if isinstance(m["content"], list)
                 for b in m["content"] if b.get("type") == "tool_use"]

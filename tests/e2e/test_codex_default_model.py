@@ -172,3 +172,49 @@ def test_codex_default_model_fails_over_through_every_kind_and_comes_back(tmp_pa
         gw.stop()
         for f in fakes.values():
             f.stop()
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket"])
+@pytest.mark.parametrize("kind", ["openai-responses", "anthropic"])
+def test_codex_default_model_goes_on_after_compacting(tmp_path, kind, transport):
+    """Codex compacts (a tiny `model_auto_compact_token_limit`: before every turn) by sending
+    the conversation with a `compaction_trigger` item and wants exactly one `compaction` item
+    back, then sends it in place of the history. A Responses upstream makes that item itself
+    (the strict fake seals it as its own and refuses any other); to Claude, Baton asks for a
+    summary and makes the item, and the summary goes on in the next turns. The task completes
+    either way, with no compaction error. (Over HTTP Codex compacts by itself: the task still
+    completes.)"""
+    need_codex()
+    up = Fake("up")
+    os.environ["BATON_TEST_CODEX_UP_KEY"] = "sk-codex-default-up-key-0000000000"
+    gw = Baton(tmp_path, [{"id": "up", "kind": kind, "baseUrl": up.url + KINDS[kind],
+                           "models": ["up-model"], "keys": [{"env": "BATON_TEST_CODEX_UP_KEY"}]}],
+               model_map={"gpt-*": "auto"})
+    home, work, env = codex_env(tmp_path)
+    try:
+        extra = transport_args(transport, gw, home, env)
+        steps = task_script()
+        if kind != "openai-responses":
+            # The model answers each compaction with its summary.
+            steps = [s for n, step in enumerate(steps)
+                     for s in (step, f"text:Summary {n}: hello.py is being written and run.")]
+        up.script(*steps, "text:up: all done")
+        out = run_codex(work, env, *extra, "-c", "model_auto_compact_token_limit=10",
+                        "write hello.py, run it, rewrite it, run it again")
+        assert (work / "hello.py").read_text() == "print('SECOND')\n", out.stdout + out.stderr
+        assert "compact" not in out.stderr.lower() or "error" not in out.stderr.lower(), out.stderr
+        bodies = up.stats(all=True)["all"]
+        if kind == "openai-responses":
+            triggers = [b for b in bodies if b["input"][-1].get("type") == "compaction_trigger"]
+            carried = [b for b in bodies if any(i.get("type") == "compaction" for i in b["input"])]
+        else:
+            text = [json.dumps(b["messages"]) for b in bodies]
+            triggers = [t for t in text if "Your context is about to be compacted" in t]
+            carried = [t for t in text if "Summary of the conversation so far" in t]
+        # Over HTTP (a provider of Baton's in Codex's config) Codex compacts on its own, with an
+        # ordinary request; on its built-in OpenAI provider it asks the server.
+        if transport == "websocket":
+            assert triggers and carried, (len(triggers), len(carried))
+    finally:
+        gw.stop()
+        up.stop()

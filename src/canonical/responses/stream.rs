@@ -45,6 +45,8 @@ pub struct StreamEncoder {
     done: Vec<(usize, Value)>,
     stop: Option<StopReason>,
     usage: Option<Usage>,
+    /// A compaction's summary so far (the answer is one `compaction` item, at the end).
+    summary: String,
 }
 
 impl StreamEncoder {
@@ -60,12 +62,22 @@ impl StreamEncoder {
             done: Vec::new(),
             stop: None,
             usage: None,
+            summary: String::new(),
         }
     }
 
     /// Appends the events for `ev` to `out`.
     pub fn push(&mut self, ev: &StreamEvent, out: &mut String) {
         self.start(out);
+        if self.echo.compaction {
+            match ev {
+                StreamEvent::TextDelta(t) => self.summary.push_str(t),
+                StreamEvent::Finish(stop) => self.stop = Some(stop.clone()),
+                StreamEvent::Usage(u) => self.usage = Some(*u),
+                _ => {}
+            }
+            return;
+        }
         if !matches!(ev, StreamEvent::ReasoningDelta(_)) {
             self.close_reasoning(out);
         }
@@ -140,6 +152,18 @@ impl StreamEncoder {
     /// The end of a complete answer: every open item closed, then the whole response.
     pub fn finish(&mut self, out: &mut String) {
         self.start(out);
+        if self.echo.compaction {
+            let output_index = self.take_index();
+            let item = super::compaction::item(&self.echo.id, &self.summary);
+            for kind in ["response.output_item.added", "response.output_item.done"] {
+                self.frame(
+                    out,
+                    kind,
+                    json!({"output_index": output_index, "item": item}),
+                );
+            }
+            self.done.push((output_index, item));
+        }
         self.close_reasoning(out);
         self.close_message(out);
         for call in std::mem::take(&mut self.calls) {

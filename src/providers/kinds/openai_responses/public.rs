@@ -211,6 +211,8 @@ pub fn input(body: &mut Map<String, Value>) {
     let Some(Value::Array(items)) = body.get_mut("input") else {
         return;
     };
+    // A compaction Baton made on another upstream: its summary, which this server can read.
+    crate::canonical::responses::compaction::unwrap_items(items);
     for item in items {
         let Value::Object(m) = item else {
             continue;
