@@ -19,29 +19,18 @@ pub(super) fn close(body: &mut Map<String, Value>) -> usize {
     let Some(Value::Array(msgs)) = body.get_mut("messages") else {
         return 0;
     };
-    let assistant = |m: &Value| m.get("role").and_then(Value::as_str) == Some("assistant");
-    let Some(end) = msgs.iter().rposition(assistant) else {
+    let Some(run) = super::final_assistant_run(msgs) else {
         return 0;
     };
-    let start = msgs[..end]
-        .iter()
-        .rposition(|m| !assistant(m))
-        .map_or(0, |p| p + 1);
+    let start = *run.start();
     let mut names = Vec::new();
-    for m in &mut msgs[start..=end] {
+    for m in &mut msgs[run] {
         let blocks = std::mem::take(blocks_of(m));
         *blocks_of(m) = blocks
             .into_iter()
             .filter_map(|b| call_as_text(b, &mut names))
             .collect();
     }
-    // A message that held only thinking is empty now: the API refuses empty turns.
-    let mut i = 0;
-    msgs.retain(|m| {
-        let here = i;
-        i += 1;
-        here < start || here > end || !blocks_of_ref(m).is_empty()
-    });
     for m in msgs.iter_mut().skip(start) {
         if m.get("role").and_then(Value::as_str) == Some("user") {
             let blocks = std::mem::take(blocks_of(m));
@@ -51,6 +40,8 @@ pub(super) fn close(body: &mut Map<String, Value>) -> usize {
                 .collect();
         }
     }
+    // A message that held only thinking is empty now: the API refuses empty turns.
+    super::drop_empty_turns(msgs);
     names.len()
 }
 
@@ -67,12 +58,6 @@ fn blocks_of(m: &mut Value) -> &mut Vec<Value> {
         Some(Value::Array(a)) => a,
         _ => unreachable!("content was made an array above"),
     }
-}
-
-fn blocks_of_ref(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 /// An assistant block of the closed turn: a tool call as text (its id and name noted), thinking
