@@ -291,7 +291,7 @@ fn last_user_text(body: &Value) -> String {
                 .iter()
                 .rev()
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .find(|t| !t.starts_with("(The `") && !t.starts_with("(Called the `"))
+                .find(|t| !crate::model::told_tool_result(t))
                 .map(str::to_string),
             _ => None,
         })

@@ -190,6 +190,13 @@ fn last_turn(body: &Value) -> Option<&Value> {
         })
 }
 
+/// Whether a user message's text is a tool's result written out as text (as Baton closes a
+/// tool exchange to keep thinking on): a model reads it as the tool's result, not the user's
+/// words, and goes on with the task.
+pub(crate) fn told_tool_result(t: &str) -> bool {
+    t.starts_with("(The `") && (t.contains("` tool returned") || t.contains("` tool failed"))
+}
+
 /// Whether the conversation's last turn is the user's own words (not a tool's result). Words
 /// that come right after a tool's result belong to that turn: Claude Code puts reminders beside
 /// its tool results, which a Chat or Responses request carries as a user message after the
@@ -210,14 +217,9 @@ fn last_turn_is_users_words(body: &Value) -> bool {
             .rev()
             .find(|m| m["role"] != "user")
             .is_some_and(|m| m["role"] == "tool");
-        // A tool exchange written out as text (as Baton closes one to keep thinking on) reads
-        // to a model as the tool's result: it goes on with the task there too.
-        let told_result = blocks.iter().any(|b| {
-            b["text"].as_str().is_some_and(|t| {
-                t.starts_with("(The `")
-                    && (t.contains("` tool returned") || t.contains("` tool failed"))
-            })
-        });
+        let told_result = blocks
+            .iter()
+            .any(|b| b["text"].as_str().is_some_and(told_tool_result));
         return m["role"] == "user"
             && !after_tool
             && !told_result
