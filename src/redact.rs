@@ -85,13 +85,14 @@ impl Redactor {
     /// once decoded: an echo written with JSON escapes (`custom\/…`, `\u0045…`) or
     /// percent-encoding is masked too (the JSON re-encoded, other text decoded).
     pub fn bytes<'a>(&self, body: &'a [u8]) -> Cow<'a, [u8]> {
-        let out = self.raw(body);
-        if memchr::memchr2(b'\\', b'%', &out).is_none() {
-            return out;
+        if memchr::memchr2(b'\\', b'%', body).is_none() {
+            return self.raw(body);
         }
-        match self.decoded(&out) {
-            Some(d) => Cow::Owned(d),
-            None => out,
+        // Read decoded first: masking the text as written would stop a credential at its
+        // first escape and leave the rest of it to be read once decoded.
+        match self.decoded(body) {
+            Some(d) => Cow::Owned(self.raw(&d).into_owned()),
+            None => self.raw(body),
         }
     }
 
@@ -270,6 +271,30 @@ fn mask_exact(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One escaped character in the middle of a key must not stop the mask there: nothing of
+    /// the key after its prefix is left, known to Baton or not.
+    #[test]
+    fn a_credential_with_an_escape_inside_is_masked_whole() {
+        let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
+        let escaped = key.replace('I', "\\u0049");
+        for known in [true, false] {
+            let r = Redactor::default();
+            if known {
+                r.set_secrets([key]);
+            }
+            for body in [
+                format!(r#"{{"error":{{"message":"Incorrect API key: Bearer {escaped}"}}}}"#),
+                format!("upstream said: Authorization: Bearer {escaped} was refused"),
+                format!(r#"{{"detail":"key {escaped}"}}"#),
+            ] {
+                let out = String::from_utf8_lossy(&r.bytes(body.as_bytes())).into_owned();
+                for tail in ["ABCDEFGH", "JKLMNOP", "QRSTUVWXYZ012345", "u0049"] {
+                    assert!(!out.contains(tail), "known={known}: {out}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn echoes_written_with_escapes_are_masked_too() {
