@@ -171,11 +171,16 @@ async fn finish(
         Some(_) => {}
     }
     let dir = journal(state);
-    tokio::task::spawn_blocking(move || connect::apply(&plan, &dir))
+    let tightened = tokio::task::spawn_blocking(move || connect::apply(&plan, &dir))
         .await
         .map_err(|e| ApiError::internal("connect", e))?
         .map_err(api_error)?;
     out["written"] = json!(true);
+    // Files made private because they now hold a key (and the mode each had).
+    out["tightened"] = json!(tightened
+        .iter()
+        .map(|(p, mode)| json!({"path": p, "mode": format!("{mode:o}")}))
+        .collect::<Vec<_>>());
     Ok(Json(out))
 }
 

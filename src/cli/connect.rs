@@ -52,13 +52,19 @@ pub fn run(o: ConnectOptions) -> CmdResult {
         println!("Nothing was written.");
         return Ok(ExitCode::from(1));
     }
-    connect::apply(&plan, &journal).map_err(|e| e.to_string())?;
+    let tightened = connect::apply(&plan, &journal).map_err(|e| e.to_string())?;
     for f in &plan.files {
         match (&f.after, plan.undo) {
             (None, _) => println!("Removed {} (Baton had created it).", f.path.display()),
             (Some(_), true) => println!("Restored {}.", f.path.display()),
             (Some(_), false) => println!("Wrote {}.", f.path.display()),
         }
+    }
+    for (path, mode) in &tightened {
+        println!(
+            "Made {} private (mode {mode:o} → 600): it holds a key, and others could read it.",
+            path.display()
+        );
     }
     if !plan.undo {
         println!(

@@ -246,8 +246,10 @@ pub fn missing_dirs(path: &Path) -> Vec<PathBuf> {
 }
 
 /// Writes `text` to `path` atomically: to the real file behind a symlink (a dotfiles link
-/// stays a link), with the file's mode kept (0600 for a new one: it holds a key).
-pub fn write_file(path: &Path, text: &str) -> Result<(), ConnectError> {
+/// stays a link), with the file's mode kept (0600 for a new one: it holds a key). A file that
+/// will hold a key is made private (0600) when it was readable by others; the mode it had is
+/// returned then, so the user is told.
+pub fn write_file(path: &Path, text: &str) -> Result<Option<u32>, ConnectError> {
     let err = |e: std::io::Error| ConnectError::Write {
         path: path.to_path_buf(),
         source: e,
@@ -264,10 +266,22 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), ConnectError> {
         .map_err(err)?;
     tmp.write_all(text.as_bytes()).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
-    // tempfile creates 0600; an existing file keeps its own mode.
+    // tempfile creates 0600; an existing file keeps its own mode, unless others could read
+    // the key it now holds.
+    let mut tightened = None;
     if let Ok(m) = std::fs::metadata(&real) {
-        std::fs::set_permissions(tmp.path(), m.permissions()).map_err(err)?;
+        let mut perms = m.permissions();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = perms.mode() & 0o777;
+            if mode & 0o077 != 0 && crate::redact::looks_like_credential(text) {
+                tightened = Some(mode);
+                perms.set_mode(0o600);
+            }
+        }
+        std::fs::set_permissions(tmp.path(), perms).map_err(err)?;
     }
     tmp.persist(&real).map_err(|e| err(e.error))?;
-    Ok(())
+    Ok(tightened)
 }

@@ -395,8 +395,10 @@ pub fn plan_undo(app: App, journal_dir: &Path) -> Result<Plan, ConnectError> {
 
 /// Writes a plan: each file checked against the plan's "before" first (a file that changed in
 /// between is not touched); for a connect the originals and the journal are saved before any
-/// file is written, so an interrupted connect can still be undone.
-pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
+/// file is written, so an interrupted connect can still be undone. Returns the files that were
+/// readable by others and were made private (0600) because they now hold a key, with the mode
+/// each had.
+pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<Vec<(PathBuf, u32)>, ConnectError> {
     for f in &plan.files {
         if read(&f.path)? != f.before {
             return Err(ConnectError::Changed {
@@ -409,7 +411,7 @@ pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
             journal::write_back(&f.path, f.after.as_deref(), &f.record)?;
         }
         let done: Vec<_> = plan.files.iter().map(|f| (&f.record, f.exact)).collect();
-        return journal::forget(journal_dir, plan.app, &done);
+        return journal::forget(journal_dir, plan.app, &done).map(|()| Vec::new());
     }
     let mut records = Vec::new();
     for f in &plan.files {
@@ -419,10 +421,13 @@ pub fn apply(plan: &Plan, journal_dir: &Path) -> Result<(), ConnectError> {
         records.push(rec);
     }
     journal::save(journal_dir, plan.app, plan.mode, records)?;
+    let mut tightened = Vec::new();
     for f in plan.files.iter().filter(|f| f.changes()) {
-        journal::write_file(&f.path, f.after.as_deref().unwrap_or_default())?;
+        if let Some(mode) = journal::write_file(&f.path, f.after.as_deref().unwrap_or_default())? {
+            tightened.push((f.path.clone(), mode));
+        }
     }
-    Ok(())
+    Ok(tightened)
 }
 
 /// A model name the client asks for by default (`None`: it asks for Baton's `auto`).

@@ -197,9 +197,33 @@ fn a_change_between_preview_and_write_is_refused() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
 }
 
+/// A client's existing config file readable by everyone gets the gateway key only once it is
+/// private, and the user is told which file changed mode.
 #[cfg(unix)]
 #[test]
-fn a_symlinked_file_stays_a_link_and_keeps_its_mode() {
+fn a_world_readable_file_that_gets_a_key_is_made_private_and_said_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup();
+    std::fs::create_dir_all(&s.homes.claude).unwrap();
+    let file = s.homes.claude.join("settings.json");
+    std::fs::write(&file, SETTINGS).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let plan = plan_connect(App::ClaudeCode, &s.homes, &target(Mode::Keys), &s.journal).unwrap();
+    let tightened = apply(&plan, &s.journal).unwrap();
+    assert_eq!(tightened, vec![(file.clone(), 0o644)]);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A private file is left as it is, and nothing is said.
+    undo(&s, App::ClaudeCode);
+    let plan = plan_connect(App::ClaudeCode, &s.homes, &target(Mode::Keys), &s.journal).unwrap();
+    assert!(apply(&plan, &s.journal).unwrap().is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_file_stays_a_link_and_keeps_its_mode_made_private() {
     use std::os::unix::fs::PermissionsExt;
     let s = setup();
     let dotfiles = s.homes.claude.parent().unwrap().join("dotfiles");
@@ -218,9 +242,10 @@ fn a_symlinked_file_stays_a_link_and_keeps_its_mode() {
     assert!(std::fs::read_to_string(&real)
         .unwrap()
         .contains("ANTHROPIC_BASE_URL"));
+    // It now holds the gateway key: others may not read it any more.
     assert_eq!(
         std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
-        0o640
+        0o600
     );
     undo(&s, App::ClaudeCode);
     assert!(std::fs::symlink_metadata(&link)
