@@ -74,56 +74,104 @@ pub(super) fn client_targets(
     targets: Vec<crate::router::snapshot::Target>,
     rec: &mut Record,
 ) -> Result<Vec<crate::router::snapshot::Target>, ApiError> {
+    let sifted = sift(client, requested, targets);
+    for (t, why) in &sifted.too_dear {
+        rec.push_attempt(crate::router::skipped(t, None, why, None, None));
+    }
+    sifted.kept(client, requested)
+}
+
+/// The targets this client may use, or the 403 that says why none is left (a token count, a
+/// prewarm: what names a model without being routed).
+pub(crate) fn allowed_targets(
+    client: &crate::clients::Client,
+    requested: &str,
+    targets: Vec<crate::router::snapshot::Target>,
+) -> Result<Vec<crate::router::snapshot::Target>, ApiError> {
+    sift(client, requested, targets).kept(client, requested)
+}
+
+/// Targets sorted by a client's policy.
+struct Sifted {
+    kept: Vec<crate::router::snapshot::Target>,
+    not_allowed: usize,
+    too_dear: Vec<(crate::router::snapshot::Target, String)>,
+}
+
+fn sift(
+    client: &crate::clients::Client,
+    requested: &str,
+    targets: Vec<crate::router::snapshot::Target>,
+) -> Sifted {
     let policy = &client.policy;
     if policy.allow.is_empty() && policy.max_tier.is_none() {
-        return Ok(targets);
+        return Sifted {
+            kept: targets,
+            not_allowed: 0,
+            too_dear: Vec::new(),
+        };
     }
-    let mut kept = Vec::with_capacity(targets.len());
-    let mut not_allowed = 0;
-    let mut too_dear = Vec::new();
+    let mut s = Sifted {
+        kept: Vec::with_capacity(targets.len()),
+        not_allowed: 0,
+        too_dear: Vec::new(),
+    };
     for t in targets {
         match admits(policy, requested, &t) {
-            Admits::Yes => kept.push(t),
-            Admits::NotAllowed => not_allowed += 1,
-            Admits::TooDear(why) => {
-                rec.push_attempt(crate::router::skipped(&t, None, &why, None, None));
-                too_dear.push(format!("{}: {why}", t.label()));
-            }
+            Admits::Yes => s.kept.push(t),
+            Admits::NotAllowed => s.not_allowed += 1,
+            Admits::TooDear(why) => s.too_dear.push((t, why)),
         }
     }
-    if !kept.is_empty() {
-        return Ok(kept);
-    }
-    let message = if !too_dear.is_empty() {
-        format!(
-            "No candidate for `{requested}` is within the price tier of key `{}`: {}.",
-            client.label,
-            too_dear.join("; ")
-        )
-    } else {
-        format!(
-            "The key `{}` may not use `{requested}`{}. It may use: {}.",
-            client.label,
-            if not_allowed > 0 {
-                ""
-            } else {
-                " (no candidates)"
-            },
-            policy.allow.join(", ")
-        )
-    };
-    let mut e = ApiError::new(
-        StatusCode::FORBIDDEN,
-        "permission_error",
-        if too_dear.is_empty() {
-            "model_not_allowed"
+    s
+}
+
+impl Sifted {
+    fn kept(
+        self,
+        client: &crate::clients::Client,
+        requested: &str,
+    ) -> Result<Vec<crate::router::snapshot::Target>, ApiError> {
+        let policy = &client.policy;
+        if !self.kept.is_empty() || (policy.allow.is_empty() && policy.max_tier.is_none()) {
+            return Ok(self.kept);
+        }
+        let message = if !self.too_dear.is_empty() {
+            let dear: Vec<String> = self
+                .too_dear
+                .iter()
+                .map(|(t, why)| format!("{}: {why}", t.label()))
+                .collect();
+            format!(
+                "No candidate for `{requested}` is within the price tier of key `{}`: {}.",
+                client.label,
+                dear.join("; ")
+            )
         } else {
-            "price_tier_exceeded"
-        },
-        message,
-    );
-    e.param = Some("model".into());
-    Err(e)
+            format!(
+                "The key `{}` may not use `{requested}`{}. It may use: {}.",
+                client.label,
+                if self.not_allowed > 0 {
+                    ""
+                } else {
+                    " (no candidates)"
+                },
+                policy.allow.join(", ")
+            )
+        };
+        let mut e = ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            if self.too_dear.is_empty() {
+                "model_not_allowed"
+            } else {
+                "price_tier_exceeded"
+            },
+            message,
+        );
+        e.param = Some("model".into());
+        Err(e)
+    }
 }
 
 /// The client a model list is for: a valid key that is not disabled or expired (listing costs

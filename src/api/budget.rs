@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -41,6 +40,40 @@ pub struct Inbound {
 #[derive(Default)]
 pub struct Charge {
     permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Charge {
+    /// The bytes this charge holds (whole units).
+    pub fn units_bytes(&self) -> usize {
+        self.permit.as_ref().map_or(0, |p| p.num_permits() * UNIT)
+    }
+
+    /// Keeps what `keep` bytes need and hands the rest over as a charge of its own.
+    pub fn split_beyond(&mut self, keep: usize) -> Charge {
+        let keep = keep.div_ceil(UNIT);
+        let Some(p) = &mut self.permit else {
+            return Charge::default();
+        };
+        let held = p.num_permits();
+        if held <= keep {
+            return Charge::default();
+        }
+        if keep == 0 {
+            return std::mem::take(self);
+        }
+        Charge {
+            permit: p.split(held - keep),
+        }
+    }
+
+    /// Adds another charge to this one.
+    pub fn merge(&mut self, other: Charge) {
+        match (&mut self.permit, other.permit) {
+            (Some(p), Some(o)) => p.merge(o),
+            (None, o) => self.permit = o,
+            (Some(_), None) => {}
+        }
+    }
 }
 
 /// Why a request cannot be charged.
@@ -193,33 +226,29 @@ impl Refused {
 /// long arrives slower than [`MIN_BODY_RATE`] on average, gets a 408: a trickling upload
 /// cannot hold a connection and its memory for ever.
 ///
-/// The body is charged to the memory budget as it arrives and, once read, with what parsing it
-/// will cost; the returned [`Charge`](Charge) holds that until it is dropped.
+/// The body is charged to `charge` as it arrives; the caller (`api::admit`) then charges what
+/// parsing it will cost.
 pub(crate) async fn read_body(
     state: &super::AppState,
-    req: Request,
-) -> Result<(Bytes, Charge), ApiError> {
+    declared: Option<usize>,
+    body: axum::body::Body,
+    charge: &mut Charge,
+) -> Result<Bytes, ApiError> {
     use futures_util::StreamExt;
     let core = &state.core;
     let inbound = &state.inbound;
-    let mut charge = Charge::default();
     let over_budget = |r: Refused| r.error(core.server.memory_budget_bytes);
     let max = core.server.max_body_bytes;
     let too_large = || too_large(max);
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > max) {
         return Err(too_large());
     }
     if let Some(n) = declared {
-        inbound.charge(&mut charge, n).map_err(over_budget)?;
+        inbound.charge(charge, n).map_err(over_budget)?;
     }
     let idle = std::time::Duration::from_millis(core.server.body_timeout_ms);
     let too_slow = |got: usize| too_slow(got, idle);
-    let mut stream = req.into_body().into_data_stream();
+    let mut stream = body.into_data_stream();
     let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0));
     let started = tokio::time::Instant::now();
     loop {
@@ -234,9 +263,7 @@ pub(crate) async fn read_body(
                     return Err(too_large());
                 }
                 if declared.is_none_or(|n| buf.len() + chunk.len() > n) {
-                    inbound
-                        .charge(&mut charge, chunk.len())
-                        .map_err(over_budget)?;
+                    inbound.charge(charge, chunk.len()).map_err(over_budget)?;
                 }
                 buf.extend_from_slice(&chunk);
             }
@@ -247,18 +274,28 @@ pub(crate) async fn read_body(
             return Err(too_slow(buf.len()));
         }
     }
-    // Parsing multiplies a body of many small values many times over: count them first.
-    let values = json_values(&buf, inbound.max_values);
+    Ok(buf.freeze())
+}
+
+/// Charges what parsing `body` will cost, after counting its JSON values: a body of many small
+/// values multiplies many times over when parsed, so one with more than `server.maxJsonValues`
+/// is refused unparsed.
+pub(crate) fn charge_parse(
+    inbound: &Inbound,
+    budget_bytes: usize,
+    body: &[u8],
+    charge: &mut Charge,
+) -> Result<(), ApiError> {
+    let values = json_values(body, inbound.max_values);
     if values > inbound.max_values {
         return Err(too_many_values(inbound.max_values));
     }
     inbound
-        .charge(&mut charge, Inbound::parse_cost(buf.len(), values))
-        .map_err(over_budget)?;
-    Ok((buf.freeze(), charge))
+        .charge(charge, Inbound::parse_cost(body.len(), values))
+        .map_err(|r| r.error(budget_bytes))
 }
 
-fn too_large(max: usize) -> ApiError {
+pub(crate) fn too_large(max: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "invalid_request_error",

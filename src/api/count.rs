@@ -28,10 +28,11 @@ pub(crate) fn with_method(mut resp: Response, method: Method) -> Response {
     resp
 }
 
-/// Counts a request's prompt for the model it would be sent to, as the request itself is
-/// admitted: the client's key, its policy and the body limit. `read` turns the body into the
-/// canonical request and, for an Anthropic client, its own body (counted as it came by an
-/// Anthropic provider).
+/// Counts a request's prompt for the model it would be sent to, admitted as the request itself
+/// is (`api::admit`: the client's key, its policy, the concurrency bound, the body and memory
+/// limits) and through the key's model allow-list. `read` turns the body into the canonical
+/// request and, for an Anthropic client, its own body (counted as it came by an Anthropic
+/// provider).
 pub(crate) async fn counted(
     state: &AppState,
     req: Request,
@@ -39,13 +40,20 @@ pub(crate) async fn counted(
     read: impl FnOnce(Map<String, Value>) -> Result<(ChatRequest, Option<Map<String, Value>>), ApiError>,
 ) -> Result<(u64, Method), ApiError> {
     let core = &state.core;
-    let headers = req.headers().clone();
-    let client = super::authenticate(core, dialect.presented_key(&headers))?;
-    // The key's own policy, as for the request it counts: disabled, expired, rate, budgets.
-    super::pipeline::admit(core, &client).await?;
-    // The same body limit as the request: a context that can be sent can be counted.
-    let (body, _charge) = super::budget::read_body(state, req).await?;
-    let parsed = match serde_json::from_slice::<Value>(&body) {
+    let (parts, body) = req.into_parts();
+    let mut headers = parts.headers;
+    let source = super::admit::Source::http(body, &headers);
+    let presented = dialect.presented_key(&headers).map(str::to_string);
+    let admitted = super::admit::admit(
+        state,
+        presented,
+        &mut headers,
+        source,
+        super::reply::new_request_id(),
+    )
+    .await
+    .map_err(|r| r.error)?;
+    let parsed = match serde_json::from_slice::<Value>(&admitted.body) {
         Ok(Value::Object(m)) => m,
         _ => {
             return Err(ApiError::invalid(
@@ -57,7 +65,12 @@ pub(crate) async fn counted(
     let (req, own) = read(parsed)?;
     let snap = core.routing.snapshot.load_full();
     let targets = match snap.resolve_requested(&req.model) {
-        Ok((targets, _)) => targets,
+        // Only what this key may use: a count names a model as its request would.
+        Ok((targets, _)) => super::admission::allowed_targets(
+            &admitted.client,
+            snap.map_model(&req.model),
+            targets,
+        )?,
         // A model no request could be sent to is not counted either, as the request answers.
         Err(e @ crate::router::snapshot::ResolveError::UnknownModel { .. }) => {
             return Err(super::failure::resolve_error(e))

@@ -7,6 +7,7 @@
 pub(crate) mod activity;
 pub(crate) mod admin;
 mod admission;
+pub(crate) mod admit;
 pub(crate) mod budget;
 pub(crate) mod clients;
 mod connect;
@@ -15,7 +16,7 @@ pub mod dialect;
 pub(crate) mod error;
 mod failure;
 pub(crate) mod json;
-mod key_refs;
+pub mod key_refs;
 pub(crate) mod manage;
 pub(crate) mod pipeline;
 mod provider_test;
@@ -29,6 +30,7 @@ pub(crate) mod ui;
 mod update;
 pub mod views;
 mod web_search;
+pub(crate) mod websocket;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -356,35 +358,9 @@ async fn contract(State(state): State<AppState>, req: Request, next: Next) -> Re
             return e.into_response();
         }
     }
-    // The inbound API takes a slot among the concurrent requests for as long as its answer
-    // (a stream included) is being sent.
-    let inbound = dialect::is_call(path);
-    let slot = if inbound {
-        match state.inbound.request_slot() {
-            Some(s) => Some(s),
-            None => {
-                return dialect.render(
-                    ApiError::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "service_unavailable",
-                        "gateway_busy",
-                        format!(
-                            "Baton is handling as many requests as it may at once (server.maxConcurrentRequests = {}); retry in a second.",
-                            state.core.server.max_concurrent_requests
-                        ),
-                    )
-                    .retry_after(1),
-                )
-            }
-        }
-    } else {
-        None
-    };
+    // An inbound API's concurrency slot is taken by its admission (`admit`), whatever the
+    // transport.
     let resp = next.run(req).await;
-    let resp = match slot {
-        Some(slot) => resp.map(|body| axum::body::Body::new(budget::Held::new(body, slot))),
-        None => resp,
-    };
     let status = resp.status();
     let is_json = resp
         .headers()

@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::admission::{client_targets, deny_error};
+use super::admission::client_targets;
+use super::admit::{Admitted, Source};
 use super::dialect::{Cx, Dialect, Parsed};
 use super::error::ApiError;
 use super::failure::resolve_error;
@@ -17,63 +18,120 @@ use super::AppState;
 use crate::router::record::Record;
 use crate::router::{self, Inbound, Served};
 
-/// A request in `dialect`, served: the answer, or the failure in the dialect's error shape.
-pub async fn serve(state: &AppState, req: Request, mut dialect: impl Dialect) -> Response {
+/// An HTTP request in `dialect`, admitted and served: the answer, or the failure in the
+/// dialect's error shape.
+pub async fn serve(state: &AppState, req: Request, dialect: impl Dialect) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let source = Source::http(body, &parts.headers);
+    match admit(state, &dialect, &mut parts.headers, source).await {
+        Ok(admitted) => serve_admitted(state, &parts.headers, admitted, dialect).await,
+        Err(resp) => resp,
+    }
+}
+
+/// The one admission (`api::admit`) for a unit of work in `dialect`: a refusal is logged as a
+/// request refused before routing and answered in the dialect's shape.
+pub(crate) async fn admit(
+    state: &AppState,
+    dialect: &dyn Dialect,
+    headers: &mut HeaderMap,
+    source: Source,
+) -> Result<Admitted, Response> {
     let request_id = new_request_id();
-    let mut base = HeaderMap::new();
-    dialect.id_headers(&request_id, &mut base);
-    match handle(state, req, &request_id, &mut base, &mut dialect).await {
-        Ok(resp) => resp,
-        Err(e) => {
-            log_failure(&request_id, &e);
-            let mut resp = dialect.error(e);
-            resp.headers_mut().extend(base);
-            resp
+    let presented = dialect.presented_key(headers).map(str::to_string);
+    match super::admit::admit(state, presented, headers, source, request_id.clone()).await {
+        Ok(a) => Ok(a),
+        Err(r) => {
+            if let Some(client) = r.client {
+                refused(state, &request_id, client, Seen::default(), &r.error);
+            }
+            let mut base = HeaderMap::new();
+            dialect.id_headers(&request_id, &mut base);
+            Err(rendered(dialect, &request_id, r.error, base))
         }
     }
 }
 
-async fn handle(
+/// An admitted unit of work served: parsed, resolved, dispatched and answered; its
+/// concurrency slot is held until the answer has been sent.
+pub(crate) async fn serve_admitted(
     state: &AppState,
-    req: Request,
-    request_id: &str,
-    base: &mut HeaderMap,
-    dialect: &mut dyn Dialect,
-) -> Result<Response, ApiError> {
-    let core = &state.core;
-    let client = super::authenticate(core, dialect.presented_key(req.headers()))?;
+    headers: &HeaderMap,
+    admitted: Admitted,
+    mut dialect: impl Dialect,
+) -> Response {
+    let request_id = admitted.request_id.clone();
+    let (client, body, charge, slot) = admitted.into_parts();
+    let mut base = HeaderMap::new();
+    dialect.id_headers(&request_id, &mut base);
     let mut seen = Seen::default();
+    let unit = Unit {
+        headers,
+        body,
+        charge,
+    };
     let result = handle_client(
         state,
-        req,
-        request_id,
-        base,
-        dialect,
+        unit,
+        &request_id,
+        &mut base,
+        &mut dialect,
         client.clone(),
         &mut seen,
     )
     .await;
-    if let Err(e) = &result {
-        if malformed(e) {
-            core.bad_request(&client);
-        }
-        if !seen.logged && !own_limit(e) {
-            // Refused before routing (bad JSON, an unknown model, paused): still in Activity,
-            // which is where a user debugging a tool looks.
-            let mut rec = Record::new(
-                request_id.to_string(),
-                core.routing.clock.now_ms(),
-                client,
-                // Bounded: a hostile client must not fill the log with megabyte model names.
-                crate::limits::truncate(&seen.model.unwrap_or_default(), 200).to_string(),
-                seen.stream,
-                &core.routing,
-            );
-            let message = crate::limits::truncate(&e.message, 1000).to_string();
-            rec.finish(e.status.as_u16(), Some(message));
+    match result {
+        Ok(resp) => resp.map(|body| axum::body::Body::new(super::budget::Held::new(body, slot))),
+        Err(e) => {
+            refused(state, &request_id, client, seen, &e);
+            rendered(&dialect, &request_id, e, base)
         }
     }
-    result
+}
+
+/// A refusal in the dialect's shape, with the answer's headers (its request id).
+fn rendered(dialect: &dyn Dialect, request_id: &str, e: ApiError, base: HeaderMap) -> Response {
+    log_failure(request_id, &e);
+    let mut resp = dialect.error(e);
+    resp.headers_mut().extend(base);
+    resp
+}
+
+/// The bookkeeping of a request refused: a malformed one feeds its key's throttle, and one
+/// refused before routing (bad JSON, an unknown model, paused) still gets its Activity row,
+/// which is where a user debugging a tool looks.
+fn refused(
+    state: &AppState,
+    request_id: &str,
+    client: std::sync::Arc<crate::clients::Client>,
+    seen: Seen,
+    e: &ApiError,
+) {
+    let core = &state.core;
+    if malformed(e) {
+        core.bad_request(&client);
+    }
+    if seen.logged || own_limit(e) {
+        return;
+    }
+    let mut rec = Record::new(
+        request_id.to_string(),
+        core.routing.clock.now_ms(),
+        client,
+        // Bounded: a hostile client must not fill the log with megabyte model names.
+        crate::limits::truncate(&seen.model.unwrap_or_default(), 200).to_string(),
+        seen.stream,
+        &core.routing,
+    );
+    let message = crate::limits::truncate(&e.message, 1000).to_string();
+    rec.finish(e.status.as_u16(), Some(message));
+}
+
+/// An admitted unit's request headers and body, and the body's memory charge.
+struct Unit<'a> {
+    headers: &'a HeaderMap,
+    body: axum::body::Bytes,
+    charge: super::budget::Charge,
 }
 
 /// What a request showed of itself before it was refused, for its log row.
@@ -99,12 +157,19 @@ fn own_limit(e: &ApiError) -> bool {
 
 /// Whether a refusal is the client's own malformed request, the only kind that feeds its
 /// bad-request throttle: not an unknown model (404; a tool's model names may simply not be
-/// mapped yet), not an upload that broke off, not an upstream's verdict relayed as it came.
+/// mapped yet), not an upload that broke off, not an upstream's verdict relayed as it came,
+/// not a well-formed request no provider here can take (`unsupported_request`: a subscription
+/// model without the client's login, a conversation a CLI cannot take) nor one continuing a
+/// response Baton no longer holds (after a restart).
 fn malformed(e: &ApiError) -> bool {
     matches!(e.status.as_u16(), 400 | 413 | 422)
         && !matches!(
             e.code,
-            "body_incomplete" | "upstream_rejected" | "context_length_exceeded"
+            "body_incomplete"
+                | "upstream_rejected"
+                | "context_length_exceeded"
+                | "unsupported_request"
+                | "previous_response_not_found"
         )
 }
 
@@ -120,7 +185,7 @@ pub(super) fn log_failure(request_id: &str, e: &ApiError) {
 
 async fn handle_client(
     state: &AppState,
-    req: Request,
+    unit: Unit<'_>,
     request_id: &str,
     base: &mut HeaderMap,
     dialect: &mut dyn Dialect,
@@ -128,10 +193,9 @@ async fn handle_client(
     seen: &mut Seen,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
-    admit(core, &client).await?;
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let (mut inbound, _charge) = parse(state, req, dialect, seen, request_id).await?;
+    let (mut inbound, _charge) = parse(state, unit, dialect, seen, request_id)?;
     // Affinity is per client key: one member's session name cannot steer another's routing.
     inbound.conversation = inbound.conversation.map(|c| c.of_client(&client.id));
     let snap = core.routing.snapshot.load_full();
@@ -189,44 +253,25 @@ async fn handle_client(
     }
 }
 
-/// The client's own limits and the tray's pause, before anything is read.
-pub(super) async fn admit(
-    core: &crate::gateway::Core,
-    client: &crate::clients::Client,
-) -> Result<(), ApiError> {
-    if let Err(d) = core.admit(client).await {
-        return Err(deny_error(&d, &client.label, core.routing.clock.now_ms()));
-    }
-    if core.paused.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "paused",
-            "Baton is paused: routing was paused from the tray menu. Choose Resume routing there to serve requests again.",
-        ));
-    }
-    Ok(())
-}
-
-/// Reads the request within the memory budget and parses it: the dialect's body to the
-/// canonical request, and the headers that shape routing.
-async fn parse(
+/// Parses an admitted request: the dialect's body to the canonical request, and the headers
+/// that shape routing.
+fn parse(
     state: &AppState,
-    req: Request,
+    unit: Unit<'_>,
     dialect: &mut dyn Dialect,
     seen: &mut Seen,
     request_id: &str,
 ) -> Result<(Inbound, super::budget::Charge), ApiError> {
-    let anthropic_beta = req
-        .headers()
+    let headers = unit.headers;
+    let anthropic_beta = headers
         .get("anthropic-beta")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let deadline_ms = timeout_header(req.headers())?;
-    let client = crate::providers::ClientCredential::from_headers(req.headers());
-    let session = crate::router::affinity::Conversation::session_header(req.headers());
-    let (bytes, charge) = super::budget::read_body(state, req).await?;
-    let body = json_object(&bytes)?;
+    let deadline_ms = timeout_header(headers)?;
+    let client = crate::providers::ClientCredential::from_headers(headers);
+    let session = crate::router::affinity::Conversation::session_header(headers);
+    let body = json_object(&unit.body)?;
+    let charge = unit.charge;
     let client = client.map(|c| c.with_account_in(&body).spoken_to(dialect.vendor()));
     let named = crate::router::affinity::Conversation::named(session.as_deref(), &body);
     (seen.model, seen.stream) = dialect.named(&body);

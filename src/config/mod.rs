@@ -124,6 +124,10 @@ pub struct ServerConfig {
     /// every local client shares its address.
     #[serde(default = "default_max_connections_per_peer")]
     pub max_connections_per_peer: usize,
+    /// How long a WebSocket (Codex's Responses transport) may stay open without a message
+    /// before it is closed; the client reconnects for its next turn.
+    #[serde(default = "default_web_socket_idle")]
+    pub web_socket_idle_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -141,6 +145,7 @@ impl Default for ServerConfig {
             max_concurrent_requests: default_max_concurrent(),
             memory_budget_bytes: default_memory_budget(),
             max_json_values: default_max_json_values(),
+            web_socket_idle_ms: default_web_socket_idle(),
         }
     }
 }
@@ -392,6 +397,10 @@ fn default_memory_budget() -> usize {
 fn default_max_json_values() -> usize {
     // A long agent session (thousands of messages, dozens of tool schemas) is well under it.
     500_000
+}
+fn default_web_socket_idle() -> u64 {
+    // A developer reads an answer and types the next prompt in minutes, not hours.
+    10 * 60 * 1000
 }
 fn default_max_connections_per_peer() -> usize {
     64

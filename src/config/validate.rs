@@ -30,6 +30,47 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
 
 type Err<'a> = &'a dyn Fn(String, String) -> ConfigError;
 
+/// The server's counts and durations that have a floor.
+fn minimums(server: &super::ServerConfig, err: Err<'_>) -> Result<(), ConfigError> {
+    for (field, value, min, message) in [
+        (
+            "server.maxJsonValues",
+            server.max_json_values as u64,
+            1000,
+            crate::i18n::n_("must be at least 1000"),
+        ),
+        (
+            "server.maxConcurrentRequests",
+            server.max_concurrent_requests as u64,
+            1,
+            "must be at least 1",
+        ),
+        (
+            "server.maxConnections",
+            server.max_connections as u64,
+            1,
+            "must be at least 1",
+        ),
+        (
+            "server.maxConnectionsPerPeer",
+            server.max_connections_per_peer as u64,
+            1,
+            "must be at least 1",
+        ),
+        (
+            "server.webSocketIdleMs",
+            server.web_socket_idle_ms,
+            1000,
+            crate::i18n::n_("must be at least 1000"),
+        ),
+    ] {
+        if value < min {
+            return Err(err(field.into(), crate::i18n::msg(message, &[])));
+        }
+    }
+    Ok(())
+}
+
 fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError> {
     let server = &config.server;
     if server.host.trim().is_empty() {
@@ -61,30 +102,7 @@ fn validate_server(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError>
             crate::i18n::msg("must be at least 16777216 (16 MiB)", &[]),
         ));
     }
-    if server.max_json_values < 1000 {
-        return Err(err(
-            "server.maxJsonValues".into(),
-            crate::i18n::msg("must be at least 1000", &[]),
-        ));
-    }
-    if server.max_concurrent_requests == 0 {
-        return Err(err(
-            "server.maxConcurrentRequests".into(),
-            crate::i18n::msg("must be at least 1", &[]),
-        ));
-    }
-    if server.max_connections == 0 {
-        return Err(err(
-            "server.maxConnections".into(),
-            crate::i18n::msg("must be at least 1", &[]),
-        ));
-    }
-    if server.max_connections_per_peer == 0 {
-        return Err(err(
-            "server.maxConnectionsPerPeer".into(),
-            crate::i18n::msg("must be at least 1", &[]),
-        ));
-    }
+    minimums(server, err)?;
     if !is_loopback_host(&server.host) && config.gateway_keys.is_empty() {
         return Err(err(
             "server.host".into(),

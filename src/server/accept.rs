@@ -3,7 +3,8 @@
 //! it also closes idle connections), a cap on open connections that slow clients cannot hold
 //! against the rest (`conns`), TCP_NODELAY, and a graceful
 //! shutdown that lets in-flight requests finish. Request bodies have their own read limits
-//! (`api::budget::read_body`).
+//! (`api::budget::read_body`). A connection upgraded to a WebSocket keeps its place in the
+//! table (`api::websocket::ConnectionSlot`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -29,7 +30,11 @@ pub(crate) async fn serve(
     cfg: &ServerConfig,
     stop: CancellationToken,
 ) {
-    let conns = Conns::new(cfg.max_connections, cfg.max_connections_per_peer, GRACE);
+    let conns = Conns::new(
+        connection_cap(cfg.max_connections),
+        cfg.max_connections_per_peer,
+        GRACE,
+    );
     // Every connection's task, so a shutdown can wait for them (hyper-util's GracefulShutdown
     // cannot watch a connection that may be upgraded to a WebSocket).
     let tasks = tokio_util::task::TaskTracker::new();
@@ -96,6 +101,48 @@ pub(crate) async fn serve(
     drop(listener);
     tasks.close();
     tasks.wait().await;
+}
+
+/// Descriptors kept for everything but client connections: the database, logs, the runtime,
+/// upstream connections and CLI pipes (half of what is left goes to those too).
+const RESERVED_FDS: u64 = 64;
+
+/// `server.maxConnections`, kept under the open-file limit: the soft limit is raised to the
+/// hard one where the system allows, and when even that leaves too few descriptors the cap is
+/// lowered (logged), so a full table makes room by closing an idle connection instead of
+/// `accept` failing and `/health` going unanswered.
+fn connection_cap(configured: usize) -> usize {
+    let Some(limit) = open_file_limit() else {
+        return configured;
+    };
+    let room = (limit.saturating_sub(RESERVED_FDS) / 2).max(16) as usize;
+    if configured > room {
+        tracing::warn!(
+            configured,
+            cap = room,
+            open_file_limit = limit,
+            "server.maxConnections is more than the open-file limit leaves room for: at most {room} client connections (raise the limit, e.g. LimitNOFILE= in a systemd unit, for more)"
+        );
+        return room;
+    }
+    configured
+}
+
+/// The open-file limit, the soft one raised to the hard one first.
+#[cfg(unix)]
+fn open_file_limit() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        tracing::debug!(from = soft, to = hard, "open-file limit raised");
+        return Some(hard);
+    }
+    Some(soft)
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<u64> {
+    None
 }
 
 /// When the table last had to make room or turn a connection away (logged once a minute).
@@ -175,6 +222,12 @@ fn tracked(
 > + Clone {
     hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(crate::api::Peer(peer));
+        // A connection that may be upgraded lends its place in the table to the upgraded one.
+        if req.headers().contains_key(hyper::header::UPGRADE) {
+            let slot: Arc<dyn crate::api::websocket::Connection> = conn.clone();
+            req.extensions_mut()
+                .insert(crate::api::websocket::ConnectionSlot(slot));
+        }
         let in_flight = conn.request();
         let svc = hyper_util::service::TowerToHyperService::new(app.clone());
         async move {

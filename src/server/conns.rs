@@ -237,6 +237,17 @@ impl Conn {
     }
 }
 
+/// An upgraded connection (a WebSocket) keeps its place through this.
+impl crate::api::websocket::Connection for Conn {
+    fn closed(&self) -> CancellationToken {
+        self.evicted()
+    }
+
+    fn serving(&self) -> Box<dyn Send> {
+        Box::new(self.request())
+    }
+}
+
 impl Drop for Conn {
     fn drop(&mut self) {
         self.conns.lock().remove(self.id);

@@ -118,7 +118,6 @@ pub(super) const API: super::Registration = super::Registration {
     routes,
     owns,
     error,
-    is_call,
     lists_models,
 };
 
@@ -131,10 +130,6 @@ fn routes() -> Router<AppState> {
 /// `/v1/messages…`.
 fn owns(path: &str) -> bool {
     path == "/v1/messages" || path.starts_with("/v1/messages/")
-}
-
-fn is_call(path: &str) -> bool {
-    matches!(path, "/v1/messages" | "/v1/messages/count_tokens")
 }
 
 async fn messages(State(state): State<AppState>, req: Request) -> Response {

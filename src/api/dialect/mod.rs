@@ -96,8 +96,6 @@ pub struct Registration {
     pub owns: fn(&str) -> bool,
     /// Its error shape.
     pub error: fn(ApiError) -> Response,
-    /// Whether `path` is one of its calls (it takes one of the concurrent request slots).
-    pub is_call: fn(&str) -> bool,
     /// Its clients' answer at the shared `GET /v1/models`, when `headers` are its clients'
     /// (Anthropic's SDKs send `anthropic-version`, Google's their key header).
     pub lists_models: fn(&AppState, &HeaderMap) -> Option<Response>,
@@ -123,11 +121,6 @@ pub fn shape_of(path: &str) -> fn(ApiError) -> Response {
     ALL.iter()
         .find(|d| (d.owns)(path))
         .map_or(openai::error, |d| d.error)
-}
-
-/// Whether a path is an inbound API call.
-pub fn is_call(path: &str) -> bool {
-    ALL.iter().any(|d| (d.is_call)(path))
 }
 
 /// The model list a client of another API than OpenAI's gets at `GET /v1/models`, when its

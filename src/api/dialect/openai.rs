@@ -72,7 +72,6 @@ pub(super) const API: super::Registration = super::Registration {
     routes,
     owns,
     error,
-    is_call,
     lists_models: super::no_list,
 };
 
@@ -86,10 +85,6 @@ fn routes() -> Router<AppState> {
 /// Every path no other API owns (`dialect::ALL` asks it last).
 fn owns(_: &str) -> bool {
     true
-}
-
-fn is_call(path: &str) -> bool {
-    matches!(path, "/v1/chat/completions" | "/chat/completions")
 }
 
 async fn chat_completions(State(state): State<AppState>, req: Request) -> Response {

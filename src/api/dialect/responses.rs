@@ -97,7 +97,6 @@ pub(super) const API: super::Registration = super::Registration {
     routes,
     owns: super::none,
     error,
-    is_call,
     lists_models: super::no_list,
 };
 
@@ -106,10 +105,6 @@ fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/responses", post(create))
         .route("/responses", post(create))
-}
-
-fn is_call(path: &str) -> bool {
-    matches!(path, "/v1/responses" | "/responses")
 }
 
 async fn create(State(state): State<AppState>, req: Request) -> Response {

@@ -17,11 +17,10 @@
 //! backend, gets both, as over HTTP; a public API is given neither). Several turns share a
 //! connection, one at a time.
 
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use futures_util::StreamExt;
@@ -29,28 +28,19 @@ use serde_json::{json, Map, Value};
 
 use super::responses::Responses;
 use super::Dialect;
+use crate::api::admit::Source;
+use crate::api::budget::Charge;
 use crate::api::error::ApiError;
+use crate::api::websocket::{End, Next, Socket};
 use crate::api::AppState;
 use crate::providers::sse::{ByteStream, SseReader};
 
-/// Headers of the upgrade that belong to the WebSocket handshake, not to each request.
-const HANDSHAKE_HEADERS: [&str; 7] = [
-    "connection",
-    "upgrade",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-extensions",
-    "sec-websocket-protocol",
-    "content-length",
-];
-
 /// Its place in the server: `GET` on the Responses API's paths (their `POST` is
-/// `responses`'s, which also counts them as calls); errors in OpenAI's shape.
+/// `responses`'s); errors in OpenAI's shape.
 pub(super) const API: super::Registration = super::Registration {
     routes,
     owns: super::none,
     error: super::openai::error,
-    is_call: super::none,
     lists_models: super::no_list,
 };
 
@@ -60,76 +50,88 @@ fn routes() -> Router<AppState> {
         .route("/responses", get(upgrade))
 }
 
-/// `GET /v1/responses`: a WebSocket upgrade (Codex), authenticated at the handshake like a
-/// request; a plain GET is told to POST.
-async fn upgrade(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
-) -> Response {
-    let Ok(ws) = ws else {
-        return super::openai::error(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "invalid_request_error",
-            "method_not_allowed",
-            "GET /v1/responses is Codex's WebSocket transport (send Upgrade: websocket); create a response with POST /v1/responses.",
-        ));
-    };
-    if let Err(e) =
-        crate::api::authenticate(&state.core, Responses::default().presented_key(&headers))
-    {
+/// `GET /v1/responses`: a WebSocket upgrade (Codex), its key checked at the handshake as a
+/// request's is; a plain GET is told to POST.
+async fn upgrade(State(state): State<AppState>, req: Request) -> Response {
+    let presented = Responses::default()
+        .presented_key(req.headers())
+        .map(str::to_string);
+    if let Err(e) = still_valid(&state, presented.as_deref()) {
         return super::openai::error(e);
     }
-    let mut per_request = headers;
-    for h in HANDSHAKE_HEADERS {
-        per_request.remove(h);
+    let headers = crate::api::websocket::request_headers(req.headers());
+    let serving = state.clone();
+    let accepted = crate::api::websocket::accept(&state, req, move |socket| {
+        serve_socket(serving, headers, presented, socket)
+    });
+    accepted.unwrap_or_else(super::openai::error)
+}
+
+/// Whether the key a connection was opened with may still be used: known, not disabled, not
+/// expired.
+fn still_valid(state: &AppState, presented: Option<&str>) -> Result<(), ApiError> {
+    let core = &state.core;
+    let client = crate::api::authenticate(core, presented)?;
+    let now = core.routing.clock.now_ms();
+    match core.clients.gate(&client, now) {
+        Err(d @ (crate::clients::Deny::Disabled | crate::clients::Deny::Expired(_))) => {
+            Err(crate::api::admission::deny_error(&d, &client.label, now))
+        }
+        _ => Ok(()),
     }
-    let limit = state.core.server.max_body_bytes;
-    ws.max_message_size(limit)
-        .max_frame_size(limit)
-        .on_upgrade(move |socket| serve_socket(state, per_request, socket))
-        .into_response()
 }
 
 /// The conversation a connection holds: over the WebSocket, Codex sends a turn as the items
 /// *since* the last response (`previous_response_id` naming it, as OpenAI keeps each
 /// connection's last response); Baton keeps no conversation anywhere else, so the connection
-/// remembers the last response's whole input and output to rebuild a complete request.
+/// remembers the last response's whole input and output (as one JSON array's text, charged to
+/// the memory budget while it is held) to rebuild a complete request.
 #[derive(Default)]
 struct Chain {
     id: String,
-    items: Vec<Value>,
+    /// The items, a JSON array's text.
+    items: Bytes,
+    _charge: Charge,
 }
 
-async fn serve_socket(state: AppState, headers: HeaderMap, mut socket: WebSocket) {
+async fn serve_socket(
+    state: AppState,
+    headers: HeaderMap,
+    presented: Option<String>,
+    mut socket: Socket,
+) {
     let stopping = state.core.stopping.clone();
+    let valid = || still_valid(&state, presented.as_deref());
     let mut chain = Chain::default();
-    loop {
-        // A shutdown ends the connection between turns (a turn in flight finishes first).
-        let msg = tokio::select! {
-            m = socket.recv() => m,
-            _ = stopping.cancelled() => {
-                let _ = socket.send(Message::Close(None)).await;
-                break;
+    let end = loop {
+        let (text, charge) = match socket.next(&stopping, &valid).await {
+            Next::Text(text, charge) => (text, charge),
+            Next::Binary => {
+                let e = error_event(400, "invalid_request_error", "binary messages are not part of the Responses WebSocket protocol: send JSON text", None);
+                match socket.send(e.to_string()).await {
+                    Ok(()) => continue,
+                    Err(end) => break end,
+                }
             }
+            Next::End(end) => break end,
         };
-        let Some(Ok(msg)) = msg else { break };
-        let outcome = match msg {
-            Message::Text(text) => {
-                serve_message(&state, &headers, text.as_str(), &mut socket, &mut chain).await
-            }
-            Message::Binary(_) => send(&mut socket, error_event(400, "invalid_request_error", "binary messages are not part of the Responses WebSocket protocol: send JSON text", None)).await,
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => Ok(()),
-        };
-        if outcome.is_err() {
-            break; // the client is gone
+        // A turn in flight keeps the connection from being closed to make room.
+        let serving = socket.serving();
+        let served = serve_message(&state, &headers, text, charge, &mut socket, &mut chain).await;
+        drop(serving);
+        if let Err(end) = served {
+            break end;
         }
-    }
+    };
+    let error = match &end {
+        End::Revoked(e) => Some(wrapped(e).to_string()),
+        _ => None,
+    };
+    socket.end(end, error).await;
 }
 
-async fn send(socket: &mut WebSocket, v: Value) -> Result<(), axum::Error> {
-    socket.send(Message::Text(v.to_string().into())).await
+async fn send(socket: &mut Socket, v: Value) -> Result<(), End> {
+    socket.send(v.to_string()).await
 }
 
 fn error_event(
@@ -146,21 +148,47 @@ fn error_event(
     v
 }
 
+/// An error as Codex's wrapped error event.
+fn wrapped(e: &ApiError) -> Value {
+    let mut headers = Map::new();
+    if let Some(v) = e.headers.get("retry-after").and_then(|v| v.to_str().ok()) {
+        headers.insert("retry-after".into(), Value::String(v.to_string()));
+    }
+    json!({"type": "error", "status": e.status.as_u16(), "headers": headers,
+        "error": {"type": e.kind, "code": e.code, "message": e.message, "param": e.param}})
+}
+
+/// One message: through the one admission (the key now, the concurrency bound, its policy,
+/// the memory charge and the JSON-value bound) before it is parsed, then a turn or a prewarm.
 async fn serve_message(
     state: &AppState,
     headers: &HeaderMap,
-    text: &str,
-    socket: &mut WebSocket,
+    text: Bytes,
+    charge: Charge,
+    socket: &mut Socket,
     chain: &mut Chain,
-) -> Result<(), axum::Error> {
-    let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(text) else {
+) -> Result<(), End> {
+    let dialect = Responses::default();
+    let source = Source::Message {
+        bytes: text,
+        charge,
+    };
+    let mut headers = headers.clone();
+    let admitted = crate::api::pipeline::admit(state, &dialect, &mut headers, source).await;
+    let mut admitted = match admitted {
+        Ok(a) => a,
+        Err(resp) => return send(socket, refused(resp).await).await,
+    };
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&admitted.body) else {
+        state.core.bad_request(&admitted.client);
         return send(socket, error_event(400, "invalid_request_error", "a message must be a JSON object such as {\"type\": \"response.create\", \"model\": …, \"input\": …}", None)).await;
     };
     match body.remove("type").as_ref().and_then(Value::as_str) {
         Some("response.create") => {}
-        // Codex's acknowledgement of a finished response: nothing to answer.
+        // An acknowledgement of a finished response: nothing to answer.
         Some("response.processed") => return Ok(()),
         other => {
+            state.core.bad_request(&admitted.client);
             let msg = format!(
                 "unknown message type {}: this endpoint takes \"response.create\"",
                 other.map_or("(none)".to_string(), |t| format!("{t:?}"))
@@ -172,24 +200,21 @@ async fn serve_message(
             .await;
         }
     }
-    let headers = turn_headers(headers, &mut body);
-    continue_chain(&mut body, chain);
-    let input: Vec<Value> = match body.get("input") {
-        Some(Value::Array(items)) => items.clone(),
-        Some(Value::String(s)) => vec![json!({"type": "message", "role": "user", "content": s})],
-        _ => Vec::new(),
-    };
-    if body.remove("generate") == Some(Value::Bool(false)) {
-        let id = format!("resp_prewarm_{}", crate::api::reply::new_request_id());
-        *chain = Chain {
-            id: id.clone(),
-            items: input,
-        };
-        return prewarm(state, &id, &body, socket).await;
+    let headers = turn_headers(&headers, &mut body);
+    let prewarm = body.remove("generate") == Some(Value::Bool(false));
+    let model = body.get("model").cloned().unwrap_or(Value::Null);
+    let (full, input) = continued(body, chain);
+    if let Err(e) = admitted.rebody(state, full) {
+        return send(socket, wrapped(&e)).await;
+    }
+    if prewarm {
+        return prewarm_turn(state, &admitted.client, model, input, socket, chain).await;
     }
     // Until this turn completes, nothing is there to continue from.
     *chain = Chain::default();
-    relay(state, &headers, body, &input, socket, chain).await
+    let resp =
+        crate::api::pipeline::serve_admitted(state, &headers, admitted, Responses::default()).await;
+    relay(state, resp, input, socket, chain).await
 }
 
 /// The prefix of a `client_metadata` entry that stands for an HTTP header of the turn.
@@ -255,28 +280,16 @@ fn turn_headers(upgrade: &HeaderMap, body: &mut Map<String, Value>) -> HeaderMap
     headers
 }
 
-/// One turn through the pipeline, as `POST /v1/responses` with `stream: true`; each event of
-/// its stream goes back as a text message.
+/// One turn's answer from the pipeline (`stream: true`): each event of its stream goes back as
+/// a text message.
 async fn relay(
     state: &AppState,
-    headers: &HeaderMap,
-    mut body: Map<String, Value>,
-    input: &[Value],
-    socket: &mut WebSocket,
+    resp: Response,
+    input: Bytes,
+    socket: &mut Socket,
     chain: &mut Chain,
-) -> Result<(), axum::Error> {
-    body.insert("stream".into(), Value::Bool(true));
-    let bytes = Value::Object(body).to_string();
-    let mut req = Request::new(axum::body::Body::from(bytes));
-    *req.method_mut() = Method::POST;
-    *req.uri_mut() = axum::http::Uri::from_static("/v1/responses");
-    *req.headers_mut() = headers.clone();
-    req.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    let resp = crate::api::pipeline::serve(state, req, Responses::default()).await;
-    if resp.status() != StatusCode::OK {
+) -> Result<(), End> {
+    if resp.status() != axum::http::StatusCode::OK {
         return send(socket, refused(resp).await).await;
     }
     let body: ByteStream = Box::pin(
@@ -294,9 +307,9 @@ async fn relay(
                 }
                 let text = String::from_utf8_lossy(&data).into_owned();
                 if text.contains("\"response.completed\"") {
-                    remember(chain, input, &text);
+                    remember(state, chain, &input, &text);
                 }
-                socket.send(Message::Text(text.into())).await?;
+                socket.send(text).await?;
             }
             Ok(None) => return Ok(()),
             Err(e) => {
@@ -328,14 +341,21 @@ async fn refused(resp: Response) -> Value {
 }
 
 /// `generate: false`: Codex warms the connection up; nothing is generated and no upstream is
-/// called (so nothing is billed): a response that completes empty.
-async fn prewarm(
+/// called (so nothing is billed): a response that completes empty. The model it names must be
+/// one the key may use, as a turn's must.
+async fn prewarm_turn(
     state: &AppState,
-    id: &str,
-    body: &Map<String, Value>,
-    socket: &mut WebSocket,
-) -> Result<(), axum::Error> {
-    let model = body.get("model").cloned().unwrap_or(Value::Null);
+    client: &crate::clients::Client,
+    model: Value,
+    input: Bytes,
+    socket: &mut Socket,
+    chain: &mut Chain,
+) -> Result<(), End> {
+    if let Err(e) = allowed(state, client, model.as_str().unwrap_or_default()) {
+        return send(socket, wrapped(&e)).await;
+    }
+    let id = format!("resp_prewarm_{}", crate::api::reply::new_request_id());
+    keep(state, chain, id.clone(), input);
     let created = state.core.routing.clock.now_ms() / 1000;
     let response = |status: &str| {
         json!({"id": id, "object": "response", "created_at": created, "status": status,
@@ -346,31 +366,93 @@ async fn prewarm(
     send(socket, json!({"type": "response.completed", "sequence_number": 1, "response": response("completed")})).await
 }
 
-/// A turn that continues this connection's last response: its items before the new ones, and
-/// no `previous_response_id` left for a provider to look up. Any other id is left as it is
-/// (a Responses provider that stores conversations may know it).
-fn continue_chain(body: &mut Map<String, Value>, chain: &Chain) {
+/// Whether the key may use `model` (a name no provider serves is left to the turn to refuse).
+fn allowed(state: &AppState, client: &crate::clients::Client, model: &str) -> Result<(), ApiError> {
+    let snap = state.core.routing.snapshot.load();
+    match snap.resolve_requested(model) {
+        Ok((targets, _)) => {
+            crate::api::admission::allowed_targets(client, snap.map_model(model), targets)
+                .map(|_| ())
+        }
+        Err(_) => Ok(()),
+    }
+}
+
+/// The body of a turn, complete: a turn that continues this connection's last response gets
+/// its items before the new ones (spliced as text: the kept items are not parsed again), and no
+/// `previous_response_id` left for a provider to look up. Any other id is left as it is (a
+/// Responses provider that stores conversations may know it). Also returns the turn's whole
+/// input, a JSON array's text.
+fn continued(mut body: Map<String, Value>, chain: &Chain) -> (Bytes, Bytes) {
     let continues = body
         .get("previous_response_id")
         .and_then(Value::as_str)
         .is_some_and(|id| !chain.id.is_empty() && id == chain.id);
-    if !continues {
-        return;
-    }
-    body.remove("previous_response_id");
     let new = match body.remove("input") {
         Some(Value::Array(items)) => items,
         Some(Value::String(s)) => vec![json!({"type": "message", "role": "user", "content": s})],
         _ => Vec::new(),
     };
-    let mut all = chain.items.clone();
-    all.extend(new);
-    body.insert("input".into(), Value::Array(all));
+    let new = Value::Array(new).to_string();
+    let input = if continues {
+        body.remove("previous_response_id");
+        join_arrays(&chain.items, new.as_bytes())
+    } else {
+        Bytes::from(new)
+    };
+    body.insert("stream".into(), Value::Bool(true));
+    let mut full = Value::Object(body).to_string().into_bytes();
+    // `{…}` becomes `{…,"input":[…]}`.
+    full.pop();
+    if full.len() > 1 {
+        full.push(b',');
+    }
+    full.extend_from_slice(b"\"input\":");
+    full.extend_from_slice(&input);
+    full.push(b'}');
+    (Bytes::from(full), input)
+}
+
+/// Two JSON arrays' texts as one array's.
+fn join_arrays(a: &[u8], b: &[u8]) -> Bytes {
+    let inner = |t: &[u8]| -> Vec<u8> {
+        let t = t.trim_ascii();
+        if t.len() < 2 {
+            return Vec::new();
+        }
+        t[1..t.len() - 1].trim_ascii().to_vec()
+    };
+    let (a, b) = (inner(a), inner(b));
+    let mut out = Vec::with_capacity(a.len() + b.len() + 3);
+    out.push(b'[');
+    out.extend_from_slice(&a);
+    if !a.is_empty() && !b.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(&b);
+    out.push(b']');
+    Bytes::from(out)
+}
+
+/// Keeps `items` as the conversation of response `id`, charged to the memory budget; when the
+/// budget cannot hold it, nothing is kept (a turn continuing it is refused as an unknown id).
+fn keep(state: &AppState, chain: &mut Chain, id: String, items: Bytes) {
+    *chain = Chain::default();
+    let mut charge = Charge::default();
+    if state.inbound.charge(&mut charge, items.len()).is_err() {
+        tracing::info!("a WebSocket conversation was not kept: the memory budget is spent");
+        return;
+    }
+    *chain = Chain {
+        id,
+        items,
+        _charge: charge,
+    };
 }
 
 /// After `response.completed`: the whole conversation so far (this turn's input and the
 /// response's output) under the response's id.
-fn remember(chain: &mut Chain, input: &[Value], completed: &str) {
+fn remember(state: &AppState, chain: &mut Chain, input: &[u8], completed: &str) {
     let Ok(ev) = serde_json::from_str::<Value>(completed) else {
         return;
     };
@@ -380,12 +462,16 @@ fn remember(chain: &mut Chain, input: &[Value], completed: &str) {
     let Some(id) = ev["response"]["id"].as_str() else {
         return;
     };
-    let mut items = input.to_vec();
-    if let Some(out) = ev["response"]["output"].as_array() {
-        items.extend(out.iter().cloned());
-    }
-    *chain = Chain {
-        id: id.to_string(),
-        items,
+    let output = ev["response"]["output"].to_string();
+    let output = if output.starts_with('[') {
+        output
+    } else {
+        "[]".to_string()
     };
+    keep(
+        state,
+        chain,
+        id.to_string(),
+        join_arrays(input, output.as_bytes()),
+    );
 }

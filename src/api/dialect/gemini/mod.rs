@@ -119,7 +119,6 @@ pub(super) const API: super::Registration = super::Registration {
     routes,
     owns,
     error,
-    is_call,
     lists_models,
 };
 
@@ -133,10 +132,11 @@ fn routes() -> Router<AppState> {
 
 /// `/v1beta/…` (and the v1 method paths).
 fn owns(path: &str) -> bool {
-    path.starts_with("/v1beta/") || path == "/v1beta" || is_call(path)
+    path.starts_with("/v1beta/") || path == "/v1beta" || is_method_path(path)
 }
 
-fn is_call(path: &str) -> bool {
+/// A model method's path (`…/models/m:generateContent`).
+fn is_method_path(path: &str) -> bool {
     (path.starts_with("/v1beta/models/") || path.starts_with("/v1/models/")) && path.contains(':')
 }
 
