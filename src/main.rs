@@ -206,13 +206,36 @@ enum ConfigCommand {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
-    /// Add the providers of FILE to the live configuration (validated first; nothing changes on
-    /// error). Takes effect at the next start.
+    /// Add the providers of FILE to the live configuration, under the rules the web UI's import
+    /// follows (validated first; nothing changes on error). Takes effect at the next start.
     Import {
         file: PathBuf,
         #[arg(long, env = "BATON_DATA_DIR")]
         data_dir: Option<PathBuf>,
+        /// Overwrite providers that already exist (without it, nothing is imported when one does).
+        #[arg(long)]
+        replace: bool,
     },
+}
+
+/// `baton config …`.
+fn config_command(command: ConfigCommand) -> cli::commands::CmdResult {
+    use cli::commands;
+    fn print(v: &impl serde::Serialize) -> cli::commands::CmdResult {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        Ok(ExitCode::SUCCESS)
+    }
+    match command {
+        ConfigCommand::Check { file } => commands::config_check(&file),
+        ConfigCommand::Export { data_dir, config } => commands::config_export(data_dir, config),
+        ConfigCommand::Import {
+            file,
+            data_dir,
+            replace,
+        } => commands::config_import(&file, data_dir, replace),
+        ConfigCommand::CatalogSchema => print(&baton::catalog::json_schema()),
+        ConfigCommand::Schema => print(&baton::config::json_schema()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -267,27 +290,7 @@ fn main() -> ExitCode {
             ServiceCommand::Uninstall => cli::service::uninstall(),
             ServiceCommand::Status { json } => cli::service::status(json),
         },
-        Command::Config { command } => match command {
-            ConfigCommand::Check { file } => commands::config_check(&file),
-            ConfigCommand::Export { data_dir, config } => commands::config_export(data_dir, config),
-            ConfigCommand::Import { file, data_dir } => commands::config_import(&file, data_dir),
-            ConfigCommand::CatalogSchema => {
-                let schema = baton::catalog::json_schema();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&schema).unwrap_or_default()
-                );
-                Ok(ExitCode::SUCCESS)
-            }
-            ConfigCommand::Schema => {
-                let schema = baton::config::json_schema();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&schema).unwrap_or_default()
-                );
-                Ok(ExitCode::SUCCESS)
-            }
-        },
+        Command::Config { command } => config_command(command),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e}");

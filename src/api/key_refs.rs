@@ -8,6 +8,46 @@ use crate::config::ProviderConfig;
 use crate::gateway::Core;
 use crate::i18n::msg;
 
+/// What the rules compare a body against: the variables that hold Baton's own keys, and the
+/// providers that already declare where a variable goes (the config file's and the live
+/// configuration's).
+pub struct Bounds {
+    own: Vec<String>,
+    declared: Vec<ProviderConfig>,
+}
+
+impl Bounds {
+    /// A running gateway's.
+    pub(crate) fn of(core: &Core) -> Self {
+        let mut declared = core.file_config.providers.clone();
+        declared.extend(
+            core.routing
+                .snapshot
+                .load()
+                .providers
+                .iter()
+                .map(|p| p.config.clone()),
+        );
+        Self {
+            own: baton_key_vars(core),
+            declared,
+        }
+    }
+
+    /// For `baton config import`, which runs without a gateway: the data directory's live
+    /// providers (the config file's seeded among them) declare, and Baton's own variables are
+    /// the ones it always reads.
+    pub fn offline(live: Vec<ProviderConfig>) -> Self {
+        Self {
+            own: OWN_VARS.iter().map(|v| v.to_string()).collect(),
+            declared: live,
+        }
+    }
+}
+
+/// The variables Baton reads its own keys from, whatever the config file says.
+const OWN_VARS: [&str; 2] = ["BATON_ADMIN_KEY", "BATON_GATEWAY_KEY"];
+
 /// Binds the keys an admin-API body names to where they belong, so the admin key cannot read
 /// other secrets by pointing a provider at a server of its choosing:
 /// - `env` must look like an API-key variable (`…_API_KEY`, `…_KEY`, `…_TOKEN`, `…_SECRET`),
@@ -20,12 +60,12 @@ use crate::i18n::msg;
 /// - `stored` (a key typed into the UI earlier) may only be kept by the provider it was saved
 ///   for, and only while its `baseUrl` stays at the same origin (scheme, host, port): a new
 ///   host, or `http` where it was `https`, needs the key typed again.
-pub(crate) fn check_key_refs(
-    core: &Core,
+pub fn check_key_refs(
+    bounds: &Bounds,
     config: &ProviderConfig,
     existing: Option<&ProviderConfig>,
 ) -> Result<(), ApiError> {
-    let own = baton_key_vars(core);
+    let own = &bounds.own;
     for (at, k) in config.secret_refs() {
         let name = k.env.trim();
         if !name.is_empty() {
@@ -35,7 +75,7 @@ pub(crate) fn check_key_refs(
                     msg("`{name}` holds one of Baton's own keys, which are never sent to a provider; name the provider's API-key variable", &[("name", name)]),
                 ));
             }
-            let declared = declared_for(core, name, &config.base_url);
+            let declared = declared_for(bounds, name, &config.base_url);
             if !looks_like_key_var(name) && !declared {
                 return Err(ApiError::field(
                     format!("{at}.env"),
@@ -86,10 +126,7 @@ pub(crate) fn check_key_refs(
 fn baton_key_vars(core: &Core) -> Vec<String> {
     let f = &core.file_config;
     let mut v: Vec<String> = f.gateway_keys.iter().map(|k| k.env.clone()).collect();
-    v.extend([
-        "BATON_ADMIN_KEY".to_string(),
-        "BATON_GATEWAY_KEY".to_string(),
-    ]);
+    v.extend(OWN_VARS.iter().map(|v| v.to_string()));
     if let Some(r) = &f.state.redis {
         v.extend(r.password_env.iter().cloned());
         v.extend(r.username_env.iter().cloned());
@@ -129,21 +166,14 @@ pub(crate) const OPEN_PREFIX: &str = "BATON_";
 /// Whether a provider at the same origin as `base_url`, in the configuration file or the live
 /// configuration, already names `name`: the user's file (or an earlier edit the same rules
 /// allowed) sent it there.
-fn declared_for(core: &Core, name: &str, base_url: &str) -> bool {
+fn declared_for(bounds: &Bounds, name: &str, base_url: &str) -> bool {
     let origin = host_of(base_url);
     let declares = |c: &ProviderConfig| {
         c.secret_refs().any(|(_, k)| k.env == name)
             && origin.is_some()
             && host_of(&c.base_url) == origin
     };
-    core.file_config.providers.iter().any(declares)
-        || core
-            .routing
-            .snapshot
-            .load()
-            .providers
-            .iter()
-            .any(|p| declares(&p.config))
+    bounds.declared.iter().any(declares)
 }
 
 /// Whether the shipped catalog names `name` as the key of the provider at `base_url`'s origin

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::admin::provider_json;
 use super::error::ApiError;
 use super::json::{object_body, JsonBody, Shape};
-pub(super) use super::key_refs::check_key_refs;
+pub(super) use super::key_refs::{check_key_refs, Bounds};
 use super::AppState;
 use crate::config::{ConfigError, ProviderConfig, SecretRef};
 use crate::gateway::Core;
@@ -286,7 +286,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
     let mut p = parse_provider(&body)?;
-    check_key_refs(core, &p.config, None)?;
+    check_key_refs(&Bounds::of(core), &p.config, None)?;
     if core
         .routing
         .snapshot
@@ -337,7 +337,7 @@ pub async fn update(
         .into_iter()
         .find(|s| s.config.id == id)
         .ok_or_else(|| not_found(&id))?;
-    check_key_refs(core, &p.config, Some(&old.config))?;
+    check_key_refs(&Bounds::of(core), &p.config, Some(&old.config))?;
     let secrets = store_new_keys(core, &mut p)?;
     if let Err(e) = core
         .store

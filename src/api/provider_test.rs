@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
 use super::manage::{
-    body_json, check_key_refs, field_error, not_found, parse_provider_value, validate,
+    body_json, check_key_refs, field_error, not_found, parse_provider_value, validate, Bounds,
 };
 use super::AppState;
 use crate::config::{ProviderConfig, SecretRef};
@@ -176,7 +176,7 @@ pub async fn test_unsaved(
         .load()
         .provider(&p.config.id)
         .map(|e| e.config.clone());
-    check_key_refs(core, &p.config, saved.as_ref())?;
+    check_key_refs(&Bounds::of(core), &p.config, saved.as_ref())?;
     let mut typed = std::mem::take(&mut p.new_keys);
     let typed_ref = |i: usize| SecretRef {
         env: String::new(),
@@ -208,11 +208,13 @@ pub async fn test_unsaved(
     let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);
     if p.config.kind.is_cli() {
         let config = p.config.clone();
+        let vars = entry.cli_env.clone();
         let now = core.routing.clock.now_ms();
-        let st =
-            tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
-                .await
-                .unwrap_or_default();
+        let st = tokio::task::spawn_blocking(move || {
+            crate::providers::cli::check_status(&config, &vars, now)
+        })
+        .await
+        .unwrap_or_default();
         runtime.cli_status.store(Some(Arc::new(st)));
     }
     let result = test_result(core, Arc::new(entry), false).await;
@@ -281,9 +283,12 @@ pub async fn cli_check(
         v["ran"] = json!(false);
         return Ok(Json(v));
     }
-    let st = tokio::task::spawn_blocking(move || crate::providers::cli::check_status(&config, now))
-        .await
-        .map_err(|e| ApiError::internal("cli_check", e))?;
+    let (vars, _) = crate::providers::resolve_cli_env(&config, &|name| core.secret(name));
+    let st = tokio::task::spawn_blocking(move || {
+        crate::providers::cli::check_status(&config, &vars, now)
+    })
+    .await
+    .map_err(|e| ApiError::internal("cli_check", e))?;
     let mut v = json!(st);
     v["ran"] = json!(true);
     Ok(Json(v))

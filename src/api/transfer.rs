@@ -10,7 +10,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::manage::{check_key_refs, field_error, store_error};
+use super::manage::{check_key_refs, field_error, store_error, Bounds};
 use super::AppState;
 use crate::config::{ConfigError, ProviderConfig};
 use crate::gateway::Core;
@@ -25,9 +25,9 @@ pub fn export_config(core: &Core) -> Result<crate::config::ConfigFile, ApiError>
     providers.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
     for p in &mut providers {
         p.keys.retain(|k| k.stored.is_none());
-        p.headers.retain(
-            |_, v| !matches!(v, crate::config::HeaderValue::Secret(r) if r.stored.is_some()),
-        );
+        let typed = |v: &crate::config::HeaderValue| matches!(v, crate::config::HeaderValue::Secret(r) if r.stored.is_some());
+        p.headers.retain(|_, v| !typed(v));
+        p.env.retain(|_, v| !typed(v));
     }
     out.providers = providers;
     out.routes = core.live_routes();
@@ -79,6 +79,7 @@ pub async fn import(
     })?;
     // An import names keys like any edit: bound to where they belong (nothing is imported
     // when one is not).
+    let bounds = Bounds::of(core);
     for (i, p) in config.providers.iter().enumerate() {
         let existing = core
             .routing
@@ -86,7 +87,7 @@ pub async fn import(
             .load()
             .provider(&p.id)
             .map(|e| e.config.clone());
-        check_key_refs(core, p, existing.as_ref()).map_err(|mut e| {
+        check_key_refs(&bounds, p, existing.as_ref()).map_err(|mut e| {
             let param = e.param.take().unwrap_or_default();
             e.param = Some(format!("providers[{i}].{param}"));
             e.message = format!("{}; nothing was imported", e.message);

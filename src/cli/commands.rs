@@ -260,14 +260,49 @@ pub fn config_export(dir: Option<PathBuf>, config_file: Option<PathBuf>) -> CmdR
     Ok(ExitCode::SUCCESS)
 }
 
-/// `baton config import FILE`: validated first; nothing changes on error.
-pub fn config_import(file: &Path, dir: Option<PathBuf>) -> CmdResult {
+/// `baton config import FILE`: under the rules of the admin API's import (`POST
+/// /admin/import`), since what it writes is live configuration like the UI's edits: the file
+/// validated as a whole, each key bound to where it belongs (a variable from Baton's
+/// environment goes only where the catalog or the config file sends it), providers the config
+/// file owns left alone, existing ones overwritten only with `--replace`. Nothing changes on
+/// error.
+pub fn config_import(file: &Path, dir: Option<PathBuf>, replace: bool) -> CmdResult {
     let config = config::load_file(file).map_err(|e| format!("{e}\nnothing was imported"))?;
     let store = Store::open(&data_dir(dir), &Default::default()).map_err(|e| e.to_string())?;
+    let stored = store.load_providers().map_err(|e| e.to_string())?;
+    let live: Vec<_> = stored.iter().map(|s| s.effective()).collect();
+    let bounds = baton::api::key_refs::Bounds::offline(live.clone());
+    let mut taking = Vec::new();
+    let mut replaced = Vec::new();
+    for (i, p) in config.providers.iter().enumerate() {
+        let existing = stored.iter().find(|s| s.config.id == p.id);
+        if existing.is_some_and(|s| s.owner == baton::store::Owner::File) {
+            eprintln!(
+                "skipped {}: defined in the config file Baton runs with, which wins at every start",
+                p.id
+            );
+            continue;
+        }
+        let old = live.iter().find(|c| c.id == p.id);
+        baton::api::key_refs::check_key_refs(&bounds, p, old).map_err(|e| {
+            let at = e.param.clone().unwrap_or_default();
+            format!("providers[{i}].{at}: {}\nnothing was imported", e.message)
+        })?;
+        if existing.is_some() {
+            replaced.push(p.id.as_str());
+        }
+        taking.push(p.clone());
+    }
+    if !replaced.is_empty() && !replace {
+        return Err(format!(
+            "{} already exist(s) here; import again with --replace to overwrite them\nnothing was imported",
+            replaced.join(", ")
+        ));
+    }
     store
-        .import_providers(&config.providers, baton::clock::unix_ms())
+        .import_providers(&taking, baton::clock::unix_ms())
         .map_err(|e| format!("{e}\nnothing was imported"))?;
-    let ids: Vec<&str> = config.providers.iter().map(|p| p.id.as_str()).collect();
+    let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
     println!(
         "imported {} provider(s): {} — Baton uses them from its next start",
         ids.len(),

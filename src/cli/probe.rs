@@ -327,7 +327,8 @@ async fn probe_cli(
 ) -> ProbeResult {
     use baton::providers::cli::{self, run, CliItem};
     let config = entry.config.clone();
-    let status = tokio::task::spawn_blocking(move || cli::check_status(&config, 0))
+    let vars = entry.cli_env.clone();
+    let status = tokio::task::spawn_blocking(move || cli::check_status(&config, &vars, 0))
         .await
         .unwrap_or_default();
     if let Some(why) = status.problem {
@@ -348,7 +349,7 @@ async fn probe_cli(
         kind,
         program,
         args: cli::command_args(kind, &result.model, None),
-        env: cli::environment(kind, &entry.config.env, &|k| std::env::var_os(k)),
+        env: cli::environment(kind, &entry.cli_env, &|k| std::env::var_os(k)),
         stdin: "Reply with the single word: OK".into(),
         ctx: ResetContext {
             now_ms: baton::clock::unix_ms(),

@@ -40,9 +40,10 @@ impl SecretRef {
     }
 }
 
-/// A value in a provider's `headers`: text sent as written (nothing secret: OpenRouter's
-/// `HTTP-Referer`, a version), or a secret by reference, like a key (`{"env": "VAR"}`, or a
-/// value typed into the UI and kept in the secret store). The config never holds the secret.
+/// A value in a provider's `headers` or a CLI provider's `env`: text sent as written (nothing
+/// secret: OpenRouter's `HTTP-Referer`, a version, a config directory), or a secret by
+/// reference, like a key (`{"env": "VAR"}`, or a value typed into the UI and kept in the secret
+/// store). The config never holds the secret.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(untagged)]
 pub enum HeaderValue {
@@ -246,9 +247,10 @@ pub struct ProviderConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executable: Option<String>,
     /// CLI kinds: extra environment variables for the CLI (e.g. `CLAUDE_CONFIG_DIR`). The CLI
-    /// otherwise gets only PATH, HOME, TZ, locale and its own config variables.
+    /// otherwise gets only PATH, HOME, TZ, locale and its own config variables. A key variable
+    /// (`ANTHROPIC_API_KEY`…) is a secret by reference (`{"env": "VAR"}`), as a key is.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, HeaderValue>,
     /// CLI kinds: render a multi-turn conversation into one transcript prompt instead of
     /// refusing it (the CLI then sees earlier turns as text, not as real turns).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -348,7 +350,8 @@ impl ProviderConfig {
     }
 
     /// Every secret this provider refers to, with the JSON path that names it: its keys
-    /// (`keys[0]`) and its secret headers (`headers.X-Proxy-Token`).
+    /// (`keys[0]`), its secret headers (`headers.X-Proxy-Token`) and a CLI's secret variables
+    /// (`env.ANTHROPIC_API_KEY`).
     pub fn secret_refs(&self) -> impl Iterator<Item = (String, &SecretRef)> {
         let keys = self
             .keys
@@ -359,7 +362,11 @@ impl ProviderConfig {
             HeaderValue::Secret(r) => Some((format!("headers.{n}"), r)),
             HeaderValue::Text(_) => None,
         });
-        keys.chain(headers)
+        let env = self.env.iter().filter_map(|(n, v)| match v {
+            HeaderValue::Secret(r) => Some((format!("env.{n}"), r)),
+            HeaderValue::Text(_) => None,
+        });
+        keys.chain(headers).chain(env)
     }
 
     /// The ids of the secrets this provider keeps in the secret store.

@@ -260,14 +260,43 @@ fn validate_cli(
                 ),
             ));
         }
-        if value.contains('\0') {
-            return Err(err(
-                &format!("env.{name}"),
-                crate::i18n::msg("value must not contain NUL", &[]),
-            ));
-        }
+        check_env_value(name, value).map_err(|(at, m)| err(&at, m))?;
     }
     Ok(())
+}
+
+/// A CLI provider's `env` value: text that is not a secret (a directory, a project), or a
+/// secret by reference, as a key is. A key variable's literal value is refused: the
+/// configuration keeps no secret, and an export or the admin API would show it.
+fn check_env_value(name: &str, value: &crate::config::HeaderValue) -> Result<(), (String, String)> {
+    let at = format!("env.{name}");
+    match value {
+        crate::config::HeaderValue::Text(text) => {
+            if text.contains('\0') {
+                return Err((at, crate::i18n::msg("value must not contain NUL", &[])));
+            }
+            let key_variable = name.ends_with("_KEY") || name.ends_with("_TOKEN");
+            if key_variable || crate::redact::looks_like_credential(text) {
+                return Err((
+                    at,
+                    crate::i18n::msg("looks like a secret, and the configuration keeps none: give it as {\"env\": \"VARIABLE\"} (Baton passes the variable's value to the CLI, masked and redacted like a key)", &[]),
+                ));
+            }
+            Ok(())
+        }
+        crate::config::HeaderValue::Secret(r) => {
+            super::refs::check_secret_ref(r).map_err(|(field, m)| {
+                (
+                    if field.is_empty() {
+                        at.clone()
+                    } else {
+                        format!("{at}.{field}")
+                    },
+                    m,
+                )
+            })
+        }
+    }
 }
 
 /// A CLI provider's `executable`: one program, the CLI itself, by name or absolute path.

@@ -326,8 +326,9 @@ impl Core {
                 let p = p.clone();
                 async move {
                     let config = p.config.clone();
+                    let vars = p.cli_env.clone();
                     let st = tokio::task::spawn_blocking(move || {
-                        crate::providers::cli::check_status(&config, now)
+                        crate::providers::cli::check_status(&config, &vars, now)
                     })
                     .await
                     .unwrap_or_default();
@@ -424,15 +425,7 @@ impl Core {
         self.routing.redactor.set_secrets(
             snap.providers
                 .iter()
-                .flat_map(|p| {
-                    let keys = p.keys.iter().map(|k| k.secret.expose().to_string());
-                    let headers = p
-                        .headers
-                        .iter()
-                        .filter(|(_, v)| v.is_sensitive())
-                        .filter_map(|(_, v)| v.to_str().ok().map(str::to_string));
-                    keys.chain(headers)
-                })
+                .flat_map(|p| p.secret_values())
                 .chain(self.keys.secret_values())
                 .chain(snap.web_search.key().map(str::to_string)),
         );

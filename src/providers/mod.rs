@@ -155,8 +155,11 @@ pub struct ProviderEntry {
     pub missing_keys: Vec<String>,
     /// The `headers` to send, secrets read (and marked sensitive, so no debug output shows them).
     pub headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
-    /// Secret headers whose variable or stored secret is missing.
+    /// Secret headers (and a CLI's secret variables) whose variable or stored secret is
+    /// missing.
     pub missing_headers: Vec<String>,
+    /// A CLI's `env`, secrets read from their variable or the secret store.
+    pub cli_env: Vec<(String, Secret)>,
     pub runtime: Arc<ProviderRuntime>,
     /// Zone of the daily quota reset.
     pub day_reset: Option<jiff::tz::TimeZone>,
@@ -200,8 +203,36 @@ impl ProviderEntry {
     }
 
     /// Why this provider cannot be used at all right now, if so.
+    /// The secrets this provider sends, for the redactor: its keys, its secret headers and a
+    /// CLI's secret variables (text values are no secret).
+    pub fn secret_values(&self) -> impl Iterator<Item = String> + '_ {
+        let keys = self.keys.iter().map(|k| k.secret.expose().to_string());
+        let headers = self
+            .headers
+            .iter()
+            .filter(|(_, v)| v.is_sensitive())
+            .filter_map(|(_, v)| v.to_str().ok().map(str::to_string));
+        let vars = self
+            .cli_env
+            .iter()
+            .filter(|(name, _)| {
+                matches!(
+                    self.config.env.get(name),
+                    Some(crate::config::HeaderValue::Secret(_))
+                )
+            })
+            .map(|(_, v)| v.expose().to_string());
+        keys.chain(headers).chain(vars)
+    }
+
     pub fn unavailable(&self) -> Option<String> {
         if self.config.kind.is_cli() {
+            if !self.missing_headers.is_empty() {
+                return Some(format!(
+                    "a secret environment variable is not set: {}",
+                    self.missing_headers.join(", ")
+                ));
+            }
             return self
                 .runtime
                 .cli_status
@@ -273,7 +304,9 @@ pub fn resolve(
             }),
         }
     }
-    let (headers, missing_headers) = resolve_headers(&config, env);
+    let (headers, mut missing_headers) = resolve_headers(&config, env);
+    let (cli_env, missing_env) = resolve_cli_env(&config, env);
+    missing_headers.extend(missing_env);
     let path = kinds::of_provider(&config).map(|k| k.chat_path());
     let chat_url = path.and_then(|path| {
         reqwest::Url::parse(&format!("{}/{path}", config.base_url.trim_end_matches('/'))).ok()
@@ -292,9 +325,36 @@ pub fn resolve(
         missing_keys,
         headers,
         missing_headers,
+        cli_env,
         runtime,
         chat_url,
     }
+}
+
+/// A CLI provider's `env` as the CLI gets it: text as written, secrets read from their
+/// variable or the secret store; and the secret variables that could not be read.
+pub fn resolve_cli_env(
+    config: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<(String, Secret)>, Vec<String>) {
+    use crate::config::HeaderValue;
+    let mut vars = Vec::new();
+    let mut missing = Vec::new();
+    for (name, value) in &config.env {
+        match value {
+            HeaderValue::Text(t) => vars.push((name.clone(), Secret::new(t.clone()))),
+            HeaderValue::Secret(r) => {
+                match env(&r.lookup_name()).filter(|v| !v.trim().is_empty()) {
+                    Some(v) => vars.push((name.clone(), Secret::new(v.trim()))),
+                    None => missing.push(match &r.stored {
+                        Some(_) => format!("env.{name}"),
+                        None => format!("env.{name} ({})", r.env),
+                    }),
+                }
+            }
+        }
+    }
+    (vars, missing)
 }
 
 /// The provider's models with their capabilities and prices (the provider's defaults filled in).

@@ -110,7 +110,7 @@ fn spawn(
     let spec = run::Spawn {
         kind,
         args: cli::command_args(kind, &t.model.id, system.as_deref()),
-        env: cli::environment(kind, &p.config.env, &|k| std::env::var_os(k)),
+        env: cli::environment(kind, &p.cli_env, &|k| std::env::var_os(k)),
         program,
         stdin,
         ctx: ResetContext {

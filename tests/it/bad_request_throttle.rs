@@ -50,9 +50,13 @@ fn aborted_upload(url: &str, key: &str) {
 async fn only_malformed_requests_pause_a_client_and_never_the_local_key() {
     let up = FakeUpstream::start("a").await;
     let dir = tempfile::tempdir().unwrap();
+    let mut sub = provider("sub", &up.base_url(), 2);
+    sub["kind"] = json!("anthropic");
+    sub["credentials"] = json!("client");
+    sub["models"] = json!(["claude-sub"]);
     let baton = Baton::start(
         dir.path(),
-        json!({"providers": [provider("a", &up.base_url(), 1)]}),
+        json!({"providers": [provider("a", &up.base_url(), 1), sub]}),
     )
     .await;
     let key = make_key(&baton, "tool").await;
@@ -80,6 +84,16 @@ async fn only_malformed_requests_pause_a_client_and_never_the_local_key() {
         assert_eq!(baton.chat_as(&key, "auto").await.status(), 400);
     }
     up.always(Behavior::Ok);
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+
+    // Well-formed requests no provider here can take (a subscription model without the
+    // client's own login): a 400 unsupported_request each, not the client's malformed JSON.
+    for _ in 0..n {
+        let r = baton.chat_as(&key, "sub/claude-sub").await;
+        assert_eq!(r.status(), 400);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "unsupported_request", "{v}");
+    }
     assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
 
     // The generated local key sending malformed JSON: answered 400 each time, never paused.

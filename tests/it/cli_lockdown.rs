@@ -167,7 +167,14 @@ fn a_config_file_is_held_to_the_same_rules() {
     };
     assert!(check(&p(json!({"executable": "/opt/gemini/bin/gemini"}))).is_ok());
     assert!(check(&p(json!({"executable": "gemini"}))).is_ok());
-    assert!(check(&p(json!({"env": {"GEMINI_API_KEY": "k"}}))).is_ok());
+    assert!(check(&p(
+        json!({"env": {"GEMINI_API_KEY": {"env": "MY_GEMINI_KEY"}}})
+    ))
+    .is_ok());
+    assert!(check(&p(json!({"env": {"GOOGLE_CLOUD_PROJECT": "my-project"}}))).is_ok());
+    // A key's literal value is not configuration: it would be shown and exported.
+    let e = check(&p(json!({"env": {"GEMINI_API_KEY": "k"}}))).unwrap_err();
+    assert!(e.to_string().contains("{\"env\""), "{e}");
     let e = check(&p(json!({"executable": "/usr/bin/python3"}))).unwrap_err();
     assert!(e.to_string().contains("runs `gemini`"), "{e}");
     let e = check(&p(json!({"env": {"HTTPS_PROXY": "http://x"}}))).unwrap_err();

@@ -16,6 +16,7 @@ mod admin_edit;
 mod admin_secrets;
 mod admin_settings;
 mod admin_transfer;
+mod admission;
 mod affinity;
 mod anthropic;
 mod anthropic_upstream;

@@ -67,7 +67,7 @@ async fn run_like_baton(
         kind,
         program: cli::resolve_executable(exe.to_str().unwrap(), None).expect("a runnable CLI"),
         args: cli::command_args(kind, model, system.as_deref()),
-        env: cli::environment(kind, &extra, &|k| std::env::var_os(k)),
+        env: cli::environment(kind, &vars(&extra), &|k| std::env::var_os(k)),
         stdin,
         ctx: ResetContext::new(baton::clock::unix_ms()),
     };
@@ -163,6 +163,14 @@ async fn gemini_accepts_batons_invocation() {
     status_says_logged_out(ProviderKind::GeminiCli, exe, extra, "gemini");
 }
 
+/// A CLI's extra variables as Baton passes them.
+fn vars(extra: &BTreeMap<String, String>) -> Vec<(String, baton::providers::Secret)> {
+    extra
+        .iter()
+        .map(|(k, v)| (k.clone(), baton::providers::Secret::new(v.clone())))
+        .collect()
+}
+
 /// Baton's start-up check finds the version and that nobody is logged in.
 fn status_says_logged_out(
     kind: ProviderKind,
@@ -170,16 +178,20 @@ fn status_says_logged_out(
     env: BTreeMap<String, String>,
     hint: &str,
 ) {
+    let vars = vars(&env);
     let config = baton::config::ProviderConfig {
         kind,
         executable: Some(exe.display().to_string()),
-        env,
+        env: env
+            .into_iter()
+            .map(|(k, v)| (k, baton::config::HeaderValue::Text(v)))
+            .collect(),
         ..serde_json::from_value(
             serde_json::json!({"id": "x", "kind": kind.as_str(), "models": ["m"]}),
         )
         .unwrap()
     };
-    let st = cli::check_status(&config, 0);
+    let st = cli::check_status(&config, &vars, 0);
     assert!(
         st.version
             .as_deref()

@@ -263,7 +263,7 @@ pub fn passed_env(kind: ProviderKind) -> impl Iterator<Item = &'static str> {
 /// times a CLI prints are unambiguous), no colour, then the provider's own `env`.
 pub fn environment(
     kind: ProviderKind,
-    extra: &std::collections::BTreeMap<String, String>,
+    extra: &[(String, crate::providers::Secret)],
     get: &dyn Fn(&str) -> Option<OsString>,
 ) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = passed_env(kind)
@@ -273,7 +273,7 @@ pub fn environment(
     env.push(("NO_COLOR".into(), "1".into()));
     for (k, v) in extra {
         env.retain(|(name, _)| name != k.as_str());
-        env.push((k.into(), v.into()));
+        env.push((k.into(), v.expose().into()));
     }
     env
 }

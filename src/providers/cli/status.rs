@@ -58,7 +58,11 @@ pub fn locate(config: &ProviderConfig, now_ms: i64) -> CliStatus {
 }
 
 /// Resolves, versions and login-checks one CLI provider (blocking: run it off the runtime).
-pub fn check(config: &ProviderConfig, now_ms: i64) -> CliStatus {
+pub fn check(
+    config: &ProviderConfig,
+    vars: &[(String, crate::providers::Secret)],
+    now_ms: i64,
+) -> CliStatus {
     let kind = config.kind;
     let Some(program) = kind.cli_program() else {
         return CliStatus::default();
@@ -75,7 +79,7 @@ pub fn check(config: &ProviderConfig, now_ms: i64) -> CliStatus {
             return st;
         }
     };
-    let env = super::environment(kind, &config.env, &|k| std::env::var_os(k));
+    let env = super::environment(kind, vars, &|k| std::env::var_os(k));
     st.version = run_quietly(&path, &["--version"], &env)
         .and_then(|(_, out)| out.lines().next().map(|l| l.trim().to_string()))
         .filter(|v| !v.is_empty());

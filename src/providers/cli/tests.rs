@@ -163,8 +163,10 @@ fn environment_is_minimal() {
         "CODEX_HOME" => Some("/c".into()),
         _ => None,
     };
-    let mut extra = std::collections::BTreeMap::new();
-    extra.insert("HOME".to_string(), "/elsewhere".to_string());
+    let extra = [(
+        "HOME".to_string(),
+        crate::providers::Secret::new("/elsewhere"),
+    )];
     let env = environment(ProviderKind::CodexCli, &extra, &get);
     let names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
     assert_eq!(names, ["PATH", "CODEX_HOME", "TZ", "NO_COLOR", "HOME"]);
