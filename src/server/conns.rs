@@ -115,7 +115,7 @@ pub(crate) struct Conns {
 }
 
 /// What the "room made" log line reports.
-pub(crate) struct Admitted {
+pub(crate) struct Placed {
     pub conn: Conn,
     pub evicted: bool,
 }
@@ -145,7 +145,7 @@ impl Conns {
 
     /// Takes a place for a connection from `peer`, closing a less useful one if that is what
     /// makes room.
-    pub(crate) fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Admitted, Refused> {
+    pub(crate) fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Placed, Refused> {
         let mut t = self.lock();
         let mut evicted = false;
         if !peer.is_loopback() && t.per_peer.get(&peer).copied().unwrap_or(0) >= self.per_peer {
@@ -171,7 +171,7 @@ impl Conns {
             },
         );
         *t.per_peer.entry(peer).or_default() += 1;
-        Ok(Admitted {
+        Ok(Placed {
             conn: Conn {
                 id,
                 conns: self.clone(),

@@ -33,6 +33,11 @@ def rss(pid):
     raise AssertionError("no VmRSS")
 
 
+def report(what, **figures):
+    """The figures an attack left (read with `pytest -s`, e.g. for a release build)."""
+    print(f"\n[{what}] " + ", ".join(f"{k}={v}" for k, v in figures.items()))
+
+
 def health_ms(url):
     t = time.monotonic()
     with urllib.request.urlopen(url + "/health", timeout=5) as r:
@@ -41,16 +46,17 @@ def health_ms(url):
 
 
 class Gateway:
-    def __init__(self, tmp, server=None, mode="auto", limits=None):
+    def __init__(self, tmp, server=None, mode="auto", limits=None, extra=None, env=None):
         self.fake = Fake("up")
         if mode != "auto":
             self.fake.script(*[mode] * 20)
         cfg = {"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": self.fake.url + "/v1",
                               "models": ["gpt-a", "gpt-b"], "keys": [{"env": "BATON_TEST_UP_KEY"}]}],
-               "server": {"memoryBudgetBytes": BUDGET, "bodyTimeoutMs": 2000, **(server or {})}}
+               "server": {"memoryBudgetBytes": BUDGET, "bodyTimeoutMs": 2000, **(server or {})},
+               **(extra or {})}
         (tmp / "c.json").write_text(json.dumps(cfg))
         self.data = tmp / "data"
-        env = dict(os.environ, BATON_TEST_UP_KEY="sk-test-ws-attack-0000000000")
+        env = dict(os.environ, BATON_TEST_UP_KEY="sk-test-ws-attack-0000000000", **(env or {}))
 
         def limit():
             if limits:
@@ -58,7 +64,8 @@ class Gateway:
         self.proc, self.url = _spawn_limited([BATON, "serve", "--config", str(tmp / "c.json"),
                                               "--data-dir", str(self.data), "--port", "0"],
                                              env, limit)
-        self.key = (self.data / "gateway.key").read_text().strip()
+        key_file = self.data / "gateway.key"
+        self.key = key_file.read_text().strip() if key_file.exists() else None
         self.host, self.port = self.url.removeprefix("http://").rsplit(":", 1)
 
     def admin(self, method, path, body=None):
@@ -213,6 +220,8 @@ def test_a_client_that_pings_and_never_reads_is_cut_off_with_memory_bounded(gw):
         time.sleep(0.2)
     stop.set()
     t.join()
+    report("pings, never read", sent_mib=sent // MiB, rss_peak_mib=peak // MiB,
+           health_max_ms=round(slowest, 1))
     assert peak < BUDGET + SLACK, f"RSS grew {peak / MiB:.0f} MiB after {sent / MiB:.0f} MiB of pings"
     assert slowest < 100, f"/health took {slowest:.0f} ms"
     assert ws.closed_within(5), "a client that does not read is disconnected"
@@ -246,6 +255,7 @@ def test_a_huge_message_is_refused_before_it_is_parsed(gw):
         peak = max(peak, rss(gw.proc.pid) - base)
         time.sleep(0.05)
     outcomes = [_outcome(s) for s in socks]
+    report("four 19 MiB messages", rss_peak_mib=peak // MiB, outcomes=outcomes)
     assert peak < BUDGET + SLACK, f"RSS grew {peak / MiB:.0f} MiB"
     assert any(o in ("503", "1013", "413", "closed") for o in outcomes), outcomes
     assert health_ms(gw.url) < 100
@@ -289,6 +299,7 @@ def test_a_chain_of_prewarms_is_bounded_by_the_body_limit(gw):
         assert ev["type"] == "response.created", ev
         assert ws.event()["type"] == "response.completed"
         prev = ev["response"]["id"]
+    report("prewarm chain", refused_after=i, rss_mib=(rss(gw.proc.pid) - base) // MiB)
     assert refused and refused["status"] == 413, refused
     assert "maxBodyBytes" in refused["error"]["message"]
     assert i <= 8, "the conversation kept on the connection cannot outgrow the body limit"
@@ -327,6 +338,7 @@ def test_idle_websockets_cannot_starve_health_under_a_small_descriptor_limit(gw)
         except OSError:
             break
     slowest = max(health_ms(gw.url) for _ in range(5))
+    report("idle sockets under 256 descriptors", opened=len(socks), health_max_ms=round(slowest, 1))
     assert slowest < 100, f"/health took {slowest:.0f} ms with {len(socks)} WebSockets open"
 
 
@@ -377,3 +389,50 @@ def test_a_keys_model_allow_list_and_revocation_hold_on_the_websocket(gw):
     ev = ws2.event()
     assert ev["type"] == "error" and ev["status"] == 401, ev
     assert Raw(gw, key=other["key"]).status == 401
+
+
+def _outside_address():
+    """An address of this machine other than loopback, if it has one."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route
+        ip = s.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if ip.startswith("127.") else ip
+
+
+def test_a_peers_websockets_hold_its_share_at_most(tmp_path):
+    ip = _outside_address()
+    if not ip:
+        pytest.skip("this machine has no address other than loopback")
+    team = "bt-team-key-for-the-peer-share-test-0000"
+    g = Gateway(tmp_path, mode="hang",
+                server={"host": "0.0.0.0", "allowedHosts": [ip], "maxConnectionsPerPeer": 3},
+                extra={"gatewayKeys": [{"env": "BATON_TEST_TEAM_KEY", "label": "team"}]},
+                env={"BATON_TEST_TEAM_KEY": team})
+    try:
+        g.host = ip
+        socks = [Raw(g, key=team) for _ in range(3)]
+        assert all(s.status == 101 for s in socks)
+        # Idle, the peer's oldest makes room for its next, as an idle keep-alive would.
+        fourth = Raw(g, key=team)
+        assert fourth.status == 101
+        assert socks[0].closed_within(2)
+        # Serving turns, its share is full: a further connection is closed at once.
+        busy = socks[1:] + [fourth]
+        for s in busy:
+            s.send(turn())
+        time.sleep(0.5)
+        try:
+            refused = Raw(g, key=team).status != 101
+        except (EOFError, OSError, AssertionError):
+            refused = True
+        assert refused, "a peer holding its share with turns in flight gets no more"
+        assert not any(s.closed_within(0.2) for s in busy), "its serving sockets stay"
+        g.host = "127.0.0.1"
+        assert Raw(g, key=team).status == 101, "loopback is not that peer"
+    finally:
+        g.stop()

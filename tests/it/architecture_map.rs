@@ -463,3 +463,43 @@ fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
         "a kind or dialect decided outside its folder and registry: {named:#?}"
     );
 }
+
+/// One admission, by construction: the router is handed work in one place (`api/pipeline.rs`,
+/// which serves only an `Admitted`), and only `api/admit.rs` makes an `Admitted`. A new
+/// transport that called the router, or built its own admission, fails here.
+#[test]
+fn work_reaches_the_router_only_through_the_one_admission() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut dispatchers = Vec::new();
+    let mut makers = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if rel.starts_with("src/router/") {
+            continue;
+        }
+        if text.contains("router::dispatch(") {
+            dispatchers.push(rel.clone());
+        }
+        let builds = text.lines().any(|l| {
+            let l = l.trim();
+            l.contains("Admitted {") && !l.contains("struct Admitted") && !l.starts_with("impl ")
+        });
+        if builds {
+            makers.push(rel.clone());
+        }
+    }
+    assert_eq!(
+        dispatchers,
+        ["src/api/pipeline.rs"],
+        "only the pipeline dispatches"
+    );
+    assert_eq!(makers, ["src/api/admit.rs"], "only the admission admits");
+    let pipeline = std::fs::read_to_string(root.join("src/api/pipeline.rs")).unwrap();
+    assert!(
+        pipeline.contains("admitted: Admitted") && pipeline.contains("super::admit::admit("),
+        "the pipeline serves admitted work and admits through api/admit.rs"
+    );
+}
