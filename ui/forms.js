@@ -116,8 +116,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   syncLogin();
   const groups = {
     http: el("div", { class: "stack" },
-      field("baseUrl", t("Base URL"), inputs.baseUrl, tn("Up to and including the version, e.g. {example}", { example: keep("https://api.groq.com/openai/v1") })),
-      el("label", { class: "switch-row" }, inputs.clientLogin, ` ${t("Call with the client's own login (its subscription) instead of a key")}`),
+      field("baseUrl", t("Base URL"), inputs.baseUrl, el("span", { id: "baseUrl-hint" })),
+      el("label", { class: "switch-row", id: "clientLogin-row" }, inputs.clientLogin, ` ${t("Call with the client's own login (its subscription) instead of a key")}`),
       el("p", { class: "hint", id: "h-clientLogin" }, tn("Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in {header}. Model \"*\" serves any model it names.", { header: el("code", {}, "x-baton-key") })),
       keyFields),
     cli: el("div", { class: "stack" },
@@ -169,7 +169,20 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const k = inputs.kind.value;
     groups.http.hidden = isCli(k);
     groups.cli.hidden = !isCli(k);
-    const { program, sampleModel } = kindOf(k);
+    const { program, sampleModel, baseUrlExample, clientLogin } = kindOf(k);
+    // The address and the login follow the kind: Azure's is a resource's endpoint, and it
+    // takes no client login.
+    const example = baseUrlExample || "https://api.groq.com/openai/v1";
+    inputs.baseUrl.placeholder = example;
+    const hint = body.querySelector("#baseUrl-hint");
+    if (hint) {
+      hint.replaceChildren(k === "azure-openai"
+        ? tn("Your resource's endpoint, e.g. {example}; its deployments are the models", { example: keep(example) })
+        : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
+    }
+    const login = clientLogin !== false;
+    for (const id of ["clientLogin-row", "h-clientLogin"]) { const n = body.querySelector(`#${id}`); if (n) n.hidden = !login; }
+    if (!login && inputs.clientLogin.checked) { inputs.clientLogin.checked = false; syncLogin(); }
     inputs.executable.placeholder = program || "";
     inputs.id.placeholder = program || "groq";
     inputs.models.placeholder = sampleModel ? t("one model per line, preferred first, e.g. {model}", { model: sampleModel }) : t("one model per line, preferred first");

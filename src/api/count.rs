@@ -107,7 +107,7 @@ async fn provider_count(
     let base = p.config.base_url.trim_end_matches('/');
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = kind.count_request(&client, base, &t.model.id, req, own, headers)?;
-    let rb = authorized(rb, p, headers, kind, vendor)?;
+    let rb = authorized(&client, rb, p, headers, vendor)?;
     let resp = rb.timeout(timeout).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -121,21 +121,22 @@ async fn provider_count(
 /// The request with the provider's own authentication: Baton's key, or for a
 /// `credentials: "client"` provider the client's own login (and nothing when it sent none).
 fn authorized(
+    client: &reqwest::Client,
     rb: reqwest::RequestBuilder,
     p: &ProviderEntry,
     headers: &HeaderMap,
-    kind: &dyn crate::providers::kinds::UpstreamKind,
     vendor: crate::providers::Vendor,
 ) -> Option<reqwest::RequestBuilder> {
+    use crate::providers::kinds::authorize;
     if p.config.credentials.is_baton() {
-        return Some(kind.authorize(rb, p, p.keys.first()));
+        return authorize(client, p, rb, p.keys.first()).ok();
     }
     // Only to its own vendor (an unknown-shaped login: the vendor whose API the client spoke).
     let own = ClientCredential::from_headers(headers)?.spoken_to(vendor);
     if !own.fits(&p.config) {
         return None;
     }
-    let rb = kind.authorize(rb, p, None);
+    let rb = authorize(client, p, rb, None).ok()?;
     Some(
         own.headers
             .iter()

@@ -177,15 +177,34 @@ fn declared_for(bounds: &Bounds, name: &str, base_url: &str) -> bool {
 }
 
 /// Whether the shipped catalog names `name` as the key of the provider at `base_url`'s origin
-/// (`OPENAI_API_KEY` for `https://api.openai.com`).
+/// (`OPENAI_API_KEY` for `https://api.openai.com`). A catalog URL whose first host label is
+/// `YOUR-RESOURCE` stands for every resource of that service (`AZURE_OPENAI_API_KEY` for any
+/// `https://NAME.openai.azure.com`).
 fn catalog_sends(name: &str, base_url: &str) -> bool {
     let Some(origin) = host_of(base_url) else {
         return false;
     };
     crate::catalog::entries().iter().any(|e| {
         e.key_env.as_deref() == Some(unnumbered(name))
-            && e.base_url.as_deref().and_then(host_of).as_ref() == Some(&origin)
+            && e.base_url
+                .as_deref()
+                .and_then(host_of)
+                .is_some_and(|o| same_origin(&o, &origin))
     })
+}
+
+/// `catalog` is `origin`, or names every resource of a service (`https://your-resource.…`).
+fn same_origin(catalog: &str, origin: &str) -> bool {
+    if catalog == origin {
+        return true;
+    }
+    let Some(rest) = catalog.strip_prefix("https://your-resource.") else {
+        return false;
+    };
+    origin
+        .strip_prefix("https://")
+        .and_then(|o| o.split_once('.'))
+        .is_some_and(|(label, tail)| !label.is_empty() && tail == rest)
 }
 
 /// The host (and port) a base URL points at, lower-cased.

@@ -36,6 +36,12 @@ pub struct KindView {
     /// The program a CLI kind runs.
     pub program: Option<String>,
     pub sample_model: Option<String>,
+    /// What its `baseUrl` looks like (HTTP kinds), for the form's hint.
+    #[serde(default)]
+    pub base_url_example: Option<String>,
+    /// It can call with the client's own login (`credentials: "client"`).
+    #[serde(default)]
+    pub client_login: bool,
 }
 
 impl KindView {
@@ -48,6 +54,8 @@ impl KindView {
                 badge: k.badge().into(),
                 program: k.cli_program().map(str::to_string),
                 sample_model: k.sample_model().map(str::to_string),
+                base_url_example: k.base_url_example().map(str::to_string),
+                client_login: k.takes_client_login(),
             })
             .collect()
     }

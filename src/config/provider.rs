@@ -109,6 +109,9 @@ pub enum ProviderKind {
     Anthropic,
     /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
     Gemini,
+    /// Azure OpenAI: Chat Completions on a company's Azure resource (`baseUrl` its endpoint,
+    /// `https://NAME.openai.azure.com`, or `…/openai/v1`); models are deployment names.
+    AzureOpenai,
     /// The Claude Code CLI (`claude -p`), using its own subscription login.
     ClaudeCli,
     /// The Codex CLI (`codex exec`), using its own ChatGPT login.
@@ -126,6 +129,7 @@ impl ProviderKind {
             ProviderKind::OpenaiResponses => Some(Wire::Responses),
             ProviderKind::Anthropic => Some(Wire::Anthropic),
             ProviderKind::Gemini => Some(Wire::Gemini),
+            ProviderKind::AzureOpenai => Some(Wire::OpenAi),
             ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
         }
     }
@@ -136,6 +140,7 @@ impl ProviderKind {
             ProviderKind::OpenaiResponses => "openai-responses",
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Gemini => "gemini",
+            ProviderKind::AzureOpenai => "azure-openai",
             ProviderKind::ClaudeCli => "claude-cli",
             ProviderKind::CodexCli => "codex-cli",
             ProviderKind::GeminiCli => "gemini-cli",
@@ -173,11 +178,12 @@ impl ProviderKind {
     }
 
     /// The CLI's program name on `PATH`, for the CLI kinds.
-    pub const ALL: [ProviderKind; 7] = [
+    pub const ALL: [ProviderKind; 8] = [
         ProviderKind::OpenaiCompatible,
         ProviderKind::OpenaiResponses,
         ProviderKind::Anthropic,
         ProviderKind::Gemini,
+        ProviderKind::AzureOpenai,
         ProviderKind::ClaudeCli,
         ProviderKind::CodexCli,
         ProviderKind::GeminiCli,
@@ -190,6 +196,7 @@ impl ProviderKind {
             ProviderKind::OpenaiResponses => crate::i18n::n_("OpenAI Responses API"),
             ProviderKind::Anthropic => crate::i18n::n_("Anthropic API"),
             ProviderKind::Gemini => crate::i18n::n_("Gemini API"),
+            ProviderKind::AzureOpenai => crate::i18n::n_("Azure OpenAI"),
             ProviderKind::ClaudeCli => crate::i18n::n_("Claude Code CLI"),
             ProviderKind::CodexCli => crate::i18n::n_("Codex CLI"),
             ProviderKind::GeminiCli => crate::i18n::n_("Gemini CLI"),
@@ -203,10 +210,35 @@ impl ProviderKind {
             ProviderKind::OpenaiResponses => "R",
             ProviderKind::Anthropic => "A",
             ProviderKind::Gemini => "G",
+            ProviderKind::AzureOpenai => "Az",
             ProviderKind::ClaudeCli => "CC",
             ProviderKind::CodexCli => "CX",
             ProviderKind::GeminiCli => "GC",
         }
+    }
+
+    /// What an HTTP kind's `baseUrl` looks like, for the form's hint.
+    pub fn base_url_example(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenaiCompatible => Some("https://api.groq.com/openai/v1"),
+            ProviderKind::OpenaiResponses => Some("https://api.openai.com/v1"),
+            ProviderKind::Anthropic => Some("https://api.anthropic.com/v1"),
+            ProviderKind::Gemini => Some("https://generativelanguage.googleapis.com/v1beta"),
+            ProviderKind::AzureOpenai => Some("https://NAME.openai.azure.com"),
+            _ => None,
+        }
+    }
+
+    /// Whether it can call with the client's own login (`credentials: "client"`): the vendors
+    /// whose subscriptions clients log in to.
+    pub fn takes_client_login(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::OpenaiCompatible
+                | ProviderKind::OpenaiResponses
+                | ProviderKind::Anthropic
+                | ProviderKind::Gemini
+        )
     }
 
     /// A model a CLI kind takes, for the form's hint.
@@ -242,6 +274,10 @@ pub struct ProviderConfig {
     /// Required for the HTTP kinds; CLI kinds have none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub base_url: String,
+    /// Azure OpenAI: the `api-version` of its deployment URLs (default `2024-10-21`, the GA
+    /// version); not used with a `…/openai/v1` base URL, which takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
     /// CLI kinds: the executable, a name looked up on `PATH` or an absolute path (default: the
     /// CLI's own name on `PATH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -196,6 +196,7 @@ fn validate_url(
             crate::i18n::msg("give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)", &[]),
         ));
     }
+    validate_api_version(p, err)?;
     for (field, set) in [
         ("executable", p.executable.is_some()),
         ("env", !p.env.is_empty()),
@@ -210,6 +211,47 @@ fn validate_url(
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Azure OpenAI's own fields: `apiVersion` a dated version (and no other kind's), a base URL
+/// that is the resource's endpoint (or its `/openai/v1`), never one deployment's.
+fn validate_api_version(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let azure = p.kind == super::ProviderKind::AzureOpenai;
+    if let Some(v) = &p.api_version {
+        if !azure {
+            return Err(err(
+                "apiVersion",
+                crate::i18n::msg("only the azure-openai kind takes `apiVersion`", &[]),
+            ));
+        }
+        let dated = v.len() >= 10
+            && v.as_bytes()[..10].iter().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    *b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+            && v[10..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !dated {
+            return Err(err(
+                "apiVersion",
+                crate::i18n::msg("`{v}` is not an Azure OpenAI API version: give a date such as 2024-10-21 (or 2025-04-01-preview)", &[("v", v)]),
+            ));
+        }
+    }
+    if azure && p.base_url.contains("/deployments") {
+        return Err(err(
+            "baseUrl",
+            crate::i18n::msg("give the resource's endpoint (https://NAME.openai.azure.com) and list deployments as models, not one deployment's URL", &[]),
+        ));
     }
     Ok(())
 }
@@ -388,6 +430,12 @@ fn validate_credentials(
         return Err(err(
             "credentials",
             crate::i18n::msg("a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)", &[]),
+        ));
+    }
+    if !p.kind.takes_client_login() {
+        return Err(err(
+            "credentials",
+            crate::i18n::msg("a {kind} provider calls with your organization's key, not a client's own login; remove `credentials`", &[("kind", p.kind.as_str())]),
         ));
     }
     if !p.keys.is_empty() {

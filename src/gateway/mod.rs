@@ -209,6 +209,7 @@ impl Core {
             name: Some("Local server (last resort)".into()),
             kind: crate::config::ProviderKind::OpenaiCompatible,
             base_url: lf.base_url.clone(),
+            api_version: None,
             executable: None,
             env: Default::default(),
             flatten_history: false,
@@ -259,6 +260,9 @@ impl Core {
                     && p.config.credentials.is_baton()
                     && only.is_none_or(|id| id == p.id())
                     && p.unavailable().is_none()
+                    // One with no model list (Azure's deployments): its models are configured.
+                    && crate::providers::kinds::platform(p.config.kind)
+                        .is_some_and(|k| k.models_url(p).is_some())
             })
             .filter_map(|p| {
                 let client = self.routing.http.get(p.config.timeouts.connect_ms).ok()?;

@@ -23,11 +23,6 @@ pub fn build(
     key: Option<&ApiKey>,
     o: &Outbound,
 ) -> Result<(reqwest::RequestBuilder, Wire), Classified> {
-    let Some(url) = p.chat_url.clone() else {
-        return Err(limits::classify_transport(
-            "provider base URL is not a valid URL",
-        ));
-    };
     let Some(wire) = p.config.kind.wire() else {
         return Err(limits::classify_transport("not an HTTP provider"));
     };
@@ -37,7 +32,7 @@ pub fn build(
     } else {
         None
     };
-    let rb = super::kinds::of(wire).request(client, &url, p, model, key, o)?;
+    let rb = super::kinds::request(client, p, model, key, o)?;
     // The client's own credential goes to a `credentials: "client"` provider, and only there.
     let rb = match (p.config.credentials, o.client) {
         (crate::config::Credentials::Client, Some(c)) => c
@@ -49,15 +44,18 @@ pub fn build(
     Ok((rb, wire))
 }
 
-/// `GET {baseUrl}/models` with the kind's own authentication (model discovery).
+/// The provider's model list (`GET {baseUrl}/models` for most), with its platform's
+/// authentication (model discovery); an error for a platform with no list Baton reads.
 pub fn models_request(
     client: &reqwest::Client,
     p: &ProviderEntry,
     key: Option<&ApiKey>,
 ) -> Result<reqwest::RequestBuilder, String> {
-    let kind = super::kinds::of_provider(&p.config).ok_or("not an HTTP provider")?;
-    let url = format!("{}/models", p.config.base_url.trim_end_matches('/'));
-    Ok(kind.authorize(client.get(url), p, key))
+    let platform = super::kinds::platform(p.config.kind).ok_or("not an HTTP provider")?;
+    let url = platform
+        .models_url(p)
+        .ok_or("it lists no models: its configured models are the ones there are")?;
+    super::kinds::authorize(client, p, client.get(url), key).map_err(|c| c.reason)
 }
 
 /// `GET {baseUrl}/models?client_version=…` on the client's own login, for a

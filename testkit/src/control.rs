@@ -26,7 +26,8 @@ pub(crate) async fn script(
 }
 
 /// Test control: `GET /_stats` — how many requests, the last body, the searches run; with
-/// `?all=1` every body received, in order (a session's turns, one by one).
+/// `?all=1` every body received, in order (a session's turns, one by one), and each one's
+/// headers (`headers`, names lower-cased; to compare what a client and Baton send).
 pub(crate) async fn stats(
     State(s): State<Arc<Shared>>,
     axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
@@ -37,9 +38,21 @@ pub(crate) async fn stats(
         .map(|r| r.body.clone())
         .unwrap_or(Value::Null);
     let searches = s.searches.lock().unwrap().clone();
-    let mut out = json!({"hits": received.len(), "last": last, "searches": searches});
+    let azure = s.azure_calls.lock().unwrap().clone();
+    let mut out =
+        json!({"hits": received.len(), "last": last, "searches": searches, "azureCalls": azure});
     if q.contains_key("all") {
         out["all"] = received.iter().map(|r| r.body.clone()).collect();
+        out["headers"] = received
+            .iter()
+            .map(|r| {
+                r.headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or(""))))
+                    .collect::<serde_json::Map<String, Value>>()
+            })
+            .map(Value::Object)
+            .collect();
     }
     axum::Json(out).into_response()
 }

@@ -18,6 +18,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 mod anthropic;
+mod azure;
 mod cache;
 pub mod contract;
 mod model;
@@ -80,26 +81,6 @@ pub enum Behavior {
     Auto,
 }
 
-impl Behavior {
-    pub fn status(status: u16) -> Self {
-        Behavior::Status {
-            status,
-            body: json!({"error": {"message": format!("fake error {status}"), "type": "fake", "code": null}}),
-            headers: Vec::new(),
-        }
-    }
-
-    pub fn rate_limited(retry_after_secs: Option<u64>) -> Self {
-        Behavior::Status {
-            status: 429,
-            body: json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}),
-            headers: retry_after_secs
-                .map(|s| vec![("retry-after".to_string(), s.to_string())])
-                .unwrap_or_default(),
-        }
-    }
-}
-
 /// A request as the fake received it.
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -140,6 +121,10 @@ pub(crate) struct Shared {
     unchecked: std::sync::atomic::AtomicBool,
     /// The queries the fake search services were asked (`searches`).
     searches: Mutex<Vec<String>>,
+    /// Azure OpenAI's deployments on this resource (`azure_deployments`).
+    pub(crate) azure: Mutex<Vec<String>>,
+    /// The path and query of every request its Azure routes took (`azure_calls`).
+    pub(crate) azure_calls: Mutex<Vec<String>>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -193,6 +178,12 @@ impl FakeUpstream {
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
             .route("/v1beta/models", get(gemini::models))
             .route("/v1beta/models/{*rest}", post(gemini::generate))
+            .route(
+                "/openai/deployments/{deployment}/chat/completions",
+                post(azure::deployment_chat),
+            )
+            .route("/openai/v1/chat/completions", post(azure::v1_chat))
+            .route("/openai/v1/models", get(azure::v1_models))
             .route("/search", get(search::searxng))
             .route("/res/v1/web/search", get(search::brave))
             .route("/_script", post(control::script))
@@ -438,7 +429,11 @@ pub(crate) fn status_response(
 /// The fake's Chat Completions endpoint. Long because it is the fake's behaviour table: one arm
 /// per scripted behaviour a test can ask for (a status, a hang, a stream that dies, stalls or
 /// turns malformed, a slow stream, a tool call…).
-async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn chat(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let bearer = headers
         .get("authorization")

@@ -28,6 +28,9 @@ struct Args {
     /// for the cheapest possible upstream.
     #[arg(long)]
     unchecked: bool,
+    /// Azure OpenAI deployments its `/openai/…` routes serve (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    azure_deployments: Vec<String>,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -58,6 +61,8 @@ fn main() {
         if args.cache_usage {
             fake.report_cache_usage();
         }
+        let deployments: Vec<&str> = args.azure_deployments.iter().map(String::as_str).collect();
+        fake.azure_deployments(&deployments);
         println!("listening on http://{}", fake.addr);
         let _ = tokio::signal::ctrl_c().await;
     });

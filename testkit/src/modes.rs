@@ -172,3 +172,23 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         }
     })
 }
+
+impl Behavior {
+    pub fn status(status: u16) -> Self {
+        Behavior::Status {
+            status,
+            body: json!({"error": {"message": format!("fake error {status}"), "type": "fake", "code": null}}),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn rate_limited(retry_after_secs: Option<u64>) -> Self {
+        Behavior::Status {
+            status: 429,
+            body: json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}),
+            headers: retry_after_secs
+                .map(|s| vec![("retry-after".to_string(), s.to_string())])
+                .unwrap_or_default(),
+        }
+    }
+}

@@ -13,13 +13,14 @@ fn root(file: &str) -> std::path::PathBuf {
 #[test]
 fn example_config_parses_and_covers_every_section() {
     let c = load_file(&root("config.example.json")).expect("config.example.json is valid");
-    assert_eq!(c.providers.len(), 8);
+    assert_eq!(c.providers.len(), 9);
     for kind in [
         "claude-cli",
         "codex-cli",
         "gemini-cli",
         "openai-compatible",
         "openai-responses",
+        "azure-openai",
     ] {
         assert!(
             c.providers.iter().any(|p| p.kind.as_str() == kind),
@@ -63,7 +64,7 @@ fn errors_name_file_path_and_fix() {
     };
     assert_eq!(
         err(&p(r#","prority":1"#)),
-        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `executable`, `env`, `flattenHistory`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `reserve`, `limits`, `tier`, `credentials`, `overage`"
+        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `apiVersion`, `executable`, `env`, `flattenHistory`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `reserve`, `limits`, `tier`, `credentials`, `overage`"
     );
     assert!(
         err(&p(r#","keys":[{"env":"sk-abcdefghijklmnopqrstuvwxyz"}]"#))

@@ -22,6 +22,7 @@ mod anthropic;
 mod anthropic_upstream;
 mod api;
 mod architecture_map;
+mod azure_upstream;
 mod bad_input;
 mod bad_request_throttle;
 mod cache_tokens;

@@ -27,7 +27,7 @@ const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/jso
 /** Words that are names, not English: products, formats, and this test's own data. */
 const NAMES = new Set(`Baton Claude Code Codex Gemini CLI CLIs OpenAI Anthropic API SDK SDKs JSON CSV URL UI ID
   Brave Search SearXNG Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
-  Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
+  Azure Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
   alice fast alpha beta alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
 
 /** The catalog's service names (data the gateway sends, shown as published: "Hugging Face
@@ -165,6 +165,11 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await page.waitForSelector("#provider-dialog[open] #f-kind");
     if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add provider in ${lang}`);
     await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-provider-${width}.png`), fullPage: true });
+    // The company clouds are kinds like any other: Azure OpenAI chosen, the form follows.
+    await page.selectOption("#f-kind", "azure-openai");
+    if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add Azure provider in ${lang}`);
+    await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-azure-${width}.png`), fullPage: true });
+    await page.selectOption("#f-kind", "openai-compatible");
     // Saved empty, then with a wrong address: the gateway's own findings, beside each field, in
     // the page's language too (the UI asks the admin API for it).
     await page.click("#form-save");

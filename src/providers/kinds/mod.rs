@@ -1,13 +1,20 @@
-//! One [`UpstreamKind`] per HTTP upstream API, each in its own folder: how a request is built
-//! (URL, authentication, body), how a complete answer and a stream's events are read, how its
-//! stream is framed, and its quirks as declared capabilities. Routing, the UI's Test, `baton
-//! probe` and token counting reach every kind through [`of`]; nothing outside this folder
+//! The upstream seam, cut in two. An API ([`UpstreamKind`], keyed by the `Wire` it speaks, one
+//! folder each): what the bytes look like — the body built, a complete answer and a stream's
+//! events read, its framing, its quirks as declared capabilities. A platform ([`Platform`],
+//! keyed by the provider's kind): where and how that API is called — the URL for a model, the
+//! authentication put on the built request, where its models are listed. A vendor's own API
+//! served natively is both at once ([`Native`]); a second vendor of an existing API (Azure
+//! OpenAI's Chat Completions) is a platform of its own over that API, so a client speaking the
+//! same API still gets its bytes relayed untouched. Routing, the UI's Test, `baton probe` and
+//! token counting reach every kind through [`platform`] and [`of`]; nothing outside this folder
 //! names one.
 //!
-//! Adding a kind: its `ProviderKind` (with `wire()`), a `Wire` variant if it speaks a new API,
-//! a folder here implementing `UpstreamKind` (its unit tests beside it), and one line in [`of`].
+//! Adding a kind that speaks an existing API: its `ProviderKind` (with `wire()`), a folder
+//! here implementing `Platform`, and one line in [`platform`]. A new API: a `Wire` variant and
+//! a folder implementing `UpstreamKind`, one line in [`of`].
 
 pub mod anthropic;
+pub mod azure_openai;
 pub mod gemini;
 pub mod openai_compat;
 pub mod openai_responses;
@@ -167,9 +174,122 @@ pub fn of(wire: Wire) -> &'static dyn UpstreamKind {
     }
 }
 
-/// The kind of an HTTP provider; `None` for a subscription CLI.
+/// The API of an HTTP provider; `None` for a subscription CLI.
 pub fn of_provider(p: &crate::config::ProviderConfig) -> Option<&'static dyn UpstreamKind> {
     p.kind.wire().map(of)
+}
+
+/// Where and how one vendor's service is called; its bytes are its API's.
+pub trait Platform: Sync {
+    /// The API it speaks.
+    fn api(&self) -> &'static dyn UpstreamKind;
+    /// Where a request for `model` goes (`None`: the base URL is not a URL).
+    fn url(&self, p: &ProviderEntry, _model: &str) -> Option<reqwest::Url> {
+        p.chat_url.clone()
+    }
+    /// Whether it authenticates its own way ([`Platform::sign`]) rather than as its API does
+    /// (a bearer key, `x-api-key`, `x-goog-api-key`).
+    fn own_auth(&self) -> bool {
+        false
+    }
+    /// Its authentication on a request built without a key (headers, and for a platform that
+    /// signs its requests, over the whole request).
+    fn sign(&self, _req: &mut reqwest::Request, _key: &ApiKey) -> Result<(), Classified> {
+        Ok(())
+    }
+    /// Where it lists its models (`None`: it has no list Baton reads; its configured models
+    /// are the ones there are).
+    fn models_url(&self, p: &ProviderEntry) -> Option<String> {
+        Some(format!(
+            "{}/models",
+            p.config.base_url.trim_end_matches('/')
+        ))
+    }
+}
+
+/// A vendor's own API, served where its base URL says and authenticated as the API is.
+pub struct Native(pub &'static dyn UpstreamKind);
+
+impl Platform for Native {
+    fn api(&self) -> &'static dyn UpstreamKind {
+        self.0
+    }
+}
+
+static OPENAI: Native = Native(&openai_compat::OpenAiCompatible);
+static RESPONSES: Native = Native(&openai_responses::OpenAiResponses);
+static ANTHROPIC: Native = Native(&anthropic::Anthropic);
+static GEMINI: Native = Native(&gemini::Gemini);
+
+/// The platform of a provider's kind; `None` for a subscription CLI. The registry: one line
+/// per kind.
+pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platform> {
+    use crate::config::ProviderKind as K;
+    Some(match kind {
+        K::OpenaiCompatible => &OPENAI,
+        K::OpenaiResponses => &RESPONSES,
+        K::Anthropic => &ANTHROPIC,
+        K::Gemini => &GEMINI,
+        K::AzureOpenai => &azure_openai::AzureOpenAi,
+        K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
+    })
+}
+
+/// A request for `model` on `p`, built by its API and authenticated by its platform.
+pub fn request(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    model: &ModelInfo,
+    key: Option<&ApiKey>,
+    o: &Outbound,
+) -> Result<reqwest::RequestBuilder, Classified> {
+    let Some(platform) = platform(p.config.kind) else {
+        return Err(crate::limits::classify_transport("not an HTTP provider"));
+    };
+    let Some(url) = platform.url(p, &model.id) else {
+        return Err(crate::limits::classify_transport(
+            "provider base URL is not a valid URL",
+        ));
+    };
+    if !platform.own_auth() {
+        return platform.api().request(client, &url, p, model, key, o);
+    }
+    let rb = platform.api().request(client, &url, p, model, None, o)?;
+    signed(client, platform, rb, key)
+}
+
+/// Any request to `p` (a model list, a token count) with its platform's authentication and the
+/// provider's configured headers.
+pub fn authorize(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    rb: reqwest::RequestBuilder,
+    key: Option<&ApiKey>,
+) -> Result<reqwest::RequestBuilder, Classified> {
+    let Some(platform) = platform(p.config.kind) else {
+        return Err(crate::limits::classify_transport("not an HTTP provider"));
+    };
+    if !platform.own_auth() {
+        return Ok(platform.api().authorize(rb, p, key));
+    }
+    let rb = platform.api().authorize(rb, p, None);
+    signed(client, platform, rb, key)
+}
+
+fn signed(
+    client: &reqwest::Client,
+    platform: &dyn Platform,
+    rb: reqwest::RequestBuilder,
+    key: Option<&ApiKey>,
+) -> Result<reqwest::RequestBuilder, Classified> {
+    let Some(key) = key else {
+        return Ok(rb);
+    };
+    let mut req = rb
+        .build()
+        .map_err(|e| crate::limits::classify_transport(e.to_string()))?;
+    platform.sign(&mut req, key)?;
+    Ok(reqwest::RequestBuilder::from_parts(client.clone(), req))
 }
 
 #[cfg(test)]

@@ -1,0 +1,90 @@
+//! Azure OpenAI: OpenAI's Chat Completions on a company's Azure resource. The bytes are the
+//! Chat Completions API's (`openai_compat`: a Chat Completions client's body is relayed as it
+//! came); what is Azure's is where and how it is called:
+//!
+//! - `baseUrl` is the resource's endpoint (`https://NAME.openai.azure.com`) and each model is a
+//!   deployment: `POST {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=V`
+//!   (`apiVersion`, default the GA [`DEFAULT_API_VERSION`]). A base URL ending in `/openai/v1`
+//!   is the v1 API instead: `POST {baseUrl}/chat/completions` with the deployment as `model`,
+//!   no `api-version`, and its deployments listed at `{baseUrl}/models`;
+//! - the key goes in `api-key`; a Microsoft Entra ID access token (a JWT) as
+//!   `Authorization: Bearer`;
+//! - its 429s say how long in `retry-after-ms` and `retry-after`, and its answers carry
+//!   `x-ratelimit-remaining-*`, read as every kind's are.
+
+use super::{openai_compat, Platform, UpstreamKind};
+use crate::limits::Classified;
+use crate::providers::{ApiKey, ProviderEntry};
+
+/// The generally available `api-version` of the deployments API.
+pub const DEFAULT_API_VERSION: &str = "2024-10-21";
+
+/// Azure OpenAI's platform.
+pub struct AzureOpenAi;
+
+/// Whether a base URL is the v1 API's (`…/openai/v1`).
+fn is_v1(base: &str) -> bool {
+    base.trim_end_matches('/').ends_with("/openai/v1")
+}
+
+impl Platform for AzureOpenAi {
+    fn api(&self) -> &'static dyn UpstreamKind {
+        &openai_compat::OpenAiCompatible
+    }
+
+    fn url(&self, p: &ProviderEntry, model: &str) -> Option<reqwest::Url> {
+        let base = p.config.base_url.trim_end_matches('/');
+        if is_v1(base) {
+            return reqwest::Url::parse(&format!("{base}/chat/completions")).ok();
+        }
+        let mut url = reqwest::Url::parse(&format!("{base}/openai/deployments/")).ok()?;
+        url.path_segments_mut()
+            .ok()?
+            .pop_if_empty()
+            .push(model)
+            .push("chat")
+            .push("completions");
+        let version = p
+            .config
+            .api_version
+            .as_deref()
+            .unwrap_or(DEFAULT_API_VERSION);
+        url.query_pairs_mut().append_pair("api-version", version);
+        Some(url)
+    }
+
+    fn own_auth(&self) -> bool {
+        true
+    }
+
+    fn sign(&self, req: &mut reqwest::Request, key: &ApiKey) -> Result<(), Classified> {
+        let secret = key.secret.expose();
+        let (name, value) = if is_entra_token(secret) {
+            (reqwest::header::AUTHORIZATION, format!("Bearer {secret}"))
+        } else {
+            (
+                reqwest::header::HeaderName::from_static("api-key"),
+                secret.to_string(),
+            )
+        };
+        let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+            crate::limits::classify_transport("the key is not a valid header value")
+        })?;
+        value.set_sensitive(true);
+        req.headers_mut().insert(name, value);
+        Ok(())
+    }
+
+    fn models_url(&self, p: &ProviderEntry) -> Option<String> {
+        let base = p.config.base_url.trim_end_matches('/');
+        is_v1(base).then(|| format!("{base}/models"))
+    }
+}
+
+/// A Microsoft Entra ID access token: a JWT (three base64url parts, the first `eyJ`).
+fn is_entra_token(secret: &str) -> bool {
+    secret.starts_with("eyJ") && secret.split('.').count() == 3
+}
+
+#[cfg(test)]
+mod tests;
