@@ -103,7 +103,7 @@ async fn provider_count(
 ) -> Option<u64> {
     let p = &t.provider;
     let kind = crate::providers::kinds::of_provider(&p.config)?;
-    let client = core.routing.http.get(p.config.timeouts.connect_ms).ok()?;
+    let client = core.routing.http.for_provider(&p.config).ok()?;
     let base = p.config.base_url.trim_end_matches('/');
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = kind.count_request(&client, base, &t.model.id, req, own, headers)?;

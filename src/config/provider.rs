@@ -278,6 +278,11 @@ pub struct ProviderConfig {
     /// version); not used with a `…/openai/v1` base URL, which takes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// HTTP kinds: an outbound proxy for this provider's requests only (`http://`, `https://`,
+    /// `socks5://` or `socks5h://`, e.g. a company's egress proxy). A proxy that does not
+    /// answer fails the attempt before its first byte, and the request fails over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// CLI kinds: the executable, a name looked up on `PATH` or an absolute path (default: the
     /// CLI's own name on `PATH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

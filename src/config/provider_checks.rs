@@ -197,6 +197,7 @@ fn validate_url(
         ));
     }
     validate_api_version(p, err)?;
+    validate_proxy(p, err)?;
     for (field, set) in [
         ("executable", p.executable.is_some()),
         ("env", !p.env.is_empty()),
@@ -211,6 +212,36 @@ fn validate_url(
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A provider's `proxy`: a URL Baton can reach it at, with no credentials written into it.
+fn validate_proxy(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let Some(proxy) = &p.proxy else {
+        return Ok(());
+    };
+    let parsed = reqwest::Url::parse(proxy.trim()).ok();
+    let usable = parsed.as_ref().is_some_and(|u| {
+        matches!(u.scheme(), "http" | "https" | "socks5" | "socks5h") && u.host_str().is_some()
+    });
+    if !usable {
+        return Err(err(
+            "proxy",
+            crate::i18n::msg(
+                "`{proxy}` is not a proxy address: give http://HOST:PORT, https://…, socks5://… or socks5h://…",
+                &[("proxy", proxy)],
+            ),
+        ));
+    }
+    if parsed.is_some_and(|u| !u.username().is_empty() || u.password().is_some()) {
+        return Err(err(
+            "proxy",
+            crate::i18n::msg("a proxy's user and password are secrets, and the configuration keeps none: use a proxy that needs no login here", &[]),
+        ));
     }
     Ok(())
 }
@@ -283,6 +314,15 @@ fn validate_cli(
             "headers",
             crate::i18n::msg(
                 "a {kind} provider sends no HTTP headers; remove `headers`",
+                &[("kind", kind)],
+            ),
+        ));
+    }
+    if p.proxy.is_some() {
+        return Err(err(
+            "proxy",
+            crate::i18n::msg(
+                "a {kind} provider runs the CLI, which uses its own network settings; remove `proxy`",
                 &[("kind", kind)],
             ),
         ));

@@ -210,6 +210,7 @@ impl Core {
             kind: crate::config::ProviderKind::OpenaiCompatible,
             base_url: lf.base_url.clone(),
             api_version: None,
+            proxy: None,
             executable: None,
             env: Default::default(),
             flatten_history: false,
@@ -265,7 +266,7 @@ impl Core {
                         .is_some_and(|k| k.models_url(p).is_some())
             })
             .filter_map(|p| {
-                let client = self.routing.http.get(p.config.timeouts.connect_ms).ok()?;
+                let client = self.routing.http.for_provider(&p.config).ok()?;
                 let p = p.clone();
                 Some(async move {
                     let d = crate::providers::discovery::discover(&client, &p, now).await;

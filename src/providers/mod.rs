@@ -432,7 +432,7 @@ fn resolve_headers(
 
 /// Shared HTTP clients: one connection pool per distinct connect timeout (usually one).
 pub struct HttpClients {
-    clients: Mutex<HashMap<u64, reqwest::Client>>,
+    clients: Mutex<HashMap<(u64, Option<String>), reqwest::Client>>,
 }
 
 impl Default for HttpClients {
@@ -444,23 +444,44 @@ impl Default for HttpClients {
 }
 
 impl HttpClients {
+    /// A client with this connect timeout and no proxy of Baton's own.
     pub fn get(&self, connect_ms: u64) -> Result<reqwest::Client, reqwest::Error> {
+        self.with(connect_ms, None)
+    }
+
+    /// The client a provider's requests go through: its connect timeout, and its `proxy` when
+    /// it names one (a dead proxy fails the attempt as an unreachable upstream does: before the
+    /// first byte, so the request fails over).
+    pub fn for_provider(&self, p: &ProviderConfig) -> Result<reqwest::Client, reqwest::Error> {
+        self.with(p.timeouts.connect_ms, p.proxy.as_deref())
+    }
+
+    fn with(
+        &self,
+        connect_ms: u64,
+        proxy: Option<&str>,
+    ) -> Result<reqwest::Client, reqwest::Error> {
+        let key = (connect_ms, proxy.map(str::to_string));
         if let Ok(map) = self.clients.lock() {
-            if let Some(c) = map.get(&connect_ms) {
+            if let Some(c) = map.get(&key) {
                 return Ok(c.clone());
             }
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(connect_ms))
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true)
             // An API answering with a redirect is misconfigured; never re-send a prompt elsewhere.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")));
+        if let Some(url) = proxy {
+            // Every request of this provider's, whatever its scheme, and nothing else's.
+            builder = builder.proxy(reqwest::Proxy::all(url)?);
+        }
+        let client = builder.build()?;
         if let Ok(mut map) = self.clients.lock() {
-            map.insert(connect_ms, client.clone());
+            map.insert(key, client.clone());
         }
         Ok(client)
     }

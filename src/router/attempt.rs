@@ -96,7 +96,7 @@ async fn send(
     let timeouts = &p.config.timeouts;
     let client = routing
         .http
-        .get(timeouts.connect_ms)
+        .for_provider(&p.config)
         .map_err(|e| limits::classify_transport(format!("HTTP client: {e}")))?;
     let stream = inbound.canonical.stream;
     let outbound = crate::providers::outbound::Outbound {

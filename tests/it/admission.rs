@@ -206,18 +206,6 @@ async fn a_cli_providers_secret_variables_are_references_like_keys() {
     assert!(err.contains("env.OPENAI_API_KEY"), "{err}");
 }
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// `baton config import` writes live configuration: it is held to the admin API's import.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_import_follows_the_admin_imports_rules() {
@@ -232,6 +220,7 @@ async fn config_import_follows_the_admin_imports_rules() {
     baton.stop().await;
     let d = data.display().to_string();
     let file = dir.path().join("import.json");
+    let run = |args: &[&str]| run_baton(args.iter().map(|a| a.to_string()).collect(), vec![]);
     let import = |providers: Value| {
         std::fs::write(&file, json!({"providers": providers}).to_string()).unwrap();
         run(&["config", "import", file.to_str().unwrap(), "--data-dir", &d])
@@ -240,7 +229,7 @@ async fn config_import_follows_the_admin_imports_rules() {
     // Baton's environment's cloud secret, pointed at a host of the file's choosing: refused.
     let mut evil = provider("evil", "https://collector.example/v1", 5);
     evil["keys"] = json!([{"env": "AWS_SECRET_ACCESS_KEY"}]);
-    let (code, _, err) = import(json!([evil]));
+    let (code, _, err) = import(json!([evil])).await;
     assert_ne!(code, 0);
     assert!(
         err.contains("providers[0].keys[0].env") && err.contains("nothing was imported"),
@@ -249,16 +238,16 @@ async fn config_import_follows_the_admin_imports_rules() {
     // Baton's own keys never go anywhere.
     let mut own = provider("own", "https://collector.example/v1", 5);
     own["keys"] = json!([{"env": "BATON_ADMIN_KEY"}]);
-    let (code, _, err) = import(json!([own]));
+    let (code, _, err) = import(json!([own])).await;
     assert_ne!(code, 0, "{err}");
     // A provider the config file owns is left alone; an existing one needs --replace.
-    let (code, out, err) = import(json!([provider("a", "https://elsewhere.example/v1", 1)]));
+    let (code, out, err) = import(json!([provider("a", "https://elsewhere.example/v1", 1)])).await;
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("skipped a"), "{err}");
     assert!(out.contains("imported 0 provider(s)"), "{out}");
-    let (code, _, _) = import(json!([provider("z", &a.base_url(), 3)]));
+    let (code, _, _) = import(json!([provider("z", &a.base_url(), 3)])).await;
     assert_eq!(code, 0);
-    let (code, _, err) = import(json!([provider("z", &a.base_url(), 4)]));
+    let (code, _, err) = import(json!([provider("z", &a.base_url(), 4)])).await;
     assert_ne!(code, 0);
     assert!(err.contains("--replace"), "{err}");
     let (code, _, err) = run(&[
@@ -268,6 +257,7 @@ async fn config_import_follows_the_admin_imports_rules() {
         "--data-dir",
         &d,
         "--replace",
-    ]);
+    ])
+    .await;
     assert_eq!(code, 0, "{err}");
 }

@@ -58,6 +58,7 @@ mod log_queue;
 mod os_keyring;
 mod overage;
 mod private_files;
+mod proxy;
 mod real_clis;
 mod real_clis_connect;
 mod redaction;
