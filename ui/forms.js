@@ -257,7 +257,10 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     out.kind = k;
     const name = inputs.name.value.trim();
     if (name) out.name = name; else delete out.name;
-    out.models = inputs.models.value.split("\n").map((s) => s.trim()).filter(Boolean);
+    // A model kept by name keeps what the form does not show (its price, context window, the
+    // names it serves): only the list is edited here.
+    const detailed = new Map((base.models || []).filter((m) => typeof m !== "string").map((m) => [m.id, m]));
+    out.models = inputs.models.value.split("\n").map((s) => s.trim()).filter(Boolean).map((id) => detailed.get(id) || id);
     const mc = inputs.maxConcurrency.value.trim();
     if (mc) out.maxConcurrency = Number(mc); else delete out.maxConcurrency;
     const fb = inputs.firstByteMs.value.trim();

@@ -984,6 +984,27 @@ test("a secret header is typed into the form: stored like a key, never shown aga
   await page.click("#form-cancel");
 });
 
+test("editing a provider's model list keeps what the form does not show of each model", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const made = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({
+    id: "detailed", kind: "openai-compatible", baseUrl: "https://api.example.com/v1", enabled: false,
+    models: [{ id: "big", contextWindow: 200000, price: { input: 1, output: 2 }, serves: ["big-alias"] }, "small"],
+  }) });
+  assert.equal(made.status, 201, await made.text());
+  await page.goto(`${baton}/ui/#providers`);
+  await page.waitForSelector("#provider-list > li[data-id=detailed]");
+  await page.click("#provider-list > li[data-id=detailed] [data-focus=edit]");
+  await page.waitForSelector("#provider-dialog[open] #f-models");
+  assert.equal(await page.inputValue("#f-models"), "big\nsmall");
+  await page.fill("#f-models", "big\nsmall\nnew-one");
+  await page.click("#form-save");
+  await page.waitForFunction(() => !document.querySelector("#provider-dialog[open]"));
+  const st = await (await fetch(`${baton}/admin/state`, { headers: admin })).json();
+  const models = st.providers.find((x) => x.id === "detailed").config.models;
+  assert.deepEqual(models, [{ id: "big", contextWindow: 200000, price: { input: 1, output: 2 }, serves: ["big-alias"] }, "small", "new-one"]);
+  await fetch(`${baton}/admin/providers/detailed`, { method: "DELETE", headers: admin });
+});
+
 test("a provider made in the UI is deleted from its Edit dialog, after a second press", async () => {
   await page.goto(`${baton}/ui/#providers`);
   await page.waitForSelector("#provider-list > li[data-id=gamma]");
