@@ -451,6 +451,11 @@ pub struct ModelDetail {
     /// Price tier, when it should not follow from the price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<crate::pricing::Tier>,
+    /// Other names this model answers to: the same model as its own vendor names it, so a
+    /// request for that name can be served here too (an Azure deployment of `gpt-4o` serves
+    /// `gpt-4o`; the request goes out under this entry's `id`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serves: Vec<String>,
 }
 
 impl ModelEntry {

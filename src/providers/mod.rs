@@ -119,6 +119,8 @@ pub struct ModelInfo {
     pub price: Option<crate::pricing::Price>,
     /// Price tier, when known.
     pub tier: Option<crate::pricing::Tier>,
+    /// Other names it answers to (`ModelDetail::serves`).
+    pub serves: Vec<String>,
 }
 
 /// A model's price and tier: the config's word, else the catalog's price, else the provider's
@@ -262,8 +264,14 @@ impl ProviderEntry {
         None
     }
 
+    /// The model named `id`, or else the one that serves that name (the same model under its
+    /// vendor's name).
     pub fn model(&self, id: &str) -> Option<&ModelInfo> {
-        self.models.iter().find(|m| m.id == id)
+        self.models.iter().find(|m| m.id == id).or_else(|| {
+            self.models
+                .iter()
+                .find(|m| m.serves.iter().any(|s| s == id))
+        })
     }
 
     /// Facts for a model not in the list (pinned by name): provider-wide capabilities.
@@ -278,6 +286,7 @@ impl ProviderEntry {
                 max_output_tokens: self.config.capabilities.max_output_tokens,
                 price,
                 tier,
+                serves: Vec::new(),
             }
         })
     }
@@ -374,6 +383,7 @@ fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
                     max_output_tokens: caps.max_output_tokens,
                     price,
                     tier,
+                    serves: Vec::new(),
                 }
             }
             ModelEntry::Detailed(d) => {
@@ -386,6 +396,7 @@ fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
                     max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
                     price,
                     tier,
+                    serves: d.serves.clone(),
                 }
             }
         })

@@ -222,3 +222,39 @@ async fn an_azure_provider_is_checked_as_azure_needs_it() {
     .to_string();
     assert!(err.contains("only the azure-openai kind"), "{err}");
 }
+
+/// The same model on another platform: a request for `gpt-4o` goes to OpenAI's `gpt-4o` and,
+/// while that is rate-limited, to the Azure deployment that serves it (under its own name).
+#[tokio::test]
+async fn a_model_fails_over_to_the_azure_deployment_that_serves_it() {
+    let openai = FakeUpstream::start("openai").await;
+    openai.script([Behavior::rate_limited(Some(30))]);
+    let az = FakeUpstream::start("az").await;
+    az.azure_deployments(&["gpt-4o-prod"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut direct = provider("openai", &openai.base_url(), 1);
+    direct["models"] = json!(["gpt-4o"]);
+    let company = azure(
+        "az",
+        &az.azure_endpoint(),
+        json!([{"id": "gpt-4o-prod", "serves": ["gpt-4o"]}]),
+    );
+    let mut company = company;
+    company["priority"] = json!(2);
+    let baton = Baton::start(dir.path(), json!({"providers": [direct, company]})).await;
+    let r = baton.chat("gpt-4o", "hello").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "az");
+    assert_eq!(header(&r, "x-gateway-model"), "gpt-4o-prod");
+    assert_eq!(
+        az.azure_calls(),
+        ["/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"]
+    );
+    assert_eq!(az.received()[0].body["model"], "gpt-4o-prod");
+    // While OpenAI cools, the deployment serves the name directly; and it is still its own.
+    let r = baton.chat("gpt-4o", "again").await;
+    assert_eq!(header(&r, "x-gateway-provider"), "az");
+    assert_eq!(openai.hits(), 1);
+    assert_eq!(baton.chat("az/gpt-4o-prod", "hi").await.status(), 200);
+    baton.stop().await;
+}

@@ -66,6 +66,7 @@ fn model(id: &str) -> ModelInfo {
         max_output_tokens: None,
         price: None,
         tier: None,
+        serves: Vec::new(),
     }
 }
 
