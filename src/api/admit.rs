@@ -139,13 +139,7 @@ fn scrub(core: &crate::gateway::Core, presented: &str, headers: &mut HeaderMap) 
         let other_key = headers
             .get(name)
             .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                let v = v.trim();
-                match v.split_once(' ') {
-                    Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
-                    _ => v,
-                }
-            })
+            .map(crate::providers::client::strip_scheme)
             .is_some_and(|v| v != presented && core.keys.client(v).is_some());
         if other_key {
             headers.remove(name);

@@ -65,15 +65,6 @@ impl Charge {
             permit: p.split(held - keep),
         }
     }
-
-    /// Adds another charge to this one.
-    pub fn merge(&mut self, other: Charge) {
-        match (&mut self.permit, other.permit) {
-            (Some(p), Some(o)) => p.merge(o),
-            (None, o) => self.permit = o,
-            (Some(_), None) => {}
-        }
-    }
 }
 
 /// Why a request cannot be charged.

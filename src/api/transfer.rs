@@ -166,23 +166,18 @@ struct Plan {
 
 fn plan(core: &crate::gateway::Core, config: &crate::config::ConfigFile) -> Result<Plan, ApiError> {
     let stored = core.store.load_providers().map_err(store_error)?;
-    let owner_of = |id: &str| stored.iter().find(|s| s.config.id == id).map(|s| s.owner);
-    let mut skipped = Vec::new();
-    let mut replaced = Vec::new();
-    let mut taking = Vec::new();
-    for p in &config.providers {
-        match owner_of(&p.id) {
-            Some(crate::store::Owner::File) => {
-                skipped.push(json!({"id": p.id,
-                "reason": "defined in the config file Baton runs with, which wins at every start"}))
-            }
-            Some(_) => {
-                replaced.push(p.id.clone());
-                taking.push(p.clone());
-            }
-            None => taking.push(p.clone()),
-        }
-    }
+    let crate::store::ProviderImport {
+        taking,
+        mut replaced,
+        file_owned,
+    } = crate::store::ProviderImport::sort(&stored, &config.providers);
+    let mut skipped: Vec<Value> = file_owned
+        .iter()
+        .map(|id| {
+            json!({"id": id,
+            "reason": "defined in the config file Baton runs with, which wins at every start"})
+        })
+        .collect();
     // Routes and modelMap entries come along, owned by the UI; the running file's stay.
     let mut ui_routes = core.ui_routes();
     let mut ui_map = core.ui_model_map();

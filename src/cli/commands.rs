@@ -272,15 +272,9 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>, replace: bool) -> CmdRes
     let stored = store.load_providers().map_err(|e| e.to_string())?;
     let live: Vec<_> = stored.iter().map(|s| s.effective()).collect();
     let bounds = baton::api::key_refs::Bounds::offline(live.clone());
-    let mut taking = Vec::new();
-    let mut replaced = Vec::new();
+    let plan = baton::store::ProviderImport::sort(&stored, &config.providers);
     for (i, p) in config.providers.iter().enumerate() {
-        let existing = stored.iter().find(|s| s.config.id == p.id);
-        if existing.is_some_and(|s| s.owner == baton::store::Owner::File) {
-            eprintln!(
-                "skipped {}: defined in the config file Baton runs with, which wins at every start",
-                p.id
-            );
+        if plan.file_owned.contains(&p.id) {
             continue;
         }
         let old = live.iter().find(|c| c.id == p.id);
@@ -288,17 +282,19 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>, replace: bool) -> CmdRes
             let at = e.param.clone().unwrap_or_default();
             format!("providers[{i}].{at}: {}\nnothing was imported", e.message)
         })?;
-        if existing.is_some() {
-            replaced.push(p.id.as_str());
-        }
-        taking.push(p.clone());
     }
-    if !replaced.is_empty() && !replace {
+    for id in &plan.file_owned {
+        eprintln!(
+            "skipped {id}: defined in the config file Baton runs with, which wins at every start"
+        );
+    }
+    if !plan.replaced.is_empty() && !replace {
         return Err(format!(
             "{} already exist(s) here; import again with --replace to overwrite them\nnothing was imported",
-            replaced.join(", ")
+            plan.replaced.join(", ")
         ));
     }
+    let taking = plan.taking;
     store
         .import_providers(&taking, baton::clock::unix_ms())
         .map_err(|e| format!("{e}\nnothing was imported"))?;

@@ -1,5 +1,6 @@
-//! References to secrets in the configuration (keys and secret headers): what they may name.
-//! The configuration holds references only, never a secret.
+//! References to secrets in the configuration (keys, secret headers, a CLI's secret variables):
+//! what they may name, and how one is read. The configuration holds references only, never a
+//! secret.
 
 use super::{HeaderValue, SecretRef};
 
@@ -81,5 +82,31 @@ pub(super) fn check_env_name(name: &str) -> Result<(), String> {
             "`{name}` is not an environment variable name (letters, digits and `_`)",
             &[("name", name)],
         ))
+    }
+}
+
+impl HeaderValue {
+    /// Its value: text as written, a secret read from its variable or the secret store
+    /// (trimmed; `None` when unset or empty).
+    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        match self {
+            HeaderValue::Text(t) => Some(t.clone()),
+            HeaderValue::Secret(r) => env(&r.lookup_name())
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
+        }
+    }
+
+    /// How a value that could not be read is named where it is reported: its field, and the
+    /// variable a secret was to come from.
+    pub fn missing(&self, at: &str) -> String {
+        match self {
+            HeaderValue::Secret(r) if r.stored.is_none() => format!("{at} ({})", r.env),
+            _ => at.to_string(),
+        }
+    }
+
+    pub fn is_secret(&self) -> bool {
+        matches!(self, HeaderValue::Secret(_))
     }
 }

@@ -35,7 +35,7 @@ impl Vendor {
     /// logins, OpenAI's `sk-…` keys and ChatGPT's JWT logins (with `chatgpt-account-id`),
     /// Google's `AIza…` keys and `ya29.…` tokens.
     fn of_login(secret: &str, chatgpt_account: bool) -> Vendor {
-        let jwt = secret.starts_with("eyJ") && secret.matches('.').count() == 2;
+        let jwt = is_jwt(secret);
         if secret.starts_with("sk-ant-") {
             Vendor::Anthropic
         } else if chatgpt_account || secret.starts_with("sk-") || jwt {
@@ -180,8 +180,14 @@ impl ClientCredential {
     }
 }
 
+/// A JSON Web Token's shape (a ChatGPT login, a Microsoft Entra ID access token): three
+/// base64url parts, the first `eyJ`.
+pub(crate) fn is_jwt(secret: &str) -> bool {
+    secret.starts_with("eyJ") && secret.matches('.').count() == 2
+}
+
 /// An Authorization value without its scheme, whatever its case (`Bearer`, `bearer`, `BEARER`).
-fn strip_scheme(v: &str) -> &str {
+pub(crate) fn strip_scheme(v: &str) -> &str {
     let v = v.trim();
     match v.split_once(' ') {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),

@@ -65,7 +65,7 @@ pub struct ApiKey {
     pub secret: Secret,
 }
 
-mod client;
+pub(crate) mod client;
 pub use client::{ClientCredential, Vendor, BATON_KEY_HEADER};
 
 /// Per-provider state that outlives configuration swaps (so in-flight counts stay right).
@@ -217,12 +217,7 @@ impl ProviderEntry {
         let vars = self
             .cli_env
             .iter()
-            .filter(|(name, _)| {
-                matches!(
-                    self.config.env.get(name),
-                    Some(crate::config::HeaderValue::Secret(_))
-                )
-            })
+            .filter(|(name, _)| self.config.env.get(name).is_some_and(|v| v.is_secret()))
             .map(|(_, v)| v.expose().to_string());
         keys.chain(headers).chain(vars)
     }
@@ -346,21 +341,12 @@ pub fn resolve_cli_env(
     config: &ProviderConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (Vec<(String, Secret)>, Vec<String>) {
-    use crate::config::HeaderValue;
     let mut vars = Vec::new();
     let mut missing = Vec::new();
     for (name, value) in &config.env {
-        match value {
-            HeaderValue::Text(t) => vars.push((name.clone(), Secret::new(t.clone()))),
-            HeaderValue::Secret(r) => {
-                match env(&r.lookup_name()).filter(|v| !v.trim().is_empty()) {
-                    Some(v) => vars.push((name.clone(), Secret::new(v.trim()))),
-                    None => missing.push(match &r.stored {
-                        Some(_) => format!("env.{name}"),
-                        None => format!("env.{name} ({})", r.env),
-                    }),
-                }
-            }
+        match value.read(env) {
+            Some(v) => vars.push((name.clone(), Secret::new(v))),
+            None => missing.push(value.missing(&format!("env.{name}"))),
         }
     }
     (vars, missing)
@@ -413,29 +399,22 @@ fn resolve_headers(
     Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
     Vec<String>,
 ) {
-    use crate::config::HeaderValue;
     let mut headers = Vec::new();
     let mut missing = Vec::new();
     for (name, value) in &config.headers {
         let Ok(name_h) = reqwest::header::HeaderName::from_bytes(name.as_bytes()) else {
             continue;
         };
-        let (text, secret) = match value {
-            HeaderValue::Text(t) => (Some(t.clone()), false),
-            HeaderValue::Secret(r) => (env(&r.lookup_name()).map(|v| v.trim().to_string()), true),
-        };
-        match text
+        match value
+            .read(env)
             .filter(|t| !t.is_empty())
             .and_then(|t| reqwest::header::HeaderValue::from_str(&t).ok())
         {
             Some(mut v) => {
-                v.set_sensitive(secret);
+                v.set_sensitive(value.is_secret());
                 headers.push((name_h, v));
             }
-            None => missing.push(match value {
-                HeaderValue::Secret(r) if r.stored.is_none() => format!("{name} ({})", r.env),
-                _ => name.clone(),
-            }),
+            None => missing.push(value.missing(name)),
         }
     }
     (headers, missing)

@@ -157,6 +157,39 @@ pub struct StoredProvider {
     pub priority_override: Option<i64>,
 }
 
+/// How an import's providers meet the stored ones (the admin API's import and
+/// `baton config import` alike): one the config file owns is left alone (the file wins at
+/// every start), one that exists is replaced, a new one is added.
+pub struct ProviderImport {
+    /// What the import writes, in its order.
+    pub taking: Vec<ProviderConfig>,
+    /// The ids among them that already exist.
+    pub replaced: Vec<String>,
+    /// The ids the config file owns, left alone.
+    pub file_owned: Vec<String>,
+}
+
+impl ProviderImport {
+    pub fn sort(stored: &[StoredProvider], incoming: &[ProviderConfig]) -> Self {
+        let mut out = ProviderImport {
+            taking: Vec::new(),
+            replaced: Vec::new(),
+            file_owned: Vec::new(),
+        };
+        for p in incoming {
+            match stored.iter().find(|s| s.config.id == p.id).map(|s| s.owner) {
+                Some(Owner::File) => out.file_owned.push(p.id.clone()),
+                Some(Owner::Ui) => {
+                    out.replaced.push(p.id.clone());
+                    out.taking.push(p.clone());
+                }
+                None => out.taking.push(p.clone()),
+            }
+        }
+        out
+    }
+}
+
 impl StoredProvider {
     /// The definition with the user's overrides applied.
     pub fn effective(&self) -> ProviderConfig {

@@ -101,6 +101,16 @@ class EventTap:
         return [e for e in self.events if e.get("type") == kind]
 
 
+def admin(gw, method, path, body=None):
+    """The admin API of the gateway `gw` (anything with `url` and `data`), as JSON."""
+    key = (gw.data / "admin.key").read_text().strip()
+    req = urllib.request.Request(gw.url + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"x-admin-key": key, "content-type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read() or b"null")
+
+
 def admin_state(baton):
     req = urllib.request.Request(baton.url + "/admin/state", headers={
         "x-admin-key": (baton.data / "admin.key").read_text().strip()})

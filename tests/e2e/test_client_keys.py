@@ -1,21 +1,11 @@
 """Client keys through the official SDKs against the real `baton serve`: a key's own rate limit
 surfaces as the SDK's RateLimitError with Retry-After, a tier cap as PermissionDeniedError, and
 the key's usage is what the SDK was told it used."""
-import json
-import urllib.request
-
 import anthropic
 import openai
 import pytest
 
-
-def admin(gw, method, path, body=None):
-    key = (gw.data / "admin.key").read_text().strip()
-    req = urllib.request.Request(gw.url + path, method=method,
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"x-admin-key": key, "content-type": "application/json"})
-    with urllib.request.urlopen(req) as r:
-        return json.loads(r.read() or b"null")
+from conftest import admin
 
 
 def test_a_clients_rate_limit_is_a_rate_limit_error_with_retry_after(gateway):

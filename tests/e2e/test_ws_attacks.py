@@ -12,12 +12,11 @@ import socket
 import struct
 import threading
 import time
-import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import BATON, Fake, _spawn
+from conftest import BATON, Fake, admin
 
 MiB = 1024 * 1024
 BUDGET = 48 * MiB
@@ -71,12 +70,7 @@ class Gateway:
         self.host, self.port = self.url.removeprefix("http://").rsplit(":", 1)
 
     def admin(self, method, path, body=None):
-        key = (self.data / "admin.key").read_text().strip()
-        req = urllib.request.Request(self.url + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"x-admin-key": key, "content-type": "application/json"})
-        with urllib.request.urlopen(req) as r:
-            return json.loads(r.read() or b"null")
+        return admin(self, method, path, body)
 
     def stop(self):
         self.proc.kill()

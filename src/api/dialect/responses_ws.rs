@@ -200,7 +200,7 @@ async fn serve_message(
             .await;
         }
     }
-    let headers = turn_headers(&headers, &mut body);
+    let headers = turn_headers(headers, &mut body);
     let prewarm = body.remove("generate") == Some(Value::Bool(false));
     let model = body.get("model").cloned().unwrap_or(Value::Null);
     let (full, input) = continued(body, chain);
@@ -234,8 +234,7 @@ const WS_ONLY_METADATA: [&str; 1] = ["x-codex-ws-stream-request-start-ms"];
 /// WebSocket's own `openai-beta`, with the turn's `x-codex-turn-metadata` and the headers its
 /// `client_metadata` names (`ws_request_header_x_openai_…` → `x-openai-…`), which leave the
 /// metadata as they would over HTTP, with the WebSocket's own telemetry.
-fn turn_headers(upgrade: &HeaderMap, body: &mut Map<String, Value>) -> HeaderMap {
-    let mut headers = upgrade.clone();
+fn turn_headers(mut headers: HeaderMap, body: &mut Map<String, Value>) -> HeaderMap {
     if headers
         .get("openai-beta")
         .and_then(|v| v.to_str().ok())

@@ -50,8 +50,8 @@ struct Account {
     started: Option<Instant>,
     latest: Option<Instant>,
     charge: Charge,
-    /// Why reading failed (the budget), for the log line.
-    refused: Option<&'static str>,
+    /// Reading failed because the budget could not hold what arrived.
+    refused: bool,
     /// Since when writes have been waiting on the client.
     write_blocked: Option<Instant>,
 }
@@ -107,7 +107,7 @@ impl Meter {
         let r = self.budget.charge(&mut charge, need);
         a.charge = charge;
         r.map_err(|_| {
-            a.refused = Some("memory budget (server.memoryBudgetBytes) spent");
+            a.refused = true;
             io::Error::other("the memory budget is spent")
         })
     }
@@ -143,8 +143,8 @@ impl Meter {
             .map(|t| t.elapsed().as_millis() as u64)
     }
 
-    /// Why the last read failed, if it was the budget.
-    pub(crate) fn refused(&self) -> Option<&'static str> {
+    /// Whether a read failed because the budget could not hold what arrived.
+    pub(crate) fn refused(&self) -> bool {
         self.lock().refused
     }
 
@@ -358,6 +358,6 @@ mod tests {
         let (head, rest) = big.split_at(50_000);
         m.read(head).unwrap();
         assert!(m.read(rest).is_err(), "the budget cannot hold it");
-        assert!(m.refused().is_some());
+        assert!(m.refused());
     }
 }

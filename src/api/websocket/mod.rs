@@ -307,7 +307,7 @@ impl Socket {
 
     fn broken(&self, e: tokio_tungstenite::tungstenite::Error) -> End {
         use tokio_tungstenite::tungstenite::error::{CapacityError, Error};
-        if self.meter.refused().is_some() {
+        if self.meter.refused() {
             return End::Budget;
         }
         match e {

@@ -59,7 +59,8 @@ impl Platform for AzureOpenAi {
 
     fn sign(&self, req: &mut reqwest::Request, key: &ApiKey) -> Result<(), Classified> {
         let secret = key.secret.expose();
-        let (name, value) = if is_entra_token(secret) {
+        // A Microsoft Entra ID access token is a JWT.
+        let (name, value) = if crate::providers::client::is_jwt(secret) {
             (reqwest::header::AUTHORIZATION, format!("Bearer {secret}"))
         } else {
             (
@@ -79,11 +80,6 @@ impl Platform for AzureOpenAi {
         let base = p.config.base_url.trim_end_matches('/');
         is_v1(base).then(|| format!("{base}/models"))
     }
-}
-
-/// A Microsoft Entra ID access token: a JWT (three base64url parts, the first `eyJ`).
-fn is_entra_token(secret: &str) -> bool {
-    secret.starts_with("eyJ") && secret.split('.').count() == 3
 }
 
 #[cfg(test)]
