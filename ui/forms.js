@@ -77,7 +77,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
           readOnly ? null : el("button", { type: "button", class: "icon danger", "aria-label": t("Remove key {name}", { name: label }), onclick: () => { keptKeys.splice(i, 1); renderKeys(); } }, "✕"));
       }),
     );
-    if (!keptKeys.length) keyList.append(el("p", { class: "hint" }, t("No key yet (fine for a local server).")));
+    if (!keptKeys.length) {
+      keyList.append(el("p", { class: "hint" }, inputs.kind.value === "bedrock"
+        ? t("No key: Baton signs with the AWS credentials of its environment or profile (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials).")
+        : t("No key yet (fine for a local server).")));
+    }
   }
   renderKeys();
 
@@ -106,7 +110,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     el("div", { class: "stack" }, el("label", {}, t("API keys")), keyList,
       el("p", { class: "field-error", id: "e-keys", role: "alert" })),
     readOnly ? null : field("envKey", t("Add a key from an environment variable"), inputs.envKey, t("The provider's own variable (OPENAI_API_KEY for api.openai.com), one your config file sends here, or one you named BATON_SOMETHING. Baton reads it at start; the key never enters the configuration.")),
-    readOnly ? null : field("newKeys", t("…or paste a key"), inputs.newKey),
+    readOnly ? null : field("newKeys", t("…or paste a key"), inputs.newKey, el("span", { id: "newKeys-kind" })),
     readOnly ? null : el("details", {}, el("summary", {}, t("A secret header (for a proxy that wants its token in a header)")),
       el("div", { class: "stack", style: "margin-top:.5rem" },
         field("newHeaders", t("Header name"), inputs.headerName, t("Its value is stored like a key: sent only to this provider's host, masked everywhere.")),
@@ -178,8 +182,17 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     if (hint) {
       hint.replaceChildren(k === "azure-openai"
         ? tn("Your resource's endpoint, e.g. {example}; its deployments are the models", { example: keep(example) })
-        : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
+        : k === "bedrock"
+          ? tn("Your region's runtime endpoint, e.g. {example}; its model ids or inference profiles are the models", { example: keep(example) })
+          : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
     }
+    // Bedrock takes an API key or an access key pair typed as one.
+    const keyHint = body.querySelector("#newKeys-kind");
+    if (keyHint) {
+      keyHint.textContent = k === "bedrock" ? t("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials).") : "";
+      keyHint.parentElement.hidden = !keyHint.textContent;
+    }
+    renderKeys();
     const login = clientLogin !== false;
     for (const id of ["clientLogin-row", "h-clientLogin"]) { const n = body.querySelector(`#${id}`); if (n) n.hidden = !login; }
     if (!login && inputs.clientLogin.checked) { inputs.clientLogin.checked = false; syncLogin(); }

@@ -102,12 +102,17 @@ async fn provider_count(
     vendor: crate::providers::Vendor,
 ) -> Option<u64> {
     let p = &t.provider;
-    let kind = crate::providers::kinds::of_provider(&p.config)?;
+    let platform = crate::providers::kinds::platform(p.config.kind)?;
+    if !platform.counts_tokens() {
+        return None;
+    }
+    let kind = platform.api();
     let client = core.routing.http.for_provider(&p.config).ok()?;
     let base = p.config.base_url.trim_end_matches('/');
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = kind.count_request(&client, base, &t.model.id, req, own, headers)?;
-    let rb = authorized(&client, rb, p, headers, vendor)?;
+    let now_ms = core.routing.clock.now_ms();
+    let rb = authorized(&client, rb, p, headers, vendor, now_ms)?;
     let resp = rb.timeout(timeout).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -126,17 +131,18 @@ fn authorized(
     p: &ProviderEntry,
     headers: &HeaderMap,
     vendor: crate::providers::Vendor,
+    now_ms: i64,
 ) -> Option<reqwest::RequestBuilder> {
     use crate::providers::kinds::authorize;
     if p.config.credentials.is_baton() {
-        return authorize(client, p, rb, p.keys.first()).ok();
+        return authorize(client, p, rb, p.keys.first(), now_ms).ok();
     }
     // Only to its own vendor (an unknown-shaped login: the vendor whose API the client spoke).
     let own = ClientCredential::from_headers(headers)?.spoken_to(vendor);
     if !own.fits(&p.config) {
         return None;
     }
-    let rb = authorize(client, p, rb, None).ok()?;
+    let rb = authorize(client, p, rb, None, now_ms).ok()?;
     Some(
         own.headers
             .iter()

@@ -253,6 +253,7 @@ pub async fn probe_one(
         stream: false,
         request_id: "probe",
         thinking: outbound::Keep::None,
+        now_ms: baton::clock::unix_ms(),
     };
     let target = entry.model_or_default(&model);
     let rb = match outbound::build(&client, entry, &target, api_key, &outbound) {

@@ -2,6 +2,7 @@
 //! and validation. Everything the router reads is built from these types into a `Snapshot`.
 
 pub mod env_file;
+mod kind;
 mod load;
 mod provider;
 mod provider_checks;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use kind::ProviderKind;
 pub use provider::*;
 pub use state::{RedisConfig, StateBackend, StateConfig};
 pub use validate::validate;

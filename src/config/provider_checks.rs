@@ -246,8 +246,9 @@ fn validate_proxy(
     Ok(())
 }
 
-/// Azure OpenAI's own fields: `apiVersion` a dated version (and no other kind's), a base URL
-/// that is the resource's endpoint (or its `/openai/v1`), never one deployment's.
+/// The cloud kinds' own fields: Azure OpenAI's `apiVersion` a dated version, a base URL that is
+/// the resource's endpoint (or its `/openai/v1`), never one deployment's; Bedrock's region
+/// known; each kind's field on that kind only.
 fn validate_api_version(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
@@ -277,6 +278,40 @@ fn validate_api_version(
                 crate::i18n::msg("`{v}` is not an Azure OpenAI API version: give a date such as 2024-10-21 (or 2025-04-01-preview)", &[("v", v)]),
             ));
         }
+    }
+    let bedrock = p.kind == super::ProviderKind::Bedrock;
+    if !bedrock && p.aws_profile.is_some() {
+        return Err(err(
+            "awsProfile",
+            crate::i18n::msg("only the bedrock kind takes `awsProfile`", &[]),
+        ));
+    }
+    if let Some(r) = &p.region {
+        let ok = !r.is_empty()
+            && r.len() <= 32
+            && r.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !bedrock {
+            return Err(err(
+                "region",
+                crate::i18n::msg("only the bedrock kind takes `region`", &[]),
+            ));
+        }
+        if !ok {
+            return Err(err(
+                "region",
+                crate::i18n::msg(
+                    "`{v}` is not a region: give one such as us-east-1",
+                    &[("v", r)],
+                ),
+            ));
+        }
+    }
+    if bedrock && p.aws_region().is_none() {
+        return Err(err(
+            "region",
+            crate::i18n::msg("Bedrock signs each request for a region: use a base URL that names it (https://bedrock-runtime.us-east-1.amazonaws.com) or give `region`", &[]),
+        ));
     }
     if azure && p.base_url.contains("/deployments") {
         return Err(err(

@@ -210,6 +210,8 @@ impl Core {
             kind: crate::config::ProviderKind::OpenaiCompatible,
             base_url: lf.base_url.clone(),
             api_version: None,
+            region: None,
+            aws_profile: None,
             proxy: None,
             executable: None,
             env: Default::default(),

@@ -34,6 +34,7 @@ fn fields(v: &Value) -> Fields {
             .get("message")
             .and_then(Value::as_str)
             .or_else(|| v.get("message").and_then(Value::as_str))
+            .or_else(|| v.get("Message").and_then(Value::as_str))
             .or_else(|| err.as_str())
             .unwrap_or_default()
             .to_string(),
@@ -70,10 +71,19 @@ pub fn classify_http(
     ctx: &ResetContext,
 ) -> Classified {
     let json: Option<Value> = serde_json::from_slice(body).ok();
-    let f = json.as_ref().map(fields).unwrap_or_else(|| Fields {
+    let mut f = json.as_ref().map(fields).unwrap_or_else(|| Fields {
         message: String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned(),
         ..Fields::default()
     });
+    // AWS names its exception in a header (`ThrottlingException:http://internal…`).
+    if f.etype.is_empty() {
+        if let Some(t) = headers
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+        {
+            f.etype = t.split(':').next().unwrap_or_default().to_ascii_lowercase();
+        }
+    }
     let lower = f.message.to_ascii_lowercase();
     let has = |w: &[&str]| w.iter().any(|x| lower.contains(x));
 
@@ -146,6 +156,8 @@ fn structured_class(
         Some(ErrorClass::Request)
     } else if usage_cap || f.code == "insufficient_quota" || f.etype == "insufficient_quota" {
         Some(ErrorClass::Billing)
+    } else if let Some(class) = aws_class(&f.etype, has) {
+        Some(class)
     } else if f
         .reasons
         .iter()
@@ -173,6 +185,30 @@ fn structured_class(
     } else {
         None
     }
+}
+
+/// The class of an AWS exception (Bedrock's), by its name.
+fn aws_class(etype: &str, has: &dyn Fn(&[&str]) -> bool) -> Option<ErrorClass> {
+    Some(match etype {
+        "throttlingexception" | "servicequotaexceededexception" => ErrorClass::Rate,
+        "serviceunavailableexception" | "modelnotreadyexception" => ErrorClass::Overloaded,
+        "modeltimeoutexception" | "internalserverexception" | "modelerrorexception" => {
+            ErrorClass::Transient
+        }
+        // "You don't have access to the model with the specified model ID.": that model only.
+        "accessdeniedexception" if has(&["model"]) => ErrorClass::Model,
+        "accessdeniedexception"
+        | "unrecognizedclientexception"
+        | "invalidsignatureexception"
+        | "expiredtokenexception"
+        | "missingauthenticationtokenexception"
+        | "incompletesignatureexception" => ErrorClass::Auth,
+        "resourcenotfoundexception" => ErrorClass::Model,
+        "validationexception" if has(&["model identifier is invalid", "model id"]) => {
+            ErrorClass::Model
+        }
+        _ => return None,
+    })
 }
 
 /// The class from the HTTP status, with the message's words where a status is ambiguous.

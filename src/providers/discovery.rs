@@ -41,7 +41,7 @@ impl DiscoveryCache {
 
 /// Asks one provider for its models and records the answer.
 pub async fn discover(client: &reqwest::Client, p: &ProviderEntry, now_ms: i64) -> Discovered {
-    let request = super::outbound::models_request(client, p, p.keys.first()).map(|rb| {
+    let request = super::outbound::models_request(client, p, p.keys.first(), now_ms).map(|rb| {
         rb.timeout(Duration::from_millis(
             p.config.timeouts.first_byte_ms.min(15_000),
         ))

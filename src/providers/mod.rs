@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod codec;
 pub mod discovery;
+pub mod eventstream;
 pub mod kinds;
 pub mod outbound;
 pub mod presence;
@@ -355,6 +356,17 @@ pub fn resolve_cli_env(
 /// The provider's models with their capabilities and prices (the provider's defaults filled in).
 fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
     let caps = &config.capabilities;
+    // The names a platform's own model ids stand for (Bedrock's), beside the configured ones.
+    let platform = kinds::platform(config.kind);
+    let also = |id: &str, given: &[String]| -> Vec<String> {
+        let mut serves = given.to_vec();
+        for n in platform.map(|k| k.serves(id)).unwrap_or_default() {
+            if !serves.contains(&n) && n != id {
+                serves.push(n);
+            }
+        }
+        serves
+    };
     config
         .models
         .iter()
@@ -369,7 +381,7 @@ fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
                     max_output_tokens: caps.max_output_tokens,
                     price,
                     tier,
-                    serves: Vec::new(),
+                    serves: also(n, &[]),
                 }
             }
             ModelEntry::Detailed(d) => {
@@ -382,7 +394,7 @@ fn model_infos(config: &ProviderConfig) -> Vec<ModelInfo> {
                     max_output_tokens: d.max_output_tokens.or(caps.max_output_tokens),
                     price,
                     tier,
-                    serves: d.serves.clone(),
+                    serves: also(&d.id, &d.serves),
                 }
             }
         })

@@ -50,12 +50,13 @@ pub fn models_request(
     client: &reqwest::Client,
     p: &ProviderEntry,
     key: Option<&ApiKey>,
+    now_ms: i64,
 ) -> Result<reqwest::RequestBuilder, String> {
     let platform = super::kinds::platform(p.config.kind).ok_or("not an HTTP provider")?;
     let url = platform
         .models_url(p)
         .ok_or("it lists no models: its configured models are the ones there are")?;
-    super::kinds::authorize(client, p, client.get(url), key).map_err(|c| c.reason)
+    super::kinds::authorize(client, p, client.get(url), key, now_ms).map_err(|c| c.reason)
 }
 
 /// `GET {baseUrl}/models?client_version=…` on the client's own login, for a

@@ -56,6 +56,9 @@ impl SseReader {
     pub fn framed(framing: super::kinds::Framing, body: ByteStream, idle: Duration) -> Self {
         match framing {
             super::kinds::Framing::Sse => Self::new(body, idle),
+            super::kinds::Framing::AwsEventStream => {
+                Self::new(super::eventstream::as_sse(body, MAX_EVENT_BYTES), idle)
+            }
         }
     }
 

@@ -108,6 +108,7 @@ async fn send(
         stream,
         request_id,
         thinking,
+        now_ms: routing.clock.now_ms(),
     };
     let (rb, wire) = crate::providers::outbound::build(&client, p, &t.model, key, &outbound)?;
     // A stream's headers come at once; a whole answer's only when the model is done.
@@ -150,7 +151,11 @@ async fn send(
         r.map_err(|e| crate::providers::outbound::describe(&e))
     });
     let idle = Duration::from_millis(timeouts.idle_ms);
-    let reader = SseReader::framed(kinds::of(wire).framing(), Box::pin(body), idle);
+    let content_type = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let framing = kinds::framing(&p.config, content_type);
+    let reader = SseReader::framed(framing, Box::pin(body), idle);
     Ok((reader, status, headers, wire))
 }
 

@@ -39,8 +39,9 @@ pub(crate) async fn stats(
         .unwrap_or(Value::Null);
     let searches = s.searches.lock().unwrap().clone();
     let azure = s.azure_calls.lock().unwrap().clone();
-    let mut out =
-        json!({"hits": received.len(), "last": last, "searches": searches, "azureCalls": azure});
+    let bedrock = s.bedrock_calls.lock().unwrap().clone();
+    let mut out = json!({"hits": received.len(), "last": last, "searches": searches,
+        "azureCalls": azure, "bedrockCalls": bedrock});
     if q.contains_key("all") {
         out["all"] = received.iter().map(|r| r.body.clone()).collect();
         out["headers"] = received

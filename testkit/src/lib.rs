@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 mod anthropic;
 mod azure;
+pub mod bedrock;
 mod cache;
 pub mod contract;
 mod model;
@@ -125,6 +126,9 @@ pub(crate) struct Shared {
     pub(crate) azure: Mutex<Vec<String>>,
     /// The path and query of every request its Azure routes took (`azure_calls`).
     pub(crate) azure_calls: Mutex<Vec<String>>,
+    /// Its Bedrock routes' AWS account (`bedrock_account`), and each request they took.
+    pub(crate) bedrock: Mutex<bedrock::Account>,
+    pub(crate) bedrock_calls: Mutex<Vec<serde_json::Value>>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -184,6 +188,7 @@ impl FakeUpstream {
             )
             .route("/openai/v1/chat/completions", post(azure::v1_chat))
             .route("/openai/v1/models", get(azure::v1_models))
+            .route("/model/{model}/{op}", post(bedrock::invoke))
             .route("/search", get(search::searxng))
             .route("/res/v1/web/search", get(search::brave))
             .route("/_script", post(control::script))

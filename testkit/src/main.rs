@@ -31,6 +31,18 @@ struct Args {
     /// Azure OpenAI deployments its `/openai/…` routes serve (comma-separated).
     #[arg(long, value_delimiter = ',')]
     azure_deployments: Vec<String>,
+    /// AWS Bedrock: the access key its `/model/…` routes take, `ID:SECRET[:SESSION_TOKEN]`.
+    #[arg(long)]
+    bedrock_keys: Option<String>,
+    /// AWS Bedrock: the region signatures must be scoped to.
+    #[arg(long, default_value = "us-east-1")]
+    bedrock_region: String,
+    /// AWS Bedrock: the model ids it serves (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    bedrock_models: Vec<String>,
+    /// AWS Bedrock: an API key it takes as a bearer token.
+    #[arg(long)]
+    bedrock_api_key: Option<String>,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -63,6 +75,14 @@ fn main() {
         }
         let deployments: Vec<&str> = args.azure_deployments.iter().map(String::as_str).collect();
         fake.azure_deployments(&deployments);
+        let models: Vec<&str> = args.bedrock_models.iter().map(String::as_str).collect();
+        let keys = args.bedrock_keys.clone().unwrap_or_default();
+        let mut k = keys.splitn(3, ':');
+        let (id, secret, session) = (k.next().unwrap_or(""), k.next().unwrap_or(""), k.next());
+        fake.bedrock_account(id, secret, session, &args.bedrock_region, &models);
+        if let Some(key) = &args.bedrock_api_key {
+            fake.bedrock_api_key(key);
+        }
         println!("listening on http://{}", fake.addr);
         let _ = tokio::signal::ctrl_c().await;
     });

@@ -406,7 +406,7 @@ fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
         "src/canonical/",
         "src/providers/kinds/",
         "src/api/dialect/",
-        "src/config/provider.rs",
+        "src/config/kind.rs",
     ];
     let dialect_ok = ["src/api/dialect/"];
     let word_end = |rest: &str| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_');

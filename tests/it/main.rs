@@ -25,6 +25,7 @@ mod architecture_map;
 mod azure_upstream;
 mod bad_input;
 mod bad_request_throttle;
+mod bedrock_upstream;
 mod cache_tokens;
 mod catalog;
 mod chaos;

@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 pub mod azure_openai;
+pub mod bedrock;
 pub mod gemini;
 pub mod openai_compat;
 pub mod openai_responses;
@@ -45,6 +46,8 @@ pub struct Outbound<'a> {
     /// Which of the client's thinking blocks may go to this account (kinds that sign their
     /// reasoning).
     pub thinking: super::thinking::Keep<'a>,
+    /// When the request is made (Unix ms, from the routing clock): what a signature is dated.
+    pub now_ms: i64,
 }
 
 impl Outbound<'_> {
@@ -64,6 +67,8 @@ impl Outbound<'_> {
 pub enum Framing {
     /// Server-sent events.
     Sse,
+    /// AWS event-stream frames (`providers::eventstream`), read as server-sent events.
+    AwsEventStream,
 }
 
 /// A stream's decoder: the state a kind needs across its events.
@@ -183,8 +188,9 @@ pub fn of_provider(p: &crate::config::ProviderConfig) -> Option<&'static dyn Ups
 pub trait Platform: Sync {
     /// The API it speaks.
     fn api(&self) -> &'static dyn UpstreamKind;
-    /// Where a request for `model` goes (`None`: the base URL is not a URL).
-    fn url(&self, p: &ProviderEntry, _model: &str) -> Option<reqwest::Url> {
+    /// Where a request for `model` goes (`None`: the base URL is not a URL); `stream` for
+    /// platforms that stream at another address.
+    fn url(&self, p: &ProviderEntry, _model: &str, _stream: bool) -> Option<reqwest::Url> {
         p.chat_url.clone()
     }
     /// Whether it authenticates its own way ([`Platform::sign`]) rather than as its API does
@@ -192,9 +198,21 @@ pub trait Platform: Sync {
     fn own_auth(&self) -> bool {
         false
     }
+    /// Its changes to a request its API built (where the model goes, what its body must
+    /// carry), before it is signed; platforms with their own authentication only.
+    fn shape(&self, _req: &mut reqwest::Request) -> Result<(), Classified> {
+        Ok(())
+    }
     /// Its authentication on a request built without a key (headers, and for a platform that
-    /// signs its requests, over the whole request).
-    fn sign(&self, _req: &mut reqwest::Request, _key: &ApiKey) -> Result<(), Classified> {
+    /// signs its requests, over the whole request, dated `now_ms`). Without a key, a platform
+    /// may find the credentials its vendor's own tools would.
+    fn sign(
+        &self,
+        _req: &mut reqwest::Request,
+        _p: &ProviderEntry,
+        _key: Option<&ApiKey>,
+        _now_ms: i64,
+    ) -> Result<(), Classified> {
         Ok(())
     }
     /// Where it lists its models (`None`: it has no list Baton reads; its configured models
@@ -204,6 +222,21 @@ pub trait Platform: Sync {
             "{}/models",
             p.config.base_url.trim_end_matches('/')
         ))
+    }
+    /// The names its own id for a model stands for (Bedrock's
+    /// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` is `claude-sonnet-4-5-20250929`): a
+    /// request for one of them can be served by that model here.
+    fn serves(&self, _model: &str) -> Vec<String> {
+        Vec::new()
+    }
+    /// Whether its API's token count ([`UpstreamKind::count_request`]) is served at the
+    /// API's own address on it.
+    fn counts_tokens(&self) -> bool {
+        !self.own_auth()
+    }
+    /// How an answer with this content type is framed.
+    fn framing(&self, _content_type: Option<&str>) -> Framing {
+        self.api().framing()
     }
 }
 
@@ -231,6 +264,7 @@ pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platfo
         K::Anthropic => &ANTHROPIC,
         K::Gemini => &GEMINI,
         K::AzureOpenai => &azure_openai::AzureOpenAi,
+        K::Bedrock => &bedrock::Bedrock,
         K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
     })
 }
@@ -246,7 +280,7 @@ pub fn request(
     let Some(platform) = platform(p.config.kind) else {
         return Err(crate::limits::classify_transport("not an HTTP provider"));
     };
-    let Some(url) = platform.url(p, &model.id) else {
+    let Some(url) = platform.url(p, &model.id, o.stream) else {
         return Err(crate::limits::classify_transport(
             "provider base URL is not a valid URL",
         ));
@@ -255,7 +289,7 @@ pub fn request(
         return platform.api().request(client, &url, p, model, key, o);
     }
     let rb = platform.api().request(client, &url, p, model, None, o)?;
-    signed(client, platform, rb, key)
+    signed(client, platform, p, rb, key, o.now_ms, true)
 }
 
 /// Any request to `p` (a model list, a token count) with its platform's authentication and the
@@ -265,6 +299,7 @@ pub fn authorize(
     p: &ProviderEntry,
     rb: reqwest::RequestBuilder,
     key: Option<&ApiKey>,
+    now_ms: i64,
 ) -> Result<reqwest::RequestBuilder, Classified> {
     let Some(platform) = platform(p.config.kind) else {
         return Err(crate::limits::classify_transport("not an HTTP provider"));
@@ -273,23 +308,35 @@ pub fn authorize(
         return Ok(platform.api().authorize(rb, p, key));
     }
     let rb = platform.api().authorize(rb, p, None);
-    signed(client, platform, rb, key)
+    signed(client, platform, p, rb, key, now_ms, false)
 }
 
+/// A request its platform shaped (a model call: `chat`) and signed.
 fn signed(
     client: &reqwest::Client,
     platform: &dyn Platform,
+    p: &ProviderEntry,
     rb: reqwest::RequestBuilder,
     key: Option<&ApiKey>,
+    now_ms: i64,
+    chat: bool,
 ) -> Result<reqwest::RequestBuilder, Classified> {
-    let Some(key) = key else {
-        return Ok(rb);
-    };
     let mut req = rb
         .build()
         .map_err(|e| crate::limits::classify_transport(e.to_string()))?;
-    platform.sign(&mut req, key)?;
+    if chat {
+        platform.shape(&mut req)?;
+    }
+    // A client's own login (`credentials: "client"`) is its own authentication.
+    if p.config.credentials.is_baton() {
+        platform.sign(&mut req, p, key, now_ms)?;
+    }
     Ok(reqwest::RequestBuilder::from_parts(client.clone(), req))
+}
+
+/// How `p`'s answer with `content_type` is framed.
+pub fn framing(p: &crate::config::ProviderConfig, content_type: Option<&str>) -> Framing {
+    platform(p.kind).map_or(Framing::Sse, |k| k.framing(content_type))
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ fn outbound<'a>(
         stream: true,
         request_id: "req_1",
         thinking: crate::providers::thinking::Keep::None,
+        now_ms: 0,
     }
 }
 

@@ -32,7 +32,7 @@ impl Platform for AzureOpenAi {
         &openai_compat::OpenAiCompatible
     }
 
-    fn url(&self, p: &ProviderEntry, model: &str) -> Option<reqwest::Url> {
+    fn url(&self, p: &ProviderEntry, model: &str, _stream: bool) -> Option<reqwest::Url> {
         let base = p.config.base_url.trim_end_matches('/');
         if is_v1(base) {
             return reqwest::Url::parse(&format!("{base}/chat/completions")).ok();
@@ -57,7 +57,16 @@ impl Platform for AzureOpenAi {
         true
     }
 
-    fn sign(&self, req: &mut reqwest::Request, key: &ApiKey) -> Result<(), Classified> {
+    fn sign(
+        &self,
+        req: &mut reqwest::Request,
+        _p: &ProviderEntry,
+        key: Option<&ApiKey>,
+        _now_ms: i64,
+    ) -> Result<(), Classified> {
+        let Some(key) = key else {
+            return Ok(());
+        };
         let secret = key.secret.expose();
         // A Microsoft Entra ID access token is a JWT.
         let (name, value) = if crate::providers::client::is_jwt(secret) {

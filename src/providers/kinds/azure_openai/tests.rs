@@ -24,7 +24,7 @@ fn entry(base: &str, version: Option<&str>, key: &str) -> ProviderEntry {
 #[test]
 fn a_deployment_is_in_the_path_with_the_api_version() {
     let p = entry("https://acme.openai.azure.com/", None, "k");
-    let url = AzureOpenAi.url(&p, "gpt-4o-prod").expect("a URL");
+    let url = AzureOpenAi.url(&p, "gpt-4o-prod", false).expect("a URL");
     assert_eq!(
         url.as_str(),
         "https://acme.openai.azure.com/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"
@@ -34,7 +34,9 @@ fn a_deployment_is_in_the_path_with_the_api_version() {
         Some("2025-04-01-preview"),
         "k",
     );
-    let url = AzureOpenAi.url(&p, "my deployment/x").expect("a URL");
+    let url = AzureOpenAi
+        .url(&p, "my deployment/x", false)
+        .expect("a URL");
     assert_eq!(
         url.as_str(),
         "https://acme.openai.azure.com/openai/deployments/my%20deployment%2Fx/chat/completions?api-version=2025-04-01-preview",
@@ -50,7 +52,7 @@ fn the_v1_api_takes_the_deployment_as_model_and_no_version() {
         Some("2024-10-21"),
         "k",
     );
-    let url = AzureOpenAi.url(&p, "gpt-4o-prod").expect("a URL");
+    let url = AzureOpenAi.url(&p, "gpt-4o-prod", false).expect("a URL");
     assert_eq!(
         url.as_str(),
         "https://acme.openai.azure.com/openai/v1/chat/completions"
@@ -83,6 +85,7 @@ fn the_key_goes_in_api_key_and_an_entra_token_as_a_bearer() {
             &p,
             client.get("https://acme.openai.azure.com/x"),
             p.keys.first(),
+            0,
         )
         .expect("authorised");
         let req = rb.build().expect("a request");

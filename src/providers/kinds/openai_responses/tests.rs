@@ -82,6 +82,7 @@ fn built(own: &Map<String, Value>, public: bool) -> Value {
         stream: true,
         request_id: "req_1",
         thinking: crate::providers::thinking::Keep::None,
+        now_ms: 0,
     };
     serde_json::from_slice(&body(&o, &model("gpt-real"), public)).expect("JSON")
 }

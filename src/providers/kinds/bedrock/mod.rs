@@ -1,0 +1,195 @@
+//! AWS Bedrock: Anthropic's Messages API on a company's AWS account. The bytes are the Messages
+//! API's (`anthropic`: a Claude Code turn keeps its thinking signatures, cache control and
+//! tools); what is Bedrock's is where and how it is called:
+//!
+//! - `baseUrl` is the runtime endpoint, `https://bedrock-runtime.REGION.amazonaws.com` (or a
+//!   VPC endpoint, with `region`), and each model is a Bedrock model id or inference profile
+//!   (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`; `serves` names the Anthropic name it
+//!   stands for). `POST {baseUrl}/model/{id}/invoke`, or `/invoke-with-response-stream`;
+//! - the body is the Messages API's without `model` and `stream` (they are in the path), with
+//!   `anthropic_version: "bedrock-2023-05-31"`, and the client's `anthropic-beta` as the body's
+//!   `anthropic_beta` list;
+//! - a stream comes in AWS event-stream frames (`providers::eventstream`);
+//! - authentication ([`aws`]): a Bedrock API key as a bearer token, or SigV4 with an access key
+//!   — typed as the provider's key, or the AWS environment and profile when it has none;
+//! - its errors name their exception in `x-amzn-ErrorType` (`limits::classify`).
+
+pub mod aws;
+
+use serde_json::value::RawValue;
+
+use super::{anthropic, Framing, Platform, UpstreamKind};
+use crate::limits::Classified;
+use crate::providers::{ApiKey, ProviderEntry};
+
+/// The `anthropic_version` Bedrock's Messages API takes in the body.
+pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
+
+/// The SigV4 service name of Bedrock's runtime.
+pub const SERVICE: &str = "bedrock";
+
+/// AWS Bedrock's platform.
+pub struct Bedrock;
+
+/// The region of a provider: `region`, else the one its AWS endpoint names.
+pub fn region(p: &crate::config::ProviderConfig) -> Option<String> {
+    p.aws_region()
+}
+
+impl Platform for Bedrock {
+    fn api(&self) -> &'static dyn UpstreamKind {
+        &anthropic::Anthropic
+    }
+
+    fn url(&self, p: &ProviderEntry, model: &str, stream: bool) -> Option<reqwest::Url> {
+        let base = p.config.base_url.trim_end_matches('/');
+        let mut url = reqwest::Url::parse(&format!("{base}/model/")).ok()?;
+        url.path_segments_mut()
+            .ok()?
+            .pop_if_empty()
+            .push(model)
+            .push(if stream {
+                "invoke-with-response-stream"
+            } else {
+                "invoke"
+            });
+        Some(url)
+    }
+
+    fn own_auth(&self) -> bool {
+        true
+    }
+
+    /// The model and `stream` leave the body; the version and the betas go in.
+    fn shape(&self, req: &mut reqwest::Request) -> Result<(), Classified> {
+        let betas: Vec<String> = req
+            .headers_mut()
+            .remove("anthropic-beta")
+            .and_then(|v| v.to_str().ok().map(str::to_string))
+            .map(|b| b.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default();
+        req.headers_mut().remove("anthropic-version");
+        let stream = req.url().path().ends_with("/invoke-with-response-stream");
+        req.headers_mut().insert(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static(if stream {
+                crate::providers::eventstream::CONTENT_TYPE
+            } else {
+                "application/json"
+            }),
+        );
+        let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
+            return Ok(());
+        };
+        let body = bedrock_body(body, &betas)?;
+        *req.body_mut() = Some(body.into());
+        Ok(())
+    }
+
+    fn sign(
+        &self,
+        req: &mut reqwest::Request,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+        now_ms: i64,
+    ) -> Result<(), Classified> {
+        let auth = match key {
+            Some(k) => aws::Auth::from_key(k.secret.expose())?,
+            None => aws::Auth::from_environment(p.config.aws_profile.as_deref())?,
+        };
+        let region = region(&p.config).ok_or_else(|| {
+            crate::limits::classify_transport(
+                "the provider names no AWS region: give `region`, or a base URL with one",
+            )
+        })?;
+        auth.apply(req, &region, now_ms)
+    }
+
+    /// Bedrock's model list is on its control plane, another endpoint: the configured models
+    /// are the ones there are.
+    fn models_url(&self, _p: &ProviderEntry) -> Option<String> {
+        None
+    }
+
+    /// An Anthropic model's Bedrock id or inference profile serves its Anthropic name, and a
+    /// dated name its undated alias too: `us.anthropic.claude-sonnet-4-5-20250929-v1:0`
+    /// serves `claude-sonnet-4-5-20250929` and `claude-sonnet-4-5`.
+    fn serves(&self, model: &str) -> Vec<String> {
+        anthropic_names(model)
+    }
+
+    fn framing(&self, content_type: Option<&str>) -> Framing {
+        if content_type.is_some_and(|c| c.starts_with(crate::providers::eventstream::CONTENT_TYPE))
+        {
+            Framing::AwsEventStream
+        } else {
+            Framing::Sse
+        }
+    }
+}
+
+/// The Anthropic names of a Bedrock model id (none for another vendor's model).
+fn anthropic_names(model: &str) -> Vec<String> {
+    // An inference profile's ARN ends in its id; a geography prefix (`us.`, `global.`) goes.
+    let id = model.rsplit('/').next().unwrap_or(model);
+    let Some((_, rest)) = id.split_once("anthropic.") else {
+        return Vec::new();
+    };
+    // `-v1:0`, `-v1`: the Bedrock version.
+    let name = match rest.rfind("-v") {
+        Some(at) if rest[at + 2..].split(':').all(|p| p.parse::<u32>().is_ok()) => &rest[..at],
+        _ => rest,
+    };
+    let mut names = vec![name.to_string()];
+    if let Some((alias, date)) = name.rsplit_once('-') {
+        if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) {
+            names.push(alias.to_string());
+        }
+    }
+    names
+}
+
+/// A Messages API body as Bedrock takes it: the top-level members kept as they are (not parsed
+/// again), less `model` and `stream`, with `anthropic_version` and the betas.
+fn bedrock_body(body: &[u8], betas: &[String]) -> Result<Vec<u8>, Classified> {
+    let members: Vec<(String, Box<RawValue>)> =
+        serde_json::from_slice::<std::collections::BTreeMap<String, Box<RawValue>>>(body)
+            .map_err(|e| crate::limits::classify_transport(format!("request body: {e}")))?
+            .into_iter()
+            .filter(|(k, _)| k != "model" && k != "stream" && k != "anthropic_version")
+            .collect();
+    let mut out = Vec::with_capacity(body.len() + 64);
+    out.push(b'{');
+    let mut first = true;
+    let mut member = |out: &mut Vec<u8>, k: &str, v: &str| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(serde_json::Value::from(k).to_string().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(v.as_bytes());
+    };
+    member(
+        &mut out,
+        "anthropic_version",
+        &format!("\"{ANTHROPIC_VERSION}\""),
+    );
+    let betas: Vec<&String> = betas.iter().filter(|b| !b.is_empty()).collect();
+    let has_betas = members.iter().any(|(k, _)| k == "anthropic_beta");
+    if !betas.is_empty() && !has_betas {
+        member(
+            &mut out,
+            "anthropic_beta",
+            &serde_json::to_string(&betas).unwrap_or_default(),
+        );
+    }
+    for (k, v) in &members {
+        member(&mut out, k, v.get());
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

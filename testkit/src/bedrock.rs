@@ -1,0 +1,265 @@
+//! AWS Bedrock's runtime routes (`POST /model/{id}/invoke` and `/invoke-with-response-stream`),
+//! as strict as the service is before a request reaches its model. The SigV4 signature is
+//! checked by this file's own implementation of AWS's published algorithm (not Baton's signer):
+//! a wrong secret, region, service, date or payload hash, an unknown access key or a missing
+//! session token gets AWS's own status, exception and text. A Bedrock API key is a bearer token.
+//! The body must be the Messages API's as Bedrock takes it (`anthropic_version`, no `model`,
+//! no `stream`) for a model of the account's; the answer is the Anthropic fake's, a stream
+//! framed in AWS event-stream messages whose checksums are computed here.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::{FakeUpstream, Shared};
+
+mod sigv4;
+
+/// The `anthropic_version` values Bedrock takes.
+const VERSIONS: [&str; 2] = ["bedrock-2023-05-31", "2026-10-21"];
+
+/// The AWS account a fake Bedrock serves.
+#[derive(Default, Clone)]
+pub(crate) struct Account {
+    pub access_key_id: String,
+    pub secret: String,
+    pub session: Option<String>,
+    pub region: String,
+    pub api_keys: Vec<String>,
+    pub models: Vec<String>,
+}
+
+impl FakeUpstream {
+    /// Its Bedrock routes take requests signed with this access key (and session token) for
+    /// `region`, for these model ids.
+    pub fn bedrock_account(
+        &self,
+        access_key_id: &str,
+        secret: &str,
+        session: Option<&str>,
+        region: &str,
+        models: &[&str],
+    ) {
+        let mut a = self.shared.bedrock.lock().unwrap();
+        a.access_key_id = access_key_id.into();
+        a.secret = secret.into();
+        a.session = session.map(str::to_string);
+        a.region = region.into();
+        a.models = models.iter().map(|m| m.to_string()).collect();
+    }
+
+    /// A Bedrock API key its routes also take (`Authorization: Bearer`).
+    pub fn bedrock_api_key(&self, key: &str) {
+        self.shared
+            .bedrock
+            .lock()
+            .unwrap()
+            .api_keys
+            .push(key.into());
+    }
+
+    /// Every request its Bedrock routes took: the path as sent, the headers, the body.
+    pub fn bedrock_calls(&self) -> Vec<Value> {
+        self.shared.bedrock_calls.lock().unwrap().clone()
+    }
+}
+
+/// AWS's error answer: the exception in `x-amzn-ErrorType`, the text in `message`.
+pub(crate) fn aws_error(status: StatusCode, exception: &str, message: &str) -> Response {
+    let mut r = (status, axum::Json(json!({"message": message}))).into_response();
+    let t = format!("{exception}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+    r.headers_mut()
+        .insert("x-amzn-errortype", HeaderValue::from_str(&t).unwrap());
+    r
+}
+
+fn malformed(what: &str) -> Response {
+    aws_error(
+        StatusCode::BAD_REQUEST,
+        "ValidationException",
+        &format!("Malformed input request: #: {what}, please reformat your input and try again."),
+    )
+}
+
+/// `POST /model/{id}/{invoke | invoke-with-response-stream}`.
+pub(crate) async fn invoke(
+    State(s): State<Arc<Shared>>,
+    Path((model, op)): Path<(String, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let call = json!({"path": uri.path(), "body": String::from_utf8_lossy(&body),
+        "headers": headers.iter().map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or("")))).collect::<serde_json::Map<_, _>>()});
+    s.bedrock_calls.lock().unwrap().push(call);
+    let account = s.bedrock.lock().unwrap().clone();
+    if let Err(r) = authenticate(&account, &uri, &headers, &body) {
+        return *r;
+    }
+    let stream = match op.as_str() {
+        "invoke" => false,
+        "invoke-with-response-stream" => true,
+        _ => return aws_error(StatusCode::NOT_FOUND, "UnknownOperationException", ""),
+    };
+    let Ok(Value::Object(mut b)) = serde_json::from_slice::<Value>(&body) else {
+        return malformed("expected type: JSONObject");
+    };
+    for extraneous in ["model", "stream"] {
+        if b.contains_key(extraneous) {
+            return malformed(&format!("extraneous key [{extraneous}] is not permitted"));
+        }
+    }
+    // AWS's user guide documents `bedrock-2023-05-31`; Anthropic's current SDK sends the API
+    // version it speaks (`2026-10-21`).
+    match b.remove("anthropic_version") {
+        None => return malformed("required key [anthropic_version] not found"),
+        Some(v) if !VERSIONS.iter().any(|k| v == *k) => {
+            return aws_error(
+                StatusCode::BAD_REQUEST,
+                "ValidationException",
+                &format!("Invalid API version {v}"),
+            )
+        }
+        Some(_) => {}
+    }
+    if !account.models.contains(&model) {
+        return aws_error(
+            StatusCode::BAD_REQUEST,
+            "ValidationException",
+            "The provided model identifier is invalid.",
+        );
+    }
+    // What remains is the Messages API's: the Anthropic fake answers it.
+    let mut headers = headers;
+    if let Some(Value::Array(betas)) = b.remove("anthropic_beta") {
+        let list: Vec<&str> = betas.iter().filter_map(Value::as_str).collect();
+        headers.insert(
+            "anthropic-beta",
+            HeaderValue::from_str(&list.join(",")).unwrap(),
+        );
+    }
+    headers.remove("authorization");
+    b.insert("model".into(), json!(model));
+    if stream {
+        b.insert("stream".into(), json!(true));
+    }
+    let body = Bytes::from(serde_json::to_vec(&b).unwrap());
+    let answer = crate::anthropic::messages(State(s), headers, body).await;
+    if !stream || !answer.status().is_success() {
+        return answer;
+    }
+    let (mut parts, body) = answer.into_parts();
+    parts.headers.insert(
+        "content-type",
+        HeaderValue::from_static("application/vnd.amazon.eventstream"),
+    );
+    parts.headers.remove("content-length");
+    Response::from_parts(parts, Body::from_stream(frames(body)))
+}
+
+/// The Anthropic fake's SSE body as event-stream `chunk` messages, one per event.
+fn frames(body: Body) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    let mut buf = Vec::<u8>::new();
+    body.into_data_stream().flat_map(move |chunk| {
+        let mut out = Vec::new();
+        match chunk {
+            Err(e) => out.push(Err(std::io::Error::other(e.to_string()))),
+            Ok(c) => {
+                buf.extend_from_slice(&c);
+                while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+                    let event: Vec<u8> = buf.drain(..end + 2).collect();
+                    let text = String::from_utf8_lossy(&event);
+                    let data: Vec<&str> = text
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(str::trim_start)
+                        .collect();
+                    if data.is_empty() {
+                        continue;
+                    }
+                    let b64 = base64::engine::general_purpose::STANDARD.encode(data.join("\n"));
+                    let payload =
+                        json!({"bytes": b64, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"});
+                    out.push(Ok(Bytes::from(message(
+                        &[
+                            (":event-type", "chunk"),
+                            (":content-type", "application/json"),
+                            (":message-type", "event"),
+                        ],
+                        payload.to_string().as_bytes(),
+                    ))));
+                }
+            }
+        }
+        futures_util::stream::iter(out)
+    })
+}
+
+/// One event-stream message: the prelude (total and header lengths, their CRC-32), string
+/// headers, the payload, the CRC-32 of all before it.
+pub fn message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    let mut h = Vec::new();
+    for (name, value) in headers {
+        h.push(name.len() as u8);
+        h.extend_from_slice(name.as_bytes());
+        h.push(7); // a string
+        h.extend_from_slice(&(value.len() as u16).to_be_bytes());
+        h.extend_from_slice(value.as_bytes());
+    }
+    let total = 12 + h.len() + payload.len() + 4;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&(total as u32).to_be_bytes());
+    out.extend_from_slice(&(h.len() as u32).to_be_bytes());
+    let prelude_crc = crc32fast::hash(&out);
+    out.extend_from_slice(&prelude_crc.to_be_bytes());
+    out.extend_from_slice(&h);
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// A Bedrock API key, or a SigV4 signature by the account's access key.
+fn authenticate(
+    a: &Account,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), Box<Response>> {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if let Some(key) = auth.strip_prefix("Bearer ") {
+        return if a.api_keys.iter().any(|k| k == key) {
+            Ok(())
+        } else {
+            Err(Box::new(aws_error(
+                StatusCode::FORBIDDEN,
+                "UnrecognizedClientException",
+                "The security token included in the request is invalid.",
+            )))
+        };
+    }
+    if auth.is_empty() {
+        return Err(Box::new(aws_error(
+            StatusCode::FORBIDDEN,
+            "MissingAuthenticationTokenException",
+            "Missing Authentication Token",
+        )));
+    }
+    sigv4::verify(
+        a,
+        &Method::POST,
+        uri,
+        headers,
+        body,
+        std::time::SystemTime::now(),
+    )
+}
