@@ -43,6 +43,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     id: el("input", { required: true, autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "groq" }),
     name: el("input", { autocomplete: "off", placeholder: t("shown in the list") }),
     baseUrl: el("input", { type: "url", autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "https://api.example.com/v1" }),
+    project: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "my-project-123" }),
+    region: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: t("from the base URL") }),
     models: el("textarea", { spellcheck: "false", placeholder: t("one model per line, preferred first") }),
     envKey: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "GROQ_API_KEY" }),
     newKey: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: t("paste a key (stored on this machine, never shown again)") }),
@@ -59,6 +61,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   inputs.id.disabled = editing;
   inputs.name.value = base.name || "";
   inputs.baseUrl.value = base.baseUrl || "";
+  inputs.project.value = base.project || "";
+  inputs.region.value = base.region || "";
   inputs.models.value = (base.models || []).map((m) => (typeof m === "string" ? m : m.id)).join("\n");
   inputs.executable.value = base.executable || "";
   inputs.flattenHistory.checked = Boolean(base.flattenHistory);
@@ -78,9 +82,12 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       }),
     );
     if (!keptKeys.length) {
-      keyList.append(el("p", { class: "hint" }, inputs.kind.value === "bedrock"
+      const k = inputs.kind.value;
+      keyList.append(el("p", { class: "hint" }, k === "bedrock"
         ? t("No key: Baton signs with the AWS credentials of its environment or profile (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials).")
-        : t("No key yet (fine for a local server).")));
+        : k === "vertex-anthropic"
+          ? tn("No key: Baton uses the Google application-default credentials ({variable}, or {command}).", { variable: keep("GOOGLE_APPLICATION_CREDENTIALS"), command: keep("gcloud auth application-default login") })
+          : t("No key yet (fine for a local server).")));
     }
   }
   renderKeys();
@@ -121,6 +128,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   const groups = {
     http: el("div", { class: "stack" },
       field("baseUrl", t("Base URL"), inputs.baseUrl, el("span", { id: "baseUrl-hint" })),
+      field("project", t("Google Cloud project"), inputs.project, t("The project's id, as in the console's project picker.")),
+      field("region", t("Region"), inputs.region, t("Empty: the one the base URL names. Needed for a private endpoint.")),
       el("label", { class: "switch-row", id: "clientLogin-row" }, inputs.clientLogin, ` ${t("Call with the client's own login (its subscription) instead of a key")}`),
       el("p", { class: "hint", id: "h-clientLogin" }, tn("Claude Code's or Codex's login is forwarded unchanged to this provider only; the client sends Baton's key in {header}. Model \"*\" serves any model it names.", { header: el("code", {}, "x-baton-key") })),
       keyFields),
@@ -184,12 +193,21 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
         ? tn("Your resource's endpoint, e.g. {example}; its deployments are the models", { example: keep(example) })
         : k === "bedrock"
           ? tn("Your region's runtime endpoint, e.g. {example}; its model ids or inference profiles are the models", { example: keep(example) })
+          : k === "vertex-anthropic"
+            ? tn("Your region's endpoint, e.g. {example}; Vertex model ids ({model}) are the models", { example: keep(example), model: keep("claude-sonnet-4-5@20250929") })
           : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
+    }
+    // The kind's own fields (Bedrock's region, Vertex AI's project and region).
+    const own = kindOf(k).fields || [];
+    for (const f of ["project", "region"]) {
+      const box = body.querySelector(`[data-field="${f}"]`);
+      if (box) box.hidden = !own.includes(f);
     }
     // Bedrock takes an API key or an access key pair typed as one.
     const keyHint = body.querySelector("#newKeys-kind");
     if (keyHint) {
-      keyHint.textContent = k === "bedrock" ? t("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials).") : "";
+      keyHint.textContent = k === "bedrock" ? t("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials).")
+        : k === "vertex-anthropic" ? t("A service account's JSON key (paste the whole file), or an access token.") : "";
       keyHint.parentElement.hidden = !keyHint.textContent;
     }
     renderKeys();
@@ -287,6 +305,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       if (inputs.flattenHistory.checked) out.flattenHistory = true; else delete out.flattenHistory;
     } else {
       out.baseUrl = inputs.baseUrl.value.trim();
+      const own = kindOf(k).fields || [];
+      for (const f of ["project", "region"]) {
+        const v = inputs[f].value.trim();
+        if (own.includes(f) && v) out[f] = v; else delete out[f];
+      }
       delete out.executable;
       delete out.env;
       delete out.flattenHistory;

@@ -42,6 +42,9 @@ pub struct KindView {
     /// It can call with the client's own login (`credentials: "client"`).
     #[serde(default)]
     pub client_login: bool,
+    /// Its own fields the form shows (`region`, `project`).
+    #[serde(default)]
+    pub fields: Vec<String>,
 }
 
 impl KindView {
@@ -56,6 +59,7 @@ impl KindView {
                 sample_model: k.sample_model().map(str::to_string),
                 base_url_example: k.base_url_example().map(str::to_string),
                 client_login: k.takes_client_login(),
+                fields: k.fields().iter().map(|f| f.to_string()).collect(),
             })
             .collect()
     }

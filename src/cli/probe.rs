@@ -256,7 +256,7 @@ pub async fn probe_one(
         now_ms: baton::clock::unix_ms(),
     };
     let target = entry.model_or_default(&model);
-    let rb = match outbound::build(&client, entry, &target, api_key, &outbound) {
+    let rb = match outbound::build_signed(&client, entry, &target, api_key, &outbound).await {
         Ok((rb, _)) => rb,
         Err(c) => {
             result.class = Verdict::Failed(c.class);

@@ -23,6 +23,10 @@ pub enum ProviderKind {
     /// `https://bedrock-runtime.REGION.amazonaws.com`); models are Bedrock model ids or
     /// inference profiles; SigV4 or a Bedrock API key.
     Bedrock,
+    /// Google Vertex AI: Anthropic's Messages API on a company's Google Cloud project (`baseUrl`
+    /// `https://REGION-aiplatform.googleapis.com/v1`, with `project`); models are Vertex model
+    /// ids (`claude-sonnet-4-5@20250929`); OAuth access tokens.
+    VertexAnthropic,
     /// The Claude Code CLI (`claude -p`), using its own subscription login.
     ClaudeCli,
     /// The Codex CLI (`codex exec`), using its own ChatGPT login.
@@ -42,6 +46,7 @@ impl ProviderKind {
             ProviderKind::Gemini => Some(Wire::Gemini),
             ProviderKind::AzureOpenai => Some(Wire::OpenAi),
             ProviderKind::Bedrock => Some(Wire::Anthropic),
+            ProviderKind::VertexAnthropic => Some(Wire::Anthropic),
             ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
         }
     }
@@ -54,6 +59,7 @@ impl ProviderKind {
             ProviderKind::Gemini => "gemini",
             ProviderKind::AzureOpenai => "azure-openai",
             ProviderKind::Bedrock => "bedrock",
+            ProviderKind::VertexAnthropic => "vertex-anthropic",
             ProviderKind::ClaudeCli => "claude-cli",
             ProviderKind::CodexCli => "codex-cli",
             ProviderKind::GeminiCli => "gemini-cli",
@@ -91,13 +97,14 @@ impl ProviderKind {
     }
 
     /// The CLI's program name on `PATH`, for the CLI kinds.
-    pub const ALL: [ProviderKind; 9] = [
+    pub const ALL: [ProviderKind; 10] = [
         ProviderKind::OpenaiCompatible,
         ProviderKind::OpenaiResponses,
         ProviderKind::Anthropic,
         ProviderKind::Gemini,
         ProviderKind::AzureOpenai,
         ProviderKind::Bedrock,
+        ProviderKind::VertexAnthropic,
         ProviderKind::ClaudeCli,
         ProviderKind::CodexCli,
         ProviderKind::GeminiCli,
@@ -112,6 +119,7 @@ impl ProviderKind {
             ProviderKind::Gemini => crate::i18n::n_("Gemini API"),
             ProviderKind::AzureOpenai => crate::i18n::n_("Azure OpenAI"),
             ProviderKind::Bedrock => crate::i18n::n_("AWS Bedrock"),
+            ProviderKind::VertexAnthropic => crate::i18n::n_("Claude on Google Vertex AI"),
             ProviderKind::ClaudeCli => crate::i18n::n_("Claude Code CLI"),
             ProviderKind::CodexCli => crate::i18n::n_("Codex CLI"),
             ProviderKind::GeminiCli => crate::i18n::n_("Gemini CLI"),
@@ -127,6 +135,7 @@ impl ProviderKind {
             ProviderKind::Gemini => "G",
             ProviderKind::AzureOpenai => "Az",
             ProviderKind::Bedrock => "Bk",
+            ProviderKind::VertexAnthropic => "Vx",
             ProviderKind::ClaudeCli => "CC",
             ProviderKind::CodexCli => "CX",
             ProviderKind::GeminiCli => "GC",
@@ -142,7 +151,17 @@ impl ProviderKind {
             ProviderKind::Gemini => Some("https://generativelanguage.googleapis.com/v1beta"),
             ProviderKind::AzureOpenai => Some("https://NAME.openai.azure.com"),
             ProviderKind::Bedrock => Some("https://bedrock-runtime.us-east-1.amazonaws.com"),
+            ProviderKind::VertexAnthropic => Some("https://us-east5-aiplatform.googleapis.com/v1"),
             _ => None,
+        }
+    }
+
+    /// The fields of its own it takes beside the common ones, as the form shows them.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            ProviderKind::Bedrock => &["region"],
+            ProviderKind::VertexAnthropic => &["project", "region"],
+            _ => &[],
         }
     }
 
@@ -192,5 +211,23 @@ impl super::ProviderConfig {
         let region = parts.next()?;
         (service.starts_with("bedrock-runtime") && host.ends_with(".amazonaws.com"))
             .then(|| region.to_string())
+    }
+}
+
+impl super::ProviderConfig {
+    /// Google Vertex AI: the region of its requests' path — `region`, else the one the endpoint
+    /// names (`REGION-aiplatform.googleapis.com`; `aiplatform.googleapis.com` is `global`).
+    pub fn vertex_region(&self) -> Option<String> {
+        if let Some(r) = self.region.as_deref().filter(|r| !r.is_empty()) {
+            return Some(r.to_string());
+        }
+        let rest = self.base_url.split_once("://")?.1;
+        let host = rest.split(['/', ':', '?']).next()?;
+        if host == "aiplatform.googleapis.com" {
+            return Some("global".into());
+        }
+        host.strip_suffix("-aiplatform.googleapis.com")
+            .filter(|r| !r.is_empty() && !r.contains('.'))
+            .map(str::to_string)
     }
 }

@@ -115,10 +115,14 @@ pub struct ProviderConfig {
     /// version); not used with a `…/openai/v1` base URL, which takes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    /// AWS Bedrock: the region requests are signed for (default: the one the base URL names,
-    /// `bedrock-runtime.REGION.amazonaws.com`; needed for a VPC endpoint).
+    /// AWS Bedrock and Google Vertex AI: the region (default: the one the base URL names,
+    /// `bedrock-runtime.REGION.amazonaws.com`, `REGION-aiplatform.googleapis.com`; needed for a
+    /// private endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// Google Vertex AI: the Google Cloud project whose models are called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     /// AWS Bedrock without a key: the profile of the shared credentials file to use (default
     /// `AWS_PROFILE`, else `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

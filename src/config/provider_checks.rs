@@ -247,8 +247,8 @@ fn validate_proxy(
 }
 
 /// The cloud kinds' own fields: Azure OpenAI's `apiVersion` a dated version, a base URL that is
-/// the resource's endpoint (or its `/openai/v1`), never one deployment's; Bedrock's region
-/// known; each kind's field on that kind only.
+/// the resource's endpoint (or its `/openai/v1`), never one deployment's; then Bedrock's and
+/// Vertex AI's ([`validate_cloud`]).
 fn validate_api_version(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
@@ -279,11 +279,33 @@ fn validate_api_version(
             ));
         }
     }
+    if azure && p.base_url.contains("/deployments") {
+        return Err(err(
+            "baseUrl",
+            crate::i18n::msg("give the resource's endpoint (https://NAME.openai.azure.com) and list deployments as models, not one deployment's URL", &[]),
+        ));
+    }
+    validate_cloud(p, err)
+}
+
+/// Bedrock's and Vertex AI's own fields: each on its kinds only, a region known, Vertex's
+/// project given.
+fn validate_cloud(
+    p: &ProviderConfig,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
     let bedrock = p.kind == super::ProviderKind::Bedrock;
+    let vertex = p.kind == super::ProviderKind::VertexAnthropic;
     if !bedrock && p.aws_profile.is_some() {
         return Err(err(
             "awsProfile",
             crate::i18n::msg("only the bedrock kind takes `awsProfile`", &[]),
+        ));
+    }
+    if !vertex && p.project.is_some() {
+        return Err(err(
+            "project",
+            crate::i18n::msg("only the vertex-anthropic kind takes `project`", &[]),
         ));
     }
     if let Some(r) = &p.region {
@@ -291,10 +313,13 @@ fn validate_api_version(
             && r.len() <= 32
             && r.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !bedrock {
+        if !bedrock && !vertex {
             return Err(err(
                 "region",
-                crate::i18n::msg("only the bedrock kind takes `region`", &[]),
+                crate::i18n::msg(
+                    "only the bedrock and vertex-anthropic kinds take `region`",
+                    &[],
+                ),
             ));
         }
         if !ok {
@@ -313,11 +338,28 @@ fn validate_api_version(
             crate::i18n::msg("Bedrock signs each request for a region: use a base URL that names it (https://bedrock-runtime.us-east-1.amazonaws.com) or give `region`", &[]),
         ));
     }
-    if azure && p.base_url.contains("/deployments") {
-        return Err(err(
-            "baseUrl",
-            crate::i18n::msg("give the resource's endpoint (https://NAME.openai.azure.com) and list deployments as models, not one deployment's URL", &[]),
-        ));
+    if vertex {
+        if p.vertex_region().is_none() {
+            return Err(err(
+                "region",
+                crate::i18n::msg("Vertex AI needs the region: use its regional endpoint (https://us-east5-aiplatform.googleapis.com/v1) or give `region`", &[]),
+            ));
+        }
+        let project_ok = p.project.as_deref().is_some_and(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':' || c == '.')
+        });
+        if !project_ok {
+            return Err(err(
+                "project",
+                crate::i18n::msg(
+                    "Vertex AI needs the id of the Google Cloud project whose models it calls",
+                    &[],
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -211,6 +211,7 @@ impl Core {
             base_url: lf.base_url.clone(),
             api_version: None,
             region: None,
+            project: None,
             aws_profile: None,
             proxy: None,
             executable: None,

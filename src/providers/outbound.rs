@@ -44,6 +44,19 @@ pub fn build(
     Ok((rb, wire))
 }
 
+/// [`build`], once the platform has made its credential of `key` (Vertex AI's access token,
+/// exchanged for a service account's key): what routing and `baton probe` send.
+pub async fn build_signed(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    model: &ModelInfo,
+    key: Option<&ApiKey>,
+    o: &Outbound<'_>,
+) -> Result<(reqwest::RequestBuilder, Wire), Classified> {
+    let made = super::kinds::exchanged(client, p, key, o.now_ms).await?;
+    build(client, p, model, made.as_ref().or(key), o)
+}
+
 /// The provider's model list (`GET {baseUrl}/models` for most), with its platform's
 /// authentication (model discovery); an error for a platform with no list Baton reads.
 pub fn models_request(

@@ -110,7 +110,13 @@ async fn send(
         thinking,
         now_ms: routing.clock.now_ms(),
     };
-    let (rb, wire) = crate::providers::outbound::build(&client, p, &t.model, key, &outbound)?;
+    // An error from a platform's token endpoint is outside text, redacted like an upstream's.
+    let (rb, wire) = crate::providers::outbound::build_signed(&client, p, &t.model, key, &outbound)
+        .await
+        .map_err(|mut c| {
+            c.reason = routing.redactor.string(c.reason);
+            c
+        })?;
     // A stream's headers come at once; a whole answer's only when the model is done.
     let headers_ms = timeouts.headers_ms(stream);
     let first_deadline = tokio::time::Instant::now() + Duration::from_millis(headers_ms);

@@ -25,6 +25,7 @@ pub mod contract;
 mod model;
 mod modes;
 mod refuse;
+mod vertex;
 pub(crate) use model::{resolve_auto, schema_answer};
 pub use modes::behavior_from_name;
 mod control;
@@ -129,6 +130,8 @@ pub(crate) struct Shared {
     /// Its Bedrock routes' AWS account (`bedrock_account`), and each request they took.
     pub(crate) bedrock: Mutex<bedrock::Account>,
     pub(crate) bedrock_calls: Mutex<Vec<serde_json::Value>>,
+    /// Its Vertex AI routes' Google Cloud account (`vertex_account`).
+    pub(crate) vertex: Mutex<vertex::Account>,
 }
 
 /// A running fake upstream. Dropping it stops the server.
@@ -176,7 +179,7 @@ impl FakeUpstream {
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
-            .route("/v1/models", get(models))
+            .route("/v1/models", get(openai::models))
             .route("/v1/responses", post(responses::create))
             .route("/v1/messages", post(anthropic::messages))
             .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
@@ -189,6 +192,11 @@ impl FakeUpstream {
             .route("/openai/v1/chat/completions", post(azure::v1_chat))
             .route("/openai/v1/models", get(azure::v1_models))
             .route("/model/{model}/{op}", post(bedrock::invoke))
+            .route("/token", post(vertex::token))
+            .route(
+                "/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{rest}",
+                post(vertex::predict),
+            )
             .route("/search", get(search::searxng))
             .route("/res/v1/web/search", get(search::brave))
             .route("/_script", post(control::script))
@@ -369,50 +377,6 @@ impl Drop for Abandon {
             self.shared.abandoned.fetch_add(1, Ordering::SeqCst);
         }
     }
-}
-
-/// `GET /v1/models`, in the shape of the API the caller's authentication belongs to: Anthropic's
-/// for `x-api-key`, OpenAI's otherwise. Strict, each API's own refusal without its headers.
-async fn models(
-    State(s): State<Arc<Shared>>,
-    uri: axum::http::Uri,
-    headers: HeaderMap,
-) -> Response {
-    s.lists.lock().unwrap().push(headers.clone());
-    if uri.query().is_some_and(|q| q.contains("client_version=")) {
-        return responses::codex_models(&s, &headers);
-    }
-    let id = format!("{}-model", s.name);
-    if headers.contains_key("x-api-key") {
-        if s.strict() && !headers.contains_key("anthropic-version") {
-            return (
-                StatusCode::BAD_REQUEST,
-                axum::Json(
-                    json!({"type": "error", "error": {"type": "invalid_request_error",
-                    "message": "anthropic-version: header is required"}}),
-                ),
-            )
-                .into_response();
-        }
-        return axum::Json(json!({"data": [{"type": "model", "id": id, "display_name": id,
-            "created_at": "2026-01-01T00:00:00Z"}], "has_more": false, "first_id": id, "last_id": id}))
-        .into_response();
-    }
-    let bearer = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("Bearer "));
-    if s.strict() && !bearer {
-        return (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(
-                json!({"error": {"message": "You didn't provide an API key.",
-                "type": "invalid_request_error", "param": null, "code": null}}),
-            ),
-        )
-            .into_response();
-    }
-    axum::Json(json!({"object": "list", "data": [{"id": id, "object": "model"}]})).into_response()
 }
 
 /// A scripted error answer: that status, that JSON body, those headers.

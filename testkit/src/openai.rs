@@ -425,3 +425,47 @@ pub(crate) fn auto_behavior(body: &Value) -> crate::Behavior {
         }
     }
 }
+
+/// `GET /v1/models`, in the shape of the API the caller's authentication belongs to: Anthropic's
+/// for `x-api-key`, OpenAI's otherwise. Strict, each API's own refusal without its headers.
+pub(crate) async fn models(
+    axum::extract::State(s): axum::extract::State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    s.lists.lock().unwrap().push(headers.clone());
+    if uri.query().is_some_and(|q| q.contains("client_version=")) {
+        return crate::responses::codex_models(&s, &headers);
+    }
+    let id = format!("{}-model", s.name);
+    if headers.contains_key("x-api-key") {
+        if s.strict() && !headers.contains_key("anthropic-version") {
+            return (
+                axum::http::StatusCode::BAD_REQUEST,
+                axum::Json(
+                    json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "anthropic-version: header is required"}}),
+                ),
+            )
+                .into_response();
+        }
+        return axum::Json(json!({"data": [{"type": "model", "id": id, "display_name": id,
+            "created_at": "2026-01-01T00:00:00Z"}], "has_more": false, "first_id": id, "last_id": id}))
+        .into_response();
+    }
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
+    if s.strict() && !bearer {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"error": {"message": "You didn't provide an API key.",
+                "type": "invalid_request_error", "param": null, "code": null}}),
+            ),
+        )
+            .into_response();
+    }
+    axum::Json(json!({"object": "list", "data": [{"id": id, "object": "model"}]})).into_response()
+}

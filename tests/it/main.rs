@@ -82,5 +82,6 @@ mod timeouts;
 mod token_counts;
 mod updates;
 mod usage;
+mod vertex_upstream;
 mod web_search;
 mod web_search_services;

@@ -27,7 +27,7 @@ const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/jso
 /** Words that are names, not English: products, formats, and this test's own data. */
 const NAMES = new Set(`Baton Claude Code Codex Gemini CLI CLIs OpenAI Anthropic API SDK SDKs JSON CSV URL UI ID
   Brave Search SearXNG Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
-  Azure Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
+  Azure AWS Bedrock Vertex Cloud Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
   alice fast alpha beta alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
 
 /** The catalog's service names (data the gateway sends, shown as published: "Hugging Face
@@ -169,7 +169,26 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await page.selectOption("#f-kind", "azure-openai");
     if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add Azure provider in ${lang}`);
     await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-azure-${width}.png`), fullPage: true });
+    // Bedrock asks for a region only; Vertex AI for its project too, refused without it beside
+    // the field, in the page's language.
+    await page.selectOption("#f-kind", "bedrock");
+    assert.equal(await page.isVisible("#f-region"), true, "Bedrock's region");
+    assert.equal(await page.isVisible("#f-project"), false, "no project for Bedrock");
+    await page.selectOption("#f-kind", "vertex-anthropic");
+    assert.equal(await page.isVisible("#f-project"), true, "Vertex AI's project");
+    await page.fill("#f-id", "vx");
+    await page.fill("#f-baseUrl", "https://us-east5-aiplatform.googleapis.com/v1");
+    await page.fill("#f-models", "claude-sonnet-4-5@20250929");
+    await page.click("#form-save");
+    await page.waitForFunction(() => document.getElementById("e-project")?.textContent);
+    if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add Vertex provider in ${lang}`);
+    if (lang === "en") assert.match(await page.textContent("#e-project"), /id of the Google Cloud project/);
+    await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-vertex-${width}.png`), fullPage: true });
+    await page.fill("#f-id", "");
+    await page.fill("#f-baseUrl", "");
+    await page.fill("#f-models", "");
     await page.selectOption("#f-kind", "openai-compatible");
+    assert.equal(await page.isVisible("#f-project"), false, "the other kinds have no project");
     // Saved empty, then with a wrong address: the gateway's own findings, beside each field, in
     // the page's language too (the UI asks the admin API for it).
     await page.click("#form-save");

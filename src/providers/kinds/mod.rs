@@ -19,6 +19,7 @@ pub mod bedrock;
 pub mod gemini;
 pub mod openai_compat;
 pub mod openai_responses;
+pub mod vertex;
 
 use serde_json::{Map, Value};
 
@@ -203,6 +204,18 @@ pub trait Platform: Sync {
     fn shape(&self, _req: &mut reqwest::Request) -> Result<(), Classified> {
         Ok(())
     }
+    /// The credential its requests carry, made from the provider's key (or, without one, what
+    /// its vendor's tools would find) before a request is built: Vertex AI's access token,
+    /// exchanged for a service account's key. `None`: the key is sent as it is.
+    fn exchange<'a>(
+        &'a self,
+        _client: &'a reqwest::Client,
+        _p: &'a ProviderEntry,
+        _key: Option<&'a ApiKey>,
+        _now_ms: i64,
+    ) -> Option<futures_util::future::BoxFuture<'a, Result<ApiKey, Classified>>> {
+        None
+    }
     /// Its authentication on a request built without a key (headers, and for a platform that
     /// signs its requests, over the whole request, dated `now_ms`). Without a key, a platform
     /// may find the credentials its vendor's own tools would.
@@ -265,6 +278,7 @@ pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platfo
         K::Gemini => &GEMINI,
         K::AzureOpenai => &azure_openai::AzureOpenAi,
         K::Bedrock => &bedrock::Bedrock,
+        K::VertexAnthropic => &vertex::VertexAnthropic,
         K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
     })
 }
@@ -332,6 +346,23 @@ fn signed(
         platform.sign(&mut req, p, key, now_ms)?;
     }
     Ok(reqwest::RequestBuilder::from_parts(client.clone(), req))
+}
+
+/// The credential `p`'s platform makes of `key` for a request at `now_ms` (an exchanged access
+/// token), when it makes one; `None`: send the key as it is.
+pub async fn exchanged(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    key: Option<&ApiKey>,
+    now_ms: i64,
+) -> Result<Option<ApiKey>, Classified> {
+    if !p.config.credentials.is_baton() {
+        return Ok(None);
+    }
+    match platform(p.config.kind).and_then(|k| k.exchange(client, p, key, now_ms)) {
+        Some(made) => made.await.map(Some),
+        None => Ok(None),
+    }
 }
 
 /// How `p`'s answer with `content_type` is framed.

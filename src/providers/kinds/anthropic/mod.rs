@@ -111,6 +111,54 @@ pub fn authorize(
     rb
 }
 
+/// A Messages API body as a cloud takes it (Bedrock, Vertex AI): the top-level members kept as
+/// they are (not parsed again), less `drop` (what its path says), with its `anthropic_version`
+/// and the betas (`anthropic_beta`, when the client sent any and the body has none).
+pub fn platform_body(
+    body: &[u8],
+    version: &str,
+    betas: &[String],
+    drop: &[&str],
+) -> Result<Vec<u8>, Classified> {
+    use serde_json::value::RawValue;
+    let members: Vec<(String, Box<RawValue>)> =
+        serde_json::from_slice::<std::collections::BTreeMap<String, Box<RawValue>>>(body)
+            .map_err(|e| crate::limits::classify_transport(format!("request body: {e}")))?
+            .into_iter()
+            .filter(|(k, _)| k != "anthropic_version" && !drop.contains(&k.as_str()))
+            .collect();
+    let mut out = Vec::with_capacity(body.len() + 64);
+    out.push(b'{');
+    let mut first = true;
+    let mut member = |out: &mut Vec<u8>, k: &str, v: &str| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(Value::from(k).to_string().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(v.as_bytes());
+    };
+    member(
+        &mut out,
+        "anthropic_version",
+        &Value::from(version).to_string(),
+    );
+    let betas: Vec<&String> = betas.iter().filter(|b| !b.is_empty()).collect();
+    if !betas.is_empty() && !members.iter().any(|(k, _)| k == "anthropic_beta") {
+        member(
+            &mut out,
+            "anthropic_beta",
+            &serde_json::to_string(&betas).unwrap_or_default(),
+        );
+    }
+    for (k, v) in &members {
+        member(&mut out, k, v.get());
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
 /// An `{"type":"error"}` body (in a 200 or mid-stream) with the status its error type means.
 fn error_of(v: Value) -> UpstreamError {
     let status = match v

@@ -16,8 +16,6 @@
 
 pub mod aws;
 
-use serde_json::value::RawValue;
-
 use super::{anthropic, Framing, Platform, UpstreamKind};
 use crate::limits::Classified;
 use crate::providers::{ApiKey, ProviderEntry};
@@ -81,7 +79,7 @@ impl Platform for Bedrock {
         let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
             return Ok(());
         };
-        let body = bedrock_body(body, &betas)?;
+        let body = anthropic::platform_body(body, ANTHROPIC_VERSION, &betas, &["model", "stream"])?;
         *req.body_mut() = Some(body.into());
         Ok(())
     }
@@ -147,48 +145,6 @@ fn anthropic_names(model: &str) -> Vec<String> {
         }
     }
     names
-}
-
-/// A Messages API body as Bedrock takes it: the top-level members kept as they are (not parsed
-/// again), less `model` and `stream`, with `anthropic_version` and the betas.
-fn bedrock_body(body: &[u8], betas: &[String]) -> Result<Vec<u8>, Classified> {
-    let members: Vec<(String, Box<RawValue>)> =
-        serde_json::from_slice::<std::collections::BTreeMap<String, Box<RawValue>>>(body)
-            .map_err(|e| crate::limits::classify_transport(format!("request body: {e}")))?
-            .into_iter()
-            .filter(|(k, _)| k != "model" && k != "stream" && k != "anthropic_version")
-            .collect();
-    let mut out = Vec::with_capacity(body.len() + 64);
-    out.push(b'{');
-    let mut first = true;
-    let mut member = |out: &mut Vec<u8>, k: &str, v: &str| {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(serde_json::Value::from(k).to_string().as_bytes());
-        out.push(b':');
-        out.extend_from_slice(v.as_bytes());
-    };
-    member(
-        &mut out,
-        "anthropic_version",
-        &format!("\"{ANTHROPIC_VERSION}\""),
-    );
-    let betas: Vec<&String> = betas.iter().filter(|b| !b.is_empty()).collect();
-    let has_betas = members.iter().any(|(k, _)| k == "anthropic_beta");
-    if !betas.is_empty() && !has_betas {
-        member(
-            &mut out,
-            "anthropic_beta",
-            &serde_json::to_string(&betas).unwrap_or_default(),
-        );
-    }
-    for (k, v) in &members {
-        member(&mut out, k, v.get());
-    }
-    out.push(b'}');
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{anthropic_names, bedrock_body, region, Bedrock};
+use super::{anthropic_names, region, Bedrock};
+use crate::providers::kinds::anthropic::platform_body;
 use crate::providers::kinds::{Framing, Platform};
 use crate::providers::{resolve, ProviderEntry, ProviderRuntime};
 
@@ -60,9 +61,12 @@ fn the_region_is_given_or_read_from_the_runtime_endpoint() {
 #[test]
 fn the_body_loses_model_and_stream_and_gains_the_version_and_betas_byte_for_byte_otherwise() {
     let client_body = br#"{"model":"claude-sonnet-4-5","max_tokens":10,"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"h\u00e9 \"x\"","cache_control":{"type":"ephemeral"}}]}],"thinking":{"type":"enabled","budget_tokens":1024}}"#;
-    let out = bedrock_body(
+    let betas = ["interleaved-thinking-2025-05-14".into(), "".into()];
+    let out = platform_body(
         client_body,
-        &["interleaved-thinking-2025-05-14".into(), "".into()],
+        "bedrock-2023-05-31",
+        &betas,
+        &["model", "stream"],
     )
     .ok()
     .unwrap();
@@ -78,7 +82,7 @@ fn the_body_loses_model_and_stream_and_gains_the_version_and_betas_byte_for_byte
         text.contains(r#""text":"h\u00e9 \"x\"""#),
         "members are kept as sent: {text}"
     );
-    assert!(bedrock_body(b"[1]", &[]).is_err());
+    assert!(platform_body(b"[1]", "v", &[], &[]).is_err());
 }
 
 #[test]
