@@ -139,53 +139,43 @@ impl Snapshot {
     }
 
     /// The candidates for a client's model name, `modelMap` applied. When a glob (`claude-*`)
-    /// maps a name that some providers list, those providers serve that very model first and
-    /// the glob's target follows (without their providers again): at their cap the request
-    /// fails over to the rest instead of "every candidate is rate-limited". A provider that has
-    /// the model under its own name (`serves`: the same model on Bedrock) is not first: it takes
-    /// its place by priority among the glob's targets, so a subscription ahead of it is tried
-    /// before it and it carries on at the subscription's cap.
+    /// maps a name that some providers serve — by that name, under their own id for it
+    /// (`serves`: the same model on Bedrock), or any name (`"*"`: a subscription passed
+    /// through) — those providers serve that very model first, by priority, and the glob's
+    /// target follows (without their providers again): at their cap the request fails over to
+    /// the rest instead of "every candidate is rate-limited".
     pub fn resolve_requested(
         &self,
         requested: &str,
     ) -> Result<(Vec<Target>, Selection), ResolveError> {
         let (mapped, by_glob) = self.mapping(requested);
-        let (listed, aliased): (Vec<Target>, Vec<Target>) = if by_glob {
+        let listed: Vec<Target> = if by_glob {
             self.enabled()
                 .filter_map(|p| {
-                    p.model(requested).map(|m| Target {
+                    let any = || p.models.iter().find(|m| m.id == "*");
+                    p.model(requested).or_else(any).map(|m| Target {
                         provider: p.clone(),
                         model: m.clone(),
                     })
                 })
-                .partition(|t| t.model.id == requested)
+                .collect()
         } else {
-            (Vec::new(), Vec::new())
+            Vec::new()
         };
-        let named: std::collections::HashSet<String> = listed
-            .iter()
-            .chain(&aliased)
-            .map(|t| t.provider.id().to_string())
-            .collect();
-        let found = !named.is_empty();
+        // Only a provider that serves the name by itself makes the glob's target wait.
+        let named = listed.iter().any(|t| t.model.id != "*");
         match self.resolve(mapped) {
-            Ok((rest, selection)) if found => {
+            Ok((rest, selection)) if named => {
                 let mut out = listed;
-                let mut after: Vec<Target> = rest
-                    .into_iter()
-                    .filter(|t| !named.contains(t.provider.id()))
-                    .chain(aliased)
-                    .collect();
-                // Stable: the glob's own order, with each aliased provider at its priority.
-                after.sort_by_key(|t| t.provider.config.priority);
-                out.extend(after);
+                let first: std::collections::HashSet<String> =
+                    out.iter().map(|t| t.provider.id().to_string()).collect();
+                out.extend(
+                    rest.into_iter()
+                        .filter(|t| !first.contains(t.provider.id())),
+                );
                 Ok((out, selection))
             }
-            Err(_) if found => {
-                let mut out = listed;
-                out.extend(aliased);
-                Ok((out, Selection::ModelName))
-            }
+            Err(_) if named => Ok((listed, Selection::ModelName)),
             other => other,
         }
     }

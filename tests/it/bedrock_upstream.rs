@@ -266,27 +266,46 @@ async fn a_bedrock_provider_must_know_its_region() {
 }
 
 #[tokio::test]
-async fn the_same_model_on_bedrock_waits_its_turn_behind_a_provider_of_higher_priority() {
-    // `claude-*` goes to every provider by priority; Bedrock has the model under its own id
-    // and still comes after the provider the user put first (a subscription, say).
-    let first = FakeUpstream::start("first").await;
-    first.script([Behavior::Status {
+async fn claude_code_on_its_subscription_goes_on_with_the_same_model_on_bedrock_at_its_cap() {
+    // `claude-*` goes to whoever serves that very model, by priority: the subscription passed
+    // through (any model) first, then the same model on Bedrock — ahead of a provider of another
+    // model, though that one's priority is higher than Bedrock's.
+    const LOGIN: &str = "sk-ant-oat01-alice-subscription-token";
+    let sub = FakeUpstream::start("claude").await;
+    sub.only_subscription(LOGIN);
+    sub.script([Behavior::Status {
         status: 429,
-        body: json!({"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
-        headers: vec![("retry-after".into(), "60".into())],
+        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "This request would exceed your account's rate limit. Please try again later."}}),
+        headers: vec![
+            ("anthropic-ratelimit-unified-status".into(), "rejected".into()),
+            ("anthropic-ratelimit-unified-representative-claim".into(), "five_hour".into()),
+        ],
     }]);
+    let other = FakeUpstream::start("other").await;
     let up = FakeUpstream::start("bk").await;
     fake_account(&up);
     let dir = tempfile::tempdir().unwrap();
     let mut bk = bedrock("bk3", &up, &format!("{ID}:{SECRET}"), "us-west-2");
-    bk["priority"] = json!(2);
+    bk["priority"] = json!(3);
     let baton = Baton::start(
         dir.path(),
-        json!({"providers": [provider("first", &format!("http://{}/v1", first.addr), 1), bk],
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            provider("other", &format!("http://{}/v1", other.addr), 2), bk],
             "modelMap": {"claude-*": "auto"}}),
     )
     .await;
-    let r = baton.messages(turn(false)).send().await.unwrap();
+    let send = || {
+        baton
+            .http
+            .post(format!("{}/v1/messages?beta=true", baton.url))
+            .header("x-baton-key", &baton.key)
+            .header("authorization", format!("Bearer {LOGIN}"))
+            .header("anthropic-version", "2023-06-01")
+            .json(&turn(false))
+    };
+    let r = send().send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "bk3");
     let log = baton.log().await;
@@ -297,8 +316,15 @@ async fn the_same_model_on_bedrock_waits_its_turn_behind_a_provider_of_higher_pr
         .collect();
     assert_eq!(
         tried,
-        ["first", "bk3"],
-        "priority first, then the same model on Bedrock"
+        ["claude-sub", "bk3"],
+        "the subscription, then the same model"
     );
+    assert_eq!(
+        other.received().len(),
+        0,
+        "not another model while one is there"
+    );
+    let sent = serde_json::to_string(&up.bedrock_calls()).unwrap();
+    assert!(!sent.contains(LOGIN), "the login stays with its own vendor");
     baton.stop().await;
 }
