@@ -43,6 +43,19 @@ struct Args {
     /// AWS Bedrock: an API key it takes as a bearer token.
     #[arg(long)]
     bedrock_api_key: Option<String>,
+    /// Google Vertex AI: `PROJECT:REGION` its `/v1/projects/…` routes serve.
+    #[arg(long)]
+    vertex: Option<String>,
+    /// Google Vertex AI: the service account whose JWTs its `/token` endpoint takes, as
+    /// `EMAIL:PUBLIC_KEY_DER_FILE`.
+    #[arg(long)]
+    vertex_account: Option<String>,
+    /// Google Vertex AI: the Anthropic models it serves (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    vertex_models: Vec<String>,
+    /// Google Vertex AI: an access token it already issued (valid for an hour).
+    #[arg(long)]
+    vertex_token: Option<String>,
     /// Worker threads for the server.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -82,6 +95,24 @@ fn main() {
         fake.bedrock_account(id, secret, session, &args.bedrock_region, &models);
         if let Some(key) = &args.bedrock_api_key {
             fake.bedrock_api_key(key);
+        }
+        if let Some(v) = &args.vertex {
+            let (project, region) = v.split_once(':').expect("--vertex PROJECT:REGION");
+            let (email, der) = match &args.vertex_account {
+                Some(a) => {
+                    let (email, file) = a.split_once(':').expect("--vertex-account EMAIL:FILE");
+                    (
+                        email.to_string(),
+                        std::fs::read(file).expect("the public key file"),
+                    )
+                }
+                None => (String::new(), Vec::new()),
+            };
+            let models: Vec<&str> = args.vertex_models.iter().map(String::as_str).collect();
+            fake.vertex_account(project, region, &email, &der, &models);
+            if let Some(t) = &args.vertex_token {
+                fake.vertex_token(t, 3600);
+            }
         }
         println!("listening on http://{}", fake.addr);
         let _ = tokio::signal::ctrl_c().await;

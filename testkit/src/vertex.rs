@@ -287,8 +287,6 @@ pub(crate) async fn predict(
         );
     }
     b.insert("model".into(), json!(model));
-    let mut headers = headers;
-    headers.remove("authorization");
     let answer = crate::anthropic::messages(
         State(s),
         headers,
