@@ -85,7 +85,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       const k = inputs.kind.value;
       keyList.append(el("p", { class: "hint" }, k === "bedrock"
         ? t("No key: Baton signs with the AWS credentials of its environment or profile (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials).")
-        : k === "vertex-anthropic"
+        : k.startsWith("vertex-")
           ? tn("No key: Baton uses the Google application-default credentials ({variable}, or {command}).", { variable: keep("GOOGLE_APPLICATION_CREDENTIALS"), command: keep("gcloud auth application-default login") })
           : t("No key yet (fine for a local server).")));
     }
@@ -193,8 +193,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
         ? tn("Your resource's endpoint, e.g. {example}; its deployments are the models", { example: keep(example) })
         : k === "bedrock"
           ? tn("Your region's runtime endpoint, e.g. {example}; its model ids or inference profiles are the models", { example: keep(example) })
-          : k === "vertex-anthropic"
-            ? tn("Your region's endpoint, e.g. {example}; Vertex model ids ({model}) are the models", { example: keep(example), model: keep("claude-sonnet-4-5@20250929") })
+          : k.startsWith("vertex-")
+            ? tn("Your region's endpoint, e.g. {example}; Vertex model ids ({model}) are the models", { example: keep(example), model: keep(k === "vertex-gemini" ? "gemini-2.5-pro" : "claude-sonnet-4-5@20250929") })
           : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
     }
     // The kind's own fields (Bedrock's region, Vertex AI's project and region).
@@ -207,7 +207,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const keyHint = body.querySelector("#newKeys-kind");
     if (keyHint) {
       keyHint.textContent = k === "bedrock" ? t("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials).")
-        : k === "vertex-anthropic" ? t("A service account's JSON key (paste the whole file), or an access token.") : "";
+        : k.startsWith("vertex-") ? t("A service account's JSON key (paste the whole file), or an access token.") : "";
       keyHint.parentElement.hidden = !keyHint.textContent;
     }
     renderKeys();

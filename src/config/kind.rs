@@ -27,6 +27,9 @@ pub enum ProviderKind {
     /// `https://REGION-aiplatform.googleapis.com/v1`, with `project`); models are Vertex model
     /// ids (`claude-sonnet-4-5@20250929`); OAuth access tokens.
     VertexAnthropic,
+    /// Google Vertex AI: Gemini's API on a company's Google Cloud project (as
+    /// `vertex-anthropic`; models are Gemini model ids).
+    VertexGemini,
     /// The Claude Code CLI (`claude -p`), using its own subscription login.
     ClaudeCli,
     /// The Codex CLI (`codex exec`), using its own ChatGPT login.
@@ -47,6 +50,7 @@ impl ProviderKind {
             ProviderKind::AzureOpenai => Some(Wire::OpenAi),
             ProviderKind::Bedrock => Some(Wire::Anthropic),
             ProviderKind::VertexAnthropic => Some(Wire::Anthropic),
+            ProviderKind::VertexGemini => Some(Wire::Gemini),
             ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
         }
     }
@@ -60,6 +64,7 @@ impl ProviderKind {
             ProviderKind::AzureOpenai => "azure-openai",
             ProviderKind::Bedrock => "bedrock",
             ProviderKind::VertexAnthropic => "vertex-anthropic",
+            ProviderKind::VertexGemini => "vertex-gemini",
             ProviderKind::ClaudeCli => "claude-cli",
             ProviderKind::CodexCli => "codex-cli",
             ProviderKind::GeminiCli => "gemini-cli",
@@ -97,7 +102,7 @@ impl ProviderKind {
     }
 
     /// The CLI's program name on `PATH`, for the CLI kinds.
-    pub const ALL: [ProviderKind; 10] = [
+    pub const ALL: [ProviderKind; 11] = [
         ProviderKind::OpenaiCompatible,
         ProviderKind::OpenaiResponses,
         ProviderKind::Anthropic,
@@ -105,6 +110,7 @@ impl ProviderKind {
         ProviderKind::AzureOpenai,
         ProviderKind::Bedrock,
         ProviderKind::VertexAnthropic,
+        ProviderKind::VertexGemini,
         ProviderKind::ClaudeCli,
         ProviderKind::CodexCli,
         ProviderKind::GeminiCli,
@@ -120,6 +126,7 @@ impl ProviderKind {
             ProviderKind::AzureOpenai => crate::i18n::n_("Azure OpenAI"),
             ProviderKind::Bedrock => crate::i18n::n_("AWS Bedrock"),
             ProviderKind::VertexAnthropic => crate::i18n::n_("Claude on Google Vertex AI"),
+            ProviderKind::VertexGemini => crate::i18n::n_("Gemini on Google Vertex AI"),
             ProviderKind::ClaudeCli => crate::i18n::n_("Claude Code CLI"),
             ProviderKind::CodexCli => crate::i18n::n_("Codex CLI"),
             ProviderKind::GeminiCli => crate::i18n::n_("Gemini CLI"),
@@ -136,6 +143,7 @@ impl ProviderKind {
             ProviderKind::AzureOpenai => "Az",
             ProviderKind::Bedrock => "Bk",
             ProviderKind::VertexAnthropic => "Vx",
+            ProviderKind::VertexGemini => "VG",
             ProviderKind::ClaudeCli => "CC",
             ProviderKind::CodexCli => "CX",
             ProviderKind::GeminiCli => "GC",
@@ -152,6 +160,7 @@ impl ProviderKind {
             ProviderKind::AzureOpenai => Some("https://NAME.openai.azure.com"),
             ProviderKind::Bedrock => Some("https://bedrock-runtime.us-east-1.amazonaws.com"),
             ProviderKind::VertexAnthropic => Some("https://us-east5-aiplatform.googleapis.com/v1"),
+            ProviderKind::VertexGemini => Some("https://us-central1-aiplatform.googleapis.com/v1"),
             _ => None,
         }
     }
@@ -160,7 +169,7 @@ impl ProviderKind {
     pub fn fields(self) -> &'static [&'static str] {
         match self {
             ProviderKind::Bedrock => &["region"],
-            ProviderKind::VertexAnthropic => &["project", "region"],
+            ProviderKind::VertexAnthropic | ProviderKind::VertexGemini => &["project", "region"],
             _ => &[],
         }
     }

@@ -295,7 +295,10 @@ fn validate_cloud(
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
     let bedrock = p.kind == super::ProviderKind::Bedrock;
-    let vertex = p.kind == super::ProviderKind::VertexAnthropic;
+    let vertex = matches!(
+        p.kind,
+        super::ProviderKind::VertexAnthropic | super::ProviderKind::VertexGemini
+    );
     if !bedrock && p.aws_profile.is_some() {
         return Err(err(
             "awsProfile",
@@ -305,7 +308,7 @@ fn validate_cloud(
     if !vertex && p.project.is_some() {
         return Err(err(
             "project",
-            crate::i18n::msg("only the vertex-anthropic kind takes `project`", &[]),
+            crate::i18n::msg("only the Vertex AI kinds take `project`", &[]),
         ));
     }
     if let Some(r) = &p.region {
@@ -316,10 +319,7 @@ fn validate_cloud(
         if !bedrock && !vertex {
             return Err(err(
                 "region",
-                crate::i18n::msg(
-                    "only the bedrock and vertex-anthropic kinds take `region`",
-                    &[],
-                ),
+                crate::i18n::msg("only the bedrock and Vertex AI kinds take `region`", &[]),
             ));
         }
         if !ok {

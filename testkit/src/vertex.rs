@@ -1,4 +1,4 @@
-//! Google Vertex AI's routes for Anthropic's models, and Google's OAuth token endpoint, as strict
+//! Google Vertex AI's routes for Anthropic's and Google's models, and Google's OAuth token endpoint, as strict
 //! as they are before a request reaches a model. The token endpoint (`POST /token`) takes a
 //! service account's JWT only when its RS256 signature verifies with the account's public key
 //! (checked here with ring) and its claims are Google's (issuer, audience, scope, a lifetime of
@@ -6,7 +6,7 @@
 //! when it is the account's. The model routes take only an unexpired token of its own, the
 //! account's project and region, a model of the account's, the method that matches `stream`,
 //! and the Messages body as Vertex takes it (its `anthropic_version`, no `model`); the answer is
-//! the Anthropic fake's.
+//! the Anthropic fake's, or for a Gemini model the Gemini fake's.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -241,12 +241,28 @@ pub(crate) async fn predict(
     if project != a.project {
         return google_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", &format!("Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/{resource}' (or it may not exist)."));
     }
-    if region != a.region || publisher != "anthropic" || !a.models.contains(&model.to_string()) {
+    let known = matches!(publisher.as_str(), "anthropic" | "google");
+    if region != a.region || !known || !a.models.contains(&model.to_string()) {
         return google_error(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
             &format!("Publisher Model `{resource}` not found."),
         );
+    }
+    // Google's own models take the Gemini API's body at `:generateContent`.
+    if publisher == "google" {
+        if !matches!(
+            method,
+            "generateContent" | "streamGenerateContent" | "countTokens"
+        ) {
+            return google_error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "The requested URL was not found on this server.",
+            );
+        }
+        let rest = rest.clone();
+        return crate::gemini::generate(State(s), Path(rest), headers, body).await;
     }
     let Ok(Value::Object(mut b)) = serde_json::from_slice::<Value>(&body) else {
         return google_error(

@@ -11,7 +11,7 @@ import time
 import anthropic
 
 from conftest import Baton, Fake
-from test_claude_code import CLAUDE, claude_turn, logged_in, on_subscription
+from test_claude_code import claude_turn, on_default_model, on_subscription
 
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -94,25 +94,8 @@ def test_claude_code_goes_on_with_the_same_model_on_bedrock_at_its_cap_and_comes
     hits the cap between turns: the rest runs on the same model on Bedrock, signed with the AWS
     profile Baton finds (no key typed); the tool outputs go along; after the reset the next task
     is the subscription's again. Claude Code runs on its default model, whatever it is."""
-    import pytest
-    if not os.path.exists(CLAUDE):
-        if os.environ.get("CI"):
-            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
-        pytest.skip("Claude Code not installed")
     token = "sk-ant-oat01-fake-subscription-login-bedrock-0001"
-    home, work = logged_in(tmp_path, token)
-
-    # Which model Claude Code asks for by default: one turn on the subscription alone.
-    sub = Fake("claude", "--subscription", token)
-    (tmp_path / "probe").mkdir()
-    probe = Baton(tmp_path / "probe", [
-        {"id": "claude-sub", "name": "Claude", "kind": "anthropic", "baseUrl": sub.url + "/v1",
-         "credentials": "client", "models": ["*"], "priority": 1}])
-    try:
-        claude_turn(work, on_subscription(home, probe), "say hi", timeout=180)
-        default = sub.stats()["last"]["model"]
-    finally:
-        probe.stop()
+    home, work, sub, default = on_default_model(tmp_path, token)
     bedrock_id = f"us.anthropic.{default}-v1:0"
 
     # The AWS profile of a shared credentials file, as the AWS tools leave it.

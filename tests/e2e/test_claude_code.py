@@ -38,6 +38,32 @@ def on_subscription(home, gw):
     }
 
 
+def need_claude():
+    if not os.path.exists(CLAUDE):
+        if os.environ.get("CI"):
+            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+        pytest.skip("Claude Code not installed (scripts/test installs it)")
+
+
+def on_default_model(tmp_path, token):
+    """Claude Code logged in to a (fake) subscription, that subscription's fake, and the model
+    Claude Code asks for by default, found by one turn through a Baton with the subscription
+    alone: a test then sets up the same model elsewhere, whatever the newest release's default."""
+    from conftest import Baton, Fake
+    need_claude()
+    home, work = logged_in(tmp_path, token)
+    sub = Fake("claude", "--subscription", token)
+    (tmp_path / "probe").mkdir()
+    probe = Baton(tmp_path / "probe", [
+        {"id": "claude-sub", "name": "Claude", "kind": "anthropic", "baseUrl": sub.url + "/v1",
+         "credentials": "client", "models": ["*"], "priority": 1}])
+    try:
+        claude_turn(work, on_subscription(home, probe), "say hi", timeout=180)
+        return home, work, sub, sub.stats()["last"]["model"]
+    finally:
+        probe.stop()
+
+
 def claude_turn(work, env, prompt, *extra, timeout=120):
     """One `claude -p` task in JSON: it must succeed; its result object."""
     out = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json", *extra], cwd=work,

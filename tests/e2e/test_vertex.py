@@ -14,7 +14,7 @@ import time
 import anthropic
 
 from conftest import Baton, Fake
-from test_claude_code import CLAUDE, claude_turn, logged_in, on_subscription
+from test_claude_code import claude_turn, on_default_model, on_subscription
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "vertex"
 EMAIL = "baton-e2e@acme-prod-1.iam.gserviceaccount.com"
@@ -85,23 +85,8 @@ def test_claude_code_goes_on_with_the_same_model_on_vertex_at_its_cap_and_comes_
     """One multi-turn task on Claude Code's own subscription hits the cap between turns: the
     rest runs on the same model on Vertex AI with a token Baton got for the service account of
     GOOGLE_APPLICATION_CREDENTIALS; after the reset the next task is the subscription's."""
-    import pytest
-    if not os.path.exists(CLAUDE):
-        if os.environ.get("CI"):
-            pytest.fail(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
-        pytest.skip("Claude Code not installed")
     token = "sk-ant-oat01-fake-subscription-login-vertex-0001"
-    home, work = logged_in(tmp_path, token)
-    sub = Fake("claude", "--subscription", token)
-    (tmp_path / "probe").mkdir()
-    probe = Baton(tmp_path / "probe", [
-        {"id": "claude-sub", "name": "Claude", "kind": "anthropic", "baseUrl": sub.url + "/v1",
-         "credentials": "client", "models": ["*"], "priority": 1}])
-    try:
-        claude_turn(work, on_subscription(home, probe), "say hi", timeout=180)
-        default = sub.stats()["last"]["model"]
-    finally:
-        probe.stop()
+    home, work, sub, default = on_default_model(tmp_path, token)
 
     vx = vertex_fake("vx", default)
     application_default(tmp_path, vx)

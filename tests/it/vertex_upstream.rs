@@ -155,3 +155,64 @@ fn a_vertex_provider_needs_its_project_and_region() {
     let err = parse(ok).expect_err("no region");
     assert!(err.to_string().contains("region"), "{err}");
 }
+
+#[tokio::test]
+async fn a_gemini_client_reaches_gemini_on_vertex_with_its_own_body_and_a_chat_client_translated() {
+    let up = FakeUpstream::start("vg").await;
+    up.vertex_account(
+        "acme-prod-1",
+        "us-central1",
+        EMAIL,
+        PUBLIC_KEY,
+        &["gemini-2.5-pro"],
+    );
+    std::env::set_var("BT_VERTEX_GEMINI", sa_key(&up));
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "vg", "kind": "vertex-gemini",
+            "baseUrl": format!("http://{}/v1", up.addr), "region": "us-central1",
+            "project": "acme-prod-1", "models": ["gemini-2.5-pro"],
+            "keys": [{"env": "BT_VERTEX_GEMINI"}]}]}),
+    )
+    .await;
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hello"}]}],
+        "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]});
+    let r = baton
+        .http
+        .post(format!(
+            "{}/v1beta/models/gemini-2.5-pro:generateContent",
+            baton.url
+        ))
+        .header("x-goog-api-key", &baton.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["candidates"][0]["content"]["parts"][0]["text"],
+        "vg: hello"
+    );
+    let got = &up.received()[0];
+    assert_eq!(got.body["path"], "gemini-2.5-pro:generateContent");
+    assert_eq!(got.body["body"], body, "the client's body, as it came");
+    let auth = got.headers["authorization"].to_str().unwrap();
+    assert!(auth.starts_with("Bearer ya29.fake-vg-"), "{auth}");
+    assert!(got.headers.get("x-goog-api-key").is_none());
+
+    let r = baton
+        .post(chat_body("gemini-2.5-pro", "hi", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert_eq!(stream_text(&sse_data(&text)), "vg: hi");
+    assert_eq!(
+        up.received()[1].body["path"],
+        "gemini-2.5-pro:streamGenerateContent"
+    );
+    baton.stop().await;
+}

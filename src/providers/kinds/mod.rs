@@ -279,6 +279,7 @@ pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platfo
         K::AzureOpenai => &azure_openai::AzureOpenAi,
         K::Bedrock => &bedrock::Bedrock,
         K::VertexAnthropic => &vertex::VertexAnthropic,
+        K::VertexGemini => &vertex::VertexGemini,
         K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
     })
 }
@@ -363,6 +364,21 @@ pub async fn exchanged(
         Some(made) => made.await.map(Some),
         None => Ok(None),
     }
+}
+
+/// Puts a credential on `req` as `name: value`, marked sensitive so no debug output shows it:
+/// every platform that authenticates its own way does it here.
+pub(crate) fn put_secret(
+    req: &mut reqwest::Request,
+    name: reqwest::header::HeaderName,
+    value: &str,
+) -> Result<(), Classified> {
+    let mut v = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+        crate::limits::classify_transport("the credential is not a valid header value")
+    })?;
+    v.set_sensitive(true);
+    req.headers_mut().insert(name, v);
+    Ok(())
 }
 
 /// How `p`'s answer with `content_type` is framed.

@@ -77,12 +77,7 @@ impl Platform for AzureOpenAi {
                 secret.to_string(),
             )
         };
-        let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
-            crate::limits::classify_transport("the key is not a valid header value")
-        })?;
-        value.set_sensitive(true);
-        req.headers_mut().insert(name, value);
-        Ok(())
+        super::put_secret(req, name, &value)
     }
 
     fn models_url(&self, p: &ProviderEntry) -> Option<String> {

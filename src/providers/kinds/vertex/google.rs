@@ -24,6 +24,9 @@ const TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 /// A token is renewed this long before it expires.
 const EARLY_MS: i64 = 5 * 60_000;
 
+/// The largest token answer read.
+const MAX_ANSWER: u64 = 64 * 1024;
+
 /// Tokens kept at most (one per credential in use).
 const KEPT: usize = 64;
 
@@ -213,7 +216,22 @@ async fn exchange(
             ))
         })?;
     let status = resp.status();
-    let body = resp.bytes().await.unwrap_or_default();
+    // A token answer is a few hundred bytes; a larger one is not read.
+    if resp.content_length().is_some_and(|n| n > MAX_ANSWER) {
+        return Err(refused(
+            "Google's token endpoint answered with more than a token",
+        ));
+    }
+    let mut body = Vec::new();
+    let mut resp = resp;
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > MAX_ANSWER {
+            return Err(refused(
+                "Google's token endpoint answered with more than a token",
+            ));
+        }
+    }
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let token = v.get("access_token").and_then(Value::as_str);
     match token {

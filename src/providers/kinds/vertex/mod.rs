@@ -1,14 +1,16 @@
-//! Google Vertex AI: Anthropic's Messages API on a company's Google Cloud project. The bytes are
-//! the Messages API's (`anthropic`: a Claude Code turn keeps its thinking, cache control and
-//! tools, and a stream is the same server-sent events); what is Vertex's is where and how:
+//! Google Vertex AI: Anthropic's Messages API ([`VertexAnthropic`]) and Gemini's API
+//! ([`VertexGemini`]) on a company's Google Cloud project. The bytes are those APIs' (a Claude
+//! Code turn keeps its thinking, cache control and tools; a Gemini client's body goes as it
+//! came); what is Vertex's is where and how:
 //!
 //! - `baseUrl` is the regional endpoint, `https://REGION-aiplatform.googleapis.com/v1`
 //!   (`https://aiplatform.googleapis.com/v1` for the `global` region), with `project`; each
-//!   model is a Vertex model id (`claude-sonnet-4-5@20250929`), which also answers to its
-//!   Anthropic names. `POST {baseUrl}/projects/P/locations/R/publishers/anthropic/models/M:rawPredict`
-//!   (`:streamRawPredict` for a stream);
-//! - the body is the Messages API's without `model`, with `anthropic_version:
-//!   "vertex-2023-10-16"` (Google's documented value; `stream` stays);
+//!   model is a Vertex model id (`claude-sonnet-4-5@20250929`, which also answers to its
+//!   Anthropic names; `gemini-2.5-pro`). `POST {baseUrl}/projects/P/locations/R/publishers/anthropic/models/M:rawPredict`
+//!   (`:streamRawPredict` for a stream), or `…/publishers/google/models/M:generateContent`
+//!   (`:streamGenerateContent?alt=sse`);
+//! - a Messages body goes without `model`, with `anthropic_version: "vertex-2023-10-16"`
+//!   (Google's documented value; `stream` stays); a Gemini body as the Gemini API's;
 //! - authentication ([`google`]): an OAuth access token as a bearer, from the key (a token or a
 //!   service account's JSON key) or the application-default credentials, exchanged before the
 //!   request is built ([`Platform::exchange`]);
@@ -18,7 +20,7 @@ pub mod google;
 
 use futures_util::future::BoxFuture;
 
-use super::{anthropic, Platform, UpstreamKind};
+use super::{anthropic, gemini, Platform, UpstreamKind};
 use crate::limits::Classified;
 use crate::providers::{ApiKey, ProviderEntry};
 
@@ -74,13 +76,7 @@ impl Platform for VertexAnthropic {
         key: Option<&'a ApiKey>,
         now_ms: i64,
     ) -> Option<BoxFuture<'a, Result<ApiKey, Classified>>> {
-        Some(Box::pin(async move {
-            let token = google::token(client, key.map(|k| k.secret.expose()), now_ms).await?;
-            Ok(ApiKey {
-                id: key.map(|k| k.id.clone()).unwrap_or_default(),
-                secret: crate::providers::Secret::new(token),
-            })
-        }))
+        Some(exchange(client, key, now_ms))
     }
 
     fn sign(
@@ -90,19 +86,7 @@ impl Platform for VertexAnthropic {
         key: Option<&ApiKey>,
         _now_ms: i64,
     ) -> Result<(), Classified> {
-        let Some(key) = key else {
-            return Err(crate::limits::classify_transport(
-                "no Google access token for Vertex AI",
-            ));
-        };
-        let mut v =
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.secret.expose()))
-                .map_err(|_| {
-                    crate::limits::classify_transport("the token is not a valid header value")
-                })?;
-        v.set_sensitive(true);
-        req.headers_mut().insert(reqwest::header::AUTHORIZATION, v);
-        Ok(())
+        bearer(req, key)
     }
 
     /// Vertex lists no publisher models Baton reads: the configured ones are the ones there are.
@@ -119,6 +103,93 @@ impl Platform for VertexAnthropic {
             _ => Vec::new(),
         }
     }
+}
+
+/// Google Vertex AI's platform for Gemini models: the Gemini API's body and events at a
+/// publisher model of Google's, with the same access token.
+pub struct VertexGemini;
+
+impl Platform for VertexGemini {
+    fn api(&self) -> &'static dyn UpstreamKind {
+        &gemini::Gemini
+    }
+
+    /// The models' collection: the Gemini API adds `/{model}:generateContent`.
+    fn url(&self, p: &ProviderEntry, _model: &str, _stream: bool) -> Option<reqwest::Url> {
+        publisher_models(p, "google")
+    }
+
+    fn own_auth(&self) -> bool {
+        true
+    }
+
+    fn exchange<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        _p: &'a ProviderEntry,
+        key: Option<&'a ApiKey>,
+        now_ms: i64,
+    ) -> Option<BoxFuture<'a, Result<ApiKey, Classified>>> {
+        Some(exchange(client, key, now_ms))
+    }
+
+    fn sign(
+        &self,
+        req: &mut reqwest::Request,
+        _p: &ProviderEntry,
+        key: Option<&ApiKey>,
+        _now_ms: i64,
+    ) -> Result<(), Classified> {
+        bearer(req, key)
+    }
+
+    fn models_url(&self, _p: &ProviderEntry) -> Option<String> {
+        None
+    }
+}
+
+/// `{baseUrl}/projects/P/locations/R/publishers/{publisher}/models`.
+fn publisher_models(p: &ProviderEntry, publisher: &str) -> Option<reqwest::Url> {
+    let base = p.config.base_url.trim_end_matches('/');
+    let region = p.config.vertex_region()?;
+    let project = p.config.project.as_deref()?;
+    let mut url = reqwest::Url::parse(&format!("{base}/")).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .extend(["projects", project, "locations", &region])
+        .extend(["publishers", publisher, "models"]);
+    Some(url)
+}
+
+/// The access token for `key` (or the application-default credentials), as the key a request
+/// is signed with.
+fn exchange<'a>(
+    client: &'a reqwest::Client,
+    key: Option<&'a ApiKey>,
+    now_ms: i64,
+) -> BoxFuture<'a, Result<ApiKey, Classified>> {
+    Box::pin(async move {
+        let token = google::token(client, key.map(|k| k.secret.expose()), now_ms).await?;
+        Ok(ApiKey {
+            id: key.map(|k| k.id.clone()).unwrap_or_default(),
+            secret: crate::providers::Secret::new(token),
+        })
+    })
+}
+
+/// The access token as a bearer.
+fn bearer(req: &mut reqwest::Request, key: Option<&ApiKey>) -> Result<(), Classified> {
+    let Some(key) = key else {
+        return Err(crate::limits::classify_transport(
+            "no Google access token for Vertex AI",
+        ));
+    };
+    super::put_secret(
+        req,
+        reqwest::header::AUTHORIZATION,
+        &format!("Bearer {}", key.secret.expose()),
+    )
 }
 
 #[cfg(test)]

@@ -97,11 +97,8 @@ impl Auth {
     ) -> Result<(), Classified> {
         let (id, secret, session) = match self {
             Auth::ApiKey(key) => {
-                let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-                    .map_err(|_| refused("the key is not a valid header value"))?;
-                v.set_sensitive(true);
-                req.headers_mut().insert(reqwest::header::AUTHORIZATION, v);
-                return Ok(());
+                let bearer = format!("Bearer {key}");
+                return super::super::put_secret(req, reqwest::header::AUTHORIZATION, &bearer);
             }
             Auth::Keys {
                 id,
@@ -146,17 +143,14 @@ impl Auth {
         let (instructions, _) = sign(signable, &params)
             .map_err(|e| refused(format!("SigV4: {e}")))?
             .into_parts();
-        let mut signed = Vec::new();
-        for (name, value) in instructions.headers() {
+        let signed: Vec<(String, String)> = instructions
+            .headers()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        for (name, value) in signed {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| refused("SigV4 made an invalid header"))?;
-            let mut value = reqwest::header::HeaderValue::from_str(value)
-                .map_err(|_| refused("SigV4 made an invalid header"))?;
-            value.set_sensitive(true);
-            signed.push((name, value));
-        }
-        for (name, value) in signed {
-            req.headers_mut().insert(name, value);
+            super::super::put_secret(req, name, &value)?;
         }
         Ok(())
     }
