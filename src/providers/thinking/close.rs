@@ -19,7 +19,7 @@ pub(super) fn close(body: &mut Map<String, Value>) -> usize {
     let Some(Value::Array(msgs)) = body.get_mut("messages") else {
         return 0;
     };
-    let Some(run) = super::final_assistant_run(msgs) else {
+    let Some(run) = super::turns::final_assistant_run(msgs) else {
         return 0;
     };
     let start = *run.start();
@@ -41,7 +41,7 @@ pub(super) fn close(body: &mut Map<String, Value>) -> usize {
         }
     }
     // A message that held only thinking is empty now: the API refuses empty turns.
-    super::drop_empty_turns(msgs);
+    super::turns::drop_empty_turns(msgs);
     names.len()
 }
 

@@ -13,6 +13,7 @@
 //! thinking switched off for that one request.
 
 mod close;
+mod turns;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -178,7 +179,7 @@ pub fn strip(body: &mut Map<String, Value>, keep: Keep) -> Stripped {
         });
         out.blocks += before - blocks.len();
     }
-    drop_empty_turns(msgs);
+    turns::drop_empty_turns(msgs);
     // Whatever left the last tool turn without thinking (blocks removed here, or a turn
     // another provider served, which had none to give), the API would refuse the request.
     if thinking_on(body) && !last_turn_starts_thinking(body) {
@@ -209,7 +210,7 @@ fn last_turn_starts_thinking(body: &Map<String, Value>) -> bool {
         .get("messages")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let Some(run) = final_assistant_run(all) else {
+    let Some(run) = turns::final_assistant_run(all) else {
         return true;
     };
     let blocks: Vec<&Value> = all[run].iter().flat_map(content).collect();
@@ -217,29 +218,6 @@ fn last_turn_starts_thinking(body: &Map<String, Value>) -> bool {
         .iter()
         .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"));
     !calls || blocks.first().is_some_and(|b| is_thinking(b))
-}
-
-/// Where the last assistant turn is: the last run of consecutive assistant messages (the API
-/// joins them into one turn).
-fn final_assistant_run(msgs: &[Value]) -> Option<std::ops::RangeInclusive<usize>> {
-    let assistant = |m: &Value| m.get("role").and_then(Value::as_str) == Some("assistant");
-    let end = msgs.iter().rposition(assistant)?;
-    let start = msgs[..end]
-        .iter()
-        .rposition(|m| !assistant(m))
-        .map_or(0, |p| p + 1);
-    Some(start..=end)
-}
-
-/// An assistant turn left empty (it held only thinking) would be refused: dropped.
-fn drop_empty_turns(msgs: &mut Vec<Value>) {
-    msgs.retain(|m| {
-        m.get("role").and_then(Value::as_str) != Some("assistant")
-            || !m
-                .get("content")
-                .and_then(Value::as_array)
-                .is_some_and(Vec::is_empty)
-    });
 }
 
 /// Whether an error is Anthropic refusing the conversation's thinking: a block's signature, a
