@@ -33,6 +33,8 @@ pub(crate) struct Account {
     pub region: String,
     pub api_keys: Vec<String>,
     pub models: Vec<String>,
+    /// Streams that get a `throttlingException` frame after their 200, before any event.
+    pub stream_exceptions: usize,
 }
 
 impl FakeUpstream {
@@ -62,6 +64,12 @@ impl FakeUpstream {
             .unwrap()
             .api_keys
             .push(key.into());
+    }
+
+    /// Its next `n` streams answer 200 and then a `throttlingException` frame, as Bedrock does
+    /// when a limit is met once the stream has begun.
+    pub fn bedrock_throttle_streams(&self, n: usize) {
+        self.shared.bedrock.lock().unwrap().stream_exceptions = n;
     }
 
     /// Every request its Bedrock routes took: the path as sent, the headers, the body.
@@ -135,6 +143,22 @@ pub(crate) async fn invoke(
             "The provided model identifier is invalid.",
         );
     }
+    if stream && take_exception(&s) {
+        let frame = message(
+            &[
+                (":exception-type", "throttlingException"),
+                (":content-type", "application/json"),
+                (":message-type", "exception"),
+            ],
+            br#"{"message":"Too many tokens, please wait before trying again."}"#,
+        );
+        let mut r = Response::new(Body::from(frame));
+        r.headers_mut().insert(
+            "content-type",
+            HeaderValue::from_static("application/vnd.amazon.eventstream"),
+        );
+        return r;
+    }
     // What remains is the Messages API's: the Anthropic fake answers it.
     let mut headers = headers;
     if let Some(Value::Array(betas)) = b.remove("anthropic_beta") {
@@ -161,6 +185,14 @@ pub(crate) async fn invoke(
     );
     parts.headers.remove("content-length");
     Response::from_parts(parts, Body::from_stream(frames(body)))
+}
+
+/// Whether this stream is one of those told to meet an exception.
+fn take_exception(s: &Shared) -> bool {
+    let mut a = s.bedrock.lock().unwrap();
+    let take = a.stream_exceptions > 0;
+    a.stream_exceptions = a.stream_exceptions.saturating_sub(1);
+    take
 }
 
 /// The Anthropic fake's SSE body as event-stream `chunk` messages, one per event.

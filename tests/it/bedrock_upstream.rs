@@ -328,3 +328,34 @@ async fn claude_code_on_its_subscription_goes_on_with_the_same_model_on_bedrock_
     assert!(!sent.contains(LOGIN), "the login stays with its own vendor");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn a_throttling_exception_inside_the_stream_fails_over_before_any_content() {
+    let up = FakeUpstream::start("bk").await;
+    fake_account(&up);
+    up.bedrock_throttle_streams(1);
+    let backup = FakeUpstream::start("bk-backup").await;
+    fake_account(&backup);
+    let dir = tempfile::tempdir().unwrap();
+    let mut second = bedrock("bk-two", &backup, &format!("{ID}:{SECRET}"), "us-west-2");
+    second["priority"] = json!(2);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [bedrock("bk-one", &up, &format!("{ID}:{SECRET}"), "us-west-2"), second]}),
+    )
+    .await;
+    let r = baton.messages(turn(true)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "bk-two");
+    let text = r.text().await.unwrap();
+    assert_eq!(streamed_text(&text), "bk-backup: hello", "{text}");
+    assert!(
+        !text.contains("Too many tokens"),
+        "the client never sees the first one's error"
+    );
+    let log = baton.log().await;
+    let first = &log[0].attempts[0];
+    assert_eq!(first.provider, "bk-one");
+    assert_eq!(first.class.as_str(), "rate", "{first:?}");
+    baton.stop().await;
+}
