@@ -11,7 +11,7 @@ use futures_util::Stream;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
 use crate::store::LogFilter;
 
 /// `GET /admin/log?limit=&offset=&provider=&outcome=ok|error&sinceMs=&untilMs=`: request-log

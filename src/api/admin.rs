@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
+use super::state::AppState;
 use super::views::{AdminState, KeyView, ProviderView};
-use super::AppState;
 use crate::gateway::Core;
 use crate::limits::CooldownEntry;
 
@@ -57,7 +57,7 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, Ap
     Ok(Json(AdminState {
         now_ms: now,
         providers,
-        shared_state: super::shared_state(core).to_string(),
+        shared_state: super::state::shared_state(core).to_string(),
         paused: core.is_paused(),
         kinds: super::views::KindView::all(),
     }))

@@ -180,7 +180,7 @@ pub(crate) fn listing_client(
     core: &crate::gateway::Core,
     presented: Option<&str>,
 ) -> Result<std::sync::Arc<crate::clients::Client>, ApiError> {
-    let client = super::authenticate(core, presented)?;
+    let client = super::state::authenticate(core, presented)?;
     let now = core.routing.clock.now_ms();
     core.clients
         .gate(&client, now)

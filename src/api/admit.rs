@@ -26,7 +26,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::budget::{self, Charge};
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
 use crate::clients::Client;
 
 /// A unit of work's bytes, as its transport brings them.
@@ -85,7 +85,7 @@ pub(crate) async fn admit(
     request_id: String,
 ) -> Result<Admitted, Refusal> {
     let core = &state.core;
-    let client = super::authenticate(core, presented.as_deref())?;
+    let client = super::state::authenticate(core, presented.as_deref())?;
     if let Some(p) = &presented {
         scrub(core, p, headers);
     }
@@ -98,7 +98,7 @@ pub(crate) async fn admit(
     let (body, mut charge) = match source {
         Source::Http { body, declared } => {
             let mut charge = Charge::default();
-            let bytes = budget::read_body(state, declared, body, &mut charge)
+            let bytes = budget::read_body(&state.core, &state.inbound, declared, body, &mut charge)
                 .await
                 .map_err(refused)?;
             (bytes, charge)

@@ -220,14 +220,13 @@ impl Refused {
 /// The body is charged to `charge` as it arrives; the caller (`api::admit`) then charges what
 /// parsing it will cost.
 pub(crate) async fn read_body(
-    state: &super::AppState,
+    core: &crate::gateway::Core,
+    inbound: &Inbound,
     declared: Option<usize>,
     body: axum::body::Body,
     charge: &mut Charge,
 ) -> Result<Bytes, ApiError> {
     use futures_util::StreamExt;
-    let core = &state.core;
-    let inbound = &state.inbound;
     let over_budget = |r: Refused| r.error(core.server.memory_budget_bytes);
     let max = core.server.max_body_bytes;
     let too_large = || too_large(max);

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
 use super::json::{object_body, JsonBody};
-use super::AppState;
+use super::state::AppState;
 use crate::clients::ClientPolicy;
 use crate::gateway::Core;
 

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
-use super::{AppState, Peer};
+use super::state::{AppState, Peer};
 use crate::connect::{self, App, ConnectError, Mode, Plan, Target};
 
 #[derive(Deserialize, Default)]

@@ -11,9 +11,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::dialect::Dialect;
+use super::dialect::contract::Dialect;
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
 use crate::canonical::ChatRequest;
 use crate::providers::{ClientCredential, ProviderEntry};
 use crate::router::snapshot::Target;

@@ -17,7 +17,7 @@ use super::admin::provider_json;
 use super::error::ApiError;
 use super::json::{object_body, JsonBody, Shape};
 pub(super) use super::key_refs::{check_key_refs, Bounds};
-use super::AppState;
+use super::state::AppState;
 use crate::config::{ConfigError, ProviderConfig, SecretRef};
 use crate::gateway::Core;
 use crate::store::EditError;

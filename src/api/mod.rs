@@ -24,6 +24,7 @@ mod render;
 mod reply;
 pub(crate) mod routing;
 pub mod settings;
+mod state;
 mod statusline;
 mod transfer;
 pub(crate) mod ui;
@@ -31,6 +32,10 @@ mod update;
 pub mod views;
 mod web_search;
 pub(crate) mod websocket;
+
+pub(crate) use state::shared_state;
+use state::strip_port;
+pub use state::{authenticate, AppState, Peer};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,20 +51,6 @@ use serde_json::json;
 use crate::config::validate::is_loopback_host;
 use crate::gateway::Core;
 use error::ApiError;
-
-/// The address a request came from (a request extension the accept loop adds).
-#[derive(Clone, Copy, Debug)]
-pub struct Peer(pub std::net::IpAddr);
-
-#[derive(Clone)]
-pub struct AppState {
-    pub core: Arc<Core>,
-    /// The address the gateway actually listens on (the config may say port 0).
-    pub addr: SocketAddr,
-    allowed_hosts: Arc<Vec<String>>,
-    /// Concurrent inbound requests and the memory budget they share.
-    pub inbound: Arc<budget::Inbound>,
-}
 
 /// The complete router. Long because it is the route table: one line per endpoint, read as a
 /// list.
@@ -211,27 +202,6 @@ async fn host_guard(State(state): State<AppState>, req: Request, next: Next) -> 
     .into_response()
 }
 
-fn strip_port(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-        _ => host,
-    }
-}
-
-/// The client the presented gateway key belongs to (found where the client's API presents it:
-/// `Dialect::presented_key`), or a 401.
-pub fn authenticate(
-    core: &Core,
-    presented: Option<&str>,
-) -> Result<Arc<crate::clients::Client>, ApiError> {
-    presented
-        .and_then(|k| core.keys.client(k))
-        .ok_or_else(ApiError::unauthorized)
-}
-
 async fn health(State(state): State<AppState>) -> axum::response::Response {
     let core = &state.core;
     let snap = core.routing.snapshot.load();
@@ -273,15 +243,6 @@ async fn health(State(state): State<AppState>) -> axum::response::Response {
         "sharedState": shared_state(core),
     }));
     axum::response::IntoResponse::into_response((code, body))
-}
-
-/// `local` (SQLite only), or whether the shared Redis answers (`up` / `down`).
-pub(crate) fn shared_state(core: &Core) -> &'static str {
-    match core.routing.shared.is_up() {
-        None => "local",
-        Some(true) => "up",
-        Some(false) => "down",
-    }
 }
 
 /// `GET /`: a browser goes to the web UI; anything else learns where things are.

@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::admission::client_targets;
 use super::admit::{Admitted, Source};
-use super::dialect::{Cx, Dialect, Parsed};
+use super::dialect::contract::{Cx, Dialect, Parsed};
 use super::error::ApiError;
 use super::failure::resolve_error;
 use super::reply::{attempt_details, header_value, new_request_id};
-use super::AppState;
+use super::state::AppState;
 use crate::router::record::Record;
 use crate::router::{self, Inbound, Served};
 

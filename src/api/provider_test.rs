@@ -15,7 +15,7 @@ use super::json::{JsonBody, Shape};
 use super::manage::{
     body_json, check_key_refs, field_error, not_found, parse_provider_value, validate, Bounds,
 };
-use super::AppState;
+use super::state::AppState;
 use crate::config::{ProviderConfig, SecretRef};
 use crate::gateway::Core;
 

@@ -6,11 +6,11 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::dialect::{Cx, Dialect};
+use super::dialect::contract::{Cx, Dialect};
 use super::error::ApiError;
 use super::failure::{candidates, failure_to_error};
 use super::reply::gateway_headers;
-use super::AppState;
+use super::state::AppState;
 use crate::router::record::Record;
 use crate::router::{Completed, Failure, Inbound, Reply, Streamed};
 

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
-use super::AppState;
+use super::state::AppState;
 use crate::config::{ConfigError, RouteConfig, RouteDetail};
 use crate::gateway::{Core, UI_MODEL_MAP, UI_ROUTES};
 

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
 use super::json::{object_body, JsonBody};
-use super::AppState;
+use super::state::AppState;
 use crate::events::Notification;
 use crate::gateway::Core;
 use crate::i18n::{tr, Lang};

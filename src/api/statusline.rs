@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
 use crate::router::affinity::Conversation;
 
 #[derive(Deserialize)]

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::manage::{check_key_refs, field_error, store_error, Bounds};
-use super::AppState;
+use super::state::AppState;
 use crate::config::{ConfigError, ProviderConfig};
 use crate::gateway::Core;
 

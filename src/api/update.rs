@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{object_body, JsonBody};
-use super::AppState;
+use super::state::AppState;
 use crate::gateway::Core;
 use crate::update::{self, UpdateError, UpdateSettings};
 

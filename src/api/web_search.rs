@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::json::{JsonBody, Shape};
-use super::AppState;
+use super::state::AppState;
 use crate::gateway::Core;
 use crate::search::{Backend, SearchSettings, SETTING};
 

@@ -95,7 +95,8 @@ fn malformed(what: &str) -> Response {
     )
 }
 
-/// `POST /model/{id}/{invoke | invoke-with-response-stream}`.
+/// `POST /model/{id}/{invoke | invoke-with-response-stream}`. Long because it is Bedrock's checks
+/// in its order, each with AWS's own answer, before the Anthropic fake answers.
 pub(crate) async fn invoke(
     State(s): State<Arc<Shared>>,
     Path((model, op)): Path<(String, String)>,

@@ -8,10 +8,10 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{Cx, Dialect, Parsed};
+use super::contract::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
 use crate::api::reply::header_value;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -114,7 +114,7 @@ impl Dialect for Anthropic {
 }
 
 /// Its place in the server.
-pub(super) const API: super::Registration = super::Registration {
+pub(super) const API: super::contract::Registration = super::contract::Registration {
     routes,
     owns,
     error,
@@ -211,7 +211,7 @@ fn lists_models(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if !headers.contains_key("anthropic-version") {
         return None;
     }
-    let names = match super::usable_names(state, crate::auth::presented_key(headers)) {
+    let names = match super::contract::usable_names(state, crate::auth::presented_key(headers)) {
         Ok(names) => names,
         Err(e) => return Some(error(e)),
     };

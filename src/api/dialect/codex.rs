@@ -14,7 +14,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::canonical::Wire;
 use crate::config::Credentials;
 use crate::providers::{outbound, ClientCredential};

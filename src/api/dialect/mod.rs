@@ -9,97 +9,22 @@
 
 pub mod anthropic;
 mod codex;
+pub mod contract;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
 pub mod responses_ws;
 
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use axum::routing::get;
 use axum::Router;
-use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::reply::header_value;
-use super::AppState;
-use crate::canonical::{ChatRequest, ChatResponse, Wire};
-use crate::providers::Vendor;
-use crate::router::stream::Out;
-use crate::router::{Inbound, Original};
+use super::state::AppState;
 
-/// What a dialect is told about the request it parses or answers.
-pub struct Cx<'a> {
-    pub request_id: &'a str,
-    /// The clock's now, in Unix seconds.
-    pub now_s: i64,
-}
-
-/// A client's request, read.
-pub struct Parsed {
-    pub canonical: ChatRequest,
-    /// The request in Chat Completions form (the client's own body when it spoke that).
-    pub openai: Map<String, Value>,
-    /// The client's own body when it spoke another API, for upstreams of that API.
-    pub original: Option<Original>,
-    /// The request continues a conversation its API's server stores (only an upstream of
-    /// the same API can take it).
-    pub continues: Option<crate::router::Continues>,
-}
-
-/// An inbound API. One value serves one request: what `parse` learns (the model a Gemini path
-/// names, a Responses request's echo, whether an Anthropic client asked for thinking) stays in
-/// it for rendering the answer.
-pub trait Dialect: Send + Sync {
-    /// The API: an upstream's bytes in it reach this client untouched.
-    fn wire(&self) -> Wire;
-    /// Whose API it is: a client's own login of no known shape is taken to be that vendor's.
-    fn vendor(&self) -> Vendor;
-    /// Baton's key, where this API's clients present theirs.
-    fn presented_key<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
-        crate::auth::presented_key(headers)
-    }
-    /// The model and stream flag a request names, for the log row of one refused early.
-    fn named(&self, body: &Map<String, Value>) -> (Option<String>, bool) {
-        (
-            body.get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            body.get("stream").and_then(Value::as_bool) == Some(true),
-        )
-    }
-    /// The client's body as the canonical request, or the error that says what to fix.
-    fn parse(&mut self, body: Map<String, Value>, cx: &Cx) -> Result<Parsed, ApiError>;
-    /// A complete answer in this API's shape; `served` is the model that answered.
-    fn render(&self, answer: &ChatResponse, served: &str, cx: &Cx) -> Value;
-    /// The encoder of a streamed answer.
-    fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out;
-    /// A complete answer an upstream of this API gave, as it goes to the client: as it came,
-    /// unless the client compares something in it with what it sent.
-    fn relayed(&self, body: bytes::Bytes, _served: &str) -> bytes::Bytes {
-        body
-    }
-    /// An error in this API's shape.
-    fn error(&self, e: ApiError) -> Response;
-    /// The request-id headers every answer carries.
-    fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
-        base.insert("x-request-id", header_value(request_id));
-    }
-}
-
-/// An inbound API's place in the server.
-pub struct Registration {
-    /// Its routes, each handler one line over `pipeline::serve`.
-    pub routes: fn() -> Router<AppState>,
-    /// Whether `path` is its: what is refused there before a handler runs (an unknown path, a
-    /// wrong method, a URI or headers over the limit, a request over the concurrency bound)
-    /// takes its error shape.
-    pub owns: fn(&str) -> bool,
-    /// Its error shape.
-    pub error: fn(ApiError) -> Response,
-    /// Its clients' answer at the shared `GET /v1/models`, when `headers` are its clients'
-    /// (Anthropic's SDKs send `anthropic-version`, Google's their key header).
-    pub lists_models: fn(&AppState, &HeaderMap) -> Option<Response>,
-}
+pub use contract::{Cx, Dialect, Parsed, Registration};
 
 /// Every inbound API, in the order their paths are looked up: OpenAI's, whose error shape is
 /// every other path's (the admin API's too), last.
@@ -111,9 +36,24 @@ const ALL: [Registration; 5] = [
     openai::API,
 ];
 
-/// The routes of every inbound API.
+/// The routes of every inbound API, and the model list they share.
 pub fn routes() -> Router<AppState> {
-    ALL.iter().fold(Router::new(), |r, d| r.merge((d.routes)()))
+    ALL.iter()
+        .fold(Router::new(), |r, d| r.merge((d.routes)()))
+        .route("/v1/models", get(models))
+}
+
+/// `GET /v1/models`: another API's list when the headers are its clients'
+/// (`Registration::lists_models`), else OpenAI's.
+async fn models(
+    state: State<AppState>,
+    query: crate::api::json::ApiQuery<openai::ModelsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(theirs) = models_for(&state, &headers) {
+        return theirs;
+    }
+    openai::models(state, query, headers).await
 }
 
 /// The error shape of a path's API.
@@ -127,26 +67,6 @@ pub fn shape_of(path: &str) -> fn(ApiError) -> Response {
 /// headers say which.
 fn models_for(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     ALL.iter().find_map(|d| (d.lists_models)(state, headers))
-}
-
-/// The model names the key presented may use (a model list's content in every API).
-fn usable_names(state: &AppState, presented: Option<&str>) -> Result<Vec<String>, ApiError> {
-    let client = super::admission::listing_client(&state.core, presented)?;
-    let snap = state.core.routing.snapshot.load();
-    Ok(snap
-        .model_names()
-        .into_iter()
-        .filter(|n| super::admission::may_use(&snap, &client, n))
-        .collect())
-}
-
-/// For a registration: no such paths, or no model list of its own.
-fn none(_: &str) -> bool {
-    false
-}
-
-fn no_list(_: &AppState, _: &HeaderMap) -> Option<Response> {
-    None
 }
 
 #[cfg(test)]

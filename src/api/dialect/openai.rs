@@ -3,13 +3,13 @@
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{Cx, Dialect, Parsed};
+use super::contract::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -68,18 +68,17 @@ pub fn error(e: ApiError) -> Response {
 }
 
 /// Its place in the server: its error shape is every path's no other API owns.
-pub(super) const API: super::Registration = super::Registration {
+pub(super) const API: super::contract::Registration = super::contract::Registration {
     routes,
     owns,
     error,
-    lists_models: super::no_list,
+    lists_models: super::contract::no_list,
 };
 
 fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
-        .route("/v1/models", get(models))
 }
 
 /// Every path no other API owns (`dialect::ALL` asks it last).
@@ -91,16 +90,13 @@ async fn chat_completions(State(state): State<AppState>, req: Request) -> Respon
     crate::api::pipeline::serve(&state, req, OpenAi).await
 }
 
-/// `GET /v1/models`: OpenAI's list shape, or another API's when the headers are its clients'
-/// (`Registration::lists_models`); Codex (`?client_version=`) also gets its own `models` list.
-async fn models(
+/// `GET /v1/models` in OpenAI's list shape (`dialect::routes` asks the other APIs first);
+/// Codex (`?client_version=`) also gets its own `models` list.
+pub(super) async fn models(
     State(state): State<AppState>,
     crate::api::json::ApiQuery(query): crate::api::json::ApiQuery<ModelsQuery>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(theirs) = super::models_for(&state, &headers) {
-        return theirs;
-    }
     let presented = crate::auth::presented_key(&headers);
     let client = match crate::api::admission::listing_client(&state.core, presented) {
         Ok(c) => c,

@@ -7,9 +7,9 @@ use axum::routing::post;
 use axum::Router;
 use serde_json::{Map, Value};
 
-use super::{Cx, Dialect, Parsed};
+use super::contract::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::canonical::responses::Echo;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
@@ -93,11 +93,11 @@ pub fn error(e: ApiError) -> Response {
 }
 
 /// Its place in the server: its errors are OpenAI's, the default shape.
-pub(super) const API: super::Registration = super::Registration {
+pub(super) const API: super::contract::Registration = super::contract::Registration {
     routes,
-    owns: super::none,
+    owns: super::contract::none,
     error,
-    lists_models: super::no_list,
+    lists_models: super::contract::no_list,
 };
 
 /// Over HTTP (the WebSocket at the same paths is `responses_ws`'s).

@@ -26,22 +26,22 @@ use axum::Router;
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 
+use super::contract::Dialect;
 use super::responses::Responses;
-use super::Dialect;
 use crate::api::admit::Source;
 use crate::api::budget::Charge;
 use crate::api::error::ApiError;
+use crate::api::state::AppState;
 use crate::api::websocket::{End, Next, Socket};
-use crate::api::AppState;
 use crate::providers::sse::{ByteStream, SseReader};
 
 /// Its place in the server: `GET` on the Responses API's paths (their `POST` is
 /// `responses`'s); errors in OpenAI's shape.
-pub(super) const API: super::Registration = super::Registration {
+pub(super) const API: super::contract::Registration = super::contract::Registration {
     routes,
-    owns: super::none,
+    owns: super::contract::none,
     error: super::openai::error,
-    lists_models: super::no_list,
+    lists_models: super::contract::no_list,
 };
 
 fn routes() -> Router<AppState> {
@@ -71,7 +71,7 @@ async fn upgrade(State(state): State<AppState>, req: Request) -> Response {
 /// expired.
 fn still_valid(state: &AppState, presented: Option<&str>) -> Result<(), ApiError> {
     let core = &state.core;
-    let client = crate::api::authenticate(core, presented)?;
+    let client = crate::api::state::authenticate(core, presented)?;
     let now = core.routing.clock.now_ms();
     match core.clients.gate(&client, now) {
         Err(d @ (crate::clients::Deny::Disabled | crate::clients::Deny::Expired(_))) => {

@@ -9,7 +9,8 @@ use super::gemini::Gemini;
 use super::openai::OpenAi;
 use super::responses::Responses;
 use super::*;
-use crate::canonical::{Part, StopReason, StreamEvent, Usage};
+use crate::canonical::{ChatResponse, Part, StopReason, StreamEvent, Usage, Wire};
+use crate::router::Inbound;
 
 fn obj(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()

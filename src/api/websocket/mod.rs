@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Charge;
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
 use meter::{Meter, Metered};
 
 /// A connection's place in the server's connection table, lent to the request that upgrades

@@ -19,9 +19,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{Cx, Dialect, Parsed};
+use super::contract::{Cx, Dialect, Parsed};
 use crate::api::error::ApiError;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::canonical::{ChatResponse, Wire};
 use crate::providers::Vendor;
 use crate::router::stream::Out;
@@ -115,7 +115,7 @@ pub fn error(e: ApiError) -> Response {
 }
 
 /// Its place in the server.
-pub(super) const API: super::Registration = super::Registration {
+pub(super) const API: super::contract::Registration = super::contract::Registration {
     routes,
     owns,
     error,
@@ -286,7 +286,7 @@ async fn model(
 }
 
 fn listed(state: &AppState, headers: &HeaderMap) -> Result<Vec<String>, ApiError> {
-    super::usable_names(state, presented_key(headers))
+    super::contract::usable_names(state, presented_key(headers))
 }
 
 fn model_json(name: &str) -> Value {
