@@ -278,8 +278,8 @@ pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platfo
         K::Gemini => &GEMINI,
         K::AzureOpenai => &azure_openai::AzureOpenAi,
         K::Bedrock => &bedrock::Bedrock,
-        K::VertexAnthropic => &vertex::VertexAnthropic,
-        K::VertexGemini => &vertex::VertexGemini,
+        K::VertexAnthropic => &vertex::ANTHROPIC,
+        K::VertexGemini => &vertex::GEMINI,
         K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
     })
 }

@@ -19,8 +19,8 @@ fn entry(kind: &str, base: &str) -> ProviderEntry {
     })
 }
 
-/// A client as Baton builds them (rustls with ring).
-fn client() -> reqwest::Client {
+/// A client as Baton builds them (rustls with ring), for the kinds' tests.
+pub(crate) fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }

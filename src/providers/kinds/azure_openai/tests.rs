@@ -65,8 +65,7 @@ fn the_v1_api_takes_the_deployment_as_model_and_no_version() {
 
 #[test]
 fn the_key_goes_in_api_key_and_an_entra_token_as_a_bearer() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
+    let client = crate::providers::kinds::tests::client();
     for (secret, header, value) in [
         (
             "0123456789abcdef0123456789abcdef",

@@ -1,5 +1,5 @@
-//! Google Vertex AI: Anthropic's Messages API ([`VertexAnthropic`]) and Gemini's API
-//! ([`VertexGemini`]) on a company's Google Cloud project. The bytes are those APIs' (a Claude
+//! Google Vertex AI: Anthropic's Messages API ([`ANTHROPIC`]) and Gemini's API ([`GEMINI`]) on
+//! a company's Google Cloud project. The bytes are those APIs' (a Claude
 //! Code turn keeps its thinking, cache control and tools; a Gemini client's body goes as it
 //! came); what is Vertex's is where and how:
 //!
@@ -27,30 +27,51 @@ use crate::providers::{ApiKey, ProviderEntry};
 /// The `anthropic_version` Vertex AI's Messages API takes in the body.
 pub const ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
 
-/// Google Vertex AI's platform for Anthropic's models.
-pub struct VertexAnthropic;
+/// Google Vertex AI's platform for one publisher's models: where they are, and how the API they
+/// speak is called there.
+pub struct Vertex {
+    /// `anthropic` (the Messages API, `:rawPredict`) or `google` (the Gemini API).
+    publisher: &'static str,
+    api: &'static dyn UpstreamKind,
+}
 
-impl Platform for VertexAnthropic {
+/// Claude on Vertex AI.
+pub static ANTHROPIC: Vertex = Vertex {
+    publisher: "anthropic",
+    api: &anthropic::Anthropic,
+};
+
+/// Gemini on Vertex AI.
+pub static GEMINI: Vertex = Vertex {
+    publisher: "google",
+    api: &gemini::Gemini,
+};
+
+impl Vertex {
+    fn is_anthropic(&self) -> bool {
+        self.publisher == "anthropic"
+    }
+}
+
+impl Platform for Vertex {
     fn api(&self) -> &'static dyn UpstreamKind {
-        &anthropic::Anthropic
+        self.api
     }
 
+    /// Claude's model with its method; for Gemini the collection, to which the Gemini API adds
+    /// `/{model}:generateContent`.
     fn url(&self, p: &ProviderEntry, model: &str, stream: bool) -> Option<reqwest::Url> {
-        let base = p.config.base_url.trim_end_matches('/');
-        let region = p.config.vertex_region()?;
-        let project = p.config.project.as_deref()?;
-        let mut url = reqwest::Url::parse(&format!("{base}/")).ok()?;
-        let method = if stream {
-            "streamRawPredict"
-        } else {
-            "rawPredict"
-        };
-        url.path_segments_mut()
-            .ok()?
-            .pop_if_empty()
-            .extend(["projects", project, "locations", &region])
-            .extend(["publishers", "anthropic", "models"])
-            .push(&format!("{model}:{method}"));
+        let mut url = publisher_models(p, self.publisher)?;
+        if self.is_anthropic() {
+            let method = if stream {
+                "streamRawPredict"
+            } else {
+                "rawPredict"
+            };
+            url.path_segments_mut()
+                .ok()?
+                .push(&format!("{model}:{method}"));
+        }
         Some(url)
     }
 
@@ -58,8 +79,11 @@ impl Platform for VertexAnthropic {
         true
     }
 
-    /// The model leaves the body (it is in the path); the version goes in.
+    /// A Messages body loses its model (it is in the path) and gains Vertex's version.
     fn shape(&self, req: &mut reqwest::Request) -> Result<(), Classified> {
+        if !self.is_anthropic() {
+            return Ok(());
+        }
         req.headers_mut().remove("anthropic-version");
         let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
             return Ok(());
@@ -69,6 +93,7 @@ impl Platform for VertexAnthropic {
         Ok(())
     }
 
+    /// The access token for the key (or the application-default credentials).
     fn exchange<'a>(
         &'a self,
         client: &'a reqwest::Client,
@@ -76,9 +101,16 @@ impl Platform for VertexAnthropic {
         key: Option<&'a ApiKey>,
         now_ms: i64,
     ) -> Option<BoxFuture<'a, Result<ApiKey, Classified>>> {
-        Some(exchange(client, key, now_ms))
+        Some(Box::pin(async move {
+            let token = google::token(client, key.map(|k| k.secret.expose()), now_ms).await?;
+            Ok(ApiKey {
+                id: key.map(|k| k.id.clone()).unwrap_or_default(),
+                secret: crate::providers::Secret::new(token),
+            })
+        }))
     }
 
+    /// The access token as a bearer.
     fn sign(
         &self,
         req: &mut reqwest::Request,
@@ -86,7 +118,13 @@ impl Platform for VertexAnthropic {
         key: Option<&ApiKey>,
         _now_ms: i64,
     ) -> Result<(), Classified> {
-        bearer(req, key)
+        let Some(key) = key else {
+            return Err(crate::limits::classify_transport(
+                "no Google access token for Vertex AI",
+            ));
+        };
+        let bearer = format!("Bearer {}", key.secret.expose());
+        super::put_secret(req, reqwest::header::AUTHORIZATION, &bearer)
     }
 
     /// Vertex lists no publisher models Baton reads: the configured ones are the ones there are.
@@ -97,54 +135,11 @@ impl Platform for VertexAnthropic {
     /// `claude-sonnet-4-5@20250929` serves `claude-sonnet-4-5-20250929` and `claude-sonnet-4-5`.
     fn serves(&self, model: &str) -> Vec<String> {
         match model.split_once('@') {
-            Some((name, version)) if !version.is_empty() => {
+            Some((name, version)) if self.is_anthropic() && !version.is_empty() => {
                 vec![format!("{name}-{version}"), name.to_string()]
             }
             _ => Vec::new(),
         }
-    }
-}
-
-/// Google Vertex AI's platform for Gemini models: the Gemini API's body and events at a
-/// publisher model of Google's, with the same access token.
-pub struct VertexGemini;
-
-impl Platform for VertexGemini {
-    fn api(&self) -> &'static dyn UpstreamKind {
-        &gemini::Gemini
-    }
-
-    /// The models' collection: the Gemini API adds `/{model}:generateContent`.
-    fn url(&self, p: &ProviderEntry, _model: &str, _stream: bool) -> Option<reqwest::Url> {
-        publisher_models(p, "google")
-    }
-
-    fn own_auth(&self) -> bool {
-        true
-    }
-
-    fn exchange<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        _p: &'a ProviderEntry,
-        key: Option<&'a ApiKey>,
-        now_ms: i64,
-    ) -> Option<BoxFuture<'a, Result<ApiKey, Classified>>> {
-        Some(exchange(client, key, now_ms))
-    }
-
-    fn sign(
-        &self,
-        req: &mut reqwest::Request,
-        _p: &ProviderEntry,
-        key: Option<&ApiKey>,
-        _now_ms: i64,
-    ) -> Result<(), Classified> {
-        bearer(req, key)
-    }
-
-    fn models_url(&self, _p: &ProviderEntry) -> Option<String> {
-        None
     }
 }
 
@@ -160,36 +155,6 @@ fn publisher_models(p: &ProviderEntry, publisher: &str) -> Option<reqwest::Url> 
         .extend(["projects", project, "locations", &region])
         .extend(["publishers", publisher, "models"]);
     Some(url)
-}
-
-/// The access token for `key` (or the application-default credentials), as the key a request
-/// is signed with.
-fn exchange<'a>(
-    client: &'a reqwest::Client,
-    key: Option<&'a ApiKey>,
-    now_ms: i64,
-) -> BoxFuture<'a, Result<ApiKey, Classified>> {
-    Box::pin(async move {
-        let token = google::token(client, key.map(|k| k.secret.expose()), now_ms).await?;
-        Ok(ApiKey {
-            id: key.map(|k| k.id.clone()).unwrap_or_default(),
-            secret: crate::providers::Secret::new(token),
-        })
-    })
-}
-
-/// The access token as a bearer.
-fn bearer(req: &mut reqwest::Request, key: Option<&ApiKey>) -> Result<(), Classified> {
-    let Some(key) = key else {
-        return Err(crate::limits::classify_transport(
-            "no Google access token for Vertex AI",
-        ));
-    };
-    super::put_secret(
-        req,
-        reqwest::header::AUTHORIZATION,
-        &format!("Bearer {}", key.secret.expose()),
-    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::VertexAnthropic;
+use super::ANTHROPIC as VertexAnthropic;
 use crate::providers::kinds::Platform;
 use crate::providers::{resolve, ProviderEntry, ProviderRuntime};
 
@@ -53,7 +53,7 @@ fn a_versioned_vertex_id_serves_its_anthropic_names() {
 
 #[test]
 fn the_body_loses_its_model_keeps_stream_and_gains_vertexs_version() {
-    let client = reqwest::Client::new();
+    let client = crate::providers::kinds::tests::client();
     let mut req = client
         .post("http://x/v1/m:streamRawPredict")
         .header("anthropic-version", "2023-06-01")
@@ -68,4 +68,17 @@ fn the_body_loses_its_model_keeps_stream_and_gains_vertexs_version() {
         json!({"anthropic_version": "vertex-2023-10-16", "stream": true, "max_tokens": 5, "messages": []})
     );
     assert!(req.headers().get("anthropic-version").is_none());
+}
+
+#[test]
+fn gemini_on_vertex_is_the_collection_of_googles_models_and_serves_no_other_name() {
+    let p = entry(
+        "https://us-central1-aiplatform.googleapis.com/v1",
+        Some("us-central1"),
+    );
+    assert_eq!(
+        super::GEMINI.url(&p, "gemini-2.5-pro", true).unwrap().as_str(),
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/acme-prod-1/locations/us-central1/publishers/google/models"
+    );
+    assert!(super::GEMINI.serves("gemini-2.5-pro@001").is_empty());
 }

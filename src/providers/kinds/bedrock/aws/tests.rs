@@ -68,7 +68,7 @@ fn a_profile_is_read_from_its_own_section_only() {
 
 #[test]
 fn sigv4_is_dated_by_the_given_clock_and_scoped_to_the_region_and_service() {
-    let client = reqwest::Client::new();
+    let client = crate::providers::kinds::tests::client();
     let mut req = client
         .post("https://bedrock-runtime.eu-west-1.amazonaws.com/model/m/invoke")
         .header("content-type", "application/json")
