@@ -569,9 +569,7 @@ pub fn response_from_anthropic(v: &Value) -> Option<ChatResponse> {
     })
 }
 
-mod stream;
-
-pub use stream::{error_frame, named_as, Framing, StreamDecoder, StreamEncoder};
+pub mod stream;
 
 #[cfg(test)]
 mod tests;

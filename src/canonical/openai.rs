@@ -587,8 +587,7 @@ pub fn event_to_chunk(ev: &StreamEvent, id: &str, model: &str, created: i64) -> 
     chunk
 }
 
-mod stream;
-pub use stream::StreamEncoder;
+pub mod stream;
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@
 //! back with their `namespace`, as the client declared them (`ClientTools`).
 
 pub mod compaction;
-mod stream;
+pub mod stream;
 mod tools;
 pub mod upstream;
 
@@ -23,7 +23,6 @@ use super::{
     invalid, kind_of, ChatRequest, ChatResponse, InvalidRequest, Message, Part, Role, StopReason,
     Usage,
 };
-pub use stream::StreamEncoder;
 pub use tools::ClientTools;
 use tools::{called_name, tools};
 

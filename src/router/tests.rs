@@ -256,7 +256,7 @@ async fn relayed(w: &World, script: Script) -> Vec<Bytes> {
         client_wants_usage: false,
         prompt_tokens: 3,
     };
-    let out: stream::Out = Box::new(crate::canonical::openai::StreamEncoder::new(
+    let out: stream::Out = Box::new(crate::canonical::openai::stream::StreamEncoder::new(
         "t", "m", 0, false,
     ));
     let body = stream::body(upstream, slot, target, rec, None, out);

@@ -469,9 +469,6 @@ fn knots(
 /// one may form; one that is cut must leave this list.
 const KNOTS_TO_CUT: &[&[&str]] = &[
     &["canonical", "canonical::options", "canonical::search"],
-    &["canonical::anthropic", "canonical::anthropic::stream"],
-    &["canonical::openai", "canonical::openai::stream"],
-    &["canonical::responses", "canonical::responses::stream"],
     &[
         "cli::service",
         "cli::service::launchd",

@@ -343,9 +343,9 @@ proptest! {
     /// Anthropic encoder turns whatever events come out into well-formed SSE.
     #[test]
     fn answer_and_stream_codecs_take_any_json(values in prop::collection::vec(json_value(), 0..12)) {
-        let mut anthropic = canonical::anthropic::StreamDecoder::default();
+        let mut anthropic = canonical::anthropic::stream::StreamDecoder::default();
         let mut gemini = canonical::gemini::StreamDecoder::default();
-        let mut encoder = canonical::anthropic::StreamEncoder::new("req_1", "m");
+        let mut encoder = canonical::anthropic::stream::StreamEncoder::new("req_1", "m");
         let mut out = String::new();
         for v in &values {
             let _ = canonical::openai::response_from_openai(v);

@@ -88,15 +88,18 @@ impl Dialect for Anthropic {
 
     fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out {
         Box::new(
-            crate::canonical::anthropic::StreamEncoder::new(cx.request_id, self.named(served))
-                .with_thinking(self.thinking)
-                .with_prompt_estimate(inbound.needs.prompt_tokens()),
+            crate::canonical::anthropic::stream::StreamEncoder::new(
+                cx.request_id,
+                self.named(served),
+            )
+            .with_thinking(self.thinking)
+            .with_prompt_estimate(inbound.needs.prompt_tokens()),
         )
     }
 
     /// The answer names the model the client asked for (see the stream encoder's `relay`).
     fn relayed(&self, body: bytes::Bytes, served: &str) -> bytes::Bytes {
-        use crate::canonical::anthropic::{named_as, Framing};
+        use crate::canonical::anthropic::stream::{named_as, Framing};
         match named_as(&body, self.named(served), Framing::Body) {
             Some(renamed) => bytes::Bytes::from(renamed),
             None => body,

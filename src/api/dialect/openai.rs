@@ -49,7 +49,7 @@ impl Dialect for OpenAi {
     }
 
     fn encoder(&mut self, served: &str, cx: &Cx, inbound: &Inbound) -> Out {
-        Box::new(crate::canonical::openai::StreamEncoder::new(
+        Box::new(crate::canonical::openai::stream::StreamEncoder::new(
             cx.request_id,
             served,
             cx.now_s,

@@ -67,7 +67,7 @@ impl Dialect for Responses {
     }
 
     fn encoder(&mut self, _served: &str, _cx: &Cx, _inbound: &Inbound) -> Out {
-        Box::new(crate::canonical::responses::StreamEncoder::new(
+        Box::new(crate::canonical::responses::stream::StreamEncoder::new(
             self.echo.take().unwrap_or_default(),
         ))
     }

@@ -1,3 +1,4 @@
+use super::stream::{StreamDecoder, StreamEncoder};
 use super::*;
 use crate::canonical::StreamEvent;
 use serde_json::json;
@@ -375,7 +376,7 @@ fn reasoning_from_elsewhere_reaches_a_thinking_client_as_unsigned_thinking() {
 
 #[test]
 fn a_relayed_answer_names_the_model_the_client_asked_for() {
-    use super::{named_as, Framing};
+    use super::stream::{named_as, Framing};
     let start = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-served-1\",\"content\":[]}}\n\n";
     let renamed = named_as(start, "claude-sonnet-4-5", Framing::Event).unwrap_or_default();
     let text = String::from_utf8(renamed).unwrap_or_default();

@@ -1,5 +1,6 @@
 use serde_json::{json, Map, Value};
 
+use super::stream::StreamEncoder;
 use super::*;
 use crate::canonical::StreamEvent;
 

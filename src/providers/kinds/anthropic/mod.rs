@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::{openai_compat, Decode, Outbound, UpstreamKind};
 use crate::canonical;
-use crate::canonical::anthropic::StreamDecoder;
+use crate::canonical::anthropic::stream::StreamDecoder;
 use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
 use crate::limits::Classified;
