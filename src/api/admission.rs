@@ -7,8 +7,8 @@ use super::error::ApiError;
 use crate::router::record::Record;
 
 /// A client's refusal before routing, as an HTTP error.
-pub(super) fn deny_error(d: &crate::clients::Deny, label: &str, now: i64) -> ApiError {
-    use crate::clients::Deny;
+pub(super) fn deny_error(d: &crate::clients::limiter::Deny, label: &str, now: i64) -> ApiError {
+    use crate::clients::limiter::Deny;
     let message = d.message(label);
     let e = match d {
         Deny::Disabled => {

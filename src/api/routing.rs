@@ -15,7 +15,8 @@ use super::error::ApiError;
 use super::json::{JsonBody, Shape};
 use super::state::AppState;
 use crate::config::{ConfigError, RouteConfig, RouteDetail};
-use crate::gateway::{Core, UI_MODEL_MAP, UI_ROUTES};
+use crate::gateway::live::{UI_MODEL_MAP, UI_ROUTES};
+use crate::gateway::Core;
 
 fn store_error(e: impl std::fmt::Display) -> ApiError {
     ApiError::internal("store_failed", e)

@@ -118,8 +118,14 @@ pub async fn import(
         .import_providers(&taking, core.routing.clock.now_ms())
         .map_err(store_error)?;
     for (key, value) in [
-        (crate::gateway::UI_ROUTES, serde_json::to_value(&ui_routes)),
-        (crate::gateway::UI_MODEL_MAP, serde_json::to_value(&ui_map)),
+        (
+            crate::gateway::live::UI_ROUTES,
+            serde_json::to_value(&ui_routes),
+        ),
+        (
+            crate::gateway::live::UI_MODEL_MAP,
+            serde_json::to_value(&ui_map),
+        ),
     ] {
         let value = value.map_err(store_error)?;
         core.store.set_setting(key, &value).map_err(store_error)?;

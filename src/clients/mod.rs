@@ -3,13 +3,9 @@
 //! budgets in tokens and estimated dollars, a price-tier cap that failover never exceeds, expiry
 //! and a disabled switch. A client that keeps sending bad requests is throttled alone.
 
-mod limiter;
+pub mod limiter;
 mod policy;
 
-pub use limiter::{
-    over_budget as limiter_over_budget, Deny, Limiter, Period, Spend, Usage, BAD_REQUEST_LIMIT,
-    BAD_REQUEST_WINDOW_MS,
-};
 pub use policy::{Budget, ClientPolicy, PolicyError};
 
 /// An authenticated client: a key from the configuration, the data directory or the admin API.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, Keys};
+use crate::clients::limiter;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{ConfigFile, ServerConfig};
 use crate::events::Events;
@@ -20,9 +21,8 @@ use crate::router::{Routing, Sink};
 use crate::store::{LogRow, Store, StoreError, WriteOp};
 
 mod desktop;
-mod live;
+pub mod live;
 pub use desktop::DesktopLink;
-pub use live::{UI_MODEL_MAP, UI_ROUTES};
 
 /// Everything a request handler needs, shared behind one `Arc`.
 pub struct Core {
@@ -52,7 +52,7 @@ pub struct Core {
     /// The configuration file's settings (server, routing, routes) as loaded at start.
     pub file_config: ConfigFile,
     /// Client keys' rate limits, budgets and bad-request throttle on this instance.
-    pub clients: crate::clients::Limiter,
+    pub clients: limiter::Limiter,
     pub metrics: crate::metrics::Metrics,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     /// The detected local last-resort server, once found.
@@ -83,7 +83,7 @@ impl Core {
 
     /// Whether `client` may send a request now: its switch and expiry, the bad-request
     /// throttle, then rate limits and budgets (shared ones when Redis is there).
-    pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), crate::clients::Deny> {
+    pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), limiter::Deny> {
         let now = self.routing.clock.now_ms();
         let verdict = match self.clients.gate(client, now) {
             Err(d) => Err(d),
@@ -100,7 +100,7 @@ impl Core {
     }
 
     /// Counts a finished request's tokens and estimated cost against its client.
-    pub fn spend(&self, client: &Arc<crate::clients::Client>, spend: crate::clients::Spend) {
+    pub fn spend(&self, client: &Arc<crate::clients::Client>, spend: limiter::Spend) {
         let now = self.routing.clock.now_ms();
         self.clients.spend(client, spend, now);
         self.routing.shared.spend(client, spend, now);
@@ -465,7 +465,7 @@ impl Sink for Core {
         if tokens > 0 || cost.is_some_and(|c| c > 0.0) {
             self.spend(
                 client,
-                crate::clients::Spend {
+                limiter::Spend {
                     tokens,
                     micro_usd: (cost.unwrap_or(0.0) * 1_000_000.0).round() as u64,
                 },
@@ -508,7 +508,7 @@ impl crate::shared::Host for Core {
     fn store(&self) -> &Store {
         &self.store
     }
-    fn clients(&self) -> &crate::clients::Limiter {
+    fn clients(&self) -> &limiter::Limiter {
         &self.clients
     }
     fn reload_keys(&self) -> Result<(), StoreError> {

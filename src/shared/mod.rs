@@ -18,7 +18,8 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::clients::{utc_day, utc_month, Client, Deny, Period, Spend};
+use crate::clients::limiter::{Deny, Period, Spend};
+use crate::clients::{utc_day, utc_month, Client};
 use crate::config::RedisConfig;
 use crate::limits::{CooldownEntry, Scope};
 
@@ -105,7 +106,7 @@ pub(crate) trait Host: Send + Sync {
     fn provider(&self, id: &str) -> Option<Arc<crate::providers::ProviderEntry>>;
     fn cooldowns(&self) -> &crate::limits::Cooldowns;
     fn store(&self) -> &crate::store::Store;
-    fn clients(&self) -> &crate::clients::Limiter;
+    fn clients(&self) -> &crate::clients::limiter::Limiter;
     /// Loads the client keys again after another instance changed one.
     fn reload_keys(&self) -> Result<(), crate::store::StoreError>;
     /// Cancelled when this gateway shuts down.
@@ -274,7 +275,7 @@ impl Shared {
         &self,
         c: &Client,
         now: i64,
-        limiter: &crate::clients::Limiter,
+        limiter: &crate::clients::limiter::Limiter,
     ) -> Option<Result<(), Deny>> {
         let r = self.live()?;
         let p = &c.policy;
@@ -327,7 +328,7 @@ impl Shared {
                 retry_ms: *retry_ms,
             }),
             3 => Err(
-                crate::clients::limiter_over_budget(p, &d, &m, now).unwrap_or(Deny::Budget {
+                crate::clients::limiter::over_budget(p, &d, &m, now).unwrap_or(Deny::Budget {
                     period: "daily",
                     what: "limit reached".into(),
                     until_ms: utc_day(now).1,

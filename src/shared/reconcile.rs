@@ -9,7 +9,8 @@ use redis::AsyncCommands;
 
 use super::msg::{cooldown_field, scope_of, SharedMsg};
 use super::{Host, Op, PeriodKind, Redis};
-use crate::clients::{utc_day, utc_month, Client, Spend};
+use crate::clients::limiter::Spend;
+use crate::clients::{utc_day, utc_month, Client};
 
 impl Redis {
     /// Takes the other instances' client keys where theirs are newer; returns the versions

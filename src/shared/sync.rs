@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 use super::msg::{cooldown_field, Change, SharedMsg};
 use super::PeriodKind;
 use super::{Host, Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
-use crate::clients::{utc_day, utc_month, Client, Spend};
+use crate::clients::limiter::Spend;
+use crate::clients::{utc_day, utc_month, Client};
 use crate::limits::quota::SharedCounts;
 use crate::limits::Scope;
 

@@ -475,7 +475,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "cli::service::systemd",
         "cli::service::windows",
     ],
-    &["clients", "clients::limiter"],
     &[
         "config",
         "config::load",
@@ -486,7 +485,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "config::validate",
     ],
     &["connect", "connect::apps", "connect::journal"],
-    &["gateway", "gateway::live"],
     &[
         "limits",
         "limits::classify",

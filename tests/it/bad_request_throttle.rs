@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::common::*;
-use baton::clients::BAD_REQUEST_LIMIT;
+use baton::clients::limiter::BAD_REQUEST_LIMIT;
 use reqwest::Method;
 use serde_json::json;
 use testkit::{Behavior, FakeUpstream};

@@ -350,7 +350,7 @@ async fn a_runaway_client_sending_bad_requests_is_throttled_alone() {
     let (up, baton, _dir) = one_provider().await;
     let (_, runaway) = make_key(&baton, "runaway", json!({})).await;
     let (_, good) = make_key(&baton, "good", json!({})).await;
-    for _ in 0..baton::clients::BAD_REQUEST_LIMIT {
+    for _ in 0..baton::clients::limiter::BAD_REQUEST_LIMIT {
         let r = baton
             .http
             .post(format!("{}/v1/chat/completions", baton.url))

@@ -74,9 +74,10 @@ fn still_valid(state: &AppState, presented: Option<&str>) -> Result<(), ApiError
     let client = crate::api::state::authenticate(core, presented)?;
     let now = core.routing.clock.now_ms();
     match core.clients.gate(&client, now) {
-        Err(d @ (crate::clients::Deny::Disabled | crate::clients::Deny::Expired(_))) => {
-            Err(crate::api::admission::deny_error(&d, &client.label, now))
-        }
+        Err(
+            d @ (crate::clients::limiter::Deny::Disabled
+            | crate::clients::limiter::Deny::Expired(_)),
+        ) => Err(crate::api::admission::deny_error(&d, &client.label, now)),
         _ => Ok(()),
     }
 }
