@@ -470,12 +470,6 @@ fn knots(
 const KNOTS_TO_CUT: &[&[&str]] = &[
     &["canonical", "canonical::options", "canonical::search"],
     &[
-        "cli::service",
-        "cli::service::launchd",
-        "cli::service::systemd",
-        "cli::service::windows",
-    ],
-    &[
         "config",
         "config::load",
         "config::provider",

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Manager, Spec};
+use super::spec::{Manager, Spec};
 
 pub const LABEL: &str = "dev.baton.gateway";
 

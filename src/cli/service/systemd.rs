@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Manager, Spec};
+use super::spec::{Manager, Spec};
 
 pub const UNIT: &str = "baton.service";
 
