@@ -5,50 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::doc::{Format, Val};
-use super::{ConnectError, Homes, Mode, Target};
-
-/// The clients `baton connect` can set up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum App {
-    ClaudeCode,
-    Codex,
-    GeminiCli,
-    Opencode,
-}
-
-impl App {
-    pub const ALL: [App; 4] = [App::ClaudeCode, App::Codex, App::GeminiCli, App::Opencode];
-
-    pub fn id(self) -> &'static str {
-        match self {
-            App::ClaudeCode => "claude-code",
-            App::Codex => "codex",
-            App::GeminiCli => "gemini-cli",
-            App::Opencode => "opencode",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            App::ClaudeCode => "Claude Code",
-            App::Codex => "Codex",
-            App::GeminiCli => "Gemini CLI",
-            App::Opencode => "opencode",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, ConnectError> {
-        App::ALL
-            .into_iter()
-            .find(|a| a.id() == s)
-            .ok_or_else(|| ConnectError::UnknownApp(s.to_string()))
-    }
-
-    /// Whether the client can reach Baton on the client's own login (a passthrough provider).
-    pub fn has_login_mode(self) -> bool {
-        matches!(self, App::ClaudeCode | App::Codex)
-    }
-}
+pub use super::types::App;
+use super::types::{ConnectError, Homes, Mode, Target};
 
 /// One file to edit and the entries Baton wants in it.
 pub struct FileSpec {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::doc::{Doc, Format, Val};
-use super::{sha, value_sha, App, ConnectError, Mode};
+use super::types::{sha, value_sha, App, ConnectError, Mode};
 
 /// What one connect of one client wrote.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -478,7 +478,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "config::state",
         "config::validate",
     ],
-    &["connect", "connect::apps", "connect::journal"],
     &[
         "limits",
         "limits::classify",
