@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::sync::{mpsc, oneshot};
 
@@ -28,120 +27,17 @@ mod msg;
 mod reconcile;
 mod scripts;
 mod sync;
+mod types;
 
 use scripts::{ADMIT, LEASE, MIGRATE, QUOTA, RAISE, SPEND};
-
-/// Longest a request waits on Redis before using local state instead.
-const OP_TIMEOUT: Duration = Duration::from_millis(250);
-/// How often reachability is checked.
-const HEALTH_EVERY: Duration = Duration::from_millis(500);
-
-/// Which period a shared counter covers; named in its Redis key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PeriodKind {
-    Minute,
-    Day,
-    Month,
-}
-
-impl PeriodKind {
-    fn name(self) -> &'static str {
-        match self {
-            PeriodKind::Minute => "minute",
-            PeriodKind::Day => "day",
-            PeriodKind::Month => "month",
-        }
-    }
-}
-
-/// Spending not yet written to Redis: the client, the amount, and when it was last added.
-/// Spending Redis has not confirmed: the client, the amount, when, and the write's id (`None`
-/// once too many are waiting and the rest are summed up).
-type Unsynced = (Arc<Client>, Spend, i64, Option<u64>);
-
-/// Unconfirmed writes kept one by one (each replayed under its own id, so one Redis applied
-/// after all is not counted twice); past this many, the rest are summed per client.
-const MAX_UNSYNCED: usize = 10_000;
-
-/// How long Redis remembers that a spending write was applied: replays within a day of an
-/// outage are recognised.
-const SPENT_MARKER_MS: i64 = 86_400_000;
-
-/// What the background worker sends to Redis, in order.
-enum Op {
-    SetCooldown(CooldownEntry),
-    ClearCooldown(Scope),
-    Spend {
-        client: Arc<Client>,
-        spend: Spend,
-        now: i64,
-        /// This instance's id for the write: Redis applies each id once.
-        id: u64,
-    },
-    Release {
-        provider: String,
-        lease: String,
-    },
-    Quota {
-        runtime: Arc<crate::providers::ProviderRuntime>,
-        provider: String,
-        key: String,
-        requests: u64,
-        tokens: u64,
-        now: i64,
-        /// The provider's quota day (in its `dayReset` zone): start and end.
-        day: (i64, i64),
-    },
-    /// A client key's current version, for the other instances.
-    Key(Box<crate::store::SyncedKey>),
-    /// Answered once everything sent before it has been written.
-    Barrier(oneshot::Sender<()>),
-}
+pub use types::Redis;
+pub(crate) use types::{Host, PeriodKind};
+use types::{Op, OP_TIMEOUT};
 
 /// Where shared state goes; `Shared::local()` when there is no Redis.
-/// What the shared-state loops reach in the gateway that runs them. The composition root
-/// implements it, so this module does not depend on the gateway.
-pub(crate) trait Host: Send + Sync {
-    fn now_ms(&self) -> i64;
-    fn provider(&self, id: &str) -> Option<Arc<crate::providers::ProviderEntry>>;
-    fn cooldowns(&self) -> &crate::limits::Cooldowns;
-    fn store(&self) -> &crate::store::Store;
-    fn clients(&self) -> &crate::clients::limiter::Limiter;
-    /// Loads the client keys again after another instance changed one.
-    fn reload_keys(&self) -> Result<(), crate::store::StoreError>;
-    /// Cancelled when this gateway shuts down.
-    fn stopping(&self) -> &tokio_util::sync::CancellationToken;
-}
-
 #[derive(Default, Clone)]
 pub struct Shared {
     inner: Option<Arc<Redis>>,
-}
-
-pub struct Redis {
-    conn: ConnectionManager,
-    client: redis::Client,
-    prefix: String,
-    /// Distinguishes this instance's own messages.
-    origin: String,
-    up: AtomicBool,
-    ops: mpsc::UnboundedSender<Op>,
-    /// Spending that could not be written (or whose write was not confirmed) while Redis was
-    /// away, oldest first.
-    unsynced: Mutex<Vec<Unsynced>>,
-    /// Cooldowns cleared while Redis was away (cleared there on return).
-    cleared: Mutex<Vec<Scope>>,
-    /// Concurrency leases (provider, lease id) whose release Redis did not confirm, or whose
-    /// grant went unanswered: removed there on return. Left behind, one would hold a slot for
-    /// every instance until its TTL, and their requests would queue for nothing.
-    released: Mutex<Vec<(String, String)>>,
-    leases: AtomicU64,
-    admit: Script,
-    spend: Script,
-    lease: Script,
-    raise: Script,
-    quota: Script,
-    migrate: Script,
 }
 
 /// What the router holds while a provider's shared concurrency slot is taken.

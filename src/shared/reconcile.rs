@@ -8,7 +8,7 @@ use std::sync::Arc;
 use redis::AsyncCommands;
 
 use super::msg::{cooldown_field, scope_of, SharedMsg};
-use super::{Host, Op, PeriodKind, Redis};
+use super::types::{Host, Op, PeriodKind, Redis};
 use crate::clients::limiter::Spend;
 use crate::clients::{utc_day, utc_month, Client};
 
@@ -165,7 +165,7 @@ impl Redis {
         let Ok(mut u) = self.unsynced.lock() else {
             return;
         };
-        if u.len() < super::MAX_UNSYNCED {
+        if u.len() < super::types::MAX_UNSYNCED {
             u.push((client, spend, now, id));
             return;
         }

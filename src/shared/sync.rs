@@ -11,8 +11,8 @@ use redis::AsyncCommands;
 use tokio::sync::mpsc;
 
 use super::msg::{cooldown_field, Change, SharedMsg};
-use super::PeriodKind;
-use super::{Host, Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
+use super::types::PeriodKind;
+use super::types::{Host, Op, Redis, HEALTH_EVERY, OP_TIMEOUT};
 use crate::clients::limiter::Spend;
 use crate::clients::{utc_day, utc_month, Client};
 use crate::limits::quota::SharedCounts;
@@ -57,7 +57,7 @@ impl Redis {
     /// A lease to remove from Redis once it answers again (see `released`).
     pub(super) fn forget_lease(&self, provider: &str, lease: String) {
         if let Ok(mut r) = self.released.lock() {
-            if r.len() < super::MAX_UNSYNCED {
+            if r.len() < super::types::MAX_UNSYNCED {
                 r.push((provider.to_string(), lease));
             }
         }
@@ -247,7 +247,7 @@ impl Redis {
             // Kept a day past the period's end.
             .arg(next_day - now + 86_400_000)
             .arg(next_month - now + 86_400_000)
-            .arg(super::SPENT_MARKER_MS);
+            .arg(super::types::SPENT_MARKER_MS);
         let mut conn = self.conn.clone();
         inv.invoke_async::<i64>(&mut conn).await.map(|_| ())
     }

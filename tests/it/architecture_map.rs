@@ -519,7 +519,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "router::stream",
         "router::stream::resume",
     ],
-    &["shared", "shared::reconcile", "shared::sync"],
     &[
         "store",
         "store::edit",
