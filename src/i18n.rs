@@ -272,6 +272,24 @@ fn fill(text: &str, args: &[(&str, &str)]) -> String {
     out
 }
 
+/// An instant as a user reads it: the clock time when it is today in `tz`, with its date
+/// otherwise, as the locale writes them.
+pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64, loc: Locale) -> String {
+    let Ok(at) = jiff::Timestamp::from_millisecond(ms) else {
+        return String::new();
+    };
+    let local = at.to_zoned_datetime(tz.clone());
+    let today = jiff::Timestamp::from_millisecond(now_ms)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_zoned_datetime(tz.clone())
+        .date();
+    if local.date() == today {
+        loc.clock(&local)
+    } else {
+        loc.date_clock(&local)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,9 @@
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::classified::Classified;
 use super::reset::{self, ResetContext};
-use super::{Classified, ErrorClass};
+use crate::verdict::ErrorClass;
 
 /// The fields of an error body that decide its class.
 #[derive(Default)]
@@ -113,7 +114,7 @@ pub fn classify_http(
         reason: format!(
             "HTTP {status}: {}{}",
             subscription_cap(headers, &f).unwrap_or_default(),
-            super::truncate(f.message.trim(), 240)
+            super::classified::truncate(f.message.trim(), 240)
         ),
         reset_at_ms,
         context_length: context_length && class == ErrorClass::Request,
@@ -325,7 +326,7 @@ pub fn classify_cli(output: &str, exit_code: Option<i32>, ctx: &ResetContext) ->
     let first = texts.first().map(String::as_str).unwrap_or("no output");
     Classified {
         class,
-        reason: super::truncate(first, 240).to_string(),
+        reason: super::classified::truncate(first, 240).to_string(),
         reset_at_ms,
         context_length: false,
         // Gemini CLI: "You have exhausted your daily quota on this model."

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::Cause;
 use crate::clock::Clock;
 use crate::events::{Event, Events};
+use crate::verdict::Cause;
 
 /// What a cooldown covers. `None` means every key / every model of the provider.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,7 +28,7 @@ impl Scope {
 pub struct CooldownEntry {
     pub scope: Scope,
     pub until_ms: i64,
-    pub class: super::Cause,
+    pub class: crate::verdict::Cause,
     pub reason: String,
     /// When this instance learned of it: a request sent before then that succeeds does not
     /// prove the scope healthy again (it was on its way before the limit was hit).
@@ -218,7 +218,7 @@ impl Cooldowns {
         for mut entry in entries {
             // A rejected key stays out until the user changes it — and a restart is when a
             // changed environment variable takes effect, so auth verdicts are not restored.
-            if entry.class == super::ErrorClass::Auth {
+            if entry.class == crate::verdict::ErrorClass::Auth {
                 continue;
             }
             // Before anything this run sends.
@@ -317,7 +317,7 @@ impl Cooldowns {
     /// for a keyless provider (then only provider-wide cooldowns).
     pub fn clear_limits(&self, provider: &str, key: Option<&str>, seen_ms: i64) {
         for e in self.remove_where(provider, |e| {
-            e.class == super::ErrorClass::Rate
+            e.class == crate::verdict::ErrorClass::Rate
                 && e.scope.key.as_deref() == key
                 && e.since_ms < seen_ms
         }) {
@@ -417,7 +417,7 @@ impl Cooldowns {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
-    use crate::limits::ErrorClass;
+    use crate::verdict::ErrorClass;
 
     #[test]
     fn scopes_cover_and_expire() {

@@ -1,8 +1,9 @@
 //! The one line a user reads when Baton fails over: what happened to the provider (in words
 //! matched to the limit it hit) and when it is back, in the user's zone.
 
-use super::{Classified, ErrorClass};
-use crate::i18n::{n_, tr, Locale};
+use super::classified::Classified;
+use crate::i18n::{clock_time, n_, tr, Locale};
+use crate::verdict::ErrorClass;
 
 /// The notification line for a failover from `from` to `to` (display names), in the user's
 /// language. The reset shows as a clock time when it falls on the same day as `now_ms` in `tz`,
@@ -51,24 +52,6 @@ pub fn failover_message(
             "{what}; now using {to}",
             &[("what", &what), ("to", to)],
         ),
-    }
-}
-
-/// An instant as a user reads it: the clock time when it is today in `tz`, with its date
-/// otherwise, as the locale writes them.
-pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64, loc: Locale) -> String {
-    let Ok(at) = jiff::Timestamp::from_millisecond(ms) else {
-        return String::new();
-    };
-    let local = at.to_zoned_datetime(tz.clone());
-    let today = jiff::Timestamp::from_millisecond(now_ms)
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-        .to_zoned_datetime(tz.clone())
-        .date();
-    if local.date() == today {
-        loc.clock(&local)
-    } else {
-        loc.date_clock(&local)
     }
 }
 
@@ -126,7 +109,7 @@ pub fn quota_message(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::ErrorClass;
+    use crate::verdict::ErrorClass;
 
     use crate::clock::ms;
 

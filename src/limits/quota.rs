@@ -300,7 +300,7 @@ pub fn header_score(headers: &HeaderMap) -> Option<f64> {
 mod tests {
     use super::*;
 
-    use crate::limits::headers as h;
+    use crate::limits::classified::headers as h;
 
     #[test]
     fn scores_from_headers_and_counters() {

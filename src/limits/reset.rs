@@ -92,7 +92,7 @@ fn headers_raw(headers: &HeaderMap, now_ms: i64) -> Option<i64> {
         "x-ratelimit-reset",
     ]
     .iter()
-    .filter_map(|h| get(h).and_then(super::parse_go_duration_ms))
+    .filter_map(|h| get(h).and_then(super::classified::parse_go_duration_ms))
     .max()
     .map(|ms| now_ms.saturating_add(ms));
     if durations.is_some() {
@@ -134,7 +134,7 @@ fn body_raw(v: &Value, now_ms: i64) -> Option<i64> {
                 if let Some(ms) = d
                     .get("retryDelay")
                     .and_then(Value::as_str)
-                    .and_then(super::parse_go_duration_ms)
+                    .and_then(super::classified::parse_go_duration_ms)
                 {
                     return Some(now_ms.saturating_add(ms));
                 }

@@ -333,7 +333,7 @@ impl UsageBook {
                 &[
                     ("window", &w.label),
                     ("used", &used),
-                    ("when", &super::clock_time(r, tz, now, loc)),
+                    ("when", &crate::i18n::clock_time(r, tz, now, loc)),
                 ],
             ),
             None => format!("{} {used}", w.label),

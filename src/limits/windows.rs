@@ -281,7 +281,7 @@ fn api_key(headers: &HeaderMap, now_ms: i64, out: &mut Vec<Window>) {
             continue;
         }
         let reset = header(headers, &format!("x-ratelimit-reset-{what}"))
-            .and_then(super::parse_go_duration_ms)
+            .and_then(super::classified::parse_go_duration_ms)
             .map(|ms| now_ms.saturating_add(ms));
         out.push(counted(what.into(), what.into(), None, limit, left, reset));
     }
@@ -492,7 +492,7 @@ mod tests {
         ]));
     }
 
-    use crate::limits::headers as h;
+    use crate::limits::classified::headers as h;
 
     #[test]
     fn lengths_name_windows() {

@@ -479,15 +479,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "config::validate",
     ],
     &[
-        "limits",
-        "limits::classify",
-        "limits::cooldown",
-        "limits::notice",
-        "limits::reset",
-        "limits::usage",
-        "limits::windows",
-    ],
-    &[
         "providers",
         "providers::cli",
         "providers::cli::status",
