@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{Store, StoreError};
+use super::handle::{Store, StoreError};
 use crate::config::ProviderConfig;
 
 /// Why an edit was refused.

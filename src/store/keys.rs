@@ -5,7 +5,8 @@
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use super::{EditError, Store, StoreError};
+use super::edit::EditError;
+use super::handle::{Store, StoreError};
 
 /// A client key as stored: never the key itself.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -3,110 +3,30 @@
 //! path never waits on the disk; reads open their own WAL connection.
 
 mod edit;
+mod handle;
 mod keys;
 mod migrations;
+mod rows;
 mod settings;
 mod writer;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 pub use edit::EditError;
+pub(crate) use handle::DB_FILE;
+pub use handle::{Store, StoreError};
 pub use keys::{ClientKeyRow, SyncedKey};
+pub use rows::{AttemptRecord, CooldownRow, LogRow};
 pub use settings::{UsageRow, WindowStats, LISTEN_SETTING, USAGE_SETTING};
 pub use writer::{StoreWriter, WriteOp};
 
 use crate::config::ProviderConfig;
 
-pub(crate) const DB_FILE: &str = "baton.db";
 /// The desktop shell's notification icon, in the data directory (a file Baton makes there).
 pub const ICON_FILE: &str = "baton-icon.png";
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("database {path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("database {path} was written by a newer Baton (schema {found}, this build knows {known}); upgrade Baton or use another --data-dir")]
-    TooNew {
-        path: PathBuf,
-        found: i64,
-        known: i64,
-    },
-    #[error("cannot create data directory {path}: {source}")]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("stored provider `{id}` is unreadable: {message}")]
-    Corrupt { id: String, message: String },
-}
-
-/// One attempt of a request at one upstream target.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AttemptRecord {
-    pub provider: String,
-    pub model: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// `ok`, `skipped`, or the error class (`rate`, `transient`, `request`…).
-    pub class: crate::limits::Outcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    pub latency_ms: u64,
-    /// The same in microseconds, for Baton's own added latency (not stored).
-    #[serde(skip)]
-    pub latency_us: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Unix ms when the limit resets, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reset_at_ms: Option<i64>,
-    /// Part of the answer reached the client from this attempt before it failed (a stream
-    /// that broke off): its tokens count though its class is a failure.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub streamed: bool,
-}
-
-/// One row of the request log.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct LogRow {
-    pub id: String,
-    pub ts_ms: i64,
-    pub client: String,
-    pub requested_model: String,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub status: u16,
-    pub stream: bool,
-    pub attempts: Vec<AttemptRecord>,
-    pub ttfb_ms: Option<u64>,
-    pub total_ms: u64,
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    pub error: Option<String>,
-    /// Id of the client key (`k_…`, or the label of a configuration key).
-    #[serde(default)]
-    pub client_key: String,
-    /// Estimated cost in USD, when the serving model's price is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-    /// Time spent waiting on upstreams (the rest is Baton's own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream_ms: Option<u64>,
-    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read_tokens: Option<u64>,
-    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write_tokens: Option<u64>,
-}
 
 /// Which request-log rows to read.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -127,17 +47,6 @@ pub struct LogFilter {
 
 fn default_page() -> usize {
     50
-}
-
-/// A persisted cooldown. Empty `key_id` / `model` mean "any".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CooldownRow {
-    pub provider: String,
-    pub key_id: String,
-    pub model: String,
-    pub until_ms: i64,
-    pub class: String,
-    pub reason: String,
 }
 
 /// Who owns a provider definition: the config file (redefined at each start) or the UI.
@@ -202,13 +111,6 @@ impl StoredProvider {
         }
         c
     }
-}
-
-/// Handle to the database: a path for readers plus the background writer.
-#[derive(Clone)]
-pub struct Store {
-    path: PathBuf,
-    writer: StoreWriter,
 }
 
 impl Store {

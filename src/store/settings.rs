@@ -10,7 +10,7 @@ pub const LISTEN_SETTING: &str = "listen";
 /// The usage windows as last seen, kept across a restart.
 pub const USAGE_SETTING: &str = "usage_windows";
 
-use super::{Store, StoreError};
+use super::handle::{Store, StoreError};
 
 /// Usage of one client or provider in one time bucket.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -109,7 +109,7 @@ impl Store {
     /// One setting read before the gateway starts (nothing created, no migrations): `None`
     /// when the database or the setting does not exist yet, or cannot be read.
     pub fn setting_at(data_dir: &std::path::Path, key: &str) -> Option<Value> {
-        let path = data_dir.join(super::DB_FILE);
+        let path = data_dir.join(super::handle::DB_FILE);
         if !path.exists() {
             return None;
         }
@@ -188,7 +188,7 @@ impl Store {
         }))?;
         for row in rows {
             let (provider, status, attempts, input, output, cached) = self.sql(row)?;
-            let attempts: Vec<super::AttemptRecord> =
+            let attempts: Vec<super::rows::AttemptRecord> =
                 serde_json::from_str(&attempts).unwrap_or_default();
             for a in attempts.iter().filter(|a| a.class.sent()) {
                 let s = out.entry(a.provider.clone()).or_default();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
 
-use super::{CooldownRow, LogRow};
+use super::rows::{CooldownRow, LogRow};
 use crate::config::LogConfig;
 
 const BATCH: usize = 1024;

@@ -510,14 +510,6 @@ const KNOTS_TO_CUT: &[&[&str]] = &[
         "router::stream",
         "router::stream::resume",
     ],
-    &[
-        "store",
-        "store::edit",
-        "store::keys",
-        "store::migrations",
-        "store::settings",
-        "store::writer",
-    ],
 ];
 
 #[test]
