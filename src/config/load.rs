@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::{validate, ConfigError, ConfigFile};
+use super::error::ConfigError;
+use super::file::ConfigFile;
+use super::validate;
 
 /// Reads, parses and validates a configuration file.
 pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {

@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use super::error::ConfigError;
+use super::file::RESERVED_MODEL_NAMES;
+use super::provider::ProviderConfig;
 use super::refs::{check_env_name, check_header, check_secret_ref};
-use super::RESERVED_MODEL_NAMES;
-use super::{ConfigError, ProviderConfig};
 
 /// Every problem with one provider that a form shows beside its field at once: the id, the
 /// address (or executable) and the model list are checked on their own, then the rest in
@@ -101,7 +102,7 @@ pub fn validate_provider(p: &ProviderConfig, path: &str, file: &Path) -> Result<
                 crate::i18n::msg("`{id}` is listed twice", &[("id", id)]),
             ));
         }
-        if let crate::config::ModelEntry::Detailed(d) = m {
+        if let super::provider::ModelEntry::Detailed(d) = m {
             if d.price.is_some_and(|p| !p.is_valid()) {
                 return Err(err(
                     &format!("models[{i}].price"),
@@ -253,7 +254,7 @@ fn validate_api_version(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    let azure = p.kind == super::ProviderKind::AzureOpenai;
+    let azure = p.kind == super::kind::ProviderKind::AzureOpenai;
     if let Some(v) = &p.api_version {
         if !azure {
             return Err(err(
@@ -294,10 +295,10 @@ fn validate_cloud(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    let bedrock = p.kind == super::ProviderKind::Bedrock;
+    let bedrock = p.kind == super::kind::ProviderKind::Bedrock;
     let vertex = matches!(
         p.kind,
-        super::ProviderKind::VertexAnthropic | super::ProviderKind::VertexGemini
+        super::kind::ProviderKind::VertexAnthropic | super::kind::ProviderKind::VertexGemini
     );
     if !bedrock && p.aws_profile.is_some() {
         return Err(err(
@@ -427,10 +428,13 @@ fn validate_cli(
 /// A CLI provider's `env` value: text that is not a secret (a directory, a project), or a
 /// secret by reference, as a key is. A key variable's literal value is refused: the
 /// configuration keeps no secret, and an export or the admin API would show it.
-fn check_env_value(name: &str, value: &crate::config::HeaderValue) -> Result<(), (String, String)> {
+fn check_env_value(
+    name: &str,
+    value: &super::provider::HeaderValue,
+) -> Result<(), (String, String)> {
     let at = format!("env.{name}");
     match value {
-        crate::config::HeaderValue::Text(text) => {
+        super::provider::HeaderValue::Text(text) => {
             if text.contains('\0') {
                 return Err((at, crate::i18n::msg("value must not contain NUL", &[])));
             }
@@ -443,7 +447,7 @@ fn check_env_value(name: &str, value: &crate::config::HeaderValue) -> Result<(),
             }
             Ok(())
         }
-        crate::config::HeaderValue::Secret(r) => {
+        super::provider::HeaderValue::Secret(r) => {
             super::refs::check_secret_ref(r).map_err(|(field, m)| {
                 (
                     if field.is_empty() {

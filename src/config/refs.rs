@@ -2,7 +2,7 @@
 //! what they may name, and how one is read. The configuration holds references only, never a
 //! secret.
 
-use super::{HeaderValue, SecretRef};
+use super::provider::{HeaderValue, SecretRef};
 
 /// One of a provider's `headers`: a valid name, and text that is not a secret, or a reference
 /// to one. The error names the field (`headers.X-Proxy-Token`).

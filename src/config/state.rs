@@ -53,10 +53,10 @@ fn default_redis_prefix() -> String {
 impl StateConfig {
     pub(super) fn validate(
         &self,
-        err: &dyn Fn(String, String) -> super::ConfigError,
-    ) -> Result<(), super::ConfigError> {
+        err: &dyn Fn(String, String) -> super::error::ConfigError,
+    ) -> Result<(), super::error::ConfigError> {
         let state = self;
-        use crate::config::StateBackend;
+        use StateBackend;
         let Some(redis) = &state.redis else {
             if state.backend == StateBackend::Redis {
                 return Err(err(

@@ -4,12 +4,13 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::Path;
 
+use super::error::ConfigError;
+use super::file::ConfigFile;
 use super::provider_checks::check_id;
 pub use super::provider_checks::{provider_problems, validate_provider};
 use super::refs::check_env_name;
-use super::{ConfigError, ConfigFile};
 
-pub use super::RESERVED_MODEL_NAMES;
+pub use super::file::RESERVED_MODEL_NAMES;
 
 /// The whole file: each section in turn, stopping at the first problem.
 pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
@@ -31,7 +32,7 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
 type Err<'a> = &'a dyn Fn(String, String) -> ConfigError;
 
 /// The server's counts and durations that have a floor.
-fn minimums(server: &super::ServerConfig, err: Err<'_>) -> Result<(), ConfigError> {
+fn minimums(server: &super::file::ServerConfig, err: Err<'_>) -> Result<(), ConfigError> {
     for (field, value, min, message) in [
         (
             "server.maxJsonValues",
@@ -262,12 +263,12 @@ fn validate_local_fallback(
                 format!("`{}` must be a loopback address (127.0.0.1 or localhost): the last resort is a server on this machine", lf.base_url),
             ));
         }
-        if ids.contains(super::LOCAL_PROVIDER_ID) {
+        if ids.contains(super::file::LOCAL_PROVIDER_ID) {
             return Err(err(
                 "localFallback".into(),
                 format!(
                     "a provider already has the id `{}`; rename it or turn localFallback off",
-                    super::LOCAL_PROVIDER_ID
+                    super::file::LOCAL_PROVIDER_ID
                 ),
             ));
         }

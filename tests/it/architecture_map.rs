@@ -470,15 +470,6 @@ fn knots(
 const KNOTS_TO_CUT: &[&[&str]] = &[
     &["canonical", "canonical::options", "canonical::search"],
     &[
-        "config",
-        "config::load",
-        "config::provider",
-        "config::provider_checks",
-        "config::refs",
-        "config::state",
-        "config::validate",
-    ],
-    &[
         "providers",
         "providers::cli",
         "providers::cli::status",
