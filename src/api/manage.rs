@@ -99,15 +99,17 @@ pub(super) fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiErro
             ))
         }
     };
-    if new_keys
-        .iter()
-        .any(|k| k.len() > 4096 || k.contains(char::is_whitespace))
-    {
-        return Err(field_error(
-            "newKeys".into(),
-            crate::i18n::msg("a key is one line without spaces (paste only the key)", &[]),
-        ));
-    }
+    // A kind whose key may be a credentials file (Vertex AI's service account) takes its JSON
+    // as pasted, kept compact; any other key is one line without spaces.
+    let kind = obj
+        .get("kind")
+        .cloned()
+        .and_then(|k| serde_json::from_value::<crate::config::ProviderKind>(k).ok());
+    let files = kind.is_some_and(crate::config::ProviderKind::takes_credentials_file);
+    let new_keys = new_keys
+        .into_iter()
+        .map(|k| typed_key(k, files))
+        .collect::<Result<Vec<_>, _>>()?;
     let new_headers = new_headers(obj.remove("newHeaders"))?;
     let priority_given = obj.contains_key("priority");
     let text = serde_json::to_string(&v).unwrap_or_default();
@@ -446,4 +448,38 @@ pub async fn order(
     core.reload_blocking().await.map_err(store_error)?;
     tracing::info!(order = ?o.order, "providers reordered");
     Ok(Json(json!({"order": o.order})))
+}
+
+/// A key as typed: one line without spaces, or for a kind that takes one, a credentials file's
+/// JSON (a Google service account's key or a user's refresh token), kept compact.
+fn typed_key(k: String, files: bool) -> Result<String, ApiError> {
+    if files && k.starts_with('{') {
+        let v: Value = serde_json::from_str(&k).map_err(|e| {
+            field_error(
+                "newKeys".into(),
+                crate::i18n::msg(
+                    "the pasted key is not valid JSON ({why}): paste the whole key file",
+                    &[("why", &e.to_string())],
+                ),
+            )
+        })?;
+        let known = matches!(
+            v.get("type").and_then(Value::as_str),
+            Some("service_account" | "authorized_user")
+        );
+        if !known || k.len() > 16 * 1024 {
+            return Err(field_error(
+                "newKeys".into(),
+                crate::i18n::msg("this JSON is not a service account's key file (its \"type\" is \"service_account\")", &[]),
+            ));
+        }
+        return Ok(v.to_string());
+    }
+    if k.len() > 4096 || k.contains(char::is_whitespace) {
+        return Err(field_error(
+            "newKeys".into(),
+            crate::i18n::msg("a key is one line without spaces (paste only the key)", &[]),
+        ));
+    }
+    Ok(k)
 }

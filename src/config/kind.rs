@@ -174,6 +174,14 @@ impl ProviderKind {
         }
     }
 
+    /// Whether a key of its may be a credentials file's JSON (a Google service account's key).
+    pub fn takes_credentials_file(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::VertexAnthropic | ProviderKind::VertexGemini
+        )
+    }
+
     /// Whether it can call with the client's own login (`credentials: "client"`): the vendors
     /// whose subscriptions clients log in to.
     pub fn takes_client_login(self) -> bool {

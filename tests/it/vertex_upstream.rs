@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::*;
+use reqwest::Method;
 use serde_json::{json, Value};
 use testkit::{Behavior, FakeUpstream};
 
@@ -213,6 +214,55 @@ async fn a_gemini_client_reaches_gemini_on_vertex_with_its_own_body_and_a_chat_c
     assert_eq!(
         up.received()[1].body["path"],
         "gemini-2.5-pro:streamGenerateContent"
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn a_service_accounts_key_file_pasted_in_the_form_is_kept_and_used() {
+    let up = FakeUpstream::start("vx").await;
+    fake_account(&up);
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({"providers": []})).await;
+    let admin = Admin(&baton);
+    // As the key file is laid out on disk, pasted into a one-line field (newlines become
+    // spaces).
+    let pretty =
+        serde_json::to_string_pretty(&serde_json::from_str::<Value>(&sa_key(&up)).unwrap())
+            .unwrap()
+            .replace('\n', " ");
+    let mut p = json!({"id": "vx-form", "kind": "vertex-anthropic",
+        "baseUrl": format!("http://{}/v1", up.addr), "region": "us-east5",
+        "project": "acme-prod-1", "models": [MODEL]});
+    // Not a key file: refused beside the key field, saying what to paste.
+    p["newKeys"] = json!([r#"{"type": "something_else"}"#]);
+    let (st, v) = admin
+        .send(Method::POST, "/admin/providers", Some(p.clone()))
+        .await;
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["param"], "newKeys");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("service account"),
+        "{v}"
+    );
+    p["newKeys"] = json!([pretty]);
+    let (st, v) = admin.send(Method::POST, "/admin/providers", Some(p)).await;
+    assert_eq!(st, 201, "{v}");
+    assert!(
+        !v.to_string().contains("PRIVATE KEY"),
+        "no key material echoed: {v}"
+    );
+    let r = baton.messages(turn(false)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "vx-form");
+    assert_eq!(up.vertex_exchanges(), 1);
+    let state = baton.admin_state().await.to_string();
+    assert!(
+        !state.contains("PRIVATE KEY"),
+        "no key material in the state"
     );
     baton.stop().await;
 }
