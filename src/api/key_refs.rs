@@ -76,14 +76,16 @@ pub fn check_key_refs(
                 ));
             }
             let declared = declared_for(bounds, name, &config.base_url);
-            if !looks_like_key_var(name) && !declared {
+            // The catalog's own variable for this service is a key whatever its name says
+            // (`AWS_BEARER_TOKEN_BEDROCK`).
+            let catalogs = catalog_sends(name, &config.base_url);
+            if !looks_like_key_var(name) && !declared && !catalogs {
                 return Err(ApiError::field(
                     format!("{at}.env"),
                     msg("`{name}` does not look like an API-key variable; name one ending in _API_KEY, _KEY, _TOKEN or _SECRET, or type the key into the form", &[("name", name)]),
                 ));
             }
-            if !declared && !name.starts_with(OPEN_PREFIX) && !catalog_sends(name, &config.base_url)
-            {
+            if !declared && !name.starts_with(OPEN_PREFIX) && !catalogs {
                 return Err(ApiError::field(
                     format!("{at}.env"),
                     msg(
@@ -193,10 +195,24 @@ fn catalog_sends(name: &str, base_url: &str) -> bool {
     })
 }
 
-/// `catalog` is `origin`, or names every resource of a service (`https://your-resource.…`).
+/// `catalog` is `origin`, or names every resource of a service (`https://your-resource.…`),
+/// or is an AWS regional endpoint of the same service in another region
+/// (`https://bedrock-runtime.us-east-1.amazonaws.com` for `…eu-west-1…`: one key for them all).
 fn same_origin(catalog: &str, origin: &str) -> bool {
     if catalog == origin {
         return true;
+    }
+    let aws = |o: &str| -> Option<(String, String)> {
+        let host = o.strip_prefix("https://")?.strip_suffix(".amazonaws.com")?;
+        let (service, region) = host.split_once('.')?;
+        let region_like = region.split('-').count() >= 3
+            && region
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        (region_like && !service.is_empty()).then(|| (service.to_string(), region.to_string()))
+    };
+    if let (Some((a, _)), Some((b, _))) = (aws(catalog), aws(origin)) {
+        return a == b;
     }
     let Some(rest) = catalog.strip_prefix("https://your-resource.") else {
         return false;
@@ -214,4 +230,42 @@ fn host_of(url: &str) -> Option<String> {
     let u = reqwest::Url::parse(url).ok()?;
     u.host_str()?;
     Some(u.origin().ascii_serialization())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn a_catalog_origin_stands_for_every_resource_or_region_of_its_service() {
+        let bedrock = "https://bedrock-runtime.us-east-1.amazonaws.com";
+        assert!(same_origin(bedrock, bedrock));
+        assert!(same_origin(
+            bedrock,
+            "https://bedrock-runtime.eu-west-1.amazonaws.com"
+        ));
+        assert!(same_origin(
+            bedrock,
+            "https://bedrock-runtime.ap-northeast-1.amazonaws.com"
+        ));
+        assert!(
+            !same_origin(bedrock, "https://s3.eu-west-1.amazonaws.com"),
+            "another service"
+        );
+        assert!(
+            !same_origin(bedrock, "http://bedrock-runtime.eu-west-1.amazonaws.com"),
+            "in the clear"
+        );
+        assert!(!same_origin(
+            bedrock,
+            "https://bedrock-runtime.eu-west-1.amazonaws.com.evil.example"
+        ));
+        assert!(!same_origin(bedrock, "https://evil.example"));
+        let azure = "https://your-resource.openai.azure.com";
+        assert!(same_origin(azure, "https://acme.openai.azure.com"));
+        assert!(!same_origin(
+            azure,
+            "https://acme.openai.azure.com.evil.example"
+        ));
+    }
 }

@@ -359,3 +359,38 @@ async fn a_throttling_exception_inside_the_stream_fails_over_before_any_content(
     assert_eq!(first.class.as_str(), "rate", "{first:?}");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn the_catalogs_bedrock_key_variable_goes_to_bedrock_in_any_region_and_nowhere_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), json!({"providers": []})).await;
+    let admin = Admin(&baton);
+    let p = |id: &str, base: &str| {
+        json!({"id": id, "kind": "bedrock", "baseUrl": base, "region": "eu-west-1",
+            "models": [MODEL], "keys": [{"env": "AWS_BEARER_TOKEN_BEDROCK"}]})
+    };
+    let (st, v) = admin
+        .send(
+            reqwest::Method::POST,
+            "/admin/providers",
+            Some(p(
+                "bk-eu",
+                "https://bedrock-runtime.eu-west-1.amazonaws.com",
+            )),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = admin
+        .send(
+            reqwest::Method::POST,
+            "/admin/providers",
+            Some(p(
+                "bk-evil",
+                "https://bedrock-runtime.eu-west-1.amazonaws.com.evil.example",
+            )),
+        )
+        .await;
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["param"], "keys[0].env");
+    baton.stop().await;
+}

@@ -127,3 +127,50 @@ fn committed_catalog_schema_matches_the_code() {
         "catalog/providers.schema.json is stale: run `baton config catalog-schema`"
     );
 }
+
+/// Every HTTP service of the catalog, started from its preset in the form and saved unchanged,
+/// is taken: its key variable is one Baton sends there (the Bedrock preset's
+/// `AWS_BEARER_TOKEN_BEDROCK` once was refused for not ending in `_KEY`).
+#[tokio::test]
+async fn every_http_preset_saved_as_it_comes_is_taken() {
+    use crate::common::{Admin, Baton};
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(dir.path(), serde_json::json!({"providers": []})).await;
+    let admin = Admin(&baton);
+    let (_, setup) = admin.send(reqwest::Method::GET, "/admin/setup", None).await;
+    let presets = setup["presets"].as_array().expect("presets");
+    let mut refused = Vec::new();
+    let mut saved = 0;
+    for p in presets {
+        let mut provider = p["provider"].clone();
+        if provider.get("baseUrl").and_then(|b| b.as_str()).is_none() {
+            continue; // a subscription CLI: its own test checks the executable
+        }
+        // What the form asks the user for and no preset can know: Vertex AI's project.
+        let kind = provider["kind"].as_str().unwrap_or_default().to_string();
+        if kind.starts_with("vertex-") {
+            provider["project"] = serde_json::json!("acme-prod-1");
+        }
+        let (st, v) = admin
+            .send(
+                reqwest::Method::POST,
+                "/admin/providers",
+                Some(provider.clone()),
+            )
+            .await;
+        if st == 201 {
+            saved += 1;
+        } else {
+            refused.push(format!(
+                "{}: {st} {}",
+                provider["id"], v["error"]["message"]
+            ));
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "presets refused as they come: {refused:#?}"
+    );
+    assert!(saved >= 10, "only {saved} presets tried");
+    baton.stop().await;
+}
