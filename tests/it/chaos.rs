@@ -210,10 +210,11 @@ async fn five_thousand_requests_through_thirty_percent_faults() {
         "every request answered"
     );
     // How often the flaky provider is asked depends on when its health drops under load:
-    // 983 to 1,263 calls in 16 runs of 5,000 (Dec 6, on 769169c and after), so a sixth, not
-    // a fifth, is the bound that says it stayed in play without failing one run in three.
+    // 983 to 1,263 calls in 16 runs of 5,000 (Dec 6, on 769169c and after), and 811 in a CI
+    // run on a busy machine. A tenth is the bound that says it stayed in play (a provider
+    // dropped from the route would get none) without failing on the machine's load.
     assert!(
-        flaky.hits() > REQUESTS / 6 && served.get("flaky").copied().unwrap_or(0) > 100,
+        flaky.hits() > REQUESTS / 10 && served.get("flaky").copied().unwrap_or(0) > 100,
         "the flaky provider stayed in play: {} calls, served {served:?}",
         flaky.hits()
     );
