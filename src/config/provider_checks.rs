@@ -296,17 +296,16 @@ fn validate_cloud(
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
     let bedrock = p.kind == super::kind::ProviderKind::Bedrock;
-    let vertex = matches!(
-        p.kind,
-        super::kind::ProviderKind::VertexAnthropic | super::kind::ProviderKind::VertexGemini
-    );
+    // The kinds that take a field are the registry's word (`ProviderKind::fields`, the form's).
+    let takes = |field: &str| p.kind.fields().contains(&field);
+    let vertex = takes("project");
     if !bedrock && p.aws_profile.is_some() {
         return Err(err(
             "awsProfile",
             crate::i18n::msg("only the bedrock kind takes `awsProfile`", &[]),
         ));
     }
-    if !vertex && p.project.is_some() {
+    if !takes("project") && p.project.is_some() {
         return Err(err(
             "project",
             crate::i18n::msg("only the Vertex AI kinds take `project`", &[]),
@@ -317,7 +316,7 @@ fn validate_cloud(
             && r.len() <= 32
             && r.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !bedrock && !vertex {
+        if !takes("region") {
             return Err(err(
                 "region",
                 crate::i18n::msg("only the bedrock and Vertex AI kinds take `region`", &[]),

@@ -118,11 +118,10 @@ fn to_sse(m: &aws_smithy_types::event_stream::Message) -> Result<Option<Bytes>, 
         _ => {
             let kind = header(m, ":event-type").unwrap_or_default();
             let data = if kind == "chunk" {
-                let v: Value = serde_json::from_slice(m.payload())
+                let c: Chunk = serde_json::from_slice(m.payload())
                     .map_err(|_| "an event-stream chunk is not JSON".to_string())?;
-                let b64 = v.get("bytes").and_then(Value::as_str).unwrap_or_default();
                 let raw = base64::engine::general_purpose::STANDARD
-                    .decode(b64)
+                    .decode(c.bytes.as_bytes())
                     .map_err(|_| "an event-stream chunk's bytes are not base64".to_string())?;
                 Bytes::from(raw)
             } else if kind.is_empty() {
@@ -130,10 +129,12 @@ fn to_sse(m: &aws_smithy_types::event_stream::Message) -> Result<Option<Bytes>, 
             } else {
                 m.payload().clone()
             };
+            // The event's name is its `type`, read without building its tree (the API's
+            // decoder reads the event itself).
             let name = if kind == "chunk" {
-                serde_json::from_slice::<Value>(&data)
+                serde_json::from_slice::<Typed>(&data)
                     .ok()
-                    .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_string))
+                    .and_then(|t| t.r#type.map(|t| t.into_owned()))
                     .unwrap_or_else(|| "message".into())
             } else {
                 kind.to_string()
@@ -141,6 +142,21 @@ fn to_sse(m: &aws_smithy_types::event_stream::Message) -> Result<Option<Bytes>, 
             Ok(Some(sse(&name, &data)))
         }
     }
+}
+
+/// A `chunk` message's payload: the model's event, base64-encoded (other members, such as
+/// Bedrock's padding `p`, are skipped).
+#[derive(serde::Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    bytes: std::borrow::Cow<'a, str>,
+}
+
+/// An event's `type`, its other members skipped.
+#[derive(serde::Deserialize)]
+struct Typed<'a> {
+    #[serde(borrow, default)]
+    r#type: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// `event: name` and `data:` lines (one per line of `data`, as SSE joins them back).

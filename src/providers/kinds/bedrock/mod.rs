@@ -29,11 +29,6 @@ pub const SERVICE: &str = "bedrock";
 /// AWS Bedrock's platform.
 pub struct Bedrock;
 
-/// The region of a provider: `region`, else the one its AWS endpoint names.
-pub fn region(p: &crate::config::ProviderConfig) -> Option<String> {
-    p.aws_region()
-}
-
 impl Platform for Bedrock {
     fn api(&self) -> &'static dyn UpstreamKind {
         &anthropic::Anthropic
@@ -95,7 +90,7 @@ impl Platform for Bedrock {
             Some(k) => aws::Auth::from_key(k.secret.expose())?,
             None => aws::Auth::from_environment(p.config.aws_profile.as_deref())?,
         };
-        let region = region(&p.config).ok_or_else(|| {
+        let region = p.config.aws_region().ok_or_else(|| {
             crate::limits::classify_transport(
                 "the provider names no AWS region: give `region`, or a base URL with one",
             )

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{anthropic_names, region, Bedrock};
+use super::{anthropic_names, Bedrock};
 use crate::providers::kinds::anthropic::platform_body;
 use crate::providers::kinds::{Framing, Platform};
 use crate::providers::{resolve, ProviderEntry, ProviderRuntime};
@@ -39,21 +39,30 @@ fn the_model_id_is_one_path_segment_and_the_stream_has_its_own_address() {
 #[test]
 fn the_region_is_given_or_read_from_the_runtime_endpoint() {
     assert_eq!(
-        region(&entry("https://bedrock-runtime.eu-central-1.amazonaws.com", None).config)
+        entry("https://bedrock-runtime.eu-central-1.amazonaws.com", None)
+            .config
+            .aws_region()
             .as_deref(),
         Some("eu-central-1")
     );
     assert_eq!(
-        region(&entry("https://bedrock-runtime-fips.us-east-1.amazonaws.com", None).config)
+        entry("https://bedrock-runtime-fips.us-east-1.amazonaws.com", None)
+            .config
+            .aws_region()
             .as_deref(),
         Some("us-east-1")
     );
     assert_eq!(
-        region(&entry("http://127.0.0.1:9", Some("ap-northeast-1")).config).as_deref(),
+        entry("http://127.0.0.1:9", Some("ap-northeast-1"))
+            .config
+            .aws_region()
+            .as_deref(),
         Some("ap-northeast-1")
     );
     assert_eq!(
-        region(&entry("https://vpce-1.bedrock-runtime.example.internal", None).config),
+        entry("https://vpce-1.bedrock-runtime.example.internal", None)
+            .config
+            .aws_region(),
         None
     );
 }

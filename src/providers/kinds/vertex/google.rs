@@ -8,7 +8,7 @@
 //! kept in memory until five minutes before they expire, never written or logged.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -58,7 +58,7 @@ enum Credentials {
 }
 
 /// Tokens by a digest of the credential they came from: (token, expiry in Unix ms).
-static TOKENS: Mutex<Option<HashMap<u64, (String, i64)>>> = Mutex::new(None);
+static TOKENS: LazyLock<Mutex<HashMap<u64, (String, i64)>>> = LazyLock::new(Mutex::default);
 
 fn digest(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -82,7 +82,7 @@ pub async fn token(
     if let Some((token, _)) = TOKENS
         .lock()
         .ok()
-        .and_then(|t| t.as_ref().and_then(|m| m.get(&id).cloned()))
+        .and_then(|m| m.get(&id).cloned())
         .filter(|(_, expires)| now_ms < expires - EARLY_MS)
     {
         return Ok(token);
@@ -93,8 +93,7 @@ pub async fn token(
         ))
     })?;
     let (token, expires_in) = exchange(client, &creds, now_ms).await?;
-    if let Ok(mut t) = TOKENS.lock() {
-        let map = t.get_or_insert_with(HashMap::new);
+    if let Ok(mut map) = TOKENS.lock() {
         if map.len() >= KEPT {
             map.retain(|_, (_, e)| *e > now_ms);
         }
