@@ -21,6 +21,7 @@ mod affinity;
 mod anthropic;
 mod anthropic_upstream;
 mod api;
+mod architecture_knots;
 mod architecture_map;
 mod azure_upstream;
 mod bad_input;
