@@ -47,7 +47,7 @@ export function autoSetup(info, all, ctx) {
   const options = [];
   if (!info.connected && info.loginProviders.length) {
     const mode = el("select", { id: `${id}-mode`, onchange: () => { state.mode = mode.value; } },
-      el("option", { value: "login" }, t("My own {plan} login, through {providers}", { plan: info.id === "codex" ? "ChatGPT" : "Claude", providers: fmtList(info.loginProviders) })),
+      el("option", { value: "login" }, t("My own {plan} login, through {providers}", { plan: info.plan || info.name, providers: fmtList(info.loginProviders) })),
       el("option", { value: "keys" }, t("Baton's providers (the gateway key)")));
     state.mode = "login";
     options.push(el("label", { for: `${id}-mode` }, t("{name} signs in with", { name: info.name })), mode);

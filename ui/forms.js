@@ -6,7 +6,15 @@ import { keep, t, tn } from "./i18n.js";
 import { el, explainNodes, kindOf, kinds, setKinds } from "./views.js";
 
 const NO_ANSWER = () => t("Baton did not answer (is it still running?). Nothing was saved.");
-const isCli = (k) => k.endsWith("-cli");
+const isCli = (k) => Boolean(kindOf(k).program);
+
+/** A kind's own hint from the registry: its text translated, its values (addresses, variables,
+ * commands) kept as they are. */
+function hint(h, more = {}) {
+  const values = {};
+  for (const [name, v] of Object.entries({ ...more, ...(h.values || {}) })) values[name] = keep(v);
+  return tn(h.text, values);
+}
 
 function field(id, label, input, hint) {
   input.id = `f-${id}`;
@@ -83,11 +91,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     );
     if (!keptKeys.length) {
       const k = inputs.kind.value;
-      keyList.append(el("p", { class: "hint" }, k === "bedrock"
-        ? t("No key: Baton signs with the AWS credentials of its environment or profile (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials).")
-        : k.startsWith("vertex-")
-          ? tn("No key: Baton uses the Google application-default credentials ({variable}, or {command}).", { variable: keep("GOOGLE_APPLICATION_CREDENTIALS"), command: keep("gcloud auth application-default login") })
-          : t("No key yet (fine for a local server).")));
+      const own = kindOf(k).hints || {};
+      keyList.append(el("p", { class: "hint" }, own.noKey ? hint(own.noKey) : t("No key yet (fine for a local server).")));
     }
   }
   renderKeys();
@@ -187,15 +192,12 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     // takes no client login.
     const example = baseUrlExample || "https://api.groq.com/openai/v1";
     inputs.baseUrl.placeholder = example;
-    const hint = body.querySelector("#baseUrl-hint");
-    if (hint) {
-      hint.replaceChildren(k === "azure-openai"
-        ? tn("Your resource's endpoint, e.g. {example}; its deployments are the models", { example: keep(example) })
-        : k === "bedrock"
-          ? tn("Your region's runtime endpoint, e.g. {example}; its model ids or inference profiles are the models", { example: keep(example) })
-          : k.startsWith("vertex-")
-            ? tn("Your region's endpoint, e.g. {example}; Vertex model ids ({model}) are the models", { example: keep(example), model: keep(k === "vertex-gemini" ? "gemini-2.5-pro" : "claude-sonnet-4-5@20250929") })
-          : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
+    const urlHint = body.querySelector("#baseUrl-hint");
+    if (urlHint) {
+      const own = kindOf(k).hints || {};
+      urlHint.replaceChildren(own.baseUrl
+        ? hint(own.baseUrl, { example, model: sampleModel || "" })
+        : tn("Up to and including the version, e.g. {example}", { example: keep(example) }));
     }
     // The kind's own fields (Bedrock's region, Vertex AI's project and region).
     const own = kindOf(k).fields || [];
@@ -203,11 +205,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       const box = body.querySelector(`[data-field="${f}"]`);
       if (box) box.hidden = !own.includes(f);
     }
-    // Bedrock takes an API key or an access key pair typed as one.
+    // The kind's own word on a typed key (Bedrock's key pair, Vertex AI's JSON key).
     const keyHint = body.querySelector("#newKeys-kind");
     if (keyHint) {
-      keyHint.textContent = k === "bedrock" ? t("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials).")
-        : k.startsWith("vertex-") ? t("A service account's JSON key (paste the whole file), or an access token.") : "";
+      const own = kindOf(k).hints || {};
+      keyHint.replaceChildren(own.key ? hint(own.key) : "");
       keyHint.parentElement.hidden = !keyHint.textContent;
     }
     renderKeys();

@@ -7,7 +7,7 @@ import { openProviderForm } from "./forms.js";
 import { autoSetup } from "./connect.js";
 import { clientTarget, mapClient, targetOptions } from "./routing.js";
 import { fmtList, keep, t, tn } from "./i18n.js";
-import { el, snippet } from "./views.js";
+import { el, kindOf, snippet } from "./views.js";
 import { unavailableWords } from "./websearch.js";
 
 const $ = (id) => document.getElementById(id);
@@ -116,7 +116,7 @@ export async function renderFirstRun() {
   }
   // Free tiers anyone can sign up for: the key arrives by e-mail in minutes, then one click.
   const offered = new Set([...found.map((x) => x.id), ...app.state.providers.map((p) => p.id)]);
-  const free = (s.presets || []).filter((x) => x.freeTier && !(x.provider.kind || "").endsWith("-cli") && x.id !== "ollama" && !offered.has(x.id));
+  const free = (s.presets || []).filter((x) => x.freeTier && !kindOf(x.provider.kind || "").program && x.id !== "ollama" && !offered.has(x.id));
   const freeRows = free.map((x) => el("div", { class: "found" },
     el("div", {}, el("strong", { translate: "no" }, x.name),
       // The catalog's note is Baton's own words (catalog/providers.json): in the catalogue too.
@@ -233,8 +233,8 @@ function mapStep(routes, client, id, why) {
 
 /** Claude Code in two steps: its model names mapped (one click), then the environment. */
 function claudeCodeCard(routes, shellKey, oneClick) {
-  const cli = app.state.providers.filter((p) => p.kind.endsWith("-cli") && p.enabled);
-  const subscription = app.state.providers.filter((p) => p.kind === "anthropic" && p.config?.credentials === "client");
+  const cli = app.state.providers.filter((p) => kindOf(p.kind).program && p.enabled);
+  const subscription = app.state.providers.filter((p) => kindOf(p.kind).vendor === "anthropic" && p.config?.credentials === "client");
   return el("div", { class: "card stack", id: "claude-code" },
     el("h2", { translate: "no" }, "Claude Code"),
     ...mapStep(routes, "Claude Code", "cc", t("Claude Code asks for its own model names (claude-sonnet-…, claude-opus-…[1m]); without this step they get 404.")),
@@ -270,7 +270,7 @@ function geminiCard(routes, shellKey, oneClick) {
 }
 
 function codexCard(routes, shellKey, base, oneClick) {
-  const subscription = app.state.providers.filter((p) => p.kind === "openai-responses" && p.config?.credentials === "client");
+  const subscription = app.state.providers.filter((p) => kindOf(p.kind).vendor === "openai" && p.config?.credentials === "client");
   const subToml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nwire_api = "responses"\nrequires_openai_auth = true\nenv_http_headers = { "x-baton-key" = "BATON_KEY" }`;
   const toml = `model_provider = "baton"\n\n[model_providers.baton]\nname = "Baton"\nbase_url = "${base}"\nenv_key = "BATON_KEY"\nwire_api = "responses"`;
   return el("div", { class: "card stack", id: "codex" },

@@ -3,7 +3,7 @@
 // provider. A typed key goes to the OS credential store and is never shown again.
 import { api } from "./api.js";
 import { fmtList, keep, t, tn } from "./i18n.js";
-import { el, kindLabel } from "./views.js";
+import { el, kindLabel, kindOf, kinds, setKinds } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 let ctx;
@@ -77,15 +77,15 @@ export function unavailableWords(w) {
   return w.backend === "none" ? t("no search service is set up in Baton (Settings → Web search)") : keep(w.unavailable);
 }
 
-/** The providers whose API searches by itself: Anthropic, the Responses API, Gemini. */
-const SEARCHING_KINDS = ["anthropic", "openai-responses", "gemini"];
 
 export async function renderWebSearch() {
   try {
     const [w, p] = await Promise.all([api("GET", "/admin/web-search"), api("GET", "/admin/providers")]);
-    const able = p.providers.filter((x) => SEARCHING_KINDS.includes(x.kind));
+    // The providers whose API searches by itself, as the gateway's kind registry says.
+    setKinds(p.kinds);
+    const able = p.providers.filter((x) => kindOf(x.kind).searches);
     $("ws-provider").replaceChildren(...able.map((x) => el("option", { value: x.id, translate: "no" }, `${x.name || x.id} (${x.kind})`)));
-    if (!able.length) $("ws-provider").append(el("option", { value: "" }, t("No provider of these kinds yet: {kinds}", { kinds: fmtList(SEARCHING_KINDS.map(kindLabel)) })));
+    if (!able.length) $("ws-provider").append(el("option", { value: "" }, t("No provider of these kinds yet: {kinds}", { kinds: fmtList(kinds().filter((k) => k.searches).map((k) => kindLabel(k.id))) })));
     render(w);
   } catch (err) {
     ctx.showError(err);

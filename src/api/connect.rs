@@ -85,6 +85,7 @@ pub async fn list(
         clients.push(json!({
             "id": app.id(),
             "name": app.name(),
+            "plan": app.plan(),
             "available": true,
             "files": files,
             "loginProviders": connect::login_providers(app, snap.providers.iter().map(|p| &p.config)),

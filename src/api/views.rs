@@ -42,15 +42,56 @@ pub struct KindView {
     /// It can call with the client's own login (`credentials: "client"`).
     #[serde(default)]
     pub client_login: bool,
-    /// Its own fields the form shows (`region`, `project`).
+    /// Its own fields (`region`, `project`, …); the form shows the ones it has inputs for.
     #[serde(default)]
     pub fields: Vec<String>,
+    /// The form's hints of its own: under the address, for a typed key, with no key.
+    #[serde(default)]
+    pub hints: KindHints,
+    /// Whose logins it takes (`anthropic`, `openai`, `google`), for a kind of one vendor.
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// It can run a web search by itself (a provider of it can be Baton's search service).
+    #[serde(default)]
+    pub searches: bool,
+}
+
+/// A kind's own hints, each translated where it is shown.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KindHints {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<HintView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<HintView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_key: Option<HintView>,
+}
+
+/// A hint: its text (a catalogue key) and the values of its marks, never translated.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HintView {
+    pub text: String,
+    pub values: std::collections::BTreeMap<String, String>,
+}
+
+impl From<&crate::config::kind::Hint> for HintView {
+    fn from(h: &crate::config::kind::Hint) -> Self {
+        HintView {
+            text: h.text.into(),
+            values: h
+                .values
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
 }
 
 impl KindView {
     pub fn all() -> Vec<Self> {
-        crate::config::ProviderKind::ALL
-            .into_iter()
+        crate::config::ProviderKind::all()
+            .iter()
             .map(|k| KindView {
                 id: k.as_str().into(),
                 label: k.label().into(),
@@ -60,6 +101,13 @@ impl KindView {
                 base_url_example: k.base_url_example().map(str::to_string),
                 client_login: k.takes_client_login(),
                 fields: k.fields().iter().map(|f| f.to_string()).collect(),
+                hints: KindHints {
+                    base_url: k.spec().base_url_hint.as_ref().map(HintView::from),
+                    key: k.spec().key_hint.as_ref().map(HintView::from),
+                    no_key: k.spec().no_key_hint.as_ref().map(HintView::from),
+                },
+                vendor: k.spec().vendor.id().map(str::to_string),
+                searches: crate::providers::kinds::searches(*k),
             })
             .collect()
     }

@@ -271,7 +271,7 @@ pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
                     }
                 }
                 // "" is a CLI's own login, or a provider without keys.
-                let account = match (a.account.is_empty(), r.kind.ends_with("-cli")) {
+                let account = match (a.account.is_empty(), is_cli(&r.kind)) {
                     (false, _) => a.account.clone(),
                     (true, true) => "login".to_string(),
                     (true, false) => "-".to_string(),
@@ -297,4 +297,9 @@ pub fn render_windows(rows: &[Row], now_ms: i64) -> String {
 /// Whether to colour: a terminal, and `NO_COLOR` unset.
 pub fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// Whether a provider of the kind named `kind` runs a subscription CLI (with its own login).
+fn is_cli(kind: &str) -> bool {
+    baton::config::ProviderKind::named(kind).is_some_and(|k| k.is_cli())
 }

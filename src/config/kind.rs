@@ -1,215 +1,340 @@
-//! The kinds of provider: what each one is called, shown as and asks for in the form. The UI's
-//! kind list and badges are read from here.
+//! The kinds of provider, as the configuration and the UI know them. Each kind is described by
+//! its own folder (`providers/kinds/<kind>/`, `providers/cli/<program>/`) in a [`KindSpec`] it
+//! registers there; nothing here names one. A [`ProviderKind`] is one registered kind: what it
+//! is called, shown as and asks for in the form, read from its spec.
+
+use std::sync::LazyLock;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Upstream API kinds.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderKind {
-    /// Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).
-    OpenaiCompatible,
-    /// OpenAI's Responses API (`POST {baseUrl}/responses`), for models only it serves.
-    OpenaiResponses,
-    /// Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).
+use crate::canonical::Wire;
+
+/// Whose API a login belongs to, or a provider serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vendor {
     Anthropic,
-    /// Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).
-    Gemini,
-    /// Azure OpenAI: Chat Completions on a company's Azure resource (`baseUrl` its endpoint,
-    /// `https://NAME.openai.azure.com`, or `…/openai/v1`); models are deployment names.
-    AzureOpenai,
-    /// AWS Bedrock: Anthropic's Messages API on a company's AWS account (`baseUrl`
-    /// `https://bedrock-runtime.REGION.amazonaws.com`); models are Bedrock model ids or
-    /// inference profiles; SigV4 or a Bedrock API key.
-    Bedrock,
-    /// Google Vertex AI: Anthropic's Messages API on a company's Google Cloud project (`baseUrl`
-    /// `https://REGION-aiplatform.googleapis.com/v1`, with `project`); models are Vertex model
-    /// ids (`claude-sonnet-4-5@20250929`); OAuth access tokens.
-    VertexAnthropic,
-    /// Google Vertex AI: Gemini's API on a company's Google Cloud project (as
-    /// `vertex-anthropic`; models are Gemini model ids).
-    VertexGemini,
-    /// The Claude Code CLI (`claude -p`), using its own subscription login.
-    ClaudeCli,
-    /// The Codex CLI (`codex exec`), using its own ChatGPT login.
-    CodexCli,
-    /// The Gemini CLI (`gemini -p`), using its own Google login or key.
-    GeminiCli,
+    OpenAi,
+    Google,
+    /// Another service (an OpenAI-compatible server elsewhere), or a login of no known shape.
+    Other,
 }
 
-impl ProviderKind {
-    /// The format an HTTP provider speaks; `None` for subscription CLIs.
-    pub fn wire(self) -> Option<crate::canonical::Wire> {
-        use crate::canonical::Wire;
+impl Vendor {
+    /// Its name for the UI; `None` for another service.
+    pub fn id(self) -> Option<&'static str> {
         match self {
-            ProviderKind::OpenaiCompatible => Some(Wire::OpenAi),
-            ProviderKind::OpenaiResponses => Some(Wire::Responses),
-            ProviderKind::Anthropic => Some(Wire::Anthropic),
-            ProviderKind::Gemini => Some(Wire::Gemini),
-            ProviderKind::AzureOpenai => Some(Wire::OpenAi),
-            ProviderKind::Bedrock => Some(Wire::Anthropic),
-            ProviderKind::VertexAnthropic => Some(Wire::Anthropic),
-            ProviderKind::VertexGemini => Some(Wire::Gemini),
-            ProviderKind::ClaudeCli | ProviderKind::CodexCli | ProviderKind::GeminiCli => None,
+            Vendor::Anthropic => Some("anthropic"),
+            Vendor::OpenAi => Some("openai"),
+            Vendor::Google => Some("google"),
+            Vendor::Other => None,
         }
+    }
+}
+
+/// A hint the form shows, translated where it is shown: its text (a catalogue key) and the
+/// values of its `{name}` marks, which are never translated (addresses, variables, commands).
+#[derive(Debug, Clone, Copy)]
+pub struct Hint {
+    pub text: &'static str,
+    pub values: &'static [(&'static str, &'static str)],
+}
+
+/// A provider's own fields, as a kind's check reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Own<'a> {
+    pub base_url: &'a str,
+    pub region: Option<&'a str>,
+    pub project: Option<&'a str>,
+    pub api_version: Option<&'a str>,
+}
+
+/// A kind's own check of a provider: the field that is wrong and what to do, if any is.
+pub type Check = fn(&Own) -> Result<(), (&'static str, String)>;
+
+/// What a subscription CLI kind runs and lets through.
+#[derive(Debug)]
+pub struct CliSpec {
+    /// The program's name on `PATH`.
+    pub program: &'static str,
+    /// The variables a provider's `env` may set: the ones the CLI documents for its own
+    /// configuration directory and its own keys. Nothing else: loader and runtime options
+    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `GIT_CONFIG_*`…) would let whoever edits a provider run
+    /// code, and base-URL and proxy variables would send the CLI's login elsewhere.
+    pub env_allowed: &'static [&'static str],
+    /// Baton's own environment variables the CLI is given beside the common ones (where its
+    /// login lives).
+    pub env_passed: &'static [&'static str],
+    /// Where its daily quotas reset when it does not say (an IANA zone).
+    pub day_reset_zone: Option<&'static str>,
+    /// What to run to log it in.
+    pub login_hint: &'static str,
+}
+
+/// Everything the configuration, the checks and the UI know of one kind, declared in its
+/// folder.
+#[derive(Debug)]
+pub struct KindSpec {
+    /// Its name in the configuration (`kind`).
+    pub name: &'static str,
+    /// Where the UI lists it (lower first).
+    pub order: u16,
+    /// What it is, for the configuration's schema.
+    pub doc: &'static str,
+    /// Its name for people, a catalogue key (`i18n::n_`).
+    pub label: &'static str,
+    /// Its badge: two letters at most.
+    pub badge: &'static str,
+    /// The API an HTTP kind speaks; `None` for a subscription CLI.
+    pub wire: Option<Wire>,
+    /// Whose logins it takes (`Other`: decided by the provider's host).
+    pub vendor: Vendor,
+    /// What an HTTP kind's `baseUrl` looks like, for the form's hint.
+    pub base_url_example: Option<&'static str>,
+    /// The form's hint under the address (`{example}` is the example, `{model}` the sample
+    /// model).
+    pub base_url_hint: Option<Hint>,
+    /// The form's hint for a key typed in.
+    pub key_hint: Option<Hint>,
+    /// What the form says when the provider has no key.
+    pub no_key_hint: Option<Hint>,
+    /// A model it takes, for the form's hint.
+    pub sample_model: Option<&'static str>,
+    /// The fields of its own it takes beside the common ones (the form shows `project` and
+    /// `region`; `apiVersion` and `awsProfile` are file-only).
+    pub fields: &'static [&'static str],
+    /// A key of its may be a credentials file's JSON (a Google service account's key).
+    pub credentials_file: bool,
+    /// It can call with the client's own login (`credentials: "client"`).
+    pub client_login: bool,
+    /// Its own check of a provider's address and fields, after the common ones.
+    pub check: Option<Check>,
+    /// For a subscription CLI kind: what it runs.
+    pub cli: Option<CliSpec>,
+}
+
+impl KindSpec {
+    /// The spec's defaults, for a folder to fill in.
+    pub const BASE: KindSpec = KindSpec {
+        name: "",
+        order: u16::MAX,
+        doc: "",
+        label: "",
+        badge: "",
+        wire: None,
+        vendor: Vendor::Other,
+        base_url_example: None,
+        base_url_hint: None,
+        key_hint: None,
+        no_key_hint: None,
+        sample_model: None,
+        fields: &[],
+        credentials_file: false,
+        client_login: false,
+        check: None,
+        cli: None,
+    };
+}
+
+/// One kind's registration, submitted from its folder (`inventory::submit!`): the registry is
+/// the set of folders compiled in.
+pub struct Registered(pub &'static KindSpec);
+
+inventory::collect!(Registered);
+
+/// The kinds compiled in, in the order the UI offers them.
+static ALL: LazyLock<Vec<ProviderKind>> = LazyLock::new(|| {
+    let mut all: Vec<ProviderKind> = inventory::iter::<Registered>
+        .into_iter()
+        .map(|r| ProviderKind(r.0))
+        .collect();
+    all.sort_by_key(|k| (k.0.order, k.0.name));
+    all
+});
+
+/// Their names, for a configuration's error.
+static NAMES: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| ALL.iter().map(|k| k.0.name).collect());
+
+/// A provider's kind: one of the registered [`KindSpec`]s.
+#[derive(Clone, Copy)]
+pub struct ProviderKind(&'static KindSpec);
+
+impl ProviderKind {
+    /// The kind a folder declares (its `KIND` constant).
+    pub const fn of(spec: &'static KindSpec) -> Self {
+        Self(spec)
+    }
+
+    /// Every kind compiled in, in the UI's order.
+    pub fn all() -> &'static [ProviderKind] {
+        &ALL
+    }
+
+    /// The kind called `name` in the configuration.
+    pub fn named(name: &str) -> Option<ProviderKind> {
+        ALL.iter().copied().find(|k| k.0.name == name)
+    }
+
+    /// Its spec, as its folder declared it.
+    pub fn spec(self) -> &'static KindSpec {
+        self.0
+    }
+
+    /// Whether `spec` is this kind's.
+    pub fn is(self, spec: &KindSpec) -> bool {
+        std::ptr::eq(self.0, spec) || self.0.name == spec.name
+    }
+
+    /// The format an HTTP provider speaks; `None` for subscription CLIs.
+    pub fn wire(self) -> Option<Wire> {
+        self.0.wire
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenaiCompatible => "openai-compatible",
-            ProviderKind::OpenaiResponses => "openai-responses",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Gemini => "gemini",
-            ProviderKind::AzureOpenai => "azure-openai",
-            ProviderKind::Bedrock => "bedrock",
-            ProviderKind::VertexAnthropic => "vertex-anthropic",
-            ProviderKind::VertexGemini => "vertex-gemini",
-            ProviderKind::ClaudeCli => "claude-cli",
-            ProviderKind::CodexCli => "codex-cli",
-            ProviderKind::GeminiCli => "gemini-cli",
-        }
+        self.0.name
     }
 
     /// Whether this kind runs a local subscription CLI instead of calling an HTTP API.
     pub fn is_cli(self) -> bool {
-        self.cli_program().is_some()
+        self.0.cli.is_some()
     }
 
-    /// The variables a CLI provider's `env` may set: the ones that CLI documents for its own
-    /// configuration directory and its own keys. Nothing else: loader and runtime options
-    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `GIT_CONFIG_*`…) would let whoever edits a provider run
-    /// code, and base-URL and proxy variables would send the CLI's login elsewhere.
+    /// The variables a CLI provider's `env` may set ([`CliSpec::env_allowed`]).
     pub fn cli_env_allowed(self) -> &'static [&'static str] {
-        match self {
-            ProviderKind::ClaudeCli => &[
-                "CLAUDE_CONFIG_DIR",
-                "ANTHROPIC_API_KEY",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-            ],
-            ProviderKind::CodexCli => &["CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"],
-            ProviderKind::GeminiCli => &[
-                "GEMINI_CLI_HOME",
-                "GEMINI_API_KEY",
-                "GOOGLE_API_KEY",
-                "GOOGLE_CLOUD_PROJECT",
-                "GOOGLE_CLOUD_LOCATION",
-                "GOOGLE_APPLICATION_CREDENTIALS",
-                "GOOGLE_GENAI_USE_VERTEXAI",
-            ],
-            _ => &[],
-        }
+        self.0.cli.as_ref().map_or(&[], |c| c.env_allowed)
     }
-
-    /// The CLI's program name on `PATH`, for the CLI kinds.
-    pub const ALL: [ProviderKind; 11] = [
-        ProviderKind::OpenaiCompatible,
-        ProviderKind::OpenaiResponses,
-        ProviderKind::Anthropic,
-        ProviderKind::Gemini,
-        ProviderKind::AzureOpenai,
-        ProviderKind::Bedrock,
-        ProviderKind::VertexAnthropic,
-        ProviderKind::VertexGemini,
-        ProviderKind::ClaudeCli,
-        ProviderKind::CodexCli,
-        ProviderKind::GeminiCli,
-    ];
 
     /// The kind's name for people (the UI's kind list and badges), translated where it is shown.
     pub fn label(self) -> &'static str {
-        match self {
-            ProviderKind::OpenaiCompatible => crate::i18n::n_("OpenAI-compatible API"),
-            ProviderKind::OpenaiResponses => crate::i18n::n_("OpenAI Responses API"),
-            ProviderKind::Anthropic => crate::i18n::n_("Anthropic API"),
-            ProviderKind::Gemini => crate::i18n::n_("Gemini API"),
-            ProviderKind::AzureOpenai => crate::i18n::n_("Azure OpenAI"),
-            ProviderKind::Bedrock => crate::i18n::n_("AWS Bedrock"),
-            ProviderKind::VertexAnthropic => crate::i18n::n_("Claude on Google Vertex AI"),
-            ProviderKind::VertexGemini => crate::i18n::n_("Gemini on Google Vertex AI"),
-            ProviderKind::ClaudeCli => crate::i18n::n_("Claude Code CLI"),
-            ProviderKind::CodexCli => crate::i18n::n_("Codex CLI"),
-            ProviderKind::GeminiCli => crate::i18n::n_("Gemini CLI"),
-        }
+        self.0.label
     }
 
     /// Its badge: two letters at most.
     pub fn badge(self) -> &'static str {
-        match self {
-            ProviderKind::OpenaiCompatible => "AI",
-            ProviderKind::OpenaiResponses => "R",
-            ProviderKind::Anthropic => "A",
-            ProviderKind::Gemini => "G",
-            ProviderKind::AzureOpenai => "Az",
-            ProviderKind::Bedrock => "Bk",
-            ProviderKind::VertexAnthropic => "Vx",
-            ProviderKind::VertexGemini => "VG",
-            ProviderKind::ClaudeCli => "CC",
-            ProviderKind::CodexCli => "CX",
-            ProviderKind::GeminiCli => "GC",
-        }
+        self.0.badge
     }
 
     /// What an HTTP kind's `baseUrl` looks like, for the form's hint.
     pub fn base_url_example(self) -> Option<&'static str> {
-        match self {
-            ProviderKind::OpenaiCompatible => Some("https://api.groq.com/openai/v1"),
-            ProviderKind::OpenaiResponses => Some("https://api.openai.com/v1"),
-            ProviderKind::Anthropic => Some("https://api.anthropic.com/v1"),
-            ProviderKind::Gemini => Some("https://generativelanguage.googleapis.com/v1beta"),
-            ProviderKind::AzureOpenai => Some("https://NAME.openai.azure.com"),
-            ProviderKind::Bedrock => Some("https://bedrock-runtime.us-east-1.amazonaws.com"),
-            ProviderKind::VertexAnthropic => Some("https://us-east5-aiplatform.googleapis.com/v1"),
-            ProviderKind::VertexGemini => Some("https://us-central1-aiplatform.googleapis.com/v1"),
-            _ => None,
-        }
+        self.0.base_url_example
     }
 
-    /// The fields of its own it takes beside the common ones, as the form shows them.
+    /// The fields of its own it takes beside the common ones.
     pub fn fields(self) -> &'static [&'static str] {
-        match self {
-            ProviderKind::Bedrock => &["region"],
-            ProviderKind::VertexAnthropic | ProviderKind::VertexGemini => &["project", "region"],
-            _ => &[],
-        }
+        self.0.fields
     }
 
     /// Whether a key of its may be a credentials file's JSON (a Google service account's key).
     pub fn takes_credentials_file(self) -> bool {
-        matches!(
-            self,
-            ProviderKind::VertexAnthropic | ProviderKind::VertexGemini
-        )
+        self.0.credentials_file
+    }
+
+    /// Its own check of a provider of its ([`KindSpec::check`]).
+    pub fn check(self, own: &Own) -> Result<(), (&'static str, String)> {
+        self.0.check.map_or(Ok(()), |c| c(own))
     }
 
     /// Whether it can call with the client's own login (`credentials: "client"`): the vendors
     /// whose subscriptions clients log in to.
     pub fn takes_client_login(self) -> bool {
-        matches!(
-            self,
-            ProviderKind::OpenaiCompatible
-                | ProviderKind::OpenaiResponses
-                | ProviderKind::Anthropic
-                | ProviderKind::Gemini
-        )
+        self.0.client_login
     }
 
-    /// A model a CLI kind takes, for the form's hint.
+    /// A model it takes, for the form's hint.
     pub fn sample_model(self) -> Option<&'static str> {
-        match self {
-            ProviderKind::ClaudeCli => Some("sonnet"),
-            ProviderKind::CodexCli => Some("gpt-5-codex"),
-            ProviderKind::GeminiCli => Some("gemini-2.5-pro"),
-            _ => None,
-        }
+        self.0.sample_model
     }
 
+    /// The CLI's program name on `PATH`, for the CLI kinds.
     pub fn cli_program(self) -> Option<&'static str> {
-        match self {
-            ProviderKind::ClaudeCli => Some("claude"),
-            ProviderKind::CodexCli => Some("codex"),
-            ProviderKind::GeminiCli => Some("gemini"),
-            _ => None,
-        }
+        self.0.cli.as_ref().map(|c| c.program)
+    }
+
+    /// The names of the kinds that take `field`, for a message saying which do.
+    pub fn taking(field: &str) -> Vec<&'static str> {
+        ALL.iter()
+            .filter(|k| k.0.fields.contains(&field))
+            .map(|k| k.0.name)
+            .collect()
+    }
+}
+
+impl PartialEq for ProviderKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.is(other.0)
+    }
+}
+
+impl Eq for ProviderKind {}
+
+impl std::hash::Hash for ProviderKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state);
+    }
+}
+
+impl std::fmt::Debug for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::named(s).ok_or_else(|| {
+            format!(
+                "unknown kind `{s}`, expected one of {}",
+                NAMES
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+}
+
+impl Serialize for ProviderKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProviderKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Self::named(&name).ok_or_else(|| serde::de::Error::unknown_variant(&name, NAMES.as_slice()))
+    }
+}
+
+impl JsonSchema for ProviderKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ProviderKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one_of: Vec<serde_json::Value> = ALL
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "const": k.0.name,
+                    "description": k.0.doc,
+                    "type": "string",
+                })
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "Upstream API kinds.",
+            "oneOf": one_of,
+        })
     }
 }

@@ -4,7 +4,7 @@
 pub mod env_file;
 mod error;
 mod file;
-mod kind;
+pub mod kind;
 mod load;
 mod provider;
 mod provider_checks;

@@ -445,36 +445,3 @@ pub(super) fn default_answer() -> u64 {
 pub(super) fn default_retries() -> u32 {
     1
 }
-
-impl ProviderConfig {
-    /// AWS Bedrock: the region requests are signed for — `region`, else the one the runtime
-    /// endpoint names (`bedrock-runtime[-fips].REGION.amazonaws.com`).
-    pub fn aws_region(&self) -> Option<String> {
-        if let Some(r) = self.region.as_deref().filter(|r| !r.is_empty()) {
-            return Some(r.to_string());
-        }
-        let rest = self.base_url.split_once("://")?.1;
-        let host = rest.split(['/', ':', '?']).next()?;
-        let mut parts = host.split('.');
-        let service = parts.next()?;
-        let region = parts.next()?;
-        (service.starts_with("bedrock-runtime") && host.ends_with(".amazonaws.com"))
-            .then(|| region.to_string())
-    }
-
-    /// Google Vertex AI: the region of its requests' path — `region`, else the one the endpoint
-    /// names (`REGION-aiplatform.googleapis.com`; `aiplatform.googleapis.com` is `global`).
-    pub fn vertex_region(&self) -> Option<String> {
-        if let Some(r) = self.region.as_deref().filter(|r| !r.is_empty()) {
-            return Some(r.to_string());
-        }
-        let rest = self.base_url.split_once("://")?.1;
-        let host = rest.split(['/', ':', '?']).next()?;
-        if host == "aiplatform.googleapis.com" {
-            return Some("global".into());
-        }
-        host.strip_suffix("-aiplatform.googleapis.com")
-            .filter(|r| !r.is_empty() && !r.contains('.'))
-            .map(str::to_string)
-    }
-}

@@ -197,7 +197,7 @@ fn validate_url(
             crate::i18n::msg("give the base URL without `/chat/completions` or `/messages` (e.g. https://api.openai.com/v1)", &[]),
         ));
     }
-    validate_api_version(p, err)?;
+    validate_own(p, err)?;
     validate_proxy(p, err)?;
     for (field, set) in [
         ("executable", p.executable.is_some()),
@@ -205,11 +205,16 @@ fn validate_url(
         ("flattenHistory", p.flatten_history),
     ] {
         if set {
+            let kinds: Vec<&str> = super::kind::ProviderKind::all()
+                .iter()
+                .filter(|k| k.is_cli())
+                .map(|k| k.as_str())
+                .collect();
             return Err(err(
                 field,
                 crate::i18n::msg(
-                    "only the CLI kinds (claude-cli, codex-cli, gemini-cli) take `{field}`",
-                    &[("field", field)],
+                    "only these kinds take `{field}`: {kinds}",
+                    &[("field", field), ("kinds", &kinds.join(", "))],
                 ),
             ));
         }
@@ -247,81 +252,34 @@ fn validate_proxy(
     Ok(())
 }
 
-/// The cloud kinds' own fields: Azure OpenAI's `apiVersion` a dated version, a base URL that is
-/// the resource's endpoint (or its `/openai/v1`), never one deployment's; then Bedrock's and
-/// Vertex AI's ([`validate_cloud`]).
-fn validate_api_version(
+/// The kinds' own fields: each on the kinds that take it, a region well formed, then the
+/// kind's own check (Azure's API version, Bedrock's and Vertex AI's region, Vertex's project).
+fn validate_own(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    let azure = p.kind == super::kind::ProviderKind::AzureOpenai;
-    if let Some(v) = &p.api_version {
-        if !azure {
+    for (field, set) in [
+        ("apiVersion", p.api_version.is_some()),
+        ("awsProfile", p.aws_profile.is_some()),
+        ("project", p.project.is_some()),
+        ("region", p.region.is_some()),
+    ] {
+        if set && !p.kind.fields().contains(&field) {
+            let kinds = super::kind::ProviderKind::taking(field).join(", ");
             return Err(err(
-                "apiVersion",
-                crate::i18n::msg("only the azure-openai kind takes `apiVersion`", &[]),
+                field,
+                crate::i18n::msg(
+                    "only these kinds take `{field}`: {kinds}",
+                    &[("field", field), ("kinds", &kinds)],
+                ),
             ));
         }
-        let dated = v.len() >= 10
-            && v.as_bytes()[..10].iter().enumerate().all(|(i, b)| {
-                if i == 4 || i == 7 {
-                    *b == b'-'
-                } else {
-                    b.is_ascii_digit()
-                }
-            })
-            && v[10..]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-');
-        if !dated {
-            return Err(err(
-                "apiVersion",
-                crate::i18n::msg("`{v}` is not an Azure OpenAI API version: give a date such as 2024-10-21 (or 2025-04-01-preview)", &[("v", v)]),
-            ));
-        }
-    }
-    if azure && p.base_url.contains("/deployments") {
-        return Err(err(
-            "baseUrl",
-            crate::i18n::msg("give the resource's endpoint (https://NAME.openai.azure.com) and list deployments as models, not one deployment's URL", &[]),
-        ));
-    }
-    validate_cloud(p, err)
-}
-
-/// Bedrock's and Vertex AI's own fields: each on its kinds only, a region known, Vertex's
-/// project given.
-fn validate_cloud(
-    p: &ProviderConfig,
-    err: &dyn Fn(&str, String) -> ConfigError,
-) -> Result<(), ConfigError> {
-    let bedrock = p.kind == super::kind::ProviderKind::Bedrock;
-    // The kinds that take a field are the registry's word (`ProviderKind::fields`, the form's).
-    let takes = |field: &str| p.kind.fields().contains(&field);
-    let vertex = takes("project");
-    if !bedrock && p.aws_profile.is_some() {
-        return Err(err(
-            "awsProfile",
-            crate::i18n::msg("only the bedrock kind takes `awsProfile`", &[]),
-        ));
-    }
-    if !takes("project") && p.project.is_some() {
-        return Err(err(
-            "project",
-            crate::i18n::msg("only the Vertex AI kinds take `project`", &[]),
-        ));
     }
     if let Some(r) = &p.region {
         let ok = !r.is_empty()
             && r.len() <= 32
             && r.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !takes("region") {
-            return Err(err(
-                "region",
-                crate::i18n::msg("only the bedrock and Vertex AI kinds take `region`", &[]),
-            ));
-        }
         if !ok {
             return Err(err(
                 "region",
@@ -332,36 +290,13 @@ fn validate_cloud(
             ));
         }
     }
-    if bedrock && p.aws_region().is_none() {
-        return Err(err(
-            "region",
-            crate::i18n::msg("Bedrock signs each request for a region: use a base URL that names it (https://bedrock-runtime.us-east-1.amazonaws.com) or give `region`", &[]),
-        ));
-    }
-    if vertex {
-        if p.vertex_region().is_none() {
-            return Err(err(
-                "region",
-                crate::i18n::msg("Vertex AI needs the region: use its regional endpoint (https://us-east5-aiplatform.googleapis.com/v1) or give `region`", &[]),
-            ));
-        }
-        let project_ok = p.project.as_deref().is_some_and(|v| {
-            !v.is_empty()
-                && v.len() <= 64
-                && v.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':' || c == '.')
-        });
-        if !project_ok {
-            return Err(err(
-                "project",
-                crate::i18n::msg(
-                    "Vertex AI needs the id of the Google Cloud project whose models it calls",
-                    &[],
-                ),
-            ));
-        }
-    }
-    Ok(())
+    let own = super::kind::Own {
+        base_url: &p.base_url,
+        region: p.region.as_deref(),
+        project: p.project.as_deref(),
+        api_version: p.api_version.as_deref(),
+    };
+    p.kind.check(&own).map_err(|(field, m)| err(field, m))
 }
 
 /// The subscription CLI kinds: no URL or keys (the CLI has its own login), a sane executable

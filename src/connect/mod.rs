@@ -29,10 +29,11 @@ pub fn login_providers<'a>(
     app: App,
     providers: impl IntoIterator<Item = &'a crate::config::ProviderConfig>,
 ) -> Vec<String> {
-    use crate::config::{Credentials, ProviderKind};
+    use crate::config::Credentials;
+    use crate::providers::kinds::{anthropic, openai_responses};
     let kind = match app {
-        App::ClaudeCode => ProviderKind::Anthropic,
-        App::Codex => ProviderKind::OpenaiResponses,
+        App::ClaudeCode => anthropic::KIND,
+        App::Codex => openai_responses::KIND,
         App::GeminiCli | App::Opencode => return Vec::new(),
     };
     providers

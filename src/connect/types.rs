@@ -41,6 +41,15 @@ impl App {
             .ok_or_else(|| ConnectError::UnknownApp(s.to_string()))
     }
 
+    /// The subscription its own login is ("ChatGPT", "Claude"), for a client with one.
+    pub fn plan(self) -> Option<&'static str> {
+        match self {
+            App::ClaudeCode => Some("Claude"),
+            App::Codex => Some("ChatGPT"),
+            App::GeminiCli | App::Opencode => None,
+        }
+    }
+
     /// Whether the client can reach Baton on the client's own login (a passthrough provider).
     pub fn has_login_mode(self) -> bool {
         matches!(self, App::ClaudeCode | App::Codex)

@@ -207,7 +207,7 @@ impl Core {
         let config = crate::config::ProviderConfig {
             id: crate::config::LOCAL_PROVIDER_ID.into(),
             name: Some("Local server (last resort)".into()),
-            kind: crate::config::ProviderKind::OpenaiCompatible,
+            kind: crate::providers::kinds::openai_compat::KIND,
             base_url: lf.base_url.clone(),
             api_version: None,
             region: None,

@@ -20,55 +20,42 @@ pub struct ClientCredential {
     pub vendor: Vendor,
 }
 
-/// Whose API a login belongs to, or a provider serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vendor {
-    Anthropic,
-    OpenAi,
-    Google,
-    /// Another service (an OpenAI-compatible server elsewhere), or a login of no known shape.
-    Other,
+pub use crate::config::kind::Vendor;
+
+/// The vendor a login's shape names: Anthropic's `sk-ant-…` keys and `sk-ant-oat…` logins,
+/// OpenAI's `sk-…` keys and ChatGPT's JWT logins (with `chatgpt-account-id`), Google's `AIza…`
+/// keys and `ya29.…` tokens.
+fn vendor_of_login(secret: &str, chatgpt_account: bool) -> Vendor {
+    let jwt = is_jwt(secret);
+    if secret.starts_with("sk-ant-") {
+        Vendor::Anthropic
+    } else if chatgpt_account || secret.starts_with("sk-") || jwt {
+        Vendor::OpenAi
+    } else if secret.starts_with("AIza") || secret.starts_with("ya29.") {
+        Vendor::Google
+    } else {
+        Vendor::Other
+    }
 }
 
-impl Vendor {
-    /// The vendor a login's shape names: Anthropic's `sk-ant-…` keys and `sk-ant-oat…`
-    /// logins, OpenAI's `sk-…` keys and ChatGPT's JWT logins (with `chatgpt-account-id`),
-    /// Google's `AIza…` keys and `ya29.…` tokens.
-    fn of_login(secret: &str, chatgpt_account: bool) -> Vendor {
-        let jwt = is_jwt(secret);
-        if secret.starts_with("sk-ant-") {
-            Vendor::Anthropic
-        } else if chatgpt_account || secret.starts_with("sk-") || jwt {
-            Vendor::OpenAi
-        } else if secret.starts_with("AIza") || secret.starts_with("ya29.") {
-            Vendor::Google
-        } else {
-            Vendor::Other
-        }
+/// Who a provider's upstream is: its kind's vendor, and for a kind of none (an
+/// OpenAI-compatible server) by host.
+pub fn vendor_of_provider(p: &crate::config::ProviderConfig) -> Vendor {
+    let by_kind = p.kind.spec().vendor;
+    if by_kind != Vendor::Other {
+        return by_kind;
     }
-
-    /// Who a provider's upstream is: by kind, and for an OpenAI-compatible one by host.
-    pub fn of_provider(p: &crate::config::ProviderConfig) -> Vendor {
-        use crate::config::ProviderKind as K;
-        match p.kind {
-            K::Anthropic => Vendor::Anthropic,
-            K::Gemini => Vendor::Google,
-            K::OpenaiResponses => Vendor::OpenAi,
-            _ => {
-                let host = reqwest::Url::parse(&p.base_url)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
-                    .unwrap_or_default();
-                let openai = ["openai.com", "chatgpt.com"]
-                    .iter()
-                    .any(|d| host == *d || host.ends_with(&format!(".{d}")));
-                if openai {
-                    Vendor::OpenAi
-                } else {
-                    Vendor::Other
-                }
-            }
-        }
+    let host = reqwest::Url::parse(&p.base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_default();
+    let openai = ["openai.com", "chatgpt.com"]
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")));
+    if openai {
+        Vendor::OpenAi
+    } else {
+        Vendor::Other
     }
 }
 
@@ -136,7 +123,7 @@ impl ClientCredential {
             },
             headers,
             baton_key: Secret::new(baton_key),
-            vendor: Vendor::of_login(secret, chatgpt_account),
+            vendor: vendor_of_login(secret, chatgpt_account),
         })
     }
 
@@ -150,7 +137,7 @@ impl ClientCredential {
 
     /// Whether this login may go to `p`: only to its own vendor's providers.
     pub fn fits(&self, p: &crate::config::ProviderConfig) -> bool {
-        Vendor::of_provider(p) == self.vendor
+        vendor_of_provider(p) == self.vendor
     }
 
     /// The account Claude Code names in its request body (`metadata.user_id`, a JSON text with

@@ -28,14 +28,15 @@ pub(crate) fn unavailable(routing: &Routing, service: &Service) -> Option<String
     let Some(p) = snap.provider(id) else {
         return Some(format!("the search provider `{id}` is not configured"));
     };
-    let searches = p.config.kind.wire().is_some_and(|w| {
-        kinds::of(w)
-            .search_request("m", "q", &WebSearch::default())
-            .is_some()
-    });
-    if !searches {
+    if !kinds::searches(p.config.kind) {
+        let able: Vec<&str> = crate::config::ProviderKind::all()
+            .iter()
+            .filter(|k| kinds::searches(**k))
+            .map(|k| k.as_str())
+            .collect();
         return Some(format!(
-            "the provider `{id}` has no web search built in (an anthropic, openai-responses or gemini provider has)"
+            "the provider `{id}` has no web search built in (a provider of these kinds has: {})",
+            able.join(", ")
         ));
     }
     if !p.config.enabled {

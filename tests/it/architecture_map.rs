@@ -229,17 +229,33 @@ pub(crate) fn code_of(text: &str) -> &str {
         .map_or(text, |(i, _)| &text[..i])
 }
 
-/// A kind or a dialect is decided in one place: its folder and its registry. A `match` arm or an
-/// `==` on one anywhere else is a decision a new kind or dialect would compile past silently.
+/// A kind or a dialect is decided in one place: its folder and its registry. A `match` arm, an
+/// `==` or a prefix test on one anywhere else (the Rust or the UI) is a decision a new kind or
+/// dialect would compile past silently. The kinds and CLI programs are the registry's own list.
 #[test]
 fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     sources(&root.join("src"), &mut files);
     sources(&root.join("src-tauri/src"), &mut files);
-    // Where each may be named: the folders, the registries (`ProviderKind`'s own methods,
-    // `kinds::of`, the routes), and the canonical translators of each API.
-    let kind_ok = ["src/config/", "src/providers/kinds/", "src/providers/cli/"];
+    for f in std::fs::read_dir(root.join("ui")).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "js") {
+            files.push(f);
+        }
+    }
+    let kinds = baton::config::ProviderKind::all();
+    assert!(kinds.len() >= 11, "the registry lists {kinds:?}");
+    let mut names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    names.extend(kinds.iter().filter_map(|k| k.cli_program()));
+    // Where a kind may be decided: its own folder (a folder under `providers/kinds/` or
+    // `providers/cli/`). Where a wire or dialect may: the canonical translators, the kinds,
+    // the dialects.
+    let in_kind_folder = |rel: &str| {
+        ["src/providers/kinds/", "src/providers/cli/"]
+            .iter()
+            .any(|p| rel.strip_prefix(p).is_some_and(|rest| rest.contains('/')))
+    };
     let wire_ok = [
         "src/canonical/",
         "src/providers/kinds/",
@@ -251,30 +267,15 @@ fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
     let mut named = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if rel.ends_with("/tests.rs") {
+            continue;
+        }
         let text = std::fs::read_to_string(f).unwrap();
         let code = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
         for (i, line) in code.lines().enumerate() {
             let l = line.split("//").next().unwrap();
-            for kind in [
-                "OpenaiCompatible",
-                "OpenaiResponses",
-                "Anthropic",
-                "Gemini",
-                "ClaudeCli",
-                "CodexCli",
-                "GeminiCli",
-            ] {
-                let name = format!("ProviderKind::{kind}");
-                for (at, _) in l.match_indices(&name) {
-                    let rest = &l[at + name.len()..];
-                    let decided = rest.trim_start().starts_with("=>")
-                        || rest.trim_start().starts_with('|')
-                        || l[..at].trim_end().ends_with("==")
-                        || l[..at].trim_end().ends_with("!=");
-                    if word_end(rest) && decided && !kind_ok.iter().any(|p| rel.starts_with(p)) {
-                        named.push(format!("{rel}:{} {}", i + 1, l.trim()));
-                    }
-                }
+            if !in_kind_folder(&rel) && decides_a_kind(l, &names) {
+                named.push(format!("{rel}:{} {}", i + 1, l.trim()));
             }
             for wire in ["OpenAi", "Responses", "Anthropic", "Gemini"] {
                 let name = format!("Wire::{wire}");
@@ -300,6 +301,50 @@ fn kinds_and_dialects_are_named_only_in_their_folders_and_registries() {
         named.is_empty(),
         "a kind or dialect decided outside its folder and registry: {named:#?}"
     );
+    // The check sees what it is for.
+    assert!(decides_a_kind(r#"if k === "bedrock" {"#, &names));
+    assert!(decides_a_kind(r#"    "codex" => run(),"#, &names));
+    assert!(decides_a_kind(r#"k.startsWith("vertex-")"#, &names));
+    assert!(decides_a_kind(r#"p.kind != "gemini-cli""#, &names));
+    assert!(!decides_a_kind(r#"let app = "codex";"#, &names));
+}
+
+/// Whether a line decides on a kind or CLI program by name: the name as a string compared
+/// (`==`, `===`, `!=`), matched (`"x" =>`, `"x" |`), or a part of one tested as a prefix or
+/// suffix.
+fn decides_a_kind(line: &str, names: &[&str]) -> bool {
+    let mut rest = line;
+    while let Some(open) = rest.find(['"', '\'']) {
+        let q = rest.as_bytes()[open] as char;
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(q) else {
+            break;
+        };
+        let lit = &after[..close];
+        let before = rest[..open].trim_end();
+        let next = after[close + 1..].trim_start();
+        // A vendor shares some kinds' names, and is not one.
+        let named = names.contains(&lit) && !before.contains("vendor");
+        let compared = ["==", "!="].iter().any(|op| before.ends_with(op))
+            || ["=>", "|", "==", "!="]
+                .iter()
+                .any(|op| next.starts_with(op));
+        // A family's part (`-cli`, `vertex-`), shared by two names or more.
+        let affix = lit.len() >= 3
+            && names
+                .iter()
+                .filter(|n| **n != lit && (n.starts_with(lit) || n.ends_with(lit)))
+                .count()
+                >= 2
+            && ["starts_with(", "startsWith(", "ends_with(", "endsWith("]
+                .iter()
+                .any(|f| before.ends_with(f));
+        if (named && compared) || affix {
+            return true;
+        }
+        rest = &after[close + 1..];
+    }
+    false
 }
 
 /// One admission, by construction: the router is handed work in one place (`api/pipeline.rs`,

@@ -220,7 +220,10 @@ async fn an_azure_provider_is_checked_as_azure_needs_it() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("only the azure-openai kind"), "{err}");
+    assert!(
+        err.contains("only these kinds take `apiVersion`: azure-openai"),
+        "{err}"
+    );
 }
 
 /// The same model on another platform: a request for `gpt-4o` goes to OpenAI's `gpt-4o` and,

@@ -114,7 +114,7 @@ fn catalog_references_fill_what_the_provider_leaves_out() {
     .expect("valid");
     let g = &c.providers[0];
     assert_eq!(g.base_url, "https://api.groq.com/openai/v1");
-    assert_eq!(g.kind, baton::config::ProviderKind::OpenaiCompatible);
+    assert_eq!(g.kind, baton::providers::kinds::openai_compat::KIND);
     assert_eq!(g.keys[0].env, "GROQ_API_KEY");
     assert_eq!(g.models[0].id(), "llama-3.3-70b-versatile");
     assert_eq!(g.limit_scope, Some(baton::config::LimitScope::KeyModel));
@@ -158,7 +158,7 @@ fn cli_providers_take_an_executable_not_a_url_or_keys() {
     assert!(err(&cli(r#","env":{"BAD-NAME":"x"}"#)).contains("providers[0].env.BAD-NAME"));
     // And the HTTP kinds refuse the CLI fields.
     assert!(err(r#"{"providers":[{"id":"a","kind":"openai-compatible","baseUrl":"https://x","models":["m"],"executable":"claude"}]}"#)
-        .contains("providers[0].executable: only the CLI kinds"));
+        .contains("providers[0].executable: only these kinds take `executable`: claude-cli, codex-cli, gemini-cli"));
     assert!(
         err(r#"{"providers":[{"id":"a","kind":"openai-compatible","models":["m"]}]}"#)
             .contains("providers[0].baseUrl: kind `openai-compatible` needs `baseUrl`")

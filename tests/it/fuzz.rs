@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use baton::canonical::{self, Message, Part, Role};
-use baton::config::ProviderKind;
 use baton::limits::{self, reset, ResetContext};
 use baton::providers::cli::decode::{self, Decoder};
 use baton::providers::sse::{SseError, SseReader};
@@ -422,7 +421,7 @@ proptest! {
         if let Some(slot) = mutated.pointer_mut(pointer) {
             *slot = junk;
         }
-        for kind in [ProviderKind::ClaudeCli, ProviderKind::CodexCli, ProviderKind::GeminiCli] {
+        for kind in [baton::providers::cli::claude::KIND, baton::providers::cli::codex::KIND, baton::providers::cli::gemini::KIND] {
             let mut d = Decoder::new(kind);
             for v in lines.iter().chain([&mutated]) {
                 let _ = d.line(v);

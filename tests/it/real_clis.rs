@@ -114,15 +114,15 @@ async fn claude_accepts_batons_invocation() {
     let mut extra = BTreeMap::new();
     let _h = home(&mut extra);
     let c = run_like_baton(
-        ProviderKind::ClaudeCli,
+        baton::providers::cli::claude::KIND,
         exe.clone(),
         "sonnet",
         extra.clone(),
     )
     .await;
-    assert_auth(ProviderKind::ClaudeCli, &c);
+    assert_auth(baton::providers::cli::claude::KIND, &c);
     assert!(c.reason.contains("Not logged in"), "{}", c.reason);
-    status_says_logged_out(ProviderKind::ClaudeCli, exe, extra, "/login");
+    status_says_logged_out(baton::providers::cli::claude::KIND, exe, extra, "/login");
 }
 
 #[tokio::test]
@@ -141,9 +141,20 @@ async fn codex_accepts_batons_invocation() {
     .unwrap();
     let mut with_key = extra.clone();
     with_key.insert("OPENAI_API_KEY".into(), "sk-test-not-a-real-key".into());
-    let c = run_like_baton(ProviderKind::CodexCli, exe.clone(), "gpt-5", with_key).await;
-    assert_auth(ProviderKind::CodexCli, &c);
-    status_says_logged_out(ProviderKind::CodexCli, exe, extra, "codex login");
+    let c = run_like_baton(
+        baton::providers::cli::codex::KIND,
+        exe.clone(),
+        "gpt-5",
+        with_key,
+    )
+    .await;
+    assert_auth(baton::providers::cli::codex::KIND, &c);
+    status_says_logged_out(
+        baton::providers::cli::codex::KIND,
+        exe,
+        extra,
+        "codex login",
+    );
 }
 
 #[tokio::test]
@@ -153,14 +164,14 @@ async fn gemini_accepts_batons_invocation() {
     let mut extra = BTreeMap::new();
     let _h = home(&mut extra);
     let c = run_like_baton(
-        ProviderKind::GeminiCli,
+        baton::providers::cli::gemini::KIND,
         exe.clone(),
         "gemini-2.5-pro",
         extra.clone(),
     )
     .await;
-    assert_auth(ProviderKind::GeminiCli, &c);
-    status_says_logged_out(ProviderKind::GeminiCli, exe, extra, "gemini");
+    assert_auth(baton::providers::cli::gemini::KIND, &c);
+    status_says_logged_out(baton::providers::cli::gemini::KIND, exe, extra, "gemini");
 }
 
 /// A CLI's extra variables as Baton passes them.

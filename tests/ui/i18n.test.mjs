@@ -107,8 +107,9 @@ function englishOnScreen(page, names) {
         const before = text[m.index - 1] || "";
         const after = text[m.index + w.length] || "";
         // Part of a path, a file name, an identifier or a name pattern (provider/model,
-        // gateway.key, x_y, gpt-…, claude-*, --host, :free, https://), or a quoted literal ("live").
-        if (w.length < 3 || names.includes(w) || /[/._]/.test(before + after) || after === "-" || /[-:0-9]/.test(before) || text.startsWith("://", m.index + w.length) || (before === '"' && after === '"')) continue;
+        // gateway.key, x_y, gpt-…, claude-*, model@version, --host, :free, https://), or a quoted
+        // literal ("live").
+        if (w.length < 3 || names.includes(w) || /[/._@]/.test(before + after) || after === "-" || /[-:0-9]/.test(before) || text.startsWith("://", m.index + w.length) || (before === '"' && after === '"')) continue;
         found.push(`${w} in “${text.trim().slice(0, 80)}” (${where})`);
       }
     };

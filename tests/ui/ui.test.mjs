@@ -888,12 +888,12 @@ test("Settings → Web search: a SearXNG is set up and tried with the keyboard; 
   const overflow = await p.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
   assert.equal(overflow, false, "no horizontal scrolling at 420 px");
   await p.locator("#web-search").screenshot({ path: join(artifacts, "web-search.png") });
-  // A provider with search built in: only anthropic, openai-responses and gemini ones are
-  // offered (this gateway has none yet, and says so).
+  // A provider with search built in: only the kinds whose API searches where it is called
+  // (the registry's word: not Bedrock) are offered (this gateway has none yet, and says so).
   await p.selectOption("#ws-backend", "provider");
   assert.equal(await p.isVisible("#ws-provider-row"), true);
   assert.equal(await p.isHidden("#ws-url-row"), true);
-  assert.match(await p.textContent("#ws-provider"), /No provider of these kinds yet: Anthropic API, OpenAI Responses API(,)? and Gemini API/);
+  assert.match(await p.textContent("#ws-provider"), /No provider of these kinds yet: OpenAI Responses API, Anthropic API, Gemini API, Claude on Google Vertex AI(,)? and Gemini on Google Vertex AI/);
   // Brave with no key: refused, said, and the key field focused; nothing stored.
   await p.selectOption("#ws-backend", "brave");
   assert.equal(await p.isVisible("#ws-key-row"), true);

@@ -3,8 +3,12 @@
 //! directory with a minimal environment, its own tools disabled, and reads its JSON event lines
 //! as they arrive.
 
+pub mod claude;
+pub mod codex;
 pub mod decode;
+pub mod gemini;
 pub mod limits;
+pub mod program;
 pub mod run;
 mod status;
 
@@ -76,10 +80,10 @@ fn is_executable_file(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Where a CLI kind's daily quotas reset when the provider does not say: Gemini CLI's at
-/// Pacific midnight, like the Gemini API's.
+/// Where a CLI kind's daily quotas reset when the provider does not say (Gemini CLI's at
+/// Pacific midnight, like the Gemini API's).
 pub fn day_reset_zone(kind: ProviderKind) -> Option<&'static str> {
-    (kind == ProviderKind::GeminiCli).then_some("America/Los_Angeles")
+    kind.spec().cli.as_ref().and_then(|c| c.day_reset_zone)
 }
 
 /// Why a request cannot go to a CLI as it stands: the CLIs take one prompt, not a conversation.
@@ -146,77 +150,27 @@ pub fn prompt_text(req: &ChatRequest) -> String {
     out
 }
 
-/// The argument vector for one call (the prompt itself goes on stdin, so it can never be read
-/// as a flag and is not limited by the kernel's argument size). Every value is attached to its
-/// flag with `=`, so a model or system prompt starting with `-` stays a value.
+/// The argument vector for one call, as its kind's program builds it (the prompt itself goes
+/// on stdin, so it can never be read as a flag and is not limited by the kernel's argument
+/// size).
 pub fn command_args(kind: ProviderKind, model: &str, system: Option<&str>) -> Vec<OsString> {
-    let mut a: Vec<String> = Vec::new();
-    match kind {
-        ProviderKind::ClaudeCli => {
-            a.extend(
-                [
-                    "-p",
-                    "--output-format=stream-json",
-                    "--verbose",
-                    "--include-partial-messages",
-                    "--tools=",
-                    "--max-turns=1",
-                    "--no-session-persistence",
-                    "--setting-sources=",
-                ]
-                .map(String::from),
-            );
-            a.push(format!("--model={model}"));
-            if let Some(s) = system {
-                a.push(format!("--system-prompt={s}"));
-            }
-        }
-        ProviderKind::CodexCli => {
-            a.extend(
-                [
-                    "exec",
-                    "--json",
-                    "--skip-git-repo-check",
-                    "--sandbox=read-only",
-                    "--ephemeral",
-                ]
-                .map(String::from),
-            );
-            a.push(format!("--model={model}"));
-            if let Some(s) = system {
-                // The value is TOML; a JSON string literal is a valid TOML basic string.
-                let lit = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-                a.push("--config".into());
-                a.push(format!("developer_instructions={lit}"));
-            }
-            // `-` reads the prompt from stdin.
-            a.push("-".into());
-        }
-        ProviderKind::GeminiCli => {
-            a.extend(
-                [
-                    "--output-format=stream-json",
-                    "--skip-trust",
-                    "--approval-mode=plan",
-                ]
-                .map(String::from),
-            );
-            a.push(format!("--model={model}"));
-            // An empty `--prompt` selects headless mode; the prompt is read from stdin.
-            a.push("--prompt=".into());
-        }
-        _ => {}
-    }
-    a.into_iter().map(OsString::from).collect()
+    program::of(kind)
+        .map(|p| p.args(model, system))
+        .unwrap_or_default()
+        .into_iter()
+        .map(OsString::from)
+        .collect()
 }
 
-/// The system prompt for the CLI; Gemini CLI has no flag for one, so it leads the prompt.
+/// The prompt on stdin and the system prompt for the CLI; one with no flag for a system prompt
+/// gets it leading the prompt.
 pub fn stdin_and_system(kind: ProviderKind, req: &ChatRequest) -> (String, Option<String>) {
     let system = (!req.system.is_empty()).then(|| req.system.join("\n\n"));
     let prompt = prompt_text(req);
-    match (kind, system) {
-        (ProviderKind::GeminiCli, Some(s)) => (format!("{s}\n\n{prompt}"), None),
-        (_, s) => (prompt, s),
+    let lead = program::of(kind).is_some_and(|p| p.system_in_prompt());
+    match system {
+        Some(s) if lead => (format!("{s}\n\n{prompt}"), None),
+        s => (prompt, s),
     }
 }
 
@@ -245,17 +199,7 @@ pub fn passed_env(kind: ProviderKind) -> impl Iterator<Item = &'static str> {
         "SSL_CERT_FILE",
         "NODE_EXTRA_CA_CERTS",
     ];
-    let own: &[&str] = match kind {
-        ProviderKind::ClaudeCli => &["CLAUDE_CONFIG_DIR"],
-        ProviderKind::CodexCli => &["CODEX_HOME"],
-        ProviderKind::GeminiCli => &[
-            "GEMINI_CLI_HOME",
-            "GOOGLE_CLOUD_PROJECT",
-            "GOOGLE_CLOUD_LOCATION",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-        ],
-        _ => &[],
-    };
+    let own: &[&str] = kind.spec().cli.as_ref().map_or(&[], |c| c.env_passed);
     COMMON.iter().chain(own).copied()
 }
 

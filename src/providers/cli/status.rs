@@ -31,14 +31,11 @@ pub struct CliStatus {
     pub windows: Vec<crate::limits::windows::Window>,
 }
 
-/// What to run to log a CLI in.
+/// What to run to log `program` in.
 pub fn login_hint(program: &str) -> &'static str {
-    match program {
-        "claude" => "run `claude` and log in with /login (or set ANTHROPIC_API_KEY)",
-        "codex" => "run `codex login`",
-        "gemini" => "run `gemini` once in a terminal to log in (or set GEMINI_API_KEY)",
-        _ => "log the CLI in",
-    }
+    super::program::running(program)
+        .and_then(|(k, _)| k.spec().cli.as_ref().map(|c| c.login_hint))
+        .unwrap_or("log the CLI in")
 }
 
 /// Only where a CLI provider's executable is, without running anything (what the Add form
@@ -92,51 +89,25 @@ pub fn check(
     if st.logged_in == Some(false) {
         st.problem = Some(format!("not logged in: {}", login_hint(program)));
     }
-    if program == "codex" && st.logged_in == Some(true) {
-        st.windows = super::limits::codex_windows(&path, &env);
+    if st.logged_in == Some(true) {
+        if let Some(p) = super::program::of(kind) {
+            st.windows = p.windows(&path, &env);
+        }
     }
     st.executable = Some(path);
     st
 }
 
-/// Whether a subscription CLI is logged in: `claude auth status` (JSON `loggedIn`),
-/// `codex login status`, Gemini's key variables or stored OAuth credentials. `None` when unknown.
+/// Whether the subscription CLI `program` is logged in, as its kind checks it. `None` when
+/// unknown.
 pub fn login_state(
     program: &str,
     path: &Path,
     env: &[(OsString, OsString)],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Option<bool> {
-    match program {
-        "claude" => {
-            let (_, out) = run_quietly(path, &["auth", "status"], env)?;
-            serde_json::from_str::<serde_json::Value>(&out)
-                .ok()?
-                .get("loggedIn")?
-                .as_bool()
-        }
-        "codex" => {
-            let (ok, out) = run_quietly(path, &["login", "status"], env)?;
-            Some(ok && !out.to_ascii_lowercase().contains("not logged in"))
-        }
-        "gemini" => {
-            let key = [
-                "GEMINI_API_KEY",
-                "GOOGLE_API_KEY",
-                "GOOGLE_GENAI_USE_VERTEXAI",
-                "GOOGLE_GENAI_USE_GCA",
-            ]
-            .iter()
-            .any(|v| lookup(v).is_some_and(|x| !x.trim().is_empty()));
-            let home = lookup("GEMINI_CLI_HOME").or_else(|| lookup("HOME"));
-            let creds = home.is_some_and(|h| {
-                let dir = Path::new(&h).join(".gemini");
-                dir.join("oauth_creds.json").is_file()
-            });
-            Some(key || creds)
-        }
-        _ => None,
-    }
+    let (_, p) = super::program::running(program)?;
+    p.logged_in(path, env, lookup)
 }
 
 /// Runs a status command directly (no shell) with `env` only, stdin closed, for at most ten

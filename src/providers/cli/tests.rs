@@ -92,7 +92,7 @@ fn argument_vectors_keep_values_attached() {
     };
     assert_eq!(
         s(command_args(
-            ProviderKind::ClaudeCli,
+            super::claude::KIND,
             "sonnet",
             Some("-be brief")
         )),
@@ -111,7 +111,7 @@ fn argument_vectors_keep_values_attached() {
     );
     assert_eq!(
         s(command_args(
-            ProviderKind::CodexCli,
+            super::codex::KIND,
             "gpt-5",
             Some("say \"hi\"\n")
         )),
@@ -128,11 +128,7 @@ fn argument_vectors_keep_values_attached() {
         ]
     );
     assert_eq!(
-        s(command_args(
-            ProviderKind::GeminiCli,
-            "gemini-2.5-pro",
-            None
-        )),
+        s(command_args(super::gemini::KIND, "gemini-2.5-pro", None)),
         [
             "--output-format=stream-json",
             "--skip-trust",
@@ -145,11 +141,11 @@ fn argument_vectors_keep_values_attached() {
     let mut r = req(vec![(Role::User, "hi")]);
     r.system.push("Be brief.".into());
     assert_eq!(
-        stdin_and_system(ProviderKind::GeminiCli, &r),
+        stdin_and_system(super::gemini::KIND, &r),
         ("Be brief.\n\nhi".to_string(), None)
     );
     assert_eq!(
-        stdin_and_system(ProviderKind::ClaudeCli, &r),
+        stdin_and_system(super::claude::KIND, &r),
         ("hi".to_string(), Some("Be brief.".to_string()))
     );
 }
@@ -167,7 +163,7 @@ fn environment_is_minimal() {
         "HOME".to_string(),
         crate::providers::Secret::new("/elsewhere"),
     )];
-    let env = environment(ProviderKind::CodexCli, &extra, &get);
+    let env = environment(super::codex::KIND, &extra, &get);
     let names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
     assert_eq!(names, ["PATH", "CODEX_HOME", "TZ", "NO_COLOR", "HOME"]);
     assert!(env.contains(&("HOME".into(), "/elsewhere".into())));
@@ -189,7 +185,7 @@ fn decode_file(kind: ProviderKind, name: &str) -> Vec<Step> {
 #[test]
 fn real_outputs_decode_to_text_usage_and_finish() {
     assert_eq!(
-        decode_file(ProviderKind::ClaudeCli, "claude-fake-minimal.out"),
+        decode_file(super::claude::KIND, "claude-fake-minimal.out"),
         [
             Step::Text("Hello from the ".into()),
             Step::Text("FAKE server!".into()),
@@ -204,7 +200,7 @@ fn real_outputs_decode_to_text_usage_and_finish() {
         "partial deltas once; the whole assistant message is not repeated"
     );
     assert_eq!(
-        decode_file(ProviderKind::CodexCli, "codex-fake-ok.out"),
+        decode_file(super::codex::KIND, "codex-fake-ok.out"),
         [
             Step::Text("Hello from the FAKE server!".into()),
             Step::Usage(Usage {
@@ -217,7 +213,7 @@ fn real_outputs_decode_to_text_usage_and_finish() {
         ]
     );
     assert_eq!(
-        decode_file(ProviderKind::GeminiCli, "gemini-fake-ok.out"),
+        decode_file(super::gemini::KIND, "gemini-fake-ok.out"),
         [
             Step::Text("Hello from the FAKE server!".into()),
             Step::Usage(Usage {
@@ -231,11 +227,11 @@ fn real_outputs_decode_to_text_usage_and_finish() {
     );
     // Errors: the "<synthetic>" assistant message is not an answer.
     assert_eq!(
-        decode_file(ProviderKind::ClaudeCli, "claude-nologin-stream-json.out"),
+        decode_file(super::claude::KIND, "claude-nologin-stream-json.out"),
         [Step::Failed]
     );
     assert_eq!(
-        decode_file(ProviderKind::CodexCli, "codex-fake-err429.out"),
+        decode_file(super::codex::KIND, "codex-fake-err429.out"),
         [Step::Failed]
     );
 }
@@ -243,16 +239,16 @@ fn real_outputs_decode_to_text_usage_and_finish() {
 #[test]
 fn gemini_sleeping_on_a_quota_is_fatal() {
     let line = "Attempt 1 failed: You have exhausted your capacity on this model. Your quota will reset after 2h13m47s.. Retrying after 8050934ms...";
-    assert!(decode::stderr_is_fatal(ProviderKind::GeminiCli, line));
+    assert!(decode::stderr_is_fatal(super::gemini::KIND, line));
     assert!(decode::stderr_is_fatal(
-        ProviderKind::GeminiCli,
+        super::gemini::KIND,
         "Attempt 2 failed. Retrying after 60000ms..."
     ));
     assert!(!decode::stderr_is_fatal(
-        ProviderKind::GeminiCli,
+        super::gemini::KIND,
         "Attempt 1 failed. Retrying with backoff... Error: fetch failed"
     ));
-    assert!(!decode::stderr_is_fatal(ProviderKind::ClaudeCli, line));
+    assert!(!decode::stderr_is_fatal(super::claude::KIND, line));
     assert!(!decode::stderr_worth_keeping("    at file:///x.js:1:2"));
     assert!(decode::stderr_worth_keeping("Please set an Auth method"));
 }

@@ -9,9 +9,9 @@
 //! token counting reach every kind through [`platform`] and [`of`]; nothing outside this folder
 //! names one.
 //!
-//! Adding a kind that speaks an existing API: its `ProviderKind` (with `wire()`), a folder
-//! here implementing `Platform`, and one line in [`platform`]. A new API: a `Wire` variant and
-//! a folder implementing `UpstreamKind`, one line in [`of`].
+//! Adding a kind that speaks an existing API: a folder here with its `KindSpec` and its
+//! `Platform`, registered from the folder by [`register!`], and its `pub mod` line below. A new
+//! API: a `Wire` variant and a folder implementing `UpstreamKind`, one line in [`of`].
 
 pub mod anthropic;
 pub mod azure_openai;
@@ -180,6 +180,16 @@ pub fn of(wire: Wire) -> &'static dyn UpstreamKind {
     }
 }
 
+/// Whether a provider of `kind` can run a web search by itself (its API has one built in).
+pub fn searches(kind: crate::config::ProviderKind) -> bool {
+    platform(kind).is_some_and(|p| {
+        p.searches()
+            && p.api()
+                .search_request("m", "q", &WebSearch::default())
+                .is_some()
+    })
+}
+
 /// The API of an HTTP provider; `None` for a subscription CLI.
 pub fn of_provider(p: &crate::config::ProviderConfig) -> Option<&'static dyn UpstreamKind> {
     p.kind.wire().map(of)
@@ -251,6 +261,10 @@ pub trait Platform: Sync {
     fn framing(&self, _content_type: Option<&str>) -> Framing {
         self.api().framing()
     }
+    /// Whether its API's own web search ([`UpstreamKind::search_request`]) runs on it.
+    fn searches(&self) -> bool {
+        true
+    }
 }
 
 /// A vendor's own API, served where its base URL says and authenticated as the API is.
@@ -262,26 +276,34 @@ impl Platform for Native {
     }
 }
 
-static OPENAI: Native = Native(&openai_compat::OpenAiCompatible);
-static RESPONSES: Native = Native(&openai_responses::OpenAiResponses);
-static ANTHROPIC: Native = Native(&anthropic::Anthropic);
-static GEMINI: Native = Native(&gemini::Gemini);
+/// An HTTP kind's registration, submitted from its folder by [`register!`].
+pub struct Registered {
+    pub spec: &'static crate::config::kind::KindSpec,
+    pub platform: &'static dyn Platform,
+}
 
-/// The platform of a provider's kind; `None` for a subscription CLI. The registry: one line
-/// per kind.
+inventory::collect!(Registered);
+
+/// Registers an HTTP kind from its folder: its spec (what the configuration and the UI know of
+/// it) and its platform (how it is called). The folder's `pub mod` line in this file is the
+/// only line outside it that a new kind adds.
+macro_rules! register {
+    ($spec:path, $platform:expr) => {
+        inventory::submit!(crate::config::kind::Registered(&$spec));
+        inventory::submit!(crate::providers::kinds::Registered {
+            spec: &$spec,
+            platform: $platform,
+        });
+    };
+}
+pub(crate) use register;
+
+/// The platform of a provider's kind; `None` for a subscription CLI.
 pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platform> {
-    use crate::config::ProviderKind as K;
-    Some(match kind {
-        K::OpenaiCompatible => &OPENAI,
-        K::OpenaiResponses => &RESPONSES,
-        K::Anthropic => &ANTHROPIC,
-        K::Gemini => &GEMINI,
-        K::AzureOpenai => &azure_openai::AzureOpenAi,
-        K::Bedrock => &bedrock::Bedrock,
-        K::VertexAnthropic => &vertex::ANTHROPIC,
-        K::VertexGemini => &vertex::GEMINI,
-        K::ClaudeCli | K::CodexCli | K::GeminiCli => return None,
-    })
+    inventory::iter::<Registered>
+        .into_iter()
+        .find(|r| kind.is(r.spec))
+        .map(|r| r.platform)
 }
 
 /// A request for `model` on `p`, built by its API and authenticated by its platform.

@@ -44,8 +44,8 @@ fn request() -> ChatRequest {
 fn built(wire: Wire, base: &str, o: &Outbound) -> (String, http::HeaderMap, Value) {
     let kind = of(wire);
     let p = entry(
-        crate::config::ProviderKind::ALL
-            .into_iter()
+        crate::config::ProviderKind::all()
+            .iter()
             .find(|k| k.wire() == Some(wire))
             .map(|k| k.as_str())
             .unwrap_or_default(),
@@ -266,4 +266,53 @@ fn capabilities_are_declared_not_tested_elsewhere() {
         req.url().as_str(),
         "https://x.test/v1beta/models/m1:countTokens"
     );
+}
+
+/// The registry is every folder's registration: each kind named once, in its own place in the
+/// UI's list, whole (a label, a badge of two letters, an HTTP kind's platform over its API, a
+/// CLI kind's program), and found by its name.
+#[test]
+fn every_registered_kind_is_whole_and_found_by_its_name() {
+    use crate::config::ProviderKind;
+    let all = ProviderKind::all();
+    assert_eq!(all.len(), 11, "{all:?}");
+    let mut names = std::collections::HashSet::new();
+    let mut orders = std::collections::HashSet::new();
+    for k in all {
+        let s = k.spec();
+        assert!(names.insert(s.name), "{} twice", s.name);
+        assert!(orders.insert(s.order), "{} shares its place", s.name);
+        assert!(!s.label.is_empty() && !s.doc.is_empty(), "{}", s.name);
+        assert!((1..=2).contains(&s.badge.chars().count()), "{}", s.name);
+        assert_eq!(ProviderKind::named(s.name), Some(*k));
+        assert_eq!(s.name.parse::<ProviderKind>().ok(), Some(*k));
+        match (k.wire(), k.is_cli()) {
+            (Some(w), false) => {
+                let p = platform(*k).expect("an HTTP kind's platform");
+                assert_eq!(p.api().wire(), w, "{}", s.name);
+                assert!(crate::providers::cli::program::of(*k).is_none());
+            }
+            (None, true) => {
+                assert!(platform(*k).is_none(), "{}", s.name);
+                assert!(crate::providers::cli::program::of(*k).is_some());
+            }
+            other => panic!("{} is {other:?}", s.name),
+        }
+    }
+    assert!(all
+        .windows(2)
+        .all(|w| w[0].spec().order < w[1].spec().order));
+    // Web search is the platform's word as well as the API's: Bedrock has none.
+    assert!(!searches(bedrock::KIND) && searches(vertex::ANTHROPIC_KIND));
+    assert!(searches(anthropic::KIND) && !searches(openai_compat::KIND));
+    let err = "claude".parse::<ProviderKind>().unwrap_err();
+    assert!(
+        err.contains("`claude-cli`") && err.contains("`bedrock`"),
+        "{err}"
+    );
+    let json: Result<ProviderKind, _> = serde_json::from_str("\"azure\"");
+    assert!(json
+        .unwrap_err()
+        .to_string()
+        .contains("unknown variant `azure`, expected one of `openai-compatible`"));
 }

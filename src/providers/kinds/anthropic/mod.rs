@@ -8,6 +8,9 @@ use crate::canonical;
 use crate::canonical::anthropic::stream::StreamDecoder;
 use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
+use crate::config::kind::{KindSpec, Vendor};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::codec::{
     check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError,
@@ -248,6 +251,25 @@ fn seal(v: &Value) -> Option<String> {
 
 /// Anthropic's Messages API (`POST {baseUrl}/messages`, `x-api-key`, `anthropic-version`).
 pub struct Anthropic;
+
+/// The `anthropic` kind: Anthropic's own Messages API.
+pub static SPEC: KindSpec = KindSpec {
+    name: "anthropic",
+    order: 30,
+    doc: "Anthropic's Messages API (`baseUrl` e.g. `https://api.anthropic.com/v1`).",
+    label: n_("Anthropic API"),
+    badge: "A",
+    wire: Some(Wire::Anthropic),
+    vendor: Vendor::Anthropic,
+    base_url_example: Some("https://api.anthropic.com/v1"),
+    client_login: true,
+    ..KindSpec::BASE
+};
+
+/// The `anthropic` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &super::Native(&Anthropic));
 
 /// Messages API fields `count_tokens` does not take (its request type has the prompt only).
 const COUNT_REFUSES: [&str; 8] = [

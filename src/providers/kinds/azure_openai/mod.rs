@@ -13,6 +13,10 @@
 //!   `x-ratelimit-remaining-*`, read as every kind's are.
 
 use super::{openai_compat, Platform, UpstreamKind};
+use crate::canonical::Wire;
+use crate::config::kind::{Hint, KindSpec, Own};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::{ApiKey, ProviderEntry};
 
@@ -21,6 +25,54 @@ pub const DEFAULT_API_VERSION: &str = "2024-10-21";
 
 /// Azure OpenAI's platform.
 pub struct AzureOpenAi;
+
+/// The `azure-openai` kind.
+pub static SPEC: KindSpec = KindSpec {
+    name: "azure-openai",
+    order: 50,
+    doc: "Azure OpenAI: Chat Completions on a company's Azure resource (`baseUrl` its endpoint,\n`https://NAME.openai.azure.com`, or `…/openai/v1`); models are deployment names.",
+    label: n_("Azure OpenAI"),
+    badge: "Az",
+    wire: Some(Wire::OpenAi),
+    base_url_example: Some("https://NAME.openai.azure.com"),
+    base_url_hint: Some(Hint {
+        text: n_("Your resource's endpoint, e.g. {example}; its deployments are the models"),
+        values: &[],
+    }),
+    fields: &["apiVersion"],
+    check: Some(check),
+    ..KindSpec::BASE
+};
+
+/// The `azure-openai` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &AzureOpenAi);
+
+/// Its `apiVersion` a dated version, and a base URL that is the resource's endpoint (or its
+/// `/openai/v1`), never one deployment's.
+fn check(own: &Own) -> Result<(), (&'static str, String)> {
+    if let Some(v) = own.api_version {
+        let dated = v.len() >= 10
+            && v.as_bytes()[..10].iter().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    *b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+            && v[10..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !dated {
+            return Err(("apiVersion", crate::i18n::msg("`{v}` is not an Azure OpenAI API version: give a date such as 2024-10-21 (or 2025-04-01-preview)", &[("v", v)])));
+        }
+    }
+    if own.base_url.contains("/deployments") {
+        return Err(("baseUrl", crate::i18n::msg("give the resource's endpoint (https://NAME.openai.azure.com) and list deployments as models, not one deployment's URL", &[])));
+    }
+    Ok(())
+}
 
 /// Whether a base URL is the v1 API's (`…/openai/v1`).
 fn is_v1(base: &str) -> bool {

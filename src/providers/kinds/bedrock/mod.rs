@@ -17,6 +17,10 @@
 pub mod aws;
 
 use super::{anthropic, Framing, Platform, UpstreamKind};
+use crate::canonical::Wire;
+use crate::config::kind::{Hint, KindSpec, Own};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::{ApiKey, ProviderEntry};
 
@@ -28,6 +32,61 @@ pub const SERVICE: &str = "bedrock";
 
 /// AWS Bedrock's platform.
 pub struct Bedrock;
+
+/// The `bedrock` kind.
+pub static SPEC: KindSpec = KindSpec {
+    name: "bedrock",
+    order: 60,
+    doc: "AWS Bedrock: Anthropic's Messages API on a company's AWS account (`baseUrl`\n`https://bedrock-runtime.REGION.amazonaws.com`); models are Bedrock model ids or\ninference profiles; SigV4 or a Bedrock API key.",
+    label: n_("AWS Bedrock"),
+    badge: "Bk",
+    wire: Some(Wire::Anthropic),
+    base_url_example: Some("https://bedrock-runtime.us-east-1.amazonaws.com"),
+    base_url_hint: Some(Hint {
+        text: n_("Your region's runtime endpoint, e.g. {example}; its model ids or inference profiles are the models"),
+        values: &[],
+    }),
+    key_hint: Some(Hint {
+        text: n_("A Bedrock API key, or an access key typed as ACCESS_KEY_ID:SECRET_ACCESS_KEY (add :SESSION_TOKEN for temporary credentials)."),
+        values: &[],
+    }),
+    no_key_hint: Some(Hint {
+        text: n_("No key: Baton signs with the AWS credentials of its environment or profile (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials)."),
+        values: &[],
+    }),
+    sample_model: Some("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    fields: &["region", "awsProfile"],
+    check: Some(check),
+    ..KindSpec::BASE
+};
+
+/// The `bedrock` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &Bedrock);
+
+/// The region requests are signed for: `region`, else the one the runtime endpoint names
+/// (`bedrock-runtime[-fips].REGION.amazonaws.com`).
+pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
+    if let Some(r) = region.filter(|r| !r.is_empty()) {
+        return Some(r.to_string());
+    }
+    let rest = base_url.split_once("://")?.1;
+    let host = rest.split(['/', ':', '?']).next()?;
+    let mut parts = host.split('.');
+    let service = parts.next()?;
+    let region = parts.next()?;
+    (service.starts_with("bedrock-runtime") && host.ends_with(".amazonaws.com"))
+        .then(|| region.to_string())
+}
+
+/// A region known, from `region` or the endpoint.
+fn check(own: &Own) -> Result<(), (&'static str, String)> {
+    if region(own.base_url, own.region).is_none() {
+        return Err(("region", crate::i18n::msg("Bedrock signs each request for a region: use a base URL that names it (https://bedrock-runtime.us-east-1.amazonaws.com) or give `region`", &[])));
+    }
+    Ok(())
+}
 
 impl Platform for Bedrock {
     fn api(&self) -> &'static dyn UpstreamKind {
@@ -90,7 +149,7 @@ impl Platform for Bedrock {
             Some(k) => aws::Auth::from_key(k.secret.expose())?,
             None => aws::Auth::from_environment(p.config.aws_profile.as_deref())?,
         };
-        let region = p.config.aws_region().ok_or_else(|| {
+        let region = region(&p.config.base_url, p.config.region.as_deref()).ok_or_else(|| {
             crate::limits::classify_transport(
                 "the provider names no AWS region: give `region`, or a base URL with one",
             )
@@ -118,6 +177,11 @@ impl Platform for Bedrock {
         } else {
             Framing::Sse
         }
+    }
+
+    /// Bedrock has no server-side web search tool.
+    fn searches(&self) -> bool {
+        false
     }
 }
 

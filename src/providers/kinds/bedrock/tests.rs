@@ -39,30 +39,19 @@ fn the_model_id_is_one_path_segment_and_the_stream_has_its_own_address() {
 #[test]
 fn the_region_is_given_or_read_from_the_runtime_endpoint() {
     assert_eq!(
-        entry("https://bedrock-runtime.eu-central-1.amazonaws.com", None)
-            .config
-            .aws_region()
-            .as_deref(),
+        super::region("https://bedrock-runtime.eu-central-1.amazonaws.com", None).as_deref(),
         Some("eu-central-1")
     );
     assert_eq!(
-        entry("https://bedrock-runtime-fips.us-east-1.amazonaws.com", None)
-            .config
-            .aws_region()
-            .as_deref(),
+        super::region("https://bedrock-runtime-fips.us-east-1.amazonaws.com", None).as_deref(),
         Some("us-east-1")
     );
     assert_eq!(
-        entry("http://127.0.0.1:9", Some("ap-northeast-1"))
-            .config
-            .aws_region()
-            .as_deref(),
+        super::region("http://127.0.0.1:9", Some("ap-northeast-1")).as_deref(),
         Some("ap-northeast-1")
     );
     assert_eq!(
-        entry("https://vpce-1.bedrock-runtime.example.internal", None)
-            .config
-            .aws_region(),
+        super::region("https://vpce-1.bedrock-runtime.example.internal", None),
         None
     );
 }

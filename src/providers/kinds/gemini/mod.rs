@@ -8,6 +8,9 @@ use crate::canonical;
 use crate::canonical::gemini::StreamDecoder;
 use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
+use crate::config::kind::{KindSpec, Vendor};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::{self, Classified};
 use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
 use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
@@ -133,6 +136,25 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
 
 /// Gemini's native API (`{baseUrl}/models/{model}:generateContent`, `x-goog-api-key`).
 pub struct Gemini;
+
+/// The `gemini` kind: Google's own Gemini API.
+pub static SPEC: KindSpec = KindSpec {
+    name: "gemini",
+    order: 40,
+    doc: "Gemini's native API (`baseUrl` e.g. `https://generativelanguage.googleapis.com/v1beta`).",
+    label: n_("Gemini API"),
+    badge: "G",
+    wire: Some(Wire::Gemini),
+    vendor: Vendor::Google,
+    base_url_example: Some("https://generativelanguage.googleapis.com/v1beta"),
+    client_login: true,
+    ..KindSpec::BASE
+};
+
+/// The `gemini` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &super::Native(&Gemini));
 
 impl UpstreamKind for Gemini {
     fn wire(&self) -> Wire {

@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 use super::{Decode, Outbound, UpstreamKind};
 use crate::canonical::openai::{chunk_events, usage_from_openai};
 use crate::canonical::{ChatResponse, Wire};
+use crate::config::kind::KindSpec;
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::codec::{
     check_json, has, parse, token, Complete, Decoded, NotJson, UpstreamError,
@@ -271,6 +274,24 @@ pub fn string_len(data: &[u8], opening: &memchr::memmem::Finder) -> usize {
 
 /// Any OpenAI Chat Completions server (`POST {baseUrl}/chat/completions`, Bearer key).
 pub struct OpenAiCompatible;
+
+/// The `openai-compatible` kind: any Chat Completions server.
+pub static SPEC: KindSpec = KindSpec {
+    name: "openai-compatible",
+    order: 10,
+    doc: "Any OpenAI Chat Completions compatible API (OpenAI, OpenRouter, Groq, DeepSeek, Ollama, vLLM…).",
+    label: n_("OpenAI-compatible API"),
+    badge: "AI",
+    wire: Some(Wire::OpenAi),
+    base_url_example: Some("https://api.groq.com/openai/v1"),
+    client_login: true,
+    ..KindSpec::BASE
+};
+
+/// The `openai-compatible` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &super::Native(&OpenAiCompatible));
 
 impl UpstreamKind for OpenAiCompatible {
     fn wire(&self) -> Wire {

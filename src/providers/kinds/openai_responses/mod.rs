@@ -10,6 +10,9 @@ use crate::canonical::responses::upstream::{
 };
 use crate::canonical::search::{SearchHit, WebSearch};
 use crate::canonical::{ChatResponse, Wire};
+use crate::config::kind::{KindSpec, Vendor};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::codec::{parse, Complete, Decoded, NotJson, UpstreamError};
 use crate::providers::{ApiKey, ModelInfo, ProviderEntry};
@@ -165,6 +168,25 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
 
 /// OpenAI's Responses API (`POST {baseUrl}/responses`).
 pub struct OpenAiResponses;
+
+/// The `openai-responses` kind: OpenAI's Responses API.
+pub static SPEC: KindSpec = KindSpec {
+    name: "openai-responses",
+    order: 20,
+    doc: "OpenAI's Responses API (`POST {baseUrl}/responses`), for models only it serves.",
+    label: n_("OpenAI Responses API"),
+    badge: "R",
+    wire: Some(Wire::Responses),
+    vendor: Vendor::OpenAi,
+    base_url_example: Some("https://api.openai.com/v1"),
+    client_login: true,
+    ..KindSpec::BASE
+};
+
+/// The `openai-responses` kind.
+pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
+
+super::register!(SPEC, &super::Native(&OpenAiResponses));
 
 impl UpstreamKind for OpenAiResponses {
     fn wire(&self) -> Wire {

@@ -21,6 +21,10 @@ pub mod google;
 use futures_util::future::BoxFuture;
 
 use super::{anthropic, gemini, Platform, UpstreamKind};
+use crate::canonical::Wire;
+use crate::config::kind::{Hint, KindSpec, Own};
+use crate::config::ProviderKind;
+use crate::i18n::n_;
 use crate::limits::Classified;
 use crate::providers::{ApiKey, ProviderEntry};
 
@@ -46,6 +50,110 @@ pub static GEMINI: Vertex = Vertex {
     publisher: "google",
     api: &gemini::Gemini,
 };
+
+/// Where the Vertex AI kinds are, and what they take without a key.
+const VERTEX_URL_HINT: Hint = Hint {
+    text: n_("Your region's endpoint, e.g. {example}; Vertex model ids ({model}) are the models"),
+    values: &[],
+};
+const VERTEX_KEY_HINT: Hint = Hint {
+    text: n_("A service account's JSON key (paste the whole file), or an access token."),
+    values: &[],
+};
+const VERTEX_NO_KEY_HINT: Hint = Hint {
+    text: n_(
+        "No key: Baton uses the Google application-default credentials ({variable}, or {command}).",
+    ),
+    values: &[
+        ("variable", "GOOGLE_APPLICATION_CREDENTIALS"),
+        ("command", "gcloud auth application-default login"),
+    ],
+};
+
+/// The `vertex-anthropic` kind.
+pub static ANTHROPIC_SPEC: KindSpec = KindSpec {
+    name: "vertex-anthropic",
+    order: 70,
+    doc: "Google Vertex AI: Anthropic's Messages API on a company's Google Cloud project (`baseUrl`\n`https://REGION-aiplatform.googleapis.com/v1`, with `project`); models are Vertex model\nids (`claude-sonnet-4-5@20250929`); OAuth access tokens.",
+    label: n_("Claude on Google Vertex AI"),
+    badge: "Vx",
+    wire: Some(Wire::Anthropic),
+    base_url_example: Some("https://us-east5-aiplatform.googleapis.com/v1"),
+    base_url_hint: Some(VERTEX_URL_HINT),
+    key_hint: Some(VERTEX_KEY_HINT),
+    no_key_hint: Some(VERTEX_NO_KEY_HINT),
+    sample_model: Some("claude-sonnet-4-5@20250929"),
+    fields: &["project", "region"],
+    check: Some(check),
+    credentials_file: true,
+    ..KindSpec::BASE
+};
+
+/// The `vertex-gemini` kind.
+pub static GEMINI_SPEC: KindSpec = KindSpec {
+    name: "vertex-gemini",
+    order: 80,
+    doc: "Google Vertex AI: Gemini's API on a company's Google Cloud project (as\n`vertex-anthropic`; models are Gemini model ids).",
+    label: n_("Gemini on Google Vertex AI"),
+    badge: "VG",
+    wire: Some(Wire::Gemini),
+    base_url_example: Some("https://us-central1-aiplatform.googleapis.com/v1"),
+    base_url_hint: Some(VERTEX_URL_HINT),
+    key_hint: Some(VERTEX_KEY_HINT),
+    no_key_hint: Some(VERTEX_NO_KEY_HINT),
+    sample_model: Some("gemini-2.5-pro"),
+    fields: &["project", "region"],
+    check: Some(check),
+    credentials_file: true,
+    ..KindSpec::BASE
+};
+
+/// The `vertex-anthropic` kind.
+pub const ANTHROPIC_KIND: ProviderKind = ProviderKind::of(&ANTHROPIC_SPEC);
+/// The `vertex-gemini` kind.
+pub const GEMINI_KIND: ProviderKind = ProviderKind::of(&GEMINI_SPEC);
+
+super::register!(ANTHROPIC_SPEC, &ANTHROPIC);
+super::register!(GEMINI_SPEC, &GEMINI);
+
+/// The region of its requests' path: `region`, else the one the endpoint names
+/// (`REGION-aiplatform.googleapis.com`; `aiplatform.googleapis.com` is `global`).
+pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
+    if let Some(r) = region.filter(|r| !r.is_empty()) {
+        return Some(r.to_string());
+    }
+    let rest = base_url.split_once("://")?.1;
+    let host = rest.split(['/', ':', '?']).next()?;
+    if host == "aiplatform.googleapis.com" {
+        return Some("global".into());
+    }
+    host.strip_suffix("-aiplatform.googleapis.com")
+        .filter(|r| !r.is_empty() && !r.contains('.'))
+        .map(str::to_string)
+}
+
+/// A region known and the project given.
+fn check(own: &Own) -> Result<(), (&'static str, String)> {
+    if region(own.base_url, own.region).is_none() {
+        return Err(("region", crate::i18n::msg("Vertex AI needs the region: use its regional endpoint (https://us-east5-aiplatform.googleapis.com/v1) or give `region`", &[])));
+    }
+    let project_ok = own.project.is_some_and(|v| {
+        !v.is_empty()
+            && v.len() <= 64
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':' || c == '.')
+    });
+    if !project_ok {
+        return Err((
+            "project",
+            crate::i18n::msg(
+                "Vertex AI needs the id of the Google Cloud project whose models it calls",
+                &[],
+            ),
+        ));
+    }
+    Ok(())
+}
 
 impl Vertex {
     fn is_anthropic(&self) -> bool {
@@ -146,7 +254,7 @@ impl Platform for Vertex {
 /// `{baseUrl}/projects/P/locations/R/publishers/{publisher}/models`.
 fn publisher_models(p: &ProviderEntry, publisher: &str) -> Option<reqwest::Url> {
     let base = p.config.base_url.trim_end_matches('/');
-    let region = p.config.vertex_region()?;
+    let region = region(&p.config.base_url, p.config.region.as_deref())?;
     let project = p.config.project.as_deref()?;
     let mut url = reqwest::Url::parse(&format!("{base}/")).ok()?;
     url.path_segments_mut()

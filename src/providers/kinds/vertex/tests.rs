@@ -34,12 +34,7 @@ fn a_model_is_a_publisher_model_of_the_project_and_region_with_its_method() {
         .unwrap()
         .as_str()
         .ends_with("/locations/europe-west1/publishers/anthropic/models/a%2Fb:rawPredict"));
-    assert_eq!(
-        entry("https://private.example/v1", None)
-            .config
-            .vertex_region(),
-        None
-    );
+    assert_eq!(super::region("https://private.example/v1", None), None);
 }
 
 #[test]
