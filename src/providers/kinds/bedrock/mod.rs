@@ -27,9 +27,6 @@ use crate::providers::{ApiKey, ProviderEntry};
 /// The `anthropic_version` Bedrock's Messages API takes in the body.
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 
-/// The SigV4 service name of Bedrock's runtime.
-pub const SERVICE: &str = "bedrock";
-
 /// AWS Bedrock's platform.
 pub struct Bedrock;
 

@@ -15,6 +15,9 @@ use aws_sigv4::sign::v4;
 
 use crate::limits::{classify_transport, Classified};
 
+/// The SigV4 service name of Bedrock's runtime.
+pub const SERVICE: &str = "bedrock";
+
 /// What authenticates one request.
 pub enum Auth {
     /// A Bedrock API key: `Authorization: Bearer`.
@@ -118,7 +121,7 @@ impl Auth {
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(region)
-            .name(super::SERVICE)
+            .name(SERVICE)
             .time(time)
             .settings(SigningSettings::default())
             .build()
