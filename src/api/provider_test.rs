@@ -205,7 +205,7 @@ pub async fn test_unsaved(
         }
     };
     let runtime = Arc::new(crate::providers::ProviderRuntime::new(None));
-    let entry = crate::providers::resolve(p.config.clone(), runtime.clone(), &env);
+    let entry = crate::providers::resolve::resolve(p.config.clone(), runtime.clone(), &env);
     if p.config.kind.is_cli() {
         let config = p.config.clone();
         let vars = entry.cli_env.clone();
@@ -283,7 +283,7 @@ pub async fn cli_check(
         v["ran"] = json!(false);
         return Ok(Json(v));
     }
-    let (vars, _) = crate::providers::resolve_cli_env(&config, &|name| core.secret(name));
+    let (vars, _) = crate::providers::resolve::resolve_cli_env(&config, &|name| core.secret(name));
     let st = tokio::task::spawn_blocking(move || {
         crate::providers::cli::check_status(&config, &vars, now)
     })

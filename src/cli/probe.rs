@@ -67,7 +67,7 @@ pub async fn run(
     let env = |name: &str| std::env::var(name).ok();
     let mut jobs = Vec::new();
     for cfg in providers {
-        let entry = providers::resolve(
+        let entry = providers::resolve::resolve(
             cfg.clone(),
             std::sync::Arc::new(ProviderRuntime::new(None)),
             &env,

@@ -1,7 +1,7 @@
 //! The calling client's own credential (`credentials: "client"` providers): which headers
 //! carry it, whose account and vendor it is, and that it goes nowhere else.
 
-use super::{ApiKey, Secret};
+use super::secret::{ApiKey, Secret};
 
 /// The calling client's own credential (a subscription login, when Baton's key came in
 /// `x-baton-key`), for providers with `credentials: "client"`: held for this request only,

@@ -205,7 +205,8 @@ mod tests {
 
     use super::*;
     use crate::limits::Scope;
-    use crate::providers::{resolve, ProviderRuntime};
+    use crate::providers::resolve::resolve;
+    use crate::providers::ProviderRuntime;
 
     fn provider(extra: serde_json::Value) -> ProviderEntry {
         let mut v = serde_json::json!({"id": "p", "kind": "openai-compatible",

@@ -78,7 +78,7 @@ impl Snapshot {
                     })
                     .or_insert_with(|| Arc::new(ProviderRuntime::new(c.concurrency())))
                     .clone();
-                Arc::new(providers::resolve(c, rt, env))
+                Arc::new(providers::resolve::resolve(c, rt, env))
             })
             .collect();
         providers.sort_by(|a, b| (a.config.priority, a.id()).cmp(&(b.config.priority, b.id())));

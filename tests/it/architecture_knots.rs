@@ -249,23 +249,6 @@ fn knots(
 const KNOTS_TO_CUT: &[&[&str]] = &[
     &["canonical", "canonical::options", "canonical::search"],
     &[
-        "providers",
-        "providers::cli",
-        "providers::cli::status",
-        "providers::client",
-        "providers::kinds",
-        "providers::kinds::anthropic",
-        "providers::kinds::azure_openai",
-        "providers::kinds::bedrock",
-        "providers::kinds::bedrock::aws",
-        "providers::kinds::gemini",
-        "providers::kinds::openai_compat",
-        "providers::kinds::openai_responses",
-        "providers::kinds::vertex",
-        "providers::kinds::vertex::google",
-        "providers::outbound",
-    ],
-    &[
         "router",
         "router::affinity",
         "router::attempt",

@@ -2,34 +2,12 @@
 //! in. Checked at start-up and again every few minutes, never on the request path.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+use super::state::CliStatus;
 use crate::config::ProviderConfig;
-
-/// A CLI's state as last checked.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct CliStatus {
-    /// The resolved executable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub executable: Option<PathBuf>,
-    /// First line of `--version`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// `None` when the CLI gave no clear answer (it is then tried).
-    pub logged_in: Option<bool>,
-    /// Why the provider cannot be used (missing, refused, logged out), with what to do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    pub checked_at_ms: i64,
-    /// The login's usage windows, where the CLI tells them without a request (Codex).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub windows: Vec<crate::limits::windows::Window>,
-}
 
 /// What to run to log `program` in.
 pub fn login_hint(program: &str) -> &'static str {
@@ -45,7 +23,7 @@ pub fn locate(config: &ProviderConfig, now_ms: i64) -> CliStatus {
         return CliStatus::default();
     };
     let name = config.executable.as_deref().unwrap_or(program);
-    let found = super::resolve_executable(name, std::env::var_os("PATH").as_deref());
+    let found = super::exec::resolve_executable(name, std::env::var_os("PATH").as_deref());
     CliStatus {
         checked_at_ms: now_ms,
         problem: found.as_ref().err().cloned(),
@@ -69,14 +47,14 @@ pub fn check(
         ..CliStatus::default()
     };
     let name = config.executable.as_deref().unwrap_or(program);
-    let path = match super::resolve_executable(name, std::env::var_os("PATH").as_deref()) {
+    let path = match super::exec::resolve_executable(name, std::env::var_os("PATH").as_deref()) {
         Ok(p) => p,
         Err(e) => {
             st.problem = Some(e);
             return st;
         }
     };
-    let env = super::environment(kind, vars, &|k| std::env::var_os(k));
+    let env = super::exec::environment(kind, vars, &|k| std::env::var_os(k));
     st.version = run_quietly(&path, &["--version"], &env)
         .and_then(|(_, out)| out.lines().next().map(|l| l.trim().to_string()))
         .filter(|v| !v.is_empty());

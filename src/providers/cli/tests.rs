@@ -1,4 +1,5 @@
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use super::decode::{self, Decoder, Step};
 use super::*;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::*;
-use crate::canonical::{Message, Part, Role};
-use crate::providers::{resolve, ProviderRuntime};
+use crate::canonical::{ChatRequest, Message, Part, Role};
+use crate::providers::codec::Complete;
+use crate::providers::resolve::resolve;
+use crate::providers::ProviderRuntime;
 
 fn entry(kind: &str, base: &str) -> ProviderEntry {
     let config = serde_json::from_value(json!({"id": "p", "kind": kind, "baseUrl": base,

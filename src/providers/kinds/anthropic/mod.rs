@@ -3,7 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{openai_compat, Decode, Outbound, UpstreamKind};
+use super::contract::{Decode, Outbound, UpstreamKind};
+use super::openai_compat;
 use crate::canonical;
 use crate::canonical::anthropic::stream::StreamDecoder;
 use crate::canonical::search::{SearchHit, WebSearch};
@@ -269,7 +270,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `anthropic` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &super::Native(&Anthropic));
+super::contract::register!(SPEC, &super::contract::Native(&Anthropic));
 
 /// Messages API fields `count_tokens` does not take (its request type has the prompt only).
 const COUNT_REFUSES: [&str; 8] = [
@@ -376,7 +377,7 @@ impl UpstreamKind for Anthropic {
             tool["blocked_domains"] = json!(opts.blocked_domains);
         }
         let body = json!({"model": model, "max_tokens": 2048,
-            "messages": [{"role": "user", "content": super::search_prompt(query)}],
+            "messages": [{"role": "user", "content": super::contract::search_prompt(query)}],
             "tools": [tool], "tool_choice": {"type": "tool", "name": "web_search"}});
         body.as_object().cloned()
     }

@@ -12,7 +12,8 @@
 //! - its 429s say how long in `retry-after-ms` and `retry-after`, and its answers carry
 //!   `x-ratelimit-remaining-*`, read as every kind's are.
 
-use super::{openai_compat, Platform, UpstreamKind};
+use super::contract::{Platform, UpstreamKind};
+use super::openai_compat;
 use crate::canonical::Wire;
 use crate::config::kind::{Hint, KindSpec, Own};
 use crate::config::ProviderKind;
@@ -47,7 +48,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `azure-openai` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &AzureOpenAi);
+super::contract::register!(SPEC, &AzureOpenAi);
 
 /// Its `apiVersion` a dated version, and a base URL that is the resource's endpoint (or its
 /// `/openai/v1`), never one deployment's.
@@ -129,7 +130,7 @@ impl Platform for AzureOpenAi {
                 secret.to_string(),
             )
         };
-        super::put_secret(req, name, &value)
+        super::contract::put_secret(req, name, &value)
     }
 
     fn models_url(&self, p: &ProviderEntry) -> Option<String> {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::providers::{resolve, ProviderRuntime};
+use crate::providers::resolve::resolve;
+use crate::providers::ProviderRuntime;
 
 fn entry(base: &str, version: Option<&str>, key: &str) -> ProviderEntry {
     let mut v = json!({"id": "az", "kind": "azure-openai", "baseUrl": base,

@@ -16,7 +16,8 @@
 
 pub mod aws;
 
-use super::{anthropic, Framing, Platform, UpstreamKind};
+use super::anthropic;
+use super::contract::{Framing, Platform, UpstreamKind};
 use crate::canonical::Wire;
 use crate::config::kind::{Hint, KindSpec, Own};
 use crate::config::ProviderKind;
@@ -60,7 +61,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `bedrock` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &Bedrock);
+super::contract::register!(SPEC, &Bedrock);
 
 /// The region requests are signed for: `region`, else the one the runtime endpoint names
 /// (`bedrock-runtime[-fips].REGION.amazonaws.com`).

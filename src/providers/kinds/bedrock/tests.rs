@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 use super::{anthropic_names, Bedrock};
 use crate::providers::kinds::anthropic::platform_body;
 use crate::providers::kinds::{Framing, Platform};
-use crate::providers::{resolve, ProviderEntry, ProviderRuntime};
+use crate::providers::resolve::resolve;
+use crate::providers::{ProviderEntry, ProviderRuntime};
 
 fn entry(base: &str, region: Option<&str>) -> ProviderEntry {
     let mut v = json!({"id": "bk", "kind": "bedrock", "baseUrl": base,

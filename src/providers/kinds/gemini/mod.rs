@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Decode, Outbound, UpstreamKind};
+use super::contract::{Decode, Outbound, UpstreamKind};
 use crate::canonical;
 use crate::canonical::gemini::StreamDecoder;
 use crate::canonical::search::{SearchHit, WebSearch};
@@ -154,7 +154,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `gemini` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &super::Native(&Gemini));
+super::contract::register!(SPEC, &super::contract::Native(&Gemini));
 
 impl UpstreamKind for Gemini {
     fn wire(&self) -> Wire {
@@ -230,7 +230,7 @@ impl UpstreamKind for Gemini {
         query: &str,
         _opts: &WebSearch,
     ) -> Option<Map<String, Value>> {
-        let body = json!({"contents": [{"role": "user", "parts": [{"text": super::search_prompt(query)}]}],
+        let body = json!({"contents": [{"role": "user", "parts": [{"text": super::contract::search_prompt(query)}]}],
             "tools": [{"googleSearch": {}}]});
         body.as_object().cloned()
     }

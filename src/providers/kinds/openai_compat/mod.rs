@@ -3,7 +3,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::{Decode, Outbound, UpstreamKind};
+use super::contract::{Decode, Outbound, UpstreamKind};
 use crate::canonical::openai::{chunk_events, usage_from_openai};
 use crate::canonical::{ChatResponse, Wire};
 use crate::config::kind::KindSpec;
@@ -291,7 +291,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `openai-compatible` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &super::Native(&OpenAiCompatible));
+super::contract::register!(SPEC, &super::contract::Native(&OpenAiCompatible));
 
 impl UpstreamKind for OpenAiCompatible {
     fn wire(&self) -> Wire {

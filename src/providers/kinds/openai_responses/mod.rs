@@ -4,7 +4,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{openai_compat, Decode, Outbound, UpstreamKind};
+use super::contract::{Decode, Outbound, UpstreamKind};
+use super::openai_compat;
 use crate::canonical::responses::upstream::{
     request_to_responses, usage_from_responses, StreamDecoder,
 };
@@ -186,7 +187,7 @@ pub static SPEC: KindSpec = KindSpec {
 /// The `openai-responses` kind.
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
-super::register!(SPEC, &super::Native(&OpenAiResponses));
+super::contract::register!(SPEC, &super::contract::Native(&OpenAiResponses));
 
 impl UpstreamKind for OpenAiResponses {
     fn wire(&self) -> Wire {
@@ -241,7 +242,7 @@ impl UpstreamKind for OpenAiResponses {
         if !opts.allowed_domains.is_empty() {
             tool["filters"] = json!({"allowed_domains": opts.allowed_domains});
         }
-        let body = json!({"model": model, "input": super::search_prompt(query), "tools": [tool],
+        let body = json!({"model": model, "input": super::contract::search_prompt(query), "tools": [tool],
             "include": ["web_search_call.action.sources"], "store": false});
         body.as_object().cloned()
     }

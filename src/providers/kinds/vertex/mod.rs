@@ -20,7 +20,8 @@ pub mod google;
 
 use futures_util::future::BoxFuture;
 
-use super::{anthropic, gemini, Platform, UpstreamKind};
+use super::contract::{Platform, UpstreamKind};
+use super::{anthropic, gemini};
 use crate::canonical::Wire;
 use crate::config::kind::{Hint, KindSpec, Own};
 use crate::config::ProviderKind;
@@ -113,8 +114,8 @@ pub const ANTHROPIC_KIND: ProviderKind = ProviderKind::of(&ANTHROPIC_SPEC);
 /// The `vertex-gemini` kind.
 pub const GEMINI_KIND: ProviderKind = ProviderKind::of(&GEMINI_SPEC);
 
-super::register!(ANTHROPIC_SPEC, &ANTHROPIC);
-super::register!(GEMINI_SPEC, &GEMINI);
+super::contract::register!(ANTHROPIC_SPEC, &ANTHROPIC);
+super::contract::register!(GEMINI_SPEC, &GEMINI);
 
 /// The region of its requests' path: `region`, else the one the endpoint names
 /// (`REGION-aiplatform.googleapis.com`; `aiplatform.googleapis.com` is `global`).
@@ -232,7 +233,7 @@ impl Platform for Vertex {
             ));
         };
         let bearer = format!("Bearer {}", key.secret.expose());
-        super::put_secret(req, reqwest::header::AUTHORIZATION, &bearer)
+        super::contract::put_secret(req, reqwest::header::AUTHORIZATION, &bearer)
     }
 
     /// Vertex lists no publisher models Baton reads: the configured ones are the ones there are.

@@ -4,7 +4,8 @@ use serde_json::json;
 
 use super::ANTHROPIC as VertexAnthropic;
 use crate::providers::kinds::Platform;
-use crate::providers::{resolve, ProviderEntry, ProviderRuntime};
+use crate::providers::resolve::resolve;
+use crate::providers::{ProviderEntry, ProviderRuntime};
 
 fn entry(base: &str, region: Option<&str>) -> ProviderEntry {
     let mut v = json!({"id": "vx", "kind": "vertex-anthropic", "baseUrl": base,

@@ -101,7 +101,11 @@ impl Auth {
         let (id, secret, session) = match self {
             Auth::ApiKey(key) => {
                 let bearer = format!("Bearer {key}");
-                return super::super::put_secret(req, reqwest::header::AUTHORIZATION, &bearer);
+                return super::super::contract::put_secret(
+                    req,
+                    reqwest::header::AUTHORIZATION,
+                    &bearer,
+                );
             }
             Auth::Keys {
                 id,
@@ -153,7 +157,7 @@ impl Auth {
         for (name, value) in signed {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| refused("SigV4 made an invalid header"))?;
-            super::super::put_secret(req, name, &value)?;
+            super::super::contract::put_secret(req, name, &value)?;
         }
         Ok(())
     }

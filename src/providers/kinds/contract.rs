@@ -1,0 +1,264 @@
+//! What an upstream kind's folder implements and registers (a leaf of the kinds' vocabulary):
+//! the API's seam ([`UpstreamKind`], its stream [`Decode`]r and [`Framing`]), the platform's
+//! ([`Platform`], [`Native`] for a vendor's own API), what a request carries ([`Outbound`]),
+//! and [`register!`]. The registry and the entry points that use them are `kinds/mod.rs`.
+
+use serde_json::{Map, Value};
+
+use crate::canonical::search::{SearchHit, WebSearch};
+use crate::canonical::{ChatRequest, ChatResponse, Wire};
+use crate::limits::Classified;
+use crate::providers::codec::{Complete, Decoded, NotJson};
+use crate::providers::{ApiKey, ClientCredential, ModelInfo, ProviderEntry};
+
+/// What the client asked for, in the forms an upstream may take it in.
+pub struct Outbound<'a> {
+    /// The request in OpenAI form (the client's own body when it spoke OpenAI).
+    pub openai_body: &'a Map<String, Value>,
+    /// The client's own body and its API, when it spoke another than Chat Completions: sent
+    /// unchanged (but for the model) to upstreams of that API.
+    pub original: Option<(Wire, &'a Map<String, Value>)>,
+    /// The client's own credential and identification headers, for providers with
+    /// `credentials: "client"` (sent instead of any key of Baton's).
+    pub client: Option<&'a ClientCredential>,
+    /// `anthropic-beta` from the client, for Anthropic upstreams.
+    pub anthropic_beta: Option<&'a str>,
+    pub canonical: &'a ChatRequest,
+    pub stream: bool,
+    pub request_id: &'a str,
+    /// Which of the client's thinking blocks may go to this account (kinds that sign their
+    /// reasoning).
+    pub thinking: crate::providers::thinking::Keep<'a>,
+    /// When the request is made (Unix ms, from the routing clock): what a signature is dated.
+    pub now_ms: i64,
+}
+
+impl Outbound<'_> {
+    /// The client's own body, when it spoke `wire`.
+    pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
+        self.original.filter(|(w, _)| *w == wire).map(|(_, b)| b)
+    }
+
+    /// Whether the client spoke another API than Chat Completions (its effort was translated).
+    pub fn translated(&self) -> bool {
+        self.original.is_some()
+    }
+}
+
+/// How a kind's stream is framed on the wire (`providers::sse` reads each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-sent events.
+    Sse,
+    /// AWS event-stream frames (`providers::eventstream`), read as server-sent events.
+    AwsEventStream,
+}
+
+/// A stream's decoder: the state a kind needs across its events.
+pub trait Decode: Send {
+    /// Decodes one event's `data`. With `events` false (a same-format hop after the commit) a
+    /// decoder may skip building a JSON tree for events that carry nothing it must know.
+    fn decode(&mut self, data: &[u8], events: bool) -> Result<Decoded, NotJson>;
+    /// The format of the events it reads.
+    fn wire(&self) -> Wire;
+}
+
+/// An HTTP upstream API.
+pub trait UpstreamKind: Sync {
+    /// The API it speaks: a client speaking the same one gets its bytes untouched.
+    fn wire(&self) -> Wire;
+    /// Where requests go under the provider's `baseUrl` (completed per model where the model
+    /// is in the path).
+    fn chat_path(&self) -> &'static str;
+    /// The request for `model` with `key` (none for a `credentials: "client"` provider).
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        url: &reqwest::Url,
+        p: &ProviderEntry,
+        model: &ModelInfo,
+        key: Option<&ApiKey>,
+        o: &Outbound,
+    ) -> Result<reqwest::RequestBuilder, Classified>;
+    /// Its authentication and the provider's configured headers, on any request to it.
+    fn authorize(
+        &self,
+        rb: reqwest::RequestBuilder,
+        p: &ProviderEntry,
+        key: Option<&ApiKey>,
+    ) -> reqwest::RequestBuilder;
+    /// Its own token count of `req` for `model` (`own`: the client's body when it spoke this
+    /// API; `headers`: the client's, for the kind's own ones), unauthorised; `None` when the
+    /// kind cannot count.
+    fn count_request(
+        &self,
+        _client: &reqwest::Client,
+        _base: &str,
+        _model: &str,
+        _req: &ChatRequest,
+        _own: Option<&Map<String, Value>>,
+        _headers: &http::HeaderMap,
+    ) -> Option<reqwest::RequestBuilder> {
+        None
+    }
+    /// What a complete 2xx body is.
+    fn complete(&self, body: &[u8]) -> Complete;
+    /// A complete answer in canonical form, for a client of another API.
+    fn answer(&self, v: &Value) -> Option<ChatResponse>;
+    /// A decoder for one stream.
+    fn decoder(&self) -> Box<dyn Decode>;
+    /// How its stream is framed.
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+    /// Its answers name their id and model (else Baton fills them in).
+    fn names_answers(&self) -> bool {
+        true
+    }
+    /// It signs its reasoning: thinking blocks go back only to the account that signed them,
+    /// and a refused signature is worth one retry without them.
+    fn signs_reasoning(&self) -> bool {
+        false
+    }
+    /// A broken stream can be continued on it from a prefill of what was already said.
+    fn resumes_from_prefill(&self) -> bool {
+        false
+    }
+    /// A request (in this API's own shape, for `model`) that has it run its own web search for
+    /// `query`, when it has one: a provider used as Baton's search service.
+    fn search_request(
+        &self,
+        _model: &str,
+        _query: &str,
+        _opts: &WebSearch,
+    ) -> Option<Map<String, Value>> {
+        None
+    }
+    /// What its own web search found, read from a complete answer to `search_request`.
+    fn search_hits(&self, _answer: &Value) -> Vec<SearchHit> {
+        Vec::new()
+    }
+}
+
+/// What a provider asked to search is told.
+pub(crate) fn search_prompt(query: &str) -> String {
+    format!("Search the web for: {query}\nThen list what you found, one line per page, quoting the passage that answers.")
+}
+
+/// Where and how one vendor's service is called; its bytes are its API's.
+pub trait Platform: Sync {
+    /// The API it speaks.
+    fn api(&self) -> &'static dyn UpstreamKind;
+    /// Where a request for `model` goes (`None`: the base URL is not a URL); `stream` for
+    /// platforms that stream at another address.
+    fn url(&self, p: &ProviderEntry, _model: &str, _stream: bool) -> Option<reqwest::Url> {
+        p.chat_url.clone()
+    }
+    /// Whether it authenticates its own way ([`Platform::sign`]) rather than as its API does
+    /// (a bearer key, `x-api-key`, `x-goog-api-key`).
+    fn own_auth(&self) -> bool {
+        false
+    }
+    /// Its changes to a request its API built (where the model goes, what its body must
+    /// carry), before it is signed; platforms with their own authentication only.
+    fn shape(&self, _req: &mut reqwest::Request) -> Result<(), Classified> {
+        Ok(())
+    }
+    /// The credential its requests carry, made from the provider's key (or, without one, what
+    /// its vendor's tools would find) before a request is built: Vertex AI's access token,
+    /// exchanged for a service account's key. `None`: the key is sent as it is.
+    fn exchange<'a>(
+        &'a self,
+        _client: &'a reqwest::Client,
+        _p: &'a ProviderEntry,
+        _key: Option<&'a ApiKey>,
+        _now_ms: i64,
+    ) -> Option<futures_util::future::BoxFuture<'a, Result<ApiKey, Classified>>> {
+        None
+    }
+    /// Its authentication on a request built without a key (headers, and for a platform that
+    /// signs its requests, over the whole request, dated `now_ms`). Without a key, a platform
+    /// may find the credentials its vendor's own tools would.
+    fn sign(
+        &self,
+        _req: &mut reqwest::Request,
+        _p: &ProviderEntry,
+        _key: Option<&ApiKey>,
+        _now_ms: i64,
+    ) -> Result<(), Classified> {
+        Ok(())
+    }
+    /// Where it lists its models (`None`: it has no list Baton reads; its configured models
+    /// are the ones there are).
+    fn models_url(&self, p: &ProviderEntry) -> Option<String> {
+        Some(format!(
+            "{}/models",
+            p.config.base_url.trim_end_matches('/')
+        ))
+    }
+    /// The names its own id for a model stands for (Bedrock's
+    /// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` is `claude-sonnet-4-5-20250929`): a
+    /// request for one of them can be served by that model here.
+    fn serves(&self, _model: &str) -> Vec<String> {
+        Vec::new()
+    }
+    /// Whether its API's token count ([`UpstreamKind::count_request`]) is served at the
+    /// API's own address on it.
+    fn counts_tokens(&self) -> bool {
+        !self.own_auth()
+    }
+    /// How an answer with this content type is framed.
+    fn framing(&self, _content_type: Option<&str>) -> Framing {
+        self.api().framing()
+    }
+    /// Whether its API's own web search ([`UpstreamKind::search_request`]) runs on it.
+    fn searches(&self) -> bool {
+        true
+    }
+}
+
+/// A vendor's own API, served where its base URL says and authenticated as the API is.
+pub struct Native(pub &'static dyn UpstreamKind);
+
+impl Platform for Native {
+    fn api(&self) -> &'static dyn UpstreamKind {
+        self.0
+    }
+}
+
+/// An HTTP kind's registration, submitted from its folder by [`register!`].
+pub struct Registered {
+    pub spec: &'static crate::config::kind::KindSpec,
+    pub platform: &'static dyn Platform,
+}
+
+inventory::collect!(Registered);
+
+/// Registers an HTTP kind from its folder: its spec (what the configuration and the UI know of
+/// it) and its platform (how it is called). The folder's `pub mod` line in this file is the
+/// only line outside it that a new kind adds.
+macro_rules! register {
+    ($spec:path, $platform:expr) => {
+        inventory::submit!(crate::config::kind::Registered(&$spec));
+        inventory::submit!(crate::providers::kinds::contract::Registered {
+            spec: &$spec,
+            platform: $platform,
+        });
+    };
+}
+pub(crate) use register;
+
+/// Puts a credential on `req` as `name: value`, marked sensitive so no debug output shows it:
+/// every platform that authenticates its own way does it here.
+pub(crate) fn put_secret(
+    req: &mut reqwest::Request,
+    name: reqwest::header::HeaderName,
+    value: &str,
+) -> Result<(), Classified> {
+    let mut v = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+        crate::limits::classify_transport("the credential is not a valid header value")
+    })?;
+    v.set_sensitive(true);
+    req.headers_mut().insert(name, v);
+    Ok(())
+}
