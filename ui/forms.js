@@ -183,6 +183,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     checkTimer = setTimeout(() => checkCli(false), 400);
   });
 
+  let forcedLogin = false;
   function syncKind() {
     const k = inputs.kind.value;
     groups.http.hidden = isCli(k);
@@ -216,6 +217,12 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     const login = clientLogin !== false;
     for (const id of ["clientLogin-row", "h-clientLogin"]) { const n = body.querySelector(`#${id}`); if (n) n.hidden = !login; }
     if (!login && inputs.clientLogin.checked) { inputs.clientLogin.checked = false; syncLogin(); }
+    // A subscription's backend (ChatGPT's) is called only on the client's login; leaving it for
+    // another kind gives back the choice it took.
+    const only = Boolean(kindOf(k).loginOnly);
+    if (only && !inputs.clientLogin.checked) { inputs.clientLogin.checked = true; forcedLogin = true; syncLogin(); }
+    if (!only && forcedLogin) { inputs.clientLogin.checked = false; forcedLogin = false; syncLogin(); }
+    inputs.clientLogin.disabled = only || readOnly;
     inputs.executable.placeholder = program || "";
     inputs.id.placeholder = program || "groq";
     inputs.models.placeholder = sampleModel ? t("one model per line, preferred first, e.g. {model}", { model: sampleModel }) : t("one model per line, preferred first");

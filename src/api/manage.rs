@@ -114,7 +114,7 @@ pub(super) fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiErro
     let priority_given = obj.contains_key("priority");
     let text = serde_json::to_string(&v).unwrap_or_default();
     let de = &mut serde_json::Deserializer::from_str(&text);
-    let config: ProviderConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut config: ProviderConfig = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let param = if path == "." {
             "body".to_string()
@@ -126,6 +126,7 @@ pub(super) fn parse_provider_value(mut v: Value) -> Result<ProviderBody, ApiErro
             super::error::plain_serde(&e.into_inner().to_string()),
         )
     })?;
+    config.adopt_kind();
     validate(&config)?;
     if config.id == crate::config::LOCAL_PROVIDER_ID {
         return Err(field_error(

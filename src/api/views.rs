@@ -42,6 +42,9 @@ pub struct KindView {
     /// It can call with the client's own login (`credentials: "client"`).
     #[serde(default)]
     pub client_login: bool,
+    /// It calls only with the client's own login.
+    #[serde(default)]
+    pub login_only: bool,
     /// Its own fields (`region`, `project`, …); the form shows the ones it has inputs for.
     #[serde(default)]
     pub fields: Vec<String>,
@@ -100,6 +103,7 @@ impl KindView {
                 sample_model: k.sample_model().map(str::to_string),
                 base_url_example: k.base_url_example().map(str::to_string),
                 client_login: k.takes_client_login(),
+                login_only: k.login_only(),
                 fields: k.fields().iter().map(|f| f.to_string()).collect(),
                 hints: KindHints {
                     base_url: k.spec().base_url_hint.as_ref().map(HintView::from),

@@ -49,6 +49,16 @@ pub struct Own<'a> {
     pub api_version: Option<&'a str>,
 }
 
+/// A provider as a kind that may adopt it reads it ([`KindSpec::adopts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Adoptable<'a> {
+    /// The kind it was written as.
+    pub kind: &'a str,
+    pub base_url: &'a str,
+    /// It calls with the client's own login (`credentials: "client"`).
+    pub client_login: bool,
+}
+
 /// A kind's own check of a provider: the field that is wrong and what to do, if any is.
 pub type Check = fn(&Own) -> Result<(), (&'static str, String)>;
 
@@ -107,6 +117,12 @@ pub struct KindSpec {
     pub credentials_file: bool,
     /// It can call with the client's own login (`credentials: "client"`).
     pub client_login: bool,
+    /// It calls only with the client's own login (a subscription's backend, whose token Baton
+    /// never holds).
+    pub login_only: bool,
+    /// A provider written as another kind that is really this one (written before this kind
+    /// existed): read as this kind wherever a configuration is read.
+    pub adopts: Option<fn(&Adoptable) -> bool>,
     /// Its own check of a provider's address and fields, after the common ones.
     pub check: Option<Check>,
     /// For a subscription CLI kind: what it runs.
@@ -131,6 +147,8 @@ impl KindSpec {
         fields: &[],
         credentials_file: false,
         client_login: false,
+        login_only: false,
+        adopts: None,
         check: None,
         cli: None,
     };
@@ -249,6 +267,24 @@ impl ProviderKind {
     /// The CLI's program name on `PATH`, for the CLI kinds.
     pub fn cli_program(self) -> Option<&'static str> {
         self.0.cli.as_ref().map(|c| c.program)
+    }
+
+    /// Whether it calls only with the client's own login.
+    pub fn login_only(self) -> bool {
+        self.0.login_only
+    }
+
+    /// The kind a provider written as `p` is read as: the kind that adopts it, else its own.
+    pub fn adopting(self, base_url: &str, client_login: bool) -> ProviderKind {
+        let p = Adoptable {
+            kind: self.0.name,
+            base_url,
+            client_login,
+        };
+        ALL.iter()
+            .copied()
+            .find(|k| k.0.adopts.is_some_and(|a| a(&p)))
+            .unwrap_or(self)
     }
 
     /// The names of the kinds that take `field`, for a message saying which do.

@@ -35,10 +35,14 @@ pub fn parse_str(text: &str, file: &Path) -> Result<ConfigFile, ConfigError> {
     }
     strip_comments(&mut value);
     apply_catalog(&mut value, file)?;
-    let config: ConfigFile = serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut config: ConfigFile = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ConfigError::field(file, path, e.into_inner().to_string())
     })?;
+    config
+        .providers
+        .iter_mut()
+        .for_each(super::provider::ProviderConfig::adopt_kind);
     validate(&config, file)?;
     Ok(config)
 }

@@ -228,6 +228,15 @@ pub enum LimitScope {
 }
 
 impl ProviderConfig {
+    /// Reads it as the kind that adopts it, if one does (a provider written before its kind
+    /// existed: `openai-responses` on Codex's login at ChatGPT is `chatgpt`). Every place a
+    /// configuration is read calls this, so routing sees one kind.
+    pub fn adopt_kind(&mut self) {
+        self.kind = self
+            .kind
+            .adopting(&self.base_url, self.credentials == Credentials::Client);
+    }
+
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.id)
     }

@@ -472,6 +472,12 @@ fn validate_credentials(
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
     let any_model = p.models.iter().any(|m| m.id() == "*");
+    if p.credentials.is_baton() && p.kind.login_only() {
+        return Err(err(
+            "credentials",
+            crate::i18n::msg("a {kind} provider calls only with the client's own login (Baton never holds that token): set `credentials` to `client`", &[("kind", p.kind.as_str())]),
+        ));
+    }
     if p.credentials.is_baton() {
         if any_model {
             return Err(err(
@@ -484,7 +490,10 @@ fn validate_credentials(
     if p.kind.is_cli() {
         return Err(err(
             "credentials",
-            crate::i18n::msg("a subscription CLI uses its own login; `client` is for HTTP providers (anthropic, openai-responses, openai-compatible)", &[]),
+            crate::i18n::msg(
+                "a subscription CLI uses its own login; `client` is for HTTP providers",
+                &[],
+            ),
         ));
     }
     if !p.kind.takes_client_login() {

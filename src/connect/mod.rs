@@ -23,17 +23,18 @@ use journal::{FileRecord, Prior};
 use types::{hex, value_sha};
 pub use types::{ConnectError, Homes, Mode, Target};
 
-/// The enabled providers that serve `app` on the client's own login (an Anthropic or Responses
-/// provider with `credentials: "client"`): when there is one, connect defaults to [`Mode::Login`].
+/// The enabled providers that serve `app` on the client's own login (an Anthropic provider, or
+/// ChatGPT's backend, with `credentials: "client"`): when there is one, connect defaults to
+/// [`Mode::Login`].
 pub fn login_providers<'a>(
     app: App,
     providers: impl IntoIterator<Item = &'a crate::config::ProviderConfig>,
 ) -> Vec<String> {
     use crate::config::Credentials;
-    use crate::providers::kinds::{anthropic, openai_responses};
+    use crate::providers::kinds::{anthropic, chatgpt};
     let kind = match app {
         App::ClaudeCode => anthropic::KIND,
-        App::Codex => openai_responses::KIND,
+        App::Codex => chatgpt::KIND,
         App::GeminiCli | App::Opencode => return Vec::new(),
     };
     providers

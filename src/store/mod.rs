@@ -368,10 +368,12 @@ impl Store {
         )?;
         rows.into_iter()
             .map(|(id, owner, def, enabled, priority)| {
-                let config = serde_json::from_str(&def).map_err(|e| StoreError::Corrupt {
-                    id: id.clone(),
-                    message: e.to_string(),
-                })?;
+                let mut config: ProviderConfig =
+                    serde_json::from_str(&def).map_err(|e| StoreError::Corrupt {
+                        id: id.clone(),
+                        message: e.to_string(),
+                    })?;
+                config.adopt_kind();
                 Ok(StoredProvider {
                     config,
                     owner: if owner == "ui" {

@@ -93,7 +93,7 @@ def test_codex_on_its_own_chatgpt_login_then_failover_at_the_cap(tmp_path):
     sub = Fake("chatgpt", "--subscription", access)
     other = Fake("claude")
     gw = Baton(tmp_path, [
-        {"id": "chatgpt", "name": "ChatGPT", "kind": "openai-responses", "baseUrl": sub.url + "/v1",
+        {"id": "chatgpt", "name": "ChatGPT", "kind": "chatgpt", "baseUrl": sub.url + "/v1",
          "credentials": "client", "models": ["*"], "priority": 1},
         {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
          "models": ["claude-real-model"], "priority": 2}], model_map={"gpt-*": "auto"})
@@ -178,7 +178,7 @@ def test_codex_task_fails_over_mid_task_to_anthropic_and_back(tmp_path):
     other = Fake("claude")
     os.environ["BATON_TEST_CLAUDE_KEY"] = "sk-ant-api03-test-mid-task-key-000000"
     gw = Baton(tmp_path, [
-        {"id": "chatgpt", "name": "ChatGPT", "kind": "openai-responses", "baseUrl": sub.url + "/v1",
+        {"id": "chatgpt", "name": "ChatGPT", "kind": "chatgpt", "baseUrl": sub.url + "/v1",
          "credentials": "client", "models": ["*"], "priority": 1},
         {"id": "claude", "kind": "anthropic", "baseUrl": other.url + "/v1",
          "models": ["claude-real-model"], "keys": [{"env": "BATON_TEST_CLAUDE_KEY"}], "priority": 2}],

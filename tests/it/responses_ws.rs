@@ -228,7 +228,7 @@ async fn a_passthrough_turn_reaches_the_upstream_alike_over_websocket_and_http()
     up.only_subscription(login);
     let baton = Baton::start(
         dir.path(),
-        json!({"providers": [{"id": "chatgpt", "kind": "openai-responses",
+        json!({"providers": [{"id": "chatgpt", "kind": "chatgpt",
             "baseUrl": up.base_url(), "credentials": "client", "models": ["*"]}],
             "modelMap": {"gpt-*": "auto"}}),
     )

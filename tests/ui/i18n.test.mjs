@@ -188,7 +188,12 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await page.fill("#f-id", "");
     await page.fill("#f-baseUrl", "");
     await page.fill("#f-models", "");
+    // ChatGPT's backend is called only on the client's login: the form says so and keeps it.
+    await page.selectOption("#f-kind", "chatgpt");
+    assert.equal(await page.isChecked("#f-clientLogin"), true, "chatgpt: the client's login");
+    assert.equal(await page.isDisabled("#f-clientLogin"), true, "chatgpt: no key of Baton's");
     await page.selectOption("#f-kind", "openai-compatible");
+    assert.equal(await page.isChecked("#f-clientLogin"), false, "the choice is given back");
     assert.equal(await page.isVisible("#f-project"), false, "the other kinds have no project");
     // Saved empty, then with a wrong address: the gateway's own findings, beside each field, in
     // the page's language too (the UI asks the admin API for it).

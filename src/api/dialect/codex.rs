@@ -2,8 +2,8 @@
 //! models' metadata in the Codex backend's own shape (`{"models": [...]}`). Codex cannot read
 //! OpenAI's list and logs an error on every start when that is all it gets.
 //!
-//! On its ChatGPT login (`x-baton-key` beside it) the list comes from the first
-//! `credentials: "client"` Responses provider — the Codex backend itself — so Codex sees the
+//! On its ChatGPT login (`x-baton-key` beside it) the list comes from the first `chatgpt`
+//! provider (a backend platform) — the Codex backend itself — so Codex sees the
 //! metadata its models really have (their tools, their context windows). Without one, or when
 //! that backend does not answer, the list is empty, which Codex takes as "use what you know".
 //! (Codex 0.171 calls nothing else on a custom provider: it compacts a conversation with an
@@ -15,7 +15,6 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 use crate::api::state::AppState;
-use crate::canonical::Wire;
 use crate::config::Credentials;
 use crate::providers::{outbound, ClientCredential};
 
@@ -32,8 +31,10 @@ pub(super) async fn models(state: &AppState, headers: &HeaderMap, version: &str)
         return empty;
     };
     let snap = state.core.routing.snapshot.load();
+    // The backend Codex was written for (ChatGPT's), on its login.
     let Some(p) = snap.enabled().find(|p| {
-        p.config.credentials == Credentials::Client && p.config.kind.wire() == Some(Wire::Responses)
+        p.config.credentials == Credentials::Client
+            && crate::providers::kinds::platform(p.config.kind).is_some_and(|k| k.backend())
     }) else {
         return empty;
     };

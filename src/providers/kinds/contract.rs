@@ -211,6 +211,11 @@ pub trait Platform: Sync {
     fn framing(&self, _content_type: Option<&str>) -> Framing {
         self.api().framing()
     }
+    /// It is the vendor's own backend its client was written for (ChatGPT's, for Codex): the
+    /// client's body goes as its client wrote it, nothing reshaped for the vendor's public API.
+    fn backend(&self) -> bool {
+        false
+    }
     /// Whether its API's own web search ([`UpstreamKind::search_request`]) runs on it.
     fn searches(&self) -> bool {
         true
@@ -247,6 +252,15 @@ macro_rules! register {
     };
 }
 pub(crate) use register;
+
+/// The platform of a provider's kind, as its folder registered it; `None` for a subscription
+/// CLI.
+pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platform> {
+    inventory::iter::<Registered>
+        .into_iter()
+        .find(|r| kind.is(r.spec))
+        .map(|r| r.platform)
+}
 
 /// Puts a credential on `req` as `name: value`, marked sensitive so no debug output shows it:
 /// every platform that authenticates its own way does it here.

@@ -16,13 +16,16 @@
 pub mod anthropic;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod chatgpt;
 pub mod contract;
 pub mod gemini;
 pub mod openai_compat;
 pub mod openai_responses;
 pub mod vertex;
 
-pub use contract::{Decode, Framing, Native, Outbound, Platform, Registered, UpstreamKind};
+pub use contract::{
+    platform, Decode, Framing, Native, Outbound, Platform, Registered, UpstreamKind,
+};
 
 use super::{ApiKey, ModelInfo, ProviderEntry};
 use crate::canonical::search::WebSearch;
@@ -59,14 +62,6 @@ pub fn searches(kind: crate::config::ProviderKind) -> bool {
 /// The API of an HTTP provider; `None` for a subscription CLI.
 pub fn of_provider(p: &crate::config::ProviderConfig) -> Option<&'static dyn UpstreamKind> {
     p.kind.wire().map(of)
-}
-
-/// The platform of a provider's kind; `None` for a subscription CLI.
-pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platform> {
-    inventory::iter::<Registered>
-        .into_iter()
-        .find(|r| kind.is(r.spec))
-        .map(|r| r.platform)
 }
 
 /// A request for `model` on `p`, built by its API and authenticated by its platform.

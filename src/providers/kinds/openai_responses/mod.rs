@@ -29,7 +29,7 @@ const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
 
 /// The request body: the client's own Responses body (model rewritten, output capped to the
 /// model's limit), or the canonical request translated. `public`: the provider is the public
-/// API on a key of Baton's, which takes none of the ChatGPT backend's own fields; everything
+/// API (not the ChatGPT backend), which takes none of that backend's own fields; everything
 /// else the client sent (`reasoning`, `include`, `prompt_cache_key`, its freeform tools as
 /// freeform tools) goes on as it came.
 pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
@@ -207,7 +207,10 @@ impl UpstreamKind for OpenAiResponses {
         key: Option<&ApiKey>,
         o: &Outbound,
     ) -> Result<reqwest::RequestBuilder, Classified> {
-        let body = body(o, model, p.config.credentials.is_baton());
+        // The public API's shapes, unless the platform is the backend the client was written
+        // for (ChatGPT's, on Codex's own login).
+        let public = !super::contract::platform(p.config.kind).is_some_and(|k| k.backend());
+        let body = body(o, model, public);
         Ok(request(client, url.clone(), p, key, body, o))
     }
 

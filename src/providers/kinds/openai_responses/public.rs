@@ -1,7 +1,7 @@
 //! Codex's body, written for the ChatGPT backend its own login reaches, in the shapes the public
-//! Responses API takes (a provider on a key of Baton's): its tools declared in `tools`, and
-//! each input item with only the fields the public API defines for its type. Everything else
-//! Codex sent goes on as it came.
+//! Responses API takes (an `openai-responses` provider, not the `chatgpt` backend): its tools
+//! declared in `tools`, and each input item with only the fields the public API defines for its
+//! type. Everything else Codex sent goes on as it came.
 
 use serde_json::{Map, Value};
 
