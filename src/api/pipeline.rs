@@ -294,7 +294,7 @@ fn parse(
     let conversation =
         named.or_else(|| crate::router::affinity::Conversation::by_prefix(&canonical));
     let inbound = Inbound {
-        body: openai,
+        openai: openai.map(Into::into).unwrap_or_default(),
         original,
         client,
         anthropic_beta,

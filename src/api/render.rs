@@ -122,7 +122,7 @@ impl<'a> Out<'a> {
         let prompt_tokens = inbound.needs.prompt_tokens();
         let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
             routing: self.state.core.routing.clone(),
-            body: inbound.body.clone(),
+            body: inbound.openai_body().clone(),
             targets: resume.into(),
             prompt_tokens,
         });

@@ -244,8 +244,9 @@ pub async fn probe_one(
         return result;
     };
     // The same request routing would send, in the provider's own format and auth.
+    let openai = map.clone().into();
     let outbound = outbound::Outbound {
-        openai_body: map,
+        openai: &openai,
         original: None,
         client: None,
         anthropic_beta: None,

@@ -100,7 +100,7 @@ async fn send(
         .map_err(|e| limits::classify_transport(format!("HTTP client: {e}")))?;
     let stream = inbound.canonical.stream;
     let outbound = crate::providers::outbound::Outbound {
-        openai_body: &inbound.body,
+        openai: &inbound.openai,
         original: inbound.original.as_ref().map(|o| (o.wire, &o.body)),
         client: inbound.client.as_ref(),
         anthropic_beta: inbound.anthropic_beta.as_deref(),

@@ -64,7 +64,7 @@ pub(super) async fn attempt(
         // and one of any tool has none to choose when the client declared no other.
         let none_left = inner.canonical.tools.is_empty();
         lift_forced_search(&mut inner.canonical, none_left);
-        inner.body = crate::canonical::openai::request_to_openai(&inner.canonical);
+        inner.openai = Default::default();
         return Box::pin(super::attempt::attempt(routing, t, key, &inner, request_id)).await;
     }
     let client_stream = inner.canonical.stream;
@@ -126,7 +126,8 @@ impl Rounds {
         service: &crate::search::Service,
     ) -> Result<ChatResponse, Attempt> {
         loop {
-            inner.body = crate::canonical::openai::request_to_openai(&inner.canonical);
+            // Made again from the canonical request, if an upstream needs it.
+            inner.openai = Default::default();
             let answer = match Box::pin(super::attempt::attempt(
                 routing, t, key, &inner, request_id,
             ))

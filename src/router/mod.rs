@@ -52,8 +52,10 @@ pub use crate::providers::outbound::Wire;
 /// A client request after parsing and authentication.
 #[derive(Clone)]
 pub struct Inbound {
-    /// The request in OpenAI form (the client's own body when it spoke OpenAI).
-    pub body: Map<String, Value>,
+    /// The request in Chat Completions form: the client's own body when it spoke that API,
+    /// else made from the canonical request the first time an upstream of that API needs it
+    /// ([`Inbound::openai_body`]); a request served in its own API or another never builds it.
+    pub openai: std::sync::OnceLock<Map<String, Value>>,
     /// The client's own body when it spoke another API than Chat Completions: sent unchanged
     /// (but for the model) to upstreams of that API, keeping what has no canonical form
     /// (thinking signatures, cache control, stored conversations).
@@ -93,6 +95,12 @@ pub struct Original {
 }
 
 impl Inbound {
+    /// The request in Chat Completions form, made now if it was not yet.
+    pub fn openai_body(&self) -> &Map<String, Value> {
+        self.openai
+            .get_or_init(|| crate::canonical::openai::request_to_openai(&self.canonical))
+    }
+
     /// The client's own body, when it spoke `wire`.
     pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
         self.original
@@ -523,7 +531,7 @@ pub async fn test_target(
     let inbound = Inbound {
         needs: canonical.needs(),
         canonical,
-        body,
+        openai: body.into(),
         original: None,
         continues: None,
         client: None,

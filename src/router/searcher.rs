@@ -94,7 +94,8 @@ async fn by_provider(
         .search_request(&model.id, query, opts)
         .ok_or("that provider cannot search")?;
     let inbound = Inbound {
-        body: serde_json::Map::new(),
+        // Sent in its own API only: no Chat Completions form is made.
+        openai: serde_json::Map::new().into(),
         original: Some(Original { wire, body }),
         client: None,
         anthropic_beta: None,

@@ -194,7 +194,7 @@ fn inbound(stream: bool) -> Inbound {
     Inbound {
         needs: canonical.needs(),
         canonical,
-        body,
+        openai: body.into(),
         original: None,
         continues: None,
         client: None,

@@ -54,7 +54,6 @@ impl Dialect for Anthropic {
         self.thinking = crate::canonical::anthropic::thinking_asked(&body);
         // Anthropic-only fields (metadata, thinking, context_management…) stay in the client's
         // own body for Anthropic upstreams; an OpenAI server would refuse them.
-        let openai = crate::canonical::openai::request_to_openai(&canonical);
         // A message thread held by an Anthropic server (`thread: {"type": "continue"}`).
         let continues = (body
             .get("thread")
@@ -70,7 +69,7 @@ impl Dialect for Anthropic {
         Ok(Parsed {
             continues,
             canonical,
-            openai,
+            openai: None,
             original: Some(Original {
                 wire: Wire::Anthropic,
                 body,

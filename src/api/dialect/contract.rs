@@ -26,8 +26,9 @@ pub struct Cx<'a> {
 /// A client's request, read.
 pub struct Parsed {
     pub canonical: ChatRequest,
-    /// The request in Chat Completions form (the client's own body when it spoke that).
-    pub openai: Map<String, Value>,
+    /// The client's own Chat Completions body, when it spoke that API (for any other, the form
+    /// is made only if an upstream of that API serves it: `Inbound::openai_body`).
+    pub openai: Option<Map<String, Value>>,
     /// The client's own body when it spoke another API, for upstreams of that API.
     pub original: Option<Original>,
     /// The request continues a conversation its API's server stores (only an upstream of

@@ -38,7 +38,7 @@ impl Dialect for OpenAi {
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
         Ok(Parsed {
             canonical,
-            openai: body,
+            openai: Some(body),
             original: None,
             continues: None,
         })

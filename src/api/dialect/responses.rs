@@ -35,7 +35,6 @@ impl Dialect for Responses {
         let canonical = crate::canonical::responses::request_from_responses(&body)
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
         self.echo = Some(Echo::new(&body, cx.request_id, &canonical.model, cx.now_s));
-        let openai = crate::canonical::openai::request_to_openai(&canonical);
         // A conversation stored on a Responses server (`previous_response_id`). Refused in the
         // API's own words (`previous_response_not_found`), which clients recover from by
         // sending the whole conversation.
@@ -51,7 +50,7 @@ impl Dialect for Responses {
         Ok(Parsed {
             continues,
             canonical,
-            openai,
+            openai: None,
             original: Some(Original {
                 wire: Wire::Responses,
                 body,

@@ -48,7 +48,7 @@ fn dialects() -> Vec<(Box<dyn Dialect>, Value)> {
 fn inbound(p: Parsed) -> Inbound {
     Inbound {
         needs: p.canonical.needs(),
-        body: p.openai,
+        openai: p.openai.map(Into::into).unwrap_or_default(),
         original: p.original,
         client: None,
         anthropic_beta: None,
@@ -84,8 +84,17 @@ fn every_dialect_reads_its_body_and_keeps_the_original_for_its_own_upstreams() {
             .unwrap_or_else(|e| panic!("{wire:?}: {}", e.message));
         assert_eq!(p.canonical.model, "m", "{wire:?}");
         assert_eq!(p.canonical.messages.len(), 1, "{wire:?}");
+        // Only a Chat Completions client's own body is kept; for the others the form is made
+        // when an upstream of that API needs it.
+        assert_eq!(p.openai.is_some(), wire == Wire::OpenAi, "{wire:?}");
+        let made = inbound(Parsed {
+            canonical: p.canonical.clone(),
+            openai: p.openai.clone(),
+            original: None,
+            continues: None,
+        });
         assert!(
-            p.openai.get("messages").is_some(),
+            made.openai_body().get("messages").is_some(),
             "{wire:?}: the Chat Completions form"
         );
         match wire {

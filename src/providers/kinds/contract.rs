@@ -13,8 +13,10 @@ use crate::providers::{ApiKey, ClientCredential, ModelInfo, ProviderEntry};
 
 /// What the client asked for, in the forms an upstream may take it in.
 pub struct Outbound<'a> {
-    /// The request in OpenAI form (the client's own body when it spoke OpenAI).
-    pub openai_body: &'a Map<String, Value>,
+    /// The request in Chat Completions form, when it was made: the client's own body when it
+    /// spoke that API, else made from `canonical` by the first upstream of that API that needs
+    /// it ([`Outbound::openai_body`]).
+    pub openai: &'a std::sync::OnceLock<Map<String, Value>>,
     /// The client's own body and its API, when it spoke another than Chat Completions: sent
     /// unchanged (but for the model) to upstreams of that API.
     pub original: Option<(Wire, &'a Map<String, Value>)>,
@@ -31,6 +33,15 @@ pub struct Outbound<'a> {
     pub thinking: crate::providers::thinking::Keep<'a>,
     /// When the request is made (Unix ms, from the routing clock): what a signature is dated.
     pub now_ms: i64,
+}
+
+impl<'a> Outbound<'a> {
+    /// The request in Chat Completions form (made now, once per request, if it was not yet).
+    pub fn openai_body(&self) -> &'a Map<String, Value> {
+        let canonical = self.canonical;
+        self.openai
+            .get_or_init(|| crate::canonical::openai::request_to_openai(canonical))
+    }
 }
 
 impl Outbound<'_> {

@@ -69,11 +69,11 @@ fn built(wire: Wire, base: &str, o: &Outbound) -> (String, http::HeaderMap, Valu
 
 fn outbound<'a>(
     canonical: &'a ChatRequest,
-    openai: &'a Map<String, Value>,
+    openai: &'a std::sync::OnceLock<Map<String, Value>>,
     original: Option<(Wire, &'a Map<String, Value>)>,
 ) -> Outbound<'a> {
     Outbound {
-        openai_body: openai,
+        openai,
         original,
         client: None,
         anthropic_beta: None,
@@ -88,7 +88,8 @@ fn outbound<'a>(
 #[test]
 fn every_kind_builds_its_own_request() {
     let c = request();
-    let openai = crate::canonical::openai::request_to_openai(&c);
+    // Made by the Chat Completions kind when it builds its request, from the canonical one.
+    let openai = std::sync::OnceLock::new();
     let o = outbound(&c, &openai, None);
 
     let (url, h, body) = built(Wire::OpenAi, "https://x.test/v1", &o);
@@ -130,7 +131,7 @@ fn every_kind_builds_its_own_request() {
 #[test]
 fn a_client_of_the_same_api_keeps_its_body() {
     let c = request();
-    let openai = crate::canonical::openai::request_to_openai(&c);
+    let openai = std::sync::OnceLock::new();
     let own: Map<String, Value> = serde_json::from_value(json!({
         "contents": [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}},
             "thoughtSignature": "c2ln"}]}],
@@ -143,6 +144,10 @@ fn a_client_of_the_same_api_keeps_its_body() {
     // Another kind gets the translation, not the Gemini body.
     let (_, _, body) = built(Wire::Anthropic, "https://x.test/v1", &o);
     assert!(body.get("safetySettings").is_none() && body["messages"].is_array());
+    // No Chat Completions form was made: only an upstream of that API makes it, once.
+    assert!(openai.get().is_none());
+    let (_, _, body) = built(Wire::OpenAi, "https://x.test/v1", &o);
+    assert!(body["messages"].is_array() && openai.get().is_some());
 }
 
 #[test]

@@ -230,7 +230,7 @@ impl Pump {
             messages.push(json!({"role": "assistant", "content": prefill}));
         }
         let inbound = Inbound {
-            body,
+            openai: body.into(),
             original: None,
             continues: None,
             client: None,

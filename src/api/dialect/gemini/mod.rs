@@ -69,10 +69,9 @@ impl Dialect for Gemini {
     fn parse(&mut self, body: Map<String, Value>, _cx: &Cx) -> Result<Parsed, ApiError> {
         let canonical = request_from_gemini(&body, &self.model, self.stream)
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
-        let openai = crate::canonical::openai::request_to_openai(&canonical);
         Ok(Parsed {
             canonical,
-            openai,
+            openai: None,
             original: Some(Original {
                 wire: Wire::Gemini,
                 body,

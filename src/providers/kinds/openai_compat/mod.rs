@@ -324,10 +324,10 @@ impl UpstreamKind for OpenAiCompatible {
         let with_ids = nine
             .then(|| {
                 use crate::canonical::ids;
-                ids::fit_chat_body(o.openai_body, ids::IdRule::NineAlphanumerics)
+                ids::fit_chat_body(o.openai_body(), ids::IdRule::NineAlphanumerics)
             })
             .flatten();
-        let base = with_ids.as_ref().unwrap_or(o.openai_body);
+        let base = with_ids.as_ref().unwrap_or(o.openai_body());
         let with_effort = effort.map(|e| {
             let mut b = base.clone();
             b.insert("reasoning_effort".into(), Value::from(e));

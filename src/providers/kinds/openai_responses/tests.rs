@@ -72,9 +72,9 @@ fn model(id: &str) -> ModelInfo {
 
 fn built(own: &Map<String, Value>, public: bool) -> Value {
     let canonical = crate::canonical::ChatRequest::default();
-    let openai = Map::new();
+    let openai = Map::new().into();
     let o = Outbound {
-        openai_body: &openai,
+        openai: &openai,
         original: Some((Wire::Responses, own)),
         client: None,
         anthropic_beta: None,
