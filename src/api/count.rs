@@ -102,30 +102,28 @@ async fn provider_count(
     vendor: crate::providers::Vendor,
 ) -> Option<u64> {
     let p = &t.provider;
-    let platform = crate::providers::kinds::platform(p.config.kind)?;
-    if !platform.counts_tokens() {
-        return None;
-    }
-    let kind = platform.api();
     let client = core.routing.http.for_provider(&p.config).ok()?;
-    let base = p.config.base_url.trim_end_matches('/');
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
-    let rb = kind.count_request(&client, base, &t.model.id, req, own, headers)?;
+    let rb = crate::providers::kinds::count_request(&client, p, &t.model.id, req, own, headers)?;
     let now_ms = core.routing.clock.now_ms();
-    let rb = authorized(&client, rb, p, headers, vendor, now_ms)?;
+    let rb = authorized(&client, rb, p, headers, vendor, now_ms).await?;
     let resp = rb.timeout(timeout).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
     }
     let v: Value = serde_json::from_slice(&resp.bytes().await.ok()?).ok()?;
+    // Anthropic's and Vertex AI's Claude `input_tokens`, Bedrock's `inputTokens`, Gemini's
+    // `totalTokens`.
     v.get("input_tokens")
+        .or_else(|| v.get("inputTokens"))
         .or_else(|| v.get("totalTokens"))
         .and_then(Value::as_u64)
 }
 
-/// The request with the provider's own authentication: Baton's key, or for a
-/// `credentials: "client"` provider the client's own login (and nothing when it sent none).
-fn authorized(
+/// The request with the provider's own authentication: Baton's key (or the credential its
+/// platform makes of it: Vertex AI's access token), or for a `credentials: "client"` provider
+/// the client's own login (and nothing when it sent none).
+async fn authorized(
     client: &reqwest::Client,
     rb: reqwest::RequestBuilder,
     p: &ProviderEntry,
@@ -135,7 +133,10 @@ fn authorized(
 ) -> Option<reqwest::RequestBuilder> {
     use crate::providers::kinds::authorize;
     if p.config.credentials.is_baton() {
-        return authorize(client, p, rb, p.keys.first(), now_ms).ok();
+        let made = crate::providers::kinds::exchanged(client, p, p.keys.first(), now_ms)
+            .await
+            .ok()?;
+        return authorize(client, p, rb, made.as_ref().or(p.keys.first()), now_ms).ok();
     }
     // Only to its own vendor (an unknown-shaped login: the vendor whose API the client spoke).
     let own = ClientCredential::from_headers(headers)?.spoken_to(vendor);

@@ -114,6 +114,7 @@ pub(crate) async fn invoke(
     let stream = match op.as_str() {
         "invoke" => false,
         "invoke-with-response-stream" => true,
+        "count-tokens" => return count_tokens(s, &account, &model, headers, &body).await,
         _ => return aws_error(StatusCode::NOT_FOUND, "UnknownOperationException", ""),
     };
     let Ok(Value::Object(mut b)) = serde_json::from_slice::<Value>(&body) else {
@@ -186,6 +187,69 @@ pub(crate) async fn invoke(
     );
     parts.headers.remove("content-length");
     Response::from_parts(parts, Body::from_stream(frames(body)))
+}
+
+/// `POST /model/{id}/count-tokens`: the InvokeModel body it would take, base64 in
+/// `input.invokeModel.body`, for a foundation model's own id (an inference profile's is
+/// refused, as Bedrock does); counted by the Anthropic fake, answered as `inputTokens`.
+async fn count_tokens(
+    s: Arc<Shared>,
+    account: &Account,
+    model: &str,
+    headers: HeaderMap,
+    body: &[u8],
+) -> Response {
+    use base64::Engine;
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return malformed("expected type: JSONObject");
+    };
+    let Some(encoded) = v.pointer("/input/invokeModel/body").and_then(Value::as_str) else {
+        return aws_error(
+            StatusCode::BAD_REQUEST,
+            "ValidationException",
+            "1 validation error detected: Value null at 'input' failed to satisfy constraint: Member must not be null",
+        );
+    };
+    if !account.models.iter().any(|m| m.ends_with(model)) || !model.starts_with("anthropic.") {
+        return aws_error(
+            StatusCode::BAD_REQUEST,
+            "ValidationException",
+            "The provided model doesn't support counting tokens.",
+        );
+    }
+    let Ok(Value::Object(mut b)) = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| ())
+        .and_then(|d| serde_json::from_slice::<Value>(&d).map_err(|_| ()))
+    else {
+        return malformed("the invokeModel body is not base64 JSON");
+    };
+    for extraneous in ["model", "stream"] {
+        if b.contains_key(extraneous) {
+            return malformed(&format!("extraneous key [{extraneous}] is not permitted"));
+        }
+    }
+    for required in ["anthropic_version", "max_tokens"] {
+        if b.remove(required).is_none() {
+            return malformed(&format!("required key [{required}] not found"));
+        }
+    }
+    b.remove("anthropic_beta");
+    b.insert("model".into(), json!(model));
+    let answer = crate::anthropic::count_tokens(
+        State(s),
+        headers,
+        Bytes::from(serde_json::to_vec(&b).unwrap()),
+    )
+    .await;
+    if !answer.status().is_success() {
+        return answer;
+    }
+    let bytes = axum::body::to_bytes(answer.into_body(), 1 << 16)
+        .await
+        .unwrap_or_default();
+    let n = serde_json::from_slice::<Value>(&bytes).unwrap_or_default()["input_tokens"].clone();
+    axum::Json(json!({"inputTokens": n})).into_response()
 }
 
 /// Whether this stream is one of those told to meet an exception.

@@ -242,6 +242,10 @@ pub(crate) async fn predict(
         return google_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", &format!("Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/{resource}' (or it may not exist)."));
     }
     let known = matches!(publisher.as_str(), "anthropic" | "google");
+    // Claude's token count: the `count-tokens` publisher model, the model named in the body.
+    if publisher == "anthropic" && model == "count-tokens" && region == a.region {
+        return count_tokens(s, &a, method, headers, &body).await;
+    }
     if region != a.region || !known || !a.models.contains(&model.to_string()) {
         return google_error(
             StatusCode::NOT_FOUND,
@@ -259,6 +263,16 @@ pub(crate) async fn predict(
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
                 "The requested URL was not found on this server.",
+            );
+        }
+        // Vertex's CountTokensRequest has the contents themselves, no Gemini API wrapper.
+        let wrapped = serde_json::from_slice::<Value>(&body)
+            .is_ok_and(|v| v.get("generateContentRequest").is_some());
+        if method == "countTokens" && wrapped {
+            return google_error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "Invalid JSON payload received. Unknown name \"generateContentRequest\": Cannot find field.",
             );
         }
         let rest = rest.clone();
@@ -315,4 +329,40 @@ pub(crate) async fn predict(
         HeaderValue::from_static("shared"),
     );
     answer
+}
+
+/// `…/publishers/anthropic/models/count-tokens:rawPredict`: the Messages API's count body with
+/// the model in it (one this account serves), counted by the Anthropic fake.
+async fn count_tokens(
+    s: Arc<Shared>,
+    a: &Account,
+    method: &str,
+    headers: HeaderMap,
+    body: &[u8],
+) -> Response {
+    if method != "rawPredict" {
+        return google_error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "The requested URL was not found on this server.",
+        );
+    }
+    let Ok(Value::Object(b)) = serde_json::from_slice::<Value>(body) else {
+        return google_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "Invalid JSON payload received.",
+        );
+    };
+    let model = b.get("model").and_then(Value::as_str).unwrap_or_default();
+    if !a.models.iter().any(|m| m == model) {
+        return google_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "model: the model to count tokens against is required and must be a publisher model",
+        );
+    }
+    let mut headers = headers;
+    headers.remove("authorization");
+    crate::anthropic::count_tokens(State(s), headers, Bytes::from(body.to_vec())).await
 }

@@ -394,3 +394,46 @@ async fn the_catalogs_bedrock_key_variable_goes_to_bedrock_in_any_region_and_now
     assert_eq!(v["error"]["param"], "keys[0].env");
     baton.stop().await;
 }
+
+/// A Messages client's `count_tokens` for a Claude model on Bedrock is Bedrock's own count:
+/// CountTokens for the foundation model the inference profile names, the InvokeModel body it
+/// would take base64-encoded, signed like any request.
+#[tokio::test]
+async fn count_tokens_is_bedrocks_own_count_for_the_profiles_foundation_model() {
+    let up = FakeUpstream::start("bk").await;
+    fake_account(&up);
+    let dir = tempfile::tempdir().unwrap();
+    let key = format!("{ID}:{SECRET}");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [bedrock("bk", &up, &key, "us-west-2")]}),
+    )
+    .await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages/count_tokens", baton.url))
+        .header("x-api-key", &baton.key)
+        .json(&json!({"model": "claude-sonnet-4-5", "system": "Be brief.",
+            "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["input_tokens"], 4242,
+        "Bedrock's own count, not an estimate"
+    );
+    let calls = up.bedrock_calls();
+    assert_eq!(
+        calls[0]["path"],
+        "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/count-tokens"
+    );
+    let counted = &up.received()[0].body;
+    assert_eq!(counted["system"], "Be brief.");
+    assert_eq!(
+        counted["model"],
+        "anthropic.claude-sonnet-4-5-20250929-v1:0"
+    );
+    baton.stop().await;
+}

@@ -266,3 +266,61 @@ async fn a_service_accounts_key_file_pasted_in_the_form_is_kept_and_used() {
     );
     baton.stop().await;
 }
+
+/// `count_tokens` on Vertex AI is Google's own count: Claude's at the `count-tokens` publisher
+/// model with the model in the body, Gemini's at the model's `:countTokens` with the contents
+/// themselves; both with the service account's token.
+#[tokio::test]
+async fn count_tokens_is_vertexs_own_count_for_claude_and_gemini() {
+    let up = FakeUpstream::start("vx").await;
+    up.vertex_account(
+        "acme-prod-1",
+        "us-east5",
+        EMAIL,
+        PUBLIC_KEY,
+        &[MODEL, "gemini-2.5-pro"],
+    );
+    std::env::set_var("BT_VERTEX_COUNT_G", sa_key(&up));
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [vertex("vx-count", &up, &sa_key(&up)),
+            {"id": "vg", "kind": "vertex-gemini", "baseUrl": format!("http://{}/v1", up.addr),
+             "region": "us-east5", "project": "acme-prod-1", "models": ["gemini-2.5-pro"],
+             "keys": [{"env": "BT_VERTEX_COUNT_G"}], "priority": 2}]}),
+    )
+    .await;
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages/count_tokens", baton.url))
+        .header("x-api-key", &baton.key)
+        .json(&json!({"model": "claude-sonnet-4-5",
+            "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["input_tokens"], 4242, "Vertex AI's own count");
+    assert_eq!(up.received()[0].body["model"], MODEL);
+
+    let r = baton
+        .http
+        .post(format!(
+            "{}/v1beta/models/gemini-2.5-pro:countTokens",
+            baton.url
+        ))
+        .header("x-goog-api-key", &baton.key)
+        .json(&json!({"contents": [{"role": "user", "parts": [{"text":
+            "supercalifragilisticexpialidocious antidisestablishmentarianism"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["totalTokens"], 2,
+        "the fake's count (one per word), not Baton's estimate of two long words"
+    );
+    baton.stop().await;
+}

@@ -213,10 +213,21 @@ pub trait Platform: Sync {
     fn serves(&self, _model: &str) -> Vec<String> {
         Vec::new()
     }
-    /// Whether its API's token count ([`UpstreamKind::count_request`]) is served at the
-    /// API's own address on it.
+    /// Whether it counts tokens: its API's count ([`UpstreamKind::count_request`]) at the API's
+    /// own address, or in its own form ([`Platform::count_shape`]).
     fn counts_tokens(&self) -> bool {
         !self.own_auth()
+    }
+    /// Its own address and form for the token count its API built for `model` (Bedrock's
+    /// CountTokens, Vertex AI's `count-tokens`); `false`: this model is not counted there (the
+    /// local estimate stands).
+    fn count_shape(
+        &self,
+        _p: &ProviderEntry,
+        _model: &str,
+        _req: &mut reqwest::Request,
+    ) -> Result<bool, Classified> {
+        Ok(true)
     }
     /// How an answer with this content type is framed.
     fn framing(&self, _content_type: Option<&str>) -> Framing {

@@ -64,6 +64,32 @@ pub fn of_provider(p: &crate::config::ProviderConfig) -> Option<&'static dyn Ups
     p.kind.wire().map(of)
 }
 
+/// `p`'s token count of `req` for `model`, unauthorised: its API's count in its platform's
+/// form (`own`: the client's body when it spoke that API; `headers`: the client's); `None`
+/// when it counts none.
+pub fn count_request(
+    client: &reqwest::Client,
+    p: &ProviderEntry,
+    model: &str,
+    req: &crate::canonical::ChatRequest,
+    own: Option<&serde_json::Map<String, serde_json::Value>>,
+    headers: &http::HeaderMap,
+) -> Option<reqwest::RequestBuilder> {
+    let platform = platform(p.config.kind)?;
+    if !platform.counts_tokens() {
+        return None;
+    }
+    let base = p.config.base_url.trim_end_matches('/');
+    let rb = platform
+        .api()
+        .count_request(client, base, model, req, own, headers)?;
+    let mut built = rb.build().ok()?;
+    if !platform.count_shape(p, model, &mut built).ok()? {
+        return None;
+    }
+    Some(reqwest::RequestBuilder::from_parts(client.clone(), built))
+}
+
 /// A request for `model` on `p`, built by its API and authenticated by its platform.
 pub fn request(
     client: &reqwest::Client,

@@ -78,6 +78,17 @@ pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
         .then(|| region.to_string())
 }
 
+/// The foundation model a Bedrock model id or a cross-region inference profile names
+/// (`us.anthropic.claude-sonnet-4-5-20250929-v1:0` is `anthropic.claude-sonnet-4-5-20250929-v1:0`):
+/// what CountTokens takes. `None` for an ARN (an application inference profile's model is not
+/// in its name).
+pub fn foundation_model(model: &str) -> Option<&str> {
+    if model.starts_with("arn:") {
+        return None;
+    }
+    model.find("anthropic.").map(|i| &model[i..])
+}
+
 /// A region known, from `region` or the endpoint.
 fn check(own: &Own) -> Result<(), (&'static str, String)> {
     if region(own.base_url, own.region).is_none() {
@@ -134,6 +145,57 @@ impl Platform for Bedrock {
         let body = anthropic::platform_body(body, ANTHROPIC_VERSION, &betas, &["model", "stream"])?;
         *req.body_mut() = Some(body.into());
         Ok(())
+    }
+
+    /// Bedrock counts a foundation model's tokens (not an inference profile's or an ARN's: the
+    /// count of the profile's model is asked for it): `POST /model/{id}/count-tokens` with the
+    /// InvokeModel body it would take, base64-encoded in `input.invokeModel.body`.
+    fn counts_tokens(&self) -> bool {
+        true
+    }
+
+    fn count_shape(
+        &self,
+        p: &ProviderEntry,
+        model: &str,
+        req: &mut reqwest::Request,
+    ) -> Result<bool, Classified> {
+        let Some(bare) = foundation_model(model) else {
+            return Ok(false);
+        };
+        let base = p.config.base_url.trim_end_matches('/');
+        let Ok(mut url) = reqwest::Url::parse(&format!("{base}/model/")) else {
+            return Ok(false);
+        };
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().push(bare).push("count-tokens");
+        }
+        *req.url_mut() = url;
+        let betas: Vec<String> = req
+            .headers_mut()
+            .remove("anthropic-beta")
+            .and_then(|v| v.to_str().ok().map(str::to_string))
+            .map(|b| b.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default();
+        req.headers_mut().remove("anthropic-version");
+        let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
+            return Ok(false);
+        };
+        let invoke =
+            anthropic::platform_body(body, ANTHROPIC_VERSION, &betas, &["model", "stream"])?;
+        // InvokeModel's body needs `max_tokens`, which a count leaves out.
+        let mut invoke: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&invoke)
+                .map_err(|e| crate::limits::classify_transport(format!("request body: {e}")))?;
+        invoke
+            .entry("max_tokens")
+            .or_insert(serde_json::Value::from(1));
+        let invoke = serde_json::to_vec(&invoke).unwrap_or_default();
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(invoke);
+        let count = serde_json::json!({"input": {"invokeModel": {"body": encoded}}});
+        *req.body_mut() = Some(serde_json::to_vec(&count).unwrap_or_default().into());
+        Ok(true)
     }
 
     fn sign(

@@ -111,3 +111,20 @@ fn a_bedrock_id_serves_its_anthropic_names() {
     assert!(anthropic_names("amazon.nova-pro-v1:0").is_empty());
     assert!(anthropic_names("meta.llama3-70b-instruct-v1:0").is_empty());
 }
+
+#[test]
+fn a_profile_is_counted_as_its_foundation_model_and_an_arn_not_at_all() {
+    use super::foundation_model;
+    assert_eq!(
+        foundation_model("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        Some("anthropic.claude-sonnet-4-5-20250929-v1:0")
+    );
+    assert_eq!(
+        foundation_model("anthropic.claude-3-haiku-20240307-v1:0"),
+        Some("anthropic.claude-3-haiku-20240307-v1:0")
+    );
+    assert_eq!(
+        foundation_model("arn:aws:bedrock:us-west-2:1:application-inference-profile/x"),
+        None
+    );
+}

@@ -202,6 +202,57 @@ impl Platform for Vertex {
         Ok(())
     }
 
+    /// Vertex AI counts tokens: Claude's at the `count-tokens` publisher model (`:rawPredict`,
+    /// the model named in the body), Gemini's at the model's `:countTokens`.
+    fn counts_tokens(&self) -> bool {
+        true
+    }
+
+    fn count_shape(
+        &self,
+        p: &ProviderEntry,
+        model: &str,
+        req: &mut reqwest::Request,
+    ) -> Result<bool, Classified> {
+        let Some(mut url) = publisher_models(p, self.publisher) else {
+            return Ok(false);
+        };
+        let method = if self.is_anthropic() {
+            "count-tokens:rawPredict".to_string()
+        } else {
+            format!("{model}:countTokens")
+        };
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.push(&method);
+        }
+        *req.url_mut() = url;
+        if self.is_anthropic() {
+            // The Messages API's count body, with its model, as it is.
+            req.headers_mut().remove("anthropic-version");
+            req.headers_mut().remove("anthropic-beta");
+            return Ok(true);
+        }
+        // Vertex takes the request's contents, system instruction and tools themselves, not the
+        // Gemini API's `generateContentRequest` (whose `model` names no Vertex resource).
+        let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
+            return Ok(false);
+        };
+        let mut v: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(body)
+            .map_err(|e| crate::limits::classify_transport(format!("request body: {e}")))?;
+        let mut inner = match v.remove("generateContentRequest") {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => v,
+        };
+        inner.retain(|k, _| {
+            matches!(
+                k.as_str(),
+                "contents" | "systemInstruction" | "tools" | "generationConfig"
+            )
+        });
+        *req.body_mut() = Some(serde_json::to_vec(&inner).unwrap_or_default().into());
+        Ok(true)
+    }
+
     /// The access token for the key (or the application-default credentials).
     fn exchange<'a>(
         &'a self,
