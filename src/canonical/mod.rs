@@ -6,11 +6,14 @@ pub mod anthropic;
 pub mod effort;
 pub mod gemini;
 pub mod ids;
+mod json;
 pub mod openai;
 pub mod options;
 pub mod responses;
 pub mod search;
+pub mod web;
 
+pub(crate) use json::str_at;
 pub use options::{OutputFormat, ToolChoice};
 
 use serde_json::{Map, Value};
@@ -86,14 +89,6 @@ pub(crate) fn kind_of(v: &Value) -> String {
     }
 }
 
-/// A string field of a JSON object, or "" when it is absent or not a string.
-pub(crate) fn str_at(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> InvalidRequest {
     InvalidRequest {
         param: param.into(),
@@ -129,7 +124,7 @@ pub struct ChatRequest {
     pub effort: Option<String>,
     /// The hosted web search the client declared (`search`): passed through to an upstream of
     /// its own API, run by Baton on any other.
-    pub web_search: Option<search::WebSearch>,
+    pub web_search: Option<web::WebSearch>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +165,7 @@ pub enum Part {
     Reasoning(String),
     /// A web search Baton ran for the model (answers only: in a request's history a search is
     /// the call and the result it was).
-    WebSearch(search::SearchRun),
+    WebSearch(web::SearchRun),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -361,7 +356,7 @@ pub enum StreamEvent {
     Finish(StopReason),
     Usage(Usage),
     /// A web search Baton ran, whole (see `Part::WebSearch`).
-    WebSearch(search::SearchRun),
+    WebSearch(web::SearchRun),
 }
 
 impl StreamEvent {

@@ -133,7 +133,7 @@ impl OutputFormat {
             "json_schema" => {
                 let s = v.get("json_schema")?;
                 Some(OutputFormat::JsonSchema {
-                    name: super::str_at(s, "name"),
+                    name: super::json::str_at(s, "name"),
                     schema: s.get("schema").cloned().unwrap_or_else(|| json!({})),
                     strict: s.get("strict").and_then(Value::as_bool),
                 })
@@ -147,7 +147,7 @@ impl OutputFormat {
         match v.get("type").and_then(Value::as_str)? {
             "json_object" => Some(OutputFormat::JsonObject),
             "json_schema" => Some(OutputFormat::JsonSchema {
-                name: super::str_at(v, "name"),
+                name: super::json::str_at(v, "name"),
                 schema: v.get("schema").cloned().unwrap_or_else(|| json!({})),
                 strict: v.get("strict").and_then(Value::as_bool),
             }),

@@ -7,6 +7,7 @@
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
+pub use super::web::{SearchError, SearchHit, SearchRun, WebSearch};
 use super::{Part, Tool};
 
 /// The function a translated upstream's model calls to search.
@@ -15,50 +16,6 @@ pub const TOOL: &str = "web_search";
 /// The longest query passed to a search service (Anthropic refuses longer ones too).
 const MAX_QUERY: usize = 500;
 
-/// The hosted search a client asked for, with its limits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WebSearch {
-    /// Live access to the web. Codex's default `web_search = "cached"` declares the tool with
-    /// `external_web_access: false` (OpenAI's cached index only): the user has not allowed live
-    /// searches, so Baton runs none for it.
-    pub live: bool,
-    /// Searches one answer may run (Anthropic's `max_uses`).
-    pub max_uses: Option<u32>,
-    pub allowed_domains: Vec<String>,
-    pub blocked_domains: Vec<String>,
-}
-
-/// What one search found, or why it found nothing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchRun {
-    /// Baton's id for it; each API's clients see it under their own prefix (`srvtoolu_…`,
-    /// `ws_…`).
-    pub id: String,
-    pub query: String,
-    pub hits: Vec<SearchHit>,
-    pub error: Option<SearchError>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchHit {
-    pub url: String,
-    pub title: String,
-    /// The page's text the service quoted.
-    pub snippet: String,
-    /// How old the page is, as the service said (`"2 days ago"`, a date).
-    pub age: Option<String>,
-}
-
-/// A search that could not run: Anthropic's `error_code` and a sentence for the model and the
-/// log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchError {
-    /// `unavailable`, `max_uses_exceeded`, `too_many_requests`, `query_too_long` or
-    /// `invalid_tool_input` (the codes Anthropic's `web_search_tool_result_error` has).
-    pub code: &'static str,
-    pub message: String,
-}
-
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .into_iter()
@@ -66,17 +23,6 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .filter_map(Value::as_str)
         .map(str::to_string)
         .collect()
-}
-
-impl Default for WebSearch {
-    fn default() -> Self {
-        Self {
-            live: true,
-            max_uses: None,
-            allowed_domains: Vec::new(),
-            blocked_domains: Vec::new(),
-        }
-    }
 }
 
 impl WebSearch {

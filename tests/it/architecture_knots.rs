@@ -246,24 +246,21 @@ fn knots(
 /// `api/state.rs` and `api/dialect/contract.rs` did for `api`, and `providers/thinking/turns.rs`
 /// for `thinking`). A knot may shrink, never grow, and no new
 /// one may form; one that is cut must leave this list.
-const KNOTS_TO_CUT: &[&[&str]] = &[
-    &["canonical", "canonical::options", "canonical::search"],
-    &[
-        "router",
-        "router::affinity",
-        "router::attempt",
-        "router::candidates",
-        "router::cli",
-        "router::failure",
-        "router::fallback",
-        "router::forecast",
-        "router::hosted",
-        "router::record",
-        "router::searcher",
-        "router::stream",
-        "router::stream::resume",
-    ],
-];
+const KNOTS_TO_CUT: &[&[&str]] = &[&[
+    "router",
+    "router::affinity",
+    "router::attempt",
+    "router::candidates",
+    "router::cli",
+    "router::failure",
+    "router::fallback",
+    "router::forecast",
+    "router::hosted",
+    "router::record",
+    "router::searcher",
+    "router::stream",
+    "router::stream::resume",
+]];
 
 #[test]
 fn files_inside_a_module_import_each_other_without_a_circle() {
