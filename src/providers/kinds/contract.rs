@@ -284,6 +284,20 @@ pub fn platform(kind: crate::config::ProviderKind) -> Option<&'static dyn Platfo
         .map(|r| r.platform)
 }
 
+/// A cloud kind's region: the one the provider gives, else what `from_host` reads in its base
+/// URL's host (Bedrock's and Vertex AI's regional endpoints name theirs).
+pub(crate) fn region_of(
+    base_url: &str,
+    given: Option<&str>,
+    from_host: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    if let Some(r) = given.filter(|r| !r.is_empty()) {
+        return Some(r.to_string());
+    }
+    let rest = base_url.split_once("://")?.1;
+    from_host(rest.split(['/', ':', '?']).next()?)
+}
+
 /// Puts a credential on `req` as `name: value`, marked sensitive so no debug output shows it:
 /// every platform that authenticates its own way does it here.
 pub(crate) fn put_secret(

@@ -66,16 +66,13 @@ super::contract::register!(SPEC, &Bedrock);
 /// The region requests are signed for: `region`, else the one the runtime endpoint names
 /// (`bedrock-runtime[-fips].REGION.amazonaws.com`).
 pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
-    if let Some(r) = region.filter(|r| !r.is_empty()) {
-        return Some(r.to_string());
-    }
-    let rest = base_url.split_once("://")?.1;
-    let host = rest.split(['/', ':', '?']).next()?;
-    let mut parts = host.split('.');
-    let service = parts.next()?;
-    let region = parts.next()?;
-    (service.starts_with("bedrock-runtime") && host.ends_with(".amazonaws.com"))
-        .then(|| region.to_string())
+    super::contract::region_of(base_url, region, |host| {
+        let mut parts = host.split('.');
+        let service = parts.next()?;
+        let region = parts.next()?;
+        (service.starts_with("bedrock-runtime") && host.ends_with(".amazonaws.com"))
+            .then(|| region.to_string())
+    })
 }
 
 /// The foundation model a Bedrock model id or a cross-region inference profile names

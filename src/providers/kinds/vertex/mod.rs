@@ -120,17 +120,14 @@ super::contract::register!(GEMINI_SPEC, &GEMINI);
 /// The region of its requests' path: `region`, else the one the endpoint names
 /// (`REGION-aiplatform.googleapis.com`; `aiplatform.googleapis.com` is `global`).
 pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
-    if let Some(r) = region.filter(|r| !r.is_empty()) {
-        return Some(r.to_string());
-    }
-    let rest = base_url.split_once("://")?.1;
-    let host = rest.split(['/', ':', '?']).next()?;
-    if host == "aiplatform.googleapis.com" {
-        return Some("global".into());
-    }
-    host.strip_suffix("-aiplatform.googleapis.com")
-        .filter(|r| !r.is_empty() && !r.contains('.'))
-        .map(str::to_string)
+    super::contract::region_of(base_url, region, |host| {
+        if host == "aiplatform.googleapis.com" {
+            return Some("global".into());
+        }
+        host.strip_suffix("-aiplatform.googleapis.com")
+            .filter(|r| !r.is_empty() && !r.contains('.'))
+            .map(str::to_string)
+    })
 }
 
 /// A region known and the project given.
