@@ -102,7 +102,7 @@ async fn provider_count(
     vendor: crate::providers::Vendor,
 ) -> Option<u64> {
     let p = &t.provider;
-    let client = core.routing.http.for_provider(&p.config).ok()?;
+    let client = core.routing.http.for_provider(p).ok()?;
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = crate::providers::kinds::count_request(&client, p, &t.model.id, req, own, headers)?;
     let now_ms = core.routing.clock.now_ms();

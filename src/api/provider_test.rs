@@ -69,7 +69,7 @@ async fn passthrough_check(core: &Core, entry: &crate::providers::ProviderEntry)
     );
     let url = format!("{}/models", entry.config.base_url.trim_end_matches('/'));
     let started = std::time::Instant::now();
-    let client = match core.routing.http.for_provider(&entry.config) {
+    let client = match core.routing.http.for_provider(entry) {
         Ok(c) => c,
         Err(e) => return json!({"ok": false, "class": "transient", "reason": e.to_string()}),
     };

@@ -131,6 +131,11 @@ pub struct ProviderConfig {
     /// answer fails the attempt before its first byte, and the request fails over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// HTTP kinds: the login of a `proxy` that asks for one, `USER:PASSWORD`, by reference
+    /// (`{"env": "CORP_PROXY_LOGIN"}`), sent as its `Proxy-Authorization`. The configuration
+    /// never holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_login: Option<SecretRef>,
     /// CLI kinds: the executable, a name looked up on `PATH` or an absolute path (default: the
     /// CLI's own name on `PATH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

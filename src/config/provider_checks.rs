@@ -227,6 +227,20 @@ fn validate_proxy(
     p: &ProviderConfig,
     err: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
+    if let Some(login) = &p.proxy_login {
+        if p.proxy.is_none() {
+            return Err(err(
+                "proxyLogin",
+                crate::i18n::msg(
+                    "`proxyLogin` is the login of the provider's `proxy`: give the proxy too",
+                    &[],
+                ),
+            ));
+        }
+        if login.stored.is_none() {
+            check_env_name(&login.env).map_err(|m| err("proxyLogin.env", m))?;
+        }
+    }
     let Some(proxy) = &p.proxy else {
         return Ok(());
     };
@@ -246,7 +260,7 @@ fn validate_proxy(
     if parsed.is_some_and(|u| !u.username().is_empty() || u.password().is_some()) {
         return Err(err(
             "proxy",
-            crate::i18n::msg("a proxy's user and password are secrets, and the configuration keeps none: use a proxy that needs no login here", &[]),
+            crate::i18n::msg("a proxy's user and password are secrets, and the configuration keeps none: give them by reference as `proxyLogin` ({\"env\": \"VARIABLE\"} holding USER:PASSWORD)", &[]),
         ));
     }
     Ok(())
@@ -330,14 +344,19 @@ fn validate_cli(
             ),
         ));
     }
-    if p.proxy.is_some() {
-        return Err(err(
-            "proxy",
-            crate::i18n::msg(
-                "a {kind} provider runs the CLI, which uses its own network settings; remove `proxy`",
-                &[("kind", kind)],
-            ),
-        ));
+    for (field, set) in [
+        ("proxy", p.proxy.is_some()),
+        ("proxyLogin", p.proxy_login.is_some()),
+    ] {
+        if set {
+            return Err(err(
+                field,
+                crate::i18n::msg(
+                    "a {kind} provider runs the CLI, which uses its own network settings; remove `{field}`",
+                    &[("kind", kind), ("field", field)],
+                ),
+            ));
+        }
     }
     if let Some(exe) = &p.executable {
         check_executable(p, exe, err)?;

@@ -22,6 +22,7 @@ use crate::store::{LogRow, Store, StoreError, WriteOp};
 
 mod desktop;
 pub mod live;
+mod local;
 pub use desktop::DesktopLink;
 
 /// Everything a request handler needs, shared behind one `Arc`.
@@ -204,41 +205,7 @@ impl Core {
             return;
         }
         tracing::info!(url = %lf.base_url, models = models.len(), "local last-resort server found");
-        let config = crate::config::ProviderConfig {
-            id: crate::config::LOCAL_PROVIDER_ID.into(),
-            name: Some("Local server (last resort)".into()),
-            kind: crate::providers::kinds::openai_compat::KIND,
-            base_url: lf.base_url.clone(),
-            api_version: None,
-            region: None,
-            project: None,
-            aws_profile: None,
-            proxy: None,
-            executable: None,
-            env: Default::default(),
-            flatten_history: false,
-            credentials: Default::default(),
-            overage: Default::default(),
-            keys: Vec::new(),
-            models: models
-                .into_iter()
-                .map(crate::config::ModelEntry::Name)
-                .collect(),
-            priority: i64::MAX,
-            enabled: true,
-            auto: true,
-            max_concurrency: None,
-            headers: Default::default(),
-            timeouts: Default::default(),
-            capabilities: Default::default(),
-            day_reset: None,
-            limit_scope: None,
-            model_fallback: true,
-            retries: 1,
-            reserve: Default::default(),
-            limits: Default::default(),
-            tier: Some(crate::pricing::Tier::Free),
-        };
+        let config = local::last_resort(&lf.base_url, models);
         if let Ok(mut l) = self.local.lock() {
             *l = Some(config);
         }
@@ -269,7 +236,7 @@ impl Core {
                         .is_some_and(|k| k.models_url(p).is_some())
             })
             .filter_map(|p| {
-                let client = self.routing.http.for_provider(&p.config).ok()?;
+                let client = self.routing.http.for_provider(p).ok()?;
                 let p = p.clone();
                 Some(async move {
                     let d = crate::providers::discovery::discover(&client, &p, now).await;

@@ -227,6 +227,9 @@ fn class_by_status(status: u16, has: &dyn Fn(&[&str]) -> bool) -> ErrorClass {
         }
         429 => ErrorClass::Rate,
         401 => ErrorClass::Auth,
+        // A provider's proxy asking for a login it lacks (`proxyLogin`): the provider cannot be
+        // reached as configured, whatever the request.
+        407 => ErrorClass::Auth,
         403 if has(&["quota", "rate limit"]) => ErrorClass::Rate,
         403 => ErrorClass::Auth,
         404 => ErrorClass::Model,

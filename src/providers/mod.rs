@@ -124,6 +124,8 @@ pub struct ProviderEntry {
     pub runtime: Arc<ProviderRuntime>,
     /// Zone of the daily quota reset.
     pub day_reset: Option<jiff::tz::TimeZone>,
+    /// The login of its `proxy` (`USER:PASSWORD`), read from its reference.
+    pub proxy_login: Option<Secret>,
     /// `base_url` + `/chat/completions`, parsed once (URL parsing is not free per request).
     pub chat_url: Option<reqwest::Url>,
 }
@@ -164,8 +166,8 @@ impl ProviderEntry {
     }
 
     /// Why this provider cannot be used at all right now, if so.
-    /// The secrets this provider sends, for the redactor: its keys, its secret headers and a
-    /// CLI's secret variables (text values are no secret).
+    /// The secrets this provider sends, for the redactor: its keys, its secret headers, a
+    /// CLI's secret variables and its proxy's login (text values are no secret).
     pub fn secret_values(&self) -> impl Iterator<Item = String> + '_ {
         let keys = self.keys.iter().map(|k| k.secret.expose().to_string());
         let headers = self
@@ -178,7 +180,8 @@ impl ProviderEntry {
             .iter()
             .filter(|(name, _)| self.config.env.get(name).is_some_and(|v| v.is_secret()))
             .map(|(_, v)| v.expose().to_string());
-        keys.chain(headers).chain(vars)
+        let proxy = self.proxy_login.iter().map(|l| l.expose().to_string());
+        keys.chain(headers).chain(vars).chain(proxy)
     }
 
     pub fn unavailable(&self) -> Option<String> {
@@ -200,6 +203,12 @@ impl ProviderEntry {
             return Some(format!(
                 "base URL `{}` is not a valid URL",
                 self.config.base_url
+            ));
+        }
+        if let (Some(r), None) = (&self.config.proxy_login, &self.proxy_login) {
+            return Some(format!(
+                "the proxy's login is not set: {}",
+                crate::config::HeaderValue::Secret(r.clone()).missing("proxyLogin")
             ));
         }
         if !self.missing_headers.is_empty() {
@@ -248,8 +257,12 @@ impl ProviderEntry {
 
 /// Shared HTTP clients: one connection pool per distinct connect timeout (usually one).
 pub struct HttpClients {
-    clients: Mutex<HashMap<(u64, Option<String>), reqwest::Client>>,
+    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
 }
+
+/// What tells two clients apart: the connect timeout, the proxy, and a digest of the proxy's
+/// login (never the login itself).
+type ClientKey = (u64, Option<String>, u64);
 
 impl Default for HttpClients {
     fn default() -> Self {
@@ -262,22 +275,33 @@ impl Default for HttpClients {
 impl HttpClients {
     /// A client with this connect timeout and no proxy of Baton's own.
     pub fn get(&self, connect_ms: u64) -> Result<reqwest::Client, reqwest::Error> {
-        self.with(connect_ms, None)
+        self.with(connect_ms, None, None)
     }
 
     /// The client a provider's requests go through: its connect timeout, and its `proxy` when
-    /// it names one (a dead proxy fails the attempt as an unreachable upstream does: before the
-    /// first byte, so the request fails over).
-    pub fn for_provider(&self, p: &ProviderConfig) -> Result<reqwest::Client, reqwest::Error> {
-        self.with(p.timeouts.connect_ms, p.proxy.as_deref())
+    /// it names one, with its login (a dead proxy fails the attempt as an unreachable upstream
+    /// does: before the first byte, so the request fails over).
+    pub fn for_provider(&self, p: &ProviderEntry) -> Result<reqwest::Client, reqwest::Error> {
+        self.with(
+            p.config.timeouts.connect_ms,
+            p.config.proxy.as_deref(),
+            p.proxy_login.as_ref(),
+        )
     }
 
     fn with(
         &self,
         connect_ms: u64,
         proxy: Option<&str>,
+        login: Option<&Secret>,
     ) -> Result<reqwest::Client, reqwest::Error> {
-        let key = (connect_ms, proxy.map(str::to_string));
+        let digest = login.map_or(0, |l| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            l.expose().hash(&mut h);
+            h.finish()
+        });
+        let key = (connect_ms, proxy.map(str::to_string), digest);
         if let Ok(map) = self.clients.lock() {
             if let Some(c) = map.get(&key) {
                 return Ok(c.clone());
@@ -293,7 +317,11 @@ impl HttpClients {
             .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")));
         if let Some(url) = proxy {
             // Every request of this provider's, whatever its scheme, and nothing else's.
-            builder = builder.proxy(reqwest::Proxy::all(url)?);
+            let mut proxy = reqwest::Proxy::all(url)?;
+            if let Some((user, password)) = login.and_then(|l| l.expose().split_once(':')) {
+                proxy = proxy.basic_auth(user, password);
+            }
+            builder = builder.proxy(proxy);
         }
         let client = builder.build()?;
         if let Ok(mut map) = self.clients.lock() {

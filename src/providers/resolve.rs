@@ -31,6 +31,11 @@ pub fn resolve(
     }
     let (headers, mut missing_headers) = resolve_headers(&config, env);
     let (cli_env, missing_env) = resolve_cli_env(&config, env);
+    let proxy_login = config.proxy_login.as_ref().and_then(|r| {
+        crate::config::HeaderValue::Secret(r.clone())
+            .read(env)
+            .map(Secret::new)
+    });
     missing_headers.extend(missing_env);
     let path = kinds::of_provider(&config).map(|k| k.chat_path());
     let chat_url = path.and_then(|path| {
@@ -52,6 +57,7 @@ pub fn resolve(
         missing_headers,
         cli_env,
         runtime,
+        proxy_login,
         chat_url,
     }
 }

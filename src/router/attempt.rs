@@ -96,7 +96,7 @@ async fn send(
     let timeouts = &p.config.timeouts;
     let client = routing
         .http
-        .for_provider(&p.config)
+        .for_provider(p)
         .map_err(|e| limits::classify_transport(format!("HTTP client: {e}")))?;
     let stream = inbound.canonical.stream;
     let outbound = crate::providers::outbound::Outbound {

@@ -24,6 +24,7 @@ mod cache;
 pub mod contract;
 mod model;
 mod modes;
+mod proxy;
 mod refuse;
 mod vertex;
 pub(crate) use model::{resolve_auto, schema_answer};
@@ -93,6 +94,8 @@ pub struct Received {
 #[derive(Default)]
 pub(crate) struct Shared {
     name: String,
+    /// As a forward proxy: the `USER:PASSWORD` it asks of every request (407 without it).
+    pub(crate) proxy_login: Mutex<Option<String>>,
     script: Mutex<VecDeque<Behavior>>,
     fallback: Mutex<Option<Behavior>>,
     received: Mutex<Vec<Received>>,
@@ -201,6 +204,10 @@ impl FakeUpstream {
             .route("/res/v1/web/search", get(search::brave))
             .route("/_script", post(control::script))
             .route("/_stats", get(control::stats))
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                proxy::gate,
+            ))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");

@@ -86,3 +86,63 @@ fn a_proxy_is_checked_as_an_address_without_secrets() {
     let e = check("http://proxy.corp:3128", "claude-cli").unwrap();
     assert!(e.contains("proxy"), "{e}");
 }
+
+/// A proxy that asks for a login gets it from `proxyLogin`, a reference the configuration
+/// names (never the login itself): without it the proxy answers 407 and the request fails
+/// over; with it the request is served through the proxy. The login never shows in the
+/// configuration Baton exports, nor in the admin view.
+#[tokio::test]
+async fn a_proxy_that_asks_for_a_login_gets_it_by_reference() {
+    let egress = FakeUpstream::start("behind-login-proxy").await;
+    egress.require_proxy_login("baton-svc:s3cret-proxy-pass");
+    let direct = FakeUpstream::start("direct").await;
+    std::env::set_var("BT_CORP_PROXY_LOGIN", "baton-svc:s3cret-proxy-pass");
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_login = provider("with-login", "http://llm.corp.invalid:8080/v1", 1);
+    with_login["proxy"] = json!(egress.azure_endpoint());
+    with_login["proxyLogin"] = json!({"env": "BT_CORP_PROXY_LOGIN"});
+    with_login["models"] = json!(["m"]);
+    let mut without = provider("without-login", "http://llm.corp.invalid:8080/v1", 2);
+    without["proxy"] = json!(egress.azure_endpoint());
+    without["models"] = json!(["m"]);
+    let mut plain = provider("plain", &direct.base_url(), 3);
+    plain["models"] = json!(["m"]);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [with_login, without, plain]}),
+    )
+    .await;
+
+    let r = baton.chat("with-login/m", "hello").await;
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "behind-login-proxy: hello"
+    );
+
+    // Without the login the proxy refuses (407) before the upstream: the provider cannot be
+    // reached as configured (an auth failure, not the request's fault), so a request that has
+    // another candidate goes on there.
+    let r = baton.chat("without-login/m", "x").await;
+    assert!(!r.status().is_success(), "{}", r.status());
+    let details = header(&r, "x-gateway-attempt-details").to_string();
+    assert!(details.contains("without-login/m=auth"), "{details}");
+    let r = baton.chat("m", "hi").await;
+    assert_eq!(r.status(), 200, "served by the provider with the login");
+
+    // The login is a reference in every view of the configuration.
+    let export = baton
+        .http
+        .get(format!("{}/admin/providers", baton.url))
+        .header("x-admin-key", &baton.admin_key)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(export.contains("BT_CORP_PROXY_LOGIN"), "{export}");
+    assert!(!export.contains("s3cret-proxy-pass"), "{export}");
+    baton.stop().await;
+}

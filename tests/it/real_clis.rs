@@ -191,6 +191,7 @@ fn status_says_logged_out(
 ) {
     let vars = vars(&env);
     let config = baton::config::ProviderConfig {
+        proxy_login: None,
         kind,
         executable: Some(exe.display().to_string()),
         env: env

@@ -38,7 +38,7 @@ pub(super) async fn models(state: &AppState, headers: &HeaderMap, version: &str)
     }) else {
         return empty;
     };
-    let Ok(client) = state.core.routing.http.for_provider(&p.config) else {
+    let Ok(client) = state.core.routing.http.for_provider(p) else {
         return empty;
     };
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(10_000));
