@@ -232,7 +232,7 @@ pub async fn probe_one(
     }
     let body = json!({"model": model, "max_tokens": 1, "stream": false,
         "messages": [{"role": "user", "content": "ping"}]});
-    let Ok(client) = clients.for_provider(&entry) else {
+    let Ok(client) = clients.for_provider(entry) else {
         result.class = Verdict::Failed(ErrorClass::Transient);
         result.reason = Some("cannot build an HTTP client".into());
         return result;
