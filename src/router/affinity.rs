@@ -206,55 +206,6 @@ impl Affinity {
     }
 }
 
-/// Where this request's conversation was last served, if affinity is on and it was lately: from
-/// Redis when state is shared (every instance agrees), else from this instance's memory.
-pub(crate) async fn lookup(
-    routing: &super::Routing,
-    cfg: &crate::config::AffinityConfig,
-    conversation: Option<&Conversation>,
-) -> Option<Stick> {
-    let c = conversation.filter(|_| cfg.enabled)?;
-    if routing.shared.is_up() == Some(true) {
-        if let Some(s) = routing.shared.affinity(&c.hex()).await {
-            return Stick::decode(&s);
-        }
-    }
-    routing.affinity.get(c, routing.clock.now_ms(), cfg.ttl_ms)
-}
-
-/// Notes where the conversation was served (here and, when state is shared, in Redis).
-pub(crate) fn remember(
-    routing: &super::Routing,
-    cfg: &crate::config::AffinityConfig,
-    conversation: Option<&Conversation>,
-    stick: Stick,
-) {
-    let Some(c) = conversation.filter(|_| cfg.enabled) else {
-        return;
-    };
-    if routing.shared.is_up() == Some(true) {
-        routing
-            .shared
-            .set_affinity(&c.hex(), stick.encode(), cfg.ttl_ms);
-    }
-    routing.affinity.set(*c, stick, routing.clock.now_ms());
-}
-
-/// Puts the target that served the conversation first, when the order is Baton's to choose
-/// and that target is not about to run out.
-pub(crate) fn first(targets: &mut Vec<super::snapshot::Target>, stick: &Stick, now_ms: i64) {
-    let Some(i) = targets
-        .iter()
-        .position(|t| t.provider.id() == stick.provider && t.model.id == stick.model)
-    else {
-        return;
-    };
-    if i > 0 && !super::candidates::nearly_exhausted(&targets[i].provider, now_ms) {
-        let t = targets.remove(i);
-        targets.insert(0, t);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,16 +6,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::timeout_at;
 
+use super::context::Routing;
 use super::snapshot::Target;
-use super::stream::Source;
-use super::Routing;
-use super::{
-    Answer, Attempt, Held, Inbound, Reply, Wire, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS,
-    MAX_UPSTREAM_BODY,
+use super::stream::source::Source;
+use super::types::{
+    Answer, Attempt, Held, Inbound, Reply, MAX_ERROR_BODY, MAX_PRELUDE_EVENTS, MAX_UPSTREAM_BODY,
 };
 use crate::limits::{self, Classified};
 use crate::providers::codec::{Complete, UpstreamError};
 use crate::providers::kinds;
+use crate::providers::outbound::Wire;
 use crate::providers::sse::{SseError, SseReader};
 use crate::providers::thinking::{self, Keep};
 use crate::providers::ApiKey;

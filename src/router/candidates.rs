@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use tokio::time::timeout_at;
 
+use super::context::Routing;
 use super::snapshot::{Snapshot, Target};
-use super::Back;
-use super::Routing;
-use super::{Failure, Pick, Slot};
+use super::types::Back;
+use super::types::{Failure, Pick, Slot};
 use crate::canonical::Needs;
 use crate::limits::quota::DEMOTE_BELOW;
 use crate::limits::{self, Cause, Classified};
@@ -361,4 +361,23 @@ pub(crate) fn skipped(
 
 pub fn fmt_ms(unix_ms: i64) -> String {
     httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64))
+}
+
+/// Puts the target that served the conversation first, when the order is Baton's to choose
+/// and that target is not about to run out.
+pub(crate) fn stuck_first(
+    targets: &mut Vec<super::snapshot::Target>,
+    stick: &super::affinity::Stick,
+    now_ms: i64,
+) {
+    let Some(i) = targets
+        .iter()
+        .position(|t| t.provider.id() == stick.provider && t.model.id == stick.model)
+    else {
+        return;
+    };
+    if i > 0 && !nearly_exhausted(&targets[i].provider, now_ms) {
+        let t = targets.remove(i);
+        targets.insert(0, t);
+    }
 }

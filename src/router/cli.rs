@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
+use super::context::Routing;
 use super::snapshot::Target;
+use super::stream::source::Source;
 use super::stream::source::{CliEvents, Next};
-use super::stream::Source;
-use super::Routing;
-use super::{Answer, Attempt, Held, Inbound, Reply, MAX_UPSTREAM_BODY};
+use super::types::{Answer, Attempt, Held, Inbound, Reply, MAX_UPSTREAM_BODY};
 use crate::canonical::{ChatResponse, Part, Usage};
 use crate::limits::{self, Classified, ErrorClass, ResetContext};
 use crate::providers::cli::{self, run, CliItem, CliStatus};

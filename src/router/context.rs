@@ -231,3 +231,39 @@ impl Routing {
         }
     }
 }
+
+/// Conversation affinity: where a conversation was served, here and in Redis.
+impl Routing {
+    /// Where this request's conversation was last served, if affinity is on and it was lately: from
+    /// Redis when state is shared (every instance agrees), else from this instance's memory.
+    pub(crate) async fn stuck(
+        &self,
+        cfg: &crate::config::AffinityConfig,
+        conversation: Option<&super::affinity::Conversation>,
+    ) -> Option<super::affinity::Stick> {
+        let c = conversation.filter(|_| cfg.enabled)?;
+        if self.shared.is_up() == Some(true) {
+            if let Some(s) = self.shared.affinity(&c.hex()).await {
+                return super::affinity::Stick::decode(&s);
+            }
+        }
+        self.affinity.get(c, self.clock.now_ms(), cfg.ttl_ms)
+    }
+
+    /// Notes where the conversation was served (here and, when state is shared, in Redis).
+    pub(crate) fn remember(
+        &self,
+        cfg: &crate::config::AffinityConfig,
+        conversation: Option<&super::affinity::Conversation>,
+        stick: super::affinity::Stick,
+    ) {
+        let Some(c) = conversation.filter(|_| cfg.enabled) else {
+            return;
+        };
+        if self.shared.is_up() == Some(true) {
+            self.shared
+                .set_affinity(&c.hex(), stick.encode(), cfg.ttl_ms);
+        }
+        self.affinity.set(*c, stick, self.clock.now_ms());
+    }
+}

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::context::Routing;
 use super::snapshot::{Snapshot, Target};
-use super::Routing;
 use crate::config::LimitScope;
 use crate::events::Event;
 use crate::limits::{Classified, ErrorClass, Scope};

@@ -8,17 +8,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::time::timeout_at;
 
+use super::candidates::larger_window;
 use super::candidates::{
     fmt_ms, pick_key, record, served, skipped, try_slot, wait_for_slot, CLIENT_KEY,
 };
+use super::context::Routing;
 use super::failure::{cooldown_until, on_failure, Decision, Failed, Next};
 use super::record::Record;
 use super::snapshot::{Snapshot, Target};
-use super::Back;
-use super::Routing;
-use super::{
-    larger_window, Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed,
-    Upstream, SHARED_SLOT_POLL,
+use super::types::Back;
+use super::types::{
+    Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed, Upstream,
+    SHARED_SLOT_POLL,
 };
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
@@ -415,8 +416,7 @@ fn answered<U>(
         });
     }
     rec.push_attempt(served(&sent.target, sent.key(), sent.started));
-    super::affinity::remember(
-        routing,
+    routing.remember(
         &cx.snap.routing.affinity,
         cx.inbound.conversation.as_ref(),
         super::affinity::Stick {

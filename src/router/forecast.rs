@@ -5,9 +5,10 @@
 //! a window for requests pinned to it. Each decision is written into the request's attempts.
 
 use super::candidates::skipped;
+use super::context::Routing;
 use super::record::Record;
 use super::snapshot::{Selection, Target};
-use super::{Inbound, Routing};
+use super::types::Inbound;
 use crate::limits::usage::Forecast;
 use crate::providers::ProviderEntry;
 

@@ -19,9 +19,10 @@ use crate::providers::codec::Decoded;
 use crate::providers::kinds;
 use crate::providers::ApiKey;
 
+use super::context::Routing;
 use super::snapshot::Target;
-use super::stream::Source;
-use super::{Answer, Attempt, Held, Inbound, Reply, Routing};
+use super::stream::source::Source;
+use super::types::{Answer, Attempt, Held, Inbound, Reply};
 
 /// Searches one answer may run when the client set no `max_uses`.
 const DEFAULT_MAX_USES: u32 = 5;

@@ -1,10 +1,10 @@
 //! One request's record: its attempts, timing and usage. Finishing it hands the request-log row
-//! to the gateway's [`Sink`](super::Sink) (log, stats, metrics, spending, the request event); dropping it unfinished (client went away) records a 499.
+//! to the gateway's [`Sink`](super::context::Sink) (log, stats, metrics, spending, the request event); dropping it unfinished (client went away) records a 499.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Routing;
+use super::context::Routing;
 use crate::canonical::Usage;
 use crate::clients::Client;
 use crate::pricing::Price;

@@ -11,8 +11,9 @@ use crate::canonical::ChatRequest;
 use crate::providers::kinds;
 use crate::search::{Backend, Service};
 
+use super::context::Routing;
 use super::snapshot::Target;
-use super::{Answer, Attempt, Inbound, Original, Reply, Routing};
+use super::types::{Answer, Attempt, Inbound, Original, Reply};
 
 /// Why searches cannot run with these settings, if they cannot (the provider is looked up
 /// too).

@@ -7,6 +7,7 @@
 //! A same-format hop forwards the upstream's bytes untouched; events already buffered when one
 //! arrives go out in the same write.
 
+mod pump;
 mod resume;
 pub(crate) mod source;
 
@@ -18,10 +19,10 @@ use futures_util::Stream;
 
 use super::record::Record;
 use super::snapshot::Target;
-use super::{Held, Slot};
+use super::types::{Held, Slot};
 use crate::providers::codec::{Decoded, UpstreamError};
-use resume::Parts;
-pub use resume::Resume;
+pub use pump::{Out, Resume};
+use pump::{Parts, Pump};
 use source::Next;
 pub use source::Source;
 
@@ -39,29 +40,6 @@ pub struct Upstream {
     pub client_wants_usage: bool,
     /// Estimated prompt tokens, for an answer whose upstream reports no usage.
     pub prompt_tokens: u64,
-}
-
-/// The client's stream encoder: its dialect's events, error and end frames. The pump holds
-/// it and knows no dialect.
-pub type Out = Box<dyn crate::canonical::StreamEncode>;
-
-struct Pump {
-    source: Source,
-    queued: VecDeque<Bytes>,
-    rec: Record,
-    target: Target,
-    _slot: Slot,
-    finish_seen: bool,
-    ended: bool,
-    resume: Option<Resume>,
-    /// Present when the stream may resume on another target.
-    parts: Option<Box<Parts>>,
-    client_wants_usage: bool,
-    prompt_tokens: u64,
-    /// Some usage was reported; otherwise the end estimates it from the bytes of content.
-    usage_seen: bool,
-    content_bytes: u64,
-    out: Out,
 }
 
 /// The client-facing body of a streamed answer, in the client's format.

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::providers::outbound::Wire;
+
 use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::gateway::{Core, StartOptions};

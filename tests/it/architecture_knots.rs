@@ -243,24 +243,10 @@ fn knots(
 }
 
 /// The knots `src/` still has, to be cut by giving each hub its vocabulary leaf (as
-/// `api/state.rs` and `api/dialect/contract.rs` did for `api`, and `providers/thinking/turns.rs`
-/// for `thinking`). A knot may shrink, never grow, and no new
-/// one may form; one that is cut must leave this list.
-const KNOTS_TO_CUT: &[&[&str]] = &[&[
-    "router",
-    "router::affinity",
-    "router::attempt",
-    "router::candidates",
-    "router::cli",
-    "router::failure",
-    "router::fallback",
-    "router::forecast",
-    "router::hosted",
-    "router::record",
-    "router::searcher",
-    "router::stream",
-    "router::stream::resume",
-]];
+/// `api/state.rs`, `providers/kinds/contract.rs` and `router/types.rs` did). None is left: a
+/// knot that forms fails the test. (The list stays so a cut in progress can be named here while
+/// it lasts, and must leave it once it is done.)
+const KNOTS_TO_CUT: &[&[&str]] = &[];
 
 #[test]
 fn files_inside_a_module_import_each_other_without_a_circle() {

@@ -2,49 +2,16 @@
 //! to a prefill-capable candidate as an assistant turn, and its continuation is relayed as part
 //! of the same answer (one id, one role chunk, every part's tokens counted).
 
-use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::Pump;
+use super::pump::{Parts, Pump, Resume};
 use crate::canonical::openai::usage_from_openai;
 use crate::canonical::{StreamEvent, Usage};
 use crate::providers::codec::Decoded;
 use crate::router::snapshot::Target;
-
-/// What a stream needs to continue elsewhere after a break.
-pub struct Resume {
-    pub routing: Arc<crate::router::Routing>,
-    /// The client's original request body.
-    pub body: Map<String, Value>,
-    /// Candidates that declared prefill support, in order.
-    pub targets: VecDeque<Target>,
-    /// Estimated prompt tokens, for an attempt that broke before reporting its usage.
-    pub prompt_tokens: u64,
-}
-
-/// A resumable stream's bookkeeping: the parts so far, so the answer reads as one and every
-/// part's tokens count.
-#[derive(Default)]
-pub(super) struct Parts {
-    /// Text forwarded so far.
-    text: String,
-    /// Where the current attempt's text starts in `text`.
-    attempt_start: usize,
-    /// The first attempt's chunk id, kept on every continuation.
-    id: Option<String>,
-    /// Usage the current attempt reported, if any.
-    attempt_usage: Option<Usage>,
-    /// Tokens of the attempts that broke (reported, else estimated).
-    carried: Usage,
-    prompt_tokens: u64,
-    /// Targets that served a part, and why each one before the last broke.
-    chain: Vec<String>,
-    breaks: Vec<String>,
-}
 
 impl Parts {
     pub(super) fn new(prompt_tokens: u64, first: String) -> Self {
@@ -212,7 +179,8 @@ impl Pump {
     /// Long because it is one attempt, step by step (key, slot, request, first content, swap),
     /// each of which can end the resume with its own reason.
     async fn continue_on(&mut self, resume: &Resume, next: Target, why: &str) -> Option<Bytes> {
-        use crate::router::{candidates, Answer, Attempt, Inbound, Pick};
+        use crate::router::candidates;
+        use crate::router::types::{Answer, Attempt, Inbound, Pick};
         let routing = &resume.routing;
         let key = match candidates::pick_key(routing, &next, None, None) {
             Pick::Go(i) => i,
@@ -245,9 +213,10 @@ impl Pump {
             follows: false,
         };
         let started = Instant::now();
-        let up = crate::router::Live(routing);
+        let up = crate::router::live::Live(routing);
         let outcome =
-            crate::router::Upstream::attempt(&up, &next, api_key, &inbound, self.rec.id()).await;
+            crate::router::types::Upstream::attempt(&up, &next, api_key, &inbound, self.rec.id())
+                .await;
         match outcome {
             Attempt::Served(Answer::Stream { source, prelude }) => {
                 tracing::info!(request_id = self.rec.id(), from = %self.target.label(), to = %next.label(), %why, "stream resumed on another provider");
