@@ -86,6 +86,17 @@ pub fn foundation_model(model: &str) -> Option<&str> {
     model.find("anthropic.").map(|i| &model[i..])
 }
 
+/// The client's `anthropic-beta` list, taken off the request's headers (Bedrock takes it in the
+/// body), with the `anthropic-version` header it does not take.
+fn take_betas(req: &mut reqwest::Request) -> Vec<String> {
+    req.headers_mut().remove("anthropic-version");
+    req.headers_mut()
+        .remove("anthropic-beta")
+        .and_then(|v| v.to_str().ok().map(str::to_string))
+        .map(|b| b.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// A region known, from `region` or the endpoint.
 fn check(own: &Own) -> Result<(), (&'static str, String)> {
     if region(own.base_url, own.region).is_none() {
@@ -120,13 +131,7 @@ impl Platform for Bedrock {
 
     /// The model and `stream` leave the body; the version and the betas go in.
     fn shape(&self, req: &mut reqwest::Request) -> Result<(), Classified> {
-        let betas: Vec<String> = req
-            .headers_mut()
-            .remove("anthropic-beta")
-            .and_then(|v| v.to_str().ok().map(str::to_string))
-            .map(|b| b.split(',').map(|s| s.trim().to_string()).collect())
-            .unwrap_or_default();
-        req.headers_mut().remove("anthropic-version");
+        let betas = take_betas(req);
         let stream = req.url().path().ends_with("/invoke-with-response-stream");
         req.headers_mut().insert(
             reqwest::header::ACCEPT,
@@ -168,13 +173,7 @@ impl Platform for Bedrock {
             path.pop_if_empty().push(bare).push("count-tokens");
         }
         *req.url_mut() = url;
-        let betas: Vec<String> = req
-            .headers_mut()
-            .remove("anthropic-beta")
-            .and_then(|v| v.to_str().ok().map(str::to_string))
-            .map(|b| b.split(',').map(|s| s.trim().to_string()).collect())
-            .unwrap_or_default();
-        req.headers_mut().remove("anthropic-version");
+        let betas = take_betas(req);
         let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {
             return Ok(false);
         };
