@@ -8,8 +8,7 @@ use tokio::time::timeout_at;
 
 use super::context::Routing;
 use super::snapshot::{Snapshot, Target};
-use super::types::Back;
-use super::types::{Failure, Pick, Slot};
+use super::types::{Back, Failure, Pick, Slot};
 use crate::canonical::Needs;
 use crate::limits::quota::DEMOTE_BELOW;
 use crate::limits::{self, Cause, Classified};

@@ -9,8 +9,7 @@ use tokio::time::timeout;
 
 use super::context::Routing;
 use super::snapshot::Target;
-use super::stream::source::Source;
-use super::stream::source::{CliEvents, Next};
+use super::stream::source::{CliEvents, Next, Source};
 use super::types::{Answer, Attempt, Held, Inbound, Reply, MAX_UPSTREAM_BODY};
 use crate::canonical::{ChatResponse, Part, Usage};
 use crate::limits::{self, Classified, ErrorClass, ResetContext};

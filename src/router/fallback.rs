@@ -16,14 +16,15 @@ use super::context::Routing;
 use super::failure::{cooldown_until, on_failure, Decision, Failed, Next};
 use super::record::Record;
 use super::snapshot::{Snapshot, Target};
-use super::types::Back;
 use super::types::{
-    Answer, Attempt, Completed, Failure, Inbound, Pick, Served, Slot, Streamed, Upstream,
-    SHARED_SLOT_POLL,
+    Answer, Attempt, Back, Completed, Failure, Inbound, Pick, Served, Slot, Streamed, Upstream,
 };
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
 use crate::providers::ApiKey;
+
+/// How often a request waiting for another instance to free a shared slot looks again.
+const SHARED_SLOT_POLL: Duration = Duration::from_millis(20);
 
 /// What a pass needs around it: where to send, the state it reads and the request's deadline.
 pub(super) struct Ctx<'a, U> {
@@ -191,7 +192,7 @@ impl Queue {
                 .await
             {
                 crate::shared::LeaseResult::Local => {}
-                crate::shared::LeaseResult::Held(lease) => slot._lease = Some(lease),
+                crate::shared::LeaseResult::Held(lease) => slot.hold(lease),
                 crate::shared::LeaseResult::Full => {
                     drop(slot);
                     self.shared_busy.push(target);

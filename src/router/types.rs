@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -88,7 +87,7 @@ impl Inbound {
 pub struct Slot {
     _permit: Option<OwnedSemaphorePermit>,
     /// The slot every instance counts, when state is shared.
-    pub(crate) _lease: Option<crate::shared::Lease>,
+    _lease: Option<crate::shared::Lease>,
     provider: Arc<ProviderEntry>,
 }
 
@@ -101,10 +100,12 @@ impl Slot {
             provider,
         }
     }
-}
 
-/// How often a request waiting for another instance to free a shared slot looks again.
-pub(crate) const SHARED_SLOT_POLL: Duration = Duration::from_millis(20);
+    /// Holds the slot every instance counts too (shared state), given back with this one.
+    pub(crate) fn hold(&mut self, lease: crate::shared::Lease) {
+        self._lease = Some(lease);
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
