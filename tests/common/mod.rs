@@ -77,6 +77,15 @@ impl Baton {
             .json(&body)
     }
 
+    /// A Messages API `count_tokens` request, authenticated as an Anthropic SDK does.
+    pub fn count_tokens(&self, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/v1/messages/count_tokens", self.url))
+            .header("x-api-key", &self.key)
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+    }
+
     /// A chat request for `model` made with client key `key`.
     pub async fn chat_as(&self, key: &str, model: &str) -> reqwest::Response {
         self.http

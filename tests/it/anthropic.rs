@@ -319,8 +319,8 @@ async fn a_stream_breaking_mid_answer_ends_with_an_error_event() {
 #[tokio::test]
 async fn count_tokens_models_and_probes() {
     let (_d, _a, _b, baton) = setup().await;
-    let r = baton.http.post(format!("{}/v1/messages/count_tokens", baton.url)).header("x-api-key", &baton.key)
-        .json(&json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "x".repeat(400)}]})).send().await.unwrap();
+    let r = baton.count_tokens(json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "x".repeat(400)}]}))
+        .send().await.unwrap();
     assert_eq!(header(&r, "x-baton-token-count"), "estimate");
     let v: Value = r.json().await.unwrap();
     assert_eq!(

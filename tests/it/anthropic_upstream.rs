@@ -184,10 +184,9 @@ async fn anthropic_errors_are_classified_and_breaks_end_explicitly() {
 async fn count_tokens_is_exact_through_an_anthropic_provider() {
     let (_d, up, baton) = setup().await;
     let r = baton
-        .http
-        .post(format!("{}/v1/messages/count_tokens", baton.url))
-        .header("x-api-key", &baton.key)
-        .json(&json!({"model": "claude-x", "messages": [{"role": "user", "content": "hello"}]}))
+        .count_tokens(
+            json!({"model": "claude-x", "messages": [{"role": "user", "content": "hello"}]}),
+        )
         .send()
         .await
         .unwrap();

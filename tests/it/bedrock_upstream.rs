@@ -410,10 +410,7 @@ async fn count_tokens_is_bedrocks_own_count_for_the_profiles_foundation_model() 
     )
     .await;
     let r = baton
-        .http
-        .post(format!("{}/v1/messages/count_tokens", baton.url))
-        .header("x-api-key", &baton.key)
-        .json(&json!({"model": "claude-sonnet-4-5", "system": "Be brief.",
+        .count_tokens(json!({"model": "claude-sonnet-4-5", "system": "Be brief.",
             "messages": [{"role": "user", "content": "hello"}]}))
         .send()
         .await

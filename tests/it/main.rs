@@ -30,6 +30,7 @@ mod bedrock_upstream;
 mod cache_tokens;
 mod catalog;
 mod chaos;
+mod chatgpt_backend;
 mod cli_config;
 mod cli_keys;
 mod cli_lockdown;

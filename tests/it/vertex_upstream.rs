@@ -291,10 +291,7 @@ async fn count_tokens_is_vertexs_own_count_for_claude_and_gemini() {
     )
     .await;
     let r = baton
-        .http
-        .post(format!("{}/v1/messages/count_tokens", baton.url))
-        .header("x-api-key", &baton.key)
-        .json(&json!({"model": "claude-sonnet-4-5",
+        .count_tokens(json!({"model": "claude-sonnet-4-5",
             "messages": [{"role": "user", "content": "hello"}]}))
         .send()
         .await
