@@ -1,12 +1,15 @@
-//! Google Vertex AI's routes for Anthropic's and Google's models, and Google's OAuth token endpoint, as strict
-//! as they are before a request reaches a model. The token endpoint (`POST /token`) takes a
-//! service account's JWT only when its RS256 signature verifies with the account's public key
-//! (checked here with ring) and its claims are Google's (issuer, audience, scope, a lifetime of
-//! at most an hour around now), and issues tokens that expire; a user's refresh token is taken
-//! when it is the account's. The model routes take only an unexpired token of its own, the
-//! account's project and region, a model of the account's, the method that matches `stream`,
-//! and the Messages body as Vertex takes it (its `anthropic_version`, no `model`); the answer is
-//! the Anthropic fake's, or for a Gemini model the Gemini fake's.
+//! Google Vertex AI's routes for Anthropic's and Google's models, and Google's OAuth token
+//! endpoint, as strict as they are before a request reaches a model.
+//!
+//! The token endpoint (`POST /token`) takes a service account's JWT only when its RS256
+//! signature verifies with the account's public key (checked here with ring) and its claims
+//! are Google's (issuer, audience, scope, a lifetime of at most an hour around now), and issues
+//! tokens that expire; a user's refresh token is taken when it is the account's.
+//!
+//! The model routes take only an unexpired token of its own, the account's project and region,
+//! a model of the account's, the method that matches `stream`, and the Messages body as Vertex
+//! takes it (its `anthropic_version`, no `model`); the answer is the Anthropic fake's, or for a
+//! Gemini model the Gemini fake's.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

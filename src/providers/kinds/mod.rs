@@ -10,8 +10,9 @@
 //! names one.
 //!
 //! Adding a kind that speaks an existing API: a folder here with its `KindSpec` and its
-//! `Platform`, registered from the folder by [`contract::register!`], and its `pub mod` line below. A new
-//! API: a `Wire` variant and a folder implementing `UpstreamKind`, one line in [`of`].
+//! `Platform`, registered from the folder by [`contract::register!`], and its `pub mod` line
+//! below. A new API: a `Wire` variant and a folder implementing `UpstreamKind`, one line in
+//! [`of`].
 
 pub mod anthropic;
 pub mod azure_openai;

@@ -6,7 +6,8 @@
 //! - `baseUrl` is the regional endpoint, `https://REGION-aiplatform.googleapis.com/v1`
 //!   (`https://aiplatform.googleapis.com/v1` for the `global` region), with `project`; each
 //!   model is a Vertex model id (`claude-sonnet-4-5@20250929`, which also answers to its
-//!   Anthropic names; `gemini-2.5-pro`). `POST {baseUrl}/projects/P/locations/R/publishers/anthropic/models/M:rawPredict`
+//!   Anthropic names; `gemini-2.5-pro`).
+//!   `POST {baseUrl}/projects/P/locations/R/publishers/anthropic/models/M:rawPredict`
 //!   (`:streamRawPredict` for a stream), or `…/publishers/google/models/M:generateContent`
 //!   (`:streamGenerateContent?alt=sse`);
 //! - a Messages body goes without `model`, with `anthropic_version: "vertex-2023-10-16"`
