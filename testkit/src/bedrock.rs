@@ -1,5 +1,6 @@
-//! AWS Bedrock's runtime routes (`POST /model/{id}/invoke` and `/invoke-with-response-stream`),
-//! as strict as the service is before a request reaches its model. The SigV4 signature is
+//! AWS Bedrock's runtime routes (`POST /model/{id}/invoke` and `/invoke-with-response-stream`;
+//! the Converse API's `converse` and `converse-stream` in `converse.rs`), as strict as the
+//! service is before a request reaches its model. The SigV4 signature is
 //! checked by this file's own implementation of AWS's published algorithm (not Baton's signer):
 //! a wrong secret, region, service, date or payload hash, an unknown access key or a missing
 //! session token gets AWS's own status, exception and text. A Bedrock API key is a bearer token.
@@ -19,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::{FakeUpstream, Shared};
 
+mod converse;
 mod sigv4;
 
 /// The `anthropic_version` values Bedrock takes.
@@ -115,6 +117,10 @@ pub(crate) async fn invoke(
         "invoke" => false,
         "invoke-with-response-stream" => true,
         "count-tokens" => return count_tokens(s, &account, &model, headers, &body).await,
+        "converse" => return converse::converse(s, &account, &model, headers, &body, false).await,
+        "converse-stream" => {
+            return converse::converse(s, &account, &model, headers, &body, true).await
+        }
         _ => return aws_error(StatusCode::NOT_FOUND, "UnknownOperationException", ""),
     };
     let Ok(Value::Object(mut b)) = serde_json::from_slice::<Value>(&body) else {
@@ -146,20 +152,7 @@ pub(crate) async fn invoke(
         );
     }
     if stream && take_exception(&s) {
-        let frame = message(
-            &[
-                (":exception-type", "throttlingException"),
-                (":content-type", "application/json"),
-                (":message-type", "exception"),
-            ],
-            br#"{"message":"Too many tokens, please wait before trying again."}"#,
-        );
-        let mut r = Response::new(Body::from(frame));
-        r.headers_mut().insert(
-            "content-type",
-            HeaderValue::from_static("application/vnd.amazon.eventstream"),
-        );
-        return r;
+        return throttled_stream();
     }
     // What remains is the Messages API's: the Anthropic fake answers it.
     let mut headers = headers;
@@ -190,7 +183,7 @@ pub(crate) async fn invoke(
 }
 
 /// `POST /model/{id}/count-tokens`: the InvokeModel body it would take, base64 in
-/// `input.invokeModel.body`, for a foundation model's own id (an inference profile's is
+/// `input.invokeModel.body` (or a Converse conversation in `input.converse`), for a foundation model's own id (an inference profile's is
 /// refused, as Bedrock does); counted by the Anthropic fake, answered as `inputTokens`.
 async fn count_tokens(
     s: Arc<Shared>,
@@ -203,6 +196,16 @@ async fn count_tokens(
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return malformed("expected type: JSONObject");
     };
+    if let Some(conversation) = v.pointer("/input/converse") {
+        if !account.models.iter().any(|m| m.ends_with(model)) || !model.starts_with("anthropic.") {
+            return aws_error(
+                StatusCode::BAD_REQUEST,
+                "ValidationException",
+                "The provided model doesn't support counting tokens.",
+            );
+        }
+        return converse::count(s, model, headers, conversation).await;
+    }
     let Some(encoded) = v.pointer("/input/invokeModel/body").and_then(Value::as_str) else {
         return aws_error(
             StatusCode::BAD_REQUEST,
@@ -242,6 +245,11 @@ async fn count_tokens(
         Bytes::from(serde_json::to_vec(&b).unwrap()),
     )
     .await;
+    as_input_tokens(answer).await
+}
+
+/// The Anthropic fake's count as CountTokens answers it.
+async fn as_input_tokens(answer: Response) -> Response {
     if !answer.status().is_success() {
         return answer;
     }
@@ -250,6 +258,24 @@ async fn count_tokens(
         .unwrap_or_default();
     let n = serde_json::from_slice::<Value>(&bytes).unwrap_or_default()["input_tokens"].clone();
     axum::Json(json!({"inputTokens": n})).into_response()
+}
+
+/// A stream that answers 200 and then meets a limit: one `throttlingException` message.
+fn throttled_stream() -> Response {
+    let frame = message(
+        &[
+            (":exception-type", "throttlingException"),
+            (":content-type", "application/json"),
+            (":message-type", "exception"),
+        ],
+        br#"{"message":"Too many tokens, please wait before trying again."}"#,
+    );
+    let mut r = Response::new(Body::from(frame));
+    r.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("application/vnd.amazon.eventstream"),
+    );
+    r
 }
 
 /// Whether this stream is one of those told to meet an exception.

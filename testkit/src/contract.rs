@@ -32,6 +32,10 @@ pub enum Api {
     OpenAiResponses,
     /// `POST /v1beta/models/{model}:generateContent` (and the stream and count variants' body).
     GeminiGenerateContent,
+    /// Bedrock's `POST /model/{modelId}/converse`.
+    BedrockConverse,
+    /// Bedrock's `POST /model/{modelId}/converse-stream`.
+    BedrockConverseStream,
 }
 
 impl Api {
@@ -45,6 +49,8 @@ impl Api {
             Api::GeminiGenerateContent => {
                 include_str!("../contract/gemini-generate-content.json")
             }
+            Api::BedrockConverse => include_str!("../contract/bedrock-converse.json"),
+            Api::BedrockConverseStream => include_str!("../contract/bedrock-converse-stream.json"),
         }
     }
 
@@ -72,6 +78,9 @@ pub enum Problem {
     Type(&'static str),
     /// The value is not one of these.
     Value(Vec<String>),
+    /// A constraint of AWS's service model is not met (a length, a range, a pattern, a union's
+    /// one member), in AWS's words: "Member must have length less than or equal to 64".
+    Constraint(String),
 }
 
 /// The first thing the API would refuse in a body.
@@ -161,6 +170,8 @@ fn schemas(api: Api) -> &'static Schemas {
             Api::OpenAiChat,
             Api::OpenAiResponses,
             Api::GeminiGenerateContent,
+            Api::BedrockConverse,
+            Api::BedrockConverseStream,
         ]
         .into_iter()
         .map(|api| {
@@ -281,6 +292,9 @@ impl Validator<'_> {
             {
                 return fail(Problem::Value(options.iter().map(show).collect()));
             }
+        }
+        if let Some(c) = constraint(schema, v) {
+            return fail(Problem::Constraint(c));
         }
         match v {
             Value::Object(map) => self.object(schema, map, path),
@@ -454,6 +468,69 @@ impl Validator<'_> {
             .map(show)
             .collect()
     }
+}
+
+/// The first of AWS's constraints (bounds, lengths, a whole-value pattern, one member of a union)
+/// that `v` breaks, in AWS's words.
+fn constraint(schema: &Value, v: &Value) -> Option<String> {
+    let bound = |k: &str| schema.get(k).and_then(Value::as_f64);
+    let n = |x: f64| format!("{x}");
+    let size = match v {
+        Value::String(s) => Some(s.chars().count() as f64),
+        Value::Array(a) => Some(a.len() as f64),
+        _ => None,
+    };
+    let (min, max) = match v {
+        Value::String(_) => ("minLength", "maxLength"),
+        _ => ("minItems", "maxItems"),
+    };
+    if let (Some(len), Some(lo)) = (size, bound(min)) {
+        if len < lo {
+            return Some(format!(
+                "Member must have length greater than or equal to {}",
+                n(lo)
+            ));
+        }
+    }
+    if let (Some(len), Some(hi)) = (size, bound(max)) {
+        if len > hi {
+            return Some(format!(
+                "Member must have length less than or equal to {}",
+                n(hi)
+            ));
+        }
+    }
+    if let Some(x) = v.as_f64() {
+        if bound("minimum").is_some_and(|lo| x < lo) {
+            return Some(format!(
+                "Member must have value greater than or equal to {}",
+                n(bound("minimum")?)
+            ));
+        }
+        if bound("maximum").is_some_and(|hi| x > hi) {
+            return Some(format!(
+                "Member must have value less than or equal to {}",
+                n(bound("maximum")?)
+            ));
+        }
+    }
+    if let (Some(p), Some(s)) = (schema.get("pattern").and_then(Value::as_str), v.as_str()) {
+        let whole = regex::Regex::new(&format!("^(?:{p})$")).expect("a service model pattern");
+        if !whole.is_match(s) {
+            return Some(format!(
+                "Member must satisfy regular expression pattern: {p}"
+            ));
+        }
+    }
+    if schema.get("oneMember") == Some(&Value::Bool(true)) {
+        if let Some(map) = v.as_object().filter(|m| m.len() != 1) {
+            return Some(format!(
+                "Member must have exactly one field set, not {}",
+                map.len()
+            ));
+        }
+    }
+    None
 }
 
 fn show(v: &Value) -> String {

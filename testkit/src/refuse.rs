@@ -55,6 +55,64 @@ fn anthropic_message(v: &Violation) -> String {
             format!("{at}: Input should be a valid {word}")
         }
         Problem::Value(options) => format!("{at}: Input should be {}", one_of(options)),
+        Problem::Constraint(c) => format!("{at}: {c}"),
+    }
+}
+
+/// A path as AWS's validation messages write it: `messages.1.member.content.1.member.text`
+/// (lists counted from 1).
+fn aws_path(v: &Violation) -> String {
+    let mut out = String::new();
+    for s in &v.path {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        match s {
+            Seg::Key(k) => out.push_str(k),
+            Seg::Index(i) => out.push_str(&format!("{}.member", i + 1)),
+        }
+    }
+    out
+}
+
+/// AWS's words for a body its service model refuses. A constraint or an enum is the service's
+/// own "1 validation error detected" text; an unknown, missing or mistyped member is refused
+/// as the AWS SDKs refuse it before sending (botocore's parameter validation): the fake is no
+/// more lenient than the clients Baton stands beside.
+fn aws_message(body: &Value, v: &Violation) -> String {
+    let at = aws_path(v);
+    let value = value_at(body, v).map_or_else(String::new, |x| match x {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    match &v.problem {
+        Problem::Constraint(c) => format!(
+            "1 validation error detected: Value '{value}' at '{at}' failed to satisfy constraint: {c}"
+        ),
+        Problem::Value(options) => format!(
+            "1 validation error detected: Value '{value}' at '{at}' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
+            options.join(", ")
+        ),
+        Problem::Unknown => format!(
+            "Unknown parameter in {}: \"{}\"",
+            match v.parent().bracketed(false) {
+                p if p.is_empty() => "input".to_string(),
+                p => p,
+            },
+            v.field()
+        ),
+        Problem::Missing => format!(
+            "Missing required parameter in {}: \"{}\"",
+            match v.parent().bracketed(false) {
+                p if p.is_empty() => "input".to_string(),
+                p => p,
+            },
+            v.field()
+        ),
+        Problem::Type(t) => format!(
+            "Invalid type for parameter {}, value: {value}, valid types: {t}",
+            v.bracketed(false)
+        ),
     }
 }
 
@@ -97,6 +155,7 @@ fn openai_message(body: &Value, v: &Violation) -> (String, &'static str) {
             ),
             "invalid_value",
         ),
+        Problem::Constraint(c) => (format!("Invalid '{at}': {c}."), "invalid_value"),
     }
 }
 
@@ -134,6 +193,7 @@ fn gemini_message(body: &Value, v: &Violation) -> String {
             v.bracketed(true),
             value_at(body, v).map_or_else(String::new, Value::to_string)
         ),
+        Problem::Constraint(c) => format!("{}: {c}", v.bracketed(true)),
     }
 }
 
@@ -196,6 +256,11 @@ pub fn violation(api: Api, body: &Value, v: &Violation) -> (String, Response) {
             };
             let msg = gemini_message(body, v);
             let r = gemini(&msg, Some(&field));
+            (msg, r)
+        }
+        Api::BedrockConverse | Api::BedrockConverseStream => {
+            let msg = aws_message(body, v);
+            let r = crate::bedrock::aws_error(StatusCode::BAD_REQUEST, "ValidationException", &msg);
             (msg, r)
         }
     }

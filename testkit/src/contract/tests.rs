@@ -104,3 +104,44 @@ fn openai_chat_and_responses_refuse_unknown_fields() {
         "input[0].content[0].status"
     );
 }
+
+/// A Converse body (botocore's service model): a union takes exactly one member, and AWS's
+/// lengths, ranges and patterns hold.
+#[test]
+fn converse_checks_unions_bounds_and_patterns_as_aws_does() {
+    let ok = json!({"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+        "system": [{"text": "be brief"}],
+        "inferenceConfig": {"maxTokens": 10, "temperature": 0.5},
+        "toolConfig": {"tools": [{"toolSpec": {"name": "read_file",
+            "inputSchema": {"json": {"type": "object", "anything": ["goes"]}}}}],
+            "toolChoice": {"auto": {}}}});
+    assert_eq!(check(Api::BedrockConverse, &ok), Ok(()));
+    assert_eq!(check(Api::BedrockConverseStream, &ok), Ok(()));
+    let refused = |pointer: &str, v: Value| {
+        let mut b = ok.clone();
+        *b.pointer_mut(pointer).unwrap() = v;
+        check(Api::BedrockConverse, &b).unwrap_err()
+    };
+    let two = refused(
+        "/messages/0/content/0",
+        json!({"text": "hi", "image": {"format": "png", "source": {"bytes": "AA"}}}),
+    );
+    assert_eq!(two.bracketed(false), "messages[0].content[0]");
+    assert!(matches!(two.problem, Problem::Constraint(ref c) if c.contains("exactly one")));
+    let name = refused("/toolConfig/tools/0/toolSpec/name", json!("files.read"));
+    assert!(matches!(name.problem, Problem::Constraint(ref c) if c.contains("[a-zA-Z0-9_-]+")));
+    let hot = refused("/inferenceConfig/temperature", json!(1.5));
+    assert!(
+        matches!(hot.problem, Problem::Constraint(ref c) if c.contains("less than or equal to 1"))
+    );
+    let none = refused("/inferenceConfig/maxTokens", json!(0));
+    assert!(matches!(none.problem, Problem::Constraint(_)));
+    let blank = refused("/system/0/text", json!(""));
+    assert!(
+        matches!(blank.problem, Problem::Constraint(ref c) if c.contains("greater than or equal to 1"))
+    );
+    let unknown = refused("/inferenceConfig", json!({"max_tokens": 10}));
+    assert_eq!(unknown.problem, Problem::Unknown);
+    let role = refused("/messages/0/role", json!("tool"));
+    assert!(matches!(role.problem, Problem::Value(_)));
+}
