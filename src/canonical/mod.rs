@@ -3,6 +3,7 @@
 //! skip the conversion and forward the client's body with only `model` rewritten.
 
 pub mod anthropic;
+pub mod converse;
 pub mod effort;
 pub mod gemini;
 pub mod ids;
@@ -442,7 +443,7 @@ impl ChatRequest {
     }
 }
 
-/// The wire format of a request or answer: the four APIs Baton speaks on either side.
+/// The wire format of a request or answer: the APIs Baton speaks, to clients and upstreams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
     /// OpenAI's Chat Completions.
@@ -453,6 +454,8 @@ pub enum Wire {
     Anthropic,
     /// Gemini's `generateContent`.
     Gemini,
+    /// AWS Bedrock's Converse API (upstreams only: no client speaks it to Baton).
+    Converse,
 }
 
 /// A client dialect's stream encoder: canonical events in, that dialect's events out, the end

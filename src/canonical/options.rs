@@ -113,6 +113,17 @@ impl ToolChoice {
         }
     }
 
+    /// Bedrock Converse's `toolChoice` (a union); `None` for no tool call, which Converse
+    /// cannot say (the tools stay declared: a history with tool calls needs them).
+    pub fn to_converse(&self) -> Option<Value> {
+        Some(match self {
+            ToolChoice::Auto => json!({"auto": {}}),
+            ToolChoice::None => return None,
+            ToolChoice::Required => json!({"any": {}}),
+            ToolChoice::Tool(n) => json!({"tool": {"name": n}}),
+        })
+    }
+
     /// Gemini's `toolConfig`.
     pub fn to_gemini(&self) -> Value {
         let config = match self {
@@ -226,6 +237,21 @@ impl OutputFormat {
             OutputFormat::JsonObject => None,
             OutputFormat::JsonSchema { schema, .. } => {
                 Some(json!({"type": "json_schema", "schema": schema}))
+            }
+        }
+    }
+
+    /// Bedrock Converse's `outputConfig.textFormat`: a schema, as JSON text (`None` for any JSON
+    /// object, which Converse has no setting for).
+    pub fn to_converse(&self) -> Option<Value> {
+        match self {
+            OutputFormat::JsonObject => None,
+            OutputFormat::JsonSchema { name, schema, .. } => {
+                let mut def = json!({"schema": schema.to_string()});
+                if !name.is_empty() {
+                    def["name"] = json!(name);
+                }
+                Some(json!({"type": "json_schema", "structure": {"jsonSchema": def}}))
             }
         }
     }

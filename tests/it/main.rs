@@ -26,6 +26,7 @@ mod architecture_map;
 mod azure_upstream;
 mod bad_input;
 mod bad_request_throttle;
+mod bedrock_converse;
 mod bedrock_upstream;
 mod cache_tokens;
 mod catalog;

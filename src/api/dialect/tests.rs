@@ -127,6 +127,7 @@ fn every_dialect_writes_an_answer_and_a_stream_in_its_shape() {
             Wire::Anthropic => v.pointer("/content/0/text"),
             Wire::Responses => v.pointer("/output/0/content/0/text"),
             Wire::Gemini => v.pointer("/candidates/0/content/parts/0/text"),
+            Wire::Converse => panic!("no dialect speaks Converse"),
         };
         assert_eq!(text, Some(&json!("hello")), "{wire:?}: {v}");
 

@@ -1,7 +1,8 @@
 //! The AWS event-stream framing (`application/vnd.amazon.eventstream`), read as server-sent
 //! events so the attempt, the pump and the API's decoder see one framing. Bedrock streams a
 //! model's own events in it: each `chunk` message carries one event's JSON, base64-encoded in
-//! `{"bytes": …}`, which becomes `event: <its type>` / `data: <its JSON>`. An `exception`
+//! `{"bytes": …}`, which becomes `event: <its type>` / `data: <its JSON>`; the Converse API's
+//! typed events (`:event-type` `contentBlockDelta`…) become `data: {"contentBlockDelta": …}`. An `exception`
 //! message (`throttlingException`, `serviceUnavailableException`…) becomes the Messages API's
 //! `error` event with the type its status means, so a limit met mid-stream is classified and
 //! fails over like any other. Frames are decoded and their checksums verified by AWS's own
@@ -127,7 +128,7 @@ fn to_sse(m: &aws_smithy_types::event_stream::Message) -> Result<Option<Bytes>, 
             } else if kind.is_empty() {
                 return Ok(None);
             } else {
-                m.payload().clone()
+                named(kind, m.payload())
             };
             // The event's name is its `type`, read without building its tree (the API's
             // decoder reads the event itself).
@@ -142,6 +143,19 @@ fn to_sse(m: &aws_smithy_types::event_stream::Message) -> Result<Option<Bytes>, 
             Ok(Some(sse(&name, &data)))
         }
     }
+}
+
+/// A typed event's payload (Converse's `{"contentBlockIndex": 0, "delta": …}`) under its type,
+/// `{"contentBlockDelta": …}`, as the AWS SDKs hand a stream's events to their callers: the
+/// payload alone does not say what it is.
+fn named(kind: &str, payload: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(payload.len() + kind.len() + 8);
+    out.extend_from_slice(b"{\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(if payload.is_empty() { b"{}" } else { payload });
+    out.push(b'}');
+    Bytes::from(out)
 }
 
 /// A `chunk` message's payload: the model's event, base64-encoded (other members, such as

@@ -97,3 +97,32 @@ async fn a_corrupt_or_cut_frame_or_a_huge_one_is_an_error_not_an_event() {
     let got = read(vec![huge]).await;
     assert!(got[0].as_ref().unwrap_err().contains("larger"), "{got:?}");
 }
+
+#[tokio::test]
+async fn a_typed_event_comes_under_its_type_as_the_aws_sdks_hand_it_on() {
+    let typed = |kind: &str, payload: &str| {
+        frame(
+            &[
+                (":event-type", kind),
+                (":content-type", "application/json"),
+                (":message-type", "event"),
+            ],
+            payload.as_bytes(),
+        )
+    };
+    let got = read(vec![
+        typed(
+            "contentBlockDelta",
+            r#"{"contentBlockIndex":0,"delta":{"text":"hi"},"p":"abc"}"#,
+        ),
+        typed("messageStart", ""),
+    ])
+    .await;
+    assert_eq!(
+        got,
+        vec![
+            Ok("event: contentBlockDelta\ndata: {\"contentBlockDelta\":{\"contentBlockIndex\":0,\"delta\":{\"text\":\"hi\"},\"p\":\"abc\"}}\n\n".into()),
+            Ok("event: messageStart\ndata: {\"messageStart\":{}}\n\n".into()),
+        ]
+    );
+}

@@ -17,6 +17,7 @@
 pub mod anthropic;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod bedrock_converse;
 pub mod chatgpt;
 pub mod contract;
 pub mod gemini;
@@ -47,6 +48,7 @@ pub fn of(wire: Wire) -> &'static dyn UpstreamKind {
         Wire::Responses => &openai_responses::OpenAiResponses,
         Wire::Anthropic => &anthropic::Anthropic,
         Wire::Gemini => &gemini::Gemini,
+        Wire::Converse => &bedrock_converse::api::Converse,
     }
 }
 

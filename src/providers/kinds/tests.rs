@@ -282,7 +282,7 @@ fn capabilities_are_declared_not_tested_elsewhere() {
 fn every_registered_kind_is_whole_and_found_by_its_name() {
     use crate::config::ProviderKind;
     let all = ProviderKind::all();
-    assert_eq!(all.len(), 12, "{all:?}");
+    assert_eq!(all.len(), 13, "{all:?}");
     let mut names = std::collections::HashSet::new();
     let mut orders = std::collections::HashSet::new();
     for k in all {

@@ -164,7 +164,7 @@ pub fn platform_body(
 }
 
 /// An `{"type":"error"}` body (in a 200 or mid-stream) with the status its error type means.
-fn error_of(v: Value) -> UpstreamError {
+pub(crate) fn error_of(v: Value) -> UpstreamError {
     let status = match v
         .pointer("/error/type")
         .and_then(Value::as_str)

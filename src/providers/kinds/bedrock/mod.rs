@@ -242,7 +242,7 @@ impl Platform for Bedrock {
 }
 
 /// The Anthropic names of a Bedrock model id (none for another vendor's model).
-fn anthropic_names(model: &str) -> Vec<String> {
+pub(crate) fn anthropic_names(model: &str) -> Vec<String> {
     // An inference profile's ARN ends in its id; a geography prefix (`us.`, `global.`) goes.
     let id = model.rsplit('/').next().unwrap_or(model);
     let Some((_, rest)) = id.split_once("anthropic.") else {
