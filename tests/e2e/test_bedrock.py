@@ -7,6 +7,7 @@ on Bedrock when the subscription hits its cap mid-task, and comes back at the re
 import json
 import os
 import time
+from urllib.parse import unquote
 
 import anthropic
 
@@ -143,3 +144,72 @@ def test_claude_code_goes_on_with_the_same_model_on_bedrock_at_its_cap_and_comes
         sub.stop()
         bk.stop()
         os.environ.pop("AWS_SHARED_CREDENTIALS_FILE", None)
+
+
+LLAMA = "us.meta.llama3-3-70b-instruct-v1:0"
+CONVERSE_TOOLS = [{"toolSpec": {"name": "read_file", "description": "read a file",
+                                "inputSchema": {"json": {"type": "object",
+                                                         "properties": {"path": {"type": "string"}},
+                                                         "required": ["path"]}}}}]
+
+
+def test_baton_calls_converse_as_boto3_does(tmp_path):
+    """The same turn sent by boto3's own `converse` (botocore builds the body from AWS's service
+    model and signs it) and by an OpenAI client through Baton to a `bedrock-converse` provider:
+    the fake gets the same body at the same path, both signed for the region; streamed, botocore
+    decodes the fake's event stream and the two texts agree."""
+    import boto3
+    import openai
+
+    fake = bedrock_fake("bc", LLAMA)
+    fake.script(*["ok"] * 4)  # text answers, though tools are offered
+    os.environ["BATON_TEST_CONVERSE_KEY"] = f"{KEY_ID}:{SECRET}"
+    gw = Baton(tmp_path, [{"id": "bc", "kind": "bedrock-converse", "baseUrl": fake.url,
+                           "region": REGION, "models": [LLAMA],
+                           "keys": [{"env": "BATON_TEST_CONVERSE_KEY"}]}])
+    try:
+        direct = boto3.client("bedrock-runtime", region_name=REGION, endpoint_url=fake.url,
+                              aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
+        turn = dict(modelId=LLAMA, system=[{"text": "Be brief."}],
+                    messages=[{"role": "user", "content": [{"text": "hello"}]}],
+                    inferenceConfig={"maxTokens": 300, "temperature": 0.5},
+                    toolConfig={"tools": CONVERSE_TOOLS})
+        a = direct.converse(**turn)
+        via = openai.OpenAI(base_url=gw.base_url, api_key=gw.key, max_retries=0)
+        chat = dict(model=LLAMA, max_tokens=300, temperature=0.5,
+                    messages=[{"role": "system", "content": "Be brief."},
+                              {"role": "user", "content": "hello"}],
+                    tools=[{"type": "function", "function": {
+                        "name": "read_file", "description": "read a file",
+                        "parameters": CONVERSE_TOOLS[0]["toolSpec"]["inputSchema"]["json"]}}])
+        b = via.chat.completions.create(**chat)
+        assert a["output"]["message"]["content"][0]["text"] == "bc: hello"
+        assert b.choices[0].message.content == "bc: hello"
+        assert a["usage"]["outputTokens"] == b.usage.completion_tokens
+        sdk, baton = fake.stats()["bedrockCalls"]
+        # botocore escapes the id's `:` (`%3A`), Baton's URL does not need to: the same path.
+        assert unquote(sdk["path"]) == unquote(baton["path"]) == f"/model/{LLAMA}/converse", \
+            (sdk["path"], baton["path"])
+        assert json.loads(sdk["body"]) == json.loads(baton["body"]), (sdk["body"], baton["body"])
+        for h in (sdk["headers"], baton["headers"]):
+            assert h["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={KEY_ID}/")
+            assert f"/{REGION}/bedrock/aws4_request" in h["authorization"]
+
+        # Streamed: botocore reads the fake's typed events; Baton turns them into Chat
+        # Completions chunks.
+        events = direct.converse_stream(**turn)["stream"]
+        kinds, a_text = [], ""
+        for e in events:
+            kinds += list(e)
+            a_text += e.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+        assert kinds[0] == "messageStart" and kinds[-2:] == ["messageStop", "metadata"], kinds
+        b_text = "".join(c.choices[0].delta.content or ""
+                         for c in via.chat.completions.create(stream=True, **chat) if c.choices)
+        assert a_text == b_text == "bc: hello"
+        calls = fake.stats()["bedrockCalls"]
+        assert unquote(calls[2]["path"]) == unquote(calls[3]["path"]) \
+            == f"/model/{LLAMA}/converse-stream"
+        assert json.loads(calls[2]["body"]) == json.loads(calls[3]["body"])
+    finally:
+        gw.stop()
+        fake.stop()
