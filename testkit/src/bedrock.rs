@@ -288,6 +288,25 @@ fn take_exception(s: &Shared) -> bool {
 
 /// The Anthropic fake's SSE body as event-stream `chunk` messages, one per event.
 fn frames(body: Body) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    reframed(body, |data| {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(data);
+        let payload = json!({"bytes": b64, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"});
+        vec![Bytes::from(message(
+            &[
+                (":event-type", "chunk"),
+                (":content-type", "application/json"),
+                (":message-type", "event"),
+            ],
+            payload.to_string().as_bytes(),
+        ))]
+    })
+}
+
+/// An SSE body as the event-stream messages `frame` makes of each event's data.
+pub(crate) fn reframed(
+    body: Body,
+    mut frame: impl FnMut(&str) -> Vec<Bytes> + Send + 'static,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
     let mut buf = Vec::<u8>::new();
     body.into_data_stream().flat_map(move |chunk| {
         let mut out = Vec::new();
@@ -303,20 +322,9 @@ fn frames(body: Body) -> impl futures_util::Stream<Item = Result<Bytes, std::io:
                         .filter_map(|l| l.strip_prefix("data:"))
                         .map(str::trim_start)
                         .collect();
-                    if data.is_empty() {
-                        continue;
+                    if !data.is_empty() {
+                        out.extend(frame(&data.join("\n")).into_iter().map(Ok));
                     }
-                    let b64 = base64::engine::general_purpose::STANDARD.encode(data.join("\n"));
-                    let payload =
-                        json!({"bytes": b64, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"});
-                    out.push(Ok(Bytes::from(message(
-                        &[
-                            (":event-type", "chunk"),
-                            (":content-type", "application/json"),
-                            (":message-type", "event"),
-                        ],
-                        payload.to_string().as_bytes(),
-                    ))));
                 }
             }
         }

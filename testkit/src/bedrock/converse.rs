@@ -14,7 +14,6 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 
 use super::{aws_error, message, Account};
@@ -486,28 +485,11 @@ impl Turn {
 
 /// The Anthropic fake's SSE body as Converse's event-stream messages.
 fn events(body: Body) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
-    let mut buf = Vec::<u8>::new();
     let mut turn = Turn::default();
-    body.into_data_stream().flat_map(move |chunk| {
-        let mut out = Vec::new();
-        match chunk {
-            Err(e) => out.push(Err(std::io::Error::other(e.to_string()))),
-            Ok(c) => {
-                buf.extend_from_slice(&c);
-                while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
-                    let raw: Vec<u8> = buf.drain(..end + 2).collect();
-                    let text = String::from_utf8_lossy(&raw);
-                    let data: String = text
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .map(str::trim_start)
-                        .collect();
-                    if let Ok(v) = serde_json::from_str::<Value>(&data) {
-                        out.extend(turn.events(&v).into_iter().map(Ok));
-                    }
-                }
-            }
+    super::reframed(body, move |data| {
+        match serde_json::from_str::<Value>(data) {
+            Ok(v) => turn.events(&v),
+            Err(_) => Vec::new(),
         }
-        futures_util::stream::iter(out)
     })
 }

@@ -75,6 +75,19 @@ pub fn region(base_url: &str, region: Option<&str>) -> Option<String> {
     })
 }
 
+/// `{baseUrl}/model/{id}/{op}`: the id one path segment (an ARN's `/` escaped), as every
+/// Bedrock runtime operation on a model is addressed.
+pub(crate) fn model_url(p: &ProviderEntry, model: &str, op: &str) -> Option<reqwest::Url> {
+    let base = p.config.base_url.trim_end_matches('/');
+    let mut url = reqwest::Url::parse(&format!("{base}/model/")).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .push(model)
+        .push(op);
+    Some(url)
+}
+
 /// The foundation model a Bedrock model id or a cross-region inference profile names
 /// (`us.anthropic.claude-sonnet-4-5-20250929-v1:0` is `anthropic.claude-sonnet-4-5-20250929-v1:0`):
 /// what CountTokens takes. `None` for an ARN (an application inference profile's model is not
@@ -111,18 +124,12 @@ impl Platform for Bedrock {
     }
 
     fn url(&self, p: &ProviderEntry, model: &str, stream: bool) -> Option<reqwest::Url> {
-        let base = p.config.base_url.trim_end_matches('/');
-        let mut url = reqwest::Url::parse(&format!("{base}/model/")).ok()?;
-        url.path_segments_mut()
-            .ok()?
-            .pop_if_empty()
-            .push(model)
-            .push(if stream {
-                "invoke-with-response-stream"
-            } else {
-                "invoke"
-            });
-        Some(url)
+        let op = if stream {
+            "invoke-with-response-stream"
+        } else {
+            "invoke"
+        };
+        model_url(p, model, op)
     }
 
     fn own_auth(&self) -> bool {
@@ -165,13 +172,9 @@ impl Platform for Bedrock {
         let Some(bare) = foundation_model(model) else {
             return Ok(false);
         };
-        let base = p.config.base_url.trim_end_matches('/');
-        let Ok(mut url) = reqwest::Url::parse(&format!("{base}/model/")) else {
+        let Some(url) = model_url(p, bare, "count-tokens") else {
             return Ok(false);
         };
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.pop_if_empty().push(bare).push("count-tokens");
-        }
         *req.url_mut() = url;
         let betas = take_betas(req);
         let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else {

@@ -16,7 +16,7 @@
 
 pub mod api;
 
-use super::bedrock::{self, Bedrock};
+use super::bedrock::{self, model_url, Bedrock};
 use super::contract::{Framing, Platform, UpstreamKind};
 use crate::canonical::Wire;
 use crate::config::kind::KindSpec;
@@ -50,18 +50,6 @@ pub static SPEC: KindSpec = KindSpec {
 pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 
 super::contract::register!(SPEC, &BedrockConverse);
-
-/// `{baseUrl}/model/{id}/{op}`, the id one path segment (an ARN's `/` and `:` escaped).
-fn model_url(p: &ProviderEntry, model: &str, op: &str) -> Option<reqwest::Url> {
-    let base = p.config.base_url.trim_end_matches('/');
-    let mut url = reqwest::Url::parse(&format!("{base}/model/")).ok()?;
-    url.path_segments_mut()
-        .ok()?
-        .pop_if_empty()
-        .push(model)
-        .push(op);
-    Some(url)
-}
 
 impl Platform for BedrockConverse {
     fn api(&self) -> &'static dyn UpstreamKind {
