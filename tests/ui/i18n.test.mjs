@@ -27,7 +27,7 @@ const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/jso
 /** Words that are names, not English: products, formats, and this test's own data. */
 const NAMES = new Set(`Baton Claude Code Codex Gemini CLI CLIs OpenAI Anthropic API SDK SDKs JSON CSV URL UI ID
   Brave Search SearXNG Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
-  Azure AWS Bedrock Vertex Cloud Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
+  Azure AWS Bedrock Converse Vertex Cloud Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
   alice fast alpha beta alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
 
 /** The catalog's service names (data the gateway sends, shown as published: "Hugging Face
@@ -175,6 +175,11 @@ for (const [lang, width] of [["ja", 1000], ["ja", 420], ["zh-CN", 1000], ["zh-CN
     await page.selectOption("#f-kind", "bedrock");
     assert.equal(await page.isVisible("#f-region"), true, "Bedrock's region");
     assert.equal(await page.isVisible("#f-project"), false, "no project for Bedrock");
+    // Every other Bedrock model, through the Converse API: the same region and keys.
+    await page.selectOption("#f-kind", "bedrock-converse");
+    assert.equal(await page.isVisible("#f-region"), true, "Bedrock Converse's region");
+    if (lang !== "en") assert.deepEqual(await englishOnScreen(page, NAMES), [], `Add Bedrock Converse provider in ${lang}`);
+    await page.screenshot({ path: join(artifacts, `i18n-${lang}-add-bedrock-converse-${width}.png`), fullPage: true });
     await page.selectOption("#f-kind", "vertex-anthropic");
     assert.equal(await page.isVisible("#f-project"), true, "Vertex AI's project");
     await page.fill("#f-id", "vx");
