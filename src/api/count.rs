@@ -77,10 +77,11 @@ pub(crate) async fn counted(
         }
         Err(_) => Vec::new(),
     };
-    // The target the request would go to first.
+    // The target the request would go to first: not one that is out, nor one whose every
+    // credential is cooling for this model (the request would pass it over).
     let first = targets
         .into_iter()
-        .find(|t| t.provider.unavailable().is_none());
+        .find(|t| t.provider.unavailable().is_none() && !cooling(core, t));
     Ok(match &first {
         Some(t) => {
             match provider_count(core, t, own.as_ref(), &req, &headers, dialect.vendor()).await {
@@ -90,6 +91,22 @@ pub(crate) async fn counted(
         }
         None => crate::tokens::count_for(&req.model, &req),
     })
+}
+
+/// Whether every credential of `t`'s provider (its one scope when it holds no key) is cooling
+/// for `t`'s model now.
+fn cooling(core: &crate::gateway::Core, t: &Target) -> bool {
+    let p = &t.provider;
+    let blocked = |key: Option<&str>| {
+        core.routing
+            .cooldowns
+            .blocking(p.id(), key, &t.model.id)
+            .is_some()
+    };
+    if p.keys.is_empty() || !p.config.credentials.is_baton() {
+        return blocked(None);
+    }
+    p.keys.iter().all(|k| blocked(Some(&k.id)))
 }
 
 /// The provider's own count, for the kinds that have one; `None` on any failure.
@@ -106,7 +123,14 @@ async fn provider_count(
     let timeout = Duration::from_millis(p.config.timeouts.first_byte_ms.min(30_000));
     let rb = crate::providers::kinds::count_request(&client, p, &t.model.id, req, own, headers)?;
     let now_ms = core.routing.clock.now_ms();
-    let rb = authorized(&client, rb, p, headers, vendor, now_ms).await?;
+    // The first key not cooling for the model, as a request would take.
+    let key = p.keys.iter().find(|k| {
+        core.routing
+            .cooldowns
+            .blocking(p.id(), Some(&k.id), &t.model.id)
+            .is_none()
+    });
+    let rb = authorized(&client, rb, p, key, headers, vendor, now_ms).await?;
     let resp = rb.timeout(timeout).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -127,16 +151,17 @@ async fn authorized(
     client: &reqwest::Client,
     rb: reqwest::RequestBuilder,
     p: &ProviderEntry,
+    key: Option<&crate::providers::ApiKey>,
     headers: &HeaderMap,
     vendor: crate::providers::Vendor,
     now_ms: i64,
 ) -> Option<reqwest::RequestBuilder> {
     use crate::providers::kinds::authorize;
     if p.config.credentials.is_baton() {
-        let made = crate::providers::kinds::exchanged(client, p, p.keys.first(), now_ms)
+        let made = crate::providers::kinds::exchanged(client, p, key, now_ms)
             .await
             .ok()?;
-        return authorize(client, p, rb, made.as_ref().or(p.keys.first()), now_ms).ok();
+        return authorize(client, p, rb, made.as_ref().or(key), now_ms).ok();
     }
     // Only to its own vendor (an unknown-shaped login: the vendor whose API the client spoke).
     let own = ClientCredential::from_headers(headers)?.spoken_to(vendor);

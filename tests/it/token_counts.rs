@@ -142,3 +142,58 @@ async fn a_prompt_near_a_context_window_is_counted_before_it_is_sent() {
     );
     baton.stop().await;
 }
+
+/// A count goes where the request would: past a provider that is cooling for the model (its
+/// 429 said for how long) to the next one, which counts it.
+#[tokio::test]
+async fn a_count_passes_over_a_provider_cooling_for_the_model_as_the_request_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (
+        FakeUpstream::start("first").await,
+        FakeUpstream::start("second").await,
+    );
+    first.script([testkit::Behavior::Status {
+        status: 429,
+        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
+        headers: vec![("retry-after".into(), "60".into())],
+    }]);
+    std::env::set_var("BT_COUNT_FIRST_KEY", "sk-ant-api03-first");
+    std::env::set_var("BT_COUNT_SECOND_KEY", "sk-ant-api03-second");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "first", "kind": "anthropic", "baseUrl": first.base_url(), "models": ["claude-real"],
+             "keys": [{"env": "BT_COUNT_FIRST_KEY"}], "priority": 1},
+            {"id": "second", "kind": "anthropic", "baseUrl": second.base_url(), "models": ["claude-real"],
+             "keys": [{"env": "BT_COUNT_SECOND_KEY"}], "priority": 2}]}),
+    )
+    .await;
+    let body = json!({"model": "claude-real", "messages": [{"role": "user", "content": "hello"}]});
+    assert_eq!(
+        count(&baton, body.clone(), &[]).await,
+        (4242, "provider".into())
+    );
+    assert_eq!(
+        first.received().len(),
+        1,
+        "counted by the first, which is not cooling yet"
+    );
+    // A request meets the first's limit and is served by the second.
+    let mut turn = body.clone();
+    turn["max_tokens"] = json!(50);
+    let r = baton.messages(turn).send().await.unwrap();
+    assert_eq!(header(&r, "x-gateway-provider"), "second");
+    let (first_seen, second_seen) = (first.received().len(), second.received().len());
+    assert_eq!(count(&baton, body, &[]).await, (4242, "provider".into()));
+    assert_eq!(
+        first.received().len(),
+        first_seen,
+        "the cooling provider is not asked"
+    );
+    assert_eq!(
+        second.received().len(),
+        second_seen + 1,
+        "the next one counts it"
+    );
+    baton.stop().await;
+}
