@@ -31,6 +31,7 @@ mod server;
 pub(crate) mod shared;
 pub(crate) mod stats;
 pub mod store;
+pub(crate) mod structured;
 pub mod tokens;
 pub mod update;
 

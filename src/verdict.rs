@@ -49,6 +49,9 @@ pub enum ErrorClass {
     Transient,
     /// The provider refused on policy grounds.
     ContentPolicy,
+    /// The answer is not the JSON the client asked for (`structured`): the next candidate is
+    /// tried; nothing cools, since the provider is well.
+    InvalidOutput,
 }
 
 impl ErrorClass {
@@ -62,6 +65,7 @@ impl ErrorClass {
             ErrorClass::Overloaded => "overloaded",
             ErrorClass::Transient => "transient",
             ErrorClass::ContentPolicy => "content_policy",
+            ErrorClass::InvalidOutput => "invalid_output",
         }
     }
 
@@ -70,7 +74,7 @@ impl ErrorClass {
         !matches!(self, ErrorClass::Request | ErrorClass::ContentPolicy)
     }
 
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 9] = [
         ErrorClass::Request,
         ErrorClass::Auth,
         ErrorClass::Billing,
@@ -79,6 +83,7 @@ impl ErrorClass {
         ErrorClass::Overloaded,
         ErrorClass::Transient,
         ErrorClass::ContentPolicy,
+        ErrorClass::InvalidOutput,
     ];
 
     /// The class named `s` (its `as_str` name).

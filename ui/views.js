@@ -99,6 +99,7 @@ const CLASS_KEYS = {
   model: N_("Model not served"),
   request: N_("Request refused"),
   content_policy: N_("Refused by its content policy"),
+  invalid_output: N_("Answered JSON that does not fit"),
 };
 
 /** An error class in words ("Rate limit"); an unknown class as it is. */
@@ -117,6 +118,7 @@ function classWordsInline(cls) {
     model: N_("model not served"),
     request: N_("request refused"),
     content_policy: N_("refused by its content policy"),
+    invalid_output: N_("answered JSON that does not fit"),
   };
   return inline[cls] ? t(inline[cls]) : cls;
 }

@@ -304,6 +304,7 @@ fn parse(
         conversation,
         follows,
         continues,
+        expect: Default::default(),
     };
     Ok((inbound, charge))
 }

@@ -35,10 +35,17 @@ impl<'a> Out<'a> {
             reply,
             usage,
             slot,
+            output,
         } = served;
         let core = &self.state.core;
         drop(slot);
         gateway_headers(self.base, target.provider.id(), &target.model.id);
+        if let Some(checked) = &output {
+            self.base.insert(
+                super::reply::OUTPUT_HEADER,
+                HeaderValue::from_static(checked.word()),
+            );
+        }
         rec.served_by(&target);
         rec.first_byte();
         if let Some(u) = usage {

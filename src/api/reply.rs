@@ -26,6 +26,10 @@ pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> Strin
     out
 }
 
+/// How the JSON the client asked for turned out: `valid`, `repaired` (what was taken off it is
+/// in the log), or `invalid` (a stream checked at its end).
+pub(super) const OUTPUT_HEADER: &str = "x-baton-output";
+
 pub(super) fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
     h.insert("x-gateway-provider", header_value(provider));
     h.insert("x-gateway-model", header_value(model));

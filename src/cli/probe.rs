@@ -148,7 +148,10 @@ fn default_hold_ms(class: ErrorClass) -> Option<i64> {
         ErrorClass::Overloaded => Some(30_000),
         ErrorClass::Billing | ErrorClass::Model => Some(3_600_000),
         ErrorClass::Auth => Some(8 * 86_400_000),
-        ErrorClass::Request | ErrorClass::Transient | ErrorClass::ContentPolicy => None,
+        ErrorClass::Request
+        | ErrorClass::Transient
+        | ErrorClass::ContentPolicy
+        | ErrorClass::InvalidOutput => None,
     }
 }
 

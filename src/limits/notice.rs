@@ -38,6 +38,7 @@ pub fn failover_message(
         ErrorClass::Overloaded => n_("{from} is overloaded"),
         ErrorClass::Model => n_("{from} does not serve this model"),
         ErrorClass::ContentPolicy => n_("{from} refused the request"),
+        ErrorClass::InvalidOutput => n_("{from} answered JSON that does not fit the request"),
         ErrorClass::Request | ErrorClass::Transient => n_("{from} failed"),
     };
     let what = tr(loc.lang, what, &[("from", from)]);

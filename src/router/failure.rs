@@ -66,6 +66,9 @@ pub(super) async fn on_failure(
         // A CLI's login is tracked as its status (unavailable until it is logged in again),
         // not as a cooldown that would outlast the fix.
         ErrorClass::Auth if t.provider.config.kind.is_cli() => (Next::DropProvider, true, false),
+        // The provider is well; this answer was not what the client asked for: the next
+        // candidate, nothing cooled, no breaker fed.
+        ErrorClass::InvalidOutput => (Next::Move, true, false),
         class => {
             let fresh = apply_cooldown(routing, snap, t, key, c);
             if class == ErrorClass::Auth {
@@ -271,7 +274,10 @@ pub(super) fn apply_cooldown(
             key: None,
             model,
         },
-        ErrorClass::Transient | ErrorClass::Request | ErrorClass::ContentPolicy => return true,
+        ErrorClass::Transient
+        | ErrorClass::Request
+        | ErrorClass::ContentPolicy
+        | ErrorClass::InvalidOutput => return true,
     };
     let until = cooldown_until(routing, snap, c);
     // A subscription's cap, or a limit of an hour or more, is a window spent until then.

@@ -22,6 +22,7 @@ use super::types::{
 use crate::limits::breaker::Admit;
 use crate::limits::{self, Classified, ErrorClass};
 use crate::providers::ApiKey;
+use crate::structured::Checked;
 
 /// How often a request waiting for another instance to free a shared slot looks again.
 const SHARED_SLOT_POLL: Duration = Duration::from_millis(20);
@@ -368,8 +369,12 @@ pub(super) async fn run_candidates<U: Upstream>(
                 return Err(Failure::Deadline(cx.deadline_ms));
             }
         };
+        let (outcome, checked) =
+            super::output::check(cx.routing, cx.inbound, &sent.target, outcome, rec.id());
         match outcome {
-            Attempt::Served(answer) => return Ok(answered(cx, sent, answer, slot, &queue, rec)),
+            Attempt::Served(answer) => {
+                return Ok(answered(cx, sent, (answer, checked), slot, &queue, rec))
+            }
             Attempt::Failed {
                 classified,
                 status,
@@ -397,7 +402,7 @@ pub(super) async fn run_candidates<U: Upstream>(
 fn answered<U>(
     cx: &Ctx<'_, U>,
     sent: Sent,
-    answer: Answer,
+    (answer, output): (Answer, Option<Checked>),
     slot: Slot,
     queue: &Queue,
     rec: &mut Record,
@@ -433,6 +438,7 @@ fn answered<U>(
             reply,
             usage,
             slot,
+            output,
         }),
         Answer::Stream { source, prelude } => {
             let snap = cx.snap;

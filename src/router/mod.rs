@@ -12,6 +12,7 @@ mod fallback;
 mod forecast;
 mod hosted;
 mod live;
+mod output;
 pub mod record;
 pub(crate) mod searcher;
 pub mod snapshot;
@@ -289,6 +290,7 @@ pub async fn test_target(
         openai: body.into(),
         original: None,
         continues: None,
+        expect: Default::default(),
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -109,6 +109,7 @@ async fn by_provider(
         conversation: None,
         follows: false,
         continues: None,
+        expect: Default::default(),
     };
     let target = Target {
         provider: p.clone(),

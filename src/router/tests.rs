@@ -199,6 +199,7 @@ fn inbound(stream: bool) -> Inbound {
         openai: body.into(),
         original: None,
         continues: None,
+        expect: Default::default(),
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

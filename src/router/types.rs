@@ -49,6 +49,9 @@ pub struct Inbound {
     /// The request continues a conversation its API's server stores (the dialect says so):
     /// only an upstream of the client's own API can take it.
     pub continues: Option<Continues>,
+    /// The check of the JSON the client asked for (`canonical.output`), its schema compiled
+    /// the first time an answer is checked ([`Inbound::expect`]).
+    pub expect: std::sync::OnceLock<Option<crate::structured::Expect>>,
 }
 
 /// A conversation stored upstream that the request continues.
@@ -72,6 +75,18 @@ impl Inbound {
     pub fn openai_body(&self) -> &Map<String, Value> {
         self.openai
             .get_or_init(|| crate::canonical::openai::request_to_openai(&self.canonical))
+    }
+
+    /// The check its answers take, when the client asked for JSON.
+    pub fn expect(&self) -> Option<&crate::structured::Expect> {
+        self.expect
+            .get_or_init(|| {
+                self.canonical
+                    .output
+                    .as_ref()
+                    .map(crate::structured::Expect::new)
+            })
+            .as_ref()
     }
 
     /// The client's own body, when it spoke `wire`.
@@ -128,6 +143,8 @@ pub struct Completed {
     pub reply: Reply,
     pub usage: Option<Usage>,
     pub slot: Slot,
+    /// How the JSON the client asked for turned out (`valid`, `repaired`), when it asked.
+    pub output: Option<crate::structured::Checked>,
 }
 
 /// A stream committed after its first content.

@@ -485,7 +485,14 @@ pub(crate) async fn chat(
             };
             answer(&s, guard, stream, usage, &model, reply, None).await
         }
-        Behavior::Text(t) => answer(&s, guard, stream, usage, &model, Reply::Text(t), None).await,
+        // A model stops at the request's token limit, whatever it was saying.
+        Behavior::Text(t) => {
+            let reply = match crate::model::within_limit(t, &body) {
+                (t, true) => Reply::Cut(t),
+                (t, false) => Reply::Text(t),
+            };
+            answer(&s, guard, stream, usage, &model, reply, None).await
+        }
         Behavior::NoUsage => {
             answer(
                 &s,

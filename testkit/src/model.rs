@@ -10,12 +10,20 @@ use crate::Behavior;
 /// `output_config.format`, Gemini's `responseJsonSchema`): the smallest instance of the schema,
 /// so structured-output clients get something to parse.
 pub(crate) fn schema_answer(body: &Value) -> Option<String> {
-    let schema = body
+    // JSON mode without a schema (`json_object`, Gemini's JSON mime type): a JSON object.
+    let json_mode = body.pointer("/response_format/type") == Some(&Value::from("json_object"))
+        || body.pointer("/text/format/type") == Some(&Value::from("json_object"))
+        || body.pointer("/generationConfig/responseMimeType")
+            == Some(&Value::from("application/json"));
+    let Some(schema) = body
         .pointer("/response_format/json_schema/schema")
         .or_else(|| body.pointer("/text/format/schema"))
         .or_else(|| body.pointer("/output_config/format/schema"))
         .or_else(|| body.pointer("/output_format/schema"))
-        .or_else(|| body.pointer("/generationConfig/responseJsonSchema"))?;
+        .or_else(|| body.pointer("/generationConfig/responseJsonSchema"))
+    else {
+        return json_mode.then(|| "{}".into());
+    };
     Some(instance_of(schema, schema, 0).to_string())
 }
 

@@ -79,6 +79,7 @@ mod stops_and_parallel;
 mod stream_breaks;
 mod streaming;
 mod strict_fakes;
+mod structured_output;
 mod subscription;
 mod thinking;
 mod timeouts;

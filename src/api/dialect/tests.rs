@@ -57,6 +57,7 @@ fn inbound(p: Parsed) -> Inbound {
         conversation: None,
         follows: false,
         continues: p.continues,
+        expect: Default::default(),
     }
 }
 

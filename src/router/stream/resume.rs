@@ -201,6 +201,7 @@ impl Pump {
             openai: body.into(),
             original: None,
             continues: None,
+            expect: Default::default(),
             client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {

@@ -1,0 +1,150 @@
+//! Structured output checked before it is relayed. When the client asked for JSON (any API's
+//! form of it: `response_format`, `output_config.format`, `text.format`, `responseJsonSchema`),
+//! the answer's text must be one JSON value, valid against the schema when one was given.
+//!
+//! What is safely repairable is repaired, and said so: a byte-order mark, a Markdown fence
+//! around the value, prose before or after the one value. What is not — no value at all, two
+//! values, a value the schema refuses, a value cut off at the token limit — is invalid, and the
+//! router tries the next candidate. The schema is compiled once per request (`jsonschema`,
+//! without its remote or file `$ref` resolution) and bounded in size; a schema that does not
+//! compile leaves the check at "one JSON value".
+
+use serde_json::Value;
+
+use crate::canonical::OutputFormat;
+
+/// The largest schema compiled (its JSON text); a larger one is checked as "one JSON value".
+const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// What the client asked the answer to be.
+#[derive(Clone)]
+pub struct Expect {
+    schema: Option<std::sync::Arc<jsonschema::Validator>>,
+}
+
+/// How an answer's text turned out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    /// One JSON value, as asked, as it came.
+    Valid,
+    /// One JSON value once what surrounded it was taken off (`what`); the value's text.
+    Repaired { text: String, what: &'static str },
+    /// Not what was asked, in words.
+    Invalid(String),
+}
+
+impl Checked {
+    /// The word for the client's header and the log: `valid`, `repaired`, `invalid`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Checked::Valid => "valid",
+            Checked::Repaired { .. } => "repaired",
+            Checked::Invalid(_) => "invalid",
+        }
+    }
+}
+
+impl Expect {
+    /// The check for `format`, its schema compiled once.
+    pub fn new(format: &OutputFormat) -> Expect {
+        let schema = match format {
+            OutputFormat::JsonObject => None,
+            OutputFormat::JsonSchema { schema, .. } => (schema.to_string().len()
+                <= MAX_SCHEMA_BYTES)
+                .then(|| jsonschema::validator_for(schema).ok())
+                .flatten()
+                .map(std::sync::Arc::new),
+        };
+        Expect { schema }
+    }
+
+    /// Checks an answer's `text`; `cut` when the answer stopped at its token limit.
+    pub fn check(&self, text: &str, cut: bool) -> Checked {
+        let bare = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
+        if let Ok(v) = serde_json::from_str::<Value>(bare) {
+            return match self.fits(&v) {
+                Err(why) => Checked::Invalid(why),
+                Ok(()) if bare.len() == text.len() => Checked::Valid,
+                Ok(()) if text.starts_with('\u{feff}') => Checked::Repaired {
+                    text: bare.to_string(),
+                    what: "a byte-order mark",
+                },
+                // Whitespace around a value is still the value.
+                Ok(()) => Checked::Valid,
+            };
+        }
+        if cut {
+            return Checked::Invalid(
+                "the answer stopped at its token limit before its JSON value was complete".into(),
+            );
+        }
+        let (found, what) = match fenced(bare) {
+            Some(inner) => (one_value(inner), "a Markdown fence"),
+            None => (one_value(bare), "prose around the JSON value"),
+        };
+        match found {
+            Ok((v, slice)) => match self.fits(&v) {
+                Ok(()) => Checked::Repaired {
+                    text: slice.to_string(),
+                    what,
+                },
+                Err(why) => Checked::Invalid(why),
+            },
+            Err(why) => Checked::Invalid(why),
+        }
+    }
+
+    /// Whether `v` is what the schema asks (the first problem, with where it is).
+    fn fits(&self, v: &Value) -> Result<(), String> {
+        let Some(schema) = &self.schema else {
+            return Ok(());
+        };
+        schema.validate(v).map_err(|e| {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "/".to_string() } else { at };
+            format!("the JSON value does not fit the schema at {at}: {e}")
+        })
+    }
+}
+
+/// The inside of the one Markdown code fence in `text` (```` ```json ```` or a bare fence).
+fn fenced(text: &str) -> Option<&str> {
+    let open = text.find("```")?;
+    let after = &text[open + 3..];
+    // The fence's info string (`json`) runs to the end of its line.
+    let body = &after[after.find('\n')? + 1..];
+    let close = body.rfind("```")?;
+    Some(body[..close].trim())
+}
+
+/// The one JSON object or array in `text`, with prose around it allowed; two values, or none,
+/// are not one.
+fn one_value(text: &str) -> Result<(Value, &str), String> {
+    let mut starts = text.match_indices(['{', '[']).map(|(i, _)| i);
+    let found = starts.find_map(|i| {
+        let mut it = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
+        match it.next() {
+            Some(Ok(v)) if v.is_object() || v.is_array() => {
+                Some((v, &text[i..i + it.byte_offset()]))
+            }
+            _ => None,
+        }
+    });
+    let Some((v, slice)) = found else {
+        return Err("the answer holds no JSON value".into());
+    };
+    let end = slice.as_ptr() as usize - text.as_ptr() as usize + slice.len();
+    let rest = &text[end..];
+    if rest.match_indices(['{', '[']).any(|(i, _)| {
+        serde_json::Deserializer::from_str(&rest[i..])
+            .into_iter::<Value>()
+            .next()
+            .is_some_and(|r| r.is_ok_and(|v| v.is_object() || v.is_array()))
+    }) {
+        return Err("the answer holds more than one JSON value".into());
+    }
+    Ok((v, slice))
+}
+
+#[cfg(test)]
+mod tests;
