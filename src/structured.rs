@@ -17,7 +17,7 @@ use crate::canonical::OutputFormat;
 const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
 /// What the client asked the answer to be.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Expect {
     schema: Option<std::sync::Arc<jsonschema::Validator>>,
 }

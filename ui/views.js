@@ -385,6 +385,20 @@ export function chain(row) {
   return el("span", { class: "chain" }, parts);
 }
 
+/** How the JSON a request asked for turned out: valid, repaired (something around it was
+ * taken off), or invalid. */
+const OUTPUT_WORDS = {
+  valid: [N_("JSON valid"), "ok"],
+  repaired: [N_("JSON repaired"), "warn"],
+  invalid: [N_("JSON invalid"), "bad"],
+};
+
+function outputBadge(output) {
+  const o = OUTPUT_WORDS[output];
+  if (!o) return null;
+  return el("span", { class: `badge ${o[1]}`, style: "margin-left:.35rem", "data-testid": "output" }, t(o[0]));
+}
+
 export function logRow(r) {
   const read = r.cacheReadTokens || 0;
   const written = r.cacheWriteTokens || 0;
@@ -397,7 +411,7 @@ export function logRow(r) {
     "tr",
     {},
     el("td", { class: "when", title: fmtDateTime(r.tsMs) }, fmtTime(r.tsMs, { hour: "numeric", minute: "2-digit", second: "2-digit" })),
-    el("td", {}, keep(r.requestedModel), r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null),
+    el("td", {}, keep(r.requestedModel), r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null, outputBadge(r.output)),
     el("td", {}, chain(r)),
     el("td", { class: "num", "data-label": t("Latency") }, t("{n} ms", { n: r.totalMs })),
     el("td", { class: "num", "data-label": t("Tokens") }, tokens),

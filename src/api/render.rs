@@ -41,6 +41,7 @@ impl<'a> Out<'a> {
         drop(slot);
         gateway_headers(self.base, target.provider.id(), &target.model.id);
         if let Some(checked) = &output {
+            rec.output(checked.word());
             self.base.insert(
                 super::reply::OUTPUT_HEADER,
                 HeaderValue::from_static(checked.word()),
@@ -145,6 +146,7 @@ impl<'a> Out<'a> {
             prelude,
             client_wants_usage: inbound.canonical.stream_usage,
             prompt_tokens,
+            expect: inbound.expect().cloned(),
         };
         let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
         let mut resp = Response::new(Body::from_stream(body));
@@ -171,6 +173,14 @@ impl<'a> Out<'a> {
         }
         if let Some(last) = rec.attempts().iter().rev().find(|a| a.class.sent()) {
             gateway_headers(self.base, &last.provider, &last.model);
+        }
+        let invalid = crate::limits::Outcome::Failed(crate::limits::ErrorClass::InvalidOutput);
+        if rec.attempts().iter().any(|a| a.class == invalid) {
+            rec.output("invalid");
+            self.base.insert(
+                super::reply::OUTPUT_HEADER,
+                HeaderValue::from_static("invalid"),
+            );
         }
         rec.finish(status, Some(err.message.clone()));
         if exhausted {

@@ -51,6 +51,7 @@ impl Record {
                 cache_read_tokens: None,
                 cache_write_tokens: None,
                 error: None,
+                output: None,
             }),
             started: Instant::now(),
             routing: routing.clone(),
@@ -112,6 +113,13 @@ impl Record {
             r.output_tokens = Some(u.output_tokens);
             r.cache_read_tokens = Some(u.cached_input_tokens);
             r.cache_write_tokens = Some(u.cache_write_tokens);
+        }
+    }
+
+    /// How the JSON the client asked for turned out (`structured::Checked::word`).
+    pub fn output(&mut self, word: &str) {
+        if let Some(r) = &mut self.row {
+            r.output = Some(word.to_string());
         }
     }
 

@@ -40,6 +40,8 @@ pub struct Upstream {
     pub client_wants_usage: bool,
     /// Estimated prompt tokens, for an answer whose upstream reports no usage.
     pub prompt_tokens: u64,
+    /// The JSON the client asked for: the streamed answer is checked at its end (`structured`).
+    pub expect: Option<crate::structured::Expect>,
 }
 
 /// The client-facing body of a streamed answer, in the client's format.
@@ -57,6 +59,7 @@ pub fn body(
         prelude,
         client_wants_usage,
         prompt_tokens,
+        expect,
     } = up;
     let parts = resume
         .as_ref()
@@ -76,6 +79,12 @@ pub fn body(
         ended: false,
         resume,
         out,
+        json: expect.map(|expect| {
+            Box::new(pump::Json {
+                expect,
+                ..Default::default()
+            })
+        }),
     };
     // The held-back events go out as one write: the client gets the first token in one packet.
     let first = pump.held(prelude);
@@ -102,7 +111,7 @@ impl Pump {
     /// Whether the canonical events are needed: to translate, or to keep the partial answer
     /// for a resume.
     fn wants_events(&self) -> bool {
-        !self.same_format() || self.parts.is_some()
+        !self.same_format() || self.parts.is_some() || self.json.is_some()
     }
 
     /// What the source gave, in the client's format.
@@ -173,6 +182,9 @@ impl Pump {
                 Bytes::new()
             };
         };
+        if let Some(json) = &mut self.json {
+            json.note(&d.events);
+        }
         if d.end {
             // The last event may carry the answer's last facts (a Responses stream's
             // `response.completed` has its usage and finish): noted, and translated, first.
@@ -222,7 +234,33 @@ impl Pump {
         self.settle_resumed();
         self.estimate_if_unreported();
         self.count_tokens();
+        self.check_json();
         self.rec.finish(200, None);
+    }
+
+    /// A streamed answer to a request for JSON, checked at its end: it went to the client as
+    /// it came, so the log says whether it was the JSON asked for (a fence or prose around the
+    /// value, which a whole answer would have had taken off, is `invalid` here).
+    fn check_json(&mut self) {
+        let Some(json) = self.json.take() else {
+            return;
+        };
+        if json.tool_call {
+            return;
+        }
+        let word = match json.expect.check(&json.text, json.cut) {
+            crate::structured::Checked::Valid => "valid",
+            crate::structured::Checked::Repaired { what, .. } => {
+                tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), around = what, "the streamed answer's JSON came with something around it");
+                "invalid"
+            }
+            crate::structured::Checked::Invalid(why) => {
+                let why = self.rec.routing().redactor.string(why);
+                tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), reason = %why, "the streamed answer is not the JSON asked for");
+                "invalid"
+            }
+        };
+        self.rec.output(word);
     }
 
     /// The upstream's body ended without its terminator.

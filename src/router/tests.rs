@@ -254,6 +254,7 @@ async fn relayed(w: &World, script: Script) -> Vec<Bytes> {
         panic!("expected a stream");
     };
     let upstream = stream::Upstream {
+        expect: None,
         source,
         prelude,
         client_wants_usage: false,

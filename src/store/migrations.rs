@@ -82,6 +82,11 @@ ALTER TABLE request_log ADD COLUMN upstream_ms INTEGER;
 ALTER TABLE request_log ADD COLUMN cache_read_tokens INTEGER;
 ALTER TABLE request_log ADD COLUMN cache_write_tokens INTEGER;
 "#,
+    r#"
+-- How the JSON a client asked for turned out: valid, repaired, invalid (NULL when it asked for
+-- none).
+ALTER TABLE request_log ADD COLUMN output TEXT;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {

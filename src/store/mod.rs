@@ -228,7 +228,7 @@ impl Store {
         let mut sql = String::from(
             "SELECT id, ts_ms, client, requested_model, provider, model, status, stream, attempts,
                     ttfb_ms, total_ms, input_tokens, output_tokens, error, client_key, cost_usd,
-                    upstream_ms, cache_read_tokens, cache_write_tokens
+                    upstream_ms, cache_read_tokens, cache_write_tokens, output
              FROM request_log WHERE 1 = 1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -285,6 +285,7 @@ impl Store {
                 upstream_ms: r.get::<_, Option<i64>>(16)?.map(|v| v as u64),
                 cache_read_tokens: r.get::<_, Option<i64>>(17)?.map(|v| v as u64),
                 cache_write_tokens: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
+                output: r.get(19)?,
             })
         }))?;
         self.sql(rows.collect())

@@ -62,6 +62,10 @@ pub struct LogRow {
     /// Prompt tokens written to the provider's cache (part of `input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// How the JSON the client asked for turned out (`valid`, `repaired`, `invalid`), when it
+    /// asked for JSON (`structured`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// A persisted cooldown. Empty `key_id` / `model` mean "any".

@@ -285,9 +285,9 @@ fn write_batch(conn: &mut Connection, batch: &[WriteOp]) -> rusqlite::Result<()>
         let mut log_stmt = tx.prepare_cached(
             "INSERT INTO request_log (id, ts_ms, client, requested_model, provider, model,
                 status, stream, attempts, ttfb_ms, total_ms, input_tokens, output_tokens, error,
-                client_key, cost_usd, upstream_ms, cache_read_tokens, cache_write_tokens)
+                client_key, cost_usd, upstream_ms, cache_read_tokens, cache_write_tokens, output)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19)",
+                ?18, ?19, ?20)",
         )?;
         for op in batch {
             match op {
@@ -314,6 +314,7 @@ fn write_batch(conn: &mut Connection, batch: &[WriteOp]) -> rusqlite::Result<()>
                         r.upstream_ms.map(|v| v as i64),
                         r.cache_read_tokens.map(|v| v as i64),
                         r.cache_write_tokens.map(|v| v as i64),
+                        r.output,
                     ])?;
                 }
                 WriteOp::SetCooldown(c) => {

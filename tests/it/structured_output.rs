@@ -252,3 +252,50 @@ async fn every_apis_json_request_is_checked_and_a_tool_call_is_not() {
     );
     baton.stop().await;
 }
+
+/// The log says how each JSON answer turned out (Activity shows it): a whole answer valid or
+/// repaired, a stream checked at its end (it went out as it came, so anything around the value
+/// is `invalid` there), and a request whose every answer was invalid.
+#[tokio::test]
+async fn the_log_says_how_each_json_answer_turned_out_streams_checked_at_their_end() {
+    let (first, second) = (
+        FakeUpstream::start("first").await,
+        FakeUpstream::start("second").await,
+    );
+    let (_dir, baton) = two(&first, &second).await;
+    first.script([says("```json\n{\"total\": 1}\n```")]);
+    baton.post(chat("a")).send().await.unwrap();
+    let mut streamed = chat("b");
+    streamed["stream"] = json!(true);
+    first.script([says("{\"total\": 2}")]);
+    let r = baton.post(streamed.clone()).send().await.unwrap();
+    assert_eq!(
+        stream_text(&sse_data(&r.text().await.unwrap())),
+        "{\"total\": 2}"
+    );
+    first.script([says("Here: {\"total\": 3}")]);
+    let r = baton.post(streamed).send().await.unwrap();
+    assert_eq!(
+        stream_text(&sse_data(&r.text().await.unwrap())),
+        "Here: {\"total\": 3}",
+        "a stream goes out as it came"
+    );
+    first.script([says("no")]);
+    second.script([says("nope")]);
+    let r = baton.post(chat("c")).send().await.unwrap();
+    assert_eq!(header(&r, "x-baton-output"), "invalid");
+    baton.chat("auto", "no json asked").await;
+    let log = baton.log().await;
+    let words: Vec<Option<&str>> = log.iter().rev().map(|r| r.output.as_deref()).collect();
+    assert_eq!(
+        words,
+        [
+            Some("repaired"),
+            Some("valid"),
+            Some("invalid"),
+            Some("invalid"),
+            None
+        ]
+    );
+    baton.stop().await;
+}

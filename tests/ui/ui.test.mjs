@@ -500,6 +500,27 @@ test("prompt-cache reads show in Activity and as the provider's cached share", a
   assert.equal(r.status, 204);
 });
 
+test("Activity says how a JSON answer turned out: repaired when something was around it", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const fenced = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "fenced", "--mode", "text:```json\n{\"total\": 3}\n```"])) + "/v1";
+  let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "fenced", kind: "openai-compatible", baseUrl: fenced, models: ["fenced-model"], priority: 97 }) });
+  assert.equal(r.status, 201, await r.text());
+  r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "fenced/fenced-model", messages: [{ role: "user", content: "total?" }], response_format: { type: "json_object" } }),
+  });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("x-baton-output"), "repaired");
+  assert.equal((await r.json()).choices[0].message.content, '{"total": 3}');
+  await page.click("nav a[data-tab=activity]");
+  const badge = await page.waitForSelector("#log-rows tr:first-child [data-testid=output]");
+  assert.equal((await badge.textContent()).trim(), "JSON repaired");
+  await shot("json-repaired");
+  r = await fetch(`${baton}/admin/providers/fenced`, { method: "DELETE", headers: admin });
+  assert.equal(r.status, 204);
+});
+
 test("a subscription's usage windows show as bars, in the tray window too; thresholds are set with the keyboard", async () => {
   const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
   const plus = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "plus", "--mode", "codex-used:72"])) + "/v1";
