@@ -304,6 +304,13 @@ export function providerRow(p, index, count, handlers) {
     ].filter(Boolean).join(" · ");
     facts.push(el("span", { "data-testid": "stats", title: t("Last day: {facts}", { facts: parts(d) }) }, t("last hour: {facts}", { facts: parts(h) })));
   }
+  // How fast it answers now: what a route ordered by speed goes by.
+  if (p.speed) {
+    const words = p.speed.tokensPerS != null
+      ? t("{ms} ms to first token · {tps} tokens/s", { ms: fmtNumber(Math.round(p.speed.ttftMs)), tps: fmtNumber(Math.round(p.speed.tokensPerS)) })
+      : t("{ms} ms to first token", { ms: fmtNumber(Math.round(p.speed.ttftMs)) });
+    facts.push(el("span", { "data-testid": "speed", title: t("Decaying average of its last answers ({n} measured)", { n: p.speed.samples }) }, words));
+  }
   if (p.cli && p.cli.version) facts.push(el("span", { title: p.cli.executable || "", translate: "no" }, p.cli.version));
   if (partial.length) {
     const c = partial[0];

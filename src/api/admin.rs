@@ -142,6 +142,7 @@ pub(super) fn provider_json(
         keys,
         models,
         health: core.stats.health(id, None, None),
+        speed: core.routing.speeds.best_of(id),
         discovery: json!(p.runtime.discovery.get()),
         cli: p
             .runtime

@@ -138,6 +138,10 @@ pub struct ProviderView {
     pub keys: Vec<KeyView>,
     pub models: Vec<Value>,
     pub health: Health,
+    /// How fast it answers now (its fastest model): time to the first token and tokens per
+    /// second, decaying averages of live answers (`router::speed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<crate::router::speed::Speed>,
     pub discovery: Value,
     pub cli: Value,
     /// `file`, `ui` or `detected`.

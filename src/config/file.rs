@@ -176,6 +176,21 @@ pub struct RoutingConfig {
     /// it, so the provider's prompt cache stays warm.
     #[serde(default)]
     pub affinity: AffinityConfig,
+    /// How `auto` orders providers of equal priority: by their usage windows' room
+    /// (`priority`, the default) or by how fast they answer now (`speed`).
+    #[serde(default)]
+    pub order: Order,
+}
+
+/// How candidates of equal priority are ordered.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// As listed, the one with the most room in its usage windows first.
+    #[default]
+    Priority,
+    /// The fastest now first: time to the first token, a decaying average of live answers.
+    Speed,
 }
 
 /// `routing.affinity`.
@@ -218,6 +233,7 @@ impl Default for RoutingConfig {
             breaker: Default::default(),
             content_policy_fallback: false,
             affinity: Default::default(),
+            order: Order::Priority,
         }
     }
 }
@@ -296,6 +312,9 @@ pub struct RouteDetail {
     /// declares `capabilities.prefill`, sending the partial answer as an assistant prefill.
     #[serde(default)]
     pub resume_on_break: bool,
+    /// How targets of equal priority are ordered (`speed`: the fastest now first).
+    #[serde(default)]
+    pub order: Order,
 }
 
 impl RouteConfig {
@@ -308,6 +327,13 @@ impl RouteConfig {
 
     pub fn resume_on_break(&self) -> bool {
         matches!(self, RouteConfig::Detailed(d) if d.resume_on_break)
+    }
+
+    pub fn order(&self) -> Order {
+        match self {
+            RouteConfig::Detailed(d) => d.order,
+            RouteConfig::Chain(_) => Order::Priority,
+        }
     }
 }
 

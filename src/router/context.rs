@@ -53,6 +53,8 @@ pub struct Routing {
     pub affinity: super::affinity::Affinity,
     /// Every account's limit windows (`limits::usage`).
     pub usage: crate::limits::usage::UsageBook,
+    /// How fast each provider answers each model now (`router::speed`).
+    pub speeds: super::speed::Speeds,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
     /// Weak: the gateway owns the routing context, not the other way round.
@@ -80,6 +82,7 @@ impl Routing {
             thinking: Default::default(),
             affinity: Default::default(),
             usage: Default::default(),
+            speeds: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             locale: Default::default(),
             shared,
@@ -95,6 +98,7 @@ impl Routing {
         total: Duration,
         upstream_us: u64,
     ) {
+        self.speeds.observe(&row);
         if let Some(sink) = self.sink.upgrade() {
             sink.finished(client, row, total, upstream_us);
         }

@@ -48,6 +48,7 @@ pub(super) fn plan(
     selection: Selection,
     rec: &mut Record,
     now: i64,
+    by_speed: bool,
 ) {
     if matches!(selection, Selection::Pinned | Selection::Provider) {
         return; // The client chose: a pinned request may use the reserve.
@@ -64,7 +65,10 @@ pub(super) fn plan(
             None => kept.push((t, fact)),
         }
     }
-    most_room_first(&mut kept);
+    // Ordered by speed, the room decides no more than a reserve and a cap.
+    if !by_speed {
+        most_room_first(&mut kept);
+    }
     defer_forecast_caps(routing, kept, targets, rec, now);
 }
 

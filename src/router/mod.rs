@@ -16,6 +16,7 @@ mod output;
 pub mod record;
 pub(crate) mod searcher;
 pub mod snapshot;
+pub(crate) mod speed;
 
 pub mod stream;
 #[cfg(test)]
@@ -60,6 +61,28 @@ pub async fn dispatch(
     .await
 }
 
+/// The candidates in the order they are tried: a provider about to run out behind the others
+/// (`auto`), the fastest first among equals for a route ordered by speed, then the usage
+/// windows (reserves kept, the most room first unless ordered by speed, a forecast cap behind).
+fn order(
+    routing: &Routing,
+    snap: &Snapshot,
+    inbound: &Inbound,
+    targets: &mut Vec<Target>,
+    selection: Selection,
+    rec: &mut Record,
+    now: i64,
+) {
+    if matches!(selection, Selection::Auto) {
+        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
+    }
+    let by_speed = snap.orders_by_speed(selection, &inbound.canonical.model);
+    if by_speed {
+        routing.speeds.fastest_first(targets);
+    }
+    forecast::plan(routing, inbound, targets, selection, rec, now, by_speed);
+}
+
 /// The fallback loop over `up`.
 pub(crate) async fn dispatch_via<U: Upstream>(
     up: &U,
@@ -72,12 +95,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
 ) -> Result<Served, Failure> {
     let mut targets = able(snap, inbound, targets, selection, rec)?;
     let now = routing.clock.now_ms();
-    if matches!(selection, Selection::Auto) {
-        // Proactive: providers about to run out go behind the others (order otherwise kept).
-        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
-    }
-    // Usage windows: reserves, the most room first, a forecast cap behind the others.
-    forecast::plan(routing, inbound, &mut targets, selection, rec, now);
+    order(routing, snap, inbound, &mut targets, selection, rec, now);
     // The conversation goes back where it was served, to keep that prompt cache warm.
     let stick = routing
         .stuck(

@@ -181,6 +181,20 @@ impl Snapshot {
     }
 
     /// Whether a broken stream for this requested model may resume on another candidate.
+    /// Whether the candidates for `requested` go fastest first: a route that says so, or
+    /// `auto` when `routing.order` does.
+    pub fn orders_by_speed(&self, selection: Selection, requested: &str) -> bool {
+        use crate::config::Order;
+        match selection {
+            Selection::Auto => self.routing.order == Order::Speed,
+            Selection::Route => self
+                .routes
+                .get(requested)
+                .is_some_and(|r| r.order() == Order::Speed),
+            _ => false,
+        }
+    }
+
     pub fn resumes_on_break(&self, requested: &str) -> bool {
         self.routes
             .get(requested)

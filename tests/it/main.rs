@@ -74,6 +74,7 @@ mod routing;
 mod shared_dates;
 mod shared_leases;
 mod shared_state;
+mod speed_routing;
 mod statusline;
 mod stops_and_parallel;
 mod stream_breaks;

@@ -500,7 +500,7 @@ test("prompt-cache reads show in Activity and as the provider's cached share", a
   assert.equal(r.status, 204);
 });
 
-test("Activity says how a JSON answer turned out: repaired when something was around it", async () => {
+test("Activity says how a JSON answer turned out, and the card how fast its provider answered", async () => {
   const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
   const fenced = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "fenced", "--mode", "text:```json\n{\"total\": 3}\n```"])) + "/v1";
   let r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id: "fenced", kind: "openai-compatible", baseUrl: fenced, models: ["fenced-model"], priority: 97 }) });
@@ -517,6 +517,11 @@ test("Activity says how a JSON answer turned out: repaired when something was ar
   const badge = await page.waitForSelector("#log-rows tr:first-child [data-testid=output]");
   assert.equal((await badge.textContent()).trim(), "JSON repaired");
   await shot("json-repaired");
+  // Its card says how fast it answered (what a route ordered by speed goes by).
+  await page.click("nav a[data-tab=providers]");
+  const speed = await page.waitForSelector("#provider-list > li[data-id=fenced] [data-testid=speed]");
+  assert.match(await speed.textContent(), /^\d+ ms to first token · [\d,]+ tokens\/s$/);
+  assert.match(await speed.getAttribute("title"), /1 measured/);
   r = await fetch(`${baton}/admin/providers/fenced`, { method: "DELETE", headers: admin });
   assert.equal(r.status, 204);
 });

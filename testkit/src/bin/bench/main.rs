@@ -8,10 +8,12 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bodies::body;
 use futures_util::StreamExt;
 use serde_json::json;
 use testkit::{Behavior, FakeUpstream};
 
+mod bodies;
 mod cache;
 mod compare;
 mod first_byte;
@@ -39,12 +41,6 @@ fn stats(mut lat_ms: Vec<f64>, secs: f64) -> Stats {
         p50: pct(&lat_ms, 0.5),
         p99: pct(&lat_ms, 0.99),
     }
-}
-
-fn body(stream: bool) -> Vec<u8> {
-    serde_json::to_vec(&json!({"model": "auto", "stream": stream,
-        "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hello to the benchmark"}]}))
-    .unwrap()
 }
 
 fn proc_cpu_secs(pid: u32) -> f64 {

@@ -1,0 +1,166 @@
+//! How fast each provider answers each model right now, from live traffic: a decaying average
+//! of the time to the first token (a whole answer's first token is the answer) and of tokens
+//! per second, per provider and model. A route (or `auto`) with `order: "speed"` puts the
+//! fastest first among candidates of equal priority; one not measured yet goes before the
+//! measured ones once, so every candidate gets measured. Usage windows still decide first:
+//! a reserve or a forecast cap is never given up for speed (`forecast::plan` runs after).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::snapshot::Target;
+use crate::store::LogRow;
+
+/// The weight of the newest answer in the averages: the last ten or so answers count.
+const ALPHA: f64 = 0.2;
+/// Most (provider, model) pairs remembered.
+const MAX_ENTRIES: usize = 4096;
+
+/// One provider and model's recent speed.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Speed {
+    /// Time to the first token, ms (decaying average).
+    pub ttft_ms: f64,
+    /// Answer tokens per second after the first (decaying average), when answers had tokens.
+    pub tokens_per_s: Option<f64>,
+    /// Answers measured.
+    pub samples: u64,
+}
+
+/// Every provider and model's recent speed.
+#[derive(Debug, Default)]
+pub struct Speeds(Mutex<HashMap<(String, String), Speed>>);
+
+impl Speeds {
+    /// Notes a finished request's serving attempt (a success, with its first byte).
+    pub fn observe(&self, row: &LogRow) {
+        if row.status >= 400 {
+            return;
+        }
+        let (Some(provider), Some(model), Some(ttft)) = (&row.provider, &row.model, row.ttfb_ms)
+        else {
+            return;
+        };
+        let after = row.total_ms.saturating_sub(ttft);
+        // Tokens per second of what came after the first token (a stream), or of the whole
+        // answer when it came at once.
+        let tps = row.output_tokens.filter(|n| *n > 0).map(|n| {
+            n as f64 * 1000.0 / (if row.stream { after } else { row.total_ms }).max(1) as f64
+        });
+        let Ok(mut map) = self.0.lock() else { return };
+        if map.len() >= MAX_ENTRIES && !map.contains_key(&(provider.clone(), model.clone())) {
+            return;
+        }
+        let e = map
+            .entry((provider.clone(), model.clone()))
+            .or_insert(Speed {
+                ttft_ms: ttft as f64,
+                tokens_per_s: tps,
+                samples: 0,
+            });
+        if e.samples > 0 {
+            e.ttft_ms += ALPHA * (ttft as f64 - e.ttft_ms);
+            e.tokens_per_s = match (e.tokens_per_s, tps) {
+                (Some(old), Some(new)) => Some(old + ALPHA * (new - old)),
+                (old, new) => new.or(old),
+            };
+        }
+        e.samples += 1;
+    }
+
+    /// `provider`'s recent speed on `model`.
+    pub fn of(&self, provider: &str, model: &str) -> Option<Speed> {
+        let map = self.0.lock().ok()?;
+        map.get(&(provider.to_string(), model.to_string())).copied()
+    }
+
+    /// `provider`'s fastest model's speed (for its card).
+    pub fn best_of(&self, provider: &str) -> Option<Speed> {
+        let map = self.0.lock().ok()?;
+        map.iter()
+            .filter(|((p, _), _)| p == provider)
+            .map(|(_, s)| *s)
+            .min_by(|a, b| a.ttft_ms.total_cmp(&b.ttft_ms))
+    }
+
+    /// Among equal priority, the fastest first; a candidate not measured yet goes first once
+    /// (so it gets measured), the order of equals kept.
+    pub fn fastest_first(&self, targets: &mut [Target]) {
+        let key = |t: &Target| {
+            self.of(t.provider.id(), &t.model.id)
+                .map_or(-1.0, |s| s.ttft_ms)
+        };
+        let mut start = 0;
+        while start < targets.len() {
+            let prio = targets[start].provider.config.priority;
+            let end = (start..targets.len())
+                .find(|&j| targets[j].provider.config.priority != prio)
+                .unwrap_or(targets.len());
+            let group = &mut targets[start..end];
+            let keys: Vec<f64> = group.iter().map(key).collect();
+            let mut order: Vec<usize> = (0..group.len()).collect();
+            order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]));
+            let sorted: Vec<Target> = order.iter().map(|&i| group[i].clone()).collect();
+            group.clone_from_slice(&sorted);
+            start = end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(provider: &str, ttfb: u64, total: u64, tokens: u64, stream: bool) -> LogRow {
+        LogRow {
+            id: "r".into(),
+            ts_ms: 0,
+            client: String::new(),
+            requested_model: "auto".into(),
+            provider: Some(provider.into()),
+            model: Some("m".into()),
+            status: 200,
+            stream,
+            attempts: Vec::new(),
+            ttfb_ms: Some(ttfb),
+            total_ms: total,
+            input_tokens: Some(10),
+            output_tokens: Some(tokens),
+            error: None,
+            client_key: String::new(),
+            cost_usd: None,
+            upstream_ms: None,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            output: None,
+        }
+    }
+
+    #[test]
+    fn the_averages_follow_the_recent_answers_and_failures_do_not_count() {
+        let s = Speeds::default();
+        s.observe(&row("a", 100, 1100, 100, true));
+        let first = s.of("a", "m").unwrap();
+        assert_eq!(
+            (first.ttft_ms, first.tokens_per_s, first.samples),
+            (100.0, Some(100.0), 1)
+        );
+        s.observe(&row("a", 600, 600, 0, false));
+        let second = s.of("a", "m").unwrap();
+        assert_eq!(
+            second.ttft_ms, 200.0,
+            "a fifth of the way to the new answer"
+        );
+        assert_eq!(
+            second.tokens_per_s,
+            Some(100.0),
+            "an answer without tokens says nothing of them"
+        );
+        let mut failed = row("a", 5, 5, 1, false);
+        failed.status = 502;
+        s.observe(&failed);
+        assert_eq!(s.of("a", "m").unwrap().samples, 2);
+        assert!(s.of("b", "m").is_none());
+    }
+}
