@@ -5,9 +5,13 @@
 //! What is safely repairable is repaired, and said so: a byte-order mark, a Markdown fence
 //! around the value, prose before or after the one value. What is not — no value at all, two
 //! values, a value the schema refuses, a value cut off at the token limit — is invalid, and the
-//! router tries the next candidate. The schema is compiled once per request (`jsonschema`,
-//! without its remote or file `$ref` resolution) and bounded in size; a schema that does not
-//! compile leaves the check at "one JSON value".
+//! router tries the next candidate. The schema is compiled once (`jsonschema`, without its
+//! remote or file `$ref` resolution), kept for the next request that sends the same one, and
+//! bounded in size; a schema that does not compile leaves the check at "one JSON value".
+
+use std::hash::Hasher;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -16,10 +20,97 @@ use crate::canonical::OutputFormat;
 /// The largest schema compiled (its JSON text); a larger one is checked as "one JSON value".
 const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
+/// How many compiled schemas are kept for the requests that send them again.
+const KEPT_SCHEMAS: usize = 64;
+/// The largest schema kept compiled (its JSON text); a larger one is compiled per request.
+const MAX_KEPT_SCHEMA_BYTES: usize = 64 * 1024;
+
+type Compiled = Option<Arc<jsonschema::Validator>>;
+
+/// Compiled schemas by a hash of their tree (with the tree, to tell a collision): compiling
+/// costs more than the rest of a request, and an application sends the same schema every time.
+/// Hashing the tree in place costs no allocation, where writing it out as text would.
+fn kept() -> &'static Mutex<lru::LruCache<u64, (Value, Compiled)>> {
+    static KEPT: OnceLock<Mutex<lru::LruCache<u64, (Value, Compiled)>>> = OnceLock::new();
+    KEPT.get_or_init(|| {
+        Mutex::new(lru::LruCache::new(
+            NonZeroUsize::new(KEPT_SCHEMAS).unwrap_or(NonZeroUsize::MIN),
+        ))
+    })
+}
+
+/// A hash of a JSON tree and its size in bytes as text (about: strings and numbers as they
+/// are, a few bytes per structure), in one walk.
+fn digest(v: &Value, h: &mut impl Hasher) -> usize {
+    match v {
+        Value::Null => {
+            h.write_u8(0);
+            4
+        }
+        Value::Bool(b) => {
+            h.write_u8(1 + u8::from(*b));
+            5
+        }
+        Value::Number(n) => {
+            let t = n.to_string();
+            h.write_u8(3);
+            h.write(t.as_bytes());
+            t.len()
+        }
+        Value::String(s) => {
+            h.write_u8(4);
+            h.write(s.as_bytes());
+            h.write_u8(0xff);
+            s.len() + 2
+        }
+        Value::Array(a) => {
+            h.write_u8(5);
+            h.write_usize(a.len());
+            a.iter().map(|x| digest(x, h) + 1).sum::<usize>() + 2
+        }
+        Value::Object(o) => {
+            h.write_u8(6);
+            h.write_usize(o.len());
+            o.iter()
+                .map(|(k, x)| {
+                    h.write(k.as_bytes());
+                    h.write_u8(0xff);
+                    k.len() + 4 + digest(x, h)
+                })
+                .sum::<usize>()
+                + 2
+        }
+    }
+}
+
+/// `schema` compiled (`None`: too large, or it does not compile).
+fn compiled(schema: &Value) -> Compiled {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let size = digest(schema, &mut h);
+    if size > MAX_SCHEMA_BYTES {
+        return None;
+    }
+    let key = h.finish();
+    if let Ok(mut k) = kept().lock() {
+        if let Some((tree, made)) = k.get(&key) {
+            if tree == schema {
+                return made.clone();
+            }
+        }
+    }
+    let made = jsonschema::validator_for(schema).ok().map(Arc::new);
+    if size <= MAX_KEPT_SCHEMA_BYTES {
+        if let Ok(mut k) = kept().lock() {
+            k.put(key, (schema.clone(), made.clone()));
+        }
+    }
+    made
+}
+
 /// What the client asked the answer to be.
 #[derive(Clone, Default)]
 pub struct Expect {
-    schema: Option<std::sync::Arc<jsonschema::Validator>>,
+    schema: Compiled,
 }
 
 /// How an answer's text turned out.
@@ -45,15 +136,12 @@ impl Checked {
 }
 
 impl Expect {
-    /// The check for `format`, its schema compiled once.
+    /// The check for `format`, its schema compiled once (and kept for the next request that
+    /// sends the same schema, as an application's every request does).
     pub fn new(format: &OutputFormat) -> Expect {
         let schema = match format {
             OutputFormat::JsonObject => None,
-            OutputFormat::JsonSchema { schema, .. } => (schema.to_string().len()
-                <= MAX_SCHEMA_BYTES)
-                .then(|| jsonschema::validator_for(schema).ok())
-                .flatten()
-                .map(std::sync::Arc::new),
+            OutputFormat::JsonSchema { schema, .. } => compiled(schema),
         };
         Expect { schema }
     }

@@ -28,9 +28,10 @@ pub struct Speed {
     pub samples: u64,
 }
 
-/// Every provider and model's recent speed.
+/// Every provider and model's recent speed: provider -> model, nested so that a request's
+/// update looks up by `&str` and allocates nothing once the pair is known.
 #[derive(Debug, Default)]
-pub struct Speeds(Mutex<HashMap<(String, String), Speed>>);
+pub struct Speeds(Mutex<HashMap<String, HashMap<String, Speed>>>);
 
 impl Speeds {
     /// Notes a finished request's serving attempt (a success, with its first byte).
@@ -49,16 +50,25 @@ impl Speeds {
             n as f64 * 1000.0 / (if row.stream { after } else { row.total_ms }).max(1) as f64
         });
         let Ok(mut map) = self.0.lock() else { return };
-        if map.len() >= MAX_ENTRIES && !map.contains_key(&(provider.clone(), model.clone())) {
-            return;
-        }
-        let e = map
-            .entry((provider.clone(), model.clone()))
-            .or_insert(Speed {
-                ttft_ms: ttft as f64,
-                tokens_per_s: tps,
-                samples: 0,
-            });
+        let fresh = Speed {
+            ttft_ms: ttft as f64,
+            tokens_per_s: tps,
+            samples: 0,
+        };
+        let e = match map
+            .get_mut(provider.as_str())
+            .and_then(|m| m.get_mut(model.as_str()))
+        {
+            Some(e) => e,
+            None => {
+                let known: usize = map.values().map(HashMap::len).sum();
+                if known >= MAX_ENTRIES {
+                    return;
+                }
+                let models = map.entry(provider.clone()).or_default();
+                models.entry(model.clone()).or_insert(fresh)
+            }
+        };
         if e.samples > 0 {
             e.ttft_ms += ALPHA * (ttft as f64 - e.ttft_ms);
             e.tokens_per_s = match (e.tokens_per_s, tps) {
@@ -72,15 +82,15 @@ impl Speeds {
     /// `provider`'s recent speed on `model`.
     pub fn of(&self, provider: &str, model: &str) -> Option<Speed> {
         let map = self.0.lock().ok()?;
-        map.get(&(provider.to_string(), model.to_string())).copied()
+        map.get(provider)?.get(model).copied()
     }
 
     /// `provider`'s fastest model's speed (for its card).
     pub fn best_of(&self, provider: &str) -> Option<Speed> {
         let map = self.0.lock().ok()?;
-        map.iter()
-            .filter(|((p, _), _)| p == provider)
-            .map(|(_, s)| *s)
+        map.get(provider)?
+            .values()
+            .copied()
             .min_by(|a, b| a.ttft_ms.total_cmp(&b.ttft_ms))
     }
 
