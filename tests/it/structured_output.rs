@@ -25,7 +25,12 @@ fn says(text: &str) -> Behavior {
     Behavior::Text(text.into())
 }
 
-async fn two(first: &FakeUpstream, second: &FakeUpstream) -> (tempfile::TempDir, Baton) {
+/// Two providers in order, `first` and `second`, and Baton in front of them.
+async fn setup() -> (FakeUpstream, FakeUpstream, tempfile::TempDir, Baton) {
+    let (first, second) = (
+        FakeUpstream::start("first").await,
+        FakeUpstream::start("second").await,
+    );
     let dir = tempfile::tempdir().unwrap();
     let baton = Baton::start(
         dir.path(),
@@ -33,21 +38,17 @@ async fn two(first: &FakeUpstream, second: &FakeUpstream) -> (tempfile::TempDir,
             provider("second", &second.base_url(), 2)]}),
     )
     .await;
-    (dir, baton)
+    (first, second, dir, baton)
 }
 
 #[tokio::test]
 async fn a_fenced_or_prosy_answer_is_repaired_and_says_so() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
+    let (first, second, _dir, baton) = setup().await;
     first.script([
         says("Sure! Here is the estimate:\n```json\n{\"total\": 12.5}\n```"),
         says("The total is {\"total\": 3} as asked."),
         says("{\"total\": 7}"),
     ]);
-    let (_dir, baton) = two(&first, &second).await;
     for (want, how) in [
         ("{\"total\": 12.5}", "repaired"),
         ("{\"total\": 3}", "repaired"),
@@ -71,13 +72,9 @@ async fn a_fenced_or_prosy_answer_is_repaired_and_says_so() {
 
 #[tokio::test]
 async fn an_answer_the_schema_refuses_falls_over_and_cools_nothing() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
+    let (first, second, _dir, baton) = setup().await;
     first.script([says("{\"sum\": 3}"), says("{\"total\": 1}")]);
     second.script([says("{\"total\": 4}")]);
-    let (_dir, baton) = two(&first, &second).await;
     let r = baton.post(chat("estimate")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(header(&r, "x-gateway-provider"), "second");
@@ -109,13 +106,9 @@ async fn an_answer_the_schema_refuses_falls_over_and_cools_nothing() {
 
 #[tokio::test]
 async fn when_every_answer_is_invalid_the_client_is_told_why_in_its_apis_shape() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
+    let (first, second, _dir, baton) = setup().await;
     first.script([says("I cannot give an estimate.")]);
     second.script([says("{\"total\": \"twelve\"}")]);
-    let (_dir, baton) = two(&first, &second).await;
     let r = baton.post(chat("estimate")).send().await.unwrap();
     let status = r.status();
     let v: Value = r.json().await.unwrap();
@@ -150,15 +143,11 @@ async fn when_every_answer_is_invalid_the_client_is_told_why_in_its_apis_shape()
 
 #[tokio::test]
 async fn a_value_cut_at_the_token_limit_is_not_repaired() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
+    let (first, second, _dir, baton) = setup().await;
     first.script([says(
         "{\"total\": 3, \"lines\": [\"one\", \"two\", \"three\"]}",
     )]);
     second.script([says("{\"total\": 3}")]);
-    let (_dir, baton) = two(&first, &second).await;
     let mut body = chat("estimate");
     body["response_format"] = json!({"type": "json_object"});
     body["max_tokens"] = json!(3);
@@ -181,11 +170,7 @@ async fn a_value_cut_at_the_token_limit_is_not_repaired() {
 /// `text.format`, Gemini's `responseJsonSchema`; and a tool call is never checked.
 #[tokio::test]
 async fn every_apis_json_request_is_checked_and_a_tool_call_is_not() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
-    let (_dir, baton) = two(&first, &second).await;
+    let (first, second, _dir, baton) = setup().await;
 
     first.script([says("```\n{\"total\": 1}\n```")]);
     let r = baton
@@ -258,11 +243,7 @@ async fn every_apis_json_request_is_checked_and_a_tool_call_is_not() {
 /// is `invalid` there), and a request whose every answer was invalid.
 #[tokio::test]
 async fn the_log_says_how_each_json_answer_turned_out_streams_checked_at_their_end() {
-    let (first, second) = (
-        FakeUpstream::start("first").await,
-        FakeUpstream::start("second").await,
-    );
-    let (_dir, baton) = two(&first, &second).await;
+    let (first, second, _dir, baton) = setup().await;
     first.script([says("```json\n{\"total\": 1}\n```")]);
     baton.post(chat("a")).send().await.unwrap();
     let mut streamed = chat("b");
