@@ -92,20 +92,37 @@ fn facts(routing: &Routing, inbound: &Inbound, targets: &[Target], now: i64) -> 
 /// Among equal priority: most room first, the sooner reset on a near tie. Providers Baton
 /// knows nothing about keep their place.
 fn most_room_first(list: &mut [(Target, Fact)]) {
+    each_priority_run(
+        list,
+        |x| x.0.provider.config.priority,
+        |run| {
+            let slots: Vec<usize> = (0..run.len()).filter(|&j| run[j].1 .1.is_some()).collect();
+            if slots.len() > 1 {
+                let mut group: Vec<(Target, Fact)> =
+                    slots.iter().map(|&j| run[j].clone()).collect();
+                group.sort_by(|a, b| better(a.1 .1.as_ref(), b.1 .1.as_ref()));
+                for (&j, item) in slots.iter().zip(group) {
+                    run[j] = item;
+                }
+            }
+        },
+    );
+}
+
+/// Runs `f` over each run of consecutive candidates of equal priority: the order between
+/// priorities is the user's, and the orderings (room, speed) act within a run.
+pub(super) fn each_priority_run<T>(
+    list: &mut [T],
+    priority: impl Fn(&T) -> i64,
+    mut f: impl FnMut(&mut [T]),
+) {
     let mut start = 0;
     while start < list.len() {
-        let prio = list[start].0.provider.config.priority;
+        let prio = priority(&list[start]);
         let end = (start..list.len())
-            .find(|&j| list[j].0.provider.config.priority != prio)
+            .find(|&j| priority(&list[j]) != prio)
             .unwrap_or(list.len());
-        let slots: Vec<usize> = (start..end).filter(|&j| list[j].1 .1.is_some()).collect();
-        if slots.len() > 1 {
-            let mut group: Vec<(Target, Fact)> = slots.iter().map(|&j| list[j].clone()).collect();
-            group.sort_by(|a, b| better(a.1 .1.as_ref(), b.1 .1.as_ref()));
-            for (&j, item) in slots.iter().zip(group) {
-                list[j] = item;
-            }
-        }
+        f(&mut list[start..end]);
         start = end;
     }
 }

@@ -101,20 +101,12 @@ impl Speeds {
             self.of(t.provider.id(), &t.model.id)
                 .map_or(-1.0, |s| s.ttft_ms)
         };
-        let mut start = 0;
-        while start < targets.len() {
-            let prio = targets[start].provider.config.priority;
-            let end = (start..targets.len())
-                .find(|&j| targets[j].provider.config.priority != prio)
-                .unwrap_or(targets.len());
-            let group = &mut targets[start..end];
-            let keys: Vec<f64> = group.iter().map(key).collect();
-            let mut order: Vec<usize> = (0..group.len()).collect();
-            order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]));
-            let sorted: Vec<Target> = order.iter().map(|&i| group[i].clone()).collect();
-            group.clone_from_slice(&sorted);
-            start = end;
-        }
+        // A stable sort: equals keep their order.
+        super::forecast::each_priority_run(
+            targets,
+            |t| t.provider.config.priority,
+            |run| run.sort_by(|a, b| key(a).total_cmp(&key(b))),
+        );
     }
 }
 

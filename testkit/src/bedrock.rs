@@ -196,22 +196,24 @@ async fn count_tokens(
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return malformed("expected type: JSONObject");
     };
-    if let Some(conversation) = v.pointer("/input/converse") {
-        if !account.models.iter().any(|m| m.ends_with(model)) || !model.starts_with("anthropic.") {
+    // CountTokens' input is a union: an InvokeModel body, or a Converse conversation.
+    enum Input<'a> {
+        Invoke(&'a str),
+        Converse(&'a Value),
+    }
+    let input = match (
+        v.pointer("/input/converse"),
+        v.pointer("/input/invokeModel/body").and_then(Value::as_str),
+    ) {
+        (Some(c), _) => Input::Converse(c),
+        (None, Some(encoded)) => Input::Invoke(encoded),
+        (None, None) => {
             return aws_error(
                 StatusCode::BAD_REQUEST,
                 "ValidationException",
-                "The provided model doesn't support counting tokens.",
-            );
+                "1 validation error detected: Value null at 'input' failed to satisfy constraint: Member must not be null",
+            )
         }
-        return converse::count(s, model, headers, conversation).await;
-    }
-    let Some(encoded) = v.pointer("/input/invokeModel/body").and_then(Value::as_str) else {
-        return aws_error(
-            StatusCode::BAD_REQUEST,
-            "ValidationException",
-            "1 validation error detected: Value null at 'input' failed to satisfy constraint: Member must not be null",
-        );
     };
     if !account.models.iter().any(|m| m.ends_with(model)) || !model.starts_with("anthropic.") {
         return aws_error(
@@ -220,6 +222,12 @@ async fn count_tokens(
             "The provided model doesn't support counting tokens.",
         );
     }
+    let encoded = match input {
+        Input::Converse(conversation) => {
+            return converse::count(s, model, headers, conversation).await
+        }
+        Input::Invoke(encoded) => encoded,
+    };
     let Ok(Value::Object(mut b)) = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|_| ())

@@ -478,16 +478,13 @@ pub(crate) async fn chat(
             }
             resp
         }
-        Behavior::Ok | Behavior::Auto => {
-            let reply = match crate::model::within_limit(text, &body) {
-                (t, true) => Reply::Cut(t),
-                (t, false) => Reply::Text(t),
-            };
-            answer(&s, guard, stream, usage, &model, reply, None).await
-        }
         // A model stops at the request's token limit, whatever it was saying.
-        Behavior::Text(t) => {
-            let reply = match crate::model::within_limit(t, &body) {
+        b @ (Behavior::Ok | Behavior::Auto | Behavior::Text(_)) => {
+            let said = match b {
+                Behavior::Text(t) => t,
+                _ => text,
+            };
+            let reply = match crate::model::within_limit(said, &body) {
                 (t, true) => Reply::Cut(t),
                 (t, false) => Reply::Text(t),
             };
