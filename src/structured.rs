@@ -27,11 +27,13 @@ const MAX_KEPT_SCHEMA_BYTES: usize = 64 * 1024;
 
 type Compiled = Option<Arc<jsonschema::Validator>>;
 
-/// Compiled schemas by a hash of their tree (with the tree, to tell a collision): compiling
-/// costs more than the rest of a request, and an application sends the same schema every time.
-/// Hashing the tree in place costs no allocation, where writing it out as text would.
-fn kept() -> &'static Mutex<lru::LruCache<u64, (Value, Compiled)>> {
-    static KEPT: OnceLock<Mutex<lru::LruCache<u64, (Value, Compiled)>>> = OnceLock::new();
+/// Compiled schemas by a keyed hash of their tree: compiling costs more than the rest of a
+/// request, and an application sends the same schema every time. The tree is hashed in place
+/// (no text written, nothing allocated) with SipHash under keys random per process (std's
+/// `RandomState`): without the keys nobody can make another schema land on one's entry, so the
+/// trees need not be kept and compared.
+fn kept() -> &'static Mutex<lru::LruCache<u64, Compiled>> {
+    static KEPT: OnceLock<Mutex<lru::LruCache<u64, Compiled>>> = OnceLock::new();
     KEPT.get_or_init(|| {
         Mutex::new(lru::LruCache::new(
             NonZeroUsize::new(KEPT_SCHEMAS).unwrap_or(NonZeroUsize::MIN),
@@ -52,10 +54,15 @@ fn digest(v: &Value, h: &mut impl Hasher) -> usize {
             5
         }
         Value::Number(n) => {
-            let t = n.to_string();
-            h.write_u8(3);
-            h.write(t.as_bytes());
-            t.len()
+            // Its kind and bits: 1 and 1.0 are different schemas' text, and stay apart.
+            let (kind, bits) = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (3, u),
+                (None, Some(i)) => (7, i as u64),
+                _ => (8, n.as_f64().map_or(0, f64::to_bits)),
+            };
+            h.write_u8(kind);
+            h.write_u64(bits);
+            8
         }
         Value::String(s) => {
             h.write_u8(4);
@@ -85,23 +92,23 @@ fn digest(v: &Value, h: &mut impl Hasher) -> usize {
 
 /// `schema` compiled (`None`: too large, or it does not compile).
 fn compiled(schema: &Value) -> Compiled {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    use std::hash::BuildHasher;
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    let mut h = KEYS.get_or_init(Default::default).build_hasher();
     let size = digest(schema, &mut h);
     if size > MAX_SCHEMA_BYTES {
         return None;
     }
     let key = h.finish();
     if let Ok(mut k) = kept().lock() {
-        if let Some((tree, made)) = k.get(&key) {
-            if tree == schema {
-                return made.clone();
-            }
+        if let Some(made) = k.get(&key) {
+            return made.clone();
         }
     }
     let made = jsonschema::validator_for(schema).ok().map(Arc::new);
     if size <= MAX_KEPT_SCHEMA_BYTES {
         if let Ok(mut k) = kept().lock() {
-            k.put(key, (schema.clone(), made.clone()));
+            k.put(key, made.clone());
         }
     }
     made

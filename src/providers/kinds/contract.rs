@@ -126,6 +126,12 @@ pub trait UpstreamKind: Sync {
     fn names_answers(&self) -> bool {
         true
     }
+    /// A whole answer's text and whether it stopped at its token limit, read without building
+    /// the canonical answer (the JSON check needs no more), when it has the plain shape: one
+    /// answer, no tool call. `None`: the check reads it through [`UpstreamKind::answer`].
+    fn answer_text<'a>(&self, _body: &'a [u8]) -> Option<(std::borrow::Cow<'a, str>, bool)> {
+        None
+    }
     /// It signs its reasoning: thinking blocks go back only to the account that signed them,
     /// and a refused signature is worth one retry without them.
     fn signs_reasoning(&self) -> bool {

@@ -366,6 +366,10 @@ impl UpstreamKind for OpenAiCompatible {
         crate::canonical::openai::response_from_openai(v)
     }
 
+    fn answer_text<'a>(&self, body: &'a [u8]) -> Option<(std::borrow::Cow<'a, str>, bool)> {
+        answer_text(body)
+    }
+
     fn decoder(&self) -> Box<dyn Decode> {
         Box::new(Chunks)
     }
@@ -386,6 +390,39 @@ impl Decode for Chunks {
     fn wire(&self) -> Wire {
         Wire::OpenAi
     }
+}
+
+/// The one choice of a Chat Completions answer: its text (unescaped) and whether it stopped at
+/// its token limit; `None` when it calls a tool, has several choices or another shape.
+fn answer_text(body: &[u8]) -> Option<(std::borrow::Cow<'_, str>, bool)> {
+    use serde::de::IgnoredAny;
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        choices: Vec<Choice<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Choice<'a> {
+        #[serde(borrow)]
+        message: Message<'a>,
+        #[serde(default, borrow)]
+        finish_reason: Option<Cow<'a, str>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(default, borrow)]
+        content: Option<Cow<'a, str>>,
+        #[serde(default)]
+        tool_calls: Option<Vec<IgnoredAny>>,
+    }
+    let a: Answer<'_> = serde_json::from_slice(body).ok()?;
+    let [c] = <[Choice<'_>; 1]>::try_from(a.choices).ok()?;
+    if c.message.tool_calls.is_some_and(|t| !t.is_empty()) {
+        return None;
+    }
+    let cut = c.finish_reason.as_deref() == Some("length");
+    Some((c.message.content.unwrap_or_default(), cut))
 }
 
 #[cfg(test)]
