@@ -254,7 +254,11 @@ impl Metrics {
             let moved_on = sent
                 .get(i + 1)
                 .is_some_and(|n| n.provider != a.provider || n.model != a.model);
-            if a.class != crate::limits::Outcome::Ok && moved_on {
+            let failed = !matches!(
+                a.class,
+                crate::limits::Outcome::Ok | crate::limits::Outcome::Outrun
+            );
+            if failed && moved_on {
                 self.failovers.get_or_create(&[("provider", p)]).inc();
             }
         }

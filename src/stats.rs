@@ -79,6 +79,12 @@ impl Stats {
             else {
                 continue;
             };
+            if a.class == crate::limits::Outcome::Outrun {
+                // Cancelled for a hedge that answered first: its prompt may be billed, and it
+                // says nothing of the provider's health.
+                e.input_tokens += a.input_tokens.unwrap_or(0);
+                continue;
+            }
             e.calls += 1;
             if a.class == crate::limits::Outcome::Ok {
                 e.successes += 1;

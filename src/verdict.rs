@@ -98,6 +98,9 @@ impl ErrorClass {
 pub enum Outcome {
     Ok,
     Skipped,
+    /// Sent, then cancelled before it answered because a hedge beside it answered first
+    /// (`routing.hedge`): neither a success nor a failure of the provider.
+    Outrun,
     Failed(ErrorClass),
 }
 
@@ -106,6 +109,7 @@ impl Outcome {
         match self {
             Outcome::Ok => "ok",
             Outcome::Skipped => "skipped",
+            Outcome::Outrun => "outrun",
             Outcome::Failed(c) => c.as_str(),
         }
     }
@@ -114,6 +118,7 @@ impl Outcome {
         match s {
             "ok" => Some(Outcome::Ok),
             "skipped" => Some(Outcome::Skipped),
+            "outrun" => Some(Outcome::Outrun),
             other => ErrorClass::parse(other).map(Outcome::Failed),
         }
     }

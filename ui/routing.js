@@ -69,6 +69,8 @@ export async function renderRouting(ctx) {
       el("div", { class: "grow" }, el("code", {}, name), " → ",
         r.targets.flatMap((x, i) => [i ? " → " : "", (r.missing || []).includes(x) ? el("span", { class: "bad-text", title: t("names no provider or route any more") }, t("{name} (missing)", { name: x })) : el("span", { translate: "no" }, x)]),
         r.resumeOnBreak ? el("span", { class: "muted small" }, ` · ${t("resumes a broken stream")}`) : null,
+        r.order === "speed" ? el("span", { class: "muted small" }, ` · ${t("fastest first")}`) : null,
+        (r.hedge ?? routes.hedgeDefault) ? el("span", { class: "muted small" }, ` · ${t("hedges a slow first token")}`) : null,
         file ? el("span", { class: "owner", title: t("Defined in the config file; change it there") }, t("file")) : null),
       file ? null : el("button", { type: "button", "aria-label": t("Edit route {name}", { name }), onclick: () => openRouteDialog(ctx, routes, name, r) }, t("Edit")));
   });
@@ -155,6 +157,12 @@ function openRouteDialog(ctx, routes, name, route) {
   nameInput.disabled = editing;
   const resume = el("input", { type: "checkbox", id: "route-resume" });
   resume.checked = Boolean(route && route.resumeOnBreak);
+  const fastest = el("input", { type: "checkbox", id: "route-speed" });
+  fastest.checked = Boolean(route && route.order === "speed");
+  const hedge = el("input", { type: "checkbox", id: "route-hedge" });
+  // A route without its own word follows routing.hedge.enabled (the config file's).
+  const ownHedge = route && route.hedge != null ? route.hedge : null;
+  hedge.checked = ownHedge ?? Boolean(routes.hedgeDefault);
   const list = el("ol", { class: "target-list", "aria-label": t("Targets, tried in this order") });
   const targetErr = el("p", { class: "field-error", id: "e-route-targets", role: "alert" });
   const options = targetOptions(routes, ctx.providers(), { exclude: name });
@@ -187,6 +195,8 @@ function openRouteDialog(ctx, routes, name, route) {
       el("div", { class: "row" }, el("label", { class: "visually-hidden", for: "route-add-target" }, t("Target to add")), adder,
         el("button", { type: "button", id: "route-add", onclick: () => { if (!targets.includes(adder.value)) targets.push(adder.value); draw(); adder.focus(); } }, t("Add target")))),
     el("label", { class: "switch-row" }, resume, ` ${t("Continue a broken stream on the next target (needs providers with prefill)")}`),
+    el("label", { class: "switch-row" }, fastest, ` ${t("Fastest first among targets of equal priority (measured time to first token)")}`),
+    el("label", { class: "switch-row" }, hedge, ` ${t("Hedge a slow first token: after a wait, send the request to the next target too; the first answer wins")}`),
   );
   $("route-dialog-title").textContent = editing ? t("Route {name}", { name }) : t("New route");
   formErr.textContent = "";
@@ -225,7 +235,9 @@ function openRouteDialog(ctx, routes, name, route) {
       return;
     }
     try {
-      await api("PUT", `/admin/routes/${encodeURIComponent(n)}`, { targets, resumeOnBreak: resume.checked });
+      // Hedging left unset follows routing.hedge; ticked or unticked here, the route decides.
+      const own = ownHedge == null && hedge.checked === Boolean(routes.hedgeDefault) ? {} : { hedge: hedge.checked };
+      await api("PUT", `/admin/routes/${encodeURIComponent(n)}`, { targets, resumeOnBreak: resume.checked, order: fastest.checked ? "speed" : "priority", ...own });
       dialog.close();
       ctx.toast(t("Route {name} saved — clients can ask for model \"{name}\" now.", { name: n }));
       renderRouting(ctx);

@@ -372,8 +372,14 @@ export function chain(row) {
   }
   hops.forEach((a, i) => {
     if (i) parts.push(el("span", { class: "muted", "aria-hidden": "true" }, "→"));
+    // A hedge: sent beside a first attempt that was slow to answer (routing.hedge).
+    const hedge = a.hedge ? el("span", { class: "muted", "data-testid": "hedge" }, ` (${t("hedge")})`) : null;
     if (a.class === "ok") {
-      parts.push(el("span", { class: "hop ok", title: t("{n} ms", { n: a.latencyMs }) }, keep(`${a.provider}/${a.model}`), " ✓"));
+      parts.push(el("span", { class: "hop ok", title: t("{n} ms", { n: a.latencyMs }) }, keep(`${a.provider}/${a.model}`), " ✓", hedge));
+    } else if (a.class === "outrun") {
+      // Cancelled because the other attempt answered first; its prompt may still be billed.
+      const title = a.inputTokens ? t("Cancelled after {n} ms; prompt tokens counted: about {tokens}", { n: a.latencyMs, tokens: fmtNumber(a.inputTokens) }) : t("{n} ms", { n: a.latencyMs });
+      parts.push(el("span", { class: "hop skip", "data-testid": "outrun", title }, keep(`${a.provider}/${a.model}`), ` ✗ ${t("slower, cancelled")}`, hedge));
     } else if (a.class === "skipped") {
       const why = skipWhy(a.reason);
       // The states that have their own "… until" say it as the tray does ("冷却至 18:28").
@@ -385,7 +391,7 @@ export function chain(row) {
     } else {
       const what = classWordsInline(a.class);
       const words = a.resetAtMs ? t("{what} (back {when})", { what, when: fmtClock(a.resetAtMs) }) : what;
-      parts.push(el("span", { class: "hop fail" }, el("span", { translate: "no", title: a.reason || "" }, `${a.provider}/${a.model}`), ` ✗ ${words}`));
+      parts.push(el("span", { class: "hop fail" }, el("span", { translate: "no", title: a.reason || "" }, `${a.provider}/${a.model}`), ` ✗ ${words}`, hedge));
     }
   });
   if (!parts.length) parts.push(el("span", { class: "muted", translate: row.error ? "no" : null }, row.error || t("not routed")));
@@ -445,7 +451,7 @@ export function chart(rows, box, legend) {
       continue;
     }
     b.byProvider[p] = (b.byProvider[p] || 0) + 1;
-    if ((r.attempts || []).some((a) => a.class !== "ok" && a.class !== "skipped")) b.failover++;
+    if ((r.attempts || []).some((a) => !["ok", "skipped", "outrun"].includes(a.class))) b.failover++;
   }
   const max = Math.max(1, ...buckets.map((b) => b.fail + Object.values(b.byProvider).reduce((x, y) => x + y, 0)));
   for (const b of buckets) {

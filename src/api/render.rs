@@ -40,13 +40,7 @@ impl<'a> Out<'a> {
         let core = &self.state.core;
         drop(slot);
         gateway_headers(self.base, target.provider.id(), &target.model.id);
-        if let Some(checked) = &output {
-            rec.output(checked.word());
-            self.base.insert(
-                super::reply::OUTPUT_HEADER,
-                HeaderValue::from_static(checked.word()),
-            );
-        }
+        output_said(self.base, &mut rec, output.as_ref());
         rec.served_by(&target);
         rec.first_byte();
         if let Some(u) = usage {
@@ -123,9 +117,12 @@ impl<'a> Out<'a> {
             prelude,
             slot,
             resume,
+            output,
         } = served;
         gateway_headers(self.base, target.provider.id(), &target.model.id);
         rec.served_by(&target);
+        // A stream read whole to check it says how it turned out now, and is not checked again.
+        output_said(self.base, &mut rec, output.as_ref());
         // The estimate the router already made (no second walk of the messages).
         let prompt_tokens = inbound.needs.prompt_tokens();
         let resume = (!resume.is_empty()).then(|| crate::router::stream::Resume {
@@ -146,7 +143,7 @@ impl<'a> Out<'a> {
             prelude,
             client_wants_usage: inbound.canonical.stream_usage,
             prompt_tokens,
-            expect: inbound.expect().cloned(),
+            expect: inbound.expect().filter(|_| output.is_none()).cloned(),
         };
         let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
         let mut resp = Response::new(Body::from_stream(body));
@@ -193,5 +190,20 @@ impl<'a> Out<'a> {
                 });
         }
         err
+    }
+}
+
+/// How the JSON the client asked for turned out, in the log and the `x-baton-output` header.
+fn output_said(
+    base: &mut HeaderMap,
+    rec: &mut Record,
+    output: Option<&crate::structured::Checked>,
+) {
+    if let Some(checked) = output {
+        rec.output(checked.word());
+        base.insert(
+            super::reply::OUTPUT_HEADER,
+            HeaderValue::from_static(checked.word()),
+        );
     }
 }

@@ -60,6 +60,7 @@ pub async fn routes(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
             (
                 name.clone(),
                 json!({"targets": r.targets(), "resumeOnBreak": r.resume_on_break(),
+                    "order": r.order(), "hedge": r.hedge(),
                     "owner": owner(core.file_config.routes.contains_key(name)),
                     "missing": missing}),
             )
@@ -75,6 +76,8 @@ pub async fn routes(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
         })
         .collect();
     Ok(Json(json!({"auto": auto, "routes": named, "modelMap": map,
+        // What a route without its own `hedge` does (`routing.hedge.enabled`).
+        "hedgeDefault": snap.routing.hedge.enabled,
         "edit": "routes and modelMap entries made here can be changed here; the config file's are changed in the file; the order of auto is the providers' order"})))
 }
 
@@ -163,7 +166,11 @@ pub async fn put_route(
     let created = !ui.contains_key(&name);
     ui.insert(
         name.clone(),
-        if detail.resume_on_break {
+        // A plain list unless the route says more than its targets.
+        if detail.resume_on_break
+            || detail.order != crate::config::Order::Priority
+            || detail.hedge.is_some()
+        {
             RouteConfig::Detailed(detail.clone())
         } else {
             RouteConfig::Chain(detail.targets.clone())
@@ -190,7 +197,8 @@ pub async fn put_route(
     Ok((
         status,
         Json(
-            json!({"name": name, "targets": detail.targets, "resumeOnBreak": detail.resume_on_break, "owner": "ui"}),
+            json!({"name": name, "targets": detail.targets, "resumeOnBreak": detail.resume_on_break,
+                "order": detail.order, "hedge": detail.hedge, "owner": "ui"}),
         ),
     ))
 }

@@ -313,6 +313,10 @@ impl StreamEncode for FreshIds {
     fn content_type(&self) -> &'static str {
         self.inner.content_type()
     }
+
+    fn comment(&self, text: &str, out: &mut String) {
+        self.inner.comment(text, out)
+    }
 }
 
 #[cfg(test)]

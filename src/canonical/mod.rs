@@ -482,4 +482,13 @@ pub trait StreamEncode: Send {
     fn content_type(&self) -> &'static str {
         "text/event-stream"
     }
+    /// A note for whoever reads the raw stream: an SSE comment, which the OpenAI and Anthropic
+    /// clients skip; nothing where a client would not (Gemini's streams, see its encoder).
+    fn comment(&self, text: &str, out: &mut String) {
+        if self.content_type() == "text/event-stream" {
+            out.push_str(": ");
+            out.push_str(&text.replace(['\r', '\n'], " "));
+            out.push_str("\n\n");
+        }
+    }
 }

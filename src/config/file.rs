@@ -180,6 +180,85 @@ pub struct RoutingConfig {
     /// (`priority`, the default) or by how fast they answer now (`speed`).
     #[serde(default)]
     pub order: Order,
+    /// Hedging: a request whose first candidate is slow to answer goes to the next one too,
+    /// and the first to answer with content wins. Off unless turned on here (for `auto` and
+    /// every route), on a route or on a provider.
+    #[serde(default, skip_serializing_if = "HedgeConfig::is_default")]
+    pub hedge: HedgeConfig,
+    /// Read a stream that asked for JSON whole before relaying it, so that one that is not the
+    /// JSON asked for can still fail over (and a fence around it be taken off): the client
+    /// gets nothing until the answer is complete. Off: relayed as it comes, checked at its end.
+    #[serde(default)]
+    pub validate_streams: bool,
+}
+
+/// `routing.hedge`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HedgeConfig {
+    /// Hedge requests to `auto` and to every route that does not say otherwise (a route's or
+    /// a provider's own `hedge` decides over this).
+    #[serde(default)]
+    pub enabled: bool,
+    /// When the second request goes: after this many milliseconds without a first token, or
+    /// `"p95"`: after the first candidate's own 95th percentile time to first token (measured
+    /// from its recent answers; `unmeasuredMs` until it has answered enough).
+    #[serde(default)]
+    pub after: HedgeAfter,
+    /// The wait before a second request while the first candidate's p95 is not measured yet.
+    #[serde(default = "default_hedge_unmeasured")]
+    pub unmeasured_ms: u64,
+    /// Extra upstream requests hedging may add, in percent of the requests it could hedge
+    /// (5: one request in twenty at most, over time; a burst of at most that many).
+    #[serde(default = "default_hedge_budget")]
+    pub budget_percent: f64,
+}
+
+impl Default for HedgeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            after: HedgeAfter::default(),
+            unmeasured_ms: default_hedge_unmeasured(),
+            budget_percent: default_hedge_budget(),
+        }
+    }
+}
+
+impl HedgeConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// When a hedge is sent: a fixed wait, or the first candidate's measured p95.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum HedgeAfter {
+    /// Milliseconds without a first token.
+    Ms(u64),
+    /// `"p95"`.
+    Measured(Percentile),
+}
+
+impl Default for HedgeAfter {
+    fn default() -> Self {
+        HedgeAfter::Measured(Percentile::P95)
+    }
+}
+
+/// A measured percentile of the time to first token.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum Percentile {
+    #[serde(rename = "p95")]
+    P95,
+}
+
+fn default_hedge_unmeasured() -> u64 {
+    2_000
+}
+fn default_hedge_budget() -> f64 {
+    5.0
 }
 
 /// How candidates of equal priority are ordered.
@@ -234,6 +313,8 @@ impl Default for RoutingConfig {
             content_policy_fallback: false,
             affinity: Default::default(),
             order: Order::Priority,
+            hedge: HedgeConfig::default(),
+            validate_streams: false,
         }
     }
 }
@@ -315,6 +396,10 @@ pub struct RouteDetail {
     /// How targets of equal priority are ordered (`speed`: the fastest now first).
     #[serde(default)]
     pub order: Order,
+    /// Hedge this route's slow requests (`routing.hedge` says when and how many); unset
+    /// follows `routing.hedge.enabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<bool>,
 }
 
 impl RouteConfig {
@@ -333,6 +418,14 @@ impl RouteConfig {
         match self {
             RouteConfig::Detailed(d) => d.order,
             RouteConfig::Chain(_) => Order::Priority,
+        }
+    }
+
+    /// The route's own word on hedging, if it has one.
+    pub fn hedge(&self) -> Option<bool> {
+        match self {
+            RouteConfig::Detailed(d) => d.hedge,
+            RouteConfig::Chain(_) => None,
         }
     }
 }

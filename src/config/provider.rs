@@ -212,6 +212,11 @@ pub struct ProviderConfig {
     /// until the window resets, and the user is told once; `allow` keeps using it.
     #[serde(default, skip_serializing_if = "Overage::is_avoid")]
     pub overage: Overage,
+    /// When this provider is a request's first candidate and slow to answer, send the request
+    /// to the next candidate too (`true`) or never (`false`); unset follows the route or
+    /// `routing.hedge.enabled`. A subscription passed through and a CLI are never hedged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<bool>,
 }
 
 fn is_default_limits(l: &crate::limits::quota::DeclaredLimits) -> bool {

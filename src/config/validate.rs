@@ -160,6 +160,25 @@ fn validate_routing(config: &ConfigFile, err: Err<'_>) -> Result<(), ConfigError
             crate::i18n::msg("must be at least 1000 (one second)", &[]),
         ));
     }
+    let h = &r.hedge;
+    if !(h.budget_percent.is_finite() && (0.0..=100.0).contains(&h.budget_percent)) {
+        return Err(err(
+            "routing.hedge.budgetPercent".into(),
+            crate::i18n::msg("must be a percentage from 0 to 100", &[]),
+        ));
+    }
+    if matches!(h.after, super::file::HedgeAfter::Ms(ms) if ms < 10) {
+        return Err(err(
+            "routing.hedge.after".into(),
+            crate::i18n::msg("must be at least 10 (milliseconds) or \"p95\"", &[]),
+        ));
+    }
+    if h.unmeasured_ms < 10 {
+        return Err(err(
+            "routing.hedge.unmeasuredMs".into(),
+            crate::i18n::msg("must be at least 10 (milliseconds)", &[]),
+        ));
+    }
     Ok(())
 }
 

@@ -19,6 +19,7 @@ pub(super) fn last_resort(base_url: &str, models: Vec<String>) -> crate::config:
         flatten_history: false,
         credentials: Default::default(),
         overage: Default::default(),
+        hedge: None,
         keys: Vec::new(),
         models: models
             .into_iter()

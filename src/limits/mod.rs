@@ -87,6 +87,7 @@ mod tests {
         for o in [
             Outcome::Ok,
             Outcome::Skipped,
+            Outcome::Outrun,
             Outcome::Failed(ErrorClass::ContentPolicy),
         ] {
             let json = serde_json::to_string(&o).unwrap();

@@ -330,6 +330,8 @@ pub(super) fn record(
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
         reset_at_ms: c.reset_at_ms,
         streamed: false,
+        hedge: false,
+        input_tokens: None,
     }
 }
 
@@ -355,6 +357,8 @@ pub(crate) fn skipped(
         }),
         reset_at_ms: until,
         streamed: false,
+        hedge: false,
+        input_tokens: None,
     }
 }
 

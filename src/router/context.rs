@@ -55,6 +55,8 @@ pub struct Routing {
     pub usage: crate::limits::usage::UsageBook,
     /// How fast each provider answers each model now (`router::speed`).
     pub speeds: super::speed::Speeds,
+    /// The hedges `routing.hedge` lets requests send now (`fallback::hedge`).
+    pub(crate) hedges: super::types::HedgeBudget,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
     /// Weak: the gateway owns the routing context, not the other way round.
@@ -83,6 +85,7 @@ impl Routing {
             affinity: Default::default(),
             usage: Default::default(),
             speeds: Default::default(),
+            hedges: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             locale: Default::default(),
             shared,

@@ -117,6 +117,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     let deadline =
         tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
     let mut waited_for_reset = false;
+    let hedging = snap.hedging(selection, &inbound.canonical.model);
     loop {
         let cx = fallback::Ctx {
             up,
@@ -126,6 +127,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             deadline,
             deadline_ms,
             stick: stick.as_ref(),
+            hedging,
         };
         let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
         // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.

@@ -19,6 +19,8 @@ pub struct Record {
     price: Option<Price>,
     /// Microseconds spent waiting on upstream attempts.
     upstream_us: u64,
+    /// What attempts cancelled for a hedge are estimated to have cost (their prompts).
+    outrun_cost: f64,
 }
 
 impl Record {
@@ -58,6 +60,7 @@ impl Record {
             client,
             price: None,
             upstream_us: 0,
+            outrun_cost: 0.0,
         }
     }
 
@@ -78,6 +81,18 @@ impl Record {
         if let Some(r) = &mut self.row {
             r.attempts.push(a);
         }
+    }
+
+    /// An attempt cancelled because a hedge beside it answered first: logged with the prompt
+    /// tokens it is estimated to have cost, priced at its model's price.
+    pub fn push_outrun(&mut self, a: AttemptRecord, price: Option<Price>) {
+        if let (Some(p), Some(n)) = (price, a.input_tokens) {
+            self.outrun_cost += p.cost(&Usage {
+                input_tokens: n,
+                ..Usage::default()
+            });
+        }
+        self.push_attempt(a);
     }
 
     pub fn attempts(&self) -> &[AttemptRecord] {
@@ -169,7 +184,7 @@ impl Record {
         let total = self.started.elapsed();
         row.total_ms = total.as_millis() as u64;
         row.upstream_ms = Some(self.upstream_us / 1000);
-        row.cost_usd = self.price.map(|p| {
+        let served = self.price.map(|p| {
             p.cost(&crate::canonical::Usage {
                 input_tokens: row.input_tokens.unwrap_or(0),
                 output_tokens: row.output_tokens.unwrap_or(0),
@@ -177,6 +192,10 @@ impl Record {
                 cache_write_tokens: row.cache_write_tokens.unwrap_or(0),
             })
         });
+        row.cost_usd = match (served, self.outrun_cost) {
+            (c, x) if x <= 0.0 => c,
+            (c, x) => Some(c.unwrap_or(0.0) + x),
+        };
         self.routing
             .finished(&self.client, row, total, self.upstream_us);
     }

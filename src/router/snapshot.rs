@@ -195,6 +195,21 @@ impl Snapshot {
         }
     }
 
+    /// Whether requests routed this way are hedged (`routing.hedge`): a route's own `hedge`,
+    /// else `routing.hedge.enabled` for `auto`, routes and a model several providers serve; a
+    /// request pinned to a provider is hedged only when that provider says so.
+    pub fn hedging(&self, selection: Selection, requested: &str) -> bool {
+        let on = self.routing.hedge.enabled;
+        match selection {
+            Selection::Auto | Selection::ModelName => on,
+            Selection::Route => self
+                .routes
+                .get(requested)
+                .map_or(on, |r| r.hedge().unwrap_or(on)),
+            _ => false,
+        }
+    }
+
     pub fn resumes_on_break(&self, requested: &str) -> bool {
         self.routes
             .get(requested)

@@ -79,6 +79,7 @@ pub fn body(
         ended: false,
         resume,
         out,
+        verdict: None,
         json: expect.map(|expect| {
             Box::new(pump::Json {
                 expect,
@@ -248,19 +249,26 @@ impl Pump {
         if json.tool_call {
             return;
         }
-        let word = match json.expect.check(&json.text, json.cut) {
-            crate::structured::Checked::Valid => "valid",
+        let (word, why) = match json.expect.check(&json.text, json.cut) {
+            crate::structured::Checked::Valid => ("valid", None),
             crate::structured::Checked::Repaired { what, .. } => {
                 tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), around = what, "the streamed answer's JSON came with something around it");
-                "invalid"
+                ("invalid", Some(what.to_string()))
             }
             crate::structured::Checked::Invalid(why) => {
                 let why = self.rec.routing().redactor.string(why);
                 tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), reason = %why, "the streamed answer is not the JSON asked for");
-                "invalid"
+                (
+                    "invalid",
+                    Some(crate::limits::truncate(&why, 300).to_string()),
+                )
             }
         };
         self.rec.output(word);
+        self.verdict = Some(match why {
+            Some(why) => format!("baton-output: {word} ({why})"),
+            None => format!("baton-output: {word}"),
+        });
     }
 
     /// The upstream's body ended without its terminator.
@@ -339,16 +347,20 @@ impl Pump {
     /// The end of a complete answer in the client's format; after a resume, preceded by an SSE
     /// comment naming every part's target (the headers named only the first).
     fn done(&mut self, raw: Option<Bytes>) -> Bytes {
-        let chain = self.chain_comment();
-        let end = self.end_frame(raw);
-        match chain {
-            Some(c) => {
-                let mut b = BytesMut::from(c.as_bytes());
-                b.extend_from_slice(&end);
-                b.freeze()
-            }
-            None => end,
+        let mut notes = String::new();
+        if let Some(chain) = self.chain_comment() {
+            self.out.comment(&chain, &mut notes);
         }
+        if let Some(verdict) = self.verdict.take() {
+            self.out.comment(&verdict, &mut notes);
+        }
+        let end = self.end_frame(raw);
+        if notes.is_empty() {
+            return end;
+        }
+        let mut b = BytesMut::from(notes.as_bytes());
+        b.extend_from_slice(&end);
+        b.freeze()
     }
 
     fn end_frame(&mut self, raw: Option<Bytes>) -> Bytes {

@@ -157,6 +157,9 @@ pub struct Streamed {
     pub slot: Slot,
     /// Candidates that may continue this stream if it breaks (route `resumeOnBreak`).
     pub resume: Vec<Target>,
+    /// How the JSON the client asked for turned out, when the stream was read whole to check
+    /// it (`routing.validateStreams`); else it is checked at its end.
+    pub output: Option<crate::structured::Checked>,
 }
 
 /// A complete answer's body: the upstream's bytes in its wire format, or (from a CLI) canonical
@@ -249,4 +252,37 @@ pub(crate) trait Upstream: Sync {
         inbound: &'a Inbound,
         request_id: &'a str,
     ) -> impl std::future::Future<Output = Attempt> + Send + 'a;
+}
+
+/// How many hedges may be sent now: earned by requests that could be hedged, spent by hedges;
+/// one is held from the start, so that the first slow request a user tries is hedged.
+#[derive(Debug)]
+pub struct HedgeBudget(std::sync::Mutex<f64>);
+
+impl Default for HedgeBudget {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(1.0))
+    }
+}
+
+impl HedgeBudget {
+    /// A request that may be hedged earns `percent` / 100 of a hedge; at most `percent` hedges
+    /// (at least one) are held, so a quiet hour does not become a burst.
+    pub(crate) fn earn(&self, percent: f64) {
+        if let Ok(mut b) = self.0.lock() {
+            *b = (*b + percent / 100.0).min(percent.max(1.0));
+        }
+    }
+
+    /// Takes one hedge, if one is held.
+    pub(crate) fn spend(&self) -> bool {
+        let Ok(mut b) = self.0.lock() else {
+            return false;
+        };
+        if *b < 1.0 {
+            return false;
+        }
+        *b -= 1.0;
+        true
+    }
 }

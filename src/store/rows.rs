@@ -27,6 +27,13 @@ pub struct AttemptRecord {
     /// that broke off): its tokens count though its class is a failure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub streamed: bool,
+    /// Sent beside the attempt before it, which was slow to answer (`routing.hedge`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hedge: bool,
+    /// The prompt tokens an attempt cancelled after it was sent (`outrun`) is estimated to
+    /// have cost: the provider may bill a prompt it started reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
 }
 
 /// One row of the request log.

@@ -147,6 +147,10 @@ pub fn behavior_from_name(name: &str) -> Option<Behavior> {
         "stream-malformed" => Behavior::StreamMalformed(2),
         "hang" => Behavior::Hang,
         "thinks" => Behavior::Thinks(300),
+        // "delay:MS": the answer after that many milliseconds (a slow first token).
+        other if other.starts_with("delay:") => {
+            Behavior::Delay(other["delay:".len()..].parse().ok()?)
+        }
         "tool" => Behavior::ToolCall {
             name: "get_weather".into(),
             arguments: "{\"city\":\"Paris\"}".into(),

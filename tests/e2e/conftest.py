@@ -45,9 +45,9 @@ class Fake:
 
 
 class Baton:
-    def __init__(self, tmp, providers, model_map=None):
+    def __init__(self, tmp, providers, model_map=None, **config):
         self.data = tmp / "data"
-        cfg = {"providers": providers, "modelMap": model_map or {"claude-*": "auto"}}
+        cfg = {"providers": providers, "modelMap": model_map or {"claude-*": "auto"}, **config}
         self.config = tmp / "config.json"
         self.config.write_text(json.dumps(cfg))
         env = dict(os.environ, BATON_LOG="info")

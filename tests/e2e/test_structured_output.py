@@ -95,3 +95,42 @@ def test_pydantic_ai_native_output_gets_an_object_when_the_first_answer_has_none
     model = OpenAIChatModel("auto", provider=OpenAIProvider(base_url=gw.base_url, api_key=gw.key))
     agent = Agent(model, output_type=NativeOutput(Estimate), retries=0)
     assert agent.run_sync("estimate").output == Estimate(total=12.5, currency="EUR")
+
+
+def test_streams_say_their_verdict_in_a_comment_the_sdks_skip(pair):
+    """A JSON stream's verdict closes it as an SSE comment (`: baton-output: …`): the OpenAI and
+    Anthropic SDKs read on past it, and a Gemini stream gets none (Google's SDK would take it for
+    an error)."""
+    import anthropic
+    from google import genai
+    from google.genai import types
+    a, b, gw = pair
+    a.script(*["text:Here: " + GOOD] * 4)
+    client = openai.OpenAI(base_url=gw.base_url, api_key=gw.key, max_retries=0)
+    with client.chat.completions.with_streaming_response.create(
+            model="auto", stream=True, response_format={"type": "json_object"},
+            messages=[{"role": "user", "content": "estimate"}]) as resp:
+        text = "".join(c.choices[0].delta.content or "" for c in resp.parse() if c.choices)
+    assert text == "Here: " + GOOD
+    ant = anthropic.Anthropic(base_url=gw.url, api_key=gw.key, max_retries=0)
+    with ant.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=200,
+            messages=[{"role": "user", "content": "estimate"}],
+            extra_body={"output_config": {"format": {
+                "type": "json_schema", "schema": Estimate.model_json_schema()}}}) as s:
+        assert "".join(s.text_stream) == "Here: " + GOOD
+        assert s.get_final_message().stop_reason == "end_turn"
+    g = genai.Client(api_key=gw.key, http_options=types.HttpOptions(
+        base_url=gw.url, retry_options=types.HttpRetryOptions(attempts=1)))
+    chunks = list(g.models.generate_content_stream(
+        model="auto", contents="estimate",
+        config=types.GenerateContentConfig(response_mime_type="application/json")))
+    assert "".join(ch.text or "" for ch in chunks) == "Here: " + GOOD
+    # And the raw stream does carry it, for whoever reads the bytes.
+    import httpx
+    with httpx.stream("POST", gw.base_url + "/chat/completions", headers={
+            "authorization": "Bearer " + gw.key}, json={
+            "model": "auto", "stream": True, "response_format": {"type": "json_object"},
+            "messages": [{"role": "user", "content": "estimate"}]}) as r:
+        raw = "".join(r.iter_text())
+    assert ": baton-output: invalid (prose around the JSON value)\n\ndata: [DONE]" in raw, raw

@@ -64,7 +64,7 @@ fn errors_name_file_path_and_fix() {
     };
     assert_eq!(
         err(&p(r#","prority":1"#)),
-        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `apiVersion`, `region`, `project`, `awsProfile`, `proxy`, `proxyLogin`, `executable`, `env`, `flattenHistory`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `reserve`, `limits`, `tier`, `credentials`, `overage`"
+        "my.json: providers[0].prority: unknown field `prority`, expected one of `id`, `name`, `kind`, `baseUrl`, `apiVersion`, `region`, `project`, `awsProfile`, `proxy`, `proxyLogin`, `executable`, `env`, `flattenHistory`, `keys`, `models`, `priority`, `enabled`, `auto`, `maxConcurrency`, `headers`, `timeouts`, `capabilities`, `dayReset`, `limitScope`, `modelFallback`, `retries`, `reserve`, `limits`, `tier`, `credentials`, `overage`, `hedge`"
     );
     assert!(
         err(&p(r#","keys":[{"env":"sk-abcdefghijklmnopqrstuvwxyz"}]"#))

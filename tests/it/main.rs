@@ -55,6 +55,7 @@ mod fuzz;
 mod gemini_dialect;
 mod gemini_upstream;
 mod gemini_wire;
+mod hedging;
 mod limit_fixtures;
 mod limits;
 mod local_fallback;

@@ -27,6 +27,11 @@ fn says(text: &str) -> Behavior {
 
 /// Two providers in order, `first` and `second`, and Baton in front of them.
 async fn setup() -> (FakeUpstream, FakeUpstream, tempfile::TempDir, Baton) {
+    setup_routing(json!({})).await
+}
+
+/// The same, with these `routing` settings.
+async fn setup_routing(routing: Value) -> (FakeUpstream, FakeUpstream, tempfile::TempDir, Baton) {
     let (first, second) = (
         FakeUpstream::start("first").await,
         FakeUpstream::start("second").await,
@@ -35,7 +40,7 @@ async fn setup() -> (FakeUpstream, FakeUpstream, tempfile::TempDir, Baton) {
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [provider("first", &first.base_url(), 1),
-            provider("second", &second.base_url(), 2)]}),
+            provider("second", &second.base_url(), 2)], "routing": routing}),
     )
     .await;
     (first, second, dir, baton)
@@ -256,10 +261,17 @@ async fn the_log_says_how_each_json_answer_turned_out_streams_checked_at_their_e
     );
     first.script([says("Here: {\"total\": 3}")]);
     let r = baton.post(streamed).send().await.unwrap();
+    let raw = r.text().await.unwrap();
     assert_eq!(
-        stream_text(&sse_data(&r.text().await.unwrap())),
+        stream_text(&sse_data(&raw)),
         "Here: {\"total\": 3}",
         "a stream goes out as it came"
+    );
+    // Its verdict is the stream's last word before its end, a comment every client skips.
+    let tail = raw.split(": baton-output: ").nth(1).unwrap_or_default();
+    assert!(
+        tail.starts_with("invalid (prose around the JSON value)\n\ndata: [DONE]"),
+        "{raw}"
     );
     first.script([says("no")]);
     second.script([says("nope")]);
@@ -278,5 +290,88 @@ async fn the_log_says_how_each_json_answer_turned_out_streams_checked_at_their_e
             None
         ]
     );
+    baton.stop().await;
+}
+
+/// `routing.validateStreams`: a stream asking for JSON is read whole before it goes out, so one
+/// that is not the JSON asked for still fails over, and one with a fence comes without it; the
+/// verdict is a header, as for a whole answer. Every API's stream is covered.
+#[tokio::test]
+async fn validated_streams_fail_over_and_come_repaired_in_every_api() {
+    let (first, second, _dir, baton) = setup_routing(json!({"validateStreams": true})).await;
+    // Chat Completions: prose only, then the next provider's fenced value.
+    first.script([says("I cannot do that")]);
+    second.script([says("```json\n{\"total\": 9}\n```")]);
+    let mut body = chat("estimate");
+    body["stream"] = json!(true);
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-gateway-provider"), "second");
+    assert_eq!(header(&r, "x-baton-output"), "repaired");
+    let raw = r.text().await.unwrap();
+    assert_eq!(stream_text(&sse_data(&raw)), "{\"total\": 9}", "{raw}");
+    assert!(raw.ends_with("data: [DONE]\n\n"), "{raw}");
+    let row = &baton.log().await[0];
+    let classes: Vec<_> = row.attempts.iter().map(|a| a.class.as_str()).collect();
+    assert_eq!(classes, ["invalid_output", "ok"]);
+    assert_eq!(row.output.as_deref(), Some("repaired"));
+
+    // Messages: the schema refuses the first answer; the second one's events come as they were.
+    first.script([says("{\"sum\": 1}")]);
+    second.script([says("{\"total\": 2}")]);
+    let r = baton
+        .messages(json!({"model": "auto", "max_tokens": 100, "stream": true,
+            "messages": [{"role": "user", "content": "estimate"}],
+            "output_config": {"format": {"type": "json_schema", "schema": schema()}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&r, "x-gateway-provider"), "second");
+    assert_eq!(header(&r, "x-baton-output"), "valid");
+    let raw = r.text().await.unwrap();
+    assert!(raw.contains("event: message_stop"), "{raw}");
+    assert!(
+        raw.contains("{\\\"total\\\": 2}") || raw.contains("total"),
+        "{raw}"
+    );
+
+    // Responses and Gemini: a valid first answer streams from the first provider.
+    for (path, body) in [
+        (
+            "/v1/responses",
+            json!({"model": "auto", "input": "estimate", "stream": true,
+            "text": {"format": {"type": "json_schema", "name": "e", "schema": schema(), "strict": true}}}),
+        ),
+        (
+            "/v1beta/models/auto:streamGenerateContent?alt=sse",
+            json!({
+            "contents": [{"role": "user", "parts": [{"text": "estimate"}]}],
+            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": schema()}}),
+        ),
+    ] {
+        first.script([says("{\"total\": 3}")]);
+        let r = baton
+            .http
+            .post(format!("{}{path}", baton.url))
+            .bearer_auth(&baton.key)
+            .header("x-goog-api-key", &baton.key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(header(&r, "x-gateway-provider"), "first", "{path}");
+        assert_eq!(header(&r, "x-baton-output"), "valid", "{path}");
+        let raw = r.text().await.unwrap();
+        assert!(raw.contains("total"), "{path}: {raw}");
+    }
+    // Every candidate streaming something else: the client gets the error, nothing streamed.
+    first.script([says("no")]);
+    second.script([says("nope")]);
+    let mut body = chat("estimate");
+    body["stream"] = json!(true);
+    let r = baton.post(body).send().await.unwrap();
+    assert_eq!(r.status().as_u16() / 100, 5);
+    assert_eq!(header(&r, "x-baton-output"), "invalid");
     baton.stop().await;
 }

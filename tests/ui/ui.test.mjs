@@ -739,6 +739,60 @@ test("Settings: a named route is made, reordered and used with the keyboard; map
   await page.waitForFunction(() => !document.querySelector("#routes-info [data-route=fast]"));
 });
 
+test("a route made to hedge by keyboard: a slow first token raced, both attempts in Activity", async () => {
+  const admin = { "x-admin-key": adminKey, "content-type": "application/json" };
+  const tortoise = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "tortoise", "--mode", "delay:8000"])) + "/v1";
+  const hare = (await start(process.env.FAKE_UPSTREAM_BIN, ["--name", "hare", "--mode", "ok"])) + "/v1";
+  for (const [id, url] of [["tortoise", tortoise], ["hare", hare]]) {
+    const r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin, body: JSON.stringify({ id, kind: "openai-compatible", baseUrl: url, models: [`${id}-model`], priority: 99, timeouts: { firstByteMs: 20000 } }) });
+    assert.equal(r.status, 201, await r.text());
+  }
+  await page.click("nav a[data-tab=providers]");
+  await page.waitForSelector("#provider-list > li[data-id=hare]");
+  await page.click("nav a[data-tab=settings]");
+  await page.waitForSelector("#routes-info [data-pattern='claude-*']");
+  await page.focus("#new-route");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#route-dialog[open]");
+  await page.keyboard.type("steady");
+  await page.selectOption("#route-add-target", "tortoise");
+  await page.click("#route-add");
+  await page.selectOption("#route-add-target", "hare");
+  await page.click("#route-add");
+  assert.equal(await page.isChecked("#route-hedge"), false, "off unless turned on");
+  await page.focus("#route-hedge");
+  await page.keyboard.press("Space");
+  await page.focus("#route-speed");
+  await page.keyboard.press("Space");
+  await shot("route-dialog-hedge");
+  await page.click("#route-form button[type=submit]");
+  const line = await page.waitForSelector("#routes-info [data-route=steady]");
+  assert.match(await line.textContent(), /fastest first · hedges a slow first token/);
+  const saved = await (await fetch(`${baton}/admin/routes`, { headers: admin })).json();
+  assert.equal(saved.routes.steady.hedge, true);
+  assert.equal(saved.routes.steady.order, "speed");
+  // Unmeasured, the hedge goes after routing.hedge.unmeasuredMs (2 s): long before 8 s.
+  const r = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "steady", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("x-gateway-provider"), "hare");
+  await page.click("nav a[data-tab=activity]");
+  const lost = await page.waitForSelector("#log-rows tr:first-child [data-testid=outrun]");
+  assert.match(await lost.textContent(), /^tortoise\/tortoise-model ✗ slower, cancelled$/);
+  assert.match(await lost.getAttribute("title"), /^Cancelled after [\d,]+ ms; prompt tokens counted: about [\d,]+$/);
+  const won = await page.$("#log-rows tr:first-child .hop.ok");
+  assert.match(await won.textContent(), /^hare\/hare-model ✓ \(hedge\)$/);
+  await shot("activity-hedged");
+  await fetch(`${baton}/admin/routes/steady`, { method: "DELETE", headers: admin });
+  for (const id of ["tortoise", "hare"]) {
+    const d = await fetch(`${baton}/admin/providers/${id}`, { method: "DELETE", headers: admin });
+    assert.equal(d.status, 204);
+  }
+});
+
 test("first run: what Baton found is one click away", async () => {
   const fresh = mkdtempSync(join(tmpdir(), "baton-ui-fresh-"));
   const url = await new Promise((resolve, reject) => {

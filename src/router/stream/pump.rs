@@ -36,6 +36,8 @@ pub(super) struct Pump {
     pub(super) out: Out,
     /// The JSON the client asked for, and the answer's text so far, checked at the end.
     pub(super) json: Option<Box<Json>>,
+    /// The check's verdict, said in a comment before the stream's end (`baton-output: …`).
+    pub(super) verdict: Option<String>,
 }
 
 /// A JSON-mode stream's text, gathered to be checked when it ends (bounded: past the bound the

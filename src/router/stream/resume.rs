@@ -105,7 +105,7 @@ impl Pump {
     pub(super) fn chain_comment(&self) -> Option<String> {
         self.parts.as_ref().filter(|p| p.chain.len() > 1).map(|p| {
             format!(
-                ": baton: answer served by {} (resumed after: {})\n\n",
+                "baton: answer served by {} (resumed after: {})",
                 p.chain.join(" then "),
                 p.breaks.join("; ")
             )

@@ -238,6 +238,10 @@ impl crate::canonical::StreamEncode for StreamEncoder {
             "application/json"
         }
     }
+
+    /// No notes: Google sends no SSE comments, and its SDKs read a line that is not `data:`
+    /// as the start of an error object (the Python SDK fails on it).
+    fn comment(&self, _text: &str, _out: &mut String) {}
 }
 
 /// Google's `status` for an HTTP status.

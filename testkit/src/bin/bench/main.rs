@@ -17,6 +17,7 @@ mod bodies;
 mod cache;
 mod compare;
 mod first_byte;
+mod hedge;
 mod state;
 
 struct Stats {
@@ -432,6 +433,11 @@ async fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--cache") {
         cache::cache_bench(&baton_bin, args.get(i + 1).map(String::as_str)).await;
+        return;
+    }
+    if args.iter().any(|a| a == "--hedge") {
+        let n = std::env::var("BENCH_REQUESTS").map_or(300, |_| n);
+        hedge::hedge_bench(&baton_bin, n).await;
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--first-byte") {
