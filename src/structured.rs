@@ -114,6 +114,19 @@ fn compiled(schema: &Value) -> Compiled {
     made
 }
 
+/// What a model with no structured-output setting is told when the client asked for JSON (a
+/// subscription CLI; an HTTP model with `structuredOutput: false`), in its system prompt.
+pub fn instruction(format: &OutputFormat) -> String {
+    let mut out = String::from(
+        "Answer with exactly one JSON value and nothing else: no prose, no Markdown code fence.",
+    );
+    if let OutputFormat::JsonSchema { schema, .. } = format {
+        out.push_str(" It must be valid against this JSON Schema:\n");
+        out.push_str(&schema.to_string());
+    }
+    out
+}
+
 /// What the client asked the answer to be.
 #[derive(Clone, Default)]
 pub struct Expect {

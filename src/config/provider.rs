@@ -309,6 +309,10 @@ pub struct ModelDetail {
     pub tools: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<bool>,
+    /// Honours a JSON schema (`response_format` and its kin); `false`: it is told the schema
+    /// in its system prompt instead, and its answer checked all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<bool>,
     /// Largest `max_tokens` the model accepts; larger requests are capped to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
@@ -343,6 +347,11 @@ pub struct Capabilities {
     /// Accepts image content parts.
     #[serde(default = "default_true")]
     pub images: bool,
+    /// Honours a JSON schema for its answer (`response_format`, `output_config.format`…). A
+    /// small model or a server without the feature (`false`) is told the schema in its system
+    /// prompt instead, as a subscription CLI is; its answer is checked all the same.
+    #[serde(default = "default_true")]
+    pub structured_output: bool,
     /// Context window in tokens; unknown when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
@@ -383,6 +392,7 @@ impl Default for Capabilities {
         Self {
             tools: true,
             images: true,
+            structured_output: true,
             context_window: None,
             prefill: false,
             max_output_tokens: None,

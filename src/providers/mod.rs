@@ -73,6 +73,8 @@ pub struct ModelInfo {
     pub context_window: Option<u64>,
     pub tools: bool,
     pub images: bool,
+    /// Honours a JSON schema; else the schema goes in its system prompt.
+    pub structured_output: bool,
     pub max_output_tokens: Option<u64>,
     /// USD per million tokens, when known (config, else catalog).
     pub price: Option<crate::pricing::Price>,
@@ -246,6 +248,7 @@ impl ProviderEntry {
                 context_window: self.config.capabilities.context_window,
                 tools: self.config.capabilities.tools,
                 images: self.config.capabilities.images,
+                structured_output: self.config.capabilities.structured_output,
                 max_output_tokens: self.config.capabilities.max_output_tokens,
                 price,
                 tier,

@@ -18,12 +18,20 @@ impl Upstream for Live<'_> {
         request_id: &'a str,
     ) -> impl std::future::Future<Output = Attempt> + Send + 'a {
         use futures_util::future::Either;
+        use std::future::Future;
+        use std::pin::Pin;
+        type Boxed<'a> = Pin<Box<dyn Future<Output = Attempt> + Send + 'a>>;
         // A hosted search the target cannot run itself: Baton runs it around the attempts (its
         // future boxed, so the plain attempt's is neither wrapped nor grown by it).
         if hosted::serves(t, inbound) {
-            Either::Left(Box::pin(hosted::attempt(
-                self.0, t, key, inbound, request_id,
-            )))
+            let b: Boxed<'a> = Box::pin(hosted::attempt(self.0, t, key, inbound, request_id));
+            Either::Left(b)
+        } else if let Some(told) = inbound.instructed_for(&t.model) {
+            // A model without structured output: told the schema (its answer checked as any).
+            let routing = self.0;
+            let b: Boxed<'a> =
+                Box::pin(async move { attempt::attempt(routing, t, key, &told, request_id).await });
+            Either::Left(b)
         } else {
             Either::Right(attempt::attempt(self.0, t, key, inbound, request_id))
         }

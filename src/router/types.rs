@@ -89,6 +89,29 @@ impl Inbound {
             .as_ref()
     }
 
+    /// This request for a model that does not honour a JSON schema: the JSON asked for is
+    /// told in its system prompt instead, and the request is translated from the canonical
+    /// one (the client's own body would ask for the format natively). Its answer is checked
+    /// against `expect` all the same. `None` when nothing needs to change.
+    pub fn instructed_for(&self, model: &crate::providers::ModelInfo) -> Option<Inbound> {
+        let format = self.canonical.output.as_ref()?;
+        if model.structured_output || self.continues.is_some() {
+            return None;
+        }
+        let mut canonical = self.canonical.clone();
+        canonical
+            .system
+            .push(crate::structured::instruction(format));
+        canonical.output = None;
+        Some(Inbound {
+            openai: std::sync::OnceLock::new(),
+            original: None,
+            canonical,
+            expect: std::sync::OnceLock::new(),
+            ..self.clone()
+        })
+    }
+
     /// The client's own body, when it spoke `wire`.
     pub fn original(&self, wire: Wire) -> Option<&Map<String, Value>> {
         self.original

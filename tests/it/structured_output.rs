@@ -375,3 +375,32 @@ async fn validated_streams_fail_over_and_come_repaired_in_every_api() {
     assert_eq!(header(&r, "x-baton-output"), "invalid");
     baton.stop().await;
 }
+
+/// A model without structured output (`capabilities.structuredOutput: false`, or the model's
+/// own `structuredOutput`) is told the schema in its system prompt instead of being sent the
+/// format it would refuse or ignore; its answer is checked all the same, and a same-API
+/// client's body is translated for it rather than relayed with the format in it.
+#[tokio::test]
+async fn a_model_without_structured_output_is_told_the_schema() {
+    let small = FakeUpstream::start("small").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = provider("small", &small.base_url(), 1);
+    p["capabilities"] = json!({"structuredOutput": false});
+    let baton = Baton::start(dir.path(), json!({"providers": [p]})).await;
+    small.script([says("Sure: {\"total\": 4}")]);
+    let r = baton.post(chat("estimate")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-baton-output"), "repaired");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "{\"total\": 4}");
+    let sent = &small.received()[0].body;
+    assert!(sent.get("response_format").is_none(), "{sent}");
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert_eq!(sent["messages"][0]["role"], "system", "{sent}");
+    assert!(
+        system.starts_with("Answer with exactly one JSON value and nothing else")
+            && system.contains("\"required\":[\"total\"]"),
+        "{system}"
+    );
+    baton.stop().await;
+}

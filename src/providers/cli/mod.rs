@@ -106,18 +106,6 @@ pub fn command_args(kind: ProviderKind, model: &str, system: Option<&str>) -> Ve
         .collect()
 }
 
-/// What a CLI is told when the client asked for JSON.
-fn json_instruction(format: &crate::canonical::OutputFormat) -> String {
-    let mut out = String::from(
-        "Answer with exactly one JSON value and nothing else: no prose, no Markdown code fence.",
-    );
-    if let crate::canonical::OutputFormat::JsonSchema { schema, .. } = format {
-        out.push_str(" It must be valid against this JSON Schema:\n");
-        out.push_str(&schema.to_string());
-    }
-    out
-}
-
 /// The prompt on stdin and the system prompt for the CLI; one with no flag for a system prompt
 /// gets it leading the prompt.
 pub fn stdin_and_system(kind: ProviderKind, req: &ChatRequest) -> (String, Option<String>) {
@@ -125,7 +113,7 @@ pub fn stdin_and_system(kind: ProviderKind, req: &ChatRequest) -> (String, Optio
     // A CLI has no structured-output setting: the JSON asked for is an instruction, and its
     // answer is checked like any other (`structured`).
     if let Some(format) = &req.output {
-        system.push(json_instruction(format));
+        system.push(crate::structured::instruction(format));
     }
     let system = (!system.is_empty()).then(|| system.join("\n\n"));
     let prompt = prompt_text(req);

@@ -63,6 +63,7 @@ fn model(id: &str) -> ModelInfo {
         context_window: None,
         tools: true,
         images: false,
+        structured_output: true,
         max_output_tokens: None,
         price: None,
         tier: None,
