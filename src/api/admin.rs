@@ -329,6 +329,47 @@ pub async fn discover(
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Measured {
+    provider: String,
+    model: String,
+    ttft_ms: u64,
+}
+
+impl Shape for Measured {
+    const EXPECTED: &'static str = "{provider, model, ttftMs}";
+}
+
+/// `POST /admin/speeds`: a time to first token measured outside live traffic (`baton probe
+/// --apply`), noted in the speed book as a live answer's would be.
+pub async fn measured(
+    State(state): State<AppState>,
+    JsonBody(m): JsonBody<Measured>,
+) -> Result<StatusCode, ApiError> {
+    let core = &state.core;
+    if core.routing.snapshot.load().provider(&m.provider).is_none() {
+        return Err(ApiError::missing(
+            "provider_not_found",
+            "provider",
+            format!("No provider `{}`.", m.provider),
+        ));
+    }
+    if m.model.is_empty() || m.model.len() > 256 {
+        return Err(ApiError::invalid("model", "model must be 1-256 characters"));
+    }
+    if m.ttft_ms > 600_000 {
+        return Err(ApiError::invalid(
+            "ttftMs",
+            "ttftMs must be at most 600000 (ten minutes)",
+        ));
+    }
+    core.routing
+        .speeds
+        .measured(&m.provider, &m.model, m.ttft_ms);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetCooldown {
     provider: String,
     key: Option<String>,

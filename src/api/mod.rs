@@ -136,6 +136,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             "/admin/cooldowns",
             post(admin::set_cooldown).delete(admin::clear_cooldowns),
         )
+        .route("/admin/speeds", post(admin::measured))
         .route_layer(middleware::from_fn_with_state(state.clone(), admin_guard));
     Router::new()
         .merge(dialect::routes())

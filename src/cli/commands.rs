@@ -226,7 +226,7 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
                 println!();
             }
             None => {
-                return Ok(if results.iter().all(probe::ProbeResult::ok) {
+                return Ok(if results.iter().all(probe::ProbeResult::fine) {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::from(1)

@@ -29,7 +29,16 @@ impl ProbeResult {
     pub fn ok(&self) -> bool {
         self.class == Verdict::Ok
     }
+
+    /// Nothing wrong was found: it answered, or it is not Baton's to test (a login-only
+    /// provider).
+    pub fn fine(&self) -> bool {
+        matches!(self.class, Verdict::Ok | Verdict::LoginOnly)
+    }
 }
+
+/// Why a login-only provider is not probed.
+const LOGIN_ONLY: &str = "login-only: it calls with the client's own login, which Baton never holds; a client's request tests it";
 
 /// What a probe found: written as `ok`, `unavailable` or the error class's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +46,9 @@ pub enum Verdict {
     Ok,
     /// A subscription CLI that is not installed or cannot run.
     Unavailable,
+    /// A `credentials: "client"` provider: it serves only clients that bring their own login,
+    /// which Baton never holds, so there is nothing it could send (and nothing to cool).
+    LoginOnly,
     Failed(ErrorClass),
 }
 
@@ -45,6 +57,7 @@ impl Verdict {
         match self {
             Verdict::Ok => "ok",
             Verdict::Unavailable => "unavailable",
+            Verdict::LoginOnly => "login-only",
             Verdict::Failed(c) => c.as_str(),
         }
     }
@@ -131,6 +144,7 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
     }
     let code = |row: usize| match results[row].class {
         Verdict::Ok => "32",
+        Verdict::LoginOnly => "36",
         Verdict::Failed(ErrorClass::Rate | ErrorClass::Overloaded) => "33",
         _ => "31",
     };
@@ -155,8 +169,9 @@ fn default_hold_ms(class: ErrorClass) -> Option<i64> {
     }
 }
 
-/// `--apply`: sends each failed probe's cooldown to a running Baton (`POST /admin/cooldowns`).
-/// Returns how many were applied.
+/// `--apply`: sends each failed probe's cooldown to a running Baton (`POST /admin/cooldowns`),
+/// and each answer's time to its first token to its speed book (`POST /admin/speeds`, what a
+/// route ordered by speed and a hedge's p95 go by). Returns how many cooldowns were applied.
 pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Result<usize, String> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -165,6 +180,11 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
     let now = baton::clock::unix_ms();
     let mut applied = 0;
     for r in results {
+        if r.ok() {
+            let body = json!({"provider": r.provider, "model": r.model, "ttftMs": r.latency_ms});
+            send(&client, url, admin_key, "speeds", &body, &r.provider).await?;
+            continue;
+        }
         let Verdict::Failed(class) = r.class else {
             continue;
         };
@@ -180,29 +200,46 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
         };
         let body = json!({"provider": r.provider, "key": key, "model": model, "untilMs": until,
             "class": class, "reason": format!("probe: {}", r.reason.clone().unwrap_or_default())});
-        let resp = client
-            .post(format!("{}/admin/cooldowns", url.trim_end_matches('/')))
-            .header("x-admin-key", admin_key)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot reach Baton at {url}: {}",
-                    baton::providers::outbound::describe(&e)
-                )
-            })?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "Baton at {url} refused the cooldown for {}: HTTP {}",
-                r.provider,
-                resp.status().as_u16()
-            ));
-        }
+        send(&client, url, admin_key, "cooldowns", &body, &r.provider).await?;
         applied += 1;
     }
     Ok(applied)
+}
+
+/// One `POST /admin/{what}` to the running Baton at `url`.
+async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    admin_key: &str,
+    what: &str,
+    body: &serde_json::Value,
+    provider: &str,
+) -> Result<(), String> {
+    let resp = client
+        .post(format!("{}/admin/{what}", url.trim_end_matches('/')))
+        .header("x-admin-key", admin_key)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot reach Baton at {url}: {}",
+                baton::providers::outbound::describe(&e)
+            )
+        })?;
+    if !resp.status().is_success() {
+        let what = if what == "speeds" {
+            "the speed"
+        } else {
+            "the cooldown"
+        };
+        return Err(format!(
+            "Baton at {url} refused {what} for {provider}: HTTP {}",
+            resp.status().as_u16()
+        ));
+    }
+    Ok(())
 }
 
 /// One cheap request (a one-token answer) to one key and model of an HTTP provider.
@@ -227,6 +264,11 @@ pub async fn probe_one(
     };
     if entry.config.kind.is_cli() {
         return probe_cli(entry, result, started).await;
+    }
+    if !entry.config.credentials.is_baton() {
+        result.class = Verdict::LoginOnly;
+        result.reason = Some(LOGIN_ONLY.into());
+        return result;
     }
     if let Some(why) = entry.unavailable() {
         result.class = Verdict::Failed(ErrorClass::Auth);

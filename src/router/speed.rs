@@ -91,6 +91,11 @@ impl Speeds {
         self.note(provider, model, ttft, tps);
     }
 
+    /// A time to first token measured outside live traffic (a probe's one-token answer).
+    pub fn measured(&self, provider: &str, model: &str, ttft_ms: u64) {
+        self.note(provider, model, ttft_ms, None);
+    }
+
     fn note(&self, provider: &str, model: &str, ttft: u64, tps: Option<f64>) {
         let Ok(mut map) = self.0.lock() else { return };
         let fresh = Speed {

@@ -170,6 +170,17 @@ async fn probe_apply_cools_failed_targets_in_the_running_baton() {
     .await;
     assert_eq!(code, 1, "b failed: {err}");
     assert!(err.contains("applied 1 cooldown(s)"), "{err}");
+    // The healthy one's answer time went to the speed book (routing by speed, a hedge's
+    // p95), as a live answer's would.
+    let speed = baton.handle.core.routing.speeds.of("a", "a-model").unwrap();
+    assert_eq!(speed.samples, 1);
+    assert!(baton
+        .handle
+        .core
+        .routing
+        .speeds
+        .of("b", "b-model")
+        .is_none());
     let cd = baton.handle.core.routing.cooldowns.active();
     assert_eq!(cd.len(), 1);
     assert_eq!(
@@ -193,6 +204,24 @@ async fn probe_apply_cools_failed_targets_in_the_running_baton() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
+    for (body, status) in [
+        (json!({"provider": "nope", "model": "m", "ttftMs": 5}), 404),
+        (
+            json!({"provider": "a", "model": "m", "ttftMs": 700_000}),
+            400,
+        ),
+        (json!({"provider": "a", "model": "m"}), 400),
+    ] {
+        let r = baton
+            .http
+            .post(format!("{}/admin/speeds", baton.url))
+            .bearer_auth(&baton.admin_key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{body}");
+    }
     baton.stop().await;
 }
 
@@ -302,5 +331,68 @@ async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_
             "no Bearer token to Anthropic"
         );
     }
+    baton.stop().await;
+}
+
+/// A login-only provider (`credentials: "client"`, a subscription passed through) cannot be
+/// tested by Baton, which never holds the login: the probe says so, sends it nothing, exits 0
+/// for it, and `--apply` cools nothing (it once wrote an eight-day `auth` cooldown from the 401
+/// its login-less request got, and real Claude Code requests were skipped for a week).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_only_provider_is_said_so_and_never_cooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("claude").await;
+    sub.only_subscription("sk-ant-oat01-someone-elses-login");
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let sub_row = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["provider"] == "claude-sub")
+        .unwrap();
+    assert_eq!(sub_row["class"], "login-only", "{sub_row}");
+    assert!(sub_row["reason"].as_str().unwrap().contains("never holds"));
+    assert!(sub.received().is_empty(), "nothing sent without a login");
+    assert!(err.contains("applied 0 cooldown(s)"), "{err}");
+    assert!(baton.handle.core.routing.cooldowns.active().is_empty());
+    // The table says it too.
+    let (_, table, _) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+        ],
+        vec![],
+    )
+    .await;
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("claude-sub/*") && l.contains("login-only")),
+        "{table}"
+    );
     baton.stop().await;
 }
