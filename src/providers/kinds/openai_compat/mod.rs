@@ -399,8 +399,9 @@ fn answer_text(body: &[u8]) -> Option<(std::borrow::Cow<'_, str>, bool)> {
     use std::borrow::Cow;
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
+        /// Exactly one: several choices take the canonical path (no vector allocated).
         #[serde(borrow)]
-        choices: Vec<Choice<'a>>,
+        choices: [Choice<'a>; 1],
     }
     #[derive(serde::Deserialize)]
     struct Choice<'a> {
@@ -417,7 +418,7 @@ fn answer_text(body: &[u8]) -> Option<(std::borrow::Cow<'_, str>, bool)> {
         tool_calls: Option<Vec<IgnoredAny>>,
     }
     let a: Answer<'_> = serde_json::from_slice(body).ok()?;
-    let [c] = <[Choice<'_>; 1]>::try_from(a.choices).ok()?;
+    let [c] = a.choices;
     if c.message.tool_calls.is_some_and(|t| !t.is_empty()) {
         return None;
     }
