@@ -183,6 +183,8 @@ export function status(p) {
     case "cooling":
       return [t("cooling"), "warn", st.untilMs, explainNodes(st.class, st.reason, st.untilMs)];
     default:
+      // A subscription passed through: it serves clients that bring their own login only.
+      if (st.loginOnly) return [t("login-only"), "ok", null, t("Serves only clients that bring their own login, never a request on a gateway key alone.")];
       return [t("ready"), "ok", null, null];
   }
 }

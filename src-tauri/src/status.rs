@@ -135,6 +135,7 @@ pub fn provider_state(
             true,
         ),
         State::Cooling => (tr(l, "cooling until {when}", &[("when", &until)]), true),
+        State::Ready if st.login_only => (tr(l, "login-only", &[]), st.partial),
         State::Ready if st.partial => (tr(l, "ready (a key or model cooling)", &[]), true),
         State::Ready => (tr(l, "ready", &[]), false),
     }

@@ -123,19 +123,25 @@ pub fn status(
     let state = runtime()?
         .block_on(status::fetch(url, &key))
         .map_err(|e| e.to_string())?;
-    let rows = status::rows(&state);
+    let summary = status::Summary::of(&state);
+    let rows = &summary.providers;
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
+            serde_json::to_string_pretty(&summary).unwrap_or_default()
         );
     } else if rows.is_empty() {
         println!("No providers configured.");
     } else {
-        print!("{}", status::render(&rows, status::use_color()));
-        print!("{}", status::render_windows(&rows, state.now_ms));
+        print!("{}", summary.headline().unwrap_or_default());
+        print!(
+            "{}",
+            status::render(rows, state.now_ms, status::use_color())
+        );
+        print!("{}", status::render_windows(rows, state.now_ms));
     }
-    Ok(if rows.iter().any(|r| r.state == "ready") {
+    // 0: a request with a gateway key can be served now.
+    Ok(if summary.servable {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -99,13 +99,50 @@ pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError
     serde_json::from_slice(&body).map_err(|e| StatusError::Answer(e.to_string()))
 }
 
+/// What a login-only provider's line says.
+const LOGIN_ONLY: &str =
+    "serves only clients that bring their own login (not a request on a gateway key alone)";
+
+/// What `baton status --json` prints: whether routing is paused, whether a request with a
+/// gateway key can be served now (the exit status), and each provider's line.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub paused: bool,
+    pub servable: bool,
+    pub providers: Vec<Row>,
+}
+
+impl Summary {
+    pub fn of(state: &AdminState) -> Summary {
+        let providers = rows(state);
+        Summary {
+            paused: state.paused,
+            servable: !state.paused && providers.iter().any(|r| r.state == "ready"),
+            providers,
+        }
+    }
+
+    /// The lines before the table: paused, or nothing a gateway key can use.
+    pub fn headline(&self) -> Option<&'static str> {
+        if self.paused {
+            Some("Routing is paused: every request gets 503 until it is resumed (Resume in the tray or the web UI).\n")
+        } else if !self.servable && !self.providers.is_empty() {
+            Some("No provider can take a request on a gateway key now.\n")
+        } else {
+            None
+        }
+    }
+}
+
 /// One provider's line, as data (the JSON output and the table come from this).
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     pub id: String,
     pub kind: String,
-    /// ready | cooling | breaker-open | logged-out | unavailable | disabled (the gateway's own)
+    /// ready | login-only | cooling | breaker-open | logged-out | unavailable | disabled (the
+    /// gateway's own; `login-only`: ready, for clients that bring their own login only)
     pub state: String,
     pub detail: Option<String>,
     pub reset_at_ms: Option<i64>,
@@ -129,10 +166,12 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
             let usable: Vec<_> = p.keys.iter().filter(|k| !k.missing).collect();
             // The state the gateway computed (the same the UI and the tray show).
             let st = &p.status;
+            let login_only = st.login_only && st.usable();
             let detail = match (
                 st.class.map(baton::limits::Cause::as_str),
                 st.reason.as_deref(),
             ) {
+                _ if login_only => Some(LOGIN_ONLY.to_string()),
                 (Some("breaker"), Some(r)) => Some(r.to_string()),
                 (Some(c), Some(r)) => Some(format!("{c}: {r}")),
                 (None, Some(r)) => Some(r.to_string()),
@@ -147,7 +186,11 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
             Row {
                 id: p.id.clone(),
                 kind: p.kind.clone(),
-                state: st.state.as_str().to_string(),
+                state: if login_only {
+                    "login-only".to_string()
+                } else {
+                    st.state.as_str().to_string()
+                },
                 detail,
                 reset_at_ms: st.until_ms.filter(|r| *r > now),
                 keys_ready: usable.iter().filter(|k| k.cooldown.is_none()).count(),
@@ -163,14 +206,23 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
 }
 
 /// Renders the table; `color` adds ANSI colours to the state column.
-pub fn render(rows: &[Row], color: bool) -> String {
+pub fn render(rows: &[Row], now_ms: i64, color: bool) -> String {
     let local = jiff::tz::TimeZone::system();
+    let today = jiff::Timestamp::from_millisecond(now_ms)
+        .unwrap_or_default()
+        .to_zoned_datetime(local.clone())
+        .date();
+    // A time today as a time; another day's with its date ("cooling until 2026-12-13 23:19").
     let when = |ms: i64| {
         jiff::Timestamp::from_millisecond(ms)
             .map(|t| {
-                t.to_zoned_datetime(local.clone())
-                    .strftime("%H:%M:%S")
-                    .to_string()
+                let z = t.to_zoned_datetime(local.clone());
+                let format = if z.date() == today {
+                    "%H:%M:%S"
+                } else {
+                    "%Y-%m-%d %H:%M"
+                };
+                z.strftime(format).to_string()
             })
             .unwrap_or_default()
     };
@@ -210,6 +262,7 @@ pub fn render(rows: &[Row], color: bool) -> String {
     }
     let code = |row: usize| match rows[row].state.as_str() {
         "ready" => "32",
+        "login-only" => "36",
         "cooling" | "breaker-open" => "33",
         "disabled" => "90",
         _ => "31",
@@ -302,4 +355,53 @@ pub fn use_color() -> bool {
 /// Whether a provider of the kind named `kind` runs a subscription CLI (with its own login).
 fn is_cli(kind: &str) -> bool {
     baton::config::ProviderKind::named(kind).is_some_and(|k| k.is_cli())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, reset_at_ms: Option<i64>) -> Row {
+        Row {
+            id: id.into(),
+            kind: "openai-compatible".into(),
+            state: "cooling".into(),
+            detail: None,
+            reset_at_ms,
+            keys_ready: 0,
+            keys_total: 1,
+            quota: None,
+            in_flight: 0,
+            max_concurrency: None,
+            last_error: None,
+            usage: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_reset_today_is_a_time_and_one_days_away_has_its_date() {
+        let local = jiff::tz::TimeZone::system();
+        // Noon today, local: a minute later is today whatever the zone.
+        let noon = jiff::Timestamp::now()
+            .to_zoned_datetime(local.clone())
+            .date()
+            .at(12, 0, 0, 0)
+            .to_zoned_datetime(local)
+            .unwrap()
+            .timestamp()
+            .as_millisecond();
+        let soon = noon + 60_000;
+        let far = noon + 8 * 86_400_000;
+        let out = render(
+            &[row("soon", Some(soon)), row("far", Some(far))],
+            noon,
+            false,
+        );
+        let line = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap().to_string();
+        assert!(line("soon").contains("cooling until 12:01:00"), "{out}");
+        assert!(
+            line("far").contains("cooling until ") && line("far").matches('-').count() >= 2,
+            "{out}"
+        );
+    }
 }

@@ -48,6 +48,10 @@ pub struct ProviderState {
     pub reason: Option<String>,
     /// Ready, but a key or a model is out.
     pub partial: bool,
+    /// It calls with the client's own login (`credentials: "client"`): it serves only clients
+    /// that bring theirs, never a request on a gateway key alone.
+    #[serde(default)]
+    pub login_only: bool,
 }
 
 impl ProviderState {
@@ -58,6 +62,7 @@ impl ProviderState {
             class: None,
             reason: None,
             partial: false,
+            login_only: false,
         }
     }
 
@@ -68,6 +73,7 @@ impl ProviderState {
             class: Some(c.class),
             reason: Some(c.reason.clone()),
             partial: false,
+            login_only: false,
         }
     }
 
@@ -81,10 +87,17 @@ fn soonest<'a>(list: &[&'a CooldownEntry]) -> Option<&'a CooldownEntry> {
     list.iter().min_by_key(|c| c.until_ms).copied()
 }
 
-/// The state of `p` at `now`, from the active cooldowns (any provider's; others are ignored).
+/// The state of `p` at `now`, from the active cooldowns (any provider's; others are ignored),
+/// and whether it serves only clients that bring their own login.
+pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> ProviderState {
+    let mut s = state_now(p, cooldowns, now);
+    s.login_only = !p.config.credentials.is_baton();
+    s
+}
+
 /// Long because the order of its checks is the precedence of the states (disabled, then
 /// unavailable or logged out, then the breaker, then cooldowns), best read in one place.
-pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> ProviderState {
+fn state_now(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> ProviderState {
     if !p.config.enabled {
         return ProviderState::new(State::Disabled);
     }
@@ -115,6 +128,7 @@ pub fn state_of(p: &ProviderEntry, cooldowns: &[CooldownEntry], now: i64) -> Pro
             class: Some(Cause::Breaker),
             reason: Some(format!("{failures} transient failures in a row")),
             partial: false,
+            login_only: false,
         };
     }
     let wide: Vec<&CooldownEntry> = mine

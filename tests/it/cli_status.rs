@@ -55,7 +55,12 @@ async fn status_shows_each_provider_state_and_exits_by_readiness() {
     json_args.push("--json".into());
     let (code, out, _) = run_baton(json_args, vec![]).await;
     assert_eq!(code, 0);
-    let rows: Value = serde_json::from_str(&out).unwrap();
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (summary["paused"].as_bool(), summary["servable"].as_bool()),
+        (Some(false), Some(true))
+    );
+    let rows = &summary["providers"];
     let states: Vec<(&str, &str)> = rows
         .as_array()
         .unwrap()
@@ -116,5 +121,87 @@ async fn status_exits_1_when_nothing_is_ready() {
     assert_eq!(baton.chat("auto", "x").await.status(), 429);
     let (code, out, _) = run_baton(baton.status_args(dir.path()), vec![]).await;
     assert_eq!(code, 1, "{out}");
+    baton.stop().await;
+}
+
+/// One state, every surface: while routing is paused every request gets 503, and `status`
+/// says so first, in its JSON, and in its exit status; a provider that serves only clients
+/// bringing their own login is `login-only`, not `ready`, and alone it serves no request on a
+/// gateway key (exit 1), as the gateway's own 429 says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_paused_and_login_only_as_requests_find_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sub, a) = (
+        FakeUpstream::start("claude").await,
+        FakeUpstream::start("a").await,
+    );
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
+             "credentials": "client", "models": ["*"], "priority": 1},
+            provider("a", &a.base_url(), 10)]}),
+    )
+    .await;
+    let admin = |method: reqwest::Method, path: &str| {
+        baton
+            .http
+            .request(method, format!("{}{path}", baton.url))
+            .bearer_auth(&baton.admin_key)
+    };
+    let r = admin(reqwest::Method::PUT, "/admin/pause")
+        .json(&json!({"paused": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(baton.chat("auto", "x").await.status(), 503);
+    let base = baton.status_args(dir.path());
+    let (code, out, _) = run_baton(base.clone(), vec![]).await;
+    assert_eq!(code, 1, "nothing can be served while paused:\n{out}");
+    assert!(out.starts_with("Routing is paused"), "{out}");
+    let mut json_args = base.clone();
+    json_args.push("--json".into());
+    let (code, out, _) = run_baton(json_args.clone(), vec![]).await;
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, 1);
+    assert_eq!(summary["paused"], true);
+    assert_eq!(summary["servable"], false);
+    let states: Vec<&str> = summary["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["login-only", "ready"]);
+
+    // Resumed, with the keyed provider cooling: only the login-only one is left.
+    admin(reqwest::Method::PUT, "/admin/pause")
+        .json(&json!({"paused": false}))
+        .send()
+        .await
+        .unwrap();
+    a.script([Behavior::rate_limited(Some(600))]);
+    assert_eq!(baton.chat("auto", "x").await.status(), 429);
+    let (code, out, _) = run_baton(json_args, vec![]).await;
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(summary["servable"], false);
+    assert_eq!(summary["providers"][0]["state"], "login-only");
+    assert!(summary["providers"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("their own login"));
+    let (_, out, _) = run_baton(base, vec![]).await;
+    assert!(
+        out.starts_with("No provider can take a request on a gateway key now."),
+        "{out}"
+    );
+    // A cooldown days away is said with its date, not as a bare time.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("a ") && l.contains("cooling until")),
+        "{out}"
+    );
     baton.stop().await;
 }

@@ -341,8 +341,8 @@ async fn baton_status_prints_the_windows_and_their_json() {
     let mut json_args = base;
     json_args.push("--json".into());
     let (_, out, _) = run_baton(json_args, vec![]).await;
-    let rows: Value = serde_json::from_str(&out).unwrap();
-    let windows = &rows[0]["usage"][0]["windows"];
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    let windows = &summary["providers"][0]["usage"][0]["windows"];
     assert_eq!(windows[0]["id"], "5h");
     assert_eq!(windows[0]["used"], 0.72);
     assert_eq!(windows[1]["id"], "7d");

@@ -670,6 +670,9 @@ test("a subscription preset calls with the client's own login, and Connect gives
   const p = saved.providers.find((x) => x.id === "claude-subscription");
   assert.equal(p.config.credentials, "client");
   assert.equal(p.config.keys, undefined, "no key of Baton's");
+  // One state, every surface: the card says login-only, as `baton status` and the tray do.
+  assert.equal(p.status.loginOnly, true);
+  await page.waitForSelector("#provider-list > li[data-id=claude-subscription] [data-testid=status]:text('login-only')");
   await page.click("nav a[data-tab=connect]");
   await page.waitForSelector("#cc-subscription pre");
   const keyFile = join(dataDir, "data", "gateway.key");
