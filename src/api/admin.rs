@@ -327,6 +327,18 @@ pub async fn discover(
     Ok(Json(Value::Object(map)))
 }
 
+/// A 404 naming `id` unless routing knows that provider.
+fn known_provider(core: &crate::gateway::Core, id: &str) -> Result<(), ApiError> {
+    if core.routing.snapshot.load().provider(id).is_none() {
+        return Err(ApiError::missing(
+            "provider_not_found",
+            "provider",
+            format!("No provider `{id}`."),
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Measured {
@@ -346,13 +358,7 @@ pub async fn measured(
     JsonBody(m): JsonBody<Measured>,
 ) -> Result<StatusCode, ApiError> {
     let core = &state.core;
-    if core.routing.snapshot.load().provider(&m.provider).is_none() {
-        return Err(ApiError::missing(
-            "provider_not_found",
-            "provider",
-            format!("No provider `{}`.", m.provider),
-        ));
-    }
+    known_provider(core, &m.provider)?;
     if m.model.is_empty() || m.model.len() > 256 {
         return Err(ApiError::invalid("model", "model must be 1-256 characters"));
     }
@@ -390,13 +396,7 @@ pub async fn set_cooldown(
     JsonBody(c): JsonBody<SetCooldown>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let core = &state.core;
-    if core.routing.snapshot.load().provider(&c.provider).is_none() {
-        return Err(ApiError::missing(
-            "provider_not_found",
-            "provider",
-            format!("No provider `{}`.", c.provider),
-        ));
-    }
+    known_provider(core, &c.provider)?;
     let now = core.routing.clock.now_ms();
     if c.until_ms <= now {
         return Err(ApiError::invalid(

@@ -251,19 +251,7 @@ async fn probe_speaks_each_upstream_kinds_own_api_and_apply_leaves_healthy_keys_
              "keys": [{"env": "BT_PROBE_GE_KEY"}], "models": ["gemini-x"]}]}),
     )
     .await;
-    let (code, out, err) = run_baton(
-        vec![
-            "probe".into(),
-            "--data-dir".into(),
-            dir.path().display().to_string(),
-            "--json".into(),
-            "--apply".into(),
-            "--url".into(),
-            baton.url.clone(),
-        ],
-        vec![],
-    )
-    .await;
+    let (code, out, err) = probe_json_apply(dir.path(), &baton.url).await;
     let results: Value = serde_json::from_str(&out).unwrap();
     let classes: Vec<(&str, &str)> = results
         .as_array()
@@ -352,19 +340,7 @@ async fn a_login_only_provider_is_said_so_and_never_cooled() {
             provider("a", &a.base_url(), 10)]}),
     )
     .await;
-    let (code, out, err) = run_baton(
-        vec![
-            "probe".into(),
-            "--data-dir".into(),
-            dir.path().display().to_string(),
-            "--json".into(),
-            "--apply".into(),
-            "--url".into(),
-            baton.url.clone(),
-        ],
-        vec![],
-    )
-    .await;
+    let (code, out, err) = probe_json_apply(dir.path(), &baton.url).await;
     assert_eq!(code, 0, "{out}{err}");
     let results: Value = serde_json::from_str(&out).unwrap();
     let sub_row = results
@@ -395,4 +371,21 @@ async fn a_login_only_provider_is_said_so_and_never_cooled() {
         "{table}"
     );
     baton.stop().await;
+}
+
+/// `baton probe --data-dir DIR --json --apply --url URL`: (exit code, stdout, stderr).
+async fn probe_json_apply(dir: &std::path::Path, url: &str) -> (i32, String, String) {
+    run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.display().to_string(),
+            "--json".into(),
+            "--apply".into(),
+            "--url".into(),
+            url.to_string(),
+        ],
+        vec![],
+    )
+    .await
 }

@@ -1,5 +1,5 @@
 // The provider cards tell the truth: in every provider state (ready, cooling by key, by model,
-// by account, breaker open, logged out, disabled) and while paused, each card's badge says what
+// by account, breaker open, logged out, disabled, login-only) and while paused, each card's badge says what
 // `/admin/state` says (the state the tray and `baton status` show too). Each state is brought
 // about as it happens: cooldowns as `baton probe --apply` posts them, a breaker opened by an
 // upstream answering 500, a CLI whose login is gone, a toggle, a pause. Screenshots at 1000 and
@@ -28,6 +28,8 @@ const hour = () => Date.now() + 3_600_000;
 const BADGE = {
   ready: [/^ready$/, "ok"],
   partial: [/^ready$/, "ok"],
+  // A subscription passed through: ready for clients that bring their own login only.
+  "login-only": [/^login-only$/, "ok"],
   cooling: [/^cooling · (\d+h \d\dm|\d+:\d\d)$/, "warn"],
   "breaker-open": [/^breaker open · (\d+:\d\d|now)$/, "bad"],
   "logged-out": [/^logged out$/, "bad"],
@@ -88,7 +90,8 @@ async function cool(provider, { key = null, model = null, cls = "rate" } = {}) {
 /** `/admin/state`: paused, and each provider's state (`partial` folded in). */
 async function gateway() {
   const s = await (await fetch(`${baton}/admin/state`, { headers: admin() })).json();
-  const states = Object.fromEntries(s.providers.map((p) => [p.id, p.status.state === "ready" && p.status.partial ? "partial" : p.status.state]));
+  const fold = (st) => (st.state !== "ready" ? st.state : st.loginOnly ? "login-only" : st.partial ? "partial" : "ready");
+  const states = Object.fromEntries(s.providers.map((p) => [p.id, fold(p.status)]));
   return { paused: s.paused, states };
 }
 
@@ -137,7 +140,7 @@ test("every provider card says what /admin/state says, in every state, at 1000 a
     await page.waitForSelector("#provider-list > li");
     pages.push([width, page]);
   }
-  await agree(pages, { keys: "ready", models: "ready", account: "ready", flaky: "ready", "claude-code": "logged-out" }, "logged-out");
+  await agree(pages, { keys: "ready", models: "ready", account: "login-only", flaky: "ready", "claude-code": "logged-out" }, "logged-out");
 
   await cool("keys", { key: "env:BT_STATES_KEY" });
   await agree(pages, { keys: "partial" }, "one-key-cooling");
