@@ -1,5 +1,5 @@
 """The tray tells the truth: in every provider state (ready, cooling by key, by model, by account,
-breaker open, logged out, disabled) and while paused, the tray's look, its icon on screen and each
+breaker open, logged out, disabled, login-only) and while paused, the tray's look, its icon on screen and each
 provider's menu line agree with what `/admin/state` says (the state the web UI's cards show).
 
 Each state is brought about the way it happens: cooldowns as `baton probe --apply` posts them, a
@@ -27,6 +27,7 @@ DOT = {"ok": (52, 87, 213), "cooling": (240, 160, 20), "down": (178, 38, 30), "p
 LINE = {
     "ready": r"ready",
     "partial": r"ready \(a key or model cooling\)",
+    "login-only": r"login-only",
     "cooling": r"cooling until \d\d:\d\d",
     "breaker-open": r"breaker open until \d\d:\d\d",
     "logged-out": r"logged out",
@@ -64,13 +65,19 @@ def tray_shows(app):
 
 
 def gateway_view(app):
-    """What `/admin/state` says: paused, and each provider's state (with `partial` folded in)."""
+    """What `/admin/state` says: paused, and each provider's state (with `partial` and
+    `login-only` folded in)."""
     _, _, body = app.request("/admin/state", admin=True)
     state = json.loads(body)
     views = {}
     for p in state["providers"]:
         s = p["status"]
-        views[p["id"]] = ("partial" if s["state"] == "ready" and s["partial"] else s["state"], p["enabled"])
+        state_ = s["state"]
+        if state_ == "ready" and s.get("loginOnly"):
+            state_ = "login-only"
+        elif state_ == "ready" and s["partial"]:
+            state_ = "partial"
+        views[p["id"]] = (state_, p["enabled"])
     return state["paused"], views
 
 
@@ -78,7 +85,7 @@ def expected_look(paused, views):
     if paused:
         return "paused"
     enabled = [s for s, on in views.values() if on]
-    usable = [s for s in enabled if s in ("ready", "partial")]
+    usable = [s for s in enabled if s in ("ready", "partial", "login-only")]
     if not usable:
         return "down"
     return "ok" if len(usable) == len(enabled) else "cooling"
@@ -151,7 +158,7 @@ def test_the_tray_agrees_with_the_gateway_in_every_provider_state(tmp_path):
     try:
         app.start()
         hour = int(time.time() * 1000) + 3_600_000
-        agree(app, {"keys": "ready", "models": "ready", "account": "ready", "flaky": "ready",
+        agree(app, {"keys": "ready", "models": "ready", "account": "login-only", "flaky": "ready",
                     "claude-code": "logged-out", "codex": "ready"}, "logged-out")
 
         # Cooling by key: one of two keys is partial, both is the provider cooling.
@@ -197,7 +204,7 @@ def test_the_tray_agrees_with_the_gateway_in_every_provider_state(tmp_path):
         assert app.request("/admin/cooldowns", method="DELETE", admin=True)[0] in (200, 204)
         for pid in ("flaky", "claude-code"):
             assert app.request(f"/admin/providers/{pid}", {"enabled": False}, method="PATCH", admin=True)[0] == 200
-        agree(app, {"keys": "ready", "models": "ready", "account": "ready", "flaky": "disabled",
+        agree(app, {"keys": "ready", "models": "ready", "account": "login-only", "flaky": "disabled",
                     "claude-code": "disabled", "codex": "ready"}, "all-good")
     finally:
         if app.proc and app.proc.poll() is None:
