@@ -3,6 +3,24 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `print!` for a command's output: a reader that went away (`baton status | head -1`) ends the
+/// command quietly, where `print!` would panic on the broken pipe.
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cli::write_out(format_args!($($t)*))
+    };
+}
+
+/// `println!` the same way.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_out(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::cli::write_out(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
 mod cli;
 
 use clap::{Parser, Subcommand};
@@ -222,7 +240,7 @@ enum ConfigCommand {
 fn config_command(command: ConfigCommand) -> cli::commands::CmdResult {
     use cli::commands;
     fn print(v: &impl serde::Serialize) -> cli::commands::CmdResult {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
         Ok(ExitCode::SUCCESS)
     }
     match command {

@@ -107,7 +107,7 @@ pub fn statusline(
     let line = line.unwrap_or_else(|| "Baton off".to_string());
     // One line of visible text, whatever a provider's name holds.
     let clean: String = line.chars().filter(|c| !c.is_control()).take(200).collect();
-    println!("{clean}");
+    outln!("{clean}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -126,19 +126,19 @@ pub fn status(
     let summary = status::Summary::of(&state);
     let rows = &summary.providers;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary).unwrap_or_default()
         );
     } else if rows.is_empty() {
-        println!("No providers configured.");
+        outln!("No providers configured.");
     } else {
-        print!("{}", summary.headline().unwrap_or_default());
-        print!(
+        out!("{}", summary.headline().unwrap_or_default());
+        out!(
             "{}",
             status::render(rows, state.now_ms, status::use_color())
         );
-        print!("{}", status::render_windows(rows, state.now_ms));
+        out!("{}", status::render_windows(rows, state.now_ms));
     }
     // 0: a request with a gateway key can be served now.
     Ok(if summary.servable {
@@ -204,12 +204,12 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
             }
         }));
         if o.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&results).unwrap_or_default()
             );
         } else {
-            print!("{}", probe::render(&results, super::status::use_color()));
+            out!("{}", probe::render(&results, super::status::use_color()));
         }
         if o.apply {
             let key = match &o.admin_key {
@@ -229,7 +229,7 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
         match o.watch {
             Some(secs) => {
                 std::thread::sleep(std::time::Duration::from_secs(secs.max(1)));
-                println!();
+                outln!();
             }
             None => {
                 return Ok(if results.iter().all(probe::ProbeResult::fine) {
@@ -245,7 +245,7 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
 /// `baton config check FILE`.
 pub fn config_check(file: &Path) -> CmdResult {
     let c = config::load_file(file).map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "{}: OK ({} providers, {} routes)",
         file.display(),
         c.providers.len(),
@@ -262,7 +262,7 @@ pub fn config_export(dir: Option<PathBuf>, config_file: Option<PathBuf>) -> CmdR
     };
     out.providers = live_providers(&data_dir(dir))?;
     out.schema = Some("./config.schema.json".into());
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -305,7 +305,7 @@ pub fn config_import(file: &Path, dir: Option<PathBuf>, replace: bool) -> CmdRes
         .import_providers(&taking, baton::clock::unix_ms())
         .map_err(|e| format!("{e}\nnothing was imported"))?;
     let ids: Vec<&str> = taking.iter().map(|p| p.id.as_str()).collect();
-    println!(
+    outln!(
         "imported {} provider(s): {} — Baton uses them from its next start",
         ids.len(),
         ids.join(", ")
@@ -320,12 +320,12 @@ pub fn keys(json: bool) -> CmdResult {
     let env = |name: &str| std::env::var(name).ok();
     let rows = super::keys::check(&catalog, &env, &super::keys::which);
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
     } else {
-        print!("{}", super::keys::render(&rows, super::status::use_color()));
+        out!("{}", super::keys::render(&rows, super::status::use_color()));
     }
     Ok(ExitCode::SUCCESS)
 }

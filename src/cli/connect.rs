@@ -41,39 +41,39 @@ pub fn run(o: ConnectOptions) -> CmdResult {
     .map_err(|e| e.to_string())?;
     show(&plan, key.as_deref().ok());
     if !plan.changes() && !plan.undo {
-        println!("{} already points at Baton: nothing to write.", app.name());
+        outln!("{} already points at Baton: nothing to write.", app.name());
         return Ok(ExitCode::SUCCESS);
     }
     if o.dry_run {
-        println!("Dry run: nothing was written.");
+        outln!("Dry run: nothing was written.");
         return Ok(ExitCode::SUCCESS);
     }
     if !o.yes && !confirm(&plan)? {
-        println!("Nothing was written.");
+        outln!("Nothing was written.");
         return Ok(ExitCode::from(1));
     }
     let tightened = connect::apply(&plan, &journal).map_err(|e| e.to_string())?;
     for f in &plan.files {
         match (&f.after, plan.undo) {
-            (None, _) => println!("Removed {} (Baton had created it).", f.path.display()),
-            (Some(_), true) => println!("Restored {}.", f.path.display()),
-            (Some(_), false) => println!("Wrote {}.", f.path.display()),
+            (None, _) => outln!("Removed {} (Baton had created it).", f.path.display()),
+            (Some(_), true) => outln!("Restored {}.", f.path.display()),
+            (Some(_), false) => outln!("Wrote {}.", f.path.display()),
         }
     }
     for (path, mode) in &tightened {
-        println!(
+        outln!(
             "Made {} private (mode {mode:o} → 600): it holds a key, and others could read it.",
             path.display()
         );
     }
     if !plan.undo {
-        println!(
+        outln!(
             "{} now reaches Baton. To put the files back: baton connect {} --undo",
             app.name(),
             app.id()
         );
         if let Some(hint) = unmapped_hint(app, &o, &dir) {
-            println!("{hint}");
+            outln!("{hint}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -123,7 +123,7 @@ fn target(app: App, o: &ConnectOptions, dir: &Path, key: String) -> Result<Targe
     let mode =
         connect::choose_mode(app, o.mode, &login).map_err(|e| format!("{e}; drop --login"))?;
     if o.mode.is_none() && mode == Mode::Login {
-        println!(
+        outln!(
             "{} will use its own login through {} (pass --keys to use Baton's providers instead).",
             app.name(),
             login.join(", ")
@@ -188,13 +188,13 @@ fn show(plan: &Plan, key: Option<&str>) {
     let secrets: Vec<&str> = key.into_iter().collect();
     for f in &plan.files {
         if f.changes() {
-            print!("{}", f.diff(&secrets));
+            out!("{}", f.diff(&secrets));
         } else {
-            println!("{}: unchanged", f.path.display());
+            outln!("{}: unchanged", f.path.display());
         }
     }
     for n in &plan.notes {
-        println!("note: {n}");
+        outln!("note: {n}");
     }
 }
 
@@ -210,7 +210,7 @@ fn confirm(plan: &Plan) -> Result<bool, String> {
     } else {
         "Write these changes"
     };
-    print!("{what}? [y/N] ");
+    out!("{what}? [y/N] ");
     let _ = std::io::stdout().flush();
     let mut line = String::new();
     std::io::stdin()

@@ -84,3 +84,20 @@ async fn export_import_round_trip_without_secrets() {
     assert_eq!(header(&r, "x-gateway-provider"), "z");
     baton.stop().await;
 }
+
+/// A reader that goes away (`baton config schema | head -1`, `baton status | head -1`) ends a
+/// command quietly and successfully, not with a panic about a broken pipe.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["config", "schema"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

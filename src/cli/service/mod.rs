@@ -167,12 +167,12 @@ pub fn install(o: InstallOptions) -> CmdResult {
     let path = m.path()?;
     let text = m.render(&spec);
     if o.dry_run {
-        println!(
+        outln!(
             "# {} ({}), not written (--dry-run)",
             path.display(),
             m.name()
         );
-        print!("{text}");
+        out!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(w) = baton::api::settings::build_dir_warning(&spec.exe, baton::i18n::Lang::En) {
@@ -201,16 +201,16 @@ pub fn install(o: InstallOptions) -> CmdResult {
         );
     }
     write_atomically(&path, &text)?;
-    println!("wrote {} ({})", path.display(), m.name());
+    outln!("wrote {} ({})", path.display(), m.name());
     m.enable(&path, o.no_start).map_err(|e| {
         format!(
             "{e}\nThe service definition is written; once the service manager can be reached, run `baton service install` again (or remove it with `baton service uninstall`)."
         )
     })?;
     if o.no_start {
-        println!("registered; it starts at your next login");
+        outln!("registered; it starts at your next login");
     } else {
-        println!(
+        outln!(
             "started; it starts at every login and restarts if it fails. Logs: {}",
             m.logs_hint()
         );
@@ -222,7 +222,7 @@ pub fn uninstall() -> CmdResult {
     let m = manager();
     let path = m.path()?;
     if !path.exists() {
-        println!(
+        outln!(
             "no Baton service is installed ({} does not exist)",
             path.display()
         );
@@ -233,7 +233,7 @@ pub fn uninstall() -> CmdResult {
         eprintln!("warning: {e}");
     }
     std::fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-    println!(
+    outln!(
         "removed {}; Baton's data directory and configuration are kept",
         path.display()
     );
@@ -266,26 +266,26 @@ pub fn status(json_out: bool) -> CmdResult {
             "command": command,
             "note": note,
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else if !installed {
-        println!(
+        outln!(
             "not installed ({} does not exist); add it with `baton service install`",
             path.display()
         );
     } else {
-        println!("installed: {} ({})", path.display(), m.name());
+        outln!("installed: {} ({})", path.display(), m.name());
         if let Some(c) = &command {
-            println!("runs:      {c}");
+            outln!("runs:      {c}");
         }
         match (enabled, active, &note) {
             (Some(e), Some(a), _) => {
-                println!("at login:  {}", if e { "yes" } else { "no" });
-                println!("running:   {}", if a { "yes" } else { "no" });
+                outln!("at login:  {}", if e { "yes" } else { "no" });
+                outln!("running:   {}", if a { "yes" } else { "no" });
             }
-            (_, _, Some(n)) => println!("state:     unknown ({n})"),
+            (_, _, Some(n)) => outln!("state:     unknown ({n})"),
             _ => {}
         }
-        println!("logs:      {}", m.logs_hint());
+        outln!("logs:      {}", m.logs_hint());
     }
     Ok(match (installed, active) {
         (false, _) => ExitCode::from(4),
