@@ -1141,6 +1141,8 @@ test("the desktop window, opened unlocked by the app, offers no lock that would 
   // A tab where the key was typed can still be locked, and locking locks every tab of it.
   await page.goto(`${baton}/ui/#settings`);
   await page.waitForSelector("#logout:not([hidden])");
+  // What the page says is what it does: the key is kept per tab.
+  assert.match(await page.textContent("#logout-note"), /kept for this tab only/);
   const other = await page.context().newPage();
   await other.goto(`${baton}/ui/#providers`);
   await other.fill("#admin-key", adminKey);
@@ -1149,6 +1151,7 @@ test("the desktop window, opened unlocked by the app, offers no lock that would 
   await page.click("#logout");
   await page.waitForSelector("#login:not([hidden])");
   await other.waitForSelector("#login:not([hidden])");
+  assert.match(await page.textContent("#login"), /Kept for this tab only/);
   // Unlocking one tab leaves the other locked: the key is typed per tab.
   await page.fill("#admin-key", adminKey);
   await page.click("#login-form button[type=submit]");
