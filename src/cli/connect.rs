@@ -67,8 +67,14 @@ pub fn run(o: ConnectOptions) -> CmdResult {
         );
     }
     if !plan.undo {
+        // The undo reads this data directory's journal: a --data-dir given here goes with it.
+        let dir_flag = o
+            .data_dir
+            .as_ref()
+            .map(|d| format!(" --data-dir {}", shell_word(&d.display().to_string())))
+            .unwrap_or_default();
         outln!(
-            "{} now reaches Baton. To put the files back: baton connect {} --undo",
+            "{} now reaches Baton. To put the files back: baton connect {} --undo{dir_flag}",
             app.name(),
             app.id()
         );
@@ -218,4 +224,29 @@ fn confirm(plan: &Plan) -> Result<bool, String> {
         .read_line(&mut line)
         .map_err(|e| e.to_string())?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// `word` as one word for a POSIX shell: as it is when it holds nothing the shell reads, else
+/// single-quoted (a `'` in it closed, escaped and reopened).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@%,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_one_shell_word() {
+        assert_eq!(super::shell_word("/home/me/.baton"), "/home/me/.baton");
+        assert_eq!(super::shell_word("/tmp/my data"), "'/tmp/my data'");
+        assert_eq!(super::shell_word("/tmp/it's"), "'/tmp/it'\\''s'");
+        assert_eq!(super::shell_word("$HOME"), "'$HOME'");
+    }
 }

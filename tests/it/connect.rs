@@ -69,7 +69,12 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
 
     let (code, out, err) = cc(&["--yes"]).await;
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("baton connect claude-code --undo"), "{out}");
+    // The undo it prints carries the data directory whose journal it reads.
+    let undo_line = format!(
+        "baton connect claude-code --undo --data-dir {}",
+        dir.path().display()
+    );
+    assert!(out.contains(&undo_line), "{out}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(v["includeCoAuthoredBy"], false);
     assert_eq!(v["permissions"]["allow"][0], "Bash(ls:*)");
@@ -96,7 +101,15 @@ async fn the_cli_writes_claude_codes_settings_that_reach_baton_and_undo_restores
     assert_eq!(code, 0);
     assert!(out.contains("already points at Baton"), "{out}");
 
-    let (code, out, err) = cc(&["--yes", "--undo"]).await;
+    // The printed command itself undoes it (with --yes, as there is no terminal here).
+    let mut undo: Vec<String> = undo_line
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect();
+    undo.push("--yes".into());
+    let home_s: &'static str = Box::leak(home.path().display().to_string().into_boxed_str());
+    let (code, out, err) = run_baton(undo, vec![("HOME", home_s)]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         std::fs::read_to_string(&settings).unwrap(),
