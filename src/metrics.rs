@@ -254,10 +254,7 @@ impl Metrics {
             let moved_on = sent
                 .get(i + 1)
                 .is_some_and(|n| n.provider != a.provider || n.model != a.model);
-            let failed = !matches!(
-                a.class,
-                crate::limits::Outcome::Ok | crate::limits::Outcome::Outrun
-            );
+            let failed = matches!(a.class, crate::limits::Outcome::Failed(_));
             if failed && moved_on {
                 self.failovers.get_or_create(&[("provider", p)]).inc();
             }

@@ -215,6 +215,43 @@ impl Expect {
     }
 }
 
+/// The most text of a streamed answer gathered to check it (past it, the answer is not one
+/// value a client would take).
+const MAX_STREAM_TEXT: usize = 8 * 1024 * 1024;
+
+/// A streamed answer's text, gathered from its events to be checked when it ends: by the
+/// stream's pump at its end, or before it is relayed when `routing.validateStreams` holds it.
+#[derive(Default)]
+pub struct StreamText {
+    text: String,
+    /// It stopped at its token limit.
+    cut: bool,
+    /// It calls a tool: not its output, not checked.
+    tool_call: bool,
+}
+
+impl StreamText {
+    pub fn note(&mut self, events: &[crate::canonical::StreamEvent]) {
+        use crate::canonical::{StopReason, StreamEvent};
+        for e in events {
+            match e {
+                StreamEvent::TextDelta(t) if self.text.len() + t.len() <= MAX_STREAM_TEXT => {
+                    self.text.push_str(t)
+                }
+                StreamEvent::ToolCallStart { .. } => self.tool_call = true,
+                StreamEvent::Finish(StopReason::Length) => self.cut = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// How the gathered answer turned out; `None` when it calls a tool (the model's choice,
+    /// not its output: unchecked).
+    pub fn check(&self, expect: &Expect) -> Option<Checked> {
+        (!self.tool_call).then(|| expect.check(&self.text, self.cut))
+    }
+}
+
 /// The inside of the one Markdown code fence in `text` (```` ```json ```` or a bare fence).
 fn fenced(text: &str) -> Option<&str> {
     let open = text.find("```")?;

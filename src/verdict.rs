@@ -127,6 +127,12 @@ impl Outcome {
     pub fn sent(self) -> bool {
         self != Outcome::Skipped
     }
+
+    /// It says something of the provider's health: it answered, or it failed (not passed
+    /// over, not cancelled for a hedge that answered first).
+    pub fn judged(self) -> bool {
+        matches!(self, Outcome::Ok | Outcome::Failed(_))
+    }
 }
 
 by_name!(Outcome, "attempt outcome");

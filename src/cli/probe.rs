@@ -182,7 +182,8 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
     for r in results {
         if r.ok() {
             let body = json!({"provider": r.provider, "model": r.model, "ttftMs": r.latency_ms});
-            send(&client, url, admin_key, "speeds", &body, &r.provider).await?;
+            let to = ("speeds", "the speed");
+            send(&client, url, admin_key, to, &body, &r.provider).await?;
             continue;
         }
         let Verdict::Failed(class) = r.class else {
@@ -200,23 +201,25 @@ pub async fn apply(results: &[ProbeResult], url: &str, admin_key: &str) -> Resul
         };
         let body = json!({"provider": r.provider, "key": key, "model": model, "untilMs": until,
             "class": class, "reason": format!("probe: {}", r.reason.clone().unwrap_or_default())});
-        send(&client, url, admin_key, "cooldowns", &body, &r.provider).await?;
+        let to = ("cooldowns", "the cooldown");
+        send(&client, url, admin_key, to, &body, &r.provider).await?;
         applied += 1;
     }
     Ok(applied)
 }
 
-/// One `POST /admin/{what}` to the running Baton at `url`.
+/// One `POST /admin/{path}` to the running Baton at `url`; `thing` names what it sends, for
+/// the error.
 async fn send(
     client: &reqwest::Client,
     url: &str,
     admin_key: &str,
-    what: &str,
+    (path, thing): (&str, &str),
     body: &serde_json::Value,
     provider: &str,
 ) -> Result<(), String> {
     let resp = client
-        .post(format!("{}/admin/{what}", url.trim_end_matches('/')))
+        .post(format!("{}/admin/{path}", url.trim_end_matches('/')))
         .header("x-admin-key", admin_key)
         .header("content-type", "application/json")
         .body(body.to_string())
@@ -229,13 +232,8 @@ async fn send(
             )
         })?;
     if !resp.status().is_success() {
-        let what = if what == "speeds" {
-            "the speed"
-        } else {
-            "the cooldown"
-        };
         return Err(format!(
-            "Baton at {url} refused {what} for {provider}: HTTP {}",
+            "Baton at {url} refused {thing} for {provider}: HTTP {}",
             resp.status().as_u16()
         ));
     }

@@ -86,20 +86,14 @@ fn check_stream(
     let Some(expect) = inbound.expect() else {
         return (Attempt::Served(Answer::Stream { source, prelude }), None);
     };
-    let events = prelude.iter().flat_map(|h| h.decoded.events.iter());
-    let (mut text, mut cut, mut tool) = (String::new(), false, false);
-    for e in events {
-        match e {
-            StreamEvent::TextDelta(x) => text.push_str(x),
-            StreamEvent::ToolCallStart { .. } => tool = true,
-            StreamEvent::Finish(StopReason::Length) => cut = true,
-            _ => {}
-        }
+    let mut seen = crate::structured::StreamText::default();
+    for h in &prelude {
+        seen.note(&h.decoded.events);
     }
-    if tool {
+    let Some(checked) = seen.check(expect) else {
         return (Attempt::Served(Answer::Stream { source, prelude }), None);
-    }
-    match expect.check(&text, cut) {
+    };
+    match checked {
         Checked::Valid => (
             Attempt::Served(Answer::Stream { source, prelude }),
             Some(Checked::Valid),

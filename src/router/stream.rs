@@ -83,7 +83,7 @@ pub fn body(
         json: expect.map(|expect| {
             Box::new(pump::Json {
                 expect,
-                ..Default::default()
+                seen: Default::default(),
             })
         }),
     };
@@ -184,7 +184,7 @@ impl Pump {
             };
         };
         if let Some(json) = &mut self.json {
-            json.note(&d.events);
+            json.seen.note(&d.events);
         }
         if d.end {
             // The last event may carry the answer's last facts (a Responses stream's
@@ -243,13 +243,10 @@ impl Pump {
     /// it came, so the log says whether it was the JSON asked for (a fence or prose around the
     /// value, which a whole answer would have had taken off, is `invalid` here).
     fn check_json(&mut self) {
-        let Some(json) = self.json.take() else {
+        let Some(checked) = self.json.take().and_then(|j| j.seen.check(&j.expect)) else {
             return;
         };
-        if json.tool_call {
-            return;
-        }
-        let (word, why) = match json.expect.check(&json.text, json.cut) {
+        let (word, why) = match checked {
             crate::structured::Checked::Valid => ("valid", None),
             crate::structured::Checked::Repaired { what, .. } => {
                 tracing::warn!(request_id = self.rec.id(), target = %self.target.label(), around = what, "the streamed answer's JSON came with something around it");

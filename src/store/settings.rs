@@ -190,10 +190,7 @@ impl Store {
             let (provider, status, attempts, input, output, cached) = self.sql(row)?;
             let attempts: Vec<super::rows::AttemptRecord> =
                 serde_json::from_str(&attempts).unwrap_or_default();
-            let sent = attempts
-                .iter()
-                .filter(|a| a.class.sent() && a.class != crate::limits::Outcome::Outrun);
-            for a in sent {
+            for a in attempts.iter().filter(|a| a.class.judged()) {
                 let s = out.entry(a.provider.clone()).or_default();
                 s.calls += 1;
                 if a.class != crate::limits::Outcome::Ok {

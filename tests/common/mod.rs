@@ -161,6 +161,13 @@ pub fn provider(id: &str, base_url: &str, priority: i64) -> Value {
         "timeouts": {"connectMs": 2000, "firstByteMs": 3000, "idleMs": 3000}})
 }
 
+/// `claude-sub`, a Claude subscription passed through on `fake` (`credentials: "client"`, any
+/// model the client names), first in the order: it serves only clients that bring their login.
+pub fn login_only(fake: &testkit::FakeUpstream) -> Value {
+    json!({"id": "claude-sub", "kind": "anthropic", "baseUrl": fake.base_url(),
+        "credentials": "client", "models": ["*"], "priority": 1})
+}
+
 /// A provider on `fake` with these keys, each read from its environment variable (set here).
 pub fn keyed(id: &str, fake: &testkit::FakeUpstream, prio: i64, vars: &[(&str, &str)]) -> Value {
     for (name, value) in vars {

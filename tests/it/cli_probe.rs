@@ -335,8 +335,7 @@ async fn a_login_only_provider_is_said_so_and_never_cooled() {
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [
-            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
-             "credentials": "client", "models": ["*"], "priority": 1},
+            login_only(&sub),
             provider("a", &a.base_url(), 10)]}),
     )
     .await;

@@ -138,8 +138,7 @@ async fn status_says_paused_and_login_only_as_requests_find_them() {
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [
-            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
-             "credentials": "client", "models": ["*"], "priority": 1},
+            login_only(&sub),
             provider("a", &a.base_url(), 10)]}),
     )
     .await;

@@ -244,13 +244,13 @@ async fn a_login_passed_through_and_a_cli_never_race() {
     let clis = crate::cli::FakeClis::new();
     let dir = tempfile::tempdir().unwrap();
     let api = patient("fast", &fast, 2);
+    let mut sub_p = login_only(&sub);
+    sub_p["timeouts"] = json!({"firstByteMs": 20_000});
     let cli = clis.provider("claude", 3);
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [
-            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
-             "credentials": "client", "models": ["*"], "priority": 1,
-             "timeouts": {"firstByteMs": 20_000}},
+            sub_p,
             api],
          "modelMap": {"claude-*": "auto"},
          "routing": {"hedge": {"enabled": true, "after": 50, "budgetPercent": 100}}}),

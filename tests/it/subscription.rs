@@ -18,8 +18,7 @@ async fn setup() -> (tempfile::TempDir, FakeUpstream, FakeUpstream, Baton) {
     let baton = Baton::start(
         dir.path(),
         json!({"providers": [
-            {"id": "claude-sub", "kind": "anthropic", "baseUrl": sub.base_url(),
-             "credentials": "client", "models": ["*"], "priority": 1},
+            login_only(&sub),
             {"id": "other", "kind": "openai-compatible", "baseUrl": other.base_url(),
              "models": ["other-model"], "priority": 2}],
          "modelMap": {"claude-*": "auto"}}),

@@ -40,35 +40,10 @@ pub(super) struct Pump {
     pub(super) verdict: Option<String>,
 }
 
-/// A JSON-mode stream's text, gathered to be checked when it ends (bounded: past the bound the
-/// answer is not one value a client would take).
-#[derive(Default)]
+/// A JSON-mode stream's check: what was asked, and the text gathered to check at the end.
 pub(super) struct Json {
     pub(super) expect: crate::structured::Expect,
-    pub(super) text: String,
-    /// It stopped at its token limit.
-    pub(super) cut: bool,
-    /// It calls a tool: not its output, not checked.
-    pub(super) tool_call: bool,
-}
-
-/// The most text of a streamed answer gathered to check it.
-const MAX_JSON_TEXT: usize = 8 * 1024 * 1024;
-
-impl Json {
-    pub(super) fn note(&mut self, events: &[crate::canonical::StreamEvent]) {
-        use crate::canonical::{StopReason, StreamEvent};
-        for e in events {
-            match e {
-                StreamEvent::TextDelta(t) if self.text.len() + t.len() <= MAX_JSON_TEXT => {
-                    self.text.push_str(t)
-                }
-                StreamEvent::ToolCallStart { .. } => self.tool_call = true,
-                StreamEvent::Finish(StopReason::Length) => self.cut = true,
-                _ => {}
-            }
-        }
-    }
+    pub(super) seen: crate::structured::StreamText,
 }
 
 /// What a stream needs to continue elsewhere after a break.
