@@ -272,6 +272,34 @@ fn fill(text: &str, args: &[(&str, &str)]) -> String {
     out
 }
 
+/// A time left as a user reads it, the same on every surface (the UI's countdowns, the tray,
+/// `baton status`): "45 s", "14 min", "2 h 05 min", "7 d 23 h" — never like a clock time.
+pub fn duration(ms: i64, lang: Lang) -> String {
+    if ms <= 0 {
+        return tr(lang, "now", &[]);
+    }
+    let s = (ms + 999) / 1000;
+    let (d, h, m) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60);
+    if d > 0 {
+        tr(
+            lang,
+            "{d}d {h}h",
+            &[("d", &d.to_string()), ("h", &h.to_string())],
+        )
+    } else if h > 0 {
+        tr(
+            lang,
+            "{h}h {m}m",
+            &[("h", &h.to_string()), ("m", &format!("{m:02}"))],
+        )
+    } else if s >= 60 {
+        // Whole minutes, rounded up: "1 min" until the last minute.
+        tr(lang, "{m} min", &[("m", &((s + 59) / 60).to_string())])
+    } else {
+        tr(lang, "{s} s", &[("s", &s.to_string())])
+    }
+}
+
 /// An instant as a user reads it: the clock time when it is today in `tz`, with its date
 /// otherwise, as the locale writes them.
 pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64, loc: Locale) -> String {
@@ -293,6 +321,19 @@ pub fn clock_time(ms: i64, tz: &jiff::tz::TimeZone, now_ms: i64, loc: Locale) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_durations() {
+        let d = |ms| duration(ms, Lang::En);
+        assert_eq!(d(0), "now");
+        assert_eq!(d(45_000), "45 s");
+        assert_eq!(d(60_000), "1 min");
+        assert_eq!(d(14 * 60_000 - 500), "14 min");
+        assert_eq!(d(2 * 3_600_000 + 5 * 60_000), "2 h 05 min");
+        assert_eq!(d(8 * 86_400_000 - 3_600_000), "7 d 23 h");
+        assert_eq!(duration(8 * 86_400_000 - 3_600_000, Lang::Ja), "7日 23時間");
+        assert_eq!(duration(14 * 60_000, Lang::ZhCn), "14分钟");
+    }
 
     fn sys(tags: &[&str]) -> Vec<String> {
         tags.iter().map(|s| s.to_string()).collect()

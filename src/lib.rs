@@ -35,6 +35,7 @@ pub(crate) mod structured;
 pub mod tokens;
 pub mod update;
 
+pub use gateway::summary;
 pub use gateway::{Core, DesktopLink, StartError, StartOptions};
 pub use server::{start, GatewayHandle};
 

@@ -7,7 +7,7 @@ import { initTeam, renderTeam } from "./team.js";
 import { initSettings, renderSettings } from "./settings.js";
 import { initUpdates } from "./updates.js";
 import { initWebSearch } from "./websearch.js";
-import { N_, keep, loadLanguage, t, translateStatic } from "./i18n.js";
+import { N_, keep, loadLanguage, setHour12, t, translateStatic } from "./i18n.js";
 import { chart, classWords, el, explainNodes, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -84,7 +84,12 @@ async function loadProviders() {
         state.statsAt = Date.now();
         handlers.stats = await api("GET", "/admin/stats").catch(() => handlers.stats);
       }
-      state.providers = s.providers;
+      // Each card renders its line of the gateway's one summary (what the tray and `baton
+      // status` show): its state, windows and share used.
+      const rows = new Map(((s.summary && s.summary.providers) || []).map((r) => [r.id, r]));
+      state.providers = s.providers.map((p) => ({ ...p, summary: rows.get(p.id) || null }));
+      state.summary = s.summary || null;
+      if (s.summary) setHour12(s.summary.hour12);
       setKinds(s.kinds);
       gatewayIs({ down: false, paused: Boolean(s.paused) });
       renderProviders();

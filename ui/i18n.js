@@ -100,8 +100,16 @@ export function fmtNumber(n, opts) {
   return new Intl.NumberFormat(intlLocale, opts).format(n);
 }
 
+/** The user's clock as Baton's summary says (`hour12`): the tray and the window write a time
+ * alike ("00:30" in both, or "12:30 AM" in both); `null` until it is known (the language's own). */
+let hour12 = null;
+export function setHour12(v) {
+  hour12 = typeof v === "boolean" ? v : null;
+}
+
 export function fmtTime(ms, opts = { hour: "numeric", minute: "2-digit" }) {
-  return new Date(ms).toLocaleTimeString(intlLocale, opts);
+  const clock = hour12 === null || !("hour" in opts) ? opts : { ...opts, hourCycle: hour12 ? "h12" : "h23" };
+  return new Date(ms).toLocaleTimeString(intlLocale, clock);
 }
 
 export function fmtDate(ms, opts = { month: "short", day: "numeric" }) {

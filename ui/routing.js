@@ -59,9 +59,16 @@ export async function renderRouting(ctx) {
   }
   const providers = ctx.providers();
   const box = $("routes-info");
+  // A provider that calls with the client's own login never takes a request on a gateway key
+  // alone: it is listed apart, for the clients that bring their login.
+  const keyed = routes.auto.filter((a) => !a.loginOnly);
+  const logins = routes.auto.filter((a) => a.loginOnly);
   const autoLine = el("p", {}, el("code", {}, "auto"), " → ",
-    routes.auto.length ? el("span", { translate: "no" }, routes.auto.map((a) => a.name).join(" → ")) : t("no enabled provider"),
+    keyed.length ? el("span", { translate: "no", "data-testid": "auto-keyed" }, keyed.map((a) => a.name).join(" → ")) : t("no enabled provider"),
     el("span", { class: "muted small" }, " ", tn("(the providers' order: change it on {link})", { link: el("a", { href: "#providers" }, t("Providers")) })));
+  const loginLine = logins.length
+    ? el("p", { class: "muted small", "data-testid": "auto-login" }, tn("Also, for clients that bring their own login only: {names}", { names: el("span", { translate: "no" }, logins.map((a) => a.name).join(" → ")) }))
+    : null;
 
   const routeRows = Object.entries(routes.routes).map(([name, r]) => {
     const file = r.owner === "file";
@@ -133,7 +140,7 @@ export async function renderRouting(ctx) {
   err);
 
   box.replaceChildren(
-    autoLine,
+    ...[autoLine, loginLine].filter(Boolean),
     el("h3", {}, t("Named routes")),
     el("p", { class: "muted small" }, tn("A route is a model name of your own (e.g. {example}) that tries its targets in order.", { example: el("code", {}, "fast") })),
     routeRows.length ? el("ul", { class: "route-list", "aria-label": t("Named routes") }, routeRows) : el("p", { class: "muted" }, t("No named routes yet.")),

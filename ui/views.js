@@ -58,14 +58,17 @@ export function serverNow() {
 }
 
 export function fmtLeft(ms) {
+  // A duration, never like a clock time ("14 min", not "14:58"): the same words the tray and
+  // `baton status` use.
   if (ms <= 0) return t("now");
   const s = Math.ceil(ms / 1000);
-  const h = Math.floor(s / 3600);
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
   const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  if (h >= 24) return t("{d}d {h}h", { d: Math.floor(h / 24), h: h % 24 });
+  if (d > 0) return t("{d}d {h}h", { d, h });
   if (h > 0) return t("{h}h {m}m", { h, m: String(m).padStart(2, "0") });
-  return `${m}:${String(sec).padStart(2, "0")}`;
+  if (s >= 60) return t("{m} min", { m: Math.ceil(s / 60) });
+  return t("{s} s", { s });
 }
 
 /** A clock time in the browser's zone and the locale's own style ("18:28", "6:28 PM"), with
@@ -189,10 +192,11 @@ export function status(p) {
   }
 }
 
-function quotaOf(p) {
-  const scores = (p.keys || []).map((k) => k.quotaScore).filter((s) => typeof s === "number");
-  if (!scores.length) return null;
-  return Math.max(...scores);
+/** The share of its limit used, 0..1, from its line of the gateway's summary (the binding
+ * window, else the best key's quota spent): one measure in one direction on every surface. */
+function usedOf(p) {
+  const used = p.summary && p.summary.used;
+  return typeof used === "number" ? used : null;
 }
 
 /** An account's name for people: a key, a passed-through subscription, or the CLI's login. */
@@ -240,7 +244,9 @@ export function providerRow(p, index, count, handlers) {
     badge.title = t("back at {when}", { when: fmtClock(until) });
   }
   const partial = (p.cooldowns || []).filter((c) => c.key || c.model);
-  const q = quotaOf(p);
+  // The windows show the share used already: a second bar for the same limit would be noise.
+  const windows = usageWindows(p);
+  const q = windows ? null : usedOf(p);
   const models = (p.models || []).map((m) => m.id);
   const toggle = el("input", {
     type: "checkbox",
@@ -282,9 +288,9 @@ export function providerRow(p, index, count, handlers) {
   if (q !== null) {
     const pct = Math.round(q * 100);
     facts.push(
-      el("span", { class: "quota", title: t("Quota left (best key)") }, t("quota"),
-        el("span", { class: `quota-bar${pct < 10 ? " out" : pct < 35 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": t("Quota left") }, el("span", { style: `width:${pct}%` })),
-        `${pct}%`),
+      el("span", { class: "quota", "data-testid": "used", title: t("Share of its limit used (best key)") }, t("used"),
+        el("span", { class: `quota-bar${pct >= 95 ? " out" : pct >= 80 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": t("Share of its limit used") }, el("span", { style: `width:${pct}%` })),
+        `${pct} %`),
     );
   }
   if ((p.keys || []).length) {
@@ -329,7 +335,6 @@ export function providerRow(p, index, count, handlers) {
     buttons.push(el("button", { type: "button", dataset: { focus: "clear" }, "aria-label": t("Clear {name}'s cooldown", { name: p.name }), onclick: () => handlers.clear(p) }, t("Clear cooldown")));
   }
   row.append(el("div", { class: "prov-detail" }, facts));
-  const windows = usageWindows(p);
   if (windows) row.append(windows);
   row.append(el("div", { class: "prov-detail prov-buttons" }, buttons));
   if (detail && tone !== "ok") row.append(el("div", { class: tone === "warn" ? "prov-detail" : "problem", "data-testid": "detail" }, el("span", {}, detail)));

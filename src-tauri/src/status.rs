@@ -2,141 +2,104 @@
 //! provider's state for its menu line — from the gateway's own state (the one `/admin/state`,
 //! the UI and `baton status` show), in the user's language and clock.
 
-use std::sync::atomic::Ordering;
-
 use baton::i18n::{tr, Locale};
 use baton::Core;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Look {
-    Ok,
-    Cooling,
-    Down,
-    Paused,
-}
+pub use baton::summary::Look;
+use baton::summary::{ProviderSummary, Shown, Summary};
 
-impl Look {
-    /// Its name in the log (`tray shows`), which the desktop tests compare with `/admin/state`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Look::Ok => "ok",
-            Look::Cooling => "cooling",
-            Look::Down => "down",
-            Look::Paused => "paused",
-        }
-    }
-}
-
-/// The tray's state line and look, from the routing snapshot.
+/// The tray's state line and look, from the gateway's one summary.
 pub fn summary(core: &Core) -> (Look, String) {
-    let loc = core.locale();
+    line_of(&core.summary(), core.locale())
+}
+
+/// The look and line of `s`: paused; what serves a gateway key, or only a client's own login;
+/// and the soonest provider back.
+pub fn line_of(s: &Summary, loc: Locale) -> (Look, String) {
     let l = loc.lang;
-    if core.paused.load(Ordering::Relaxed) {
+    if s.paused {
         return (
-            Look::Paused,
+            s.look,
             tr(l, "Paused — requests get 503 until you resume", &[]),
         );
     }
-    let snap = core.routing.snapshot.load();
-    let now = core.routing.clock.now_ms();
-    let cooldowns = core.routing.cooldowns.active();
-    let mut serving = None;
-    let mut out: Vec<(String, Option<i64>)> = Vec::new();
-    for p in snap.enabled() {
-        // The gateway's own state for it (the one the UI and `baton status` show).
-        let st = baton::providers::state::state_of(p, &cooldowns, now);
-        if st.usable() {
-            serving.get_or_insert_with(|| p.config.display_name().to_string());
-        } else {
-            out.push((p.config.display_name().to_string(), st.until_ms));
-        }
-    }
-    let back = out
-        .iter()
-        .filter_map(|(n, u)| u.map(|u| (n.clone(), u)))
-        .min_by_key(|(_, u)| *u)
-        .map(|(n, u)| {
-            tr(
+    let back = s.back.as_ref().map(|b| {
+        tr(
+            l,
+            "{name} back at {when}",
+            &[
+                ("name", &b.name),
+                ("when", &clock(b.until_ms, s.now_ms, loc)),
+            ],
+        )
+    });
+    let name = |id: &String| s.provider(id).map(|p| p.name.clone()).unwrap_or_default();
+    let line = match (&s.serving, &s.serving_login) {
+        (Some(id), _) => match back {
+            Some(b) => tr(
                 l,
-                "{name} back at {when}",
-                &[("name", &n), ("when", &clock(u, loc))],
-            )
-        });
-    match serving {
-        None if snap.enabled().next().is_none() => (Look::Down, tr(l, "No provider enabled", &[])),
-        None => (
-            Look::Down,
+                "Serving via {name} · {back}",
+                &[("name", &name(id)), ("back", &b)],
+            ),
+            None => tr(l, "Serving via {name}", &[("name", &name(id))]),
+        },
+        // Only a provider that calls with the client's own login is left: a request on a
+        // gateway key alone gets nothing.
+        (None, Some(id)) => {
+            let only = tr(
+                l,
+                "Only clients with their own login: {name}",
+                &[("name", &name(id))],
+            );
             match back {
-                Some(b) => tr(l, "Nothing available · {back}", &[("back", &b)]),
-                None => tr(l, "Nothing available", &[]),
-            },
-        ),
-        Some(name) => {
-            let line = match back {
-                Some(b) => tr(
-                    l,
-                    "Serving via {name} · {back}",
-                    &[("name", &name), ("back", &b)],
-                ),
-                None => tr(l, "Serving via {name}", &[("name", &name)]),
-            };
-            (
-                if out.is_empty() {
-                    Look::Ok
-                } else {
-                    Look::Cooling
-                },
-                line,
-            )
+                Some(b) => format!("{only} · {b}"),
+                None => only,
+            }
         }
-    }
+        (None, None) if !s.providers.iter().any(|p| p.enabled) => tr(l, "No provider enabled", &[]),
+        (None, None) => match back {
+            Some(b) => tr(l, "Nothing available · {back}", &[("back", &b)]),
+            None => tr(l, "Nothing available", &[]),
+        },
+    };
+    (s.look, line)
 }
 
 /// The serving provider's binding usage window, for the line under the state: "Claude Max ·
 /// 5 h 72 % · resets 15:00" (`None` when it reports no windows).
 pub fn usage_line(core: &Core) -> Option<String> {
-    let snap = core.routing.snapshot.load();
-    let now = core.routing.clock.now_ms();
-    let cooldowns = core.routing.cooldowns.active();
-    let p = snap
-        .enabled()
-        .find(|p| baton::providers::state::state_of(p, &cooldowns, now).usable())?;
+    let s = core.summary();
+    let p = s.serving_any()?;
     let w = core
         .routing
         .usage
-        .headline(p.id(), now, &core.routing.local_tz, core.locale())?;
-    Some(format!("{} · {w}", p.config.display_name()))
+        .headline(&p.id, s.now_ms, &core.routing.local_tz, core.locale())?;
+    Some(format!("{} · {w}", p.name))
 }
 
-fn clock(ms: i64, loc: Locale) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| loc.clock(&t.to_zoned_datetime(jiff::tz::TimeZone::system())))
-        .unwrap_or_default()
+/// A time as the tray writes it: the clock time today, with its date another day (as the
+/// window's UI does, in the same 12- or 24-hour clock).
+fn clock(ms: i64, now: i64, loc: Locale) -> String {
+    baton::i18n::clock_time(ms, &jiff::tz::TimeZone::system(), now, loc)
 }
 
-/// One provider's state for its menu line ("cooling until 15:02"), from the gateway's own
-/// state, and whether there is a cooldown to clear.
-pub fn provider_state(
-    p: &baton::providers::ProviderEntry,
-    cooldowns: &[baton::limits::CooldownEntry],
-    now: i64,
-    loc: Locale,
-) -> (String, bool) {
-    use baton::providers::state::{state_of, State};
+/// One provider's state for its menu line ("cooling until 15:02"), from its line of the
+/// gateway's summary, and whether there is a cooldown to clear.
+pub fn provider_state(p: &ProviderSummary, now: i64, loc: Locale) -> (String, bool) {
     let l = loc.lang;
-    let st = state_of(p, cooldowns, now);
-    let until = st.until_ms.map(|u| clock(u, loc)).unwrap_or_default();
-    match st.state {
-        State::Disabled => (tr(l, "disabled", &[]), false),
-        State::LoggedOut => (tr(l, "logged out", &[]), false),
-        State::Unavailable => (tr(l, "unavailable", &[]), st.class.is_some()),
-        State::BreakerOpen => (
+    let st = &p.status;
+    let until = st.until_ms.map(|u| clock(u, now, loc)).unwrap_or_default();
+    match p.shown {
+        Shown::Disabled => (tr(l, "disabled", &[]), false),
+        Shown::LoggedOut => (tr(l, "logged out", &[]), false),
+        Shown::Unavailable => (tr(l, "unavailable", &[]), st.class.is_some()),
+        Shown::BreakerOpen => (
             tr(l, "breaker open until {when}", &[("when", &until)]),
             true,
         ),
-        State::Cooling => (tr(l, "cooling until {when}", &[("when", &until)]), true),
-        State::Ready if st.login_only => (tr(l, "login-only", &[]), st.partial),
-        State::Ready if st.partial => (tr(l, "ready (a key or model cooling)", &[]), true),
-        State::Ready => (tr(l, "ready", &[]), false),
+        Shown::Cooling => (tr(l, "cooling until {when}", &[("when", &until)]), true),
+        Shown::LoginOnly => (tr(l, "login-only", &[]), st.partial),
+        Shown::Ready if st.partial => (tr(l, "ready (a key or model cooling)", &[]), true),
+        Shown::Ready => (tr(l, "ready", &[]), false),
     }
 }

@@ -60,10 +60,13 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
             None::<&str>,
         )?)?;
     }
-    // One look at the cooldowns for every line.
-    let (cooldowns, now) = (core.routing.cooldowns.active(), core.routing.clock.now_ms());
+    // The gateway's one summary for every line.
+    let summary = core.summary();
     for (i, p) in snap.providers.iter().enumerate() {
-        let (state, cooling) = provider_state(p, &cooldowns, now, loc);
+        let Some(row) = summary.provider(p.id()) else {
+            continue;
+        };
+        let (state, cooling) = provider_state(row, summary.now_ms, loc);
         let id = p.id();
         let item = Submenu::with_id(
             app,
@@ -325,15 +328,13 @@ fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
     // The providers submenu: its lines and order.
     let providers = core
         .map(|c| {
-            let (cooldowns, now) = (c.routing.cooldowns.active(), c.routing.clock.now_ms());
-            c.routing
-                .snapshot
-                .load()
+            let summary = c.summary();
+            summary
                 .providers
                 .iter()
                 .map(|p| {
-                    let state = provider_state(p, &cooldowns, now, c.locale()).0;
-                    format!("{}:{state}", p.id())
+                    let state = provider_state(p, summary.now_ms, c.locale()).0;
+                    format!("{}:{state}", p.id)
                 })
                 .collect()
         })

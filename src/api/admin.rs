@@ -49,17 +49,24 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, Ap
         .store
         .load_providers()
         .map_err(|e| ApiError::internal("store_failed", e))?;
+    drop(snap);
+    let summary = core.summary();
+    let snap = core.routing.snapshot.load();
     let providers = snap
         .providers
         .iter()
-        .map(|p| provider_json(core, p, &stored, now))
+        .filter_map(|p| {
+            let row = summary.provider(p.id())?;
+            Some(provider_json(core, p, row, &stored, now))
+        })
         .collect();
     Ok(Json(AdminState {
-        now_ms: now,
+        now_ms: summary.now_ms,
         providers,
         shared_state: super::state::shared_state(core).to_string(),
-        paused: core.is_paused(),
+        paused: summary.paused,
         kinds: super::views::KindView::all(),
+        summary,
     }))
 }
 
@@ -90,6 +97,7 @@ impl Shape for PauseBody {
 pub(super) fn provider_json(
     core: &Core,
     p: &crate::providers::ProviderEntry,
+    row: &crate::gateway::summary::ProviderSummary,
     stored: &[crate::store::StoredProvider],
     now: i64,
 ) -> ProviderView {
@@ -131,7 +139,7 @@ pub(super) fn provider_json(
         auto: p.config.auto,
         priority: p.config.priority,
         unavailable: p.unavailable(),
-        status: crate::providers::state::state_of(p, &cooldowns, now),
+        status: row.status.clone(),
         in_flight: p
             .runtime
             .in_flight
@@ -150,47 +158,9 @@ pub(super) fn provider_json(
             .load_full()
             .map_or(Value::Null, |s| json!(*s)),
         owner: owner.to_string(),
-        usage: usage_views(core, p, now),
+        usage: row.windows.clone(),
         config: json!(p.config),
     }
-}
-
-/// Every account's usage windows at `p`: what the provider reported, and the local counts of
-/// its declared limits (per key).
-fn usage_views(
-    core: &Core,
-    p: &crate::providers::ProviderEntry,
-    now: i64,
-) -> Vec<crate::limits::usage::AccountUsage> {
-    let mut out = core.routing.usage.accounts(p.id(), now);
-    if crate::limits::quota::Quota::counts(&p.config.limits) {
-        let day = p.quota_day(now);
-        let keys: Vec<String> = if p.keys.is_empty() {
-            vec![String::new()]
-        } else {
-            p.keys.iter().map(|k| k.id.clone()).collect()
-        };
-        for key in keys {
-            let declared = p
-                .runtime
-                .quota
-                .declared_windows(&key, now, &p.config.limits, day);
-            match out.iter_mut().find(|a| a.account == key) {
-                Some(a) => {
-                    a.windows.extend(declared);
-                    a.binding = crate::limits::windows::binding(&a.windows).map(|w| w.id.clone());
-                }
-                None => out.push(crate::limits::usage::AccountUsage {
-                    account: key,
-                    binding: crate::limits::windows::binding(&declared).map(|w| w.id.clone()),
-                    windows: declared,
-                    caps_at_ms: None,
-                    updated_ms: now,
-                }),
-            }
-        }
-    }
-    out
 }
 
 /// The provider's breaker and its models' breakers.

@@ -274,12 +274,9 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
     let stored = core.store.load_providers().map_err(store_error)?;
     let snap = core.routing.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;
-    Ok(json!(provider_json(
-        core,
-        p,
-        &stored,
-        core.routing.clock.now_ms()
-    )))
+    let now = core.routing.clock.now_ms();
+    let row = core.provider_summary(p, &core.routing.cooldowns.active(), now);
+    Ok(json!(provider_json(core, p, &row, &stored, now)))
 }
 
 /// `POST /admin/providers`: adds a provider (201 with its state).

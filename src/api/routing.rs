@@ -44,7 +44,10 @@ pub async fn routes(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
         .enabled()
         .filter(|p| p.config.auto)
         .map(|p| {
+            // A provider that calls with the client's own login serves only requests that
+            // bring one: Settings lists it apart from a gateway key's order.
             json!({"provider": p.id(), "name": p.config.display_name(),
+                "loginOnly": !p.config.credentials.is_baton(),
                 "models": p.models.iter().map(|m| m.id.clone()).collect::<Vec<_>>()})
         })
         .collect();

@@ -54,36 +54,41 @@ pub async fn statusline(
         .session
         .filter(|s| !s.is_empty() && s.len() <= 200)
         .and_then(|s| served_session(core, &s));
-    let snap = core.routing.snapshot.load();
-    let now = core.routing.clock.now_ms();
-    let cooldowns = core.routing.cooldowns.active();
+    // The gateway's one summary: what `baton status`, the tray and the UI show too.
+    let summary = core.summary();
+    let now = summary.now_ms;
     let serving = match &session {
-        Some(id) => snap.provider(id),
-        None => snap
-            .enabled()
-            .find(|p| crate::providers::state::state_of(p, &cooldowns, now).usable()),
+        Some(id) => summary.provider(id),
+        None => summary.serving_any(),
     };
     let tz = &core.routing.local_tz;
-    let usage = serving.and_then(|p| core.routing.usage.headline(p.id(), now, tz, core.locale()));
+    let usage = serving.and_then(|p| core.routing.usage.headline(&p.id, now, tz, core.locale()));
     // Rows written a moment ago are still in the writer's batch; a status line can do without.
     let cost = core
         .store
         .cost_since(start_of_today(now, tz))
         .unwrap_or(0.0);
-    let paused = core.paused.load(std::sync::atomic::Ordering::Relaxed);
+    let paused = summary.paused;
     let mut parts = vec!["Baton".to_string()];
     if paused {
         parts.push("paused".into());
     }
-    match serving {
-        Some(p) => parts.push(p.config.display_name().to_string()),
-        None => parts.push("nothing available".into()),
+    match (serving, &summary.back) {
+        (Some(p), _) => parts.push(p.name.clone()),
+        (None, Some(b)) => parts.push(format!(
+            "nothing available · {} back in {}",
+            b.name,
+            crate::i18n::duration(b.until_ms - now, crate::i18n::Lang::En)
+        )),
+        (None, None) => parts.push("nothing available".into()),
     }
     parts.extend(usage.clone());
     parts.push(format!("today ${cost:.2}"));
     Ok(Json(json!({
-        "provider": serving.map(|p| p.id()),
-        "name": serving.map(|p| p.config.display_name()),
+        "provider": serving.map(|p| &p.id),
+        "name": serving.map(|p| &p.name),
+        "state": serving.map(|p| p.shown),
+        "servable": summary.servable,
         "thisSession": session.is_some(),
         "usage": usage,
         "costTodayUsd": cost,

@@ -24,6 +24,9 @@ pub struct AdminState {
     /// The provider kinds this Baton knows, in the order the UI offers them.
     #[serde(default)]
     pub kinds: Vec<KindView>,
+    /// What Baton can do right now: the one state every surface renders (each provider's
+    /// `status` and `usage` below are its rows).
+    pub summary: crate::gateway::summary::Summary,
 }
 
 /// A provider kind as the UI shows it.

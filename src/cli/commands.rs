@@ -133,7 +133,7 @@ pub fn status(
     } else if rows.is_empty() {
         outln!("No providers configured.");
     } else {
-        out!("{}", summary.headline().unwrap_or_default());
+        out!("{}", summary.headline(state.now_ms).unwrap_or_default());
         out!(
             "{}",
             status::render(rows, state.now_ms, status::use_color())
@@ -148,23 +148,9 @@ pub fn status(
     })
 }
 
-/// What `baton probe` should probe.
-pub struct ProbeOptions {
-    pub config: Option<PathBuf>,
-    pub data_dir: Option<PathBuf>,
-    pub providers: Vec<String>,
-    pub all_models: bool,
-    pub json: bool,
-    pub watch: Option<u64>,
-    /// Put failed targets into cooldown in the Baton running at `url`.
-    pub apply: bool,
-    pub url: String,
-    pub admin_key: Option<String>,
-}
-
-/// `baton probe`: 0 when every probe succeeded, 1 when any failed.
-pub fn probe(o: ProbeOptions) -> CmdResult {
-    use super::probe;
+/// The providers `baton probe` tries: the ones named (any), else every enabled one, from the
+/// config file given or the live configuration.
+fn probe_targets(o: &ProbeOptions) -> Result<Vec<config::ProviderConfig>, String> {
     let mut providers = match &o.config {
         Some(path) => {
             config::load_file(path)
@@ -189,10 +175,54 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
         providers.retain(|p| o.providers.contains(&p.id));
     }
     providers.retain(|p| p.enabled || o.providers.contains(&p.id));
+    Ok(providers)
+}
+
+/// The running Baton's summary, if one answers at `url` within two seconds.
+fn gateway_summary(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    admin_key: &str,
+) -> Option<baton::summary::Summary> {
+    let state = rt.block_on(super::status::admin_json(
+        url,
+        admin_key,
+        "/admin/state",
+        &[],
+        std::time::Duration::from_secs(2),
+    ))?;
+    serde_json::from_value(state.get("summary")?.clone()).ok()
+}
+
+/// What `baton probe` should probe.
+pub struct ProbeOptions {
+    pub config: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub providers: Vec<String>,
+    pub all_models: bool,
+    pub json: bool,
+    pub watch: Option<u64>,
+    /// Put failed targets into cooldown in the Baton running at `url`.
+    pub apply: bool,
+    pub url: String,
+    pub admin_key: Option<String>,
+}
+
+/// `baton probe`: 0 when every probe succeeded, 1 when any failed.
+pub fn probe(o: ProbeOptions) -> CmdResult {
+    use super::probe;
+    let providers = probe_targets(&o)?;
     let rt = runtime()?;
     let tty = std::io::stderr().is_terminal();
+    // The running Baton's admin key, if there is one: its summary is shown beside the verdicts
+    // (and `--apply` needs it).
+    let key = o.admin_key.clone().or_else(|| {
+        std::fs::read_to_string(data_dir(o.data_dir.clone()).join(baton::auth::ADMIN_KEY_FILE))
+            .ok()
+            .map(|k| k.trim().to_string())
+    });
     loop {
-        let results = rt.block_on(probe::run(&providers, o.all_models, |done, total, what| {
+        let mut results = rt.block_on(probe::run(&providers, o.all_models, |done, total, what| {
             if tty {
                 let line = if done < total {
                     format!("probing [{}/{total}] {what}", done + 1)
@@ -203,6 +233,9 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
                 let _ = std::io::stderr().flush();
             }
         }));
+        if let Some(s) = key.as_deref().and_then(|k| gateway_summary(&rt, &o.url, k)) {
+            probe::attach(&mut results, &s);
+        }
         if o.json {
             outln!(
                 "{}",
@@ -212,18 +245,13 @@ pub fn probe(o: ProbeOptions) -> CmdResult {
             out!("{}", probe::render(&results, super::status::use_color()));
         }
         if o.apply {
-            let key = match &o.admin_key {
-                Some(k) => k.clone(),
-                None => std::fs::read_to_string(
-                    data_dir(o.data_dir.clone()).join(baton::auth::ADMIN_KEY_FILE),
+            let key = key.as_deref().ok_or_else(|| {
+                format!(
+                    "--apply needs the admin key (admin.key in {}, or --admin-key)",
+                    data_dir(o.data_dir.clone()).display()
                 )
-                .map_err(|e| {
-                    format!("--apply needs the admin key (admin.key in the data directory, or --admin-key): {e}")
-                })?
-                .trim()
-                .to_string(),
-            };
-            let n = rt.block_on(probe::apply(&results, &o.url, &key))?;
+            })?;
+            let n = rt.block_on(probe::apply(&results, &o.url, key))?;
             eprintln!("applied {n} cooldown(s) to the Baton at {}", o.url);
         }
         match o.watch {

@@ -23,6 +23,29 @@ pub struct ProbeResult {
     pub latency_ms: u64,
     pub reason: Option<String>,
     pub reset_at_ms: Option<i64>,
+    /// What the running Baton says of the provider now (its summary's line), when one answers:
+    /// the probe's verdict beside the gateway's state, in the same words `baton status` uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewaySays>,
+}
+
+/// A provider's state in the running Baton's summary.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewaySays {
+    /// ready | login-only | cooling | breaker-open | logged-out | unavailable | disabled
+    pub state: String,
+    pub until_ms: Option<i64>,
+}
+
+/// Puts the running Baton's word for each probed provider beside its verdict.
+pub fn attach(results: &mut [ProbeResult], summary: &baton::summary::Summary) {
+    for r in results {
+        r.gateway = summary.provider(&r.provider).map(|p| GatewaySays {
+            state: p.shown.as_str().to_string(),
+            until_ms: p.status.until_ms.filter(|u| *u > summary.now_ms),
+        });
+    }
 }
 
 impl ProbeResult {
@@ -49,6 +72,12 @@ pub enum Verdict {
     /// A `credentials: "client"` provider: it serves only clients that bring their own login,
     /// which Baton never holds, so there is nothing it could send (and nothing to cool).
     LoginOnly,
+    /// A subscription CLI whose login is gone (its own check said so; the running Baton checks
+    /// it too, so `--apply` writes nothing).
+    LoggedOut,
+    /// The probe could not test it (no key in this shell, no HTTP client): the probe's own
+    /// failure, never written as the provider's words.
+    NotTested,
     Failed(ErrorClass),
 }
 
@@ -58,6 +87,8 @@ impl Verdict {
             Verdict::Ok => "ok",
             Verdict::Unavailable => "unavailable",
             Verdict::LoginOnly => "login-only",
+            Verdict::LoggedOut => "logged-out",
+            Verdict::NotTested => "not-tested",
             Verdict::Failed(c) => c.as_str(),
         }
     }
@@ -115,13 +146,17 @@ pub async fn run(
 
 /// Aligned table of results.
 pub fn render(results: &[ProbeResult], color: bool) -> String {
-    let mut rows: Vec<[String; 5]> = vec![[
-        "TARGET".into(),
-        "KEY".into(),
-        "RESULT".into(),
-        "LATENCY".into(),
-        "DETAIL".into(),
-    ]];
+    // The running Baton's word beside each verdict, when one answered.
+    let gateway = results.iter().any(|r| r.gateway.is_some());
+    let mut head: Vec<String> = ["TARGET", "KEY", "RESULT", "LATENCY"]
+        .map(String::from)
+        .to_vec();
+    if gateway {
+        head.push("BATON NOW".into());
+    }
+    head.push("DETAIL".into());
+    let mut rows: Vec<Vec<String>> = vec![head];
+    let now = baton::clock::unix_ms();
     for r in results {
         let detail: String = r
             .reason
@@ -130,7 +165,7 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
             .chars()
             .take(100)
             .collect();
-        rows.push([
+        let mut row = vec![
             format!("{}/{}", r.provider, r.model),
             r.key.clone().unwrap_or_else(|| "-".into()),
             r.class.as_str().to_string(),
@@ -139,16 +174,30 @@ pub fn render(results: &[ProbeResult], color: bool) -> String {
             } else {
                 "-".into()
             },
-            detail,
-        ]);
+        ];
+        if gateway {
+            row.push(match &r.gateway {
+                Some(GatewaySays {
+                    state,
+                    until_ms: Some(u),
+                }) => format!(
+                    "{state} for {}",
+                    baton::i18n::duration(u - now, baton::i18n::Lang::En)
+                ),
+                Some(g) => g.state.clone(),
+                None => "-".into(),
+            });
+        }
+        row.push(detail);
+        rows.push(row);
     }
     let code = |row: usize| match results[row].class {
         Verdict::Ok => "32",
         Verdict::LoginOnly => "36",
+        Verdict::NotTested => "90",
         Verdict::Failed(ErrorClass::Rate | ErrorClass::Overloaded) => "33",
         _ => "31",
     };
-    let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
     super::table::render(
         &rows,
         color.then_some((2, &code as &dyn Fn(usize) -> &'static str)),
@@ -259,6 +308,7 @@ pub async fn probe_one(
         latency_ms: 0,
         reason: None,
         reset_at_ms: None,
+        gateway: None,
     };
     if entry.config.kind.is_cli() {
         return probe_cli(entry, result, started).await;
@@ -268,43 +318,18 @@ pub async fn probe_one(
         result.reason = Some(LOGIN_ONLY.into());
         return result;
     }
+    // Nothing to send from here (a key unset in this shell, a bad address): the probe's own
+    // finding, not a key the provider rejected.
     if let Some(why) = entry.unavailable() {
-        result.class = Verdict::Failed(ErrorClass::Auth);
+        result.class = Verdict::Unavailable;
         result.reason = Some(why);
         return result;
     }
-    let body = json!({"model": model, "max_tokens": 1, "stream": false,
-        "messages": [{"role": "user", "content": "ping"}]});
-    let Ok(client) = clients.for_provider(entry) else {
-        result.class = Verdict::Failed(ErrorClass::Transient);
-        result.reason = Some("cannot build an HTTP client".into());
-        return result;
-    };
-    let Some(map) = body.as_object() else {
-        return result;
-    };
-    let Ok(canonical) = baton::canonical::openai::request_from_openai(map) else {
-        return result;
-    };
-    // The same request routing would send, in the provider's own format and auth.
-    let openai = map.clone().into();
-    let outbound = outbound::Outbound {
-        openai: &openai,
-        original: None,
-        client: None,
-        anthropic_beta: None,
-        canonical: &canonical,
-        stream: false,
-        request_id: "probe",
-        thinking: outbound::Keep::None,
-        now_ms: baton::clock::unix_ms(),
-    };
-    let target = entry.model_or_default(&model);
-    let rb = match outbound::build_signed(&client, entry, &target, api_key, &outbound).await {
-        Ok((rb, _)) => rb,
-        Err(c) => {
-            result.class = Verdict::Failed(c.class);
-            result.reason = Some(c.reason);
+    let rb = match request(clients, entry, key, &model).await {
+        Ok(rb) => rb,
+        Err((class, reason)) => {
+            result.class = class;
+            result.reason = Some(reason);
             return result;
         }
     };
@@ -320,6 +345,45 @@ pub async fn probe_one(
         result.status = Some(200);
     }
     result
+}
+
+/// The probe's request — the same routing would send, in the provider's own format and
+/// auth — or why there is none.
+async fn request(
+    clients: &providers::HttpClients,
+    entry: &providers::ProviderEntry,
+    key: Option<usize>,
+    model: &str,
+) -> Result<reqwest::RequestBuilder, (Verdict, String)> {
+    let api_key = key.and_then(|k| entry.keys.get(k));
+    let body = json!({"model": model, "max_tokens": 1, "stream": false,
+        "messages": [{"role": "user", "content": "ping"}]});
+    let not_tested = |why: &str| (Verdict::NotTested, why.to_string());
+    let client = clients
+        .for_provider(entry)
+        .map_err(|_| not_tested("the probe cannot build an HTTP client for it"))?;
+    let map = body
+        .as_object()
+        .ok_or_else(|| not_tested("the probe cannot build its request"))?;
+    let canonical = baton::canonical::openai::request_from_openai(map)
+        .map_err(|_| not_tested("the probe cannot build its request"))?;
+    let openai = map.clone().into();
+    let outbound = outbound::Outbound {
+        openai: &openai,
+        original: None,
+        client: None,
+        anthropic_beta: None,
+        canonical: &canonical,
+        stream: false,
+        request_id: "probe",
+        thinking: outbound::Keep::None,
+        now_ms: baton::clock::unix_ms(),
+    };
+    let target = entry.model_or_default(model);
+    outbound::build_signed(&client, entry, &target, api_key, &outbound)
+        .await
+        .map(|(rb, _)| rb)
+        .map_err(|c| (Verdict::Failed(c.class), c.reason))
 }
 
 /// Sends the probe and reads its answer: `None` on a 2xx, else the failure classified (with
@@ -378,7 +442,7 @@ async fn probe_cli(
         .unwrap_or_default();
     if let Some(why) = status.problem {
         result.class = if status.logged_in == Some(false) {
-            Verdict::Failed(ErrorClass::Auth)
+            Verdict::LoggedOut
         } else {
             Verdict::Unavailable
         };

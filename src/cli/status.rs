@@ -1,5 +1,5 @@
 //! `baton status`: asks a running Baton for its routing state and prints providers in routing
-//! order — state, cooldown and reset time, quota, in-flight, last error — as aligned columns
+//! order — state, cooldown and reset time, share of its limit used, in-flight, last error — as aligned columns
 //! (coloured on a terminal) or as stable JSON.
 
 use std::io::IsTerminal;
@@ -103,32 +103,58 @@ pub async fn fetch(url: &str, admin_key: &str) -> Result<AdminState, StatusError
 const LOGIN_ONLY: &str =
     "serves only clients that bring their own login (not a request on a gateway key alone)";
 
-/// What `baton status --json` prints: whether routing is paused, whether a request with a
-/// gateway key can be served now (the exit status), and each provider's line.
+/// What `baton status --json` prints: the gateway's own summary (paused, whether a request
+/// with a gateway key can be served now — the exit status —, where it goes, the soonest back)
+/// and each provider's line.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub paused: bool,
     pub servable: bool,
+    pub serving: Option<String>,
+    pub serving_login: Option<String>,
+    pub back: Option<baton::summary::Back>,
+    pub look: baton::summary::Look,
     pub providers: Vec<Row>,
 }
 
 impl Summary {
     pub fn of(state: &AdminState) -> Summary {
-        let providers = rows(state);
+        let s = &state.summary;
         Summary {
-            paused: state.paused,
-            servable: !state.paused && providers.iter().any(|r| r.state == "ready"),
-            providers,
+            paused: s.paused,
+            servable: s.servable,
+            serving: s.serving.clone(),
+            serving_login: s.serving_login.clone(),
+            back: s.back.clone(),
+            look: s.look,
+            providers: rows(state),
         }
     }
 
-    /// The lines before the table: paused, or nothing a gateway key can use.
-    pub fn headline(&self) -> Option<&'static str> {
+    /// The lines before the table: paused, or nothing a gateway key can use (and when the
+    /// soonest provider is back).
+    pub fn headline(&self, now_ms: i64) -> Option<String> {
+        let back = self.back.as_ref().map(|b| {
+            format!(
+                " {} is back in {}.",
+                b.provider,
+                baton::i18n::duration(b.until_ms - now_ms, baton::i18n::Lang::En)
+            )
+        });
         if self.paused {
-            Some("Routing is paused: every request gets 503 until it is resumed (Resume in the tray or the web UI).\n")
+            Some("Routing is paused: every request gets 503 until it is resumed (Resume in the tray or the web UI).\n".into())
         } else if !self.servable && !self.providers.is_empty() {
-            Some("No provider can take a request on a gateway key now.\n")
+            let login = match &self.serving_login {
+                Some(id) => {
+                    format!(" Only clients that bring their own login are served (by {id}).")
+                }
+                None => String::new(),
+            };
+            Some(format!(
+                "No provider can take a request on a gateway key now.{login}{}\n",
+                back.unwrap_or_default()
+            ))
         } else {
             None
         }
@@ -145,28 +171,36 @@ pub struct Row {
     /// gateway's own; `login-only`: ready, for clients that bring their own login only)
     pub state: String,
     pub detail: Option<String>,
+    /// Whose words the detail is: `provider`, `baton` or `probe`.
+    pub said_by: Option<baton::summary::SaidBy>,
     pub reset_at_ms: Option<i64>,
     pub keys_ready: usize,
     pub keys_total: usize,
-    pub quota: Option<f64>,
+    /// How much of its limit is used, 0..=1 (the binding window, else the best key's quota).
+    pub used: Option<f64>,
     pub in_flight: u64,
     pub max_concurrency: Option<u64>,
     pub last_error: Option<String>,
-    /// Each account's limit windows (5-hour, weekly…), the binding one named.
+    /// Each account's limit windows (5-hour, weekly…), the binding one named; a window past
+    /// its reset is left out.
     pub usage: Vec<baton::limits::usage::AccountUsage>,
 }
 
-/// Turns `/admin/state` into rows, in routing order.
+/// Turns `/admin/state` into rows, in routing order: each provider's line of the gateway's
+/// summary, with its keys and in-flight count.
 pub fn rows(state: &AdminState) -> Vec<Row> {
     let now = state.now_ms;
     state
+        .summary
         .providers
         .iter()
-        .map(|p| {
-            let usable: Vec<_> = p.keys.iter().filter(|k| !k.missing).collect();
-            // The state the gateway computed (the same the UI and the tray show).
-            let st = &p.status;
-            let login_only = st.login_only && st.usable();
+        .map(|s| {
+            let view = state.providers.iter().find(|p| p.id == s.id);
+            let usable: Vec<_> = view
+                .map(|p| p.keys.iter().filter(|k| !k.missing).collect())
+                .unwrap_or_default();
+            let st = &s.status;
+            let login_only = s.shown == baton::summary::Shown::LoginOnly;
             let detail = match (
                 st.class.map(baton::limits::Cause::as_str),
                 st.reason.as_deref(),
@@ -177,29 +211,20 @@ pub fn rows(state: &AdminState) -> Vec<Row> {
                 (None, Some(r)) => Some(r.to_string()),
                 _ => None,
             };
-            let quota = usable
-                .iter()
-                .filter_map(|k| k.quota_score)
-                .fold(None, |acc: Option<f64>, s| {
-                    Some(acc.map_or(s, |a| a.max(s)))
-                });
             Row {
-                id: p.id.clone(),
-                kind: p.kind.clone(),
-                state: if login_only {
-                    "login-only".to_string()
-                } else {
-                    st.state.as_str().to_string()
-                },
+                id: s.id.clone(),
+                kind: s.kind.clone(),
+                state: s.shown.as_str().to_string(),
+                said_by: if login_only { None } else { s.said_by },
                 detail,
                 reset_at_ms: st.until_ms.filter(|r| *r > now),
                 keys_ready: usable.iter().filter(|k| k.cooldown.is_none()).count(),
                 keys_total: usable.len(),
-                quota,
-                in_flight: p.in_flight,
-                max_concurrency: p.max_concurrency.map(u64::from),
-                last_error: p.health.last_error.clone(),
-                usage: p.usage.clone(),
+                used: s.used,
+                in_flight: view.map_or(0, |p| p.in_flight),
+                max_concurrency: view.and_then(|p| p.max_concurrency).map(u64::from),
+                last_error: view.and_then(|p| p.health.last_error.clone()),
+                usage: s.windows.clone(),
             }
         })
         .collect()
@@ -230,13 +255,18 @@ pub fn render(rows: &[Row], now_ms: i64, color: bool) -> String {
         "PROVIDER".into(),
         "STATE".into(),
         "KEYS".into(),
-        "QUOTA".into(),
+        "USED".into(),
         "IN-FLIGHT".into(),
         "DETAIL".into(),
     ]];
     for r in rows {
         let state = match r.reset_at_ms {
-            Some(ms) => format!("{} until {}", r.state, when(ms)),
+            Some(ms) => format!(
+                "{} until {} (in {})",
+                r.state,
+                when(ms),
+                baton::i18n::duration(ms - now_ms, baton::i18n::Lang::En)
+            ),
             None => r.state.clone(),
         };
         let keys = if r.keys_total == 0 {
@@ -244,8 +274,8 @@ pub fn render(rows: &[Row], now_ms: i64, color: bool) -> String {
         } else {
             format!("{}/{}", r.keys_ready, r.keys_total)
         };
-        let quota = r
-            .quota
+        let used = r
+            .used
             .map(|q| format!("{:.0}%", q * 100.0))
             .unwrap_or_else(|| "-".into());
         let in_flight = match r.max_concurrency {
@@ -258,7 +288,7 @@ pub fn render(rows: &[Row], now_ms: i64, color: bool) -> String {
             .or_else(|| r.last_error.clone().map(|e| format!("last error: {e}")))
             .unwrap_or_default();
         let detail: String = detail.chars().take(100).collect();
-        table.push([r.id.clone(), state, keys, quota, in_flight, detail]);
+        table.push([r.id.clone(), state, keys, used, in_flight, detail]);
     }
     let code = |row: usize| match rows[row].state.as_str() {
         "ready" => "32",
@@ -370,7 +400,8 @@ mod tests {
             reset_at_ms,
             keys_ready: 0,
             keys_total: 1,
-            quota: None,
+            used: None,
+            said_by: None,
             in_flight: 0,
             max_concurrency: None,
             last_error: None,
@@ -398,9 +429,14 @@ mod tests {
             false,
         );
         let line = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap().to_string();
-        assert!(line("soon").contains("cooling until 12:01:00"), "{out}");
         assert!(
-            line("far").contains("cooling until ") && line("far").matches('-').count() >= 2,
+            line("soon").contains("cooling until 12:01:00 (in 1 min)"),
+            "{out}"
+        );
+        assert!(
+            line("far").contains("cooling until ")
+                && line("far").matches('-').count() >= 2
+                && line("far").contains("(in 8 d 0 h)"),
             "{out}"
         );
     }

@@ -23,6 +23,7 @@ use crate::store::{LogRow, Store, StoreError, WriteOp};
 mod desktop;
 pub mod live;
 mod local;
+pub mod summary;
 pub use desktop::DesktopLink;
 
 /// Everything a request handler needs, shared behind one `Arc`.

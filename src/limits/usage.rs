@@ -277,7 +277,7 @@ impl UsageBook {
         out
     }
 
-    /// The provider's accounts with their windows (a reset already passed reads as empty).
+    /// The provider's accounts with their windows (one whose reset has passed left out).
     pub fn accounts(&self, provider: &str, now: i64) -> Vec<AccountUsage> {
         let Ok(all) = self.accounts.lock() else {
             return Vec::new();
@@ -383,7 +383,13 @@ fn current(t: &Tracked, now: i64) -> Window {
 }
 
 fn account_view(account: &str, book: &BTreeMap<String, Tracked>, now: i64) -> AccountUsage {
-    let windows: Vec<Window> = book.values().map(|t| current(t, now)).collect();
+    // A window whose reset has passed is left out: its new period is unknown until the
+    // provider reports it, and its old reading is no longer true.
+    let windows: Vec<Window> = book
+        .values()
+        .filter(|t| t.w.resets_at_ms.is_none_or(|r| r > now))
+        .map(|t| current(t, now))
+        .collect();
     let binding = super::windows::binding(&windows).map(|w| w.id.clone());
     let caps_at_ms = binding
         .as_ref()

@@ -1,6 +1,8 @@
 """The tray tells the truth: in every provider state (ready, cooling by key, by model, by account,
 breaker open, logged out, disabled, login-only) and while paused, the tray's look, its icon on screen and each
-provider's menu line agree with what `/admin/state` says (the state the web UI's cards show).
+provider's menu line agree with what `/admin/state` says (the state the web UI's cards show) — and so do
+`baton status` (its table, `--json` and exit status) and `baton statusline`, all renderings of the
+gateway's one summary.
 
 Each state is brought about the way it happens: cooldowns as `baton probe --apply` posts them, a
 breaker opened by an upstream answering 500, a CLI whose login is gone, a toggle, a pause. The
@@ -12,6 +14,8 @@ import re
 import struct
 import subprocess
 import time
+
+import os
 
 import pytest
 
@@ -81,6 +85,56 @@ def gateway_view(app):
     return state["paused"], views
 
 
+BATON = os.environ.get("BATON_BIN", "")
+
+
+def cli_view(app):
+    """What `baton status --json` says (paused, servable, each provider's state), its exit
+    status, and the status line `baton statusline` prints."""
+    args = ["--url", app.url, "--admin-key", app.admin_key]
+    run = subprocess.run([BATON, "status", "--json", *args], capture_output=True, text=True, timeout=30)
+    status = json.loads(run.stdout)
+    line = subprocess.run([BATON, "statusline", *args], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL).stdout.strip()
+    return status, run.returncode, line
+
+
+def summary_view(app):
+    _, _, body = app.request("/admin/state", admin=True)
+    return json.loads(body)["summary"]
+
+
+def cli_agrees(app, name):
+    """`baton status --json`, its exit status and `baton statusline` say what the gateway's
+    summary says: the same paused, servable, serving, and each provider's state."""
+    if not BATON:
+        return
+    seen = {}
+
+    def same():
+        s = summary_view(app)
+        status, code, line = cli_view(app)
+        seen.update(summary=s, status=status, code=code, line=line)
+        states = {p["id"]: p["shown"] for p in s["providers"]}
+        if {r["id"]: r["state"] for r in status["providers"]} != states:
+            return None
+        if (status["paused"], status["servable"], status["serving"]) != (s["paused"], s["servable"], s.get("serving")):
+            return None
+        if code != (0 if s["servable"] else 1):
+            return None
+        names = {p["id"]: p["name"] for p in s["providers"]}
+        serving = s.get("serving") or s.get("servingLogin")
+        if s["paused"] != ("paused" in line.split(" · ")):
+            return None
+        if serving and names[serving] not in line:
+            return None
+        if not serving and "nothing available" not in line:
+            return None
+        return True
+
+    assert wait_for(same, timeout=15, fail=False), f"{name}: the CLI and the summary disagree: {seen}"
+
+
 def expected_look(paused, views):
     if paused:
         return "paused"
@@ -105,7 +159,8 @@ def agree(app, want, name):
         paused, views = gateway_view(app)
         shown, lines = tray_shows(app)
         seen.update(gateway=(paused, views), tray=(shown, lines))
-        if shown != expected_look(paused, views) or set(lines) != set(views):
+        # The summary's own look is the tray's, and the one these states make.
+        if shown != expected_look(paused, views) or shown != summary_view(app)["look"] or set(lines) != set(views):
             return None
         if not all(re.fullmatch(LINE[views[pid][0]], lines[pid]) for pid in views):
             return None
@@ -113,6 +168,7 @@ def agree(app, want, name):
 
     look = wait_for(same, timeout=15, fail=False)
     assert look, f"{name}: the tray and /admin/state disagree: {seen}"
+    cli_agrees(app, name)
     tray = wait_for(tray_window, timeout=10, what="the tray icon")
     # The icon is replaced with the menu: give the tray host a moment to paint it.
     on_screen = wait_for(lambda: nearest_look(icon_colour(tray)) == look, timeout=5, fail=False)

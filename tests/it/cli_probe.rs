@@ -372,6 +372,53 @@ async fn a_login_only_provider_is_said_so_and_never_cooled() {
     baton.stop().await;
 }
 
+/// A probe's own failure is never written as the provider's words: a key whose variable is
+/// unset in the probe's shell (the running Baton has it) is `unavailable` — not an `auth`
+/// verdict that `--apply` would turn into an eight-day cooldown — and each row says what the
+/// running Baton says of the provider now, the state `baton status` shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_missing_in_the_probes_shell_is_not_the_providers_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FakeUpstream::start("a").await;
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [keyed("a", &a, 10, &[("BT_PROBE_SHELL_KEY", "sk-probe-shell-1234")])]}),
+    )
+    .await;
+    let (code, out, err) = run_baton(
+        vec![
+            "probe".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+            "--json".into(),
+            "--apply".into(),
+            "--url".into(),
+            baton.url.clone(),
+        ],
+        vec![("BT_PROBE_SHELL_KEY", " ")],
+    )
+    .await;
+    assert_eq!(code, 1, "not tested is not fine: {out}{err}");
+    let results: Value = serde_json::from_str(&out).unwrap();
+    let row = &results[0];
+    assert_eq!(row["class"], "unavailable", "{row}");
+    assert!(
+        row["reason"]
+            .as_str()
+            .unwrap()
+            .contains("BT_PROBE_SHELL_KEY"),
+        "{row}"
+    );
+    assert_eq!(
+        row["gateway"]["state"], "ready",
+        "the running Baton's word: {row}"
+    );
+    assert!(err.contains("applied 0 cooldown(s)"), "{err}");
+    assert!(baton.handle.core.routing.cooldowns.active().is_empty());
+    assert!(a.received().is_empty(), "nothing was sent without a key");
+    baton.stop().await;
+}
+
 /// `baton probe --data-dir DIR --json --apply --url URL`: (exit code, stdout, stderr).
 async fn probe_json_apply(dir: &std::path::Path, url: &str) -> (i32, String, String) {
     run_baton(

@@ -192,7 +192,10 @@ async fn probe_tries_cli_providers_the_way_routing_runs_them() {
     );
     assert_eq!(by("codex")["class"], "ok");
     let gemini = by("gemini");
-    assert_eq!(gemini["class"], "auth");
+    assert_eq!(
+        gemini["class"], "logged-out",
+        "its own check, not a provider's 401"
+    );
     assert!(
         gemini["reason"].as_str().unwrap().contains("not logged in"),
         "{gemini}"

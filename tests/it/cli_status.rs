@@ -196,10 +196,36 @@ async fn status_says_paused_and_login_only_as_requests_find_them() {
         out.starts_with("No provider can take a request on a gateway key now."),
         "{out}"
     );
-    // A cooldown days away is said with its date, not as a bare time.
+    // …and says who still serves a client's own login, and when the soonest is back.
+    let head = out.lines().next().unwrap();
     assert!(
-        out.lines()
-            .any(|l| l.starts_with("a ") && l.contains("cooling until")),
+        head.contains("Only clients that bring their own login are served (by claude-sub).")
+            && head.contains("a is back in 10 min"),
+        "{head}"
+    );
+    assert_eq!(summary["servingLogin"], "claude-sub");
+    assert_eq!(summary["serving"], Value::Null);
+    // The status line renders the same summary: the login-only provider, not "ready for all".
+    let line: Value = baton
+        .http
+        .get(format!("{}/admin/statusline", baton.url))
+        .bearer_auth(&baton.admin_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&line["provider"], &line["state"], &line["servable"]),
+        (&json!("claude-sub"), &json!("login-only"), &json!(false)),
+        "{line}"
+    );
+    // A cooldown is said with how long it lasts, as a duration.
+    assert!(
+        out.lines().any(|l| l.starts_with("a ")
+            && l.contains("cooling until")
+            && l.contains("(in 10 min)")),
         "{out}"
     );
     baton.stop().await;

@@ -9,6 +9,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -20,7 +21,7 @@ const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
-let browser, baton, adminKey, gatewayKey;
+let browser, baton, adminKey, gatewayKey, configPath, env;
 const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
 const hour = () => Date.now() + 3_600_000;
 
@@ -30,8 +31,9 @@ const BADGE = {
   partial: [/^ready$/, "ok"],
   // A subscription passed through: ready for clients that bring their own login only.
   "login-only": [/^login-only$/, "ok"],
-  cooling: [/^cooling · (\d+h \d\dm|\d+:\d\d)$/, "warn"],
-  "breaker-open": [/^breaker open · (\d+:\d\d|now)$/, "bad"],
+  // A countdown reads as a duration, never like a clock time ("59 min", not "59:58").
+  cooling: [/^cooling · (\d+ h \d\d min|\d+ min|\d+ s)$/, "warn"],
+  "breaker-open": [/^breaker open · (\d+ min|\d+ s|now)$/, "bad"],
   "logged-out": [/^logged out$/, "bad"],
   unavailable: [/^unavailable$/, "bad"],
   disabled: [/^disabled$/, "off"],
@@ -61,10 +63,12 @@ before(async () => {
   }));
   const home = join(dir, "home");
   mkdirSync(home);
-  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"], {
+  configPath = config;
+  env = {
     HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", LANG: "C.UTF-8", LANGUAGE: "", LC_ALL: "",
     BT_STATES_KEY: "sk-states-first-0001", BT_STATES_KEY_2: "sk-states-second-0002",
-  });
+  };
+  baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"], env);
   gatewayKey = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
   adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
   browser = await chromium.launch({
@@ -93,6 +97,33 @@ async function gateway() {
   const fold = (st) => (st.state !== "ready" ? st.state : st.loginOnly ? "login-only" : st.partial ? "partial" : "ready");
   const states = Object.fromEntries(s.providers.map((p) => [p.id, fold(p.status)]));
   return { paused: s.paused, states };
+}
+
+/** `baton status --json` (its exit status too) and `baton statusline`, against this Baton. */
+function cli(args) {
+  return new Promise((resolve) => {
+    const child = execFile(process.env.BATON_BIN, [...args, "--url", baton, "--admin-key", adminKey], { timeout: 60_000, env: { ...process.env, ...env } }, (err, stdout) =>
+      resolve({ code: err ? err.code : 0, stdout }));
+    child.stdin.end();
+  });
+}
+
+/** The gateway's summary, and whether `baton status` (JSON, exit status) and `baton statusline`
+ * say what it says; `null` when they agree, else what each said. */
+async function cliDisagrees() {
+  const s = (await (await fetch(`${baton}/admin/state`, { headers: admin() })).json()).summary;
+  const status = await cli(["status", "--json"]);
+  const json = JSON.parse(status.stdout);
+  const line = (await cli(["statusline"])).stdout.trim();
+  const states = Object.fromEntries(s.providers.map((p) => [p.id, p.shown]));
+  const said = Object.fromEntries(json.providers.map((r) => [r.id, r.state]));
+  const serving = s.providers.find((p) => p.id === (s.serving || s.servingLogin));
+  const agree = JSON.stringify(said) === JSON.stringify(states)
+    && json.paused === s.paused && json.servable === s.servable && (json.serving ?? null) === (s.serving ?? null)
+    && status.code === (s.servable ? 0 : 1)
+    && line.split(" · ").includes("paused") === s.paused
+    && (serving ? line.includes(serving.name) : line.includes("nothing available"));
+  return agree ? null : { summary: s, status: json, code: status.code, line };
 }
 
 /** Each card's badge: its words and tone. */
@@ -128,6 +159,10 @@ async function agree(pages, want, name) {
     }
     await page.screenshot({ path: join(artifacts, `states-${name}-${width}.png`), fullPage: true });
   }
+  // The CLI renders the same summary: `baton status` (JSON and exit status) and the status line.
+  let differs;
+  for (let tries = 0; (differs = await cliDisagrees()) && tries < 50; tries++) await new Promise((r) => setTimeout(r, 200));
+  assert.equal(differs, null, `${name}: the CLI and the gateway's summary disagree: ${JSON.stringify(differs)}`);
 }
 
 test("every provider card says what /admin/state says, in every state, at 1000 and 420 px", async () => {
@@ -141,6 +176,14 @@ test("every provider card says what /admin/state says, in every state, at 1000 a
     pages.push([width, page]);
   }
   await agree(pages, { keys: "ready", models: "ready", account: "login-only", flaky: "ready", "claude-code": "logged-out" }, "logged-out");
+
+  // The probe tests what it can and says what the gateway says beside it: a login-only provider
+  // is not Baton's to test, a CLI whose login is gone is logged out (its own check, not a 401).
+  const probe = await cli(["probe", "--config", configPath, "--json"]);
+  const verdicts = Object.fromEntries(JSON.parse(probe.stdout).map((r) => [r.provider, [r.class, r.gateway && r.gateway.state]]));
+  assert.deepEqual(verdicts.account, ["login-only", "login-only"], probe.stdout);
+  assert.deepEqual(verdicts["claude-code"], ["logged-out", "logged-out"], probe.stdout);
+  assert.deepEqual(verdicts.keys, ["ok", "ready"], probe.stdout);
 
   await cool("keys", { key: "env:BT_STATES_KEY" });
   await agree(pages, { keys: "partial" }, "one-key-cooling");

@@ -186,3 +186,29 @@ fn a_fast_burn_forecasts_a_cap_before_the_reset() {
         None
     );
 }
+
+/// A window is shown until its reset and left out after it (its old reading no longer holds
+/// and its new period is unknown until the provider reports it); a new reading brings it back.
+#[test]
+fn a_window_past_its_reset_is_left_out_of_views() {
+    let b = UsageBook::default();
+    let reset = 5 * 3_600_000;
+    b.observe("c", "a", vec![five_h(0.7, reset, WindowStatus::Allowed)], 0);
+    let shown = |now| -> Vec<String> {
+        b.accounts("c", now)
+            .into_iter()
+            .flat_map(|a| a.windows)
+            .map(|w| w.id)
+            .collect()
+    };
+    assert_eq!(shown(reset - 1), vec!["5h".to_string()]);
+    assert!(shown(reset).is_empty(), "dropped at its reset");
+    assert_eq!(b.forecast("c", "a", reset + 1), None);
+    b.observe(
+        "c",
+        "a",
+        vec![five_h(0.1, 2 * reset, WindowStatus::Allowed)],
+        reset + 10,
+    );
+    assert_eq!(shown(reset + 20), vec!["5h".to_string()]);
+}
