@@ -43,14 +43,15 @@ struct Cli {
 enum Command {
     /// Run the gateway in the foreground (no tray, no window).
     Serve(ServeArgs),
-    /// Show a running Baton's providers in routing order: state, cooldowns, quota, in-flight.
+    /// Show a running Baton's providers in routing order: state, cooldowns, share of its limit
+    /// used, in-flight. Exits 0 only when a request on a gateway key can be served now.
     Status(StatusArgs),
     /// One short line for a client's status bar: the provider serving this session, its usage
     /// window and today's cost. Reads Claude Code's status-line JSON on stdin (its
     /// `statusLine` command); prints "Baton off" when Baton cannot be reached.
     Statusline(GatewayArgs),
-    /// Point Claude Code, Codex or opencode at Baton by writing their own config files (the
-    /// change is shown first, the original kept); --undo puts the files back.
+    /// Point Claude Code, Codex, Gemini CLI or opencode at Baton by writing their own config
+    /// files (the change is shown first, the original kept); --undo puts the files back.
     Connect(ConnectArgs),
     /// Which well-known providers have a key here, which subscription CLIs are installed, and where
     /// to sign up for the rest (with their free tiers).
@@ -212,6 +213,9 @@ enum ConfigCommand {
     Check { file: PathBuf },
     /// Print the JSON schema of the configuration file.
     Schema,
+    /// Print the configuration reference (every key, its type, default and meaning) as
+    /// Markdown, from the JSON schema (the book's config-reference.md).
+    Reference,
     /// Print the JSON schema of the provider catalog (catalog/providers.json).
     CatalogSchema,
     /// Print the live configuration (providers as stored, with your toggles and order) as JSON.
@@ -253,6 +257,10 @@ fn config_command(command: ConfigCommand) -> cli::commands::CmdResult {
         } => commands::config_import(&file, data_dir, replace),
         ConfigCommand::CatalogSchema => print(&baton::catalog::json_schema()),
         ConfigCommand::Schema => print(&baton::config::json_schema()),
+        ConfigCommand::Reference => {
+            out!("{}", baton::config::reference::markdown());
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

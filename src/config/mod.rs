@@ -8,6 +8,7 @@ pub mod kind;
 mod load;
 mod provider;
 mod provider_checks;
+pub mod reference;
 mod refs;
 mod state;
 pub mod validate;

@@ -1,5 +1,8 @@
-//! What the config schema accepts is what the README and the UI offer: every provider kind is in
-//! the README's `providers[]` row and in the kind list the gateway gives the UI's Add form.
+//! What the config schema accepts is what the book and the UI offer: every provider kind is in
+//! the configuration chapter's `providers[]` row and in the kind list the gateway gives the UI's
+//! Add form. The README and the book (`docs/src`) say only what exists: every relative link
+//! and anchor, every `baton …` command and flag, every `scripts/…` file, every dotted config key
+//! and every JSON configuration they show; the configuration reference is the schema's own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn kinds() -> Vec<String> {
@@ -20,12 +23,12 @@ fn read(path: &str) -> String {
 }
 
 #[test]
-fn every_provider_kind_is_in_the_readme_and_the_forms_kind_list() {
-    let readme = read("README.md");
-    let row = readme
+fn every_provider_kind_is_in_the_book_and_the_forms_kind_list() {
+    let chapter = read("docs/src/configuration.md");
+    let row = chapter
         .lines()
         .find(|l| l.starts_with("| `providers[]` |"))
-        .expect("the README's configuration table has a providers[] row");
+        .expect("the configuration chapter's table has a providers[] row");
     // The UI has no list of its own: /admin/state's `kinds` fills the form.
     let listed: Vec<String> = baton::api::views::KindView::all()
         .into_iter()
@@ -35,7 +38,7 @@ fn every_provider_kind_is_in_the_readme_and_the_forms_kind_list() {
     for k in kinds() {
         assert!(
             row.contains(&format!("`{k}`")),
-            "README's providers[] row lacks `{k}`"
+            "the configuration chapter's providers[] row lacks `{k}`"
         );
         assert!(listed.contains(&k), "the UI's kind list lacks {k}");
     }

@@ -47,6 +47,7 @@ mod connect;
 mod connections;
 mod date_boundaries;
 mod docs_agree;
+mod docs_book;
 mod env_file;
 mod error_classes;
 mod error_contract;
