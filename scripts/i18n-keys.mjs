@@ -65,11 +65,15 @@ export function rustKeys() {
   return out;
 }
 
-/** The catalog's free-tier notes (catalog/providers.json), which the welcome screen shows. */
+/** The catalog's free-tier notes (catalog/providers.json), which the welcome screen shows, and
+ * the names that say more than a brand ("Claude (your Pro/Max plan)"), which the presets show. */
 export function catalogKeys() {
   const file = join(root, "catalog", "providers.json");
   const out = new Map();
-  for (const p of JSON.parse(readFileSync(file, "utf8")).providers) if (p.freeTier?.note) out.set(p.freeTier.note, file);
+  for (const p of JSON.parse(readFileSync(file, "utf8")).providers) {
+    if (p.freeTier?.note) out.set(p.freeTier.note, file);
+    if (/[(,]/.test(p.name)) out.set(p.name, file);
+  }
   return out;
 }
 

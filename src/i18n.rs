@@ -211,8 +211,13 @@ pub fn from_accept_language(header: &str) -> Option<Lang> {
 /// they said one (the web UI does); English otherwise — for scripts, the config file's checks
 /// at start, and logs.
 pub fn msg(key: &str, args: &[(&str, &str)]) -> String {
-    let lang = ASKED.try_with(|l| *l).unwrap_or(Lang::En);
-    tr(lang, key, args)
+    tr(asked(), key, args)
+}
+
+/// The language the person at the other end of this admin request asked for (English when
+/// they said none).
+pub fn asked() -> Lang {
+    ASKED.try_with(|l| *l).unwrap_or(Lang::En)
 }
 
 /// Marks a text that is translated where it is used (a table of words kept for later); the

@@ -209,7 +209,7 @@ const handlers = {
     }, 15000);
   },
   edit(p) {
-    openProviderForm({ p, presets: presets(), onSaved: afterSave, toast });
+    openProviderForm({ p, presets: presets(), onSaved: afterSave, onDeleted: focusAfterDelete, toast });
   },
   async clear(p) {
     try {
@@ -221,6 +221,20 @@ const handlers = {
     loadProviders();
   },
 };
+
+/** After a provider is deleted its row is gone: focus goes to the row that took its place (its
+ * Edit, else its Test), the one before it at the end of the list, else Add provider — never to
+ * the page's body. */
+async function focusAfterDelete(id) {
+  const ids = state.providers.map((p) => p.id);
+  const at = ids.indexOf(id);
+  await loadProviders();
+  const left = state.providers.map((p) => p.id);
+  const next = left[Math.min(Math.max(at, 0), left.length - 1)];
+  const row = next && document.querySelector(`.prov[data-id="${CSS.escape(next)}"]`);
+  const target = row && (row.querySelector("[data-focus=edit]") || row.querySelector("[data-focus=test]"));
+  (target || $("add-provider")).focus();
+}
 
 /** Providers the order covers (the detected local server always stays last). */
 function orderable() {
@@ -261,7 +275,8 @@ function renderProviders() {
   for (const row of list.children) wireDrag(row);
   if (keep) {
     const row = list.querySelector(`li[data-id="${CSS.escape(keep.id)}"]`);
-    const target = row && (keep.focus ? row.querySelector(`[data-focus="${keep.focus}"]:not([disabled])`) : null);
+    // The same control, else (a Clear cooldown that has nothing left to clear) the row's Test.
+    const target = row && ((keep.focus ? row.querySelector(`[data-focus="${keep.focus}"]:not([disabled])`) : null) || row.querySelector("[data-focus=test]"));
     (target || row)?.focus({ preventScroll: true });
   }
 }

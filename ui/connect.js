@@ -83,7 +83,8 @@ export function autoSetup(info, all, ctx) {
       ...p.files.map((f) => el("div", { class: "stack" },
         el("p", { class: "small" }, ACTION[f.action] ? tn(ACTION[f.action], { file: el("code", {}, f.path) }) : [el("code", {}, f.path), ` ${f.action}:`]),
         f.diff ? diffView(f.diff) : null)),
-      ...p.notes.map((n) => el("p", { class: "muted small", translate: "no" }, n)),
+      // Baton's own notes, in the catalogue (connect/mod.rs marks them).
+      ...p.notes.map((n) => el("p", { class: "muted small" }, t(n))),
       p.changes || undo
         ? el("div", { class: "row" }, ok, cancel)
         : el("p", { class: "ok-text" }, t("{name} already points at Baton.", { name: info.name })));

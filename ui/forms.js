@@ -3,7 +3,7 @@
 
 import { api, ApiError } from "./api.js";
 import { keep, t, tn } from "./i18n.js";
-import { el, explainNodes, kindOf, kinds, setKinds } from "./views.js";
+import { cliWords, el, explainNodes, kindOf, kinds, presetName, setKinds } from "./views.js";
 
 const NO_ANSWER = () => t("Baton did not answer (is it still running?). Nothing was saved.");
 const isCli = (k) => Boolean(kindOf(k).program);
@@ -27,7 +27,7 @@ function field(id, label, input, hint) {
 }
 
 /** Opens the dialog for a new provider (`p` undefined, maybe a `preset`) or an existing one. */
-export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
+export async function openProviderForm({ p, preset, presets, onSaved, onDeleted, toast }) {
   // The kinds come from the gateway with the provider list; a form opened first asks for them.
   if (!kinds().length) setKinds((await api("GET", "/admin/providers").catch(() => ({}))).kinds);
   const dialog = document.getElementById("provider-dialog");
@@ -46,7 +46,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
 
   const keptKeys = [...(base.keys || [])];
   const inputs = {
-    preset: el("select", {}, el("option", { value: "" }, t("Custom")), (presets || []).map((x) => el("option", { value: x.id, translate: "no" }, `${x.name}`))),
+    preset: el("select", {}, el("option", { value: "" }, t("Custom")), (presets || []).map((x) => el("option", { value: x.id, translate: "no" }, presetName(x.name)))),
     kind: el("select", { required: true }, kinds().map((k) => el("option", { value: k.id }, t(k.label)))),
     id: el("input", { required: true, autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "groq" }),
     name: el("input", { autocomplete: "off", placeholder: t("shown in the list") }),
@@ -62,6 +62,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     headerName: el("input", { autocomplete: "off", spellcheck: "false", translate: "no", placeholder: "X-Proxy-Token" }),
     headerValue: el("input", { type: "password", autocomplete: "off", spellcheck: "false", placeholder: t("its value (stored on this machine, never shown again)"), "aria-label": t("Secret header value") }),
     maxConcurrency: el("input", { type: "number", min: "1", step: "1", placeholder: t("no limit") }),
+    // Limits the provider states for this key (a free tier's): Baton counts them itself and
+    // stops sending before the provider's 429.
+    rpm: el("input", { type: "number", min: "1", step: "1", inputmode: "numeric", placeholder: t("no limit") }),
+    rpd: el("input", { type: "number", min: "1", step: "1", inputmode: "numeric", placeholder: t("no limit") }),
+    tpm: el("input", { type: "number", min: "1", step: "1", inputmode: "numeric", placeholder: t("no limit") }),
     firstByteMs: el("input", { type: "number", min: "100", step: "100" }),
   };
   inputs.kind.value = base.kind || "openai-compatible";
@@ -76,6 +81,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
   inputs.flattenHistory.checked = Boolean(base.flattenHistory);
   inputs.clientLogin.checked = base.credentials === "client";
   inputs.maxConcurrency.value = base.maxConcurrency || "";
+  for (const k of ["rpm", "rpd", "tpm"]) inputs[k].value = (base.limits && base.limits[k]) || "";
+  // A preset's free tier, as the welcome card says it: offered, not set.
+  const tier = preset && preset.freeTier;
+  if (tier && tier.rpm) inputs.rpm.placeholder = t("{n} on its free tier", { n: tier.rpm });
+  if (tier && tier.rpd) inputs.rpd.placeholder = t("{n} on its free tier", { n: tier.rpd });
   inputs.firstByteMs.value = (base.timeouts && base.timeouts.firstByteMs) || "";
   if (preset) inputs.preset.value = preset.id;
 
@@ -111,7 +121,7 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
         unrun ? null : el("div", {}, t("Version: {version}", { version: cli.version || t("unknown") })),
         unrun ? null : el("div", {}, t("Logged in: {answer}", { answer: cli.loggedIn === true ? t("yes") : cli.loggedIn === false ? t("no") : t("could not tell (it is tried)") })),
         unrun ? el("button", { type: "button", id: "cli-run", onclick: () => checkCli(true) }, t("Check its version and login (runs it)")) : null,
-        cli.problem ? el("div", { class: "field-error" }, cli.problem) : null,
+        cli.problem ? el("div", { class: "field-error" }, cliWords(cli.problem)) : null,
       ].filter(Boolean),
     );
   }
@@ -155,6 +165,11 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     el("details", {}, el("summary", {}, t("Limits and timeouts")),
       el("div", { class: "stack", style: "margin-top:.5rem" },
         field("maxConcurrency", t("Requests at once"), inputs.maxConcurrency),
+        el("p", { class: "hint" }, t("The provider's own limits for each key (a free tier's, for example): Baton counts them and sends no more, so the provider never has to refuse.")),
+        el("div", { class: "row limits-row" },
+          field("limits.rpm", t("Requests per minute"), inputs.rpm),
+          field("limits.rpd", t("Requests per day"), inputs.rpd),
+          field("limits.tpm", t("Tokens per minute"), inputs.tpm)),
         field("timeouts.firstByteMs", t("First answer within (ms)"), inputs.firstByteMs))),
     readOnly ? el("p", { class: "hint" }, t("This provider is defined in the config file, which wins at every start. Edit it there; here you can enable, disable, reorder and test it.")) : null,
   ].filter(Boolean));
@@ -303,6 +318,12 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     out.models = inputs.models.value.split("\n").map((s) => s.trim()).filter(Boolean).map((id) => detailed.get(id) || id);
     const mc = inputs.maxConcurrency.value.trim();
     if (mc) out.maxConcurrency = Number(mc); else delete out.maxConcurrency;
+    const limits = { ...(out.limits || {}) };
+    for (const k of ["rpm", "rpd", "tpm"]) {
+      const v = inputs[k].value.trim();
+      if (v) limits[k] = Number(v); else delete limits[k];
+    }
+    if (Object.keys(limits).length) out.limits = limits; else delete out.limits;
     const fb = inputs.firstByteMs.value.trim();
     if (fb) out.timeouts = { ...(out.timeouts || {}), firstByteMs: Number(fb) };
     if (isCli(k)) {
@@ -354,11 +375,14 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
     clearErrors();
     testBox.className = "test-result wait";
     testBox.textContent = t("Sending one tiny request…");
+    testBox.scrollIntoView({ block: "nearest" });
     try {
       const body = readOnly ? null : { ...collect(), ...(confirmRun ? { confirmRun: true } : {}) };
       const r = editing && readOnly ? await api("POST", `/admin/providers/${encodeURIComponent(p.id)}/test`) : await api("POST", "/admin/test", body);
       testBox.className = `test-result ${r.ok ? "ok" : "bad"}`;
       testBox.replaceChildren(r.ok ? (r.passthrough ? keep(r.note) : t("Works: {model} answered in {n} ms.", { model: r.model, n: r.latencyMs })) : explainNodes(r.class, r.reason, r.resetAtMs));
+      // The answer is where the eye is: scrolled above the sticky buttons (scroll-margin).
+      testBox.scrollIntoView({ block: "nearest" });
     } catch (e) {
       if (e instanceof ApiError && e.code === "confirmation_required") {
         const run = el("button", { type: "button", id: "test-confirm", onclick: () => runTest(true) }, t("Run it"));
@@ -398,6 +422,8 @@ export async function openProviderForm({ p, preset, presets, onSaved, toast }) {
       dialog.close();
       toast(t("{name} deleted — routing no longer uses it.", { name: p.name }));
       onSaved();
+      // The button that opened the dialog went with the row: focus goes somewhere sensible.
+      if (onDeleted) onDeleted(p.id);
     } catch (e) {
       if (e instanceof ApiError) showError(e); else formError.textContent = NO_ANSWER();
     } finally {

@@ -61,6 +61,11 @@ function lookup(key, args) {
   return String(v);
 }
 
+/** Whether the catalogue has a text for `key` (a name that is only a brand has none). */
+export function has(key) {
+  return key in catalogue || key in english;
+}
+
 function fmtValue(v) {
   return typeof v === "number" ? new Intl.NumberFormat(intlLocale).format(v) : String(v);
 }
@@ -117,7 +122,9 @@ export function fmtDate(ms, opts = { month: "short", day: "numeric" }) {
 }
 
 export function fmtDateTime(ms, opts) {
-  return new Date(ms).toLocaleString(intlLocale, opts);
+  // The same clock as every other time (the summary's `hour12`), where the format has a time.
+  const clock = hour12 === null || (opts && !("hour" in opts) && !("timeStyle" in opts)) ? opts : { ...(opts || { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" }), hourCycle: hour12 ? "h12" : "h23" };
+  return new Date(ms).toLocaleString(intlLocale, clock);
 }
 
 /** A list in the language's own way ("a, b and c", "a、b、c"). */

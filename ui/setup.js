@@ -7,7 +7,7 @@ import { openProviderForm } from "./forms.js";
 import { autoSetup } from "./connect.js";
 import { clientTarget, mapClient, targetOptions } from "./routing.js";
 import { fmtList, keep, t, tn } from "./i18n.js";
-import { el, kindOf, snippet } from "./views.js";
+import { el, kindOf, loginHint, presetName, snippet } from "./views.js";
 import { unavailableWords } from "./websearch.js";
 
 const $ = (id) => document.getElementById(id);
@@ -38,6 +38,17 @@ export async function ensureSetup() {
 const DISMISSED = "baton.foundDismissed";
 /** Set once the Connect screen has been seen: the "Next" card has done its job. */
 const CONNECT_SEEN = "baton.connectSeen";
+
+/** Hides a first-run card for good; focus goes to the next sensible control (the other card's
+ * first button, else the first provider's, else Add provider), never to the page's body. */
+async function hideCard(key) {
+  localStorage.setItem(key, "1");
+  await renderFirstRun();
+  // The first control that is still on screen (a hidden card keeps its buttons in the page).
+  const next = [...document.querySelectorAll("#first-run button:not([disabled]), #provider-list button:not([disabled]), #provider-list input")]
+    .find((b) => b.offsetParent !== null);
+  (next || document.getElementById("add-provider")).focus();
+}
 
 /** After a save or delete: what was found may now be configured, so ask again. */
 export function afterSave() {
@@ -97,12 +108,12 @@ export async function renderFirstRun() {
       // After the first provider: the step the welcome card ended with, until Connect is seen.
       next ? el("div", { class: "card stack", id: "next-connect" },
         el("div", { class: "view-head" }, el("h2", {}, t("Next: point your tools at Baton")),
-          el("button", { type: "button", onclick: () => { localStorage.setItem(CONNECT_SEEN, "1"); renderFirstRun(); } }, t("Hide"))),
+          el("button", { type: "button", onclick: () => hideCard(CONNECT_SEEN) }, t("Hide"))),
         el("p", {}, tn("Claude Code, Codex, Gemini CLI and opencode are set up in one click, and every SDK's settings are there: {link}.",
           { link: el("a", { href: "#connect", id: "next-connect-link" }, t("Connect")) }))) : null,
       found.length ? el("div", { class: "card stack", id: "also-found" },
         el("div", { class: "view-head" }, el("h2", {}, t("Also found on this machine")),
-          el("button", { type: "button", onclick: () => { localStorage.setItem(DISMISSED, "1"); renderFirstRun(); } }, t("Hide"))),
+          el("button", { type: "button", onclick: () => hideCard(DISMISSED) }, t("Hide"))),
         ...found.map((x) => foundRow(x))) : null,
     ].filter(Boolean));
     return;
@@ -118,7 +129,7 @@ export async function renderFirstRun() {
   const offered = new Set([...found.map((x) => x.id), ...app.state.providers.map((p) => p.id)]);
   const free = (s.presets || []).filter((x) => x.freeTier && !kindOf(x.provider.kind || "").program && x.id !== "ollama" && !offered.has(x.id));
   const freeRows = free.map((x) => el("div", { class: "found" },
-    el("div", {}, el("strong", { translate: "no" }, x.name),
+    el("div", {}, el("strong", { translate: "no" }, presetName(x.name)),
       // The catalog's note is Baton's own words (catalog/providers.json): in the catalogue too.
       el("div", { class: "muted small" }, [x.freeTier.rpm ? t("{n} requests/min", { n: x.freeTier.rpm }) : null, x.freeTier.rpd ? t("{n}/day", { n: x.freeTier.rpd }) : null,
         x.freeTier.note ? t(x.freeTier.note) : null].filter(Boolean).join(" · "))),
@@ -130,7 +141,7 @@ export async function renderFirstRun() {
       el("h2", {}, t("Welcome — let's give Baton something to route to")),
       items.length ? el("p", { class: "muted small" }, t("Found on this machine (one click each):")) : el("p", { class: "muted" }, t("Nothing found on this machine yet: no subscription CLI logged in, no provider key variables, no local Ollama.")),
       ...items,
-      loggedOut.length ? el("p", { class: "muted small" }, tn("Installed but logged out: {list}", { list: keep(loggedOut.map((x) => `${x.name} (${x.hint})`).join("; ")) })) : null,
+      loggedOut.length ? el("p", { class: "muted small" }, tn("Installed but logged out: {list}", { list: loggedOutList(loggedOut) })) : null,
       freeRows.length ? el("h3", {}, t("Free tiers you can sign up for")) : null,
       ...freeRows,
       el("p", { class: "muted small" }, tn("Then point your tools at Baton: see {link}.", { link: el("a", { href: "#connect" }, t("Connect")) }))));
@@ -160,7 +171,7 @@ export async function renderConnect() {
         el("div", { class: "row" }, el("a", { class: "button primary", href: "#providers" }, t("Providers")))),
       el("div", { class: "card stack" }, el("h2", {}, t("Providers Baton knows")),
         el("p", { class: "muted small" }, t("Add one from the catalog (its URL, models and key variable are filled in):")),
-        el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", translate: "no", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))));
+        el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", translate: "no", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, presetName(x.name))))));
     return;
   }
   // Snippets read the key where it lives: the UI never holds the gateway key itself.
@@ -184,7 +195,7 @@ export async function renderConnect() {
     el("div", { class: "card stack" }, snippet(keep("curl"), `curl ${base}/chat/completions \\\n  -H "Authorization: Bearer ${shellKey}" -H "Content-Type: application/json" \\\n  -d '{"model": "auto", "messages": [{"role": "user", "content": "Hello"}]}'`)),
     el("div", { class: "card stack" }, el("h2", {}, t("Providers Baton knows")),
       el("p", { class: "muted small" }, t("Add one from the catalog (its URL, models and key variable are filled in):")),
-      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", translate: "no", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, x.name)))),
+      el("div", { class: "row" }, presets().map((x) => el("button", { type: "button", translate: "no", onclick: () => openProviderForm({ preset: x, presets: presets(), onSaved: afterSave, toast }) }, presetName(x.name))))),
   );
 }
 
@@ -288,4 +299,14 @@ function codexCard(routes, shellKey, base, oneClick) {
             { names: el("strong", { translate: "no" }, fmtList(subscription.map((p) => p.name))), command: el("code", {}, "codex login") })),
           snippet(tn("{file}, on your ChatGPT login", { file: keep("~/.codex/config.toml") }), subToml))
       : null);
+}
+
+/** "Claude Code (subscription) (run `claude` and log in…); …": each CLI with how to log it in. */
+function loggedOutList(list) {
+  const out = document.createDocumentFragment();
+  list.forEach((x, i) => {
+    if (i) out.append("; ");
+    out.append(el("span", { translate: "no" }, presetName(x.name)), " (", loginHint(x.hint), ")");
+  });
+  return out;
 }

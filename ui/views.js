@@ -1,4 +1,4 @@
-import { N_, fmtDate, fmtDateTime, fmtNumber, fmtTime, keep, t, tn } from "./i18n.js";
+import { N_, fmtDate, fmtDateTime, fmtNumber, fmtTime, has, keep, t, tn } from "./i18n.js";
 
 // Rendering helpers and the views. DOM is built with `el`, never from HTML strings, so a
 // provider name or an upstream error text can never inject markup.
@@ -160,6 +160,33 @@ export function explainNodes(cls, reason, until) {
   return out;
 }
 
+/** What Baton found about a subscription CLI (not installed, logged out…), in the user's
+ * language: the gateway writes it in English; the command names stay as they are. */
+export function cliWords(text) {
+  if (!text) return document.createDocumentFragment();
+  const code = (s) => el("code", {}, s);
+  let m = text.match(/^`(.+)` is not installed(?: \(not found on PATH\))?$/);
+  if (m) return tn("{program} is not installed (not found on PATH).", { program: code(m[1]) });
+  m = text.match(/^not logged in: (.+)$/);
+  if (m) return tn("Not logged in: {how}", { how: loginHint(m[1]) });
+  m = text.match(/^`(.+)` cannot be opened: (.+)$/);
+  if (m) return tn("{program} cannot be opened: {error}", { program: code(m[1]), error: keep(m[2]) });
+  return keep(text);
+}
+
+/** A CLI's login hint ("run `claude` and log in with /login…"), translated, its commands as code. */
+export function loginHint(hint) {
+  const out = document.createDocumentFragment();
+  t(hint).split("`").forEach((part, i) => out.append(i % 2 ? el("code", {}, part) : part));
+  return out;
+}
+
+/** A catalog entry's name: translated where it says more than a brand ("Claude (your Pro/Max
+ * plan)"), kept as it is otherwise ("Groq"). */
+export function presetName(name) {
+  return name && has(name) ? t(name) : name;
+}
+
 /** A key's id as a person reads it: `env:GROQ_API_KEY` → "key $GROQ_API_KEY". */
 export function keyWords(id) {
   if (!id) return "";
@@ -178,7 +205,7 @@ export function status(p) {
     case "disabled":
       return [t("disabled"), "off", null, null];
     case "logged-out":
-      return [t("logged out"), "bad", null, keep(st.reason)];
+      return [t("logged out"), "bad", null, cliWords(st.reason)];
     case "unavailable":
       return [t("unavailable"), "bad", null, st.class ? explainNodes(st.class, st.reason, null) : keep(st.reason)];
     case "breaker-open":

@@ -24,9 +24,12 @@ export function initWebSearch(c) {
     if (key) body.apiKey = key;
     else body.apiKeyEnv = $("ws-env").value.trim();
     try {
-      render(await api("PUT", "/admin/web-search", body));
+      const saved = await api("PUT", "/admin/web-search", body);
+      render(saved);
       $("ws-key").value = "";
-      ctx.toast(body.backend === "none" ? t("Web search turned off.") : t("Web search saved."));
+      // Saved, but the service did not answer: said where the status is, in the gateway's words.
+      if (saved.warning) $("ws-status").append(el("p", { class: "warn-text", role: "alert", "data-testid": "ws-warning" }, saved.warning));
+      ctx.toast(body.backend === "none" ? t("Web search turned off.") : saved.warning ? t("Web search saved, but its service does not answer.") : t("Web search saved."));
     } catch (err) {
       ctx.showError(err);
       const field = { url: "ws-url", apiKey: "ws-key", maxResults: "ws-max", provider: "ws-provider" }[err.param];
@@ -83,7 +86,9 @@ export async function renderWebSearch() {
     const [w, p] = await Promise.all([api("GET", "/admin/web-search"), api("GET", "/admin/providers")]);
     // The providers whose API searches by itself, as the gateway's kind registry says.
     setKinds(p.kinds);
-    const able = p.providers.filter((x) => kindOf(x.kind).searches);
+    // …and that hold a key of their own: a provider on the client's own login has none for a
+    // search Baton runs itself.
+    const able = p.providers.filter((x) => kindOf(x.kind).searches && (x.config || {}).credentials !== "client");
     $("ws-provider").replaceChildren(...able.map((x) => el("option", { value: x.id, translate: "no" }, `${x.name || x.id} (${x.kind})`)));
     if (!able.length) $("ws-provider").append(el("option", { value: "" }, t("No provider of these kinds yet: {kinds}", { kinds: fmtList(kinds().filter((k) => k.searches).map((k) => kindLabel(k.id))) })));
     render(w);

@@ -50,7 +50,17 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, Ap
         .load_providers()
         .map_err(|e| ApiError::internal("store_failed", e))?;
     drop(snap);
-    let summary = core.summary();
+    let mut summary = core.summary();
+    // Window names in the language the UI asked for (English for scripts).
+    let lang = crate::i18n::asked();
+    for w in summary
+        .providers
+        .iter_mut()
+        .flat_map(|p| p.windows.iter_mut())
+        .flat_map(|a| a.windows.iter_mut())
+    {
+        w.label = crate::limits::window_label::label_in(&w.label, lang);
+    }
     let snap = core.routing.snapshot.load();
     let providers = snap
         .providers

@@ -161,7 +161,7 @@ async fn policy(core: &crate::gateway::Core, client: &Client) -> Result<(), ApiE
             StatusCode::SERVICE_UNAVAILABLE,
             "service_unavailable",
             "paused",
-            "Baton is paused (from the tray, the web UI or the admin API): every request gets 503 until routing is resumed. Choose Resume in the tray or the web UI, or send `PUT /admin/pause` with {\"paused\": false}.",
+            "Baton is paused (from the tray, the web UI or the admin API): every request gets 503 until routing is resumed. Choose Resume routing in the tray or the web UI, or send `PUT /admin/pause` with {\"paused\": false}.",
         ));
     }
     Ok(())

@@ -147,32 +147,96 @@ impl ApiError {
     }
 }
 
-/// A serde error message in words a user acts on: "invalid value: integer `-5`, expected u32"
-/// becomes "must be a whole number of 0 or more (got -5)"; messages it does not know stay.
-pub fn plain_serde(msg: &str) -> String {
-    let expected = msg.rsplit_once(", expected ").map(|(_, e)| e.trim());
-    let got = msg
-        .split_once('`')
-        .and_then(|(_, r)| r.split_once('`'))
-        .map(|(g, _)| g);
-    let want = match expected {
-        Some("u8" | "u16" | "u32" | "u64" | "usize") => "must be a whole number of 0 or more",
-        Some("i32" | "i64" | "isize") => "must be a whole number",
-        Some("f32" | "f64") => "must be a number",
-        Some("a boolean") => "must be true or false",
-        Some("a string") => "must be text (in quotes)",
-        Some(e) if e.starts_with("a sequence") => "must be a list",
-        Some(e) if e.starts_with("struct ") || e.starts_with("a map") => "must be an object",
-        _ => return msg.to_string(),
-    };
-    let got = got.map(str::to_string).or_else(|| {
-        msg.strip_prefix("invalid type: ")
-            .and_then(|r| r.split_once(", expected"))
+/// A serde error message in words a user acts on, in the language the admin request asked
+/// for: "invalid value: integer `-5`, expected u32 at line 1 column 9" becomes "must be a whole
+/// number of 0 or more (got -5)", "unknown variant `x`, expected one of `a`, `b`" becomes "`x`
+/// is not one of: `a`, `b`"; messages it does not know stay as they are, without the position
+/// in a body the user never wrote by hand.
+pub fn plain_serde(raw: &str) -> String {
+    use crate::i18n::msg;
+    let text = strip_position(raw);
+    let quoted = |m: &str| {
+        m.split_once('`')
+            .and_then(|(_, r)| r.split_once('`'))
             .map(|(g, _)| g.to_string())
+    };
+    if let Some(rest) = text.strip_prefix("unknown variant ") {
+        let list = rest.split_once("expected one of ").map(|(_, l)| l.trim());
+        return msg(
+            "`{value}` is not one of: {choices}",
+            &[
+                ("value", &quoted(rest).unwrap_or_default()),
+                ("choices", list.unwrap_or_default()),
+            ],
+        );
+    }
+    if let Some(rest) = text.strip_prefix("unknown field ") {
+        let known = rest.split_once("expected one of ").map(|(_, l)| l.trim());
+        let name = quoted(rest).unwrap_or_default();
+        return match known {
+            Some(k) => msg(
+                "`{name}` is not a field here (it takes {fields})",
+                &[("name", &name), ("fields", k)],
+            ),
+            None => msg("`{name}` is not a field here", &[("name", &name)]),
+        };
+    }
+    if let Some(rest) = text.strip_prefix("missing field ") {
+        return msg(
+            "`{name}` is missing",
+            &[("name", &quoted(rest).unwrap_or_default())],
+        );
+    }
+    let expected = text.rsplit_once(", expected ").map(|(_, e)| e.trim());
+    let want = match expected {
+        Some("u8" | "u16" | "u32" | "u64" | "usize")
+            if text.starts_with("invalid value: integer") =>
+        {
+            msg(
+                "must be a whole number of 0 or more, and not that large",
+                &[],
+            )
+        }
+        Some("u8" | "u16" | "u32" | "u64" | "usize") => {
+            msg("must be a whole number of 0 or more", &[])
+        }
+        Some("i32" | "i64" | "isize") => msg("must be a whole number", &[]),
+        Some("f32" | "f64") => msg("must be a number", &[]),
+        Some("a boolean") => msg("must be true or false", &[]),
+        Some("a string") => msg("must be text (in quotes)", &[]),
+        Some(e) if e.starts_with("a sequence") => msg("must be a list", &[]),
+        Some(e) if e.starts_with("struct ") || e.starts_with("a map") => {
+            msg("must be an object", &[])
+        }
+        _ => return text,
+    };
+    // A negative number is below 0, not "too large".
+    let want = match quoted(&text) {
+        Some(g) if g.starts_with('-') => msg("must be a whole number of 0 or more", &[]),
+        _ => want,
+    };
+    let got = quoted(&text).or_else(|| {
+        text.strip_prefix("invalid type: ")
+            .and_then(|r| r.split_once(", expected"))
+            .map(|(g, _)| g.strip_prefix("string ").unwrap_or(g).to_string())
     });
     match got {
-        Some(g) => format!("{want} (got {g})"),
-        None => want.to_string(),
+        Some(g) => msg("{what} (got {value})", &[("what", &want), ("value", &g)]),
+        None => want,
+    }
+}
+
+/// A message without serde_json's " at line 1 column 99".
+fn strip_position(msg: &str) -> String {
+    match msg.rsplit_once(" at line ") {
+        Some((head, tail))
+            if tail
+                .split_once(" column ")
+                .is_some_and(|(l, c)| l.parse::<u64>().is_ok() && c.parse::<u64>().is_ok()) =>
+        {
+            head.to_string()
+        }
+        _ => msg.to_string(),
     }
 }
 
@@ -188,12 +252,36 @@ mod plain_tests {
         );
         assert_eq!(
             plain_serde("invalid type: string \"x\", expected u64"),
-            "must be a whole number of 0 or more (got string \"x\")"
+            "must be a whole number of 0 or more (got \"x\")"
         );
         assert_eq!(
             plain_serde("invalid type: integer `1`, expected a boolean"),
             "must be true or false (got 1)"
         );
-        assert_eq!(plain_serde("unknown field `foo`"), "unknown field `foo`");
+        assert_eq!(
+            plain_serde("unknown field `foo`"),
+            "`foo` is not a field here"
+        );
+        assert_eq!(
+            plain_serde("invalid type: floating point `1.5`, expected u32 at line 1 column 99"),
+            "must be a whole number of 0 or more (got 1.5)"
+        );
+        assert_eq!(
+            plain_serde("invalid value: integer `99999999999`, expected u32 at line 1 column 7"),
+            "must be a whole number of 0 or more, and not that large (got 99999999999)"
+        );
+        assert_eq!(
+            plain_serde("invalid value: integer `-3`, expected u32"),
+            "must be a whole number of 0 or more (got -3)"
+        );
+        assert_eq!(
+            plain_serde("unknown variant `nope`, expected one of `a`, `b` at line 1 column 24"),
+            "`nope` is not one of: `a`, `b`"
+        );
+        assert_eq!(plain_serde("missing field `id`"), "`id` is missing");
+        assert_eq!(
+            plain_serde("something else at line 3"),
+            "something else at line 3"
+        );
     }
 }

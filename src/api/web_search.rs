@@ -103,21 +103,7 @@ pub async fn put(
         // Checked before the key is stored: a refused change stores nothing.
         s.api_key_env = format!("{}pending", crate::secrets::LOOKUP_PREFIX);
     }
-    if let Some(p) = s.problem() {
-        let field = match s.backend {
-            _ if p.contains("maxResults") => "maxResults",
-            Backend::Brave if p.contains("key") => "apiKey",
-            Backend::Provider => "provider",
-            _ => "url",
-        };
-        return Err(ApiError::field(field, p));
-    }
-    if s.backend == Backend::Provider {
-        let service = crate::search::Service::new(s.clone(), None);
-        if let Some(why) = crate::router::searcher::unavailable(&core.routing, &service) {
-            return Err(ApiError::field("provider", why));
-        }
-    }
+    check(core, &s)?;
     if let Some(k) = typed {
         let id = core
             .secrets
@@ -140,7 +126,61 @@ pub async fn put(
     core.reload_blocking()
         .await
         .map_err(|e| ApiError::internal("reload", e))?;
-    Ok(Json(view(core)))
+    let mut answer = view(core);
+    // Saved as asked (the service may be started later), but a service that does not answer
+    // now is said at once, not at the first search that fails.
+    if let Some(why) = unreachable(&s).await {
+        answer["warning"] = json!(crate::i18n::msg(
+            "Saved, but Baton could not reach {url}: {why}. Searches fail until it answers.",
+            &[("url", &s.url), ("why", &why)],
+        ));
+    }
+    Ok(Json(answer))
+}
+
+/// What in `s` cannot work, on the field to fix.
+fn check(core: &Core, s: &SearchSettings) -> Result<(), ApiError> {
+    if let Some(p) = s.problem() {
+        let field = match s.backend {
+            _ if p.contains("maxResults") => "maxResults",
+            Backend::Brave if p.contains("key") => "apiKey",
+            Backend::Provider => "provider",
+            _ => "url",
+        };
+        return Err(ApiError::field(field, p));
+    }
+    if s.backend == Backend::Provider {
+        let service = crate::search::Service::new(s.clone(), None);
+        if let Some(why) = crate::router::searcher::unavailable(&core.routing, &service) {
+            return Err(ApiError::field("provider", why));
+        }
+    }
+    Ok(())
+}
+
+/// Why the service at a SearXNG address does not answer (within three seconds), if it does
+/// not. It is asked for a JSON search without a query, which searches nothing: SearXNG answers
+/// 400 ("No query") when it serves JSON, 403 when `json` is not among its `search.formats`.
+async fn unreachable(s: &SearchSettings) -> Option<String> {
+    if s.backend != Backend::Searxng {
+        return None;
+    }
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()
+        .ok()?;
+    let url = format!("{}/search?format=json", s.url.trim_end_matches('/'));
+    match client.get(&url).send().await {
+        Err(e) => Some(crate::providers::outbound::describe(&e)),
+        Ok(r) if r.status().is_success() || r.status().as_u16() == 400 => None,
+        Ok(r) if r.status().as_u16() == 403 => Some(
+            "it refuses JSON searches (add `json` to `search.formats` in its settings.yml)".into(),
+        ),
+        Ok(r) => Some(format!(
+            "it answered HTTP {} where SearXNG's search page should be",
+            r.status().as_u16()
+        )),
+    }
 }
 
 /// `POST /admin/web-search/test {"query"}`: one search through the service as saved, with what

@@ -240,7 +240,8 @@ pub fn plan_connect(
     }
     let notes = match app {
         App::GeminiCli => vec![
-            "Gemini CLI reads ~/.gemini/.env only in folders you trust (it asks the first time you start it in one); in others it does not reach Baton.".to_string(),
+            // Said in the user's language where it is shown (the Connect screen).
+            crate::i18n::n_("Gemini CLI reads ~/.gemini/.env only in folders you trust (it asks the first time you start it in one); in others it does not reach Baton.").to_string(),
         ],
         _ => Vec::new(),
     };

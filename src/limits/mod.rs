@@ -8,6 +8,7 @@ mod notice;
 pub mod quota;
 pub mod reset;
 pub mod usage;
+pub mod window_label;
 pub mod windows;
 
 pub use crate::i18n::clock_time;

@@ -67,6 +67,7 @@ pub fn quota_message(
 ) -> String {
     use super::usage::Notice;
     let when = |w: &super::windows::Window| w.resets_at_ms.map(|r| clock_time(r, tz, now_ms, loc));
+    let named = |w: &super::windows::Window| super::window_label::label_in(&w.label, loc.lang);
     match notice {
         // The share used now, which may be past the threshold crossed.
         Notice::Threshold { window, percent } => {
@@ -74,7 +75,8 @@ pub fn quota_message(
                 .used
                 .map_or(i64::from(*percent), |u| (u * 100.0).round() as i64)
                 .to_string();
-            let args = [("name", name), ("percent", &pct), ("window", &window.label)];
+            let label = named(window);
+            let args = [("name", name), ("percent", &pct), ("window", &label)];
             match when(window) {
                 Some(w) => tr(
                     loc.lang,
@@ -89,7 +91,8 @@ pub fn quota_message(
             }
         }
         Notice::Capped { window } => {
-            let args = [("name", name), ("window", window.label.as_str())];
+            let label = named(window);
+            let args = [("name", name), ("window", label.as_str())];
             match when(window) {
                 Some(w) => tr(
                     loc.lang,
@@ -102,7 +105,7 @@ pub fn quota_message(
         Notice::Back { window } => tr(
             loc.lang,
             "{name}: {window} window is back",
-            &[("name", name), ("window", &window.label)],
+            &[("name", name), ("window", &named(window))],
         ),
     }
 }

@@ -321,6 +321,7 @@ impl UsageBook {
             .max_by_key(|a| a.updated_ms)?;
         let id = a.binding?;
         let w = a.windows.iter().find(|w| w.id == id)?;
+        let label = super::window_label::label_in(&w.label, loc.lang);
         let used = match (w.used, w.status) {
             (_, WindowStatus::Rejected) => tr(loc.lang, "spent", &[]),
             (Some(u), _) => format!("{:.0} %", u * 100.0),
@@ -331,12 +332,12 @@ impl UsageBook {
                 loc.lang,
                 "{window} {used} · resets {when}",
                 &[
-                    ("window", &w.label),
+                    ("window", &label),
                     ("used", &used),
                     ("when", &crate::i18n::clock_time(r, tz, now, loc)),
                 ],
             ),
-            None => format!("{} {used}", w.label),
+            None => format!("{label} {used}"),
         })
     }
 

@@ -43,6 +43,13 @@ pub(crate) fn unavailable(routing: &Routing, service: &Service) -> Option<String
     if !p.config.enabled {
         return Some(format!("the search provider `{id}` is turned off"));
     }
+    // It calls with the login a client brings, which Baton never holds: a search Baton runs
+    // itself has none to send.
+    if !p.config.credentials.is_baton() {
+        return Some(format!(
+            "the provider `{id}` calls with the client's own login, which Baton never holds, so it cannot run Baton's searches: choose one with a key of its own"
+        ));
+    }
     None
 }
 

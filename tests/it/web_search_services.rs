@@ -264,3 +264,65 @@ async fn a_search_provider_must_exist_and_have_search_built_in() {
     }
     baton.stop().await;
 }
+
+/// A provider on the client's own login (a subscription passed through) has search built in
+/// but no credential of Baton's to run a search with: it is refused, saying why.
+#[tokio::test]
+async fn a_login_only_provider_cannot_be_the_search_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = FakeUpstream::start("claude").await;
+    let baton = Baton::start(dir.path(), json!({"providers": [login_only(&sub)]})).await;
+    let (s, v) = Admin(&baton)
+        .send(
+            Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "provider", "provider": "claude-sub"})),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["error"]["param"], "provider");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("client's own login"),
+        "{v}"
+    );
+    baton.stop().await;
+}
+
+/// A SearXNG address that does not answer is saved (it may be started later) with a warning
+/// that says so at once; one that answers is saved without one.
+#[tokio::test]
+async fn an_unreachable_searxng_is_saved_with_a_warning() {
+    let (_d, up, baton) = setup("openai-compatible", "gpt", false).await;
+    let admin = Admin(&baton);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (s, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "searxng", "url": dead})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let warning = v["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("could not reach") && warning.contains(&dead),
+        "{v}"
+    );
+    let (_, g) = admin.send(Method::GET, "/admin/web-search", None).await;
+    assert_eq!(g["url"], dead, "saved all the same");
+    let (s, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/web-search",
+            Some(json!({"backend": "searxng", "url": format!("http://{}", up.addr)})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["warning"], Value::Null, "{v}");
+    baton.stop().await;
+}

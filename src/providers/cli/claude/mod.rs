@@ -31,7 +31,9 @@ pub static SPEC: KindSpec = KindSpec {
         ],
         env_passed: &["CLAUDE_CONFIG_DIR"],
         day_reset_zone: None,
-        login_hint: "run `claude` and log in with /login (or set ANTHROPIC_API_KEY)",
+        login_hint: crate::i18n::n_(
+            "run `claude` and log in with /login (or set ANTHROPIC_API_KEY)",
+        ),
     }),
     ..KindSpec::BASE
 };

@@ -28,7 +28,7 @@ pub static SPEC: KindSpec = KindSpec {
         env_allowed: &["CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"],
         env_passed: &["CODEX_HOME"],
         day_reset_zone: None,
-        login_hint: "run `codex login`",
+        login_hint: crate::i18n::n_("run `codex login`"),
     }),
     ..KindSpec::BASE
 };

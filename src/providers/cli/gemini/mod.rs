@@ -41,7 +41,9 @@ pub static SPEC: KindSpec = KindSpec {
         ],
         // Its daily quotas reset at Pacific midnight, like the Gemini API's.
         day_reset_zone: Some("America/Los_Angeles"),
-        login_hint: "run `gemini` once in a terminal to log in (or set GEMINI_API_KEY)",
+        login_hint: crate::i18n::n_(
+            "run `gemini` once in a terminal to log in (or set GEMINI_API_KEY)",
+        ),
     }),
     ..KindSpec::BASE
 };
