@@ -186,7 +186,7 @@ export async function renderConnect() {
       snippet(t("Base URL for OpenAI-compatible clients (Cursor, Continue, SDKs)"), base),
       snippet(t("Base URL for Anthropic clients"), location.origin),
       keyNote),
-    claudeCodeCard(routes, shellKey, auto(clients, "claude-code")),
+    claudeCodeCard(routes, shellKey, auto(clients, "claude-code"), clients.statuslineCommand),
     codexCard(routes, shellKey, base, auto(clients, "codex")),
     el("div", { class: "card stack", id: "opencode" }, el("h2", { translate: "no" }, "opencode"), auto(clients, "opencode")),
     geminiCard(routes, shellKey, auto(clients, "gemini-cli")),
@@ -243,7 +243,7 @@ function mapStep(routes, client, id, why) {
 }
 
 /** Claude Code in two steps: its model names mapped (one click), then the environment. */
-function claudeCodeCard(routes, shellKey, oneClick) {
+function claudeCodeCard(routes, shellKey, oneClick, statuslineCommand) {
   const cli = app.state.providers.filter((p) => kindOf(p.kind).program && p.enabled);
   const subscription = app.state.providers.filter((p) => kindOf(p.kind).vendor === "anthropic" && p.config?.credentials === "client");
   return el("div", { class: "card stack", id: "claude-code" },
@@ -262,7 +262,7 @@ function claudeCodeCard(routes, shellKey, oneClick) {
       : null,
     el("p", {}, tn("{optional} a status line under Claude Code's prompt — the provider serving the session, its usage window, today's cost — from {file}:",
       { optional: el("strong", {}, t("Optional:")), file: el("code", {}, "~/.claude/settings.json") })),
-    snippet(keep("~/.claude/settings.json"), `"statusLine": { "type": "command", "command": "baton statusline" }`));
+    snippet(keep("~/.claude/settings.json"), `"statusLine": { "type": "command", "command": ${JSON.stringify(statuslineCommand || "baton statusline")} }`));
 }
 
 /** Codex: its names mapped, then a provider in its config file that speaks the Responses API. */

@@ -12,6 +12,87 @@ use tauri_plugin_autostart::{MacosLauncher, ManagerExt};
 use crate::login::{autostart_args, starts_at_login};
 use crate::state::{ports, show_window, Actions, Running, Shell, WINDOW};
 
+/// Keys the enabled providers name but this start cannot see (a start at login runs no shell
+/// exports): said once per start with what to do, not only written in the log — the provider
+/// is skipped until the key is there.
+fn missing_keys(app: &AppHandle, core: &Core) {
+    let snap = core.routing.snapshot.load();
+    let missing: Vec<String> = snap
+        .providers
+        .iter()
+        .filter(|p| p.config.enabled && !p.missing_keys.is_empty())
+        .map(|p| {
+            format!(
+                "{} ({})",
+                p.missing_keys.join(", "),
+                p.config.display_name()
+            )
+        })
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let l = core.locale().lang;
+    let file = baton::config::env_file::path()
+        .map_or("~/.config/baton/env".into(), |p| p.display().to_string());
+    tracing::warn!(keys = %missing.join("; "), "keys missing at start");
+    crate::notify::show_on(
+        app,
+        &tr(l, "Baton started without some keys", &[]),
+        &tr(
+            l,
+            "Not set in this session: {keys}. Those providers are skipped. Put NAME=value lines in {file} (read at every start, even at login), or paste the key into Baton.",
+            &[("keys", &missing.join("; ")), ("file", &file)],
+        ),
+        "providers",
+    );
+}
+
+/// A second launch for another data directory (another setup) cannot start beside this one
+/// (one app, one tray): it is not silently dropped but said, with what to do instead.
+fn second_launch(app: &AppHandle, args: &[String], cwd: &str) {
+    let ours = app.state::<Shell>().data_dir.clone();
+    let Some(theirs) = other_data_dir(args, cwd, &ours) else {
+        return;
+    };
+    tracing::info!(ours = %ours.display(), theirs = %theirs.display(), "second launch for another data directory");
+    let l = app.state::<Shell>().locale().lang;
+    let (ours, theirs) = (ours.display().to_string(), theirs.display().to_string());
+    crate::notify::show(
+        &tr(l, "Baton is already running", &[]),
+        &tr(
+            l,
+            "It keeps its data in {ours}; this launch asked for {theirs}. Quit Baton from the tray first to start that one, or run `baton serve --data-dir {theirs} --port 8788` beside it.",
+            &[("ours", &ours), ("theirs", &theirs)],
+        ),
+    );
+}
+
+/// The data directory a second launch's arguments ask for (`--data-dir`, relative to its
+/// working directory; the default without one), when it is not `ours`.
+fn other_data_dir(
+    args: &[String],
+    cwd: &str,
+    ours: &std::path::Path,
+) -> Option<std::path::PathBuf> {
+    let mut asked = None;
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--data-dir" {
+            asked = it.next().map(std::path::PathBuf::from);
+        } else if let Some(v) = a.strip_prefix("--data-dir=") {
+            asked = Some(std::path::PathBuf::from(v));
+        }
+    }
+    let asked = match asked {
+        Some(p) if p.is_absolute() => p,
+        Some(p) => std::path::Path::new(cwd).join(p),
+        None => baton::default_data_dir(),
+    };
+    let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    (real(&asked) != real(ours)).then_some(asked)
+}
+
 pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     let config = match opts.load() {
         Ok(c) => c,
@@ -21,7 +102,6 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         }
     };
     let data_dir = opts.data_dir();
-    crate::notify::install_icon(&data_dir);
     let at_login = autostart_args(&opts, &data_dir);
     let shell = Shell {
         data_dir: data_dir.clone(),
@@ -35,9 +115,10 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
     };
     let built = tauri::Builder::default()
         // First: a second launch hands over to this one and exits.
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+        .plugin(tauri_plugin_single_instance::init(|app, args, cwd| {
             tracing::info!("second launch: showing the running Baton");
             show_window(app);
+            second_launch(app, &args, &cwd);
         }))
         .plugin(tauri_plugin_autostart::init(
             MacosLauncher::LaunchAgent,
@@ -46,6 +127,9 @@ pub fn run(opts: baton::serve::ServeOptions) -> ExitCode {
         .plugin(tauri_plugin_clipboard_manager::init())
         .manage(shell)
         .setup(move |app| {
+            // Only the one instance that runs writes to its data directory (a second launch
+            // hands over before this and creates nothing).
+            crate::notify::install_icon(&app.state::<Shell>().data_dir);
             setup(app.handle(), config.clone());
             Ok(())
         })
@@ -194,6 +278,7 @@ async fn start_gateway(app: &AppHandle, config: baton::config::ConfigFile) -> Re
                 run.generation
             };
             crate::notify::spawn(app.clone(), core.clone(), generation);
+            missing_keys(app, &core);
             crate::tray::follow(app.clone(), core, generation);
             Ok(first_run)
         }
@@ -391,4 +476,38 @@ pub fn quit(app: &AppHandle) {
         let _ = app.remove_tray_by_id(crate::tray::TRAY_ID);
         app.exit(0);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_data_dir;
+    use std::path::Path;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        std::iter::once("baton-desktop")
+            .chain(a.iter().copied())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_second_launch_names_the_data_directory_it_asked_for() {
+        let ours = Path::new("/srv/baton-a");
+        assert_eq!(
+            other_data_dir(&args(&["--data-dir", "/srv/baton-a"]), "/", ours),
+            None
+        );
+        assert_eq!(
+            other_data_dir(&args(&["--data-dir=b"]), "/srv", ours).as_deref(),
+            Some(Path::new("/srv/b"))
+        );
+        assert_eq!(
+            other_data_dir(&args(&["--port", "9000"]), "/", ours),
+            Some(baton::default_data_dir())
+        );
+        assert_eq!(
+            other_data_dir(&args(&[]), "/", &baton::default_data_dir()),
+            None
+        );
+    }
 }

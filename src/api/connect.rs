@@ -97,10 +97,14 @@ pub async fn list(
                 "files": m.files.iter().map(|f| &f.path).collect::<Vec<_>>()})),
         }));
     }
+    let statusline = statusline_command(&state);
     Ok(Json(json!({
         "clients": clients,
         "writable": peer.is_some_and(|Extension(Peer(ip))| ip.is_loopback()),
-        "statusline": statusline_command(&state).is_ok(),
+        "statusline": statusline.is_ok(),
+        // The command for this setup (its binary, address and data directory), for the
+        // by-hand snippet: the default `baton statusline` would ask another Baton.
+        "statuslineCommand": statusline.ok(),
     })))
 }
 

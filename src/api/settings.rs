@@ -284,21 +284,42 @@ pub fn build_dir_warning(exe: &std::path::Path, l: Lang) -> Option<String> {
 pub fn login_env_warning(core: &Core, l: Lang) -> Option<String> {
     let snap = core.routing.snapshot.load();
     let in_file = crate::config::env_file::names();
-    let mut names: Vec<&str> = Vec::new();
+    // A provider from the config file takes its keys from the environment only: the UI cannot
+    // store one for it, so it is not told to.
+    let from_file: Vec<String> = core
+        .store
+        .load_providers()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.owner == crate::store::Owner::File)
+        .map(|s| s.config.id)
+        .collect();
+    let (mut names, mut pastable): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     for p in snap.providers.iter().filter(|p| p.config.enabled) {
         for k in &p.config.keys {
             let from_env = k.stored.is_none() && !k.env.is_empty() && !in_file.contains(&k.env);
             if from_env && std::env::var_os(&k.env).is_some() && !names.contains(&k.env.as_str()) {
                 names.push(&k.env);
+                if !from_file.iter().any(|id| id == p.id()) {
+                    pastable.push(&k.env);
+                }
             }
         }
     }
     let file = crate::config::env_file::path()
         .map_or("~/.config/baton/env".into(), |p| p.display().to_string());
-    (!names.is_empty()).then(|| tr(l,
-        "A start at login does not run your shell's exports, so these keys may be missing then: {names}. Put NAME=value lines in {file} (Baton reads it at every start; chmod 600), or paste them into Baton (Providers → Edit: they go to the credential store).",
+    let mut out = tr(l,
+        "A start at login does not run your shell's exports, so these keys may be missing then: {names}. Put NAME=value lines in {file} (Baton reads it at every start; chmod 600).",
         &[("names", &names.join(", ")), ("file", &file)],
-    ))
+    );
+    if !pastable.is_empty() {
+        out.push(' ');
+        out.push_str(&tr(l,
+            "Or paste these into Baton (Providers → Edit; they go to the credential store): {names}.",
+            &[("names", &pastable.join(", "))],
+        ));
+    }
+    (!names.is_empty()).then_some(out)
 }
 
 /// What to know when start at login is turned on: the binary's place, and the keys a login

@@ -379,6 +379,8 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     missing = [n for n in shown if "keys may be missing" in n["summary"]]
     assert missing and "BT_DESKTOP_GROQ_KEY" in missing[0]["body"], shown
     assert "gsk-from-the-shell" not in missing[0]["body"]
+    # A provider of the config file cannot take a pasted key: the warning does not offer it.
+    assert "Providers → Edit" not in missing[0]["body"], missing[0]["body"]
     _, _, body = desktop.request("/admin/desktop", admin=True)
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
     choose(desktop, tray, 5, "autostart")
@@ -511,6 +513,24 @@ def test_a_second_launch_starts_no_second_gateway(desktop):
     assert wait_for(visible_window, timeout=10, what="the window")
     time.sleep(3)
     sh("scrot", "-o", str(ARTIFACTS / "window.png"))
+
+
+def test_a_second_launch_for_another_data_directory_says_what_it_does(desktop):
+    """Another setup cannot start beside the running one (one app, one tray): the second launch
+    is not silently dropped but said, naming both data directories and what to do instead."""
+    other = desktop.tmp / "another-setup"
+    clear_notifications()
+    args = [DESKTOP, "--config", str(desktop.config), "--data-dir", str(other)]
+    second = subprocess.run(args, env=desktop.env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert "listening on" not in second.stdout
+    assert desktop.proc.poll() is None
+    said = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton is already running"],
+                    timeout=10, what="the already-running notification")
+    body = said[0]["body"]
+    assert str(desktop.data) in body and str(other) in body and "--data-dir" in body, body
+    assert "second launch for another data directory" in (desktop.tmp / "app.log").read_text()
+    assert not other.exists(), "nothing was created for the other setup"
 
 
 def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
@@ -718,5 +738,30 @@ def test_a_taken_port_is_explained_in_the_system_language(tmp_path):
         p.terminate()
         p.wait(10)
         sock.close()
+        if dunst:
+            stop_dunst(dunst)
+
+
+def test_keys_missing_at_start_are_said_not_only_logged(tmp_path):
+    """A start that cannot see a provider's key (a login start runs no shell exports) says so in
+    a notification naming the variable and the provider, with where to put it."""
+    app = App(tmp_path)
+    app.config.write_text(json.dumps({"server": {"port": 0}, "providers": [
+        {"id": "groq", "kind": "openai-compatible", "baseUrl": app.upstream_url + "/v1", "models": ["llama"],
+         "keys": [{"env": "BT_DESKTOP_UNSET_KEY"}]}]}))
+    app.env.pop("BT_DESKTOP_UNSET_KEY", None)
+    dunst = None if _notifier_pid() else start_dunst()
+    try:
+        clear_notifications()
+        app.start()
+        said = wait_for(lambda: [n for n in notifications() if n["summary"] == "Baton started without some keys"],
+                        timeout=15, what="the missing-keys notification")
+        body = said[0]["body"]
+        assert "BT_DESKTOP_UNSET_KEY (groq)" in body and "baton/env" in body, body
+    finally:
+        if app.proc and app.proc.poll() is None:
+            app.proc.terminate()
+            app.proc.wait(15)
+        app.upstream.terminate()
         if dunst:
             stop_dunst(dunst)

@@ -485,12 +485,50 @@ async fn start_at_login_names_the_keys_a_login_start_may_not_see() {
     assert_eq!(st, 200, "{v}");
     let warning = v["warning"].as_str().unwrap_or_default();
     assert!(
-        warning.contains("BT_LOGIN_ENV_KEY") && warning.contains("credential store"),
+        warning.contains("BT_LOGIN_ENV_KEY") && warning.contains("NAME=value"),
         "{v}"
     );
+    // A provider of the config file cannot take a pasted key: it is not offered.
+    assert!(!warning.contains("credential store"), "{v}");
     assert!(
         !warning.contains("sk-from-the-shell"),
         "never the key itself"
+    );
+    // One made in the UI can: pasting its key is offered, for it alone.
+    std::env::set_var("BATON_LOGIN_ENV_UI_KEY", "sk-ui-from-the-shell");
+    let (st, v) = admin
+        .send(
+            Method::POST,
+            "/admin/providers",
+            Some(
+                json!({"id": "uikeyed", "kind": "openai-compatible", "baseUrl": up.base_url(),
+                "models": ["m"], "keys": [{"env": "BATON_LOGIN_ENV_UI_KEY"}]}),
+            ),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": false})),
+        )
+        .await;
+    let (_, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/desktop",
+            Some(json!({"autostart": true})),
+        )
+        .await;
+    let warning = v["warning"].as_str().unwrap_or_default();
+    let offer = warning
+        .split_once("credential store")
+        .map(|(_, after)| after)
+        .unwrap_or_default();
+    assert!(
+        offer.contains("BATON_LOGIN_ENV_UI_KEY") && !offer.contains("BT_LOGIN_ENV_KEY,"),
+        "{v}"
     );
     // Turning it off says nothing.
     let (_, v) = admin

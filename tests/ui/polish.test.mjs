@@ -210,3 +210,14 @@ test("web search is offered only through providers Baton can call, and a dead Se
   assert.match(await warning.textContent(), /could not reach/);
   await page.close();
 });
+
+test("Connect's by-hand status line is this setup's command (its address and data directory)", async () => {
+  const page = await open(1000);
+  await page.click("nav a[data-tab=connect]");
+  const snippet = page.locator("#claude-code pre", { hasText: "statusLine" });
+  await snippet.waitFor();
+  const text = await snippet.textContent();
+  assert.ok(text.includes(`statusline --url ${baton}`), text);
+  assert.ok(text.includes("--data-dir"), text);
+  await page.close();
+});

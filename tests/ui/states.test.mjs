@@ -115,15 +115,19 @@ async function cliDisagrees() {
   const status = await cli(["status", "--json"]);
   const json = JSON.parse(status.stdout);
   const line = (await cli(["statusline"])).stdout.trim();
+  // The table says each provider's state on its row, and the headline says paused.
+  const text = (await cli(["status"])).stdout;
+  const rowSays = (id, st) => text.split("\n").some((l) => l.startsWith(`${id} `) && l.split(/\s+/)[1] === st);
+  const tableAgrees = s.providers.every((p) => rowSays(p.id, p.shown)) && text.startsWith("Routing is paused") === s.paused;
   const states = Object.fromEntries(s.providers.map((p) => [p.id, p.shown]));
   const said = Object.fromEntries(json.providers.map((r) => [r.id, r.state]));
   const serving = s.providers.find((p) => p.id === (s.serving || s.servingLogin));
-  const agree = JSON.stringify(said) === JSON.stringify(states)
+  const agree = tableAgrees && JSON.stringify(said) === JSON.stringify(states)
     && json.paused === s.paused && json.servable === s.servable && (json.serving ?? null) === (s.serving ?? null)
     && status.code === (s.servable ? 0 : 1)
     && line.split(" · ").includes("paused") === s.paused
     && (serving ? line.includes(serving.name) : line.includes("nothing available"));
-  return agree ? null : { summary: s, status: json, code: status.code, line };
+  return agree ? null : { summary: s, status: json, code: status.code, line, text };
 }
 
 /** Each card's badge: its words and tone. */
