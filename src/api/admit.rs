@@ -58,6 +58,8 @@ pub(crate) struct Admitted {
     pub body: Bytes,
     charge: Charge,
     slot: OwnedSemaphorePermit,
+    /// What is left of the key's per-minute limits, for the answer's rate-limit headers.
+    pub headroom: crate::clients::limiter::Headroom,
 }
 
 /// A unit refused, and whose it was when the key was known (its log row, its throttle).
@@ -94,7 +96,7 @@ pub(crate) async fn admit(
         client: Some(client.clone()),
     };
     let slot = state.inbound.request_slot().ok_or_else(|| busy(state))?;
-    policy(core, &client).await.map_err(refused)?;
+    let headroom = policy(core, &client).await.map_err(refused)?;
     let (body, mut charge) = match source {
         Source::Http { body, declared } => {
             let mut charge = Charge::default();
@@ -123,6 +125,7 @@ pub(crate) async fn admit(
         body,
         charge,
         slot,
+        headroom,
     })
 }
 
@@ -148,14 +151,13 @@ fn scrub(core: &crate::gateway::Core, presented: &str, headers: &mut HeaderMap) 
 }
 
 /// The key's own policy and the tray's pause, before anything is read.
-async fn policy(core: &crate::gateway::Core, client: &Client) -> Result<(), ApiError> {
-    if let Err(d) = core.admit(client).await {
-        return Err(super::admission::deny_error(
-            &d,
-            &client.label,
-            core.routing.clock.now_ms(),
-        ));
-    }
+async fn policy(
+    core: &crate::gateway::Core,
+    client: &Client,
+) -> Result<crate::clients::limiter::Headroom, ApiError> {
+    let headroom = core.admit(client).await.map_err(|d| {
+        super::admission::deny_error(&d, &client.label, core.routing.clock.now_ms())
+    })?;
     if core.is_paused() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -164,7 +166,7 @@ async fn policy(core: &crate::gateway::Core, client: &Client) -> Result<(), ApiE
             "Baton is paused (from the tray, the web UI or the admin API): every request gets 503 until routing is resumed. Choose Resume routing in the tray or the web UI, or send `PUT /admin/pause` with {\"paused\": false}.",
         ));
     }
-    Ok(())
+    Ok(headroom)
 }
 
 fn busy(state: &AppState) -> ApiError {

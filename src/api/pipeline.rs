@@ -61,9 +61,12 @@ pub(crate) async fn serve_admitted(
     mut dialect: impl Dialect,
 ) -> Response {
     let request_id = admitted.request_id.clone();
+    let headroom = admitted.headroom;
     let (client, body, charge, slot) = admitted.into_parts();
     let mut base = HeaderMap::new();
     dialect.id_headers(&request_id, &mut base);
+    // The key's own limits, as the vendors' APIs say theirs: an SDK paces itself by them.
+    dialect.rate_limit_headers(&headroom, state.core.routing.clock.now_ms(), &mut base);
     let mut seen = Seen::default();
     let unit = Unit {
         headers,

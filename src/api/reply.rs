@@ -1,7 +1,7 @@
 //! What every answer carries: its request id, and which provider and model served it (every
 //! attempt in `x-gateway-attempt-details`).
 
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 /// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
 pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
@@ -41,4 +41,79 @@ pub(super) fn header_value(s: &str) -> HeaderValue {
 
 pub(super) fn new_request_id() -> String {
     format!("req_{:016x}", rand::random::<u64>())
+}
+
+/// OpenAI's rate-limit headers for a client key's own limits: `x-ratelimit-limit-requests`,
+/// `-remaining-requests`, `-reset-requests` (a duration, "1s", "6m0s", "120ms") and the
+/// token variants — what every OpenAI-compatible SDK and many vendors send.
+pub(crate) fn openai_rate_limits(room: &crate::clients::limiter::Headroom, base: &mut HeaderMap) {
+    const NAMES: [[&str; 3]; 2] = [
+        [
+            "x-ratelimit-limit-requests",
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+        ],
+        [
+            "x-ratelimit-limit-tokens",
+            "x-ratelimit-remaining-tokens",
+            "x-ratelimit-reset-tokens",
+        ],
+    ];
+    for ([limit, remaining, reset], r) in NAMES.into_iter().zip([room.requests, room.tokens]) {
+        let Some(r) = r else {
+            continue;
+        };
+        base.insert(HeaderName::from_static(limit), HeaderValue::from(r.limit));
+        base.insert(
+            HeaderName::from_static(remaining),
+            HeaderValue::from(r.remaining),
+        );
+        base.insert(
+            HeaderName::from_static(reset),
+            header_value(&go_duration(r.reset_ms)),
+        );
+    }
+}
+
+/// A duration as OpenAI writes its resets: "120ms", "1s", "1.5s", "6m0s".
+pub(crate) fn go_duration(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (m, s) = (ms / 60_000, (ms % 60_000) as f64 / 1000.0);
+    let secs = if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.3}").trim_end_matches('0').to_string()
+    };
+    if m > 0 {
+        format!("{m}m{secs}s")
+    } else {
+        format!("{secs}s")
+    }
+}
+
+#[cfg(test)]
+mod rate_limit_tests {
+    use super::go_duration;
+
+    /// The resets read back with the parser Baton uses for upstreams' headers.
+    #[test]
+    fn resets_are_go_durations() {
+        for (ms, text) in [
+            (120, "120ms"),
+            (1000, "1s"),
+            (1500, "1.5s"),
+            (360_000, "6m0s"),
+            (61_250, "1m1.25s"),
+        ] {
+            assert_eq!(go_duration(ms), text);
+            assert_eq!(
+                crate::limits::parse_go_duration_ms(text),
+                Some(ms),
+                "{text}"
+            );
+        }
+    }
 }

@@ -91,6 +91,34 @@ impl Deny {
     }
 }
 
+/// What is left of a key's per-minute limits once a request is admitted: what the
+/// `x-ratelimit-*` headers tell its client, so an SDK can pace itself before a 429.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Headroom {
+    pub requests: Option<Room>,
+    pub tokens: Option<Room>,
+}
+
+/// One limit: its size per minute, what is left now, and how long until it is full again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Room {
+    pub limit: u64,
+    pub remaining: u64,
+    pub reset_ms: i64,
+}
+
+impl Room {
+    /// A bucket of `limit` per minute at `level`.
+    pub fn of(limit: u64, level: f64) -> Room {
+        let per = limit.max(1) as f64;
+        Room {
+            limit,
+            remaining: level.clamp(0.0, per).floor() as u64,
+            reset_ms: ((per - level).max(0.0) * 60_000.0 / per).ceil() as i64,
+        }
+    }
+}
+
 /// Tokens and estimated cost of one finished request.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spend {
@@ -239,14 +267,16 @@ impl Limiter {
         Ok(())
     }
 
-    /// Rate limits and budgets on this instance's counters; takes one request from the bucket.
-    pub fn admit(&self, c: &Client, now: i64) -> Result<(), Deny> {
+    /// Rate limits and budgets on this instance's counters; takes one request from the bucket
+    /// and says what is left.
+    pub fn admit(&self, c: &Client, now: i64) -> Result<Headroom, Deny> {
         let p = &c.policy;
+        let mut room = Headroom::default();
         if !p.is_metered() {
-            return Ok(());
+            return Ok(room);
         }
         let Ok(mut map) = self.clients.lock() else {
-            return Ok(());
+            return Ok(room);
         };
         let s = map.entry(c.id.clone()).or_default();
         s.day.roll(utc_day(now).0);
@@ -266,6 +296,7 @@ impl Limiter {
                     retry_ms: b.wait_for(1.0, tpm as f64),
                 });
             }
+            room.tokens = Some(Room::of(tpm, b.level));
         }
         if let Some(rpm) = p.rpm {
             let b = s.requests.get_or_insert(Bucket {
@@ -280,8 +311,9 @@ impl Limiter {
                 });
             }
             b.level -= 1.0;
+            room.requests = Some(Room::of(u64::from(rpm), b.level));
         }
-        Ok(())
+        Ok(room)
     }
 
     /// Counts a finished request's tokens and cost against the client's buckets and budgets.
@@ -403,6 +435,42 @@ mod tests {
         }
     }
 
+    /// What is left after each admission: the rate-limit headers' numbers.
+    #[test]
+    fn each_admission_says_what_is_left() {
+        let l = Limiter::default();
+        let c = client(ClientPolicy {
+            rpm: Some(3),
+            tpm: Some(600),
+            ..Default::default()
+        });
+        let left = |now| l.admit(&c, now).unwrap();
+        let first = left(0);
+        assert_eq!(
+            first.requests,
+            Some(Room {
+                limit: 3,
+                remaining: 2,
+                reset_ms: 20_000
+            })
+        );
+        assert_eq!(
+            first.tokens,
+            Some(Room {
+                limit: 600,
+                remaining: 600,
+                reset_ms: 0
+            })
+        );
+        assert_eq!(left(0).requests.map(|r| r.remaining), Some(1));
+        let third = left(0).requests.unwrap();
+        assert_eq!((third.remaining, third.reset_ms), (0, 60_000));
+        assert_eq!(Headroom::default(), {
+            let free = client(ClientPolicy::default());
+            l.admit(&free, 0).unwrap()
+        });
+    }
+
     #[test]
     fn request_bucket_allows_a_minute_then_refills() {
         let l = Limiter::default();
@@ -411,13 +479,13 @@ mod tests {
             ..Default::default()
         });
         for _ in 0..3 {
-            assert_eq!(l.admit(&c, 0), Ok(()));
+            assert!(l.admit(&c, 0).is_ok());
         }
         match l.admit(&c, 0) {
             Err(Deny::Rate { retry_ms, .. }) => assert_eq!(retry_ms, 20_000),
             other => panic!("{other:?}"),
         }
-        assert_eq!(l.admit(&c, 20_000), Ok(()));
+        assert!(l.admit(&c, 20_000).is_ok());
     }
 
     #[test]
@@ -431,7 +499,7 @@ mod tests {
             },
             ..Default::default()
         });
-        assert_eq!(l.admit(&c, 1_000), Ok(()));
+        assert!(l.admit(&c, 1_000).is_ok());
         l.spend(
             &c,
             Spend {
@@ -442,7 +510,7 @@ mod tests {
         );
         assert!(matches!(l.admit(&c, 1_000), Err(Deny::Tokens { .. })));
         // A minute later the bucket has refilled but the day's budget is nearly spent.
-        assert_eq!(l.admit(&c, 61_000), Ok(()));
+        assert!(l.admit(&c, 61_000).is_ok());
         l.spend(
             &c,
             Spend {
@@ -455,7 +523,7 @@ mod tests {
             Err(Deny::Budget { until_ms, .. }) => assert_eq!(until_ms, 86_400_000),
             other => panic!("{other:?}"),
         }
-        assert_eq!(l.admit(&c, 86_400_000), Ok(()), "a new UTC day");
+        assert!(l.admit(&c, 86_400_000).is_ok(), "a new UTC day");
         assert_eq!(l.usage("k", 86_400_000).day_tokens, 0);
         assert_eq!(l.usage("k", 86_400_000).month_tokens, 1_600);
     }

@@ -85,11 +85,15 @@ impl Core {
 
     /// Whether `client` may send a request now: its switch and expiry, the bad-request
     /// throttle, then rate limits and budgets (shared ones when Redis is there).
-    pub async fn admit(&self, client: &crate::clients::Client) -> Result<(), limiter::Deny> {
+    /// On success, what is left of the key's per-minute limits (for its rate-limit headers).
+    pub async fn admit(
+        &self,
+        client: &crate::clients::Client,
+    ) -> Result<limiter::Headroom, limiter::Deny> {
         let now = self.routing.clock.now_ms();
         let verdict = match self.clients.gate(client, now) {
             Err(d) => Err(d),
-            Ok(()) if !client.policy.is_metered() => Ok(()),
+            Ok(()) if !client.policy.is_metered() => Ok(limiter::Headroom::default()),
             Ok(()) => match self.routing.shared.admit(client, now, &self.clients).await {
                 Some(v) => v,
                 None => self.clients.admit(client, now),

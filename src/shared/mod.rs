@@ -172,7 +172,7 @@ impl Shared {
         c: &Client,
         now: i64,
         limiter: &crate::clients::limiter::Limiter,
-    ) -> Option<Result<(), Deny>> {
+    ) -> Option<Result<crate::clients::limiter::Headroom, Deny>> {
         let r = self.live()?;
         let p = &c.policy;
         let (day, _) = utc_day(now);
@@ -204,8 +204,22 @@ impl Shared {
                     return None;
                 }
             };
-        let [code, retry_ms, dt, du, mt, mu] = out.as_slice() else {
-            return None;
+        let (code, retry_ms, dt, du, mt, mu) = match out.as_slice() {
+            [c, r, dt, du, mt, mu, ..] => (c, r, dt, du, mt, mu),
+            _ => return None,
+        };
+        // What is left, in thousandths (-1: no such limit; absent from an older script).
+        let room = |at: usize, limit: Option<u64>| {
+            let level = *out.get(at)?;
+            (level >= 0).then_some(())?;
+            Some(crate::clients::limiter::Room::of(
+                limit?,
+                level as f64 / 1000.0,
+            ))
+        };
+        let headroom = crate::clients::limiter::Headroom {
+            requests: room(6, p.rpm.map(u64::from)),
+            tokens: room(7, p.tpm),
         };
         let period = |start, t: &i64, u: &i64| Period {
             start,
@@ -230,7 +244,7 @@ impl Shared {
                     until_ms: utc_day(now).1,
                 }),
             ),
-            _ => Ok(()),
+            _ => Ok(headroom),
         })
     }
 

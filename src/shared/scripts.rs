@@ -20,11 +20,13 @@ local function level(key, rate)
   if now > at then l = math.min(rate, l + (now - at) * rate / 60000) end
   return l
 end
+local tl, rl = -1, -1
 if tpm > 0 then
   local l = level(KEYS[2], tpm)
   redis.call('HSET', KEYS[2], 'l', tostring(l), 'a', tostring(now))
   redis.call('PEXPIRE', KEYS[2], 120000)
   if l <= 0 then return {2, math.ceil((1 - l) * 60000 / tpm), dt, du, mt, mu} end
+  tl = math.floor(l * 1000)
 end
 if rpm > 0 then
   local l = level(KEYS[1], rpm)
@@ -34,8 +36,10 @@ if rpm > 0 then
   end
   redis.call('HSET', KEYS[1], 'l', tostring(l - 1), 'a', tostring(now))
   redis.call('PEXPIRE', KEYS[1], 120000)
+  rl = math.floor((l - 1) * 1000)
 end
-return {0, 0, dt, du, mt, mu}
+-- What is left (in thousandths; -1: no such limit), for the client's rate-limit headers.
+return {0, 0, dt, du, mt, mu, rl, tl}
 "#;
 
 pub(super) const SPEND: &str = r#"

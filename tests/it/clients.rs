@@ -94,6 +94,59 @@ async fn rate_and_token_limits_refuse_one_client_before_any_upstream_call() {
     assert!(retry.parse::<u64>().unwrap() >= 1);
 }
 
+/// A key with limits answers, on every answer, what is left of them the way the vendors do:
+/// OpenAI's `x-ratelimit-*` everywhere (a Go duration for the reset) and Anthropic's
+/// `anthropic-ratelimit-*` on the Messages API (an RFC 3339 reset), streams included; its own
+/// 429 carries `Retry-After`. A key without limits gets none.
+#[tokio::test]
+async fn a_limited_key_is_told_what_is_left_in_the_vendors_headers() {
+    let (_up, baton, _dir) = one_provider().await;
+    let (_, key) = make_key(&baton, "paced", json!({"rpm": 3, "tpm": 10000})).await;
+    let r = baton.chat_as(&key, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-ratelimit-limit-requests"), "3");
+    assert_eq!(header(&r, "x-ratelimit-remaining-requests"), "2");
+    // A bucket of 3 a minute is full again 20 s after one request.
+    let reset = baton::limits::parse_go_duration_ms(header(&r, "x-ratelimit-reset-requests"));
+    assert!(
+        reset.is_some_and(|ms| (19_000..=20_000).contains(&ms)),
+        "{reset:?}"
+    );
+    assert_eq!(header(&r, "x-ratelimit-limit-tokens"), "10000");
+    assert_eq!(header(&r, "x-ratelimit-remaining-tokens"), "10000");
+    // The Messages API, streamed: Anthropic's own headers too.
+    let r = baton
+        .http
+        .post(format!("{}/v1/messages", baton.url))
+        .header("x-api-key", &key)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "auto", "max_tokens": 16, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "anthropic-ratelimit-requests-limit"), "3");
+    assert_eq!(header(&r, "anthropic-ratelimit-requests-remaining"), "1");
+    let at: jiff::Timestamp = header(&r, "anthropic-ratelimit-requests-reset")
+        .parse()
+        .expect("an RFC 3339 reset");
+    let in_ms = at.as_millisecond() - baton::clock::unix_ms();
+    assert!((0..=41_000).contains(&in_ms), "{in_ms}");
+    assert_eq!(header(&r, "x-ratelimit-remaining-requests"), "1");
+    let _ = r.text().await;
+    assert_eq!(baton.chat_as(&key, "auto").await.status(), 200);
+    let r = baton.chat_as(&key, "auto").await;
+    assert_eq!(r.status(), 429);
+    assert!(header(&r, "retry-after")
+        .parse::<u64>()
+        .is_ok_and(|s| s >= 1));
+    // No limits, no headers.
+    let r = baton.chat_as(&baton.key, "auto").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-ratelimit-limit-requests"), "");
+}
+
 #[tokio::test]
 async fn budgets_are_estimated_from_prices_and_renew_at_the_period_end() {
     let dir = tempfile::tempdir().unwrap();

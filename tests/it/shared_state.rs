@@ -510,8 +510,22 @@ async fn client_keys_made_on_one_instance_work_on_all() {
         eventually(3, || works_on(&b)).await,
         "B knows the key A made"
     );
-    // One request a minute, across both.
-    assert_eq!(b.chat_as(&key, "auto").await.status(), 200);
+    // One request a minute, across both; what is left comes from the shared bucket.
+    let r = b.chat_as(&key, "auto").await;
+    assert_eq!(r.status(), 200);
+    let left = |name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        (
+            left("x-ratelimit-limit-requests").as_deref(),
+            left("x-ratelimit-remaining-requests").as_deref()
+        ),
+        (Some("1"), Some("0"))
+    );
     assert_eq!(a.chat_as(&key, "auto").await.status(), 429);
     // A limit changed on B applies on A; a revocation on B locks the key out of A.
     let (st, _) = Admin(&b)

@@ -1,6 +1,8 @@
 // The provider cards tell the truth: in every provider state (ready, cooling by key, by model,
 // by account, breaker open, logged out, disabled, login-only) and while paused, each card's badge says what
-// `/admin/state` says (the state the tray and `baton status` show too). Each state is brought
+// `/admin/state` says — and so do `baton status` (table, JSON, exit status), `baton statusline`
+// and `baton probe`'s column of what Baton says now: one summary, every surface (the tray's
+// matrix is tests/desktop/test_tray_states.py). Each state is brought
 // about as it happens: cooldowns as `baton probe --apply` posts them, a breaker opened by an
 // upstream answering 500, a CLI whose login is gone, a toggle, a pause. Screenshots at 1000 and
 // 420 px go to tests/ui/artifacts/.
@@ -122,12 +124,15 @@ async function cliDisagrees() {
   const states = Object.fromEntries(s.providers.map((p) => [p.id, p.shown]));
   const said = Object.fromEntries(json.providers.map((r) => [r.id, r.state]));
   const serving = s.providers.find((p) => p.id === (s.serving || s.servingLogin));
-  const agree = tableAgrees && JSON.stringify(said) === JSON.stringify(states)
+  // The probe's "what Baton says now" beside each verdict is the same summary's.
+  const probed = JSON.parse((await cli(["probe", "--config", configPath, "--json"])).stdout);
+  const probeAgrees = probed.every((r) => r.gateway && r.gateway.state === states[r.provider]);
+  const agree = tableAgrees && probeAgrees && JSON.stringify(said) === JSON.stringify(states)
     && json.paused === s.paused && json.servable === s.servable && (json.serving ?? null) === (s.serving ?? null)
     && status.code === (s.servable ? 0 : 1)
     && line.split(" · ").includes("paused") === s.paused
     && (serving ? line.includes(serving.name) : line.includes("nothing available"));
-  return agree ? null : { summary: s, status: json, code: status.code, line, text };
+  return agree ? null : { summary: s, status: json, code: status.code, line, text, probed };
 }
 
 /** Each card's badge: its words and tone. */

@@ -361,8 +361,10 @@ test("Connect: Claude Code is set up by clicking only, and its snippet is comple
   const text = await page.textContent("#claude-code pre");
   assert.ok(text.includes(`ANTHROPIC_AUTH_TOKEN="$(cat '${keyFile}')"`), text);
   assert.ok(!(await page.textContent("#connect-body")).includes("$BATON_KEY"));
-  // The optional status line is the real command's set-up.
-  assert.match(await page.textContent("#claude-code"), /"statusLine": \{ "type": "command", "command": "baton statusline" \}/);
+  // The optional status line is this setup's command: this binary, its address, its data directory.
+  const statusLine = (await page.textContent("#claude-code")).match(/"statusLine": \{ "type": "command", "command": "([^"]+)" \}/);
+  assert.ok(statusLine, await page.textContent("#claude-code"));
+  assert.ok(statusLine[1].endsWith(`baton statusline --url ${baton} --data-dir ${join(dataDir, "data")}`), statusLine[1]);
   await page.selectOption("#cc-target", "beta");
   await page.focus("#cc-map");
   await page.keyboard.press("Enter");

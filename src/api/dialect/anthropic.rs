@@ -113,6 +113,40 @@ impl Dialect for Anthropic {
         base.insert("x-request-id", header_value(request_id));
         base.insert("request-id", header_value(request_id));
     }
+
+    /// Anthropic's own `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (the
+    /// reset an RFC 3339 time), beside OpenAI's for tools that read those.
+    fn rate_limit_headers(
+        &self,
+        room: &crate::clients::limiter::Headroom,
+        now_ms: i64,
+        base: &mut HeaderMap,
+    ) {
+        crate::api::reply::openai_rate_limits(room, base);
+        const NAMES: [[&str; 3]; 2] = [
+            [
+                "anthropic-ratelimit-requests-limit",
+                "anthropic-ratelimit-requests-remaining",
+                "anthropic-ratelimit-requests-reset",
+            ],
+            [
+                "anthropic-ratelimit-tokens-limit",
+                "anthropic-ratelimit-tokens-remaining",
+                "anthropic-ratelimit-tokens-reset",
+            ],
+        ];
+        for ([limit, remaining, reset], r) in NAMES.into_iter().zip([room.requests, room.tokens]) {
+            let Some(r) = r else {
+                continue;
+            };
+            let at = jiff::Timestamp::from_millisecond(now_ms + r.reset_ms)
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default();
+            base.insert(limit, axum::http::HeaderValue::from(r.limit));
+            base.insert(remaining, axum::http::HeaderValue::from(r.remaining));
+            base.insert(reset, header_value(&at));
+        }
+    }
 }
 
 /// Its place in the server.

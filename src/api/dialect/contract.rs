@@ -12,6 +12,7 @@ use crate::api::error::ApiError;
 use crate::api::reply::header_value;
 use crate::api::state::AppState;
 use crate::canonical::{ChatRequest, ChatResponse, Wire};
+use crate::clients::limiter::Headroom;
 use crate::providers::Vendor;
 use crate::router::stream::Out;
 use crate::router::{Inbound, Original};
@@ -73,6 +74,11 @@ pub trait Dialect: Send + Sync {
     /// The request-id headers every answer carries.
     fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
         base.insert("x-request-id", header_value(request_id));
+    }
+    /// The client key's own limits, in the headers its SDK reads (OpenAI's `x-ratelimit-*`
+    /// unless this API has its own).
+    fn rate_limit_headers(&self, room: &Headroom, _now_ms: i64, base: &mut HeaderMap) {
+        crate::api::reply::openai_rate_limits(room, base);
     }
 }
 
