@@ -276,7 +276,7 @@ pub fn render(rows: &[Row], now_ms: i64, color: bool) -> String {
         };
         let used = r
             .used
-            .map(|q| format!("{:.0}%", q * 100.0))
+            .map(|q| format!("{:.0} %", q * 100.0))
             .unwrap_or_else(|| "-".into());
         let in_flight = match r.max_concurrency {
             Some(m) => format!("{}/{m}", r.in_flight),
