@@ -47,19 +47,34 @@ pub(super) fn new_request_id() -> String {
 /// `-remaining-requests`, `-reset-requests` (a duration, "1s", "6m0s", "120ms") and the
 /// token variants — what every OpenAI-compatible SDK and many vendors send.
 pub(crate) fn openai_rate_limits(room: &crate::clients::limiter::Headroom, base: &mut HeaderMap) {
-    const NAMES: [[&str; 3]; 2] = [
+    rate_limits(
         [
-            "x-ratelimit-limit-requests",
-            "x-ratelimit-remaining-requests",
-            "x-ratelimit-reset-requests",
+            [
+                "x-ratelimit-limit-requests",
+                "x-ratelimit-remaining-requests",
+                "x-ratelimit-reset-requests",
+            ],
+            [
+                "x-ratelimit-limit-tokens",
+                "x-ratelimit-remaining-tokens",
+                "x-ratelimit-reset-tokens",
+            ],
         ],
-        [
-            "x-ratelimit-limit-tokens",
-            "x-ratelimit-remaining-tokens",
-            "x-ratelimit-reset-tokens",
-        ],
-    ];
-    for ([limit, remaining, reset], r) in NAMES.into_iter().zip([room.requests, room.tokens]) {
+        room,
+        &|r| go_duration(r.reset_ms),
+        base,
+    );
+}
+
+/// Each limit of `room` as three headers named by `names` (limit, remaining, reset; requests
+/// first, then tokens), the reset written by `reset`.
+pub(crate) fn rate_limits(
+    names: [[&'static str; 3]; 2],
+    room: &crate::clients::limiter::Headroom,
+    reset: &dyn Fn(&crate::clients::limiter::Room) -> String,
+    base: &mut HeaderMap,
+) {
+    for ([limit, remaining, when], r) in names.into_iter().zip([room.requests, room.tokens]) {
         let Some(r) = r else {
             continue;
         };
@@ -68,10 +83,7 @@ pub(crate) fn openai_rate_limits(room: &crate::clients::limiter::Headroom, base:
             HeaderName::from_static(remaining),
             HeaderValue::from(r.remaining),
         );
-        base.insert(
-            HeaderName::from_static(reset),
-            header_value(&go_duration(r.reset_ms)),
-        );
+        base.insert(HeaderName::from_static(when), header_value(&reset(&r)));
     }
 }
 

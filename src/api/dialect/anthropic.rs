@@ -123,29 +123,28 @@ impl Dialect for Anthropic {
         base: &mut HeaderMap,
     ) {
         crate::api::reply::openai_rate_limits(room, base);
-        const NAMES: [[&str; 3]; 2] = [
-            [
-                "anthropic-ratelimit-requests-limit",
-                "anthropic-ratelimit-requests-remaining",
-                "anthropic-ratelimit-requests-reset",
-            ],
-            [
-                "anthropic-ratelimit-tokens-limit",
-                "anthropic-ratelimit-tokens-remaining",
-                "anthropic-ratelimit-tokens-reset",
-            ],
-        ];
-        for ([limit, remaining, reset], r) in NAMES.into_iter().zip([room.requests, room.tokens]) {
-            let Some(r) = r else {
-                continue;
-            };
-            let at = jiff::Timestamp::from_millisecond(now_ms + r.reset_ms)
+        let at = |r: &crate::clients::limiter::Room| {
+            jiff::Timestamp::from_millisecond(now_ms + r.reset_ms)
                 .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_default();
-            base.insert(limit, axum::http::HeaderValue::from(r.limit));
-            base.insert(remaining, axum::http::HeaderValue::from(r.remaining));
-            base.insert(reset, header_value(&at));
-        }
+                .unwrap_or_default()
+        };
+        crate::api::reply::rate_limits(
+            [
+                [
+                    "anthropic-ratelimit-requests-limit",
+                    "anthropic-ratelimit-requests-remaining",
+                    "anthropic-ratelimit-requests-reset",
+                ],
+                [
+                    "anthropic-ratelimit-tokens-limit",
+                    "anthropic-ratelimit-tokens-remaining",
+                    "anthropic-ratelimit-tokens-reset",
+                ],
+            ],
+            room,
+            &at,
+            base,
+        );
     }
 }
 
