@@ -1,6 +1,7 @@
 // The JavaScript clients people build with, through the real `baton serve`, against the strict
 // fake upstreams: the official `openai` and `@anthropic-ai/sdk` SDKs and the Vercel AI SDK
-// (`ai` with `@ai-sdk/openai` and `@ai-sdk/anthropic`). Each cell is a translator path: a
+// (`ai` with `@ai-sdk/openai` and `@ai-sdk/anthropic`), and a limited key's rate-limit headers
+// read through both official SDKs. Each cell is a translator path: a
 // client dialect to an upstream kind of another API (the same-format hops are the Python SDK
 // suites'). Needs: BATON_BIN, FAKE_UPSTREAM_BIN, NPM_DIR (where scripts/test installs the pinned
 // packages).
@@ -36,7 +37,7 @@ async function gateway(kind) {
   }));
   const url = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"]);
   const key = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
-  made[kind] = { url, key };
+  made[kind] = { url, key, dataDir: join(dir, "data") };
   return made[kind];
 }
 
@@ -120,4 +121,29 @@ test("Vercel AI SDK: the Anthropic provider to Gemini", async () => {
   let text = "";
   for await (const d of s.textStream) text += d;
   assert.equal(text, "u: one two");
+});
+
+test("the JS SDKs read what is left of a limited key's limits from every answer", async () => {
+  const { url } = await gateway("openai-compatible");
+  const dir = mkdtempSync(join(tmpdir(), "baton-js-limits-"));
+  const adminKey = readFileSync(join(made["openai-compatible"].dataDir, "admin.key"), "utf8").trim();
+  const r = await fetch(`${url}/admin/keys`, {
+    method: "POST",
+    headers: { "x-admin-key": adminKey, "content-type": "application/json" },
+    body: JSON.stringify({ label: `paced-${dir.slice(-6)}`, rpm: 4, tpm: 40000 }),
+  });
+  const body = await r.text();
+  assert.equal(r.status, 201, body);
+  const key = JSON.parse(body).key;
+  const o = new OpenAI({ baseURL: `${url}/v1`, apiKey: key, maxRetries: 0 });
+  const { response } = await o.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "hi" }] }).withResponse();
+  assert.equal(response.headers.get("x-ratelimit-limit-requests"), "4");
+  assert.equal(response.headers.get("x-ratelimit-remaining-requests"), "3");
+  assert.equal(response.headers.get("x-ratelimit-limit-tokens"), "40000");
+  assert.match(response.headers.get("x-ratelimit-reset-requests"), /^\d+(\.\d+)?s$/);
+  const a = new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
+  const { response: m } = await a.messages.create({ model: "claude-sonnet-4-5", max_tokens: 50, messages: [{ role: "user", content: "hi" }] }).withResponse();
+  assert.equal(m.headers.get("anthropic-ratelimit-requests-limit"), "4");
+  assert.equal(m.headers.get("anthropic-ratelimit-requests-remaining"), "2");
+  assert.ok(Date.parse(m.headers.get("anthropic-ratelimit-requests-reset")) > Date.now() - 5000);
 });
