@@ -8,11 +8,6 @@ use baton::Core;
 pub use baton::summary::Look;
 use baton::summary::{ProviderSummary, Shown, Summary};
 
-/// The tray's state line and look, from the gateway's one summary.
-pub fn summary(core: &Core) -> (Look, String) {
-    line_of(&core.summary(), core.locale())
-}
-
 /// The look and line of `s`: paused; what serves a gateway key, or only a client's own login;
 /// and the soonest provider back.
 pub fn line_of(s: &Summary, loc: Locale) -> (Look, String) {
@@ -67,8 +62,7 @@ pub fn line_of(s: &Summary, loc: Locale) -> (Look, String) {
 
 /// The serving provider's binding usage window, for the line under the state: "Claude Max ·
 /// 5 h 72 % · resets 15:00" (`None` when it reports no windows).
-pub fn usage_line(core: &Core) -> Option<String> {
-    let s = core.summary();
+pub fn usage_line(core: &Core, s: &Summary) -> Option<String> {
     let p = s.serving_any()?;
     let w = core
         .routing

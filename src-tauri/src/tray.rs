@@ -18,7 +18,7 @@ use baton::i18n::{n_, tr};
 
 use crate::login::AtLogin;
 use crate::state::Shell;
-use crate::status::{provider_state, summary, usage_line, Look};
+use crate::status::{line_of, provider_state, usage_line, Look};
 
 pub const TRAY_ID: &str = "main";
 const OPEN: &str = "open";
@@ -45,8 +45,34 @@ fn icon(look: Look) -> Option<Image<'static>> {
     Image::from_bytes(bytes).ok()
 }
 
+/// The running gateway and its one summary, computed once for everything a refresh shows
+/// (the state line, the usage line, the menu, the record of what is shown).
+struct Now {
+    running: Option<(Arc<Core>, baton::summary::Summary)>,
+}
+
+impl Now {
+    fn of(app: &AppHandle) -> Now {
+        let core = app.try_state::<Shell>().and_then(|s| s.core());
+        Now {
+            running: core.map(|c| {
+                let s = c.summary();
+                (c, s)
+            }),
+        }
+    }
+
+    fn core(&self) -> Option<&Arc<Core>> {
+        self.running.as_ref().map(|(c, _)| c)
+    }
+}
+
 /// The Providers submenu: each provider with its state, and what can be done to it from here.
-fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::Wry>> {
+fn providers_menu(
+    app: &AppHandle,
+    core: &Core,
+    summary: &baton::summary::Summary,
+) -> tauri::Result<Submenu<tauri::Wry>> {
     let snap = core.routing.snapshot.load();
     let loc = core.locale();
     let l = loc.lang;
@@ -60,8 +86,6 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
             None::<&str>,
         )?)?;
     }
-    // The gateway's one summary for every line.
-    let summary = core.summary();
     for (i, p) in snap.providers.iter().enumerate() {
         let Some(row) = summary.provider(p.id()) else {
             continue;
@@ -103,11 +127,11 @@ fn providers_menu(app: &AppHandle, core: &Core) -> tauri::Result<Submenu<tauri::
 }
 
 /// The tray's look and state line, from the gateway (or why it is not running).
-fn status_line(app: &AppHandle) -> (Look, String) {
+fn status_line(app: &AppHandle, now: &Now) -> (Look, String) {
     let shell = app.state::<Shell>();
     let l = shell.locale().lang;
-    match (shell.core(), shell.failed()) {
-        (Some(core), _) => summary(&core),
+    match (&now.running, shell.failed()) {
+        (Some((core, summary)), _) => line_of(summary, core.locale()),
         (None, Some(why)) if why == "restarting" => (Look::Down, tr(l, "Restarting…", &[])),
         (None, Some(why)) if why.contains("in use") => (
             Look::Down,
@@ -122,9 +146,9 @@ fn status_line(app: &AppHandle) -> (Look, String) {
     }
 }
 
-fn menu(app: &AppHandle) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
-    let (look, line) = status_line(app);
-    Ok((build_menu(app, &line)?, look, line))
+fn menu(app: &AppHandle, now: &Now) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
+    let (look, line) = status_line(app, now);
+    Ok((build_menu(app, &line, now)?, look, line))
 }
 
 /// Restart (or Retry after a failed start) and, while the port asked for is taken, "Start on
@@ -157,8 +181,8 @@ fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<t
     Ok(items)
 }
 
-fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
-    let core = app.state::<Shell>().core();
+fn build_menu(app: &AppHandle, line: &str, now: &Now) -> tauri::Result<Menu<tauri::Wry>> {
+    let core = now.core().cloned();
     let running = core.is_some();
     let paused = core
         .as_ref()
@@ -207,7 +231,7 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     let sep3 = PredefinedMenuItem::separator(app)?;
     let menu = Menu::with_items(app, &[&status])?;
     // The serving provider's binding usage window, on its own line (the menu stays narrow).
-    if let Some(line) = core.as_deref().and_then(usage_line) {
+    if let Some(line) = now.running.as_ref().and_then(|(c, s)| usage_line(c, s)) {
         menu.append(&MenuItem::with_id(
             app,
             "usage",
@@ -219,8 +243,8 @@ fn build_menu(app: &AppHandle, line: &str) -> tauri::Result<Menu<tauri::Wry>> {
     menu.append_items(&[
         &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2,
     ])?;
-    if let Some(core) = &core {
-        menu.append(&providers_menu(app, core)?)?;
+    if let Some((core, summary)) = &now.running {
+        menu.append(&providers_menu(app, core, summary)?)?;
     }
     menu.append(&connect_item(app, core.as_deref())?)?;
     let activity = item(ACTIVITY, n_("Request log (Activity)"), running)?;
@@ -266,7 +290,8 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 pub fn create(app: &AppHandle) {
-    let (menu, look, line) = match menu(app) {
+    let now = Now::of(app);
+    let (menu, look, line) = match menu(app, &now) {
         Ok(m) => m,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the tray menu");
@@ -285,7 +310,7 @@ pub fn create(app: &AppHandle) {
     if let Err(e) = b.build(app) {
         tracing::error!(error = %e, "cannot create the tray icon");
     }
-    let key = state_key(app, look, &line);
+    let key = state_key(app, look, &line, &now);
     shown(look, &line, &key);
     app.manage(LastLook(std::sync::Mutex::new(Some(key))));
 }
@@ -319,16 +344,14 @@ struct LastLook(std::sync::Mutex<Option<StateKey>>);
 /// Look, line, paused, start at login, the providers' lines.
 type StateKey = (Look, String, bool, AtLogin, Vec<String>);
 
-fn state_key(app: &AppHandle, look: Look, line: &str) -> StateKey {
-    let core = app.try_state::<Shell>().and_then(|s| s.core());
-    let paused = core
-        .as_ref()
-        .is_some_and(|c| c.paused.load(Ordering::Relaxed));
+fn state_key(app: &AppHandle, look: Look, line: &str, now: &Now) -> StateKey {
+    let paused = now.running.as_ref().is_some_and(|(_, s)| s.paused);
     let autostart = crate::login::at_login(app);
     // The providers submenu: its lines and order.
-    let providers = core
-        .map(|c| {
-            let summary = c.summary();
+    let providers = now
+        .running
+        .as_ref()
+        .map(|(c, summary)| {
             summary
                 .providers
                 .iter()
@@ -361,14 +384,15 @@ pub fn refresh(app: &AppHandle) {
     };
     // The menu is built only when what it shows changed (it was built and thrown away on
     // every tick).
-    let (look, line) = status_line(app);
-    let usage = app
-        .state::<Shell>()
-        .core()
-        .and_then(|c| usage_line(&c))
+    let now = Now::of(app);
+    let (look, line) = status_line(app, &now);
+    let usage = now
+        .running
+        .as_ref()
+        .and_then(|(c, s)| usage_line(c, s))
         .map(|u| format!("\n{u}"))
         .unwrap_or_default();
-    let key = state_key(app, look, &format!("{line}{usage}"));
+    let key = state_key(app, look, &format!("{line}{usage}"), &now);
     let changed = app
         .try_state::<LastLook>()
         .and_then(|l| {
@@ -382,7 +406,7 @@ pub fn refresh(app: &AppHandle) {
     if !changed {
         return;
     }
-    let Ok(menu) = build_menu(app, &line) else {
+    let Ok(menu) = build_menu(app, &line, &now) else {
         // Try again at the next refresh.
         if let Some(l) = app.try_state::<LastLook>() {
             if let Ok(mut last) = l.0.lock() {
