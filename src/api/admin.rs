@@ -49,26 +49,18 @@ pub async fn state(State(state): State<AppState>) -> Result<Json<AdminState>, Ap
         .store
         .load_providers()
         .map_err(|e| ApiError::internal("store_failed", e))?;
-    drop(snap);
-    let mut summary = core.summary();
+    // One snapshot for the summary and the views beside it: each provider has its row.
+    let mut summary = core.summary_of(&snap, now);
     // Window names in the language the UI asked for (English for scripts).
     let lang = crate::i18n::asked();
-    for w in summary
-        .providers
-        .iter_mut()
-        .flat_map(|p| p.windows.iter_mut())
-        .flat_map(|a| a.windows.iter_mut())
-    {
-        w.label = crate::limits::window_label::label_in(&w.label, lang);
+    for row in summary.providers.iter_mut() {
+        row.name_windows(lang);
     }
-    let snap = core.routing.snapshot.load();
     let providers = snap
         .providers
         .iter()
-        .filter_map(|p| {
-            let row = summary.provider(p.id())?;
-            Some(provider_json(core, p, row, &stored, now))
-        })
+        .zip(&summary.providers)
+        .map(|(p, row)| provider_json(core, p, row, &stored, now))
         .collect();
     Ok(Json(AdminState {
         now_ms: summary.now_ms,

@@ -275,7 +275,8 @@ async fn applied(core: &Arc<Core>, id: &str) -> Result<Value, ApiError> {
     let snap = core.routing.snapshot.load();
     let p = snap.provider(id).ok_or_else(|| not_found(id))?;
     let now = core.routing.clock.now_ms();
-    let row = core.provider_summary(p, &core.routing.cooldowns.active(), now);
+    let mut row = core.provider_summary(p, &core.routing.cooldowns.active(), now);
+    row.name_windows(crate::i18n::asked());
     Ok(json!(provider_json(core, p, &row, &stored, now)))
 }
 

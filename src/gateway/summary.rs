@@ -143,6 +143,13 @@ impl ProviderSummary {
     pub fn usable(&self) -> bool {
         self.status.usable()
     }
+
+    /// Its windows named in `lang` (the gateway labels them in English).
+    pub fn name_windows(&mut self, lang: crate::i18n::Lang) {
+        for w in self.windows.iter_mut().flat_map(|a| a.windows.iter_mut()) {
+            w.label = crate::limits::window_label::label_in(&w.label, lang);
+        }
+    }
 }
 
 /// The soonest provider back.
@@ -194,8 +201,12 @@ impl Summary {
 impl Core {
     /// What Baton can do right now (see the module's doc).
     pub fn summary(&self) -> Summary {
-        let now = self.routing.clock.now_ms();
-        let snap = self.routing.snapshot.load();
+        self.summary_of(&self.routing.snapshot.load(), self.routing.clock.now_ms())
+    }
+
+    /// The summary of the routing snapshot `snap` at `now` (a view that renders the snapshot's
+    /// providers beside it takes both from the same one).
+    pub fn summary_of(&self, snap: &crate::router::snapshot::Snapshot, now: i64) -> Summary {
         let cooldowns = self.routing.cooldowns.active();
         let providers = snap
             .providers
@@ -214,13 +225,11 @@ impl Core {
     ) -> ProviderSummary {
         let status = state_of(p, cooldowns, now);
         let windows = usage_of(self, p, now);
+        let day = p.quota_day(now).0;
         let used = binding_used(&windows).or_else(|| {
             p.keys
                 .iter()
-                .filter_map(|k| {
-                    let day = p.quota_day(now).0;
-                    p.runtime.quota.score(&k.id, now, &p.config.limits, day)
-                })
+                .filter_map(|k| p.runtime.quota.score(&k.id, now, &p.config.limits, day))
                 .fold(None, |best: Option<f64>, s| {
                     Some(best.map_or(s, |b| b.max(s)))
                 })
