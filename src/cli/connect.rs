@@ -226,27 +226,26 @@ fn confirm(plan: &Plan) -> Result<bool, String> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
-/// `word` as one word for a POSIX shell: as it is when it holds nothing the shell reads, else
-/// single-quoted (a `'` in it closed, escaped and reopened).
+/// `word` as one word for a POSIX shell (quoted as the status-line command is, by `shlex`;
+/// a word no shell can hold, with a NUL, is left as it is).
 fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@%,".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+    shlex::try_quote(word).map_or_else(|_| word.to_string(), |q| q.into_owned())
 }
 
 #[cfg(test)]
 mod tests {
+    /// Each path reads back as the one word it was: as it is when plain, quoted otherwise.
     #[test]
     fn a_path_is_one_shell_word() {
         assert_eq!(super::shell_word("/home/me/.baton"), "/home/me/.baton");
-        assert_eq!(super::shell_word("/tmp/my data"), "'/tmp/my data'");
-        assert_eq!(super::shell_word("/tmp/it's"), "'/tmp/it'\\''s'");
-        assert_eq!(super::shell_word("$HOME"), "'$HOME'");
+        for path in ["/tmp/my data", "/tmp/it's", "$HOME", "/tmp/a\"b`c`"] {
+            let quoted = super::shell_word(path);
+            assert_ne!(quoted, path, "{path} is quoted");
+            assert_eq!(
+                shlex::split(&quoted),
+                Some(vec![path.to_string()]),
+                "{quoted}"
+            );
+        }
     }
 }
