@@ -129,7 +129,7 @@ pub async fn put(
     let mut answer = view(core);
     // Saved as asked (the service may be started later), but a service that does not answer
     // now is said at once, not at the first search that fails.
-    if let Some(why) = unreachable(&s).await {
+    if let Some(why) = unreachable(core, &s).await {
         answer["warning"] = json!(crate::i18n::msg(
             "Saved, but Baton could not reach {url}: {why}. Searches fail until it answers.",
             &[("url", &s.url), ("why", &why)],
@@ -161,16 +161,19 @@ fn check(core: &Core, s: &SearchSettings) -> Result<(), ApiError> {
 /// Why the service at a SearXNG address does not answer (within three seconds), if it does
 /// not. It is asked for a JSON search without a query, which searches nothing: SearXNG answers
 /// 400 ("No query") when it serves JSON, 403 when `json` is not among its `search.formats`.
-async fn unreachable(s: &SearchSettings) -> Option<String> {
+async fn unreachable(core: &Core, s: &SearchSettings) -> Option<String> {
     if s.backend != Backend::Searxng {
         return None;
     }
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(3))
-        .build()
-        .ok()?;
+    // The client the searches themselves go through.
+    let client = core.routing.http.get(3_000).ok()?;
     let url = format!("{}/search?format=json", s.url.trim_end_matches('/'));
-    match client.get(&url).send().await {
+    match client
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(3))
+        .send()
+        .await
+    {
         Err(e) => Some(crate::providers::outbound::describe(&e)),
         Ok(r) if r.status().is_success() || r.status().as_u16() == 400 => None,
         Ok(r) if r.status().as_u16() == 403 => Some(

@@ -210,8 +210,7 @@ impl Shared {
         };
         // What is left, in thousandths (-1: no such limit; absent from an older script).
         let room = |at: usize, limit: Option<u64>| {
-            let level = *out.get(at)?;
-            (level >= 0).then_some(())?;
+            let level = out.get(at).copied().filter(|l| *l >= 0)?;
             Some(crate::clients::limiter::Room::of(
                 limit?,
                 level as f64 / 1000.0,
