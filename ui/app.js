@@ -88,7 +88,6 @@ async function loadProviders() {
       // status` show): its state, windows and share used.
       const rows = new Map(((s.summary && s.summary.providers) || []).map((r) => [r.id, r]));
       state.providers = s.providers.map((p) => ({ ...p, summary: rows.get(p.id) || null }));
-      state.summary = s.summary || null;
       if (s.summary) setHour12(s.summary.hour12);
       setKinds(s.kinds);
       gatewayIs({ down: false, paused: Boolean(s.paused) });

@@ -233,6 +233,12 @@ function accountWords(id) {
   return keyWords(id);
 }
 
+/** A bar of the share used (0–100), amber from 80 % and red from 95 %, named `label`. */
+function usedBar(pct, label) {
+  const tone = pct >= 95 ? " out" : pct >= 80 ? " low" : "";
+  return el("span", { class: `quota-bar${tone}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": label }, el("span", { style: `width:${pct}%` }));
+}
+
 /** The provider's usage windows (5 h, 7 d, per-minute…) as bars: share used, when it resets,
  * and which one decides now ("binding"). Nothing when the provider reported none. */
 function usageWindows(p) {
@@ -246,7 +252,6 @@ function usageWindows(p) {
       const used = spent ? 1 : typeof w.used === "number" ? w.used : null;
       const pct = used === null ? null : Math.round(used * 100);
       const binding = a.binding === w.id;
-      const tone = spent || pct >= 95 ? " out" : pct >= 80 ? " low" : "";
       const name = `${w.label}${many ? ` · ${accountWords(a.account)}` : ""}`;
       const words = [];
       words.push(spent ? t("spent") : pct === null ? t("near its limit") : `${pct} %`);
@@ -254,7 +259,7 @@ function usageWindows(p) {
       if (binding && a.capsAtMs) words.push(t("runs out {when} at this rate", { when: fmtClock(a.capsAtMs) }));
       list.append(el("li", { class: `window${binding ? " binding" : ""}`, "data-window": w.id },
         el("span", { class: "window-name" }, name),
-        el("span", { class: `quota-bar${tone}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct ?? 0), "aria-label": t("{name} used", { name }) }, el("span", { style: `width:${pct ?? 0}%` })),
+        usedBar(pct ?? 0, t("{name} used", { name })),
         el("span", { class: "window-words" }, words.join(" · ")),
         binding && accounts.length + a.windows.length > 2 ? el("span", { class: "badge", title: t("The window that decides now") }, t("binding")) : null));
     }
@@ -316,7 +321,7 @@ export function providerRow(p, index, count, handlers) {
     const pct = Math.round(q * 100);
     facts.push(
       el("span", { class: "quota", "data-testid": "used", title: t("Share of its limit used (best key)") }, t("used"),
-        el("span", { class: `quota-bar${pct >= 95 ? " out" : pct >= 80 ? " low" : ""}`, role: "meter", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), "aria-label": t("Share of its limit used") }, el("span", { style: `width:${pct}%` })),
+        usedBar(pct, t("Share of its limit used")),
         `${pct} %`),
     );
   }
