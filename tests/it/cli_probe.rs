@@ -385,19 +385,8 @@ async fn a_key_missing_in_the_probes_shell_is_not_the_providers_word() {
         json!({"providers": [keyed("a", &a, 10, &[("BT_PROBE_SHELL_KEY", "sk-probe-shell-1234")])]}),
     )
     .await;
-    let (code, out, err) = run_baton(
-        vec![
-            "probe".into(),
-            "--data-dir".into(),
-            dir.path().display().to_string(),
-            "--json".into(),
-            "--apply".into(),
-            "--url".into(),
-            baton.url.clone(),
-        ],
-        vec![("BT_PROBE_SHELL_KEY", " ")],
-    )
-    .await;
+    let (code, out, err) =
+        probe_json_apply_with(dir.path(), &baton.url, vec![("BT_PROBE_SHELL_KEY", " ")]).await;
     assert_eq!(code, 1, "not tested is not fine: {out}{err}");
     let results: Value = serde_json::from_str(&out).unwrap();
     let row = &results[0];
@@ -421,6 +410,15 @@ async fn a_key_missing_in_the_probes_shell_is_not_the_providers_word() {
 
 /// `baton probe --data-dir DIR --json --apply --url URL`: (exit code, stdout, stderr).
 async fn probe_json_apply(dir: &std::path::Path, url: &str) -> (i32, String, String) {
+    probe_json_apply_with(dir, url, vec![]).await
+}
+
+/// The same, with `envs` set for the probe (its own shell's variables).
+async fn probe_json_apply_with(
+    dir: &std::path::Path,
+    url: &str,
+    envs: Vec<(&'static str, &'static str)>,
+) -> (i32, String, String) {
     run_baton(
         vec![
             "probe".into(),
@@ -431,7 +429,7 @@ async fn probe_json_apply(dir: &std::path::Path, url: &str) -> (i32, String, Str
             "--url".into(),
             url.to_string(),
         ],
-        vec![],
+        envs,
     )
     .await
 }

@@ -206,16 +206,9 @@ async fn status_says_paused_and_login_only_as_requests_find_them() {
     assert_eq!(summary["servingLogin"], "claude-sub");
     assert_eq!(summary["serving"], Value::Null);
     // The status line renders the same summary: the login-only provider, not "ready for all".
-    let line: Value = baton
-        .http
-        .get(format!("{}/admin/statusline", baton.url))
-        .bearer_auth(&baton.admin_key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, line) = Admin(&baton)
+        .send(reqwest::Method::GET, "/admin/statusline", None)
+        .await;
     assert_eq!(
         (&line["provider"], &line["state"], &line["servable"]),
         (&json!("claude-sub"), &json!("login-only"), &json!(false)),

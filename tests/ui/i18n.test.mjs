@@ -13,13 +13,13 @@ import { mkdtempSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { launch } from "../support/browser.mjs";
 import { procs, start } from "../support/procs.mjs";
 import { allKeys, problems } from "../../scripts/i18n-keys.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
 let browser, baton, adminKey, gatewayKey, upA, upB;
 const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
@@ -57,10 +57,7 @@ before(async () => {
     { HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", LANG: "C.UTF-8", LANGUAGE: "", LC_ALL: "", LC_MESSAGES: "" });
   gatewayKey = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
   adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
   // Something on every screen: requests (one failed over from a limit), a client key, a route
   // and a mapping.
   await fetch(`${upA.replace(/\/v1$/, "")}/_script`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(["429"]) });

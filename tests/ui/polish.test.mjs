@@ -14,12 +14,12 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { launch, signIn } from "../support/browser.mjs";
 import { procs, start } from "../support/procs.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
 let browser, baton, adminKey, up;
 const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
@@ -39,10 +39,7 @@ before(async () => {
   baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"],
     { HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", LANG: "C.UTF-8", LANGUAGE: "", LC_ALL: "" });
   adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
 });
 
 after(async () => {
@@ -52,10 +49,7 @@ after(async () => {
 
 async function open(width, locale = "en-US") {
   const page = await (await browser.newContext({ locale, viewport: { width, height: 760 } })).newPage();
-  await page.goto(`${baton}/ui/`);
-  await page.fill("#admin-key", adminKey);
-  await page.click("#login-form button[type=submit]");
-  await page.waitForSelector("#provider-list > li");
+  await signIn(page, baton, adminKey);
   return page;
 }
 

@@ -16,12 +16,12 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { launch, signIn } from "../support/browser.mjs";
 import { procs, start } from "../support/procs.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
 let browser, baton, adminKey, gatewayKey, configPath, env;
 const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
@@ -73,10 +73,7 @@ before(async () => {
   baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"], env);
   gatewayKey = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
   adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
 });
 
 after(async () => {
@@ -178,10 +175,7 @@ test("every provider card says what /admin/state says, in every state, at 1000 a
   const pages = [];
   for (const width of [1000, 420]) {
     const page = await (await browser.newContext({ viewport: { width, height: 900 } })).newPage();
-    await page.goto(`${baton}/ui/`);
-    await page.fill("#admin-key", adminKey);
-    await page.click("#login-form button[type=submit]");
-    await page.waitForSelector("#provider-list > li");
+    await signIn(page, baton, adminKey);
     pages.push([width, page]);
   }
   await agree(pages, { keys: "ready", models: "ready", account: "login-only", flaky: "ready", "claude-code": "logged-out" }, "logged-out");

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { launch } from "../support/browser.mjs";
 import { procs, start } from "../support/procs.mjs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +18,6 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
 let browser, page, baton, upA, upB, upC, dataDir, gatewayKey, adminKey, home;
 const errors = [];
@@ -63,10 +63,7 @@ before(async () => {
     { HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "" });
   gatewayKey = readFileSync(join(dataDir, "data", "gateway.key"), "utf8").trim();
   adminKey = readFileSync(join(dataDir, "data", "admin.key"), "utf8").trim();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch(["--disable-quic"]);
   // One browser context: its tabs share storage, as a user's browser does.
   page = await (await browser.newContext({ viewport: { width: 1000, height: 760 } })).newPage();
   page.on("pageerror", (e) => errors.push(String(e)));
