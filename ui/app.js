@@ -228,6 +228,9 @@ async function focusAfterDelete(id) {
   const ids = state.providers.map((p) => p.id);
   const at = ids.indexOf(id);
   await loadProviders();
+  // A load already under way when the provider went (an event's, the refresh timer's) may
+  // predate the delete: then one more, which starts afresh.
+  if (state.providers.some((p) => p.id === id)) await loadProviders();
   const left = state.providers.map((p) => p.id);
   const next = left[Math.min(Math.max(at, 0), left.length - 1)];
   const row = next && document.querySelector(`.prov[data-id="${CSS.escape(next)}"]`);
