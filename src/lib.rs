@@ -32,6 +32,7 @@ pub(crate) mod shared;
 pub(crate) mod stats;
 pub mod store;
 pub(crate) mod structured;
+pub mod telemetry;
 pub mod tokens;
 pub mod update;
 

@@ -226,6 +226,10 @@ async fn handle_client(
         &core.routing,
     );
     seen.logged = true;
+    rec.traced(inbound.trace.as_ref(), dialect.operation());
+    if rec.wants_trace(true) {
+        rec.content(inbound.prompt(), String::new());
+    }
     let targets = match client_targets(&client, &mapped, targets, &mut rec) {
         Ok(t) => t,
         Err(e) => {
@@ -308,6 +312,7 @@ fn parse(
         follows,
         continues,
         expect: Default::default(),
+        trace: state.core.routing.telemetry.start(headers),
     };
     Ok((inbound, charge))
 }

@@ -51,6 +51,9 @@ impl<'a> Out<'a> {
                 u.input_tokens + u.output_tokens,
             );
         }
+        if rec.wants_trace(false) {
+            traced_answer(&mut rec, &reply);
+        }
         rec.finish(200, None);
         // The client's format: the upstream's bytes as they are, or the canonical answer
         // rendered.
@@ -205,5 +208,23 @@ fn output_said(
             super::reply::OUTPUT_HEADER,
             HeaderValue::from_static(checked.word()),
         );
+    }
+}
+
+/// What a traced request's spans say of its answer: why it ended and, with
+/// `captureContent`, its text.
+fn traced_answer(rec: &mut Record, reply: &Reply) {
+    let answer = match reply {
+        Reply::Wire(body, wire) => crate::providers::kinds::answer_from(*wire, body),
+        Reply::Canonical(a) => Some(a.clone()),
+    };
+    let Some(answer) = answer else {
+        return;
+    };
+    if let Some(stop) = &answer.stop {
+        rec.finish_reason(stop.as_openai());
+    }
+    if rec.wants_trace(true) {
+        rec.answered(answer.text());
     }
 }

@@ -63,6 +63,11 @@ pub struct ConfigFile {
     /// sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web_search: Option<web_search::SearchSettings>,
+    /// OpenTelemetry traces of the requests served, sent to an OTLP/HTTP collector. Given
+    /// here, they are the file's: Settings shows them and cannot change them. Absent,
+    /// Settings → Diagnostics sets them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<super::telemetry::TelemetrySettings>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

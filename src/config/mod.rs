@@ -11,6 +11,7 @@ mod provider_checks;
 pub mod reference;
 mod refs;
 mod state;
+pub mod telemetry;
 pub mod validate;
 pub mod web_search;
 

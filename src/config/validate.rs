@@ -23,8 +23,11 @@ pub fn validate(config: &ConfigFile, file: &Path) -> Result<(), ConfigError> {
     validate_routes(config, &ids, &err)?;
     validate_local_fallback(config, &ids, &err)?;
     validate_model_map(config, &ids, &err)?;
-    match config.web_search.as_ref().and_then(|w| w.problem()) {
-        Some(p) => Err(err("webSearch".into(), p)),
+    if let Some(p) = config.web_search.as_ref().and_then(|w| w.problem()) {
+        return Err(err("webSearch".into(), p));
+    }
+    match config.telemetry.as_ref().and_then(|t| t.problem()) {
+        Some(p) => Err(err("telemetry".into(), p)),
         None => Ok(()),
     }
 }

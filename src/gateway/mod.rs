@@ -21,6 +21,7 @@ use crate::router::{Routing, Sink};
 use crate::store::{LogRow, Store, StoreError, WriteOp};
 
 mod desktop;
+pub mod diagnostics;
 pub mod live;
 mod local;
 pub mod summary;
@@ -407,7 +408,12 @@ impl Core {
                 .iter()
                 .flat_map(|p| p.secret_values())
                 .chain(self.keys.secret_values())
-                .chain(snap.web_search.key().map(str::to_string)),
+                .chain(snap.web_search.key().map(str::to_string))
+                .chain(
+                    self.telemetry_headers(&self.telemetry_settings())
+                        .into_iter()
+                        .map(|(_, v)| v),
+                ),
         );
         for p in &snap.providers {
             if let Some(why) = p.unavailable() {

@@ -124,7 +124,7 @@ async fn send(
     let now = routing.clock.now_ms();
     p.runtime.quota.sent(key_id, now, &p.config.limits);
     routing.shared.quota(p, key_id, 1, 0, now);
-    let mut resp = match timeout_at(first_deadline, rb.send()).await {
+    let mut resp = match timeout_at(first_deadline, traced(rb, inbound).send()).await {
         Err(_) => {
             return Err(limits::classify_timeout(format!(
                 "no response within {headers_ms} ms"
@@ -163,6 +163,18 @@ async fn send(
     let framing = kinds::framing(&p.config, content_type);
     let reader = SseReader::framed(framing, Box::pin(body), idle);
     Ok((reader, status, headers, wire))
+}
+
+/// The trace goes on upstream: the attempt's span as the provider's parent, or the client's
+/// own context as it came (tracing off).
+fn traced(rb: reqwest::RequestBuilder, inbound: &Inbound) -> reqwest::RequestBuilder {
+    match &inbound.trace {
+        Some(trace) => trace
+            .upstream_headers(crate::telemetry::attempt_span())
+            .into_iter()
+            .fold(rb, |rb, (name, value)| rb.header(name, value)),
+        None => rb,
+    }
 }
 
 /// A whole (non-streamed) 2xx answer, read by the kind's codec.

@@ -332,6 +332,8 @@ pub(super) fn record(
         streamed: false,
         hedge: false,
         input_tokens: None,
+        started: Some(started),
+        span: 0,
     }
 }
 
@@ -359,6 +361,8 @@ pub(crate) fn skipped(
         streamed: false,
         hedge: false,
         input_tokens: None,
+        started: None,
+        span: 0,
     }
 }
 

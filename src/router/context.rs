@@ -59,6 +59,8 @@ pub struct Routing {
     pub(crate) hedges: super::types::HedgeBudget,
     /// Slots, quotas and cooldowns shared with other instances (Redis), when configured.
     pub shared: Shared,
+    /// OpenTelemetry traces of the requests, when turned on (`telemetry`).
+    pub telemetry: crate::telemetry::Telemetry,
     /// Weak: the gateway owns the routing context, not the other way round.
     sink: Weak<dyn Sink>,
 }
@@ -88,6 +90,7 @@ impl Routing {
             hedges: Default::default(),
             local_tz: jiff::tz::TimeZone::system(),
             locale: Default::default(),
+            telemetry: Default::default(),
             shared,
             sink,
         }

@@ -61,6 +61,7 @@ pub(super) async fn run_candidates<U: Upstream>(
             started: Instant::now(),
             sent_ms: cx.routing.clock.now_ms(),
             hedge: false,
+            span: cx.inbound.attempt_span(),
         };
         let settled = match hedge::delay(cx, &sent.target, &queue, &mut pass) {
             Some(delay) => hedge::race(cx, sent, slot, delay, &mut queue, &mut pass, rec).await,
@@ -91,6 +92,7 @@ async fn attempt<U: Upstream>(
     let attempt = cx
         .up
         .attempt(&sent.target, sent.key(), cx.inbound, rec.id());
+    let attempt = crate::telemetry::in_attempt(sent.span, attempt);
     match timeout_at(cx.deadline, attempt).await {
         Ok(outcome) => Ok(settle(cx, (sent, slot, outcome), (queue, pass), rec).await),
         Err(_) => {

@@ -311,6 +311,7 @@ pub async fn test_target(
         original: None,
         continues: None,
         expect: Default::default(),
+        trace: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -21,6 +21,16 @@ pub struct Record {
     upstream_us: u64,
     /// What attempts cancelled for a hedge are estimated to have cost (their prompts).
     outrun_cost: f64,
+    /// Its trace, when Baton traces it (`telemetry`), and what the spans say beyond the row.
+    trace: Option<Traced>,
+}
+
+/// What a traced request's spans are made of besides its log row.
+struct Traced {
+    trace: Arc<crate::telemetry::Trace>,
+    operation: &'static str,
+    finish_reasons: Vec<String>,
+    content: Option<(String, String)>,
 }
 
 impl Record {
@@ -61,6 +71,52 @@ impl Record {
             price: None,
             upstream_us: 0,
             outrun_cost: 0.0,
+            trace: None,
+        }
+    }
+
+    /// Traces this request (when Baton traces it): `operation` is the GenAI operation of the
+    /// API the client spoke.
+    pub fn traced(
+        &mut self,
+        trace: Option<&Arc<crate::telemetry::Trace>>,
+        operation: &'static str,
+    ) {
+        self.trace = trace.filter(|t| t.traced()).map(|t| Traced {
+            trace: t.clone(),
+            operation,
+            finish_reasons: Vec::new(),
+            content: None,
+        });
+    }
+
+    /// Whether the spans want the answer's finish reason and, with `content`, its text.
+    pub fn wants_trace(&self, content: bool) -> bool {
+        self.trace
+            .as_ref()
+            .is_some_and(|t| !content || t.trace.wants_content())
+    }
+
+    /// Why the answer ended (`gen_ai.response.finish_reasons`).
+    pub fn finish_reason(&mut self, reason: &str) {
+        if let Some(t) = &mut self.trace {
+            if !t.finish_reasons.iter().any(|r| r == reason) {
+                t.finish_reasons.push(reason.to_string());
+            }
+        }
+    }
+
+    /// The prompt and the answer, for spans that carry them (`captureContent`).
+    pub fn content(&mut self, input: String, output: String) {
+        if let Some(t) = self.trace.as_mut().filter(|t| t.trace.wants_content()) {
+            t.content = Some((input, output));
+        }
+    }
+
+    /// The answer's text, for spans that carry it (`captureContent`).
+    pub fn answered(&mut self, output: String) {
+        if let Some((_, o)) = self.trace.as_mut().and_then(|t| t.content.as_mut()) {
+            *o = output;
         }
     }
 
@@ -196,8 +252,37 @@ impl Record {
             (c, x) if x <= 0.0 => c,
             (c, x) => Some(c.unwrap_or(0.0) + x),
         };
+        if let Some(t) = self.trace.take() {
+            let snap = self.routing.snapshot.load();
+            let system_of = |id: &str| {
+                snap.provider(id)
+                    .map(|p| gen_ai_system(p.config.kind))
+                    .unwrap_or("openai")
+            };
+            t.trace.finish(&crate::telemetry::Finished {
+                row: &row,
+                started: self.started,
+                total,
+                operation: t.operation,
+                system_of: &system_of,
+                finish_reasons: &t.finish_reasons,
+                content: t.content.as_ref().map(|(i, o)| (i.as_str(), o.as_str())),
+                redactor: &self.routing.redactor,
+            });
+        }
         self.routing
             .finished(&self.client, row, total, self.upstream_us);
+    }
+}
+
+/// A provider kind's service as OpenTelemetry's GenAI conventions name it
+/// (`gen_ai.provider.name`), as its folder says.
+fn gen_ai_system(kind: crate::config::ProviderKind) -> &'static str {
+    use crate::providers::{cli, kinds};
+    match (kinds::platform(kind), cli::program::of(kind)) {
+        (Some(p), _) => p.gen_ai_system(),
+        (None, Some(p)) => p.gen_ai_system(),
+        (None, None) => "openai",
     }
 }
 

@@ -117,6 +117,7 @@ async fn by_provider(
         follows: false,
         continues: None,
         expect: Default::default(),
+        trace: None,
     };
     let target = Target {
         provider: p.clone(),

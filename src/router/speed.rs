@@ -277,6 +277,8 @@ mod tests {
             streamed: false,
             hedge: false,
             input_tokens: Some(10),
+            started: None,
+            span: 0,
         }
     }
 }

@@ -192,6 +192,11 @@ impl Pump {
             if let Some(u) = d.usage {
                 self.note_usage(u);
             }
+            if self.rec.wants_trace(false) {
+                if let Some(r) = crate::telemetry::finish_reason(&d.events, &raw) {
+                    self.rec.finish_reason(&r);
+                }
+            }
             let last = if self.same_format() || d.events.is_empty() {
                 Bytes::new()
             } else {
@@ -211,6 +216,11 @@ impl Pump {
         }
         if d.finish {
             self.finish_seen = true;
+            if self.rec.wants_trace(false) {
+                if let Some(r) = crate::telemetry::finish_reason(&d.events, &raw) {
+                    self.rec.finish_reason(&r);
+                }
+            }
         }
         self.content_bytes += d.text_bytes as u64;
         if let Some(u) = d.usage {

@@ -200,6 +200,7 @@ fn inbound(stream: bool) -> Inbound {
         original: None,
         continues: None,
         expect: Default::default(),
+        trace: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -52,6 +52,8 @@ pub struct Inbound {
     /// The check of the JSON the client asked for (`canonical.output`), its schema compiled
     /// the first time an answer is checked ([`Inbound::expect`]).
     pub expect: std::sync::OnceLock<Option<crate::structured::Expect>>,
+    /// Its trace context (`telemetry`): Baton's trace, or the client's `traceparent` relayed.
+    pub trace: Option<std::sync::Arc<crate::telemetry::Trace>>,
 }
 
 /// A conversation stored upstream that the request continues.
@@ -71,6 +73,34 @@ pub struct Original {
 }
 
 impl Inbound {
+    /// The prompt as the client sent it (its API's own fields), for spans that carry content.
+    pub fn prompt(&self) -> String {
+        let body = match &self.original {
+            Some(o) => Some(&o.body),
+            None => self.openai.get(),
+        };
+        let Some(body) = body else {
+            return String::new();
+        };
+        let fields: serde_json::Map<String, serde_json::Value> = [
+            "system",
+            "instructions",
+            "systemInstruction",
+            "messages",
+            "input",
+            "contents",
+        ]
+        .iter()
+        .filter_map(|k| body.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+        serde_json::to_string(&fields).unwrap_or_default()
+    }
+
+    /// A new span id for an upstream attempt when Baton traces this request (0 otherwise).
+    pub fn attempt_span(&self) -> u64 {
+        self.trace.as_ref().map_or(0, |t| t.attempt_span())
+    }
+
     /// The request in Chat Completions form, made now if it was not yet.
     pub fn openai_body(&self) -> &Map<String, Value> {
         self.openai

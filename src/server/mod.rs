@@ -51,6 +51,9 @@ impl GatewayHandle {
         // A CLI still running belongs to a request that is gone now.
         self.core.routing.cli_procs.kill_all();
         self.core.save_usage();
+        // The spans held go to the collector before the process ends.
+        let core = self.core.clone();
+        let _ = tokio::task::spawn_blocking(move || core.routing.telemetry.shutdown()).await;
         self.core.store.writer().flush().await;
         tracing::info!("gateway stopped");
     }
@@ -91,6 +94,8 @@ pub async fn start(opts: StartOptions, listener: TcpListener) -> Result<GatewayH
     // (not a billed request) so a login lost meanwhile shows at once.
     crate::api::settings::apply_thresholds(&core);
     core.apply_language();
+    // Off by default; a collector that cannot be reached is said in the log, never fatal.
+    let _ = core.apply_telemetry();
     core.restore_usage();
     let sweeping = Arc::downgrade(&core);
     tokio::spawn(async move {

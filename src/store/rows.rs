@@ -34,6 +34,12 @@ pub struct AttemptRecord {
     /// have cost: the provider may bill a prompt it started reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
+    /// When it was sent, for its span (`telemetry`; not stored).
+    #[serde(skip)]
+    pub started: Option<std::time::Instant>,
+    /// Its span id in the request's trace (0: not traced; not stored).
+    #[serde(skip)]
+    pub span: u64,
 }
 
 /// One row of the request log.

@@ -84,6 +84,7 @@ mod streaming;
 mod strict_fakes;
 mod structured_output;
 mod subscription;
+mod telemetry;
 mod thinking;
 mod timeouts;
 mod token_counts;

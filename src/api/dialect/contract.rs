@@ -45,6 +45,11 @@ pub trait Dialect: Send + Sync {
     fn wire(&self) -> Wire;
     /// Whose API it is: a client's own login of no known shape is taken to be that vendor's.
     fn vendor(&self) -> Vendor;
+    /// What a request in it does, as OpenTelemetry's GenAI conventions name it
+    /// (`gen_ai.operation.name`).
+    fn operation(&self) -> &'static str {
+        "chat"
+    }
     /// Baton's key, where this API's clients present theirs.
     fn presented_key<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
         crate::auth::presented_key(headers)

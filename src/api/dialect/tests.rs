@@ -58,6 +58,7 @@ fn inbound(p: Parsed) -> Inbound {
         follows: false,
         continues: p.continues,
         expect: Default::default(),
+        trace: None,
     }
 }
 

@@ -35,6 +35,8 @@ pub trait Lines: Send {
 
 /// A subscription CLI: one per folder.
 pub trait Program: Sync {
+    /// The vendor whose model the CLI runs, as OpenTelemetry's GenAI conventions name it.
+    fn gen_ai_system(&self) -> &'static str;
     /// The argument vector for one call (the prompt goes on stdin). Every value is attached
     /// to its flag with `=`, so a model or system prompt starting with `-` stays a value.
     fn args(&self, model: &str, system: Option<&str>) -> Vec<String>;

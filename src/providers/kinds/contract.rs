@@ -78,6 +78,10 @@ pub trait Decode: Send {
 pub trait UpstreamKind: Sync {
     /// The API it speaks: a client speaking the same one gets its bytes untouched.
     fn wire(&self) -> Wire;
+    /// Its vendor as OpenTelemetry's GenAI conventions name it (`gen_ai.provider.name`).
+    fn gen_ai_system(&self) -> &'static str {
+        "openai"
+    }
     /// Where requests go under the provider's `baseUrl` (completed per model where the model
     /// is in the path).
     fn chat_path(&self) -> &'static str;
@@ -166,6 +170,11 @@ pub(crate) fn search_prompt(query: &str) -> String {
 pub trait Platform: Sync {
     /// The API it speaks.
     fn api(&self) -> &'static dyn UpstreamKind;
+    /// Its service as OpenTelemetry's GenAI conventions name it (`gen_ai.provider.name`):
+    /// its API's vendor unless the platform is a cloud's own.
+    fn gen_ai_system(&self) -> &'static str {
+        self.api().gen_ai_system()
+    }
     /// Where a request for `model` goes (`None`: the base URL is not a URL); `stream` for
     /// platforms that stream at another address.
     fn url(&self, p: &ProviderEntry, _model: &str, _stream: bool) -> Option<reqwest::Url> {

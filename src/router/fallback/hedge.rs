@@ -102,6 +102,7 @@ async fn take_second<U>(
         started: Instant::now(),
         sent_ms: cx.routing.clock.now_ms(),
         hedge: true,
+        span: cx.inbound.attempt_span(),
     };
     Some((sent, slot))
 }
@@ -125,7 +126,8 @@ pub(super) async fn race<U: Upstream>(
     let id = id.as_str();
     let go = |s: Sent, slot: Slot| -> Lane<'_> {
         Box::pin(async move {
-            let outcome = cx.up.attempt(&s.target, s.key(), cx.inbound, id).await;
+            let attempt = cx.up.attempt(&s.target, s.key(), cx.inbound, id);
+            let outcome = crate::telemetry::in_attempt(s.span, attempt).await;
             (s, slot, outcome)
         })
     };
@@ -189,6 +191,7 @@ fn outrun(loser: &Sent, winner: &Sent, inbound: &Inbound) -> crate::store::Attem
     a.class = crate::limits::Outcome::Outrun;
     a.status = None;
     a.hedge = loser.hedge;
+    a.span = loser.span;
     a.reason = Some(format!(
         "cancelled: {} answered first",
         winner.target.label()

@@ -231,6 +231,8 @@ pub(super) struct Sent {
     pub(super) sent_ms: i64,
     /// Sent beside a slow first attempt (`hedge`).
     pub(super) hedge: bool,
+    /// Its span in the request's trace (0: not traced).
+    pub(super) span: u64,
 }
 
 impl Sent {
@@ -249,6 +251,7 @@ impl Sent {
     ) -> crate::store::AttemptRecord {
         let mut a = record(&self.target, self.key(), c, status, self.started);
         a.hedge = self.hedge;
+        a.span = self.span;
         a
     }
 }

@@ -139,6 +139,7 @@ pub(super) fn answered<U>(
     }
     let mut ok = served(&sent.target, sent.key(), sent.started);
     ok.hedge = sent.hedge;
+    ok.span = sent.span;
     rec.push_attempt(ok);
     routing.remember(
         &cx.snap.routing.affinity,

@@ -202,6 +202,7 @@ impl Pump {
             original: None,
             continues: None,
             expect: Default::default(),
+            trace: None,
             client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {

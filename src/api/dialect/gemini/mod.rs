@@ -49,6 +49,10 @@ impl Gemini {
 }
 
 impl Dialect for Gemini {
+    fn operation(&self) -> &'static str {
+        "generate_content"
+    }
+
     fn wire(&self) -> Wire {
         Wire::Gemini
     }

@@ -47,6 +47,10 @@ pub struct Claude;
 super::program::register!(SPEC, &Claude);
 
 impl Program for Claude {
+    fn gen_ai_system(&self) -> &'static str {
+        "anthropic"
+    }
+
     fn args(&self, model: &str, system: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = [
             "-p",

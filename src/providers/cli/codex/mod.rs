@@ -42,6 +42,10 @@ pub struct Codex;
 super::program::register!(SPEC, &Codex);
 
 impl Program for Codex {
+    fn gen_ai_system(&self) -> &'static str {
+        "openai"
+    }
+
     fn args(&self, model: &str, system: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = [
             "exec",

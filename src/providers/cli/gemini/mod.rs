@@ -57,6 +57,10 @@ pub struct GeminiCli;
 super::program::register!(SPEC, &GeminiCli);
 
 impl Program for GeminiCli {
+    fn gen_ai_system(&self) -> &'static str {
+        "gcp.gemini"
+    }
+
     fn args(&self, model: &str, _system: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = [
             "--output-format=stream-json",

@@ -285,6 +285,10 @@ const COUNT_REFUSES: [&str; 8] = [
 ];
 
 impl UpstreamKind for Anthropic {
+    fn gen_ai_system(&self) -> &'static str {
+        "anthropic"
+    }
+
     fn wire(&self) -> Wire {
         Wire::Anthropic
     }

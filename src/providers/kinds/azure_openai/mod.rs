@@ -81,6 +81,10 @@ fn is_v1(base: &str) -> bool {
 }
 
 impl Platform for AzureOpenAi {
+    fn gen_ai_system(&self) -> &'static str {
+        "azure.ai.openai"
+    }
+
     fn api(&self) -> &'static dyn UpstreamKind {
         &openai_compat::OpenAiCompatible
     }

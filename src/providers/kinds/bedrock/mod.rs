@@ -119,6 +119,10 @@ fn check(own: &Own) -> Result<(), (&'static str, String)> {
 }
 
 impl Platform for Bedrock {
+    fn gen_ai_system(&self) -> &'static str {
+        "aws.bedrock"
+    }
+
     fn api(&self) -> &'static dyn UpstreamKind {
         &anthropic::Anthropic
     }

@@ -52,6 +52,10 @@ pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 super::contract::register!(SPEC, &BedrockConverse);
 
 impl Platform for BedrockConverse {
+    fn gen_ai_system(&self) -> &'static str {
+        "aws.bedrock"
+    }
+
     fn api(&self) -> &'static dyn UpstreamKind {
         &api::Converse
     }

@@ -157,6 +157,10 @@ pub const KIND: ProviderKind = ProviderKind::of(&SPEC);
 super::contract::register!(SPEC, &super::contract::Native(&Gemini));
 
 impl UpstreamKind for Gemini {
+    fn gen_ai_system(&self) -> &'static str {
+        "gcp.gemini"
+    }
+
     fn wire(&self) -> Wire {
         Wire::Gemini
     }

@@ -161,6 +161,10 @@ impl Vertex {
 }
 
 impl Platform for Vertex {
+    fn gen_ai_system(&self) -> &'static str {
+        "gcp.vertex_ai"
+    }
+
     fn api(&self) -> &'static dyn UpstreamKind {
         self.api
     }
