@@ -7,6 +7,7 @@ import { initTeam, renderTeam } from "./team.js";
 import { initSettings, renderSettings } from "./settings.js";
 import { initUpdates } from "./updates.js";
 import { initWebSearch } from "./websearch.js";
+import { initTelemetry } from "./telemetry.js";
 import { N_, keep, loadLanguage, setHour12, t, translateStatic } from "./i18n.js";
 import { chart, classWords, el, explainNodes, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
@@ -442,6 +443,7 @@ $("log-more").addEventListener("click", () => loadLog(false));
 initTeam({ toast, showError });
 initUpdates({ toast, showError });
 initWebSearch({ toast, showError });
+initTelemetry({ toast, showError });
 initSettings({ state, toast, showError, loadProviders, routingCtx });
 window.addEventListener("hashchange", route);
 // Locked in another tab: this one locks too.

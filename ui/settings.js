@@ -7,6 +7,7 @@ import { renderRouting } from "./routing.js";
 import { afterSave } from "./setup.js";
 import { renderUpdates } from "./updates.js";
 import { renderWebSearch } from "./websearch.js";
+import { renderTelemetry } from "./telemetry.js";
 import { el } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
@@ -49,6 +50,7 @@ export async function renderSettings() {
   if (desktop.present) renderUpdates();
   else $("update-settings").hidden = true;
   renderWebSearch();
+  renderTelemetry();
   // The desktop window is opened unlocked by the app; locking it would lock the user out.
   $("logout").hidden = openedByShell();
   $("logout-note").hidden = openedByShell();

@@ -26,6 +26,7 @@ pub(crate) mod routing;
 pub mod settings;
 mod state;
 mod statusline;
+mod telemetry;
 mod transfer;
 pub(crate) mod ui;
 mod update;
@@ -129,6 +130,7 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
             get(web_search::get).put(web_search::put),
         )
         .route("/admin/web-search/test", post(web_search::test))
+        .route("/admin/telemetry", get(telemetry::get).put(telemetry::put))
         .route("/admin/discover", post(admin::discover))
         .route("/admin/cli-check", post(provider_test::cli_check))
         .route("/admin/pause", put(admin::set_paused))

@@ -67,6 +67,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../ui/websearch.js"),
     ),
     (
+        "telemetry.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/telemetry.js"),
+    ),
+    (
         "i18n.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/i18n.js"),

@@ -69,38 +69,58 @@ impl Default for TelemetrySettings {
 impl TelemetrySettings {
     /// What is wrong with these settings, in words for the user.
     pub fn problem(&self) -> Option<String> {
+        self.problem_in().map(|(_, p)| p)
+    }
+
+    /// What is wrong, and in which field (`sampleRate`, `serviceName`, `headers`, `endpoint`).
+    pub fn problem_in(&self) -> Option<(&'static str, String)> {
         if !(0.0..=1.0).contains(&self.sample_rate) || self.sample_rate.is_nan() {
-            return Some(crate::i18n::msg(
-                "sampleRate must be between 0 and 1 (1 traces every request)",
-                &[],
+            return Some((
+                "sampleRate",
+                crate::i18n::msg(
+                    "sampleRate must be between 0 and 1 (1 traces every request)",
+                    &[],
+                ),
             ));
         }
         if self.service_name.trim().is_empty() {
-            return Some(crate::i18n::msg("serviceName must not be empty", &[]));
+            return Some((
+                "serviceName",
+                crate::i18n::msg("serviceName must not be empty", &[]),
+            ));
         }
         for (name, source) in &self.headers {
             if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                return Some(crate::i18n::msg(
-                    "{name} is not a header name (letters, digits and -)",
-                    &[("name", name)],
+                return Some((
+                    "headers",
+                    crate::i18n::msg(
+                        "{name} is not a header name (letters, digits and -)",
+                        &[("name", name)],
+                    ),
                 ));
             }
             if source.trim().is_empty() {
-                return Some(crate::i18n::msg(
-                    "header {name} needs the environment variable holding its value",
-                    &[("name", name)],
+                return Some((
+                    "headers",
+                    crate::i18n::msg(
+                        "header {name} needs the environment variable holding its value",
+                        &[("name", name)],
+                    ),
                 ));
             }
         }
         let url = match self.url() {
             Ok(u) => u,
-            Err(e) => return Some(e),
+            Err(e) => return Some(("endpoint", e)),
         };
         let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
         if url.scheme() == "http" && !local && !self.headers.is_empty() {
-            return Some(crate::i18n::msg(
-                "{url} is plain http to another machine: its headers (a key) would cross the network readable; use https",
-                &[("url", url.as_str())],
+            return Some((
+                "endpoint",
+                crate::i18n::msg(
+                    "{url} is plain http to another machine: its headers (a key) would cross the network readable; use https",
+                    &[("url", url.as_str())],
+                ),
             ));
         }
         None

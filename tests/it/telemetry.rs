@@ -416,3 +416,115 @@ async fn spans_carry_no_secret_and_content_only_when_asked() {
     assert_eq!(attr(failed, "error.type"), "request");
     baton.stop().await;
 }
+
+#[tokio::test]
+async fn settings_turn_tracing_on_keep_the_header_value_secret_and_say_what_is_wrong() {
+    use reqwest::Method;
+    let collector = Collector::start().await;
+    let fake = FakeUpstream::start("one").await;
+    let dir = tempfile::tempdir().unwrap();
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [provider("one", &fake.base_url(), 1)]}),
+    )
+    .await;
+    let admin = Admin(&baton);
+    let (s, v) = admin.send(Method::GET, "/admin/telemetry", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["enabled"], false);
+    assert_eq!(v["exporting"], false);
+    for (body, param, words) in [
+        (
+            json!({"enabled": true, "sampleRate": 2}),
+            "sampleRate",
+            "between 0 and 1",
+        ),
+        (
+            json!({"enabled": true, "endpoint": "ftp://x"}),
+            "endpoint",
+            "http",
+        ),
+        (
+            json!({"enabled": true, "endpoint": "http://collector.example:4318",
+                "headers": [{"name": "x-token", "value": "abcdefghijkl"}]}),
+            "endpoint",
+            "https",
+        ),
+        (
+            json!({"enabled": true, "headers": [{"name": "x-token"}]}),
+            "headers",
+            "needs a value",
+        ),
+        (
+            json!({"enabled": true, "headers": [{"name": "bad name", "env": "X"}]}),
+            "headers",
+            "header name",
+        ),
+    ] {
+        let (s, v) = admin
+            .send(Method::PUT, "/admin/telemetry", Some(body.clone()))
+            .await;
+        assert_eq!(s, 422, "{body} → {v}");
+        assert_eq!(v["error"]["param"], param, "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(words),
+            "{v}"
+        );
+    }
+    // A collector that is not there: saved, with a warning.
+    let (s, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/telemetry",
+            Some(json!({"enabled": true, "endpoint": "http://127.0.0.1:9/v1/traces"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["warning"]
+            .as_str()
+            .unwrap()
+            .contains("did not take a test export"),
+        "{v}"
+    );
+    let token = "collector-secret-value-42";
+    let (s, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/telemetry",
+            Some(json!({"enabled": true, "endpoint": collector.url,
+                          "headers": [{"name": "X-Token", "value": token}]})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["warning"], Value::Null, "{v}");
+    assert_eq!(v["exporting"], true);
+    assert_eq!(v["headers"][0]["name"], "x-token");
+    assert_eq!(v["headers"][0]["stored"], true);
+    assert!(!v.to_string().contains(token));
+    let r = baton
+        .post(chat_body("auto", "hi", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    collector.wait_for(2).await;
+    assert!(collector
+        .headers()
+        .iter()
+        .any(|h| h.get("x-token").is_some_and(|v| v == token)));
+    // The export (config download) never carries the value.
+    let (_, export) = admin.send(Method::GET, "/admin/export", None).await;
+    assert!(!export.to_string().contains(token));
+    // Off again: nothing more is sent.
+    let (s, v) = admin
+        .send(
+            Method::PUT,
+            "/admin/telemetry",
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(v["exporting"], false);
+    baton.stop().await;
+}

@@ -215,3 +215,47 @@ test("Connect's by-hand status line is this setup's command (its address and dat
   assert.ok(text.includes("--data-dir"), text);
   await page.close();
 });
+
+test("Settings → Tracing turns traces on by keyboard at 420 px, keeps the header value secret, says a dead collector, in Japanese too", async () => {
+  const dead = await new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(`http://127.0.0.1:${port}/v1/traces`));
+    });
+  });
+  const page = await open(420);
+  await page.goto(`${baton}/ui/#settings`);
+  await page.waitForSelector("#telemetry-form");
+  await page.focus("#tel-enabled");
+  await page.keyboard.press("Space");
+  await page.keyboard.press("Tab");
+  await page.keyboard.type(dead);
+  await page.fill("#tel-header", "x-collector-token");
+  await page.fill("#tel-value", "secret-token-value-123");
+  await page.focus("#telemetry-form button[type=submit]");
+  await page.keyboard.press("Enter");
+  const warning = page.locator("[data-testid=tel-warning]");
+  await warning.waitFor();
+  assert.match(await warning.textContent(), /did not take a test export/);
+  assert.equal(await page.inputValue("#tel-value"), "", "the typed value is not kept on screen");
+  const saved = await (await fetch(`${baton}/admin/telemetry`, { headers: admin() })).json();
+  assert.equal(saved.enabled, true);
+  assert.equal(saved.headers[0].stored, true);
+  assert.ok(!JSON.stringify(saved).includes("secret-token-value-123"));
+  // Nothing wider than the window.
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than 420 px`);
+  await page.locator("#telemetry").screenshot({ path: join(artifacts, "settings-tracing-420.png") });
+  await page.close();
+
+  const ja = await open(420, "ja-JP");
+  await ja.goto(`${baton}/ui/#settings`);
+  await ja.waitForSelector("#telemetry-form");
+  const heading = await ja.locator("#telemetry h2").textContent();
+  assert.equal(heading.trim(), "トレース");
+  await ja.locator("#telemetry").screenshot({ path: join(artifacts, "settings-tracing-ja.png") });
+  await ja.close();
+  // Off again, for the tests after this one.
+  await fetch(`${baton}/admin/telemetry`, { method: "PUT", headers: admin(), body: JSON.stringify({ enabled: false, headers: [] }) });
+});
