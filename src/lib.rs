@@ -7,6 +7,7 @@
 pub mod api;
 pub mod auth;
 pub mod canonical;
+pub mod capture;
 pub mod catalog;
 pub mod clients;
 pub mod clock;
@@ -22,7 +23,7 @@ pub mod verdict;
 pub(crate) mod metrics;
 pub(crate) mod pricing;
 pub mod providers;
-pub(crate) mod redact;
+pub mod redact;
 pub(crate) mod router;
 pub mod search;
 pub(crate) mod secrets;

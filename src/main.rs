@@ -62,6 +62,10 @@ enum Command {
     },
     /// Send one cheap real request per provider key and model; print latency or the classified error.
     Probe(ProbeArgs),
+    /// Send a captured request (Settings → Tracing → Capture) to the running Baton again, as it
+    /// came or pinned to another provider, and print how the answer differs from the captured
+    /// one. Exits 0 when they are the same (ids and timestamps aside), 1 when they differ.
+    Replay(ReplayArgs),
     /// Run the gateway as a background service of your user account that starts at login and
     /// restarts if it fails (a systemd user unit on Linux, a launchd agent on macOS, a Task
     /// Scheduler task on Windows).
@@ -155,6 +159,23 @@ struct StatusArgs {
     /// Print stable JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  baton replay req_4f2a9c\n  baton replay req_4f2a9c --provider groq"
+)]
+struct ReplayArgs {
+    /// The captured request's id (its `x-request-id`, shown in Activity).
+    id: String,
+    /// Send it to this provider (its id) instead of where the client's model leads.
+    #[arg(long, value_name = "ID")]
+    provider: Option<String>,
+    #[command(flatten)]
+    gateway: GatewayArgs,
+    /// The gateway key to send it with [default: gateway.key in the data directory].
+    #[arg(long, env = "BATON_GATEWAY_KEY", hide_env_values = true)]
+    gateway_key: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -310,6 +331,14 @@ fn main() -> ExitCode {
             apply: a.apply,
             url: a.url,
             admin_key: a.admin_key,
+        }),
+        Command::Replay(a) => commands::replay(commands::ReplayOptions {
+            id: a.id,
+            provider: a.provider,
+            url: a.gateway.url,
+            data_dir: a.gateway.data_dir,
+            admin_key: a.gateway.admin_key,
+            gateway_key: a.gateway_key,
         }),
         Command::Service { command } => match command {
             ServiceCommand::Install(o) => cli::service::install(o),

@@ -7,7 +7,7 @@ import { initTeam, renderTeam } from "./team.js";
 import { initSettings, renderSettings } from "./settings.js";
 import { initUpdates } from "./updates.js";
 import { initWebSearch } from "./websearch.js";
-import { initTelemetry } from "./telemetry.js";
+import { downloadCapture, initTelemetry } from "./telemetry.js";
 import { N_, keep, loadLanguage, setHour12, t, translateStatic } from "./i18n.js";
 import { chart, classWords, el, explainNodes, fmtClock, logRow, providerRow, setKinds, setServerNow, startCountdowns, status } from "./views.js";
 
@@ -342,7 +342,7 @@ async function loadLog(reset) {
     state.logOffset += r.rows.length;
     $("log-more").hidden = r.rows.length < 50;
     const body = $("log-rows");
-    body.replaceChildren(...state.logRows.map(logRow));
+    body.replaceChildren(...state.logRows.map((row) => logRow(row, downloadCapture)));
     if (!state.logRows.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, t("No requests yet."))));
     chart(state.logRows, $("chart"), $("chart-legend"));
     const sel = $("log-provider");

@@ -451,7 +451,7 @@ function outputBadge(output) {
   return el("span", { class: `badge ${o[1]}`, style: "margin-left:.35rem", "data-testid": "output" }, t(o[0]));
 }
 
-export function logRow(r) {
+export function logRow(r, onCapture) {
   const read = r.cacheReadTokens || 0;
   const written = r.cacheWriteTokens || 0;
   const tokens = r.inputTokens != null
@@ -463,7 +463,9 @@ export function logRow(r) {
     "tr",
     {},
     el("td", { class: "when", title: fmtDateTime(r.tsMs) }, fmtTime(r.tsMs, { hour: "numeric", minute: "2-digit", second: "2-digit" })),
-    el("td", {}, keep(r.requestedModel), r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null, outputBadge(r.output)),
+    el("td", {}, keep(r.requestedModel), r.status >= 400 ? el("span", { class: "badge bad", style: "margin-left:.35rem" }, String(r.status)) : null, outputBadge(r.output),
+      r.captured && onCapture ? el("button", { type: "button", class: "link small", style: "margin-left:.35rem", "data-testid": "capture",
+        title: t("Download this request's capture (replay it with: baton replay {id})", { id: r.id }), onclick: () => onCapture(r.id) }, t("Capture")) : null),
     el("td", {}, chain(r)),
     el("td", { class: "num", "data-label": t("Latency") }, t("{n} ms", { n: r.totalMs })),
     el("td", { class: "num", "data-label": t("Tokens") }, tokens),

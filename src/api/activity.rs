@@ -39,6 +39,14 @@ pub async fn log(
         .store
         .query_requests(&f)
         .map_err(|e| ApiError::internal("store_failed", e))?;
+    // Each row says whether its request was captured (the Activity row links to it).
+    let mut rows = serde_json::to_value(rows).map_err(|e| ApiError::internal("log", e))?;
+    for row in rows.as_array_mut().into_iter().flatten() {
+        let captured = row["id"].as_str().is_some_and(|id| core.captures.has(id));
+        if let (true, Some(o)) = (captured, row.as_object_mut()) {
+            o.insert("captured".into(), Value::Bool(true));
+        }
+    }
     Ok(Json(
         json!({"rows": rows, "limit": f.limit, "offset": f.offset}),
     ))

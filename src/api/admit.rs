@@ -60,6 +60,8 @@ pub(crate) struct Admitted {
     slot: OwnedSemaphorePermit,
     /// What is left of the key's per-minute limits, for the answer's rate-limit headers.
     pub headroom: crate::clients::limiter::Headroom,
+    /// The capture armed for it (`capture`), set where the transport knows its path.
+    pub capture: Option<Arc<crate::capture::Capture>>,
 }
 
 /// A unit refused, and whose it was when the key was known (its log row, its throttle).
@@ -126,6 +128,7 @@ pub(crate) async fn admit(
         charge,
         slot,
         headroom,
+        capture: None,
     })
 }
 

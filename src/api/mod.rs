@@ -9,6 +9,7 @@ pub(crate) mod admin;
 mod admission;
 pub(crate) mod admit;
 pub(crate) mod budget;
+mod captures;
 pub(crate) mod clients;
 mod connect;
 pub(crate) mod count;
@@ -131,6 +132,15 @@ pub fn app(core: Arc<Core>, addr: SocketAddr) -> Router {
         )
         .route("/admin/web-search/test", post(web_search::test))
         .route("/admin/telemetry", get(telemetry::get).put(telemetry::put))
+        .route("/admin/captures", get(captures::list))
+        .route(
+            "/admin/captures/rules",
+            post(captures::arm).delete(captures::disarm),
+        )
+        .route(
+            "/admin/captures/{id}",
+            get(captures::get).delete(captures::delete),
+        )
         .route("/admin/discover", post(admin::discover))
         .route("/admin/cli-check", post(provider_test::cli_check))
         .route("/admin/pause", put(admin::set_paused))

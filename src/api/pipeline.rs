@@ -24,7 +24,22 @@ pub async fn serve(state: &AppState, req: Request, dialect: impl Dialect) -> Res
     let (mut parts, body) = req.into_parts();
     let source = Source::http(body, &parts.headers);
     match admit(state, &dialect, &mut parts.headers, source).await {
-        Ok(admitted) => serve_admitted(state, &parts.headers, admitted, dialect).await,
+        Ok(mut admitted) => {
+            admitted.capture = state.core.captures.begin(crate::capture::Start {
+                request_id: &admitted.request_id,
+                client_key: &admitted.client.id,
+                method: parts.method.as_str(),
+                path: parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .unwrap_or("/"),
+                headers: &parts.headers,
+                body: &admitted.body,
+                now_ms: state.core.routing.clock.now_ms(),
+            });
+            serve_admitted(state, &parts.headers, admitted, dialect).await
+        }
         Err(resp) => resp,
     }
 }
@@ -60,8 +75,10 @@ pub(crate) async fn serve_admitted(
     admitted: Admitted,
     mut dialect: impl Dialect,
 ) -> Response {
+    let mut admitted = admitted;
     let request_id = admitted.request_id.clone();
     let headroom = admitted.headroom;
+    let capture = admitted.capture.take();
     let (client, body, charge, slot) = admitted.into_parts();
     let mut base = HeaderMap::new();
     dialect.id_headers(&request_id, &mut base);
@@ -72,6 +89,7 @@ pub(crate) async fn serve_admitted(
         headers,
         body,
         charge,
+        capture: capture.clone(),
     };
     let result = handle_client(
         state,
@@ -83,13 +101,16 @@ pub(crate) async fn serve_admitted(
         &mut seen,
     )
     .await;
-    match result {
-        Ok(resp) => resp.map(|body| axum::body::Body::new(super::budget::Held::new(body, slot))),
+    let resp = match result {
+        Ok(resp) => crate::capture::teed(resp, capture.as_ref())
+            .map(|body| axum::body::Body::new(super::budget::Held::new(body, slot))),
         Err(e) => {
             refused(state, &request_id, client, seen, &e);
-            rendered(&dialect, &request_id, e, base)
+            crate::capture::teed(rendered(&dialect, &request_id, e, base), capture.as_ref())
         }
-    }
+    };
+    drop(capture);
+    resp
 }
 
 /// A refusal in the dialect's shape, with the answer's headers (its request id).
@@ -135,6 +156,8 @@ struct Unit<'a> {
     headers: &'a HeaderMap,
     body: axum::body::Bytes,
     charge: super::budget::Charge,
+    /// The capture armed for it, if any.
+    capture: Option<std::sync::Arc<crate::capture::Capture>>,
 }
 
 /// What a request showed of itself before it was refused, for its log row.
@@ -227,6 +250,7 @@ async fn handle_client(
     );
     seen.logged = true;
     rec.traced(inbound.trace.as_ref(), dialect.operation());
+    rec.captured(inbound.capture.as_ref());
     if rec.wants_trace(true) {
         rec.content(inbound.prompt(), String::new());
     }
@@ -313,7 +337,15 @@ fn parse(
         continues,
         expect: Default::default(),
         trace: state.core.routing.telemetry.start(headers),
+        capture: unit.capture,
     };
+    if let Some(c) = &inbound.capture {
+        // A login Baton does not hold is masked by its value, like Baton's own keys.
+        if let Some(login) = &inbound.client {
+            c.mask(login.key.secret.expose());
+        }
+        c.canonical(format!("{:#?}", inbound.canonical));
+    }
     Ok((inbound, charge))
 }
 

@@ -357,3 +357,47 @@ pub fn keys(json: bool) -> CmdResult {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// What `baton replay` is given.
+pub struct ReplayOptions {
+    pub id: String,
+    pub provider: Option<String>,
+    pub url: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub admin_key: Option<String>,
+    pub gateway_key: Option<String>,
+}
+
+/// `baton replay`: 0 when the answer is the same, 1 when it differs.
+pub fn replay(o: ReplayOptions) -> CmdResult {
+    let dir = data_dir(o.data_dir.clone());
+    let url = gateway_url(o.url, &dir);
+    let admin = admin_key_of(o.data_dir, o.admin_key)?;
+    let gateway = match o.gateway_key {
+        Some(k) => k,
+        None => {
+            let path = dir.join(baton::auth::GATEWAY_KEY_FILE);
+            std::fs::read_to_string(&path)
+                .map(|k| k.trim().to_string())
+                .map_err(|e| {
+                    format!(
+                        "cannot read the gateway key {}: {e}. Pass --gateway-key (or BATON_GATEWAY_KEY) when the config file sets the keys.",
+                        path.display()
+                    )
+                })?
+        }
+    };
+    let (report, same) = runtime()?.block_on(super::replay::run(super::replay::Replay {
+        url: &url,
+        admin_key: &admin,
+        gateway_key: &gateway,
+        id: &o.id,
+        provider: o.provider.as_deref(),
+    }))?;
+    out!("{report}");
+    Ok(if same {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    })
+}

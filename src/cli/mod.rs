@@ -4,6 +4,7 @@ pub mod commands;
 pub mod connect;
 pub mod keys;
 pub mod probe;
+pub mod replay;
 pub mod service;
 pub mod status;
 pub mod table;

@@ -64,6 +64,33 @@ impl Core {
         }
     }
 
+    /// The capture rules saved (Settings, `/admin/captures`), in force again after a restart
+    /// until each one's end; old captures past the retention are deleted.
+    pub fn load_capture_rules(&self) {
+        let rules: Vec<crate::capture::Rule> = self
+            .store
+            .setting(crate::capture::SETTING)
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let now = self.routing.clock.now_ms();
+        self.captures
+            .set_rules(rules.into_iter().filter(|r| r.until_ms > now).collect());
+        self.captures.prune();
+    }
+
+    /// Saves and applies the capture rules.
+    pub fn save_capture_rules(
+        &self,
+        rules: Vec<crate::capture::Rule>,
+    ) -> Result<(), crate::store::StoreError> {
+        let value = serde_json::to_value(&rules).unwrap_or_default();
+        self.store.set_setting(crate::capture::SETTING, &value)?;
+        self.captures.set_rules(rules);
+        Ok(())
+    }
+
     fn exporter(&self, s: &TelemetrySettings) -> Result<crate::telemetry::Exporter, String> {
         let rt = tokio::runtime::Handle::try_current()
             .map_err(|_| "no runtime to export on".to_string())?;

@@ -57,6 +57,8 @@ pub struct Core {
     /// Client keys' rate limits, budgets and bad-request throttle on this instance.
     pub clients: limiter::Limiter,
     pub metrics: crate::metrics::Metrics,
+    /// Requests captured for replay and bug reports, when a rule is live (`capture`).
+    pub captures: crate::capture::Captures,
     runtimes: Mutex<HashMap<String, Arc<ProviderRuntime>>>,
     /// The detected local last-resort server, once found.
     local: Mutex<Option<crate::config::ProviderConfig>>,
@@ -551,8 +553,15 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
     );
     let core = Arc::new_cyclic(|me: &std::sync::Weak<Core>| {
         let sink: std::sync::Weak<dyn Sink> = me.clone();
+        let routing = Arc::new(Routing::new(empty, cooldowns, events, clock, shared, sink));
+        let retention = opts.config.log.retention_days;
         Core {
-            routing: Arc::new(Routing::new(empty, cooldowns, events, clock, shared, sink)),
+            captures: crate::capture::Captures::new(
+                &opts.data_dir,
+                routing.redactor.clone(),
+                retention,
+            ),
+            routing,
             store,
             keys,
             server: server_cfg,
@@ -574,5 +583,6 @@ pub(crate) async fn open(opts: StartOptions) -> Result<(Arc<Core>, Option<String
     core.reload()?;
     core.load_ui_keys()?;
     core.seed_budgets()?;
+    core.load_capture_rules();
     Ok((core, generated_key))
 }

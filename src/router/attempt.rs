@@ -124,7 +124,8 @@ async fn send(
     let now = routing.clock.now_ms();
     p.runtime.quota.sent(key_id, now, &p.config.limits);
     routing.shared.quota(p, key_id, 1, 0, now);
-    let mut resp = match timeout_at(first_deadline, traced(rb, inbound).send()).await {
+    let sending = dispatch(traced(rb, inbound), inbound, t, key);
+    let (mut resp, captured) = match timeout_at(first_deadline, sending).await {
         Err(_) => {
             return Err(limits::classify_timeout(format!(
                 "no response within {headers_ms} ms"
@@ -140,29 +141,90 @@ async fn send(
     let status = resp.status().as_u16();
     // The body needs no headers: they are taken, not copied.
     let headers = std::mem::take(resp.headers_mut());
-    // One pass over the names decides whether any limit header is there; most answers
-    // (local models, many OpenAI-compatible hosts) carry none and cost no lookups.
-    let limits = crate::limits::windows::LimitHeaders::scan(&headers);
-    if limits.any() {
-        let now = routing.clock.now_ms();
-        p.runtime.quota.observe(key_id, &headers, now);
-        routing.usage_signal(p, key_id, limits.windows(&headers, now));
-        if (200..300).contains(&status) && p.config.overage.is_avoid() {
-            if let Some(reset) = crate::limits::windows::overage_in_use(&headers) {
-                routing.overage_spent(p, key_id, reset);
-            }
-        }
-    }
+    observe_limits(routing, t, key_id, status, &headers);
     let body = futures_util::StreamExt::map(resp.bytes_stream(), |r| {
         r.map_err(|e| crate::providers::outbound::describe(&e))
     });
+    let body = kept(Box::pin(body), inbound, captured, status, &headers);
     let idle = Duration::from_millis(timeouts.idle_ms);
     let content_type = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
     let framing = kinds::framing(&p.config, content_type);
-    let reader = SseReader::framed(framing, Box::pin(body), idle);
+    let reader = SseReader::framed(framing, body, idle);
     Ok((reader, status, headers, wire))
+}
+
+/// Every answer's limit headers are read as usage windows: one pass over the names decides
+/// whether any is there (most answers, from local models and many OpenAI-compatible hosts,
+/// carry none and cost no lookups).
+fn observe_limits(
+    routing: &Routing,
+    t: &Target,
+    key_id: &str,
+    status: u16,
+    headers: &http::HeaderMap,
+) {
+    let p = &t.provider;
+    let limits = crate::limits::windows::LimitHeaders::scan(headers);
+    if limits.any() {
+        let now = routing.clock.now_ms();
+        p.runtime.quota.observe(key_id, headers, now);
+        routing.usage_signal(p, key_id, limits.windows(headers, now));
+        if (200..300).contains(&status) && p.config.overage.is_avoid() {
+            if let Some(reset) = crate::limits::windows::overage_in_use(headers) {
+                routing.overage_spent(p, key_id, reset);
+            }
+        }
+    }
+}
+
+/// The answer's body, also kept in the request's capture (as it comes) when one is armed.
+fn kept(
+    body: crate::providers::sse::ByteStream,
+    inbound: &Inbound,
+    captured: Option<usize>,
+    status: u16,
+    headers: &http::HeaderMap,
+) -> crate::providers::sse::ByteStream {
+    let (Some(c), Some(i)) = (&inbound.capture, captured) else {
+        return body;
+    };
+    c.response(i, status, headers);
+    let c = c.clone();
+    Box::pin(futures_util::StreamExt::inspect(body, move |r| {
+        if let Ok(b) = r {
+            c.response_bytes(i, b);
+        }
+    }))
+}
+
+/// Sends the request; with a capture armed, the request as it goes on the wire is kept first
+/// (its index returned for the answer).
+async fn dispatch(
+    rb: reqwest::RequestBuilder,
+    inbound: &Inbound,
+    t: &Target,
+    key: Option<&ApiKey>,
+) -> Result<(reqwest::Response, Option<usize>), reqwest::Error> {
+    let Some(capture) = &inbound.capture else {
+        return rb.send().await.map(|r| (r, None));
+    };
+    let (client, req) = rb.build_split();
+    let req = req?;
+    let mut part = crate::capture::Part::head(
+        Some(req.method().as_str()),
+        Some(req.url().as_str()),
+        req.headers(),
+    );
+    part.push(req.body().and_then(|b| b.as_bytes()).unwrap_or_default());
+    let i = capture.exchange(
+        t.provider.id(),
+        &t.model.id,
+        key.map(|k| k.id.as_str()),
+        part,
+    );
+    client.execute(req).await.map(|r| (r, i))
 }
 
 /// The trace goes on upstream: the attempt's span as the provider's parent, or the client's

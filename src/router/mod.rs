@@ -312,6 +312,7 @@ pub async fn test_target(
         continues: None,
         expect: Default::default(),
         trace: None,
+        capture: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

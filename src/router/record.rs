@@ -23,6 +23,8 @@ pub struct Record {
     outrun_cost: f64,
     /// Its trace, when Baton traces it (`telemetry`), and what the spans say beyond the row.
     trace: Option<Traced>,
+    /// Its capture, when one is armed: told the log row when the request is over.
+    capture: Option<Arc<crate::capture::Capture>>,
 }
 
 /// What a traced request's spans are made of besides its log row.
@@ -72,7 +74,13 @@ impl Record {
             upstream_us: 0,
             outrun_cost: 0.0,
             trace: None,
+            capture: None,
         }
+    }
+
+    /// Keeps the request's capture informed (its log row decides whether it is kept).
+    pub fn captured(&mut self, capture: Option<&Arc<crate::capture::Capture>>) {
+        self.capture = capture.cloned();
     }
 
     /// Traces this request (when Baton traces it): `operation` is the GenAI operation of the
@@ -252,6 +260,9 @@ impl Record {
             (c, x) if x <= 0.0 => c,
             (c, x) => Some(c.unwrap_or(0.0) + x),
         };
+        if let Some(c) = self.capture.take() {
+            c.finished(&row);
+        }
         if let Some(t) = self.trace.take() {
             let snap = self.routing.snapshot.load();
             let system_of = |id: &str| {

@@ -118,6 +118,7 @@ async fn by_provider(
         continues: None,
         expect: Default::default(),
         trace: None,
+        capture: None,
     };
     let target = Target {
         provider: p.clone(),

@@ -201,6 +201,7 @@ fn inbound(stream: bool) -> Inbound {
         continues: None,
         expect: Default::default(),
         trace: None,
+        capture: None,
         client: None,
         anthropic_beta: None,
         deadline_ms: None,

@@ -54,6 +54,8 @@ pub struct Inbound {
     pub expect: std::sync::OnceLock<Option<crate::structured::Expect>>,
     /// Its trace context (`telemetry`): Baton's trace, or the client's `traceparent` relayed.
     pub trace: Option<std::sync::Arc<crate::telemetry::Trace>>,
+    /// Its capture, when one is armed (`capture`): upstream requests and answers are kept in it.
+    pub capture: Option<std::sync::Arc<crate::capture::Capture>>,
 }
 
 /// A conversation stored upstream that the request continues.

@@ -29,6 +29,7 @@ mod bad_request_throttle;
 mod bedrock_converse;
 mod bedrock_upstream;
 mod cache_tokens;
+mod capture;
 mod catalog;
 mod chaos;
 mod chatgpt_backend;

@@ -26,7 +26,7 @@ const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/jso
 
 /** Words that are names, not English: products, formats, and this test's own data. */
 const NAMES = new Set(`Baton Claude Code Codex Gemini CLI CLIs OpenAI Anthropic API SDK SDKs JSON CSV URL UI ID
-  Brave Search SearXNG Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
+  Brave Search SearXNG OpenTelemetry GenAI OTLP Ollama Responses Web opencode ChatGPT WebSearch Cursor Continue Linux macOS PATH auto
   Azure AWS Bedrock Converse Vertex Cloud Alpha Beta Gamma Groq Mistral Cerebras OpenRouter DeepSeek Google Max Pro Python curl TOML Copilot Studio UTC
   alice fast alpha beta alpha-model beta-model gpt-4o English`.split(/\s+/).filter(Boolean));
 

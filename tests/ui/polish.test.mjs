@@ -21,7 +21,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "artifacts");
 mkdirSync(artifacts, { recursive: true });
 
-let browser, baton, adminKey, up;
+let browser, baton, adminKey, gatewayKey, up;
 const admin = () => ({ "x-admin-key": adminKey, "content-type": "application/json" });
 
 before(async () => {
@@ -39,6 +39,7 @@ before(async () => {
   baton = await start(process.env.BATON_BIN, ["serve", "--config", config, "--data-dir", join(dir, "data"), "--port", "0"],
     { HOME: home, CLAUDE_CONFIG_DIR: "", CODEX_HOME: "", XDG_CONFIG_HOME: "", LANG: "C.UTF-8", LANGUAGE: "", LC_ALL: "" });
   adminKey = readFileSync(join(dir, "data", "admin.key"), "utf8").trim();
+  gatewayKey = readFileSync(join(dir, "data", "gateway.key"), "utf8").trim();
   browser = await launch();
 });
 
@@ -226,7 +227,9 @@ test("Settings → Tracing turns traces on by keyboard at 420 px, keeps the head
   });
   const page = await open(420);
   await page.goto(`${baton}/ui/#settings`);
-  await page.waitForSelector("#telemetry-form");
+  // The card is filled in from the gateway first (its status line is the last thing drawn).
+  await page.waitForSelector("#tel-status p");
+  await page.waitForSelector("#cap-status p");
   await page.focus("#tel-enabled");
   await page.keyboard.press("Space");
   await page.keyboard.press("Tab");
@@ -258,4 +261,45 @@ test("Settings → Tracing turns traces on by keyboard at 420 px, keeps the head
   await ja.close();
   // Off again, for the tests after this one.
   await fetch(`${baton}/admin/telemetry`, { method: "PUT", headers: admin(), body: JSON.stringify({ enabled: false, headers: [] }) });
+});
+
+test("a provider's requests are captured from Settings by keyboard and downloaded from their Activity row", async () => {
+  const r = await fetch(`${baton}/admin/providers`, { method: "POST", headers: admin(), body: JSON.stringify({ id: "capme", kind: "openai-compatible", baseUrl: up, models: ["capme-model"] }) });
+  assert.equal(r.status, 201, await r.text());
+  const page = await open(420);
+  await page.goto(`${baton}/ui/#settings`);
+  await page.waitForSelector("#capture-form option[value='p:capme']", { state: "attached" });
+  await page.selectOption("#cap-target", "p:capme");
+  await page.selectOption("#cap-minutes", "15");
+  await page.focus("#capture-form button[type=submit]");
+  await page.keyboard.press("Enter");
+  await page.locator("[data-testid=cap-rule]", { hasText: "capme" }).waitFor();
+  // A request to it, made by a client.
+  const sent = await fetch(`${baton}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "capme/capme-model", messages: [{ role: "user", content: "capture me" }] }),
+  });
+  assert.equal(sent.status, 200, await sent.text());
+  const id = sent.headers.get("x-request-id");
+  let listed = false;
+  for (let i = 0; i < 50 && !listed; i++) {
+    const caps = await (await fetch(`${baton}/admin/captures`, { headers: admin() })).json();
+    listed = caps.captures.some((c) => c.id === id);
+    if (!listed) await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.ok(listed, "the capture was kept");
+  await page.click("nav a[data-tab=activity]");
+  const button = page.locator("#log-rows [data-testid=capture]").first();
+  await button.waitFor();
+  const [download] = await Promise.all([page.waitForEvent("download"), button.click()]);
+  assert.equal(download.suggestedFilename(), `baton-capture-${id}.json`);
+  const text = readFileSync(await download.path(), "utf8");
+  const capture = JSON.parse(text);
+  assert.equal(capture.id, id);
+  assert.ok(!text.includes(gatewayKey), "the gateway key is not in the capture");
+  await page.goto(`${baton}/ui/#settings`);
+  await page.locator("[data-testid=cap-stop]").click();
+  await page.locator("#cap-status", { hasText: "Nothing is being captured." }).waitFor();
+  await page.close();
 });

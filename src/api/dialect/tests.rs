@@ -59,6 +59,7 @@ fn inbound(p: Parsed) -> Inbound {
         continues: p.continues,
         expect: Default::default(),
         trace: None,
+        capture: None,
     }
 }
 

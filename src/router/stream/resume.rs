@@ -203,6 +203,7 @@ impl Pump {
             continues: None,
             expect: Default::default(),
             trace: None,
+            capture: None,
             client: None,
             anthropic_beta: None,
             canonical: crate::canonical::ChatRequest {
