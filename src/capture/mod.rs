@@ -21,8 +21,8 @@ mod body;
 mod record;
 
 pub use body::teed;
+use record::{Budget, Held, Sink};
 pub use record::{Capture, Part};
-use record::{Held, Sink};
 
 /// The settings table's key for the live rules.
 pub const SETTING: &str = "captureRules";
@@ -63,6 +63,8 @@ pub struct Rule {
 pub struct Captures {
     rules: ArcSwap<Vec<Rule>>,
     store: Arc<Store>,
+    /// The bytes the captures in flight hold, together.
+    budget: Arc<Budget>,
 }
 
 /// Where capture files are written, and how.
@@ -83,6 +85,7 @@ impl Captures {
     ) -> Self {
         Self {
             rules: ArcSwap::from_pointee(Vec::new()),
+            budget: Arc::default(),
             store: Arc::new(Store {
                 dir: data_dir.join("captures"),
                 redactor,
@@ -121,7 +124,8 @@ impl Captures {
             return None;
         }
         let mut client = Part::head(Some(start.method), Some(start.path), start.headers);
-        client.push(start.body);
+        let mut taken = 0;
+        self.budget.keep(&mut client, start.body, &mut taken);
         Some(Arc::new(Capture {
             id: start.request_id.to_string(),
             ts_ms: start.now_ms,
@@ -130,8 +134,10 @@ impl Captures {
             providers,
             held: Mutex::new(Held {
                 client,
+                taken,
                 ..Held::default()
             }),
+            budget: self.budget.clone(),
             sink: Arc::downgrade(&(self.store.clone() as Arc<dyn Sink>)),
         }))
     }

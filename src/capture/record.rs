@@ -11,6 +11,9 @@ use serde_json::Value;
 pub const MAX_PART: usize = 4 * 1024 * 1024;
 /// The most upstream exchanges a capture keeps.
 pub const MAX_EXCHANGES: usize = 16;
+/// The most bytes all captures in flight hold together: past it, what comes is counted, not
+/// kept (a busy provider being captured must not hold the machine's memory).
+pub const MAX_HELD: usize = 64 * 1024 * 1024;
 
 /// A message as captured: start line, headers and body (bounded; the rest counted).
 #[derive(Debug, Default, Clone, Serialize)]
@@ -53,11 +56,14 @@ impl Part {
         }
     }
 
-    pub fn push(&mut self, bytes: &[u8]) {
-        let room = MAX_PART.saturating_sub(self.body.len());
+    /// Keeps what this part's bound and `room` allow of `bytes`, counts the rest; how many
+    /// bytes it kept.
+    pub fn push_within(&mut self, bytes: &[u8], room: usize) -> usize {
+        let room = room.min(MAX_PART.saturating_sub(self.body.len()));
         let take = bytes.len().min(room);
         self.body.extend_from_slice(&bytes[..take]);
         self.cut_bytes += (bytes.len() - take) as u64;
+        take
     }
 }
 
@@ -87,6 +93,42 @@ pub struct Held {
     pub providers: Vec<String>,
     /// Secrets Baton does not hold that this request carried (a client's own login).
     pub extra_secrets: Vec<String>,
+    /// Bytes it holds of the budget all captures share ([`MAX_HELD`]).
+    pub taken: usize,
+}
+
+/// The bytes all captures in flight hold.
+#[derive(Default)]
+pub struct Budget(std::sync::atomic::AtomicUsize);
+
+impl Budget {
+    /// Up to `want` bytes taken from what is left.
+    pub fn reserve(&self, want: usize) -> usize {
+        use std::sync::atomic::Ordering;
+        let mut now = self.0.load(Ordering::Relaxed);
+        loop {
+            let take = want.min(MAX_HELD.saturating_sub(now));
+            match self
+                .0
+                .compare_exchange_weak(now, now + take, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return take,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    pub fn release(&self, n: usize) {
+        self.0.fetch_sub(n, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// `bytes` into `part` within this budget: what is kept is counted to `taken`.
+    pub fn keep(&self, part: &mut Part, bytes: &[u8], taken: &mut usize) {
+        let room = self.reserve(bytes.len());
+        let kept = part.push_within(bytes, room);
+        self.release(room - kept);
+        *taken += kept;
+    }
 }
 
 /// A capture in progress.
@@ -99,6 +141,7 @@ pub struct Capture {
     /// Kept when it was sent to one of these providers.
     pub(super) providers: Vec<String>,
     pub(super) held: Mutex<Held>,
+    pub(super) budget: std::sync::Arc<Budget>,
     pub(super) sink: std::sync::Weak<dyn Sink>,
 }
 
@@ -122,18 +165,21 @@ impl Capture {
         self.with(|h| h.extra_secrets.push(secret.to_string()));
     }
 
-    /// An upstream request about to be sent; its index for the answer.
+    /// An upstream request about to be sent (`request` its head, `body` its body); its index
+    /// for the answer.
     pub fn exchange(
         &self,
         provider: &str,
         model: &str,
         key: Option<&str>,
-        request: Part,
+        mut request: Part,
+        body: &[u8],
     ) -> Option<usize> {
         self.with(|h| {
             if h.exchanges.len() >= MAX_EXCHANGES {
                 return None;
             }
+            self.budget.keep(&mut request, body, &mut h.taken);
             h.exchanges.push(Exchange {
                 provider: provider.to_string(),
                 model: model.to_string(),
@@ -161,7 +207,7 @@ impl Capture {
     pub fn response_bytes(&self, i: usize, bytes: &[u8]) {
         self.with(|h| {
             if let Some(r) = h.exchanges.get_mut(i).and_then(|x| x.response.as_mut()) {
-                r.push(bytes);
+                self.budget.keep(r, bytes, &mut h.taken);
             }
         });
     }
@@ -179,7 +225,7 @@ impl Capture {
     pub fn answer_bytes(&self, bytes: &[u8]) {
         self.with(|h| {
             if let Some(a) = h.answer.as_mut() {
-                a.push(bytes);
+                self.budget.keep(a, bytes, &mut h.taken);
             }
         });
     }
@@ -211,24 +257,55 @@ impl Drop for Capture {
             Ok(h) => std::mem::take(h),
             Err(_) => return,
         };
+        // What it held of the shared budget is given back once written (at once if not kept).
+        let (budget, taken) = (self.budget.clone(), held.taken);
         let keep = self.wanted || held.providers.iter().any(|p| self.providers.contains(p));
-        let Some(store) = self.sink.upgrade() else {
+        let wanted = self.sink.upgrade().filter(|_| keep && held.row.is_some());
+        let Some(store) = wanted else {
+            budget.release(taken);
             return;
         };
-        if !keep || held.row.is_none() {
-            return;
-        }
         let (id, ts, key) = (
             std::mem::take(&mut self.id),
             self.ts_ms,
             std::mem::take(&mut self.client_key),
         );
-        let write = move || store.write(&id, ts, &key, held);
+        let write = move || {
+            store.write(&id, ts, &key, held);
+            budget.release(taken);
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
                 rt.spawn_blocking(write);
             }
             Err(_) => write(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_and_all_captures_together_are_bounded() {
+        let b = Budget::default();
+        let big = vec![b'x'; MAX_PART + 10];
+        let mut p = Part::default();
+        let mut taken = 0;
+        b.keep(&mut p, &big, &mut taken);
+        assert_eq!((p.body.len(), p.cut_bytes, taken), (MAX_PART, 10, MAX_PART));
+        // Every capture together: past the shared bound, bytes are counted, not kept.
+        for _ in 0..MAX_HELD / MAX_PART {
+            let mut q = Part::default();
+            b.keep(&mut q, &big, &mut taken);
+        }
+        assert_eq!(taken, MAX_HELD);
+        let (mut r, mut more) = (Part::default(), 0);
+        b.keep(&mut r, b"more", &mut more);
+        assert_eq!((more, r.cut_bytes), (0, 4));
+        // Given back, the room is there again.
+        b.release(taken);
+        assert_eq!(b.reserve(5), 5);
     }
 }

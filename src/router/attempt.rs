@@ -212,17 +212,18 @@ async fn dispatch(
     };
     let (client, req) = rb.build_split();
     let req = req?;
-    let mut part = crate::capture::Part::head(
+    let head = crate::capture::Part::head(
         Some(req.method().as_str()),
         Some(req.url().as_str()),
         req.headers(),
     );
-    part.push(req.body().and_then(|b| b.as_bytes()).unwrap_or_default());
+    let body = req.body().and_then(|b| b.as_bytes()).unwrap_or_default();
     let i = capture.exchange(
         t.provider.id(),
         &t.model.id,
         key.map(|k| k.id.as_str()),
-        part,
+        head,
+        body,
     );
     client.execute(req).await.map(|r| (r, i))
 }
