@@ -80,6 +80,17 @@ impl ApiError {
         e
     }
 
+    /// 409 for a change to settings the config file owns (it wins at every start): `message`
+    /// says which section and to change it there.
+    pub fn set_in_config_file(message: String) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "set_in_config_file",
+            message,
+        )
+    }
+
     /// 500 when Baton's own storage failed; logged in full, shown plainly.
     pub fn internal(code: &'static str, e: impl std::fmt::Display) -> Self {
         tracing::error!(error = %e, code, "admin request failed inside Baton");

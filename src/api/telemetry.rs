@@ -91,15 +91,10 @@ pub async fn put(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     if core.file_config.telemetry.is_some() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::CONFLICT,
-            "invalid_request_error",
-            "set_in_config_file",
-            crate::i18n::msg(
-                "Tracing is set in the config file (`telemetry`), which wins at every start: change it there.",
-                &[],
-            ),
-        ));
+        return Err(ApiError::set_in_config_file(crate::i18n::msg(
+            "Tracing is set in the config file (`telemetry`), which wins at every start: change it there.",
+            &[],
+        )));
     }
     let old = core.stored_telemetry();
     let mut s = TelemetrySettings {
@@ -187,15 +182,8 @@ fn headers(
                     typed.push((name.clone(), v));
                     format!("{}pending", crate::secrets::LOOKUP_PREFIX)
                 }
-                (None, Some(env)) => {
-                    if !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                        return Err(ApiError::field(
-                            "headers",
-                            "must be an environment variable's name (letters, digits and _)",
-                        ));
-                    }
-                    env
-                }
+                // Checked with the rest (`TelemetrySettings::problem_in`).
+                (None, Some(env)) => env,
                 (None, None) => match old.get(&name) {
                     Some(saved) => saved.clone(),
                     None => return Err(ApiError::field(

@@ -68,15 +68,10 @@ pub async fn put(
 ) -> Result<Json<Value>, ApiError> {
     let core = &state.core;
     if core.file_config.web_search.is_some() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::CONFLICT,
-            "invalid_request_error",
-            "set_in_config_file",
-            crate::i18n::msg(
-                "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
-                &[],
-            ),
-        ));
+        return Err(ApiError::set_in_config_file(crate::i18n::msg(
+            "Web search is set in the config file (`webSearch`), which wins at every start: change it there.",
+            &[],
+        )));
     }
     let old = core.stored_web_search();
     let mut s = SearchSettings {

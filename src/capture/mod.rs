@@ -31,8 +31,9 @@ pub const MAX_FILES: usize = 200;
 /// The longest a rule may run.
 pub const MAX_MINUTES: u32 = 24 * 60;
 
-/// Headers whose values are credentials: never kept, whatever they hold.
-const CREDENTIAL_HEADERS: &[&str] = &[
+/// Headers whose values are credentials: never kept, whatever they hold (and so never sent
+/// again by `baton replay`).
+pub const CREDENTIAL_HEADERS: &[&str] = &[
     "authorization",
     "proxy-authorization",
     "x-api-key",

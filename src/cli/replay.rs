@@ -7,16 +7,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// Request headers the replay does not send again: credentials (masked in the capture
-/// anyway), and what the HTTP client sets itself.
+/// Request headers the replay does not send again besides the credentials the capture masked
+/// (`capture::CREDENTIAL_HEADERS`): what the HTTP client sets itself, and the trace context
+/// of the first call.
 const NOT_REPLAYED: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "x-api-key",
-    "api-key",
-    "x-goog-api-key",
-    "x-admin-key",
-    "cookie",
     "host",
     "content-length",
     "connection",
@@ -73,7 +67,8 @@ pub async fn run(r: Replay<'_>) -> Result<(String, bool), String> {
         let (Some(n), Some(v)) = (h[0].as_str(), h[1].as_str()) else {
             continue;
         };
-        if !NOT_REPLAYED.contains(&n) && v != baton::redact::MASK {
+        let credential = baton::capture::CREDENTIAL_HEADERS.contains(&n);
+        if !credential && !NOT_REPLAYED.contains(&n) && v != baton::redact::MASK {
             req = req.header(n, v);
         }
     }

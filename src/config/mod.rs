@@ -9,7 +9,7 @@ mod load;
 mod provider;
 mod provider_checks;
 pub mod reference;
-mod refs;
+pub(crate) mod refs;
 mod state;
 pub mod telemetry;
 pub mod validate;

@@ -69,7 +69,7 @@ pub fn is_secret_header(name: &str) -> bool {
     .any(|w| n.contains(w))
 }
 
-pub(super) fn check_env_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_env_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');

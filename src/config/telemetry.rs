@@ -108,6 +108,12 @@ impl TelemetrySettings {
                     ),
                 ));
             }
+            // A value typed into Settings is stored; any other source names a variable.
+            if !source.starts_with(crate::secrets::LOOKUP_PREFIX) {
+                if let Err(e) = super::refs::check_env_name(source.trim()) {
+                    return Some(("headers", e));
+                }
+            }
         }
         let url = match self.url() {
             Ok(u) => u,

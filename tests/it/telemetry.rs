@@ -460,6 +460,11 @@ async fn settings_turn_tracing_on_keep_the_header_value_secret_and_say_what_is_w
             "headers",
             "header name",
         ),
+        (
+            json!({"enabled": true, "headers": [{"name": "x-token", "env": "not-a-variable"}]}),
+            "headers",
+            "not an environment variable name",
+        ),
     ] {
         let (s, v) = admin
             .send(Method::PUT, "/admin/telemetry", Some(body.clone()))
