@@ -72,10 +72,9 @@ pub(crate) async fn admit(
 pub(crate) async fn serve_admitted(
     state: &AppState,
     headers: &HeaderMap,
-    admitted: Admitted,
+    mut admitted: Admitted,
     mut dialect: impl Dialect,
 ) -> Response {
-    let mut admitted = admitted;
     let request_id = admitted.request_id.clone();
     let headroom = admitted.headroom;
     let capture = admitted.capture.take();
@@ -101,16 +100,14 @@ pub(crate) async fn serve_admitted(
         &mut seen,
     )
     .await;
-    let resp = match result {
+    match result {
         Ok(resp) => crate::capture::teed(resp, capture.as_ref())
             .map(|body| axum::body::Body::new(super::budget::Held::new(body, slot))),
         Err(e) => {
             refused(state, &request_id, client, seen, &e);
             crate::capture::teed(rendered(&dialect, &request_id, e, base), capture.as_ref())
         }
-    };
-    drop(capture);
-    resp
+    }
 }
 
 /// A refusal in the dialect's shape, with the answer's headers (its request id).

@@ -192,11 +192,7 @@ impl Pump {
             if let Some(u) = d.usage {
                 self.note_usage(u);
             }
-            if self.rec.wants_trace(false) {
-                if let Some(r) = crate::telemetry::finish_reason(&d.events, &raw) {
-                    self.rec.finish_reason(&r);
-                }
-            }
+            self.note_finish(&d, &raw);
             let last = if self.same_format() || d.events.is_empty() {
                 Bytes::new()
             } else {
@@ -216,11 +212,7 @@ impl Pump {
         }
         if d.finish {
             self.finish_seen = true;
-            if self.rec.wants_trace(false) {
-                if let Some(r) = crate::telemetry::finish_reason(&d.events, &raw) {
-                    self.rec.finish_reason(&r);
-                }
-            }
+            self.note_finish(&d, &raw);
         }
         self.content_bytes += d.text_bytes as u64;
         if let Some(u) = d.usage {
@@ -237,6 +229,15 @@ impl Pump {
             return Bytes::new();
         }
         self.translate(raw, &d)
+    }
+
+    /// Why the answer ended, for a traced request's spans (read only when it is traced).
+    fn note_finish(&mut self, d: &Decoded, raw: &[u8]) {
+        if self.rec.wants_trace(false) {
+            if let Some(r) = crate::telemetry::finish_reason(&d.events, raw) {
+                self.rec.finish_reason(&r);
+            }
+        }
     }
 
     /// The answer is complete: its tokens are settled and counted, and the request logged.

@@ -60,12 +60,7 @@ impl Telemetry {
         let guard = self.exporter.load();
         let Some(exporter) = guard.as_ref() else {
             // Off: the client's own trace context goes on as it came.
-            return incoming.map(|tp| {
-                Arc::new(Trace {
-                    relay: Some((tp.clone(), headers.get(TRACESTATE).cloned())),
-                    ours: None,
-                })
-            });
+            return Trace::relayed(headers);
         };
         let parent = incoming
             .and_then(|v| v.to_str().ok())
@@ -79,12 +74,7 @@ impl Telemetry {
             .map(|p| p.trace_id)
             .unwrap_or_else(random_trace_id);
         if !exporter.samples(parent.as_ref(), trace_id) {
-            return incoming.map(|tp| {
-                Arc::new(Trace {
-                    relay: Some((tp.clone(), headers.get(TRACESTATE).cloned())),
-                    ours: None,
-                })
-            });
+            return Trace::relayed(headers);
         }
         Some(Arc::new(Trace {
             relay: None,
@@ -111,6 +101,16 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The client's own trace context, passed on as it came (`None` when it sent none).
+    fn relayed(headers: &HeaderMap) -> Option<Arc<Trace>> {
+        headers.get(TRACEPARENT).map(|tp| {
+            Arc::new(Trace {
+                relay: Some((tp.clone(), headers.get(TRACESTATE).cloned())),
+                ours: None,
+            })
+        })
+    }
+
     /// Whether Baton records this request's spans.
     pub fn traced(&self) -> bool {
         self.ours.is_some()
