@@ -39,10 +39,12 @@ pub async fn log(
         .store
         .query_requests(&f)
         .map_err(|e| ApiError::internal("store_failed", e))?;
-    // Each row says whether its request was captured (the Activity row links to it).
+    // Each row says whether its request was captured (the Activity row links to it): the
+    // captures folder read once for the page, not once a row.
     let mut rows = serde_json::to_value(rows).map_err(|e| ApiError::internal("log", e))?;
+    let captured = core.captures.ids();
     for row in rows.as_array_mut().into_iter().flatten() {
-        let captured = row["id"].as_str().is_some_and(|id| core.captures.has(id));
+        let captured = row["id"].as_str().is_some_and(|id| captured.contains(id));
         if let (true, Some(o)) = (captured, row.as_object_mut()) {
             o.insert("captured".into(), Value::Bool(true));
         }

@@ -143,6 +143,15 @@ impl Captures {
         }))
     }
 
+    /// The ids of the requests captured (one listing of the folder).
+    pub fn ids(&self) -> std::collections::HashSet<String> {
+        self.store
+            .files()
+            .into_iter()
+            .filter_map(|(path, _, _)| Some(path.file_stem()?.to_string_lossy().into_owned()))
+            .collect()
+    }
+
     /// The captures kept, newest first: id, when, size.
     pub fn list(&self) -> Vec<Value> {
         let mut out: Vec<(std::time::SystemTime, Value)> = self
@@ -159,11 +168,6 @@ impl Captures {
             .collect();
         out.sort_by_key(|b| std::cmp::Reverse(b.0));
         out.into_iter().map(|(_, v)| v).collect()
-    }
-
-    /// Whether the request `id` was captured.
-    pub fn has(&self, id: &str) -> bool {
-        self.store.path(id).is_some_and(|p| p.is_file())
     }
 
     /// A capture's file, as written (already redacted).
