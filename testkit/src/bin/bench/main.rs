@@ -18,6 +18,7 @@ mod cache;
 mod compare;
 mod first_byte;
 mod hedge;
+mod scale;
 mod state;
 
 struct Stats {
@@ -433,6 +434,10 @@ async fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--cache") {
         cache::cache_bench(&baton_bin, args.get(i + 1).map(String::as_str)).await;
+        return;
+    }
+    if args.iter().any(|a| a == "--scale") {
+        scale::scale_bench(&baton_bin).await;
         return;
     }
     if args.iter().any(|a| a == "--hedge") {

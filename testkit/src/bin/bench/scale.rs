@@ -1,0 +1,606 @@
+//! `bench --scale`: how Baton's cost grows with what users actually send (issue #51) — body
+//! size on the passthrough and translated paths, client keys, providers and their keys, Codex's
+//! WebSocket against the HTTP stream of the same turn, and many long streams and idle
+//! connections. Every figure is a ratio or a difference within one run, against testkit's
+//! `bench-mock` (the cheapest upstream; it runs beside the load on the other core).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+
+use super::{pct, proc_cpu_secs, proc_kb, start_baton, tempfile_dir, KillOnDrop};
+
+/// The gateway key every Baton of this bench accepts (`BENCH_KEY`).
+const KEY: &str = "bt-scale-key-00000000000000000000000000000000";
+
+/// Long because it is the bench's report: its sections in the order they print.
+pub(super) async fn scale_bench(baton_bin: &str) {
+    let (_mock, mock) = start_mock();
+    let dir = tempfile_dir();
+    println!(
+        "## Scale (Baton pinned to CPU {}; bench-mock and the load on the other core)\n",
+        std::env::var("BENCH_BATON_CPU").unwrap_or_else(|_| "any".into())
+    );
+    // BENCH_SCALE=bodies,keys,ws,streams picks sections (all unless told).
+    let only = std::env::var("BENCH_SCALE").unwrap_or_default();
+    let wants = |s: &str| only.is_empty() || only.split(',').any(|o| o == s);
+    if wants("bodies") {
+        bodies(baton_bin, &dir, &mock).await;
+    }
+    if wants("keys") {
+        keys_and_providers(baton_bin, &dir, &mock).await;
+    }
+    if wants("ws") {
+        websocket(baton_bin, &dir, &mock).await;
+    }
+    if wants("streams") {
+        streams(baton_bin, &dir, &mock).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `bench-mock` (built beside this binary); its base URL.
+pub(super) fn start_mock() -> (KillOnDrop, String) {
+    let exe = std::env::current_exe()
+        .unwrap()
+        .with_file_name("bench-mock");
+    let mut child = Command::new(&exe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", exe.display()));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.split_whitespace().last().unwrap().to_string();
+    (KillOnDrop(child), base)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(2048)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap()
+}
+
+/// A Messages API body of about `size` bytes the way an agent's turn is one: a system prompt,
+/// tools, and a conversation of ~1 KB turns (text with quotes, newlines and non-ASCII), the
+/// last from the user.
+pub(super) fn messages_body(model: &str, size: usize) -> Vec<u8> {
+    let line = "Reading src/router/mod.rs: the \"dispatch\" loop tries each target in turn — \
+                see line 42.\n";
+    let turn: String = line.repeat(1000 / line.len() + 1);
+    let mut messages = Vec::new();
+    let mut used = 600;
+    while used < size || messages.len() % 2 == 0 {
+        let role = if messages.len() % 2 == 0 {
+            "user"
+        } else {
+            "assistant"
+        };
+        messages.push(json!({"role": role, "content": [{"type": "text", "text": turn}]}));
+        used += turn.len() + 60;
+    }
+    let tools: Vec<_> = ["read_file", "write_file", "run_shell"]
+        .iter()
+        .map(|n| json!({"name": n, "description": format!("{n}: a tool of the agent's."),
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}))
+        .collect();
+    serde_json::to_vec(
+        &json!({"model": model, "max_tokens": 64, "system": "You are a coding agent.",
+        "tools": tools, "messages": messages}),
+    )
+    .unwrap()
+}
+
+async fn post_messages(client: &reqwest::Client, url: &str, body: &[u8]) -> f64 {
+    let t = Instant::now();
+    let r = client
+        .post(url)
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let _ = r.bytes().await.unwrap();
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Body size: Messages bodies of 1 KB to 2 MB, one at a time, direct to the mock, through
+/// Baton to an Anthropic upstream (passthrough) and to a Chat Completions one (translated).
+/// Long because it is one table: three paths, four sizes, alternating rounds.
+async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
+    let d = dir.join("bodies");
+    std::fs::create_dir_all(&d).unwrap();
+    let config = json!({"providers": [
+            {"id": "pass", "kind": "anthropic", "baseUrl": format!("{mock}/v1"), "keys": [{"env": "BENCH_UP"}], "models": ["m"]},
+            {"id": "tr", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["m"]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
+        "log": {"retentionDays": 1}});
+    let (_baton, pid, url) = start_baton(
+        baton_bin,
+        &d,
+        &config,
+        &[("BENCH_KEY", KEY), ("BENCH_UP", "sk-ant-bench-upstream")],
+    );
+    let baton = url.replace("/chat/completions", "/messages");
+    let direct = format!("{mock}/v1/messages");
+    let client = client();
+    println!("### Body size (Messages API, one request at a time; p50 of each path, alternating rounds)\n");
+    println!("| body | direct p50 | passthrough p50 | added | translated p50 | added | CPU-ms per MB passthrough | translated |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (label, size) in [
+        ("1 KB", 1_000),
+        ("100 KB", 100_000),
+        ("500 KB", 500_000),
+        ("2 MB", 2_000_000),
+    ] {
+        let n = (40_000_000 / size).clamp(20, 300);
+        let bodies = [
+            messages_body("m", size),
+            messages_body("pass/m", size),
+            messages_body("tr/m", size),
+        ];
+        let (mut lat, mut cpu) = ([vec![], vec![], vec![]], [0.0; 3]);
+        for _round in 0..2 {
+            for (i, body) in bodies.iter().enumerate() {
+                let url = if i == 0 { &direct } else { &baton };
+                for _ in 0..3 {
+                    post_messages(&client, url, body).await;
+                }
+                let c0 = proc_cpu_secs(pid);
+                for _ in 0..n / 2 {
+                    lat[i].push(post_messages(&client, url, body).await);
+                }
+                cpu[i] += proc_cpu_secs(pid) - c0;
+            }
+        }
+        let p50: Vec<f64> = lat
+            .iter_mut()
+            .map(|l| {
+                l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                pct(l, 0.5)
+            })
+            .collect();
+        let mb = |i: usize| cpu[i] * 1000.0 / ((lat[i].len() * bodies[i].len()) as f64 / 1e6);
+        println!(
+            "| {label} | {:.3} ms | {:.3} ms | {:+.3} ms | {:.3} ms | {:+.3} ms | {:.1} | {:.1} |",
+            p50[0],
+            p50[1],
+            p50[1] - p50[0],
+            p50[2],
+            p50[2] - p50[0],
+            mb(1),
+            mb(2)
+        );
+    }
+    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms.\n");
+}
+
+/// Closed loop of `n` plain Chat Completions requests at 32 connections; Baton's CPU seconds
+/// per 1,000.
+async fn cpu_per_1000(client: &reqwest::Client, url: &str, pid: u32, n: usize, model: &str) -> f64 {
+    let body = json!({"model": model, "messages": [{"role": "user", "content": "Say hello to the benchmark"}]}).to_string();
+    let c0 = proc_cpu_secs(pid);
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (client, url, body, next) =
+            (client.clone(), url.to_string(), body.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < n {
+                let r = client
+                    .post(&url)
+                    .bearer_auth(KEY)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+                let _ = r.bytes().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (proc_cpu_secs(pid) - c0) / n as f64 * 1000.0
+}
+
+/// Two Batons, `small` and `large`, the same plain request alternating between them in rounds:
+/// each one's CPU seconds per 1,000 (medians of the rounds).
+async fn alternate(
+    client: &reqwest::Client,
+    (small, large): ((u32, &str), (u32, &str)),
+    model: &str,
+) -> (f64, f64) {
+    let n: usize = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    for (pid, url) in [small, large] {
+        cpu_per_1000(client, url, pid, 2_000, model).await;
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        for side in 0..2 {
+            let ((pid, url), acc) = if (side + round) % 2 == 0 {
+                (small, &mut a)
+            } else {
+                (large, &mut b)
+            };
+            acc.push(cpu_per_1000(client, url, pid, n / 4, model).await);
+        }
+    }
+    a.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    b.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    (pct(&a, 0.5), pct(&b, 0.5))
+}
+
+/// 1 against 1,000 client keys, and 1 provider with 1 key against 200 providers of 5 keys each
+/// (every one serving the model `auto` resolves to).
+/// Long because it is one table: four gateways, two comparisons.
+async fn keys_and_providers(baton_bin: &str, dir: &std::path::Path, mock: &str) {
+    let provider = |i: usize, keys: usize| {
+        let keys: Vec<_> = (0..keys)
+            .map(|k| json!({"env": format!("BENCH_P{i}_K{k}")}))
+            .collect();
+        json!({"id": format!("p{i}"), "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["m"], "keys": keys})
+    };
+    let mut many_keys: Vec<(String, String)> = (0..1000)
+        .map(|i| {
+            (
+                format!("BENCH_CLIENT_{i}"),
+                format!("bt-scale-client-{i:06}-0000000000000000000000000"),
+            )
+        })
+        .collect();
+    many_keys.push(("BENCH_KEY".into(), KEY.into()));
+    let mut gateway_keys: Vec<_> = (0..1000)
+        .map(|i| json!({"env": format!("BENCH_CLIENT_{i}"), "label": format!("member {i}")}))
+        .collect();
+    gateway_keys.push(json!({"env": "BENCH_KEY", "label": "bench"}));
+    let provider_keys: Vec<(String, String)> = (0..200)
+        .flat_map(|i| {
+            (0..5).map(move |k| {
+                (
+                    format!("BENCH_P{i}_K{k}"),
+                    format!("sk-bench-{i}-{k}-000000000000"),
+                )
+            })
+        })
+        .chain([("BENCH_KEY".to_string(), KEY.to_string())])
+        .collect();
+    let start = |name: &str, config: serde_json::Value, envs: &[(String, String)]| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let envs: Vec<(&str, &str)> = envs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        start_baton(baton_bin, &d, &config, &envs)
+    };
+    let one_key = [
+        ("BENCH_KEY".to_string(), KEY.to_string()),
+        ("BENCH_P0_K0".into(), "sk-bench-0-0-000000000000".into()),
+    ];
+    let (_a, pa, ua) = start(
+        "keys-1",
+        json!({"providers": [provider(0, 1)], "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1}}),
+        &one_key,
+    );
+    let mut envs = many_keys.clone();
+    envs.push(("BENCH_P0_K0".into(), "sk-bench-0-0-000000000000".into()));
+    let (_b, pb, ub) = start(
+        "keys-1000",
+        json!({"providers": [provider(0, 1)], "gatewayKeys": gateway_keys, "log": {"retentionDays": 1}}),
+        &envs,
+    );
+    let client = client();
+    println!("### Keys and providers (plain Chat Completions, 32 connections; CPU seconds per 1,000, medians of 4 alternating rounds)\n");
+    println!("| comparison | small | large | large ÷ small | target |\n|---|---|---|---|---|");
+    let (s, l) = alternate(&client, ((pa, &ua), (pb, &ub)), "auto").await;
+    println!(
+        "| 1 vs 1,000 client keys | {s:.4} | {l:.4} | {:.2}x | <= 1.10x |",
+        l / s
+    );
+    drop((_a, _b));
+    let (_c, pc, uc) = start(
+        "providers-1",
+        json!({"providers": [provider(0, 1)], "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1}}),
+        &one_key,
+    );
+    let providers: Vec<_> = (0..200).map(|i| provider(i, 5)).collect();
+    let (_d, pd, ud) = start(
+        "providers-200",
+        json!({"providers": providers, "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1}}),
+        &provider_keys,
+    );
+    let (s, l) = alternate(&client, ((pc, &uc), (pd, &ud)), "auto").await;
+    println!("| 1 provider × 1 key vs 200 providers × 5 keys (`auto`) | {s:.4} | {l:.4} | {:.2}x | <= 1.10x |", l / s);
+    let (s, l) = alternate(&client, ((pc, &uc), (pd, &ud)), "p0/m").await;
+    println!("| the same, the request pinned to one provider (`p0/m`) | {s:.4} | {l:.4} | {:.2}x | <= 1.10x |\n", l / s);
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A Responses turn over Codex's WebSocket: ms to the first text delta and to the end.
+async fn ws_turn(ws: &mut Ws, turn: &serde_json::Value) -> (f64, f64) {
+    use tokio_tungstenite::tungstenite::Message;
+    let t = Instant::now();
+    ws.send(Message::Text(turn.to_string().into()))
+        .await
+        .unwrap();
+    let mut first = None;
+    loop {
+        let Message::Text(text) = ws.next().await.unwrap().unwrap() else {
+            continue;
+        };
+        let text = text.as_str();
+        if first.is_none() && text.contains("\"response.output_text.delta\"") {
+            first = Some(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        if text.contains("\"response.completed\"")
+            || text.contains("\"response.failed\"")
+            || text.contains("\"type\":\"error\"")
+        {
+            assert!(text.contains("\"response.completed\""), "{text}");
+            let end = t.elapsed().as_secs_f64() * 1000.0;
+            return (first.unwrap_or(end), end);
+        }
+    }
+}
+
+/// The same turn as an HTTP stream (`POST /v1/responses`).
+async fn http_turn(client: &reqwest::Client, url: &str, turn: &serde_json::Value) -> (f64, f64) {
+    let t = Instant::now();
+    let r = client
+        .post(url)
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body(turn.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut s = r.bytes_stream();
+    let mut first = None;
+    while let Some(c) = s.next().await {
+        let c = c.unwrap();
+        if first.is_none() && c.windows(26).any(|w| w == b"response.output_text.delta") {
+            first = Some(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    let end = t.elapsed().as_secs_f64() * 1000.0;
+    (first.unwrap_or(end), end)
+}
+
+/// Codex's WebSocket transport against the HTTP stream of the same turn: 8 clients at once,
+/// each its own socket or connection, alternating rounds; CPU per turn and first byte.
+/// Long because it is one table: two transports, rounds, the report.
+async fn websocket(baton_bin: &str, dir: &std::path::Path, mock: &str) {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let d = dir.join("ws");
+    std::fs::create_dir_all(&d).unwrap();
+    let config = json!({"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["m"]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1}});
+    let (_baton, pid, url) = start_baton(baton_bin, &d, &config, &[("BENCH_KEY", KEY)]);
+    let http_url = url.replace("/chat/completions", "/responses");
+    let ws_url = http_url.replacen("http://", "ws://", 1);
+    let turn = json!({"model": "m", "stream": true, "input": [{"type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": "Say hello to the benchmark"}]}]});
+    let ws_turn_msg = {
+        let mut t = turn.clone();
+        t["type"] = json!("response.create");
+        t
+    };
+    let client = client();
+    let turns: usize = std::env::var("BENCH_WS_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let (mut ws_first, mut http_first, mut ws_cpu, mut http_cpu) = (vec![], vec![], 0.0, 0.0);
+    for round in 0..4 {
+        for side in 0..2 {
+            let over_ws = (side + round) % 2 == 0;
+            let c0 = proc_cpu_secs(pid);
+            let mut tasks = Vec::new();
+            for _ in 0..8 {
+                let (client, http_url, ws_url, turn, ws_turn_msg) = (
+                    client.clone(),
+                    http_url.clone(),
+                    ws_url.clone(),
+                    turn.clone(),
+                    ws_turn_msg.clone(),
+                );
+                tasks.push(tokio::spawn(async move {
+                    let mut firsts = Vec::new();
+                    if over_ws {
+                        let mut req = ws_url.into_client_request().unwrap();
+                        req.headers_mut()
+                            .insert("authorization", format!("Bearer {KEY}").parse().unwrap());
+                        let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+                        for _ in 0..turns / 32 {
+                            firsts.push(ws_turn(&mut ws, &ws_turn_msg).await.0);
+                        }
+                    } else {
+                        for _ in 0..turns / 32 {
+                            firsts.push(http_turn(&client, &http_url, &turn).await.0);
+                        }
+                    }
+                    firsts
+                }));
+            }
+            let mut firsts = Vec::new();
+            for t in tasks {
+                firsts.extend(t.await.unwrap());
+            }
+            let cpu = proc_cpu_secs(pid) - c0;
+            if over_ws {
+                ws_first.extend(firsts);
+                ws_cpu += cpu;
+            } else {
+                http_first.extend(firsts);
+                http_cpu += cpu;
+            }
+        }
+    }
+    ws_first.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    http_first.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let per_turn = |cpu: f64, n: usize| cpu / n as f64 * 1e6;
+    let (wc, hc) = (
+        per_turn(ws_cpu, ws_first.len()),
+        per_turn(http_cpu, http_first.len()),
+    );
+    println!("### Codex's WebSocket against the HTTP stream of the same turn (Responses API, 8 at once, 4 alternating rounds)\n");
+    println!(
+        "| measure | HTTP stream | WebSocket | WebSocket ÷ HTTP | target |\n|---|---|---|---|---|"
+    );
+    println!(
+        "| CPU per turn | {hc:.1} µs | {wc:.1} µs | {:.2}x | <= 1.10x |",
+        wc / hc
+    );
+    let (hp, wp) = (pct(&http_first, 0.5), pct(&ws_first, 0.5));
+    println!(
+        "| first text delta p50 | {hp:.3} ms | {wp:.3} ms | {:.2}x | <= 1.10x |",
+        wp / hp
+    );
+    let (hp, wp) = (pct(&http_first, 0.99), pct(&ws_first, 0.99));
+    println!(
+        "| first text delta p99 | {hp:.3} ms | {wp:.3} ms | {:.2}x | |\n",
+        wp / hp
+    );
+}
+
+/// 1,000 long streams at once (a chunk every 100 ms for `BENCH_STREAM_SECS`, a minute unless
+/// told): Baton's resident memory while they run and how it moves; then 1,000 idle keep-alive
+/// connections and what each costs.
+/// Long because it is one table: the streams, the sampler, the idle connections.
+async fn streams(baton_bin: &str, dir: &std::path::Path, mock: &str) {
+    let secs: u64 = std::env::var("BENCH_STREAM_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let model = format!("slow-{}x100", secs * 10);
+    let d = dir.join("streams");
+    std::fs::create_dir_all(&d).unwrap();
+    let config = json!({"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": [model]}],
+        "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1},
+        // 256 at once unless told: a team carrying 1,000 agents' streams says so.
+        "server": {"maxConcurrentRequests": 2000}});
+    let (_baton, pid, url) = start_baton(baton_bin, &d, &config, &[("BENCH_KEY", KEY)]);
+    let client = client();
+    // Warm: the allocator's arenas and the log's first writes.
+    for _ in 0..50 {
+        http_chat(&client, &url, "auto").await;
+    }
+    let before = proc_kb(pid, "VmRSS:");
+    let body = json!({"model": model, "stream": true, "messages": [{"role": "user", "content": "Think for a minute"}]}).to_string();
+    let mut tasks = Vec::new();
+    for _ in 0..1000 {
+        let (client, url, body) = (client.clone(), url.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(&url)
+                .bearer_auth(KEY)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+            let mut s = r.bytes_stream();
+            let mut n = 0usize;
+            while let Some(c) = s.next().await {
+                n += c.unwrap().len();
+            }
+            n
+        }));
+    }
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    while !tasks.iter().all(|t| t.is_finished()) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        samples.push((started.elapsed().as_secs_f64(), proc_kb(pid, "VmRSS:")));
+    }
+    for t in tasks {
+        assert!(t.await.unwrap() > 0);
+    }
+    let peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    let at = |f: f64| {
+        samples
+            .iter()
+            .find(|s| s.0 >= f * secs as f64)
+            .map_or(0, |s| s.1)
+    };
+    let (early, late) = (at(0.25), at(0.95));
+    println!(
+        "### 1,000 long streams at once (a chunk every 100 ms for {secs} s) and idle connections\n"
+    );
+    println!("| measure | value | target |\n|---|---|---|");
+    println!("| RSS before | {:.1} MiB | |", before as f64 / 1024.0);
+    println!(
+        "| RSS peak while 1,000 streams run | {:.1} MiB | <= 64 MiB |",
+        peak as f64 / 1024.0
+    );
+    println!(
+        "| per open stream | {:.1} KiB | |",
+        (peak.saturating_sub(before)) as f64 / 1000.0
+    );
+    println!(
+        "| RSS growth from {:.0} s to {:.0} s of the run, per minute | {:+.2} MiB | none |",
+        0.25 * secs as f64,
+        0.95 * secs as f64,
+        (late as f64 - early as f64) / 1024.0 / (0.7 * secs as f64 / 60.0)
+    );
+    // Idle keep-alive connections: each made one request, then waits.
+    let idle_before = proc_kb(pid, "VmRSS:");
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut conns = Vec::new();
+    for _ in 0..1000 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(
+            buf[..n].starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&buf[..n])
+        );
+        conns.push(s);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_after = proc_kb(pid, "VmRSS:");
+    println!(
+        "| per idle keep-alive connection (1,000 open) | {:.1} KiB | |\n",
+        idle_after.saturating_sub(idle_before) as f64 / 1000.0
+    );
+    drop(conns);
+}
+
+async fn http_chat(client: &reqwest::Client, url: &str, model: &str) {
+    let r = client
+        .post(url)
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body(json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let _ = r.bytes().await.unwrap();
+}
