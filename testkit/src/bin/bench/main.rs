@@ -20,6 +20,7 @@ mod first_byte;
 mod hedge;
 mod scale;
 mod state;
+mod streams;
 
 struct Stats {
     count: usize,
