@@ -64,7 +64,14 @@ pub(super) async fn run_candidates<U: Upstream>(
             span: cx.inbound.attempt_span(),
         };
         let settled = match hedge::delay(cx, &sent.target, &queue, &mut pass) {
-            Some(delay) => hedge::race(cx, sent, slot, delay, &mut queue, &mut pass, rec).await,
+            // Boxed: hedging is opt-in, and its race (two attempts at once) is the largest
+            // future of the loop; unboxed, every request's state would be that large.
+            Some(delay) => {
+                Box::pin(hedge::race(
+                    cx, sent, slot, delay, &mut queue, &mut pass, rec,
+                ))
+                .await
+            }
             None => match attempt(cx, sent, slot, (&mut queue, &mut pass), rec).await {
                 Ok(s) => s,
                 Err(f) => return Err(f),
@@ -92,8 +99,14 @@ async fn attempt<U: Upstream>(
     let attempt = cx
         .up
         .attempt(&sent.target, sent.key(), cx.inbound, rec.id());
-    let attempt = crate::telemetry::in_attempt(sent.span, attempt);
-    match timeout_at(cx.deadline, attempt).await {
+    // Boxed: the attempt (the HTTP client's request and the answer's first read) is the
+    // deepest future of a request; held by pointer, the futures above it stay small, and a
+    // request's state is not copied kilobytes at a time as it goes down the call chain.
+    let attempt = Box::pin(timeout_at(
+        cx.deadline,
+        crate::telemetry::in_attempt(sent.span, attempt),
+    ));
+    match attempt.await {
         Ok(outcome) => Ok(settle(cx, (sent, slot, outcome), (queue, pass), rec).await),
         Err(_) => {
             let c = limits::classify_timeout("request deadline reached");

@@ -300,7 +300,9 @@ pub(super) async fn settle<U>(
                 status,
                 body,
             };
-            Settled::Lost(failed(cx, sent, slot, v, (queue, pass), rec).await)
+            // Boxed: a failure's weighing (cooldowns, the shared state's barrier) is a large
+            // future, and every future above this one would carry its size on every request.
+            Settled::Lost(Box::pin(failed(cx, sent, slot, v, (queue, pass), rec)).await)
         }
     }
 }
