@@ -112,7 +112,9 @@ pub(crate) fn price_and_tier(
 #[derive(Debug)]
 pub struct ProviderEntry {
     pub config: ProviderConfig,
-    pub models: Vec<ModelInfo>,
+    /// Shared with every routing target that names one (a request's candidates are cheap to
+    /// list however many providers serve its model).
+    pub models: Vec<Arc<ModelInfo>>,
     pub keys: Vec<ApiKey>,
     /// Environment variables named in the config but not set.
     pub missing_keys: Vec<String>,
@@ -126,6 +128,9 @@ pub struct ProviderEntry {
     pub runtime: Arc<ProviderRuntime>,
     /// Zone of the daily quota reset.
     pub day_reset: Option<jiff::tz::TimeZone>,
+    /// The last quota day `quota_day` worked out in that zone: routing asks for every
+    /// candidate on every request, and a zone's calendar is not free to consult.
+    pub day_cache: Mutex<Option<(i64, i64)>>,
     /// The login of its `proxy` (`USER:PASSWORD`), read from its reference.
     pub proxy_login: Option<Secret>,
     /// `base_url` + `/chat/completions`, parsed once (URL parsing is not free per request).
@@ -161,10 +166,18 @@ impl ProviderEntry {
     /// The provider's quota day containing `now`: midnight to midnight in its `dayReset` zone
     /// (UTC when none is declared), 23 or 25 hours long on DST days.
     pub fn quota_day(&self, now: i64) -> (i64, i64) {
-        match &self.day_reset {
-            Some(tz) => crate::clock::day_bounds(now, tz),
-            None => crate::clients::utc_day(now),
+        let Some(tz) = &self.day_reset else {
+            return crate::clients::utc_day(now);
+        };
+        let cached = self.day_cache.lock().ok().and_then(|c| *c);
+        if let Some((start, end)) = cached.filter(|(s, e)| (*s..*e).contains(&now)) {
+            return (start, end);
         }
+        let day = crate::clock::day_bounds(now, tz);
+        if let Ok(mut c) = self.day_cache.lock() {
+            *c = Some(day);
+        }
+        day
     }
 
     /// Why this provider cannot be used at all right now, if so.
@@ -231,7 +244,7 @@ impl ProviderEntry {
 
     /// The model named `id`, or else the one that serves that name (the same model under its
     /// vendor's name).
-    pub fn model(&self, id: &str) -> Option<&ModelInfo> {
+    pub fn model(&self, id: &str) -> Option<&Arc<ModelInfo>> {
         self.models.iter().find(|m| m.id == id).or_else(|| {
             self.models
                 .iter()
@@ -240,10 +253,10 @@ impl ProviderEntry {
     }
 
     /// Facts for a model not in the list (pinned by name): provider-wide capabilities.
-    pub fn model_or_default(&self, id: &str) -> ModelInfo {
+    pub fn model_or_default(&self, id: &str) -> Arc<ModelInfo> {
         self.model(id).cloned().unwrap_or_else(|| {
             let (price, tier) = price_and_tier(&self.config, id, None, None);
-            ModelInfo {
+            Arc::new(ModelInfo {
                 id: id.to_string(),
                 context_window: self.config.capabilities.context_window,
                 tools: self.config.capabilities.tools,
@@ -253,7 +266,7 @@ impl ProviderEntry {
                 price,
                 tier,
                 serves: Vec::new(),
-            }
+            })
         })
     }
 }
@@ -344,6 +357,34 @@ mod tests {
         assert_eq!(s.masked(), "sk-…abcd");
         assert_eq!(format!("{s:?}"), "Secret(*****)");
         assert_eq!(Secret::new("short").masked(), "…");
+    }
+
+    /// The quota day is remembered, never trusted outside its bounds: the clock crossing
+    /// midnight in the zone (or going back) gets that day's bounds, DST days included.
+    #[test]
+    fn the_remembered_quota_day_follows_the_clock_across_midnight() {
+        let config = serde_json::from_value(serde_json::json!({"id": "p",
+            "kind": "openai-compatible", "baseUrl": "https://api.example.com/v1",
+            "models": ["m"], "dayReset": "America/New_York"}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = resolve::resolve(config, Arc::new(ProviderRuntime::new(None)), &|_| None);
+        let ms = |s: &str| {
+            s.parse::<jiff::Timestamp>()
+                .map(|t| t.as_millisecond())
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        // 2026-03-08 is New York's spring-forward day (23 hours); it starts 05:00 UTC.
+        let (day7, day8, day9) = (
+            ms("2026-03-07T05:00:00Z"),
+            ms("2026-03-08T05:00:00Z"),
+            ms("2026-03-09T04:00:00Z"),
+        );
+        assert_eq!(p.quota_day(day8 - 1), (day7, day8));
+        assert_eq!(p.quota_day(day8 - 1), (day7, day8), "remembered");
+        assert_eq!(p.quota_day(day8), (day8, day9), "midnight crossed");
+        assert_eq!(p.quota_day(day9 - 1), (day8, day9));
+        assert_eq!(p.quota_day(day8 - 1), (day7, day8), "the clock went back");
+        assert_eq!(p.quota_day(day9), (day9, day9 + 86_400_000));
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {

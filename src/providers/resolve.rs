@@ -49,8 +49,9 @@ pub fn resolve(
         .and_then(|z| jiff::tz::TimeZone::get(z).ok());
     ProviderEntry {
         day_reset,
+        day_cache: std::sync::Mutex::new(None),
         config,
-        models,
+        models: models.into_iter().map(Arc::new).collect(),
         keys,
         missing_keys,
         headers,

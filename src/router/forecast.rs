@@ -72,19 +72,17 @@ pub(super) fn plan(
     defer_forecast_caps(routing, kept, targets, rec, now);
 }
 
-/// Each target's account and forecast (once per provider).
+/// Each target's account and forecast (once per provider, however many there are).
 fn facts(routing: &Routing, inbound: &Inbound, targets: &[Target], now: i64) -> Vec<Fact> {
-    let mut seen: Vec<(&str, Fact)> = Vec::new();
+    let mut seen: std::collections::HashMap<*const crate::providers::ProviderEntry, Fact> =
+        std::collections::HashMap::with_capacity(targets.len());
     targets
         .iter()
         .map(|t| {
             let p = &t.provider;
-            if let Some((_, f)) = seen.iter().find(|(id, _)| *id == p.id()) {
-                return f.clone();
-            }
-            let f = account(routing, p, inbound, now);
-            seen.push((p.id(), f.clone()));
-            f
+            seen.entry(std::sync::Arc::as_ptr(p))
+                .or_insert_with(|| account(routing, p, inbound, now))
+                .clone()
         })
         .collect()
 }

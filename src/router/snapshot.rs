@@ -24,7 +24,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub provider: Arc<ProviderEntry>,
-    pub model: ModelInfo,
+    pub model: Arc<ModelInfo>,
 }
 
 impl Target {
@@ -257,7 +257,7 @@ impl Snapshot {
                     return Some(t);
                 }
                 named.then(|| {
-                    t.model.id = requested.to_string();
+                    Arc::make_mut(&mut t.model).id = requested.to_string();
                     t
                 })
             })
@@ -301,8 +301,7 @@ impl Snapshot {
             }
             Selection::ModelName
         };
-        let mut seen = std::collections::HashSet::new();
-        out.retain(|t| seen.insert((t.provider.id().to_string(), t.model.id.clone())));
+        dedupe(&mut out);
         Ok((out, selection))
     }
 
@@ -364,6 +363,22 @@ impl Snapshot {
             }
         }
     }
+}
+
+/// Keeps the first of each provider and model (a route may name one twice): borrowed keys, no
+/// allocation per target, whatever the number of providers.
+fn dedupe(out: &mut Vec<Target>) {
+    if out.len() < 2 {
+        return;
+    }
+    let keep: Vec<bool> = {
+        let mut seen = std::collections::HashSet::with_capacity(out.len());
+        out.iter()
+            .map(|t| seen.insert((Arc::as_ptr(&t.provider), t.model.id.as_str())))
+            .collect()
+    };
+    let mut flags = keep.into_iter();
+    out.retain(|_| flags.next().unwrap_or(true));
 }
 
 fn push_provider(p: &Arc<ProviderEntry>, out: &mut Vec<Target>) {
