@@ -298,7 +298,7 @@ fn parse(
     let deadline_ms = timeout_header(headers)?;
     let client = crate::providers::ClientCredential::from_headers(headers);
     let session = crate::router::affinity::Conversation::session_header(headers);
-    let body = json_object(&unit.body)?;
+    let (body, model_at) = json_object(&unit.body)?;
     let charge = unit.charge;
     let client = client.map(|c| c.with_account_in(&body).spoken_to(dialect.vendor()));
     let named = crate::router::affinity::Conversation::named(session.as_deref(), &body);
@@ -313,6 +313,13 @@ fn parse(
         original,
         continues,
     } = dialect.parse(body, &cx)?;
+    let verbatim = model_at
+        .filter(|_| dialect.keeps_body_verbatim())
+        .map(|model| crate::providers::outbound::Verbatim {
+            wire: dialect.wire(),
+            bytes: unit.body.clone(),
+            model,
+        });
     let needs = canonical.needs();
     let follows = named.is_some()
         || crate::router::affinity::Conversation::follows_unnamed(
@@ -324,6 +331,7 @@ fn parse(
     let inbound = Inbound {
         openai: openai.map(Into::into).unwrap_or_default(),
         original,
+        verbatim,
         client,
         anthropic_beta,
         needs,
@@ -360,10 +368,20 @@ fn timeout_header(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     }
 }
 
-/// The body as a JSON object, or the error that says what is wrong with it.
-fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
+/// The body as a JSON object, and where its top-level `model` value lies in `bytes` when it
+/// names one once and writes no top-level key twice (`providers::outbound::Verbatim`); or the
+/// error that says what is wrong with it.
+fn json_object(bytes: &[u8]) -> Result<Body, ApiError> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    if let Ok(top) = TopLevel(bytes).deserialize(&mut de) {
+        if de.end().is_ok() {
+            return Ok(top);
+        }
+    }
+    // Not an object, or not JSON: parsed again as any value for the error that says which.
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Object(map)) => Ok((map, None)),
         Ok(_) => Err(ApiError::invalid(
             "body",
             "The request body must be a JSON object.",
@@ -374,5 +392,104 @@ fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError>
             err.code = "invalid_json";
             Err(err)
         }
+    }
+}
+
+/// A body's members, and where its `model` value lies in its bytes (see `json_object`).
+type Body = (
+    serde_json::Map<String, Value>,
+    Option<std::ops::Range<usize>>,
+);
+
+/// A request body's top level read once: its members, and the span of its `model` value.
+struct TopLevel<'b>(&'b [u8]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TopLevel<'de> {
+    type Value = (
+        serde_json::Map<String, Value>,
+        Option<std::ops::Range<usize>>,
+    );
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TopLevel<'de> {
+    type Value = (
+        serde_json::Map<String, Value>,
+        Option<std::ops::Range<usize>>,
+    );
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut map = serde_json::Map::new();
+        let (mut keys, mut model) = (0usize, None);
+        while let Some(key) = a.next_key::<String>()? {
+            keys += 1;
+            let value = if key == "model" {
+                // Borrowed from the body itself: its place there is where the bytes are.
+                let raw: &'de serde_json::value::RawValue = a.next_value()?;
+                let start = raw.get().as_ptr() as usize - self.0.as_ptr() as usize;
+                model = Some(start..start + raw.get().len());
+                serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?
+            } else {
+                a.next_value()?
+            };
+            map.insert(key, value);
+        }
+        // A key written twice is read as its last by Baton and perhaps as its first upstream:
+        // such a body is written out again, never relayed as it came.
+        let model = model.filter(|_| keys == map.len());
+        Ok((map, model))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_object;
+
+    fn span(body: &str) -> Option<String> {
+        let (_, at) = json_object(body.as_bytes()).unwrap_or_else(|e| panic!("{}", e.message));
+        at.map(|r| body[r].to_string())
+    }
+
+    #[test]
+    fn the_model_value_is_found_where_the_client_wrote_it() {
+        assert_eq!(span(r#"{"model":"m","n":1}"#).as_deref(), Some(r#""m""#));
+        assert_eq!(
+            span(r#"{ "messages": [{"model": "inner"}], "model" :  "caf\u00e9\"x" }"#).as_deref(),
+            Some(r#""caf\u00e9\"x""#),
+            "the top level's, escapes and all, not a nested one"
+        );
+        // An escaped key is still `model`; any key written twice, and none, give no span.
+        assert_eq!(span(r#"{"mod\u0065l":"m"}"#).as_deref(), Some(r#""m""#));
+        assert_eq!(span(r#"{"model":"a","model":"b"}"#), None);
+        assert_eq!(span(r#"{"model":"a","n":1,"n":2}"#), None);
+        assert_eq!(span(r#"{"messages":[]}"#), None);
+        let (map, _) = json_object(br#"{"model":"a","model":"b"}"#)
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(map["model"], "b", "read as serde_json reads it: the last");
+    }
+
+    #[test]
+    fn what_is_not_an_object_says_so() {
+        let err = |b: &str| json_object(b.as_bytes()).err().map(|e| (e.code, e.message));
+        let (code, message) = err("[1, 2]").unwrap_or_default();
+        assert_eq!(
+            (code, message.as_str()),
+            ("invalid_request", "The request body must be a JSON object.")
+        );
+        let (code, message) = err(r#"{"model": "m",}"#).unwrap_or_default();
+        assert_eq!(code, "invalid_json");
+        assert!(
+            message.starts_with("The request body is not valid JSON: trailing comma"),
+            "{message}"
+        );
+        let (code, _) = err(r#"{"model": "m"} x"#).unwrap_or_default();
+        assert_eq!(code, "invalid_json", "trailing characters");
     }
 }

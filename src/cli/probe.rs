@@ -371,6 +371,7 @@ async fn request(
     let outbound = outbound::Outbound {
         openai: &openai,
         original: None,
+        verbatim: None,
         client: None,
         anthropic_beta: None,
         canonical: &canonical,

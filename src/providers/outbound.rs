@@ -8,7 +8,7 @@ use crate::limits::{self, Classified};
 
 pub use crate::canonical::Wire;
 
-pub use super::kinds::Outbound;
+pub use super::kinds::{Outbound, Verbatim};
 pub use super::thinking::Keep;
 
 pub use super::kinds::anthropic::{

@@ -309,6 +309,7 @@ pub async fn test_target(
         canonical,
         openai: body.into(),
         original: None,
+        verbatim: None,
         continues: None,
         expect: Default::default(),
         trace: None,

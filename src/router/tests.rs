@@ -198,6 +198,7 @@ fn inbound(stream: bool) -> Inbound {
         canonical,
         openai: body.into(),
         original: None,
+        verbatim: None,
         continues: None,
         expect: Default::default(),
         trace: None,

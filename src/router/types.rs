@@ -33,6 +33,9 @@ pub struct Inbound {
     /// (but for the model) to upstreams of that API, keeping what has no canonical form
     /// (thinking signatures, cache control, stored conversations).
     pub original: Option<Original>,
+    /// The client's body as it came, for an upstream of its API (`providers::outbound::Verbatim`); `None` for a
+    /// request Baton made or changed (a resumed stream, a schema told as text, a search).
+    pub verbatim: Option<crate::providers::outbound::Verbatim>,
     /// The client's own credential, for providers with `credentials: "client"`.
     pub client: Option<crate::providers::ClientCredential>,
     /// `anthropic-beta` from the client, passed to Anthropic upstreams.
@@ -138,6 +141,8 @@ impl Inbound {
         Some(Inbound {
             openai: std::sync::OnceLock::new(),
             original: None,
+            // The client's bytes ask for the format natively: never these.
+            verbatim: None,
             canonical,
             expect: std::sync::OnceLock::new(),
             ..self.clone()

@@ -20,6 +20,7 @@ pub(crate) async fn messages(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let raw = body.clone();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     // The beta fields are accepted when the request names a beta.
     let api = if headers.contains_key("anthropic-beta") {
@@ -35,6 +36,7 @@ pub(crate) async fn messages(
     s.receive(Received {
         headers,
         body: body.clone(),
+        raw,
     });
     if let Some(r) = refusal {
         return r;
@@ -221,9 +223,10 @@ pub(crate) async fn count_tokens(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let raw = body.clone();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let refused = s.contract(Api::AnthropicCountTokens, &body);
-    s.receive(Received { headers, body });
+    s.receive(Received { headers, body, raw });
     if let Some(r) = refused {
         return r;
     }

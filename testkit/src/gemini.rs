@@ -21,11 +21,13 @@ pub(crate) async fn generate(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let raw = body.clone();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let unauthenticated = s.strict() && !headers.contains_key("x-goog-api-key");
     s.receive(Received {
         headers,
         body: json!({"path": rest, "body": body.clone()}),
+        raw,
     });
     if unauthenticated {
         return (

@@ -89,6 +89,8 @@ pub enum Behavior {
 pub struct Received {
     pub headers: HeaderMap,
     pub body: Value,
+    /// The body's bytes as they came (what a gateway relaying them verbatim must match).
+    pub raw: Bytes,
 }
 
 #[derive(Default)]
@@ -410,6 +412,7 @@ pub(crate) async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let raw = body.clone();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let bearer = headers
         .get("authorization")
@@ -418,6 +421,7 @@ pub(crate) async fn chat(
     s.receive(Received {
         headers: headers.clone(),
         body: body.clone(),
+        raw,
     });
     if s.strict() && !bearer {
         return (

@@ -145,6 +145,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let raw = body.clone();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let authorization = headers
         .get("authorization")
@@ -156,6 +157,7 @@ pub(crate) async fn create(
     s.receive(Received {
         headers,
         body: body.clone(),
+        raw,
     });
     let subscription = s.subscription.lock().unwrap().clone();
     if let Some(token) = subscription {

@@ -91,6 +91,7 @@ mod timeouts;
 mod token_counts;
 mod updates;
 mod usage;
+mod verbatim;
 mod vertex_upstream;
 mod web_search;
 mod web_search_services;

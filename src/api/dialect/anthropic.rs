@@ -43,6 +43,10 @@ impl Dialect for Anthropic {
         Wire::Anthropic
     }
 
+    fn keeps_body_verbatim(&self) -> bool {
+        true
+    }
+
     fn vendor(&self) -> Vendor {
         Vendor::Anthropic
     }

@@ -43,6 +43,12 @@ pub struct Parsed {
 pub trait Dialect: Send + Sync {
     /// The API: an upstream's bytes in it reach this client untouched.
     fn wire(&self) -> Wire;
+    /// Whether the body `parse` keeps for upstreams of this API (`Parsed::openai` or
+    /// `Parsed::original`) is the client's own, unchanged: then such an upstream is sent the
+    /// client's bytes with only the model replaced (`providers::outbound::Verbatim`).
+    fn keeps_body_verbatim(&self) -> bool {
+        false
+    }
     /// Whose API it is: a client's own login of no known shape is taken to be that vendor's.
     fn vendor(&self) -> Vendor;
     /// What a request in it does, as OpenTelemetry's GenAI conventions name it

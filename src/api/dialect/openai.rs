@@ -29,6 +29,10 @@ impl Dialect for OpenAi {
         Wire::OpenAi
     }
 
+    fn keeps_body_verbatim(&self) -> bool {
+        true
+    }
+
     fn vendor(&self) -> Vendor {
         Vendor::OpenAi
     }

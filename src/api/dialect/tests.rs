@@ -50,6 +50,7 @@ fn inbound(p: Parsed) -> Inbound {
         needs: p.canonical.needs(),
         openai: p.openai.map(Into::into).unwrap_or_default(),
         original: p.original,
+        verbatim: None,
         client: None,
         anthropic_beta: None,
         canonical: p.canonical,

@@ -11,6 +11,19 @@ use crate::limits::Classified;
 use crate::providers::codec::{Complete, Decoded, NotJson};
 use crate::providers::{ApiKey, ClientCredential, ModelInfo, ProviderEntry};
 
+/// The client's body exactly as it came, when its dialect keeps that body unchanged and it
+/// names `model` once among keys each written once: an upstream of the same API is sent
+/// these bytes with only the model's value replaced ([`Outbound::verbatim`]),
+/// instead of the parsed body written out again — nothing the client wrote is lost or
+/// reordered, and a large body is not serialised a second time.
+#[derive(Debug, Clone)]
+pub struct Verbatim {
+    pub wire: Wire,
+    pub bytes: bytes::Bytes,
+    /// Where the top-level `model` value (its JSON text, quotes included) lies in `bytes`.
+    pub model: std::ops::Range<usize>,
+}
+
 /// What the client asked for, in the forms an upstream may take it in.
 pub struct Outbound<'a> {
     /// The request in Chat Completions form, when it was made: the client's own body when it
@@ -20,6 +33,8 @@ pub struct Outbound<'a> {
     /// The client's own body and its API, when it spoke another than Chat Completions: sent
     /// unchanged (but for the model) to upstreams of that API.
     pub original: Option<(Wire, &'a Map<String, Value>)>,
+    /// The client's body as it came ([`Verbatim`]); read through [`Outbound::verbatim`].
+    pub verbatim: Option<&'a Verbatim>,
     /// The client's own credential and identification headers, for providers with
     /// `credentials: "client"` (sent instead of any key of Baton's).
     pub client: Option<&'a ClientCredential>,
@@ -36,6 +51,18 @@ pub struct Outbound<'a> {
 }
 
 impl<'a> Outbound<'a> {
+    /// The client's bytes for `body`, when `body` is the client's own body in `wire` as it
+    /// came (the very map the request holds, not a copy changed on the way): sent with only
+    /// the model replaced.
+    pub fn verbatim(&self, wire: Wire, body: &Map<String, Value>) -> Option<&'a Verbatim> {
+        let v = self.verbatim.filter(|v| v.wire == wire)?;
+        let own = match wire {
+            Wire::OpenAi => self.openai.get(),
+            _ => self.original.filter(|(w, _)| *w == wire).map(|(_, b)| b),
+        }?;
+        std::ptr::eq(own, body).then_some(v)
+    }
+
     /// The request in Chat Completions form (made now, once per request, if it was not yet).
     pub fn openai_body(&self) -> &'a Map<String, Value> {
         let canonical = self.canonical;

@@ -26,7 +26,7 @@ pub mod openai_responses;
 pub mod vertex;
 
 pub use contract::{
-    platform, Decode, Framing, Native, Outbound, Platform, Registered, UpstreamKind,
+    platform, Decode, Framing, Native, Outbound, Platform, Registered, UpstreamKind, Verbatim,
 };
 
 use super::{ApiKey, ModelInfo, ProviderEntry};

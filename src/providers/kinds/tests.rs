@@ -75,6 +75,7 @@ fn outbound<'a>(
     Outbound {
         openai,
         original,
+        verbatim: None,
         client: None,
         anthropic_beta: None,
         canonical,

@@ -200,6 +200,8 @@ impl Pump {
         let inbound = Inbound {
             openai: body.into(),
             original: None,
+            // The conversation with the answer so far: not the client's bytes.
+            verbatim: None,
             continues: None,
             expect: Default::default(),
             trace: None,

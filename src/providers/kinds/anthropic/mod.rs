@@ -33,6 +33,8 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         if let Some(own) = canonical::search::unbridge(b) {
             let o = Outbound {
                 original: Some((Wire::Anthropic, &own)),
+                // Not the client's bytes any more.
+                verbatim: None,
                 ..*o
             };
             return body(&o, model);
@@ -41,9 +43,9 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
         if crate::providers::thinking::to_check(b) {
             let mut own = b.clone();
             fit_thinking(&mut own, o);
-            return openai_compat::same_body(&own, &model.id, cap);
+            return openai_compat::same_body(&own, &model.id, cap, None);
         }
-        return openai_compat::same_body(b, &model.id, cap);
+        return openai_compat::same_body(b, &model.id, cap, o.verbatim(Wire::Anthropic, b));
     }
     let mut b: Map<String, Value> = canonical::anthropic::request_to_anthropic(
         o.canonical,

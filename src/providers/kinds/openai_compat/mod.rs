@@ -3,7 +3,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::contract::{Decode, Outbound, UpstreamKind};
+use super::contract::{Decode, Outbound, UpstreamKind, Verbatim};
 use crate::canonical::openai::{chunk_events, usage_from_openai};
 use crate::canonical::{ChatResponse, Wire};
 use crate::config::kind::KindSpec;
@@ -60,12 +60,26 @@ impl Serialize for WithModel<'_> {
 }
 
 /// Body for the fast path: the OpenAI request exactly as the client sent it, model rewritten
-/// (and a stream asked for its usage).
+/// (and a stream asked for its usage). With the client's bytes (`verbatim`, for its own body
+/// unchanged) they are sent as they came but for the model, when nothing else must change.
 pub fn passthrough_body(
     body: &Map<String, Value>,
     model: &str,
     max_tokens_cap: Option<u64>,
+    verbatim: Option<&Verbatim>,
 ) -> Vec<u8> {
+    let usage_asked = || {
+        body.get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
+    if let Some(v) = verbatim.filter(|_| !streamed || usage_asked()) {
+        if !over_cap(body, max_tokens_cap) {
+            return splice(v, model);
+        }
+    }
     serde_json::to_vec(&WithModel {
         body,
         model,
@@ -76,8 +90,17 @@ pub fn passthrough_body(
 }
 
 /// A body of another API sent on as the client wrote it: only `model` rewritten and the
-/// output cap applied, nothing added.
-pub fn same_body(body: &Map<String, Value>, model: &str, max_tokens_cap: Option<u64>) -> Vec<u8> {
+/// output cap applied, nothing added (the client's bytes themselves, `verbatim`, when the cap
+/// does not bite).
+pub fn same_body(
+    body: &Map<String, Value>,
+    model: &str,
+    max_tokens_cap: Option<u64>,
+    verbatim: Option<&Verbatim>,
+) -> Vec<u8> {
+    if let Some(v) = verbatim.filter(|_| !over_cap(body, max_tokens_cap)) {
+        return splice(v, model);
+    }
     serde_json::to_vec(&WithModel {
         body,
         model,
@@ -85,6 +108,30 @@ pub fn same_body(body: &Map<String, Value>, model: &str, max_tokens_cap: Option<
         ask_usage: false,
     })
     .unwrap_or_default()
+}
+
+/// Whether the body asks for more output than `cap` allows (then it is written out again, the
+/// cap in place).
+fn over_cap(body: &Map<String, Value>, cap: Option<u64>) -> bool {
+    let Some(cap) = cap else {
+        return false;
+    };
+    ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .filter_map(|k| body.get(*k))
+        .any(|v| v.as_u64().is_none_or(|asked| asked > cap))
+}
+
+/// The client's bytes with the top-level `model` value replaced by `model`: one copy, no
+/// parsing or writing out of the rest.
+fn splice(v: &Verbatim, model: &str) -> Vec<u8> {
+    let (head, tail) = (&v.bytes[..v.model.start], &v.bytes[v.model.end..]);
+    let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8);
+    out.extend_from_slice(head);
+    // A JSON string as serde writes it (quotes and escapes); writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, model);
+    out.extend_from_slice(tail);
+    out
 }
 
 /// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the
@@ -333,11 +380,15 @@ impl UpstreamKind for OpenAiCompatible {
             b.insert("reasoning_effort".into(), Value::from(e));
             b
         });
-        let body = passthrough_body(
-            with_effort.as_ref().unwrap_or(base),
-            &model.id,
-            model.max_output_tokens,
-        );
+        let body = match &with_effort {
+            Some(b) => passthrough_body(b, &model.id, model.max_output_tokens, None),
+            None => passthrough_body(
+                base,
+                &model.id,
+                model.max_output_tokens,
+                o.verbatim(Wire::OpenAi, base),
+            ),
+        };
         Ok(build(
             client,
             url.clone(),

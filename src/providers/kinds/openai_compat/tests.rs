@@ -10,7 +10,8 @@ fn passthrough_keeps_every_field() {
     let Value::Object(map) = body else {
         unreachable!()
     };
-    let out: Value = serde_json::from_slice(&passthrough_body(&map, "llama", None)).expect("json");
+    let out: Value =
+        serde_json::from_slice(&passthrough_body(&map, "llama", None, None)).expect("json");
     assert_eq!(out["model"], "llama");
     assert_eq!(out["x_unknown"], json!({"a": [1, 2]}));
     assert_eq!(out["seed"], 7);
@@ -24,10 +25,10 @@ fn max_tokens_is_capped_only_when_larger() {
         unreachable!()
     };
     let out: Value =
-        serde_json::from_slice(&passthrough_body(&map, "m", Some(8192))).expect("json");
+        serde_json::from_slice(&passthrough_body(&map, "m", Some(8192), None)).expect("json");
     assert_eq!(out["max_tokens"], 8192);
     let out: Value =
-        serde_json::from_slice(&passthrough_body(&map, "m", Some(100_000))).expect("json");
+        serde_json::from_slice(&passthrough_body(&map, "m", Some(100_000), None)).expect("json");
     assert_eq!(out["max_tokens"], 64000);
 }
 

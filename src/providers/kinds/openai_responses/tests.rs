@@ -77,6 +77,7 @@ fn built(own: &Map<String, Value>, public: bool) -> Value {
     let o = Outbound {
         openai: &openai,
         original: Some((Wire::Responses, own)),
+        verbatim: None,
         client: None,
         anthropic_beta: None,
         canonical: &canonical,

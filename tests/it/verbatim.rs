@@ -1,0 +1,137 @@
+//! A client whose upstream speaks its own API is relayed its own bytes (issue #51): the body as
+//! it came — key order, spacing, number forms, escapes, fields Baton has never heard of — with
+//! only the model's value replaced. Whatever Baton must change (a key written twice, the output
+//! cap, a stream's usage, a translation) is written out again instead, never relayed as it came.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use serde_json::{json, Value};
+use testkit::FakeUpstream;
+
+async fn post(baton: &Baton, path: &str, body: &str) -> Value {
+    let r = baton
+        .http
+        .post(format!("{}{path}", baton.url))
+        .bearer_auth(&baton.key)
+        .header("x-api-key", &baton.key)
+        .header("anthropic-version", "2023-06-01")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// What the upstream should get: the client's text with its model's value replaced.
+fn with_model(body: &str, from: &str, to: &str) -> String {
+    assert_eq!(body.matches(from).count(), 1, "one model in {body}");
+    body.replacen(from, to, 1)
+}
+
+#[tokio::test]
+async fn same_api_upstreams_get_the_clients_bytes_but_for_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = FakeUpstream::start("chat").await;
+    let claude = FakeUpstream::start("claude").await;
+    std::env::set_var("BT_VERBATIM_UP_KEY", "sk-ant-verbatim-upstream");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "chat", "kind": "openai-compatible", "baseUrl": chat.base_url(), "models": ["served-chat"]},
+            {"id": "claude", "kind": "anthropic", "baseUrl": claude.base_url(),
+             "keys": [{"env": "BT_VERBATIM_UP_KEY"}], "models": [{"id": "served-claude", "maxOutputTokens": 4096}]}]}),
+    )
+    .await;
+
+    // Chat Completions: the model in the middle, odd spacing, floats written `1.0` and `2.50`,
+    // escapes (a `\/`, a `\u00e9`), keys in the client's order.
+    let body = r#"{ "temperature":1.0,"messages" : [{"role":"user","content":"caf\u00e9 \/ \"quoted\"\n"}],
+  "model":   "chat/served-chat" , "logit_bias": {"50256": -100}, "top_p": 0.50, "user":"u\u00e9", "n":1 }"#;
+    post(&baton, "/v1/chat/completions", body).await;
+    let got = chat.received().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&got.raw).unwrap(),
+        with_model(body, r#""chat/served-chat""#, r#""served-chat""#),
+        "the client's bytes, only the model's value replaced"
+    );
+
+    // The Messages API to an Anthropic upstream, as a Claude Code turn sends it (model first).
+    let body = r#"{"model":"claude/served-claude","max_tokens":1024,"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hello"}],"metadata":{"user_id":"u-1"}}"#;
+    post(&baton, "/v1/messages", body).await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&got.raw).unwrap(),
+        with_model(body, r#""claude/served-claude""#, r#""served-claude""#)
+    );
+    baton.stop().await;
+}
+
+#[tokio::test]
+async fn what_baton_must_change_is_written_out_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = FakeUpstream::start("chat").await;
+    let claude = FakeUpstream::start("claude").await;
+    std::env::set_var("BT_VERBATIM_UP_KEY2", "sk-ant-verbatim-upstream-2");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "chat", "kind": "openai-compatible", "baseUrl": chat.base_url(),
+             "models": [{"id": "served-chat", "maxOutputTokens": 100}]},
+            {"id": "claude", "kind": "anthropic", "baseUrl": claude.base_url(),
+             "keys": [{"env": "BT_VERBATIM_UP_KEY2"}], "models": [{"id": "served-claude", "maxOutputTokens": 100}]}]}),
+    )
+    .await;
+
+    // A top-level key written twice: Baton reads the last; an upstream might read the first.
+    // Never relayed as it came: the upstream gets one model, Baton's, and one max_tokens.
+    let body = r#"{"model":"chat/served-chat","model":"chat/served-chat","messages":[{"role":"user","content":"hi"}],"max_tokens":5000,"max_tokens":50}"#;
+    post(&baton, "/v1/chat/completions", body).await;
+    let got = chat.received().pop().unwrap();
+    let raw = std::str::from_utf8(&got.raw).unwrap();
+    assert_eq!(raw.matches("\"model\"").count(), 1, "{raw}");
+    assert_eq!(raw.matches("\"max_tokens\"").count(), 1, "{raw}");
+    assert_eq!(got.body["model"], "served-chat");
+    assert_eq!(got.body["max_tokens"], 50);
+
+    // The operator's output cap bites: written out again with the cap.
+    let body = r#"{"model":"claude/served-claude","max_tokens":5000,"messages":[{"role":"user","content":"hi"}]}"#;
+    post(&baton, "/v1/messages", body).await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(got.body["max_tokens"], 100);
+    assert_eq!(got.body["model"], "served-claude");
+
+    // A stream that did not ask for its usage is asked for it (tokens and budgets count).
+    let r = baton
+        .http
+        .post(format!("{}/v1/chat/completions", baton.url))
+        .bearer_auth(&baton.key)
+        .json(&json!({"model": "chat/served-chat", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let _ = r.text().await.unwrap();
+    let got = chat.received().pop().unwrap();
+    assert_eq!(got.body["stream_options"]["include_usage"], true);
+
+    // A Chat Completions client to the Anthropic upstream: translated, not its bytes.
+    post(
+        &baton,
+        "/v1/chat/completions",
+        r#"{"model":"claude/served-claude","messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(got.body["model"], "served-claude");
+    assert!(
+        got.body["messages"][0].to_string().contains("\"hi\""),
+        "{}",
+        got.body
+    );
+    assert!(got.body.get("stream_options").is_none(), "{}", got.body);
+    baton.stop().await;
+}
