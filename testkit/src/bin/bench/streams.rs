@@ -174,8 +174,9 @@ pub(super) async fn streams(baton_bin: &str, dir: &std::path::Path, mock: &str) 
     std::fs::create_dir_all(&d).unwrap();
     let config = json!({"providers": [{"id": "up", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": [model]}],
         "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}], "log": {"retentionDays": 1},
-        // 256 at once unless told: a team carrying 1,000 agents' streams says so.
-        "server": {"maxConcurrentRequests": 2000}});
+        // 256 requests and 512 connections at once unless told: a team carrying 1,000
+        // agents' streams says so.
+        "server": {"maxConcurrentRequests": 2000, "maxConnections": 4000}});
     let (_baton, pid, url) = start_baton(baton_bin, &d, &config, &[("BENCH_KEY", KEY)]);
     let client = client();
     // Warm: the allocator's arenas and the log's first writes.
