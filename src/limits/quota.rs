@@ -61,6 +61,11 @@ impl Quota {
         }
     }
 
+    /// Whether nothing is known of any key: no limit headers read, nothing counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().map_or(true, |m| m.is_empty())
+    }
+
     /// Whether anything is declared to count.
     pub fn counts(declared: &DeclaredLimits) -> bool {
         declared.rpm.is_some() || declared.rpd.is_some() || declared.tpm.is_some()

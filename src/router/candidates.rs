@@ -297,6 +297,11 @@ fn back(class: Cause, until: i64) -> Back {
 
 /// A provider whose every key (or keyless endpoint) reports a nearly exhausted quota.
 pub(super) fn nearly_exhausted(p: &ProviderEntry, now: i64) -> bool {
+    // Nothing read from its answers or counted against declared limits yet: nothing to say,
+    // found without a lock per key or a quota day worked out (every candidate, every request).
+    if p.runtime.quota.is_empty() {
+        return false;
+    }
     let day = p.quota_day(now).0;
     let low = |key: &str| {
         p.runtime

@@ -74,7 +74,8 @@ fn order(
     now: i64,
 ) {
     if matches!(selection, Selection::Auto) {
-        targets.sort_by_key(|t| nearly_exhausted(&t.provider, now));
+        // Once per target (a stable sort), not once per comparison.
+        targets.sort_by_cached_key(|t| nearly_exhausted(&t.provider, now));
     }
     let by_speed = snap.orders_by_speed(selection, &inbound.canonical.model);
     if by_speed {

@@ -301,7 +301,11 @@ impl Snapshot {
             }
             Selection::ModelName
         };
-        dedupe(&mut out);
+        // Only a route can name a target twice (an entry and a nested route, `auto` among its
+        // entries): a provider is listed once and its models once each (the config's checks).
+        if matches!(selection, Selection::Route) {
+            dedupe(&mut out);
+        }
         Ok((out, selection))
     }
 
