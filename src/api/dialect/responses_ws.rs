@@ -299,7 +299,16 @@ async fn relay(
     );
     let mut events = SseReader::new(body, std::time::Duration::from_secs(3600));
     loop {
-        match events.next_event().await {
+        // Events already here are queued and go out together; the socket is written when the
+        // next one has to be waited for (one write per burst, as the HTTP stream does).
+        let next = match events.buffered_event() {
+            Some(ev) => Ok(Some(ev)),
+            None => {
+                socket.flush().await?;
+                events.next_event().await
+            }
+        };
+        match next {
             Ok(Some(ev)) => {
                 let Some(data) = ev.data else { continue };
                 if data.as_ref() == b"[DONE]" {
@@ -309,9 +318,9 @@ async fn relay(
                 if text.contains("\"response.completed\"") {
                     remember(state, chain, &input, &text);
                 }
-                socket.send(text).await?;
+                socket.feed(text).await?;
             }
-            Ok(None) => return Ok(()),
+            Ok(None) => return socket.flush().await,
             Err(e) => {
                 let msg = format!("the stream broke: {e}");
                 return send(socket, error_event(502, "api_error", &msg, None)).await;

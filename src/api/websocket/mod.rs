@@ -344,12 +344,24 @@ impl Socket {
         Ok(())
     }
 
-    async fn write(&mut self, msg: Message, stall: Duration) -> Result<(), End> {
-        match tokio::time::timeout(stall, self.ws.send(msg)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(End::Gone),
-            Err(_) => Err(End::NotReading),
+    /// Queues a text message without writing it out yet (a burst of events goes out in one
+    /// write at the next [`Socket::flush`]); a long one is sent in frames at once.
+    pub(crate) async fn feed(&mut self, text: String) -> Result<(), End> {
+        if text.len() > FRAGMENT {
+            return self.send(text).await;
         }
+        let stall = Duration::from_millis(self.limits.stall_ms);
+        done(tokio::time::timeout(stall, self.ws.feed(Message::Text(text.into()))).await)
+    }
+
+    /// Writes out what [`Socket::feed`] queued.
+    pub(crate) async fn flush(&mut self) -> Result<(), End> {
+        let stall = Duration::from_millis(self.limits.stall_ms);
+        done(tokio::time::timeout(stall, self.ws.flush()).await)
+    }
+
+    async fn write(&mut self, msg: Message, stall: Duration) -> Result<(), End> {
+        done(tokio::time::timeout(stall, self.ws.send(msg)).await)
     }
 
     /// Ends the connection, telling the client why (`error`, when the API has an error event
@@ -418,4 +430,15 @@ pub(crate) fn request_headers(upgrade: &HeaderMap) -> HeaderMap {
         h.remove(name);
     }
     h
+}
+
+/// A write's outcome: the client gone, or not reading for `server.bodyTimeoutMs`.
+fn done(
+    r: Result<Result<(), tokio_tungstenite::tungstenite::Error>, tokio::time::error::Elapsed>,
+) -> Result<(), End> {
+    match r {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(End::Gone),
+        Err(_) => Err(End::NotReading),
+    }
 }
