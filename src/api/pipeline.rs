@@ -331,7 +331,7 @@ fn parse(
     let inbound = Inbound {
         openai: openai.map(Into::into).unwrap_or_default(),
         original,
-        verbatim,
+        verbatim: crate::router::ClientBytes(verbatim),
         client,
         anthropic_beta,
         needs,

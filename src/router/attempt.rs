@@ -102,7 +102,7 @@ async fn send(
     let outbound = crate::providers::outbound::Outbound {
         openai: &inbound.openai,
         original: inbound.original.as_ref().map(|o| (o.wire, &o.body)),
-        verbatim: inbound.verbatim.as_ref(),
+        verbatim: inbound.verbatim.0.as_ref(),
         client: inbound.client.as_ref(),
         anthropic_beta: inbound.anthropic_beta.as_deref(),
         canonical: &inbound.canonical,

@@ -310,7 +310,7 @@ pub async fn test_target(
         canonical,
         openai: body.into(),
         original: None,
-        verbatim: None,
+        verbatim: Default::default(),
         continues: None,
         expect: Default::default(),
         trace: None,

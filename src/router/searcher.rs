@@ -105,7 +105,7 @@ async fn by_provider(
         // Sent in its own API only: no Chat Completions form is made.
         openai: serde_json::Map::new().into(),
         original: Some(Original { wire, body }),
-        verbatim: None,
+        verbatim: Default::default(),
         client: None,
         anthropic_beta: None,
         canonical: ChatRequest {

@@ -198,7 +198,7 @@ fn inbound(stream: bool) -> Inbound {
         canonical,
         openai: body.into(),
         original: None,
-        verbatim: None,
+        verbatim: Default::default(),
         continues: None,
         expect: Default::default(),
         trace: None,

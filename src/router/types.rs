@@ -33,9 +33,9 @@ pub struct Inbound {
     /// (but for the model) to upstreams of that API, keeping what has no canonical form
     /// (thinking signatures, cache control, stored conversations).
     pub original: Option<Original>,
-    /// The client's body as it came, for an upstream of its API (`providers::outbound::Verbatim`); `None` for a
-    /// request Baton made or changed (a resumed stream, a schema told as text, a search).
-    pub verbatim: Option<crate::providers::outbound::Verbatim>,
+    /// The client's body as it came, for an upstream of its API (`providers::outbound::Verbatim`);
+    /// none for a request Baton made, and never on a copy (see [`ClientBytes`]).
+    pub verbatim: ClientBytes,
     /// The client's own credential, for providers with `credentials: "client"`.
     pub client: Option<crate::providers::ClientCredential>,
     /// `anthropic-beta` from the client, passed to Anthropic upstreams.
@@ -59,6 +59,18 @@ pub struct Inbound {
     pub trace: Option<std::sync::Arc<crate::telemetry::Trace>>,
     /// Its capture, when one is armed (`capture`): upstream requests and answers are kept in it.
     pub capture: Option<std::sync::Arc<crate::capture::Capture>>,
+}
+
+/// The client's bytes, held by the request they came with. A copy of an [`Inbound`] is made to
+/// change it (a schema told as text, a search round, a resumed stream), so a clone holds none:
+/// whatever it sends is written out from what it holds, never the client's bytes.
+#[derive(Debug, Default)]
+pub struct ClientBytes(pub Option<crate::providers::outbound::Verbatim>);
+
+impl Clone for ClientBytes {
+    fn clone(&self) -> Self {
+        Self(None)
+    }
 }
 
 /// A conversation stored upstream that the request continues.
@@ -141,8 +153,6 @@ impl Inbound {
         Some(Inbound {
             openai: std::sync::OnceLock::new(),
             original: None,
-            // The client's bytes ask for the format natively: never these.
-            verbatim: None,
             canonical,
             expect: std::sync::OnceLock::new(),
             ..self.clone()
@@ -344,5 +354,23 @@ impl HedgeBudget {
         }
         *b -= 1.0;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientBytes;
+    use crate::providers::outbound::{Verbatim, Wire};
+
+    /// A copy is made to change the request: it must write out what it holds.
+    #[test]
+    fn a_copy_of_a_request_never_carries_the_clients_bytes() {
+        let own = ClientBytes(Some(Verbatim {
+            wire: Wire::OpenAi,
+            bytes: bytes::Bytes::from_static(br#"{"model":"m"}"#),
+            model: 9..12,
+        }));
+        assert!(own.0.is_some());
+        assert!(own.clone().0.is_none());
     }
 }

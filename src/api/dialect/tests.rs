@@ -50,7 +50,7 @@ fn inbound(p: Parsed) -> Inbound {
         needs: p.canonical.needs(),
         openai: p.openai.map(Into::into).unwrap_or_default(),
         original: p.original,
-        verbatim: None,
+        verbatim: Default::default(),
         client: None,
         anthropic_beta: None,
         canonical: p.canonical,

@@ -201,7 +201,7 @@ impl Pump {
             openai: body.into(),
             original: None,
             // The conversation with the answer so far: not the client's bytes.
-            verbatim: None,
+            verbatim: Default::default(),
             continues: None,
             expect: Default::default(),
             trace: None,
