@@ -405,10 +405,7 @@ type Body = (
 struct TopLevel<'b>(&'b [u8]);
 
 impl<'de> serde::de::DeserializeSeed<'de> for TopLevel<'de> {
-    type Value = (
-        serde_json::Map<String, Value>,
-        Option<std::ops::Range<usize>>,
-    );
+    type Value = Body;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
@@ -416,10 +413,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for TopLevel<'de> {
 }
 
 impl<'de> serde::de::Visitor<'de> for TopLevel<'de> {
-    type Value = (
-        serde_json::Map<String, Value>,
-        Option<std::ops::Range<usize>>,
-    );
+    type Value = Body;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON object")

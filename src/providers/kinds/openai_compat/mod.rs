@@ -60,52 +60,52 @@ impl Serialize for WithModel<'_> {
 }
 
 /// Body for the fast path: the OpenAI request exactly as the client sent it, model rewritten
-/// (and a stream asked for its usage). With the client's bytes (`verbatim`, for its own body
-/// unchanged) they are sent as they came but for the model, when nothing else must change.
+/// (and a stream asked for its usage).
 pub fn passthrough_body(
     body: &Map<String, Value>,
     model: &str,
     max_tokens_cap: Option<u64>,
     verbatim: Option<&Verbatim>,
 ) -> Vec<u8> {
-    let usage_asked = || {
-        body.get("stream_options")
-            .and_then(|o| o.get("include_usage"))
-            .and_then(Value::as_bool)
-            == Some(true)
-    };
-    let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
-    if let Some(v) = verbatim.filter(|_| !streamed || usage_asked()) {
-        if !over_cap(body, max_tokens_cap) {
-            return splice(v, model);
-        }
-    }
-    serde_json::to_vec(&WithModel {
-        body,
-        model,
-        max_tokens_cap,
-        ask_usage: true,
-    })
-    .unwrap_or_default()
+    written(body, model, max_tokens_cap, true, verbatim)
 }
 
 /// A body of another API sent on as the client wrote it: only `model` rewritten and the
-/// output cap applied, nothing added (the client's bytes themselves, `verbatim`, when the cap
-/// does not bite).
+/// output cap applied, nothing added.
 pub fn same_body(
     body: &Map<String, Value>,
     model: &str,
     max_tokens_cap: Option<u64>,
     verbatim: Option<&Verbatim>,
 ) -> Vec<u8> {
-    if let Some(v) = verbatim.filter(|_| !over_cap(body, max_tokens_cap)) {
+    written(body, model, max_tokens_cap, false, verbatim)
+}
+
+/// `body` with the model rewritten (and the cap, and a stream's usage when `ask_usage`): the
+/// client's own bytes with only the model spliced in (`verbatim`, given for its body unchanged)
+/// when nothing else changes, else written out again.
+fn written(
+    body: &Map<String, Value>,
+    model: &str,
+    max_tokens_cap: Option<u64>,
+    ask_usage: bool,
+    verbatim: Option<&Verbatim>,
+) -> Vec<u8> {
+    let adds_usage = ask_usage
+        && body.get("stream").and_then(Value::as_bool) == Some(true)
+        && body
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            != Some(true);
+    if let Some(v) = verbatim.filter(|_| !adds_usage && !over_cap(body, max_tokens_cap)) {
         return splice(v, model);
     }
     serde_json::to_vec(&WithModel {
         body,
         model,
         max_tokens_cap,
-        ask_usage: false,
+        ask_usage,
     })
     .unwrap_or_default()
 }
