@@ -114,6 +114,22 @@ async fn post_messages(client: &reqwest::Client, url: &str, body: &[u8]) -> f64 
     t.elapsed().as_secs_f64() * 1000.0
 }
 
+/// `body` POSTed as JSON with the bench's gateway key.
+pub(super) async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Response {
+    client
+        .post(url)
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Body size: Messages bodies of 1 KB to 2 MB, one at a time, direct to the mock, through
 /// Baton to an Anthropic upstream (passthrough) and to a Chat Completions one (translated).
 /// Long because it is one table: three paths, four sizes, alternating rounds.
@@ -197,14 +213,7 @@ async fn cpu_per_1000(client: &reqwest::Client, url: &str, pid: u32, n: usize, m
             (client.clone(), url.to_string(), body.clone(), next.clone());
         tasks.push(tokio::spawn(async move {
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < n {
-                let r = client
-                    .post(&url)
-                    .bearer_auth(KEY)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .unwrap();
+                let r = post_json(&client, &url, body.clone()).await;
                 assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
                 let _ = r.bytes().await.unwrap();
             }

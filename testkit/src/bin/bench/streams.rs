@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 
-use super::scale::{client, KEY};
+use super::scale::{client, post_json, KEY};
 use super::{pct, proc_cpu_secs, proc_kb, start_baton};
 
 type Ws =
@@ -42,14 +42,7 @@ async fn ws_turn(ws: &mut Ws, turn: &serde_json::Value) -> (f64, f64) {
 /// The same turn as an HTTP stream (`POST /v1/responses`).
 async fn http_turn(client: &reqwest::Client, url: &str, turn: &serde_json::Value) -> (f64, f64) {
     let t = Instant::now();
-    let r = client
-        .post(url)
-        .bearer_auth(KEY)
-        .header("content-type", "application/json")
-        .body(turn.to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(client, url, turn.to_string()).await;
     assert_eq!(r.status(), 200);
     let mut s = r.bytes_stream();
     let mut first = None;
@@ -189,14 +182,7 @@ pub(super) async fn streams(baton_bin: &str, dir: &std::path::Path, mock: &str) 
     for _ in 0..1000 {
         let (client, url, body) = (client.clone(), url.clone(), body.clone());
         tasks.push(tokio::spawn(async move {
-            let r = client
-                .post(&url)
-                .bearer_auth(KEY)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
+            let r = post_json(&client, &url, body).await;
             assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
             let mut s = r.bytes_stream();
             let mut n = 0usize;
@@ -276,13 +262,11 @@ pub(super) async fn streams(baton_bin: &str, dir: &std::path::Path, mock: &str) 
 }
 
 async fn http_chat(client: &reqwest::Client, url: &str, model: &str) {
-    let r = client
-        .post(url)
-        .bearer_auth(KEY)
-        .header("content-type", "application/json")
-        .body(json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}).to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        client,
+        url,
+        json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
+    )
+    .await;
     let _ = r.bytes().await.unwrap();
 }
