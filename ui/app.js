@@ -118,14 +118,20 @@ function gatewayIs(change) {
   for (const id of ["provider-list", "first-run"]) $(id).inert = gateway.down;
   $("add-provider").disabled = gateway.down;
   const b = $("gateway-banner");
-  if (gateway.down) {
-    b.className = "banner bad";
-    b.replaceChildren(el("strong", {}, t("Baton is not answering.")),
-      ` ${t("This is how things stood at {when}; changes are off until it is back.", { when: fmtClock(gateway.since) })}`);
-  } else if (gateway.paused) {
-    b.className = "banner warn";
-    b.replaceChildren(el("strong", {}, t("Routing is paused.")), ` ${t("Every request gets 503 until you resume.")} `,
-      el("button", { type: "button", class: "primary", id: "resume", onclick: () => setPaused(false) }, t("Resume routing")));
+  // Rebuilt only when what it says changes: an event repeating the same state must not replace
+  // the Resume button under a keyboard user's focus (Enter would then press nothing).
+  const says = gateway.down ? `down ${gateway.since}` : gateway.paused ? "paused" : "";
+  if (says !== b.dataset.says) {
+    b.dataset.says = says;
+    if (gateway.down) {
+      b.className = "banner bad";
+      b.replaceChildren(el("strong", {}, t("Baton is not answering.")),
+        ` ${t("This is how things stood at {when}; changes are off until it is back.", { when: fmtClock(gateway.since) })}`);
+    } else if (gateway.paused) {
+      b.className = "banner warn";
+      b.replaceChildren(el("strong", {}, t("Routing is paused.")), ` ${t("Every request gets 503 until you resume.")} `,
+        el("button", { type: "button", class: "primary", id: "resume", onclick: () => setPaused(false) }, t("Resume routing")));
+    }
   }
   b.hidden = !gateway.down && !gateway.paused;
   const live = $("live");

@@ -1172,6 +1172,13 @@ test("pause shows everywhere in the UI and Resume is one click", async () => {
   assert.equal((await chat()).status, 503);
   await shot("paused");
   await page.focus("#resume");
+  // Anything else happening meanwhile (here a settings change from elsewhere) refreshes the
+  // page; the banner must keep the button the keyboard is on, or Enter presses nothing.
+  const refreshed = page.waitForResponse((res) => res.url().endsWith("/admin/providers") && res.request().method() === "GET");
+  const same = await fetch(`${baton}/admin/settings`, { method: "PUT", headers: { "x-admin-key": adminKey, "content-type": "application/json" }, body: JSON.stringify({ language: "auto" }) });
+  assert.equal(same.status, 200);
+  await refreshed;
+  assert.equal(await page.evaluate(() => document.activeElement.id), "resume");
   await page.keyboard.press("Enter");
   await page.waitForSelector("#gateway-banner", { state: "hidden" });
   assert.equal((await chat()).status, 200);
