@@ -6,6 +6,7 @@
 
 mod host;
 mod login;
+mod menu_model;
 mod notify;
 mod shell;
 mod state;

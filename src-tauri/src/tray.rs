@@ -1,6 +1,6 @@
 //! The tray icon: its look and tooltip follow the gateway's state (all good / some providers
-//! cooling / nothing available / paused), and its menu is rebuilt from a state snapshot whenever
-//! something changes.
+//! cooling / nothing available / paused), and its menu follows a state snapshot whenever
+//! something changes (written into the open menu when it has the same items: `menu_model`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use baton::Core;
 use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::menu::Menu;
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt;
@@ -17,6 +17,7 @@ use tauri_plugin_clipboard_manager::ClipboardExt;
 use baton::i18n::{n_, tr};
 
 use crate::login::AtLogin;
+use crate::menu_model::{self, Entry};
 use crate::state::Shell;
 use crate::status::{line_of, provider_state, usage_line, Look};
 
@@ -68,23 +69,17 @@ impl Now {
 }
 
 /// The Providers submenu: each provider with its state, and what can be done to it from here.
-fn providers_menu(
-    app: &AppHandle,
-    core: &Core,
-    summary: &baton::summary::Summary,
-) -> tauri::Result<Submenu<tauri::Wry>> {
+fn providers_entry(core: &Core, summary: &baton::summary::Summary) -> Entry {
     let snap = core.routing.snapshot.load();
     let loc = core.locale();
     let l = loc.lang;
-    let sub = Submenu::with_id(app, "providers", tr(l, "Providers", &[]), true)?;
+    let mut items = Vec::new();
     if snap.providers.is_empty() {
-        sub.append(&MenuItem::with_id(
-            app,
+        items.push(Entry::item(
             "prov-none",
             tr(l, "None yet — add one in Baton", &[]),
             false,
-            None::<&str>,
-        )?)?;
+        ));
     }
     for (i, p) in snap.providers.iter().enumerate() {
         let Some(row) = summary.provider(p.id()) else {
@@ -92,38 +87,31 @@ fn providers_menu(
         };
         let (state, cooling) = provider_state(row, summary.now_ms, loc);
         let id = p.id();
-        let item = Submenu::with_id(
-            app,
+        let detected = id == baton::config::LOCAL_PROVIDER_ID;
+        items.push(Entry::sub(
             format!("{PROV}menu:{id}"),
             truncate(&format!("{} — {state}", p.config.display_name()), 60),
-            true,
-        )?;
-        item.append(&CheckMenuItem::with_id(
-            app,
-            format!("{PROV}toggle:{id}"),
-            tr(l, "Enabled", &[]),
-            true,
-            p.config.enabled,
-            None::<&str>,
-        )?)?;
-        let detected = id == baton::config::LOCAL_PROVIDER_ID;
-        item.append(&MenuItem::with_id(
-            app,
-            format!("{PROV}first:{id}"),
-            tr(l, "Use first (move to the top)", &[]),
-            i > 0 && !detected,
-            None::<&str>,
-        )?)?;
-        item.append(&MenuItem::with_id(
-            app,
-            format!("{PROV}clear:{id}"),
-            tr(l, "Clear cooldown", &[]),
-            cooling,
-            None::<&str>,
-        )?)?;
-        sub.append(&item)?;
+            vec![
+                Entry::check(
+                    format!("{PROV}toggle:{id}"),
+                    tr(l, "Enabled", &[]),
+                    true,
+                    p.config.enabled,
+                ),
+                Entry::item(
+                    format!("{PROV}first:{id}"),
+                    tr(l, "Use first (move to the top)", &[]),
+                    i > 0 && !detected,
+                ),
+                Entry::item(
+                    format!("{PROV}clear:{id}"),
+                    tr(l, "Clear cooldown", &[]),
+                    cooling,
+                ),
+            ],
+        ));
     }
-    Ok(sub)
+    Entry::sub("providers", tr(l, "Providers", &[]), items)
 }
 
 /// The tray's look and state line, from the gateway (or why it is not running).
@@ -146,119 +134,81 @@ fn status_line(app: &AppHandle, now: &Now) -> (Look, String) {
     }
 }
 
-fn menu(app: &AppHandle, now: &Now) -> tauri::Result<(Menu<tauri::Wry>, Look, String)> {
-    let (look, line) = status_line(app, now);
-    Ok((build_menu(app, &line, now)?, look, line))
-}
-
 /// Restart (or Retry after a failed start) and, while the port asked for is taken, "Start on
 /// port N": one click starts on the next port, which is kept for later starts.
-fn gateway_items(app: &AppHandle, running: bool) -> tauri::Result<Vec<MenuItem<tauri::Wry>>> {
+fn gateway_items(app: &AppHandle, running: bool) -> Vec<Entry> {
     let l = app.state::<Shell>().locale().lang;
     let restart = if running {
         tr(l, "Restart gateway", &[])
     } else {
         tr(l, "Retry starting the gateway", &[])
     };
-    let mut items = vec![MenuItem::with_id(
-        app,
-        RESTART,
-        restart,
-        true,
-        None::<&str>,
-    )?];
+    let mut items = vec![Entry::item(RESTART, restart, true)];
     let shell = app.state::<Shell>();
     if !running && shell.failed().is_some_and(|why| why.contains("in use")) {
         let other = crate::state::ports(&shell.origin()).1;
-        items.push(MenuItem::with_id(
-            app,
+        items.push(Entry::item(
             OTHER_PORT,
             tr(l, "Start on port {port}", &[("port", &other.to_string())]),
             true,
-            None::<&str>,
-        )?);
+        ));
     }
-    Ok(items)
+    items
 }
 
-fn build_menu(app: &AppHandle, line: &str, now: &Now) -> tauri::Result<Menu<tauri::Wry>> {
+/// What the menu shows now, top to bottom.
+fn entries(app: &AppHandle, line: &str, now: &Now) -> Vec<Entry> {
     let core = now.core().cloned();
     let running = core.is_some();
     let paused = core
         .as_ref()
         .is_some_and(|c| c.paused.load(Ordering::Relaxed));
     let l = app.state::<Shell>().locale().lang;
-    let item = |id: &str, key: &str, on: bool| {
-        MenuItem::with_id(app, id, tr(l, key, &[]), on, None::<&str>)
-    };
-    let status = MenuItem::with_id(app, "status", truncate(line, 80), false, None::<&str>)?;
-    let open = item(OPEN, n_("Open Baton"), true)?;
-    let copy_url = item(COPY_URL, n_("Copy base URL"), running)?;
-    let copy_key = item(COPY_KEY, n_("Copy gateway key"), running)?;
-    let pause = MenuItem::with_id(
-        app,
-        PAUSE,
-        if paused {
-            tr(l, "Resume routing", &[])
-        } else {
-            tr(l, "Pause routing", &[])
-        },
-        running,
-        None::<&str>,
-    )?;
-    let at_login = crate::login::at_login(app);
-    let autostart = CheckMenuItem::with_id(
-        app,
-        AUTOSTART,
-        match at_login {
-            AtLogin::OtherSetup => tr(l, "Start at login (now set for another setup)", &[]),
-            AtLogin::Off | AtLogin::ThisSetup => tr(l, "Start at login", &[]),
-        },
-        true,
-        at_login == AtLogin::ThisSetup,
-        None::<&str>,
-    )?;
-    let version = MenuItem::with_id(
-        app,
-        "version",
-        format!("Baton {}", baton::version()),
-        false,
-        None::<&str>,
-    )?;
-    let quit = item(QUIT, n_("Quit Baton"), true)?;
-    let sep1 = PredefinedMenuItem::separator(app)?;
-    let sep2 = PredefinedMenuItem::separator(app)?;
-    let sep3 = PredefinedMenuItem::separator(app)?;
-    let menu = Menu::with_items(app, &[&status])?;
+    let item = |id: &str, key: &str, on: bool| Entry::item(id, tr(l, key, &[]), on);
+    let mut menu = vec![Entry::item("status", truncate(line, 80), false)];
     // The serving provider's binding usage window, on its own line (the menu stays narrow).
     if let Some(line) = now.running.as_ref().and_then(|(c, s)| usage_line(c, s)) {
-        menu.append(&MenuItem::with_id(
-            app,
-            "usage",
-            truncate(&line, 60),
-            false,
-            None::<&str>,
-        )?)?;
+        menu.push(Entry::item("usage", truncate(&line, 60), false));
     }
-    menu.append_items(&[
-        &sep1, &open, &copy_url, &copy_key, &pause, &autostart, &sep2,
-    ])?;
+    let at_login = crate::login::at_login(app);
+    menu.extend([
+        Entry::separator(),
+        item(OPEN, n_("Open Baton"), true),
+        item(COPY_URL, n_("Copy base URL"), running),
+        item(COPY_KEY, n_("Copy gateway key"), running),
+        if paused {
+            item(PAUSE, n_("Resume routing"), running)
+        } else {
+            item(PAUSE, n_("Pause routing"), running)
+        },
+        Entry::check(
+            AUTOSTART,
+            match at_login {
+                AtLogin::OtherSetup => tr(l, "Start at login (now set for another setup)", &[]),
+                AtLogin::Off | AtLogin::ThisSetup => tr(l, "Start at login", &[]),
+            },
+            true,
+            at_login == AtLogin::ThisSetup,
+        ),
+        Entry::separator(),
+    ]);
     if let Some((core, summary)) = &now.running {
-        menu.append(&providers_menu(app, core, summary)?)?;
+        menu.push(providers_entry(core, summary));
     }
-    menu.append(&connect_item(app, core.as_deref())?)?;
-    let activity = item(ACTIVITY, n_("Request log (Activity)"), running)?;
-    menu.append(&activity)?;
-    for item in gateway_items(app, running)? {
-        menu.append(&item)?;
-    }
-    menu.append_items(&[&sep3, &version, &quit])?;
-    Ok(menu)
+    menu.push(connect_item(app, core.as_deref()));
+    menu.push(item(ACTIVITY, n_("Request log (Activity)"), running));
+    menu.extend(gateway_items(app, running));
+    menu.extend([
+        Entry::separator(),
+        Entry::item("version", format!("Baton {}", baton::version()), false),
+        item(QUIT, n_("Quit Baton"), true),
+    ]);
+    menu
 }
 
 /// Which tools Baton has pointed at itself (and that Connect is where to undo it); opens the
 /// Connect screen.
-fn connect_item(app: &AppHandle, core: Option<&Core>) -> tauri::Result<MenuItem<tauri::Wry>> {
+fn connect_item(app: &AppHandle, core: Option<&Core>) -> Entry {
     let connected = core
         .map(|c| baton::connect::connected_names(&c.data_dir.join("connect")))
         .unwrap_or_default();
@@ -272,13 +222,7 @@ fn connect_item(app: &AppHandle, core: Option<&Core>) -> tauri::Result<MenuItem<
             &[("tools", &connected.join(", "))],
         )
     };
-    MenuItem::with_id(
-        app,
-        CONNECT,
-        truncate(&label, 60),
-        core.is_some(),
-        None::<&str>,
-    )
+    Entry::item(CONNECT, truncate(&label, 60), core.is_some())
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -291,7 +235,9 @@ fn truncate(s: &str, n: usize) -> String {
 
 pub fn create(app: &AppHandle) {
     let now = Now::of(app);
-    let (menu, look, line) = match menu(app, &now) {
+    let (look, line) = status_line(app, &now);
+    let items = entries(app, &line, &now);
+    let menu = match menu_model::build(app, &items) {
         Ok(m) => m,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the tray menu");
@@ -312,7 +258,11 @@ pub fn create(app: &AppHandle) {
     }
     let key = state_key(app, look, &line, &now);
     shown(look, &line, &key);
-    app.manage(LastLook(std::sync::Mutex::new(Some(key))));
+    app.manage(LastLook(std::sync::Mutex::new(Some(Shown {
+        key,
+        items,
+        menu,
+    }))));
 }
 
 /// What the tray shows, once per change: the record of its state beside the gateway's.
@@ -337,9 +287,16 @@ fn icon_dir(app: &AppHandle) -> std::path::PathBuf {
         .unwrap_or_else(|| app.state::<Shell>().data_dir.join("tray-icon"))
 }
 
-/// What the tray last showed; an unchanged state leaves the tray alone (replacing the menu
-/// while it is open would close it under the user's pointer).
-struct LastLook(std::sync::Mutex<Option<StateKey>>);
+/// What the tray last showed; an unchanged state leaves the tray alone, and a changed one is
+/// written into the menu that is there when its items are the same (replacing the menu while it
+/// is open would close it under the user's pointer).
+struct LastLook(std::sync::Mutex<Option<Shown>>);
+
+struct Shown {
+    key: StateKey,
+    items: Vec<Entry>,
+    menu: Menu<tauri::Wry>,
+}
 
 /// Look, line, paused, start at login, the providers' lines.
 type StateKey = (Look, String, bool, AtLogin, Vec<String>);
@@ -377,13 +334,14 @@ fn state_key(app: &AppHandle, look: Look, line: &str, now: &Now) -> StateKey {
     (look, line.to_string(), paused, autostart, providers)
 }
 
-/// Rebuilds menu, icon and tooltip when the state they show has changed.
+/// Brings menu, icon and tooltip up to date when the state they show has changed.
 pub fn refresh(app: &AppHandle) {
-    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+    let (Some(tray), Some(last)) = (app.tray_by_id(TRAY_ID), app.try_state::<LastLook>()) else {
         return;
     };
-    // The menu is built only when what it shows changed (it was built and thrown away on
-    // every tick).
+    let Ok(mut last) = last.0.lock() else {
+        return;
+    };
     let now = Now::of(app);
     let (look, line) = status_line(app, &now);
     let usage = now
@@ -393,32 +351,33 @@ pub fn refresh(app: &AppHandle) {
         .map(|u| format!("\n{u}"))
         .unwrap_or_default();
     let key = state_key(app, look, &format!("{line}{usage}"), &now);
-    let changed = app
-        .try_state::<LastLook>()
-        .and_then(|l| {
-            l.0.lock().ok().map(|mut last| {
-                let changed = last.as_ref() != Some(&key);
-                *last = Some(key.clone());
-                changed
-            })
-        })
-        .unwrap_or(true);
-    if !changed {
+    // The menu is looked at only when what it shows changed (it was built and thrown away on
+    // every tick).
+    if last.as_ref().is_some_and(|s| s.key == key) {
         return;
     }
-    let Ok(menu) = build_menu(app, &line, &now) else {
-        // Try again at the next refresh.
-        if let Some(l) = app.try_state::<LastLook>() {
-            if let Ok(mut last) = l.0.lock() {
-                *last = None;
+    let items = entries(app, &line, &now);
+    let kept = last.take().filter(|s| {
+        menu_model::same_items(&s.items, &items)
+            && s.menu
+                .items()
+                .is_ok_and(|shown| menu_model::update(shown, &s.items, &items))
+    });
+    let menu = match kept {
+        Some(s) => s.menu,
+        None => match menu_model::build(app, &items) {
+            Ok(menu) => {
+                let _ = tray.set_menu(Some(menu.clone()));
+                menu
             }
-        }
-        return;
+            // Tried again at the next refresh.
+            Err(_) => return,
+        },
     };
-    let _ = tray.set_menu(Some(menu));
     let _ = tray.set_icon(icon(look));
     shown(look, &line, &key);
     let _ = tray.set_tooltip(Some(format!("Baton — {line}{usage}")));
+    *last = Some(Shown { key, items, menu });
 }
 
 /// Refreshes the tray on every gateway event (coalesced) and every few seconds (cooldowns end

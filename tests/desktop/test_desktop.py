@@ -328,8 +328,8 @@ def open_menu(tray):
 
 def pick(desktop, tray, keys, item):
     """Opens the tray menu, presses `keys` and waits for the app to log `item` as chosen. The
-    menu is rebuilt when the state it shows changes (a cooldown running out), which closes it
-    under the keys, as it would under a user's pointer: then, like the user, it tries again."""
+    menu is replaced when the items it shows change (a provider added), which closes it under
+    the keys, as it would under a user's pointer: then, like the user, it tries again."""
     log = desktop.tmp / "app.log"
     mark = f'item="{item}"'
     for _ in range(3):
@@ -385,6 +385,33 @@ def test_pause_and_start_at_login_from_the_tray(desktop):
     assert json.loads(body)["autostart"] is True, "the UI sees what the tray set"
     choose(desktop, tray, 5, "autostart")
     assert wait_for(lambda: not entry.exists(), timeout=5, what="the entry to go")
+
+
+def test_an_open_tray_menu_stays_open_while_what_it_shows_changes(desktop):
+    """A pause from elsewhere (or a cooldown ending) is written into the menu the user has open:
+    it does not close under the pointer, and the item under the keys does what it now says."""
+    tray = wait_for(tray_window, timeout=15, what="the tray icon")
+    log = desktop.tmp / "app.log"
+    paused_before = log.read_text().count("look=paused")
+    chosen_before = log.read_text().count('item="pause"')
+    resumed_before = log.read_text().count("routing resumed")
+    menu = open_menu(tray)
+    time.sleep(0.3)
+    sh("xdotool", "key", "Down", "Down", "Down", "Down")  # on Pause routing
+    status, _, body = desktop.request("/admin/pause", {"paused": True}, method="PUT", admin=True)
+    assert status == 200, body
+    assert wait_for(lambda: log.read_text().count("look=paused") > paused_before, timeout=10,
+                    what="the tray to show the pause")
+    time.sleep(0.5)
+    visible = sh("xdotool", "search", "--onlyvisible", "--class", "baton-desktop").stdout.split()
+    assert menu in visible, "the open menu was closed by the change"
+    sh("scrot", "-o", str(ARTIFACTS / "tray-menu-changed-while-open.png"))
+    sh("xdotool", "key", "Return")  # the same item, which now says Resume routing
+    assert wait_for(lambda: log.read_text().count('item="pause"') > chosen_before, timeout=5,
+                    what="the item to be chosen")
+    assert wait_for(lambda: log.read_text().count("routing resumed") > resumed_before, timeout=5,
+                    what="routing to resume")
+    assert desktop.chat()[0] == 200
 
 
 def provider(desktop, pid):
@@ -542,8 +569,8 @@ def test_quit_from_the_tray_exits_cleanly_with_the_log_flushed(desktop):
     assert "quitting: finishing in-flight requests" in log
     assert "gateway stopped" in log
     rows = sqlite3.connect(desktop.data / "baton.db").execute("SELECT count(*) FROM request_log").fetchone()[0]
-    # 7 routed requests and the one refused while paused (logged, with its reason).
-    assert rows == 8, "every request is in the log after Quit"
+    # 8 routed requests and the one refused while paused (logged, with its reason).
+    assert rows == 9, "every request is in the log after Quit"
     assert tray_window() is None, "the tray icon is gone"
 
 
