@@ -1,6 +1,7 @@
 //! Gateway and admin keys: loaded from the environment variables the config names, or generated
 //! once into the data directory (mode 0600). Keys are compared in constant time.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -41,9 +42,20 @@ pub struct ClientKey {
 #[derive(Debug)]
 pub struct Keys {
     gateway: Vec<ClientKey>,
+    /// The configured and generated keys' clients by the SHA-256 of the key.
+    gateway_by_hash: HashMap<Digest, Arc<Client>>,
     /// Keys made in the UI or admin API: (client, SHA-256 of the key). Swapped whole on change.
-    ui: std::sync::RwLock<Vec<(Arc<Client>, Vec<u8>)>>,
+    ui: std::sync::RwLock<UiKeys>,
     admin: Secret,
+}
+
+/// A SHA-256 digest: what a presented key is looked up by.
+type Digest = [u8; 32];
+
+#[derive(Debug, Default)]
+struct UiKeys {
+    listed: Vec<(Arc<Client>, Vec<u8>)>,
+    by_hash: HashMap<Digest, Arc<Client>>,
 }
 
 /// The label (and client id) of the gateway key Baton generates when none is configured.
@@ -54,6 +66,12 @@ pub fn key_hash(key: &str) -> Vec<u8> {
     ring::digest::digest(&ring::digest::SHA256, key.as_bytes())
         .as_ref()
         .to_vec()
+}
+
+fn digest(key: &str) -> Digest {
+    let mut out = [0; 32];
+    out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref());
+    out
 }
 
 /// A new random gateway key.
@@ -94,9 +112,14 @@ impl Keys {
             });
         }
         let (admin, _) = load_or_create(&data_dir.join(ADMIN_KEY_FILE), "bta-")?;
+        let gateway_by_hash = gateway
+            .iter()
+            .map(|k| (digest(k.secret.expose()), k.client.clone()))
+            .collect();
         Ok((
             Self {
                 gateway,
+                gateway_by_hash,
                 ui: Default::default(),
                 admin,
             },
@@ -104,41 +127,38 @@ impl Keys {
         ))
     }
 
-    /// The client whose key `presented` is, if any.
+    /// The client whose key `presented` is, if any: one digest and a table lookup, whatever
+    /// the number of keys. The key is never compared itself, so the time taken says nothing
+    /// about how much of a key was right (only about a digest nobody can aim at).
     pub fn client(&self, presented: &str) -> Option<Arc<Client>> {
-        let p = presented.as_bytes();
-        let mut found = None;
-        // Check every key so timing does not reveal which one matched.
-        for k in &self.gateway {
-            if bool::from(k.secret.expose().as_bytes().ct_eq(p)) {
-                found = Some(k.client.clone());
-            }
-        }
-        if let Ok(ui) = self.ui.read() {
-            if !ui.is_empty() {
-                let h = key_hash(presented);
-                for (client, hash) in ui.iter() {
-                    if bool::from(hash.as_slice().ct_eq(&h)) {
-                        found = Some(client.clone());
-                    }
-                }
-            }
-        }
-        found
+        let h = digest(presented);
+        let ui = self
+            .ui
+            .read()
+            .ok()
+            .and_then(|ui| ui.by_hash.get(&h).cloned());
+        ui.or_else(|| self.gateway_by_hash.get(&h).cloned())
     }
 
     /// Every admin-made client (for seeding budgets and metrics labels).
     pub fn managed(&self) -> Vec<Arc<Client>> {
         self.ui
             .read()
-            .map(|ui| ui.iter().map(|(c, _)| c.clone()).collect())
+            .map(|ui| ui.listed.iter().map(|(c, _)| c.clone()).collect())
             .unwrap_or_default()
     }
 
     /// Replaces the UI-made keys (after a create, change or revoke).
     pub fn set_ui_keys(&self, keys: Vec<(Arc<Client>, Vec<u8>)>) {
+        let by_hash = keys
+            .iter()
+            .filter_map(|(c, h)| Some((Digest::try_from(h.as_slice()).ok()?, c.clone())))
+            .collect();
         if let Ok(mut ui) = self.ui.write() {
-            *ui = keys;
+            *ui = UiKeys {
+                listed: keys,
+                by_hash,
+            };
         }
     }
 
@@ -260,5 +280,45 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn every_key_is_found_among_many_and_a_near_miss_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = ConfigFile::default();
+        for i in 0..300 {
+            let env = format!("BATON_AUTH_TEST_KEY_{i}");
+            std::env::set_var(&env, format!("bt-configured-{i:04}"));
+            config.gateway_keys.push(
+                serde_json::from_value(serde_json::json!({"env": env, "label": format!("c{i}")}))
+                    .expect("key entry"),
+            );
+        }
+        let (keys, generated) = Keys::load(&config, dir.path()).expect("keys");
+        assert!(generated.is_none(), "configured keys: none generated");
+        let ui: Vec<_> = (0..300)
+            .map(|i| {
+                let c = Arc::new(Client::unlimited(&format!("ui:{i}")));
+                (c, key_hash(&format!("bt-made-in-ui-{i:04}")))
+            })
+            .collect();
+        keys.set_ui_keys(ui);
+        let label = |k: &str| keys.client(k).map(|c| c.label.clone());
+        assert_eq!(label("bt-configured-0000").as_deref(), Some("c0"));
+        assert_eq!(label("bt-configured-0299").as_deref(), Some("c299"));
+        assert_eq!(label("bt-made-in-ui-0150").as_deref(), Some("ui:150"));
+        for near in [
+            "bt-configured-029",
+            "bt-configured-02990",
+            "BT-configured-0299",
+            "",
+        ] {
+            assert_eq!(label(near), None, "{near:?}");
+        }
+        // A revoked UI key stops working at once; the configured ones stay.
+        keys.set_ui_keys(Vec::new());
+        assert_eq!(label("bt-made-in-ui-0150"), None);
+        assert_eq!(keys.managed().len(), 0);
+        assert_eq!(label("bt-configured-0007").as_deref(), Some("c7"));
     }
 }
