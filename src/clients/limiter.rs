@@ -342,6 +342,19 @@ impl Limiter {
         }
     }
 
+    /// The client's budgets alone, on this instance's view (what a request admitted ahead of
+    /// the shared store checks): the reason to refuse, if one is spent.
+    pub fn over_budget(&self, c: &Client, now: i64) -> Option<Deny> {
+        if c.policy.budget.is_empty() {
+            return None;
+        }
+        let mut map = self.clients.lock().ok()?;
+        let s = map.get_mut(&c.id)?;
+        s.day.roll(utc_day(now).0);
+        s.month.roll(utc_month(now).0);
+        over_budget(&c.policy, &s.day, &s.month, now)
+    }
+
     /// Raises this instance's view of a client's spending to what the shared store says.
     pub fn mirror(&self, id: &str, day: Period, month: Period) {
         let Ok(mut map) = self.clients.lock() else {

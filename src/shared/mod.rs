@@ -24,6 +24,7 @@ use crate::limits::{CooldownEntry, Scope};
 
 mod migrate;
 mod msg;
+mod permits;
 mod reconcile;
 mod scripts;
 mod sync;
@@ -137,6 +138,7 @@ impl Shared {
             cleared: Mutex::new(Vec::new()),
             released: Mutex::new(Vec::new()),
             leases: AtomicU64::new(0),
+            permits: Default::default(),
             admit: Script::new(ADMIT),
             spend: Script::new(SPEND),
             lease: Script::new(LEASE),
@@ -174,6 +176,10 @@ impl Shared {
         limiter: &crate::clients::limiter::Limiter,
     ) -> Option<Result<crate::clients::limiter::Headroom, Deny>> {
         let r = self.live()?;
+        if let Some(room) = r.permits.take(c, now, limiter) {
+            return Some(Ok(room));
+        }
+        let ask = r.permits.ask(c, now);
         let p = &c.policy;
         let (day, _) = utc_day(now);
         let (month, _) = utc_month(now);
@@ -190,7 +196,8 @@ impl Shared {
             .arg(b.day_tokens.unwrap_or(0))
             .arg(micro(b.day_usd))
             .arg(b.month_tokens.unwrap_or(0))
-            .arg(micro(b.month_usd));
+            .arg(micro(b.month_usd))
+            .arg(ask);
         let mut conn = r.conn.clone();
         let out: Vec<i64> =
             match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async(&mut conn)).await {
@@ -243,7 +250,12 @@ impl Shared {
                     until_ms: utc_day(now).1,
                 }),
             ),
-            _ => Ok(headroom),
+            _ => {
+                // Granted beyond this request: handed out here without asking again.
+                let granted = out.get(8).copied().unwrap_or(1);
+                r.permits.keep(c, now, ask, granted, &headroom);
+                Ok(headroom)
+            }
         })
     }
 

@@ -14,6 +14,13 @@ if over(tonumber(ARGV[4]), dt) or over(tonumber(ARGV[5]), du)
   or over(tonumber(ARGV[6]), mt) or over(tonumber(ARGV[7]), mu) then
   return {3, 0, dt, du, mt, mu}
 end
+-- Requests asked for at once (permits.rs): more than one only while every budget is less than
+-- half used, and never more than 1 % of the requests per minute.
+local n = math.max(1, math.floor(tonumber(ARGV[8] or '1')))
+local function half(limit, used) return limit > 0 and used * 2 >= limit end
+if half(tonumber(ARGV[4]), dt) or half(tonumber(ARGV[5]), du)
+  or half(tonumber(ARGV[6]), mt) or half(tonumber(ARGV[7]), mu) then n = 1 end
+if rpm > 0 then n = math.min(n, math.max(1, math.floor(rpm / 100))) end
 local function level(key, rate)
   local l = tonumber(redis.call('HGET', key, 'l') or tostring(rate))
   local at = tonumber(redis.call('HGET', key, 'a') or tostring(now))
@@ -26,6 +33,7 @@ if tpm > 0 then
   redis.call('HSET', KEYS[2], 'l', tostring(l), 'a', tostring(now))
   redis.call('PEXPIRE', KEYS[2], 120000)
   if l <= 0 then return {2, math.ceil((1 - l) * 60000 / tpm), dt, du, mt, mu} end
+  if l * 2 < tpm then n = 1 end
   tl = math.floor(l * 1000)
 end
 if rpm > 0 then
@@ -34,12 +42,14 @@ if rpm > 0 then
     redis.call('HSET', KEYS[1], 'l', tostring(l), 'a', tostring(now))
     return {1, math.ceil((1 - l) * 60000 / rpm), dt, du, mt, mu}
   end
-  redis.call('HSET', KEYS[1], 'l', tostring(l - 1), 'a', tostring(now))
+  n = math.min(n, math.floor(l))
+  redis.call('HSET', KEYS[1], 'l', tostring(l - n), 'a', tostring(now))
   redis.call('PEXPIRE', KEYS[1], 120000)
-  rl = math.floor((l - 1) * 1000)
+  rl = math.floor((l - n) * 1000)
 end
--- What is left (in thousandths; -1: no such limit), for the client's rate-limit headers.
-return {0, 0, dt, du, mt, mu, rl, tl}
+-- What is left (in thousandths; -1: no such limit), for the client's rate-limit headers, and
+-- how many requests were granted.
+return {0, 0, dt, du, mt, mu, rl, tl, n}
 "#;
 
 pub(super) const SPEND: &str = r#"

@@ -93,6 +93,7 @@ impl Redis {
     }
 
     pub(super) fn down(&self, why: &str) {
+        self.permits.clear();
         if self.up.swap(false, Ordering::Relaxed) {
             tracing::warn!(error = %why, "shared state (Redis) unreachable: serving on this instance's local state until it returns");
         }

@@ -113,6 +113,8 @@ pub struct Redis {
     /// every instance until its TTL, and their requests would queue for nothing.
     pub(super) released: Mutex<Vec<(String, String)>>,
     pub(super) leases: AtomicU64,
+    /// Requests taken from the shared rate bucket ahead, per client.
+    pub(super) permits: super::permits::Permits,
     pub(super) admit: Script,
     pub(super) spend: Script,
     pub(super) lease: Script,

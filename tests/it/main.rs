@@ -76,6 +76,7 @@ mod routes_admin;
 mod routing;
 mod shared_dates;
 mod shared_leases;
+mod shared_permits;
 mod shared_state;
 mod speed_routing;
 mod statusline;

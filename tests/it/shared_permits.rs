@@ -1,0 +1,107 @@
+//! Requests admitted ahead (`shared/permits.rs`) on two gateways sharing a real `redis-server`:
+//! a client that sends fast takes its requests from the shared bucket in batches, one round
+//! trip each, and the shared limit still holds to the request across both instances.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::redis_pair;
+
+use crate::common::*;
+use redis_pair::*;
+use reqwest::Method;
+use serde_json::json;
+use testkit::FakeUpstream;
+
+/// Scripts Redis has run (admission and spending; nothing else here runs one).
+async fn scripts_run(redis: &RedisServer) -> i64 {
+    let mut conn = redis.conn().await;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// A key made on `a` with `rpm`, once `b` knows it too.
+async fn key_with_rpm(a: &Baton, b: &Baton, rpm: u32) -> String {
+    let (st, made) = Admin(a)
+        .send(
+            Method::POST,
+            "/admin/keys",
+            Some(json!({"label": "fast", "rpm": rpm})),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let key = made["key"].as_str().unwrap().to_string();
+    assert!(
+        eventually(3, || b.handle.core.keys.client(&key).is_some()).await,
+        "B knows the key A made"
+    );
+    key
+}
+
+#[tokio::test]
+async fn a_fast_client_asks_redis_once_a_batch_not_once_a_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let (a, b, _dirs) = pair(&redis, "p1", json!([provider("up", &up.base_url(), 1)])).await;
+    let key = key_with_rpm(&a, &b, 100_000).await;
+    let before = scripts_run(&redis).await;
+    let mut remaining = Vec::new();
+    for _ in 0..200 {
+        let r = a.chat_as(&key, "auto").await;
+        assert_eq!(r.status(), 200);
+        let left = r.headers()["x-ratelimit-remaining-requests"]
+            .to_str()
+            .unwrap();
+        remaining.push(left.parse::<u64>().unwrap());
+    }
+    a.handle.core.routing.shared.barrier().await;
+    let admissions = scripts_run(&redis).await - before - 200;
+    // 1, 2, 4 … 64 at a time (the pair's clock stands still, so each batch runs out within
+    // its lifetime): 8 round trips for 200 requests, where there were 200.
+    assert!(
+        (5..=20).contains(&admissions),
+        "{admissions} admission round trips for 200 requests"
+    );
+    // The headers say what the shared bucket has left, never more than before.
+    assert!(remaining.windows(2).all(|w| w[1] <= w[0]), "{remaining:?}");
+    assert!(*remaining.last().unwrap() < 100_000 - 199);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn batches_on_two_instances_never_admit_more_than_the_shared_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let (a, b, _dirs) = pair(&redis, "p2", json!([provider("up", &up.base_url(), 1)])).await;
+    // 300 a minute: batches of at most 3 (1 % of it). The clock stands still: nothing refills,
+    // so exactly 300 may pass however the two instances share them.
+    let key = key_with_rpm(&a, &b, 300).await;
+    let (mut ok, mut limited) = (0, 0);
+    for i in 0..330 {
+        let inst = if i % 3 == 2 { &b } else { &a };
+        match inst.chat_as(&key, "auto").await.status().as_u16() {
+            200 => ok += 1,
+            429 => limited += 1,
+            s => panic!("request {i}: {s}"),
+        }
+    }
+    assert_eq!((ok, limited), (300, 30));
+    assert_eq!(up.hits(), 300);
+    a.stop().await;
+    b.stop().await;
+}
