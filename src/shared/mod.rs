@@ -27,6 +27,7 @@ mod msg;
 mod permits;
 mod reconcile;
 mod scripts;
+mod slots;
 mod sync;
 mod types;
 
@@ -46,10 +47,22 @@ pub struct Lease {
     redis: Arc<Redis>,
     provider: String,
     id: String,
+    granted_ms: i64,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        // Reused by the next request while it may be (`slots`), else given back.
+        let now = crate::clock::unix_ms();
+        let up = self.redis.up.load(Ordering::Relaxed);
+        if up
+            && self
+                .redis
+                .slots
+                .put_back(&self.provider, &self.id, self.granted_ms, now)
+        {
+            return;
+        }
         self.redis.clone().send_unordered(Op::Release {
             provider: std::mem::take(&mut self.provider),
             lease: std::mem::take(&mut self.id),
@@ -139,6 +152,7 @@ impl Shared {
             released: Mutex::new(Vec::new()),
             leases: AtomicU64::new(0),
             permits: Default::default(),
+            slots: Default::default(),
             admit: Script::new(ADMIT),
             spend: Script::new(SPEND),
             lease: Script::new(LEASE),
@@ -183,34 +197,7 @@ impl Shared {
         let p = &c.policy;
         let (day, _) = utc_day(now);
         let (month, _) = utc_month(now);
-        let b = &p.budget;
-        let micro = |v: Option<f64>| v.map(|v| (v * 1_000_000.0).round() as i64).unwrap_or(0);
-        let mut inv = r.admit.prepare_invoke();
-        inv.key(r.key(&["rpm", &c.id]))
-            .key(r.key(&["tpm", &c.id]))
-            .key(r.budget_key(&c.id, PeriodKind::Day, day))
-            .key(r.budget_key(&c.id, PeriodKind::Month, month))
-            .arg(now)
-            .arg(p.rpm.unwrap_or(0))
-            .arg(p.tpm.unwrap_or(0))
-            .arg(b.day_tokens.unwrap_or(0))
-            .arg(micro(b.day_usd))
-            .arg(b.month_tokens.unwrap_or(0))
-            .arg(micro(b.month_usd))
-            .arg(ask);
-        let mut conn = r.conn.clone();
-        let out: Vec<i64> =
-            match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async(&mut conn)).await {
-                Ok(Ok(v)) => v,
-                Ok(Err(e)) => {
-                    r.down(&e.to_string());
-                    return None;
-                }
-                Err(_) => {
-                    r.down("no answer in time");
-                    return None;
-                }
-            };
+        let out = admit_script(r, c, now, ask).await?;
         let (code, retry_ms, dt, du, mt, mu) = match out.as_slice() {
             [c, r, dt, du, mt, mu, ..] => (c, r, dt, du, mt, mu),
             _ => return None,
@@ -273,36 +260,61 @@ impl Shared {
         }
     }
 
-    /// A shared concurrency slot on `provider` (at most `max` across every instance).
+    /// A shared concurrency slot on `provider` (at most `max` across every instance): one
+    /// held here from an earlier grant (`slots`), else leased from Redis, several at once while
+    /// the provider is busy.
     pub async fn lease(&self, provider: &str, max: Option<u32>, ttl_ms: u64) -> LeaseResult {
         let (Some(r), Some(max)) = (self.live(), max) else {
             return LeaseResult::Local;
         };
-        let id = format!("{}-{}", r.origin, r.leases.fetch_add(1, Ordering::Relaxed));
         let now = crate::clock::unix_ms();
-        let mut inv = r.lease.prepare_invoke();
-        inv.key(r.key(&["inflight", provider]))
-            .arg(now)
-            .arg(max)
-            .arg(ttl_ms)
-            .arg(&id);
-        let mut conn = r.conn.clone();
-        match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async::<i64>(&mut conn)).await {
-            Ok(Ok(1)) => LeaseResult::Held(Lease {
+        let (idle, stale) = r.slots.reuse(provider, now);
+        for lease in stale {
+            r.clone().send_unordered(Op::Release {
+                provider: provider.to_string(),
+                lease,
+            });
+        }
+        let held = |id: String, granted_ms: i64| {
+            LeaseResult::Held(Lease {
                 redis: r.clone(),
                 provider: provider.to_string(),
                 id,
-            }),
+                granted_ms,
+            })
+        };
+        if let Some((id, granted_ms)) = idle {
+            return held(id, granted_ms);
+        }
+        let ask = r.slots.ask(provider, max, now);
+        let id = format!("{}-{}", r.origin, r.leases.fetch_add(1, Ordering::Relaxed));
+        let mut inv = r.lease.prepare_invoke();
+        // A slot reused near the end of its lifetime still outlives the request given it.
+        let ttl = ttl_ms.saturating_add(slots::LIFETIME_MS as u64);
+        inv.key(r.key(&["inflight", provider]))
+            .arg(now)
+            .arg(max)
+            .arg(ttl)
+            .arg(&id)
+            .arg(ask);
+        let mut conn = r.conn.clone();
+        match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async::<i64>(&mut conn)).await {
+            Ok(Ok(n)) if n >= 1 => {
+                let more = (2..=n).map(|i| format!("{id}.{i}")).collect();
+                r.slots.keep(provider, more, now);
+                held(id, now)
+            }
             Ok(Ok(_)) => LeaseResult::Full,
-            // The grant may have happened without its answer: released on return, in case.
+            // The grant may have happened without its answer: released on return, in case
+            // (with the others it may have granted).
             Ok(Err(e)) => {
                 r.down(&e.to_string());
-                r.forget_lease(provider, id);
+                r.forget_granted(provider, &id, ask);
                 LeaseResult::Local
             }
             Err(_) => {
                 r.down("no answer in time");
-                r.forget_lease(provider, id);
+                r.forget_granted(provider, &id, ask);
                 LeaseResult::Local
             }
         }
@@ -403,6 +415,39 @@ impl crate::limits::Mirror for Shared {
             } else if let Ok(mut c) = r.cleared.lock() {
                 c.push(s.clone());
             }
+        }
+    }
+}
+
+/// Runs the admission script for `ask` requests of `c`: its answer, or `None` (Redis marked
+/// away) when it gave none in time.
+async fn admit_script(r: &Redis, c: &Client, now: i64, ask: i64) -> Option<Vec<i64>> {
+    let p = &c.policy;
+    let b = &p.budget;
+    let micro = |v: Option<f64>| v.map(|v| (v * 1_000_000.0).round() as i64).unwrap_or(0);
+    let mut inv = r.admit.prepare_invoke();
+    inv.key(r.key(&["rpm", &c.id]))
+        .key(r.key(&["tpm", &c.id]))
+        .key(r.budget_key(&c.id, PeriodKind::Day, utc_day(now).0))
+        .key(r.budget_key(&c.id, PeriodKind::Month, utc_month(now).0))
+        .arg(now)
+        .arg(p.rpm.unwrap_or(0))
+        .arg(p.tpm.unwrap_or(0))
+        .arg(b.day_tokens.unwrap_or(0))
+        .arg(micro(b.day_usd))
+        .arg(b.month_tokens.unwrap_or(0))
+        .arg(micro(b.month_usd))
+        .arg(ask);
+    let mut conn = r.conn.clone();
+    match tokio::time::timeout(OP_TIMEOUT, inv.invoke_async(&mut conn)).await {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) => {
+            r.down(&e.to_string());
+            None
+        }
+        Err(_) => {
+            r.down("no answer in time");
+            None
         }
     }
 }

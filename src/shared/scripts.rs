@@ -73,15 +73,20 @@ redis.call('PEXPIRE', KEYS[3], ARGV[6])
 return 1
 "#;
 
+/// Up to ARGV[5] slots (at least one) while fewer than ARGV[2] are held: the first is ARGV[4],
+/// the others ARGV[4] .. '.2', '.3' …; returns how many were granted.
 pub(super) const LEASE: &str = r#"
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 1
+local n = math.min(tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1]), math.max(1, tonumber(ARGV[5] or '1')))
+if n < 1 then return 0 end
+for i = 1, n do
+  local id = ARGV[4]
+  if i > 1 then id = id .. '.' .. i end
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), id)
 end
-return 0
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return n
 "#;
 
 /// Counts requests (this minute, this quota day) and tokens (this minute) for one provider key.

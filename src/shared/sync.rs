@@ -54,6 +54,15 @@ impl Redis {
         }
     }
 
+    /// A grant whose answer never came: its first lease and the `ask - 1` more it may have
+    /// granted, removed from Redis once it answers again.
+    pub(super) fn forget_granted(&self, provider: &str, id: &str, ask: i64) {
+        self.forget_lease(provider, id.to_string());
+        for i in 2..=ask {
+            self.forget_lease(provider, format!("{id}.{i}"));
+        }
+    }
+
     /// A lease to remove from Redis once it answers again (see `released`).
     pub(super) fn forget_lease(&self, provider: &str, lease: String) {
         if let Ok(mut r) = self.released.lock() {
@@ -94,6 +103,10 @@ impl Redis {
 
     pub(super) fn down(&self, why: &str) {
         self.permits.clear();
+        // Idle slots: removed from Redis once it answers again.
+        for (provider, lease) in self.slots.sweep(0, true) {
+            self.forget_lease(&provider, lease);
+        }
         if self.up.swap(false, Ordering::Relaxed) {
             tracing::warn!(error = %why, "shared state (Redis) unreachable: serving on this instance's local state until it returns");
         }
@@ -313,6 +326,10 @@ pub(super) async fn health(r: Arc<Redis>, core: Weak<dyn Host>) {
         }
         announced_start = true;
         drop(core);
+        // Slots held ahead that nobody took within their lifetime go back.
+        for (provider, lease) in r.slots.sweep(crate::clock::unix_ms(), false) {
+            r.clone().send_unordered(Op::Release { provider, lease });
+        }
         tokio::time::sleep(HEALTH_EVERY).await;
     }
 }

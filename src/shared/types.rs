@@ -115,6 +115,8 @@ pub struct Redis {
     pub(super) leases: AtomicU64,
     /// Requests taken from the shared rate bucket ahead, per client.
     pub(super) permits: super::permits::Permits,
+    /// Concurrency slots leased ahead and not in use, per provider.
+    pub(super) slots: super::slots::Slots,
     pub(super) admit: Script,
     pub(super) spend: Script,
     pub(super) lease: Script,

@@ -1,6 +1,7 @@
-//! Requests admitted ahead (`shared/permits.rs`) on two gateways sharing a real `redis-server`:
-//! a client that sends fast takes its requests from the shared bucket in batches, one round
-//! trip each, and the shared limit still holds to the request across both instances.
+//! Work taken from Redis ahead, on two gateways sharing a real `redis-server`: a client that
+//! sends fast takes its requests from the shared bucket in batches (`shared/permits.rs`), a busy
+//! provider's concurrency slots are leased several at once and reused (`shared/slots.rs`) — one
+//! round trip for many requests — and the shared limits still hold across both instances.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::redis_pair;
@@ -9,9 +10,9 @@ use crate::common::*;
 use redis_pair::*;
 use reqwest::Method;
 use serde_json::json;
-use testkit::FakeUpstream;
+use testkit::{Behavior, FakeUpstream};
 
-/// Scripts Redis has run (admission and spending; nothing else here runs one).
+/// Scripts Redis has run (admission, spending and leases; nothing else here runs one).
 async fn scripts_run(redis: &RedisServer) -> i64 {
     let mut conn = redis.conn().await;
     let info: String = redis::cmd("INFO")
@@ -102,6 +103,66 @@ async fn batches_on_two_instances_never_admit_more_than_the_shared_limit() {
     }
     assert_eq!((ok, limited), (300, 30));
     assert_eq!(up.hits(), 300);
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn held(redis: &RedisServer, key: &str) -> i64 {
+    let mut conn = redis.conn().await;
+    redis::AsyncCommands::zcard(&mut conn, key).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_busy_provider_leases_its_slots_ahead_and_the_shared_limit_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("busy").await;
+    up.always(Behavior::Delay(150));
+    let mut p = provider("busy", &up.base_url(), 1);
+    // 32 across both: slots are leased up to 2 at once (a sixteenth).
+    p["maxConcurrency"] = json!(32);
+    let (a, b, _dirs) = pair(&redis, "p3", json!([p])).await;
+    for wave in 0..3 {
+        let jobs = (0..48).map(|i| {
+            let inst = if i % 2 == 0 { &a } else { &b };
+            inst.chat_as(OPS_KEY, "auto")
+        });
+        for r in futures_util::future::join_all(jobs).await {
+            assert_eq!(r.status(), 200, "wave {wave}");
+        }
+    }
+    assert_eq!(up.hits(), 144);
+    assert!(up.max_in_flight() <= 32, "{} at once", up.max_in_flight());
+    // Slots nobody took within their lifetime go back: none is left held.
+    let mut left = held(&redis, "p3:inflight:busy").await;
+    for _ in 0..60 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        left = held(&redis, "p3:inflight:busy").await;
+    }
+    assert_eq!(left, 0, "slots left held in Redis");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn one_lease_serves_the_requests_that_follow_within_its_lifetime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let mut p = provider("up", &up.base_url(), 1);
+    p["maxConcurrency"] = json!(256);
+    let (a, b, _dirs) = pair(&redis, "p4", json!([p])).await;
+    let before = scripts_run(&redis).await;
+    for _ in 0..60 {
+        assert_eq!(a.chat_as(OPS_KEY, "auto").await.status(), 200);
+    }
+    let leases = scripts_run(&redis).await - before;
+    // A slot given back is handed to the next request for 250 ms after its grant: a few round
+    // trips for 60 requests one after another, where there were 60.
+    assert!(leases < 40, "{leases} lease round trips for 60 requests");
     a.stop().await;
     b.stop().await;
 }
