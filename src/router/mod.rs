@@ -74,8 +74,14 @@ fn order(
     now: i64,
 ) {
     if matches!(selection, Selection::Auto) {
-        // Once per target (a stable sort), not once per comparison.
-        targets.sort_by_cached_key(|t| nearly_exhausted(&t.provider, now));
+        // Once per target (a stable sort), not once per comparison; no sort (nor its buffer)
+        // when none is about to run out, as on most requests.
+        let first = targets
+            .iter()
+            .position(|t| nearly_exhausted(&t.provider, now));
+        if first.is_some_and(|i| i + 1 < targets.len()) {
+            targets.sort_by_cached_key(|t| nearly_exhausted(&t.provider, now));
+        }
     }
     let by_speed = snap.orders_by_speed(selection, &inbound.canonical.model);
     if by_speed {
@@ -119,6 +125,7 @@ pub(crate) async fn dispatch_via<U: Upstream>(
         tokio::time::Instant::from_std(rec.started()) + Duration::from_millis(deadline_ms);
     let mut waited_for_reset = false;
     let hedging = snap.hedging(selection, &inbound.canonical.model);
+    let mut targets = Some(targets);
     loop {
         let cx = fallback::Ctx {
             up,
@@ -130,7 +137,13 @@ pub(crate) async fn dispatch_via<U: Upstream>(
             stick: stick.as_ref(),
             hedging,
         };
-        let result = fallback::run_candidates(&cx, targets.clone(), rec).await;
+        // The list is kept for a second pass only when one may follow (waiting for a reset).
+        let bound = snap.routing.wait_for_reset_ms as i64;
+        let these = match &targets {
+            Some(t) if bound > 0 && !waited_for_reset => t.clone(),
+            _ => targets.take().unwrap_or_default(),
+        };
+        let result = fallback::run_candidates(&cx, these, rec).await;
         // Opt-in: when everything is rate-limited but the soonest reset is close, wait for it once.
         if let Err(Failure::Exhausted {
             retry_at_ms: Some(at),
@@ -138,7 +151,6 @@ pub(crate) async fn dispatch_via<U: Upstream>(
         }) = &result
         {
             let wait = at - routing.clock.now_ms();
-            let bound = snap.routing.wait_for_reset_ms as i64;
             let fits =
                 tokio::time::Instant::now() + Duration::from_millis(wait.max(0) as u64) < deadline;
             if !waited_for_reset && bound > 0 && wait <= bound && fits {
@@ -151,60 +163,13 @@ pub(crate) async fn dispatch_via<U: Upstream>(
     }
 }
 
-/// A conversation held upstream can go only to the kind of server that holds it: Baton keeps
-/// no conversation state, and no other format could be given the turns before.
-/// - A Responses request continuing a stored one (`previous_response_id`): only a Responses
-///   upstream; elsewhere a 400 that says to send the whole conversation.
-/// - An Anthropic client continuing a message thread (`thread: {"type": "continue"}`, the
-///   message-threads beta, which sends only the new turn): only an Anthropic upstream;
-///   elsewhere "thread not found", which the Anthropic SDKs answer by replaying the whole
-///   conversation under a new thread (which any upstream can take).
-fn stored_conversation(
-    inbound: &Inbound,
-    targets: &mut Vec<Target>,
-    rec: &mut Record,
-) -> Result<(), Failure> {
-    let (Some(c), Some(o)) = (&inbound.continues, &inbound.original) else {
-        return Ok(());
-    };
-    let before = targets.len();
-    pass_over(targets, rec, |t| {
-        (t.provider.config.kind.wire() != Some(o.wire)).then(|| c.why.to_string())
-    });
-    if targets.is_empty() && before > 0 {
-        return Err(c.failure.clone());
-    }
-    Ok(())
-}
-
-/// Passes over the targets `why` gives a reason for, each logged in Activity with it; the first
-/// one passed over (its provider and reason), for the error when none is left.
-fn pass_over(
-    targets: &mut Vec<Target>,
-    rec: &mut Record,
-    mut why: impl FnMut(&Target) -> Option<String>,
-) -> Option<(String, String)> {
-    let mut first = None;
-    targets.retain(|t| match why(t) {
-        None => true,
-        Some(reason) => {
-            first.get_or_insert_with(|| (t.provider.id().to_string(), reason.clone()));
-            rec.push_attempt(skipped(
-                t,
-                None,
-                "cannot take this request",
-                Some(reason),
-                None,
-            ));
-            false
-        }
-    });
-    first
-}
-
 /// The targets that can take this request: those that lack what it needs (tools, images,
 /// context) or cannot take its shape (a CLI's one prompt) are passed over and logged with the
 /// reason; a request pinned to one learns why it cannot go there.
+/// Long because it is one pass over every candidate: each is checked for what the request
+/// needs, a conversation held upstream, the client's own credential and a CLI's one prompt
+/// (in that order), and the error told when none is left is that of the last check to empty the
+/// list — the checks were four passes, and 200 providers made them a tenth of a request.
 fn able(
     snap: &Snapshot,
     inbound: &Inbound,
@@ -219,59 +184,85 @@ fn able(
             "Every provider is disabled. Enable one in the UI or the config file.".into()
         }));
     }
-    if !matches!(selection, Selection::Pinned | Selection::Provider) {
-        // Passed over for what the request needs: Activity says so for each one.
-        let mut counts = candidates::Counts::default();
-        let before = targets.len();
-        pass_over(&mut targets, rec, |t| {
-            cannot_serve(
-                &t.model,
-                &counts.needs_for(&inbound.canonical, &inbound.needs, &t.model),
-            )
-        });
-        if targets.is_empty() && before > 0 {
-            return Err(Failure::Unsupported(unsupported_message(&inbound.needs)));
-        }
-    }
-    stored_conversation(inbound, &mut targets, rec)?;
-    // A provider that calls with the client's own credential needs one, and one of its own
-    // vendor's (a capped Claude login must never reach the ChatGPT backend, nor a ChatGPT
-    // token Anthropic).
-    let before = targets.len();
-    pass_over(&mut targets, rec, |t| {
+    // A request pinned to a target is sent even when its capabilities look wrong.
+    let needs = !matches!(selection, Selection::Pinned | Selection::Provider);
+    let mut counts = candidates::Counts::default();
+    let stored = inbound.continues.as_ref().zip(inbound.original.as_ref());
+    let mut why = |t: &Target| -> Option<(Check, String)> {
         let p = &t.provider.config;
-        match &inbound.client {
+        if needs {
+            let n = counts.needs_for(&inbound.canonical, &inbound.needs, &t.model);
+            if let Some(r) = cannot_serve(&t.model, &n) {
+                return Some((Check::Needs, r));
+            }
+        }
+        if let Some((c, _)) = stored.filter(|(_, o)| p.kind.wire() != Some(o.wire)) {
+            return Some((Check::Stored, c.why.to_string()));
+        }
+        // A provider that calls with the client's own credential needs one, and one of its
+        // own vendor's (a capped Claude login must never reach the ChatGPT backend, nor a
+        // ChatGPT token Anthropic).
+        let credential = match &inbound.client {
             _ if p.credentials.is_baton() => None,
-            None => Some(NO_CLIENT_CREDENTIAL.to_string()),
-            Some(c) if !c.fits(p) => Some(OTHER_VENDOR.to_string()),
+            None => Some(NO_CLIENT_CREDENTIAL),
+            Some(c) if !c.fits(p) => Some(OTHER_VENDOR),
             Some(_) => None,
+        };
+        if let Some(r) = credential {
+            return Some((Check::Credential, r.to_string()));
         }
-    });
-    if inbound.client.is_none() && targets.is_empty() && before > 0 {
-        return Err(Failure::Unsupported(format!(
-            "This model is served with your own subscription: {NO_CLIENT_CREDENTIAL}."
-        )));
-    }
-    // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot take,
-    // and a request pinned to one learns why it cannot go there.
-    let cli_problem = pass_over(&mut targets, rec, |t| {
-        let p = &t.provider.config;
+        // A CLI takes one prompt: `auto` skips CLI providers for conversations they cannot
+        // take, and a request pinned to one learns why it cannot go there.
         p.kind
             .is_cli()
             .then(|| crate::providers::cli::shape_problem(&inbound.canonical, p.flatten_history))
             .flatten()
-    });
-    if targets.is_empty() {
-        if let Some((id, why)) = cli_problem {
-            return Err(Failure::Unsupported(format!(
-                "This request cannot go to a subscription CLI provider: `{id}`: {why}."
-            )));
+            .map(|r| (Check::Cli, r))
+    };
+    let (mut last, mut first_cli) = (None, None);
+    targets.retain(|t| {
+        let Some((check, reason)) = why(t) else {
+            return true;
+        };
+        last = last.max(Some(check));
+        if check == Check::Cli && first_cli.is_none() {
+            first_cli = Some((t.provider.id().to_string(), reason.clone()));
         }
-        return Err(Failure::NoProvider(
-            "No enabled provider is available for this model.".into(),
-        ));
+        // Passed over: Activity says why for each one.
+        let s = skipped(t, None, "cannot take this request", Some(reason), None);
+        rec.push_attempt(s);
+        false
+    });
+    if !targets.is_empty() {
+        return Ok(targets);
     }
-    Ok(targets)
+    Err(match (last, stored, first_cli) {
+        (Some(Check::Needs), ..) => Failure::Unsupported(unsupported_message(&inbound.needs)),
+        (Some(Check::Stored), Some((c, _)), _) => c.failure.clone(),
+        (Some(Check::Credential), ..) if inbound.client.is_none() => Failure::Unsupported(format!(
+            "This model is served with your own subscription: {NO_CLIENT_CREDENTIAL}."
+        )),
+        (Some(Check::Cli), _, Some((id, why))) => Failure::Unsupported(format!(
+            "This request cannot go to a subscription CLI provider: `{id}`: {why}."
+        )),
+        _ => Failure::NoProvider("No enabled provider is available for this model.".into()),
+    })
+}
+
+/// What passes a candidate over, in the order the checks run (and their errors are told).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Check {
+    Needs,
+    /// A conversation held upstream can go only to the kind of server that holds it: Baton
+    /// keeps no conversation state, and no other format could be given the turns before.
+    /// A Responses request continuing a stored one (`previous_response_id`) goes only to a
+    /// Responses upstream (elsewhere a 400 that says to send the whole conversation); an
+    /// Anthropic client continuing a message thread (the message-threads beta, which sends
+    /// only the new turn) only to an Anthropic one (elsewhere "thread not found", which the
+    /// Anthropic SDKs answer by replaying the whole conversation under a new thread).
+    Stored,
+    Credential,
+    Cli,
 }
 
 /// A limit the UI's Test found on a saved provider, applied like routing would (same scope

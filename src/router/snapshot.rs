@@ -247,6 +247,9 @@ impl Snapshot {
     /// which name none (`provider/model` names one).
     pub fn name_any_model(&self, targets: Vec<Target>, requested: &str) -> Vec<Target> {
         // `auto`, a route or a provider's id names no model.
+        if !targets.iter().any(|t| t.model.id == "*") {
+            return targets;
+        }
         let named = requested != "auto"
             && !self.routes.contains_key(requested)
             && self.provider(requested).is_none();
@@ -336,6 +339,7 @@ impl Snapshot {
     }
 
     fn push_auto(&self, out: &mut Vec<Target>) {
+        out.reserve(self.providers.len());
         for p in self.enabled().filter(|p| p.config.auto) {
             push_provider(p, out);
         }
