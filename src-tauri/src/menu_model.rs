@@ -4,7 +4,9 @@
 //! a provider's state line changes; only a different set of items builds a new menu (replacing
 //! the menu closes it, and a click that lands as it is replaced opens nothing).
 
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu};
+use tauri::menu::{
+    CheckMenuItem, IsMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu,
+};
 use tauri::AppHandle;
 
 type Wry = tauri::Wry;
@@ -75,12 +77,7 @@ pub fn same_items(a: &[Entry], b: &[Entry]) -> bool {
 pub fn build(app: &AppHandle, entries: &[Entry]) -> tauri::Result<Menu<Wry>> {
     let menu = Menu::new(app)?;
     for e in entries {
-        match made(app, e)? {
-            Made::Item(i) => menu.append(&i)?,
-            Made::Check(i) => menu.append(&i)?,
-            Made::Sub(i) => menu.append(&i)?,
-            Made::Separator(i) => menu.append(&i)?,
-        }
+        menu.append(made(app, e)?.item())?;
     }
     Ok(menu)
 }
@@ -90,6 +87,17 @@ enum Made {
     Check(CheckMenuItem<Wry>),
     Sub(Submenu<Wry>),
     Separator(PredefinedMenuItem<Wry>),
+}
+
+impl Made {
+    fn item(&self) -> &dyn IsMenuItem<Wry> {
+        match self {
+            Made::Item(i) => i,
+            Made::Check(i) => i,
+            Made::Sub(i) => i,
+            Made::Separator(i) => i,
+        }
+    }
 }
 
 fn made(app: &AppHandle, e: &Entry) -> tauri::Result<Made> {
@@ -107,12 +115,7 @@ fn made(app: &AppHandle, e: &Entry) -> tauri::Result<Made> {
         Kind::Sub(items) => {
             let sub = Submenu::with_id(app, id, text, e.enabled)?;
             for i in items {
-                match made(app, i)? {
-                    Made::Item(i) => sub.append(&i)?,
-                    Made::Check(i) => sub.append(&i)?,
-                    Made::Sub(i) => sub.append(&i)?,
-                    Made::Separator(i) => sub.append(&i)?,
-                }
+                sub.append(made(app, i)?.item())?;
             }
             Made::Sub(sub)
         }
