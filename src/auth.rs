@@ -1,5 +1,6 @@
 //! Gateway and admin keys: loaded from the environment variables the config names, or generated
-//! once into the data directory (mode 0600). Keys are compared in constant time.
+//! once into the data directory (mode 0600). A presented gateway key is found by its SHA-256
+//! (never compared itself); the admin key is compared in constant time.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -54,7 +55,7 @@ type Digest = [u8; 32];
 
 #[derive(Debug, Default)]
 struct UiKeys {
-    listed: Vec<(Arc<Client>, Vec<u8>)>,
+    listed: Vec<Arc<Client>>,
     by_hash: HashMap<Digest, Arc<Client>>,
 }
 
@@ -63,11 +64,10 @@ pub const GENERATED_LABEL: &str = "generated";
 
 /// SHA-256 of a key: what is stored for UI-made gateway keys.
 pub fn key_hash(key: &str) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, key.as_bytes())
-        .as_ref()
-        .to_vec()
+    digest(key).to_vec()
 }
 
+/// SHA-256 of a key: what every gateway key is looked up by.
 fn digest(key: &str) -> Digest {
     let mut out = [0; 32];
     out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref());
@@ -144,7 +144,7 @@ impl Keys {
     pub fn managed(&self) -> Vec<Arc<Client>> {
         self.ui
             .read()
-            .map(|ui| ui.listed.iter().map(|(c, _)| c.clone()).collect())
+            .map(|ui| ui.listed.clone())
             .unwrap_or_default()
     }
 
@@ -154,11 +154,9 @@ impl Keys {
             .iter()
             .filter_map(|(c, h)| Some((Digest::try_from(h.as_slice()).ok()?, c.clone())))
             .collect();
+        let listed = keys.into_iter().map(|(c, _)| c).collect();
         if let Ok(mut ui) = self.ui.write() {
-            *ui = UiKeys {
-                listed: keys,
-                by_hash,
-            };
+            *ui = UiKeys { listed, by_hash };
         }
     }
 

@@ -187,6 +187,15 @@ struct State {
     month: Period,
 }
 
+impl State {
+    /// The day and month brought to `now`, and the budget they exceed, if any.
+    fn over_budget(&mut self, p: &ClientPolicy, now: i64) -> Option<Deny> {
+        self.day.roll(utc_day(now).0);
+        self.month.roll(utc_month(now).0);
+        over_budget(p, &self.day, &self.month, now)
+    }
+}
+
 /// Admission state of every client seen by this instance.
 #[derive(Debug, Default)]
 pub struct Limiter {
@@ -279,9 +288,7 @@ impl Limiter {
             return Ok(room);
         };
         let s = map.entry(c.id.clone()).or_default();
-        s.day.roll(utc_day(now).0);
-        s.month.roll(utc_month(now).0);
-        if let Some(d) = over_budget(p, &s.day, &s.month, now) {
+        if let Some(d) = s.over_budget(p, now) {
             return Err(d);
         }
         if let Some(tpm) = p.tpm {
@@ -349,10 +356,7 @@ impl Limiter {
             return None;
         }
         let mut map = self.clients.lock().ok()?;
-        let s = map.get_mut(&c.id)?;
-        s.day.roll(utc_day(now).0);
-        s.month.roll(utc_month(now).0);
-        over_budget(&c.policy, &s.day, &s.month, now)
+        map.get_mut(&c.id)?.over_budget(&c.policy, now)
     }
 
     /// Raises this instance's view of a client's spending to what the shared store says.
