@@ -63,10 +63,10 @@ impl Drop for Lease {
         {
             return;
         }
-        self.redis.clone().send_unordered(Op::Release {
-            provider: std::mem::take(&mut self.provider),
-            lease: std::mem::take(&mut self.id),
-        });
+        self.redis.give_back(
+            std::mem::take(&mut self.provider),
+            std::mem::take(&mut self.id),
+        );
     }
 }
 
@@ -197,7 +197,7 @@ impl Shared {
         let p = &c.policy;
         let (day, _) = utc_day(now);
         let (month, _) = utc_month(now);
-        let out = admit_script(r, c, now, ask).await?;
+        let out = admit_script(r, c, now, (day, month), ask).await?;
         let (code, retry_ms, dt, du, mt, mu) = match out.as_slice() {
             [c, r, dt, du, mt, mu, ..] => (c, r, dt, du, mt, mu),
             _ => return None,
@@ -270,10 +270,7 @@ impl Shared {
         let now = crate::clock::unix_ms();
         let (idle, stale) = r.slots.reuse(provider, now);
         for lease in stale {
-            r.clone().send_unordered(Op::Release {
-                provider: provider.to_string(),
-                lease,
-            });
+            r.give_back(provider.to_string(), lease);
         }
         let held = |id: String, granted_ms: i64| {
             LeaseResult::Held(Lease {
@@ -419,17 +416,23 @@ impl crate::limits::Mirror for Shared {
     }
 }
 
-/// Runs the admission script for `ask` requests of `c`: its answer, or `None` (Redis marked
-/// away) when it gave none in time.
-async fn admit_script(r: &Redis, c: &Client, now: i64, ask: i64) -> Option<Vec<i64>> {
+/// Runs the admission script for `ask` requests of `c` (in the UTC day and month that start
+/// at `periods`): its answer, or `None` (Redis marked away) when it gave none in time.
+async fn admit_script(
+    r: &Redis,
+    c: &Client,
+    now: i64,
+    (day, month): (i64, i64),
+    ask: i64,
+) -> Option<Vec<i64>> {
     let p = &c.policy;
     let b = &p.budget;
     let micro = |v: Option<f64>| v.map(|v| (v * 1_000_000.0).round() as i64).unwrap_or(0);
     let mut inv = r.admit.prepare_invoke();
     inv.key(r.key(&["rpm", &c.id]))
         .key(r.key(&["tpm", &c.id]))
-        .key(r.budget_key(&c.id, PeriodKind::Day, utc_day(now).0))
-        .key(r.budget_key(&c.id, PeriodKind::Month, utc_month(now).0))
+        .key(r.budget_key(&c.id, PeriodKind::Day, day))
+        .key(r.budget_key(&c.id, PeriodKind::Month, month))
         .arg(now)
         .arg(p.rpm.unwrap_or(0))
         .arg(p.tpm.unwrap_or(0))

@@ -102,20 +102,30 @@ impl Slots {
         }
     }
 
-    /// Every idle slot past its lifetime, by provider (given back by the health loop); with
-    /// `all`, every idle slot (Redis went away).
-    pub(super) fn sweep(&self, now: i64, all: bool) -> Vec<(String, String)> {
+    /// Every idle slot past its lifetime, by provider (given back by the health loop).
+    pub(super) fn sweep(&self, now: i64) -> Vec<(String, String)> {
+        self.take(|idle| take_stale(idle, now))
+    }
+
+    /// Every idle slot, by provider (Redis went away).
+    pub(super) fn drain(&self) -> Vec<(String, String)> {
+        self.take(|idle| idle.drain(..).map(|(id, _)| id).collect())
+    }
+
+    fn take(
+        &self,
+        mut gone: impl FnMut(&mut Vec<(String, i64)>) -> Vec<String>,
+    ) -> Vec<(String, String)> {
         let Ok(mut pools) = self.pools.lock() else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for (provider, pool) in pools.iter_mut() {
-            let gone = if all {
-                pool.idle.drain(..).map(|(id, _)| id).collect()
-            } else {
-                take_stale(&mut pool.idle, now)
-            };
-            out.extend(gone.into_iter().map(|id| (provider.clone(), id)));
+            out.extend(
+                gone(&mut pool.idle)
+                    .into_iter()
+                    .map(|id| (provider.clone(), id)),
+            );
         }
         out
     }
@@ -186,10 +196,10 @@ mod tests {
         s.keep("p", vec!["old".into()], 1_000);
         s.keep("p", vec!["new".into()], 1_200);
         assert_eq!(
-            s.sweep(1_000 + LIFETIME_MS, false),
+            s.sweep(1_000 + LIFETIME_MS),
             vec![("p".into(), "old".into())]
         );
-        assert_eq!(s.sweep(1_210, true), vec![("p".into(), "new".into())]);
-        assert!(s.sweep(9_999, true).is_empty());
+        assert_eq!(s.drain(), vec![("p".into(), "new".into())]);
+        assert!(s.drain().is_empty());
     }
 }

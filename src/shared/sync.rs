@@ -54,6 +54,12 @@ impl Redis {
         }
     }
 
+    /// Removes a concurrency lease from Redis (in the background; once it answers again when
+    /// it is away).
+    pub(super) fn give_back(self: &Arc<Self>, provider: String, lease: String) {
+        self.clone().send_unordered(Op::Release { provider, lease });
+    }
+
     /// A grant whose answer never came: its first lease and the `ask - 1` more it may have
     /// granted, removed from Redis once it answers again.
     pub(super) fn forget_granted(&self, provider: &str, id: &str, ask: i64) {
@@ -104,7 +110,7 @@ impl Redis {
     pub(super) fn down(&self, why: &str) {
         self.permits.clear();
         // Idle slots: removed from Redis once it answers again.
-        for (provider, lease) in self.slots.sweep(0, true) {
+        for (provider, lease) in self.slots.drain() {
             self.forget_lease(&provider, lease);
         }
         if self.up.swap(false, Ordering::Relaxed) {
@@ -327,8 +333,8 @@ pub(super) async fn health(r: Arc<Redis>, core: Weak<dyn Host>) {
         announced_start = true;
         drop(core);
         // Slots held ahead that nobody took within their lifetime go back.
-        for (provider, lease) in r.slots.sweep(crate::clock::unix_ms(), false) {
-            r.clone().send_unordered(Op::Release { provider, lease });
+        for (provider, lease) in r.slots.sweep(crate::clock::unix_ms()) {
+            r.give_back(provider, lease);
         }
         tokio::time::sleep(HEALTH_EVERY).await;
     }
