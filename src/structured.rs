@@ -17,6 +17,9 @@ use serde_json::Value;
 
 use crate::canonical::OutputFormat;
 
+mod tape;
+use tape::Tape;
+
 /// The largest schema compiled (its JSON text); a larger one is checked as "one JSON value".
 const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
@@ -25,13 +28,15 @@ const KEPT_SCHEMAS: usize = 64;
 /// The largest schema kept compiled (its JSON text); a larger one is compiled per request.
 const MAX_KEPT_SCHEMA_BYTES: usize = 64 * 1024;
 
-type Compiled = Option<Arc<jsonschema::Validator>>;
+type Compiled = Option<Arc<jsonschema::Validator<tape::Flat>>>;
 
 /// Compiled schemas by a keyed hash of their tree: compiling costs more than the rest of a
-/// request, and an application sends the same schema every time. The tree is hashed in place
-/// (no text written, nothing allocated) with aHash under keys random per process: without the
-/// keys nobody can make another schema land on one's entry, so the trees need not be kept and
-/// compared (std's SipHash, as keyed, cost a JSON-mode request 2 % more CPU).
+/// request, and an application sends the same schema every time. The tree is spelt into a
+/// buffer the thread keeps (a byte per structure, strings length-prefixed: unambiguous) and
+/// the buffer hashed in one call, with aHash under keys random per process: without the keys
+/// nobody can make another schema land on one's entry, so the trees need not be kept and
+/// compared. (Hashing each node as it was walked took twice the instructions; std's SipHash,
+/// as keyed, cost a JSON-mode request 2 % more CPU.)
 fn kept() -> &'static Mutex<lru::LruCache<u64, Compiled>> {
     static KEPT: OnceLock<Mutex<lru::LruCache<u64, Compiled>>> = OnceLock::new();
     KEPT.get_or_init(|| {
@@ -41,71 +46,83 @@ fn kept() -> &'static Mutex<lru::LruCache<u64, Compiled>> {
     })
 }
 
-/// A hash of a JSON tree and its size in bytes as text (about: strings and numbers as they
-/// are, a few bytes per structure), in one walk.
-fn digest(v: &Value, h: &mut impl Hasher) -> usize {
+/// A JSON tree spelt onto `out`, unambiguously (two trees spell alike only when equal, 1 and
+/// 1.0 apart): a byte per value's kind, strings ended by 0xff and containers by 0xfd (neither
+/// occurs in UTF-8, so no text is mistaken for either). Stops early once `out` passes
+/// [`MAX_SCHEMA_BYTES`]; its length is about the tree's size as text.
+fn spell(v: &Value, out: &mut Vec<u8>) {
+    const END_TEXT: u8 = 0xff;
+    const END_ALL: u8 = 0xfd;
+    if out.len() > MAX_SCHEMA_BYTES {
+        return;
+    }
     match v {
-        Value::Null => {
-            h.write_u8(0);
-            4
-        }
-        Value::Bool(b) => {
-            h.write_u8(1 + u8::from(*b));
-            5
-        }
+        Value::Null => out.push(0),
+        Value::Bool(b) => out.push(1 + u8::from(*b)),
         Value::Number(n) => {
-            // Its kind and bits: 1 and 1.0 are different schemas' text, and stay apart.
             let (kind, bits) = match (n.as_u64(), n.as_i64()) {
                 (Some(u), _) => (3, u),
                 (None, Some(i)) => (7, i as u64),
                 _ => (8, n.as_f64().map_or(0, f64::to_bits)),
             };
-            h.write_u8(kind);
-            h.write_u64(bits);
-            8
+            let mut word = [kind; 9];
+            word[1..].copy_from_slice(&bits.to_le_bytes());
+            out.extend_from_slice(&word);
         }
-        Value::String(s) => {
-            h.write_u8(4);
-            h.write(s.as_bytes());
-            h.write_u8(0xff);
-            s.len() + 2
+        Value::String(x) => {
+            out.push(4);
+            out.extend_from_slice(x.as_bytes());
+            out.push(END_TEXT);
         }
         Value::Array(a) => {
-            h.write_u8(5);
-            h.write_usize(a.len());
-            a.iter().map(|x| digest(x, h) + 1).sum::<usize>() + 2
+            out.push(5);
+            a.iter().for_each(|x| spell(x, out));
+            out.push(END_ALL);
         }
         Value::Object(o) => {
-            h.write_u8(6);
-            h.write_usize(o.len());
-            o.iter()
-                .map(|(k, x)| {
-                    h.write(k.as_bytes());
-                    h.write_u8(0xff);
-                    k.len() + 4 + digest(x, h)
-                })
-                .sum::<usize>()
-                + 2
+            out.push(6);
+            for (k, x) in o {
+                out.extend_from_slice(k.as_bytes());
+                out.push(END_TEXT);
+                spell(x, out);
+            }
+            out.push(END_ALL);
         }
     }
 }
 
 /// `schema` compiled (`None`: too large, or it does not compile).
 fn compiled(schema: &Value) -> Compiled {
+    use std::cell::RefCell;
     use std::hash::BuildHasher;
     static KEYS: OnceLock<ahash::RandomState> = OnceLock::new();
-    let mut h = KEYS.get_or_init(ahash::RandomState::new).build_hasher();
-    let size = digest(schema, &mut h);
+    thread_local! {
+        static SPELT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    let keys = KEYS.get_or_init(ahash::RandomState::new);
+    let (size, key) = SPELT.with_borrow_mut(|buf| {
+        buf.clear();
+        spell(schema, buf);
+        let mut h = keys.build_hasher();
+        h.write(buf);
+        let said = (buf.len(), h.finish());
+        if buf.capacity() > MAX_KEPT_SCHEMA_BYTES {
+            *buf = Vec::new();
+        }
+        said
+    });
     if size > MAX_SCHEMA_BYTES {
         return None;
     }
-    let key = h.finish();
     if let Ok(mut k) = kept().lock() {
         if let Some(made) = k.get(&key) {
             return made.clone();
         }
     }
-    let made = jsonschema::validator_for(schema).ok().map(Arc::new);
+    let made = jsonschema::options_for::<tape::Flat>()
+        .build(schema)
+        .ok()
+        .map(Arc::new);
     if size <= MAX_KEPT_SCHEMA_BYTES {
         if let Ok(mut k) = kept().lock() {
             k.put(key, made.clone());
@@ -169,7 +186,7 @@ impl Expect {
     /// Checks an answer's `text`; `cut` when the answer stopped at its token limit.
     pub fn check(&self, text: &str, cut: bool) -> Checked {
         let bare = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
-        if let Ok(v) = serde_json::from_str::<Value>(bare) {
+        if let Ok(v) = Tape::read(bare) {
             return match self.fits(&v) {
                 Err(why) => Checked::Invalid(why),
                 Ok(()) if bare.len() == text.len() => Checked::Valid,
@@ -203,11 +220,14 @@ impl Expect {
     }
 
     /// Whether `v` is what the schema asks (the first problem, with where it is).
-    fn fits(&self, v: &Value) -> Result<(), String> {
+    fn fits(&self, v: &Tape<'_>) -> Result<(), String> {
         let Some(schema) = &self.schema else {
             return Ok(());
         };
-        schema.validate(v).map_err(|e| {
+        if schema.is_valid(v.root()) {
+            return Ok(());
+        }
+        schema.validate(v.root()).map_err(|e| {
             let at = e.instance_path().to_string();
             let at = if at.is_empty() { "/".to_string() } else { at };
             format!("the JSON value does not fit the schema at {at}: {e}")
@@ -264,31 +284,32 @@ fn fenced(text: &str) -> Option<&str> {
 
 /// The one JSON object or array in `text`, with prose around it allowed; two values, or none,
 /// are not one.
-fn one_value(text: &str) -> Result<(Value, &str), String> {
-    let mut starts = text.match_indices(['{', '[']).map(|(i, _)| i);
-    let found = starts.find_map(|i| {
-        let mut it = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
-        match it.next() {
-            Some(Ok(v)) if v.is_object() || v.is_array() => {
-                Some((v, &text[i..i + it.byte_offset()]))
-            }
-            _ => None,
-        }
-    });
-    let Some((v, slice)) = found else {
+fn one_value(text: &str) -> Result<(Tape<'_>, &str), String> {
+    let found = text
+        .match_indices(['{', '['])
+        .find_map(|(i, _)| value_at(&text[i..]));
+    let Some(slice) = found else {
         return Err("the answer holds no JSON value".into());
     };
     let end = slice.as_ptr() as usize - text.as_ptr() as usize + slice.len();
     let rest = &text[end..];
-    if rest.match_indices(['{', '[']).any(|(i, _)| {
-        serde_json::Deserializer::from_str(&rest[i..])
-            .into_iter::<Value>()
-            .next()
-            .is_some_and(|r| r.is_ok_and(|v| v.is_object() || v.is_array()))
-    }) {
+    if rest
+        .match_indices(['{', '['])
+        .any(|(i, _)| value_at(&rest[i..]).is_some())
+    {
         return Err("the answer holds more than one JSON value".into());
     }
+    let v = Tape::read(slice).map_err(|e| format!("the answer's JSON value does not read: {e}"))?;
     Ok((v, slice))
+}
+
+/// The JSON object or array `text` starts with (it starts with `{` or `[`), as its text.
+fn value_at(text: &str) -> Option<&str> {
+    let mut it = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    match it.next() {
+        Some(Ok(_)) => Some(&text[..it.byte_offset()]),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

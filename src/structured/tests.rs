@@ -94,3 +94,57 @@ fn a_schema_that_does_not_compile_or_is_too_large_checks_one_value_only() {
     });
     assert_eq!(big.check(r#"{"x": 1}"#, false), Checked::Valid);
 }
+
+#[test]
+fn trees_spell_alike_only_when_equal() {
+    let spelt = |v: Value| {
+        let mut out = Vec::new();
+        spell(&v, &mut out);
+        out
+    };
+    let apart = [
+        json!({"a": "b"}),
+        json!({"ab": ""}),
+        json!({"a": ["b"]}),
+        json!(["a", "b"]),
+        json!(["ab"]),
+        json!([["a"], "b"]),
+        json!([["a", "b"]]),
+        json!([[], []]),
+        json!([[[]]]),
+        json!({"a": {}}),
+        json!({"a": []}),
+        json!({"a": null, "b": true}),
+        json!({"a": false, "b": null}),
+        json!(1),
+        json!(1.0),
+        json!(-1),
+        json!("1"),
+    ];
+    for (i, x) in apart.iter().enumerate() {
+        for y in &apart[i + 1..] {
+            assert_ne!(spelt(x.clone()), spelt(y.clone()), "{x} and {y}");
+        }
+    }
+    assert_eq!(spelt(json!({"a": [1, "x"]})), spelt(json!({"a": [1, "x"]})));
+}
+
+#[test]
+fn schemas_kept_compiled_are_told_apart() {
+    let of = |schema: Value| {
+        Expect::new(&OutputFormat::JsonSchema {
+            name: String::new(),
+            schema,
+            strict: None,
+        })
+    };
+    let whole = of(json!({"type": "object", "required": ["ab"]}));
+    let split = of(json!({"type": "object", "required": ["a", "b"]}));
+    for _ in 0..2 {
+        assert_eq!(whole.check(r#"{"ab": 1}"#, false), Checked::Valid);
+        assert!(matches!(
+            split.check(r#"{"ab": 1}"#, false),
+            Checked::Invalid(_)
+        ));
+    }
+}
