@@ -68,7 +68,8 @@ pub(super) async fn attempt(
         keep = Keep::None;
     };
     if !inbound.canonical.stream {
-        return complete(routing, t, reader, wire, &origin).await;
+        let read_text = inbound.expect().is_some();
+        return complete(routing, t, reader, wire, &origin, read_text).await;
     }
     prelude(routing, t, reader, wire).await
 }
@@ -241,13 +242,15 @@ fn traced(rb: reqwest::RequestBuilder, inbound: &Inbound) -> reqwest::RequestBui
     }
 }
 
-/// A whole (non-streamed) 2xx answer, read by the kind's codec.
+/// A whole (non-streamed) 2xx answer, read by the kind's codec; with `read_text` (the client
+/// asked for JSON), its text read in the same pass for the check.
 async fn complete(
     routing: &Routing,
     t: &Target,
     mut reader: SseReader,
     wire: Wire,
     origin: &str,
+    read_text: bool,
 ) -> Attempt {
     let body = match read_all(&mut reader, MAX_UPSTREAM_BODY).await {
         Ok(b) => b,
@@ -257,9 +260,13 @@ async fn complete(
     if kind.signs_reasoning() {
         routing.thinking.record_answer(&body, origin);
     }
-    match kind.complete(&body) {
+    let (complete, text) = match read_text {
+        true => kind.complete_with_text(&body),
+        false => (kind.complete(&body), None),
+    };
+    match complete {
         Complete::Answer(usage) => {
-            Attempt::Served(Answer::Complete(Reply::Wire(body, wire), usage))
+            Attempt::Served(Answer::Complete(Reply::Wire(body, wire), usage, text))
         }
         Complete::Error(e) => error_in_answer(routing, t, e),
         Complete::NotAnswer(what) => failed(limits::classify_transport(what)),

@@ -177,7 +177,7 @@ async fn collect(
         stop,
         usage,
     };
-    Attempt::Served(Answer::Complete(Reply::Canonical(answer), usage))
+    Attempt::Served(Answer::Complete(Reply::Canonical(answer), usage, None))
 }
 
 /// Streaming: the CLI's items go on as canonical events, which the pump encodes in the

@@ -91,7 +91,7 @@ pub(super) async fn attempt(
     };
     if !client_stream {
         let usage = answer.usage;
-        return Attempt::Served(Answer::Complete(Reply::Canonical(answer), usage));
+        return Attempt::Served(Answer::Complete(Reply::Canonical(answer), usage, None));
     }
     Attempt::Served(Answer::Stream {
         source: Source::Finished,
@@ -134,7 +134,7 @@ impl Rounds {
             ))
             .await
             {
-                Attempt::Served(Answer::Complete(reply, usage)) => {
+                Attempt::Served(Answer::Complete(reply, usage, _)) => {
                     let answer = match reply {
                         Reply::Canonical(a) => Some(a),
                         Reply::Wire(body, wire) => kinds::answer_from(wire, &body),

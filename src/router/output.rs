@@ -176,17 +176,21 @@ pub(super) fn check(
     let Some(expect) = inbound.expect() else {
         return (outcome, None);
     };
-    let Attempt::Served(Answer::Complete(reply, usage)) = outcome else {
+    let Attempt::Served(Answer::Complete(reply, usage, read)) = outcome else {
         return (outcome, None);
     };
-    // An answer that came as asked is checked from its text alone, read without building the
-    // canonical answer (the relay never needs it), where its kind can.
+    // An answer that came as asked is checked from its text alone (read with the body, or
+    // from it here), without building the canonical answer (the relay never needs it), where
+    // its kind can.
     if let Reply::Wire(body, wire) = &reply {
-        let text = crate::providers::kinds::of(*wire).answer_text(body);
+        let text = match &read {
+            Some((text, cut)) => Some((std::borrow::Cow::Borrowed(text.as_str()), *cut)),
+            None => crate::providers::kinds::of(*wire).answer_text(body),
+        };
         match text.map(|(text, cut)| expect.check(&text, cut)) {
             Some(Checked::Valid) => {
                 return (
-                    Attempt::Served(Answer::Complete(reply, usage)),
+                    Attempt::Served(Answer::Complete(reply, usage, None)),
                     Some(Checked::Valid),
                 )
             }
@@ -205,11 +209,11 @@ pub(super) fn check(
     let Some(mut answer) =
         answer.filter(|a| !a.content.iter().any(|p| matches!(p, Part::ToolCall { .. })))
     else {
-        return (Attempt::Served(Answer::Complete(reply, usage)), None);
+        return (Attempt::Served(Answer::Complete(reply, usage, None)), None);
     };
     match expect.check(&answer.text(), answer.stop == Some(StopReason::Length)) {
         Checked::Valid => (
-            Attempt::Served(Answer::Complete(reply, usage)),
+            Attempt::Served(Answer::Complete(reply, usage, None)),
             Some(Checked::Valid),
         ),
         Checked::Repaired { text, what } => {
@@ -230,7 +234,7 @@ pub(super) fn check(
             }
             let reply = Reply::Canonical(answer);
             (
-                Attempt::Served(Answer::Complete(reply, usage)),
+                Attempt::Served(Answer::Complete(reply, usage, None)),
                 Some(Checked::Repaired { text, what }),
             )
         }

@@ -133,7 +133,7 @@ async fn by_provider(
         request_id,
     ));
     match attempt.await {
-        Attempt::Served(Answer::Complete(Reply::Wire(body, _), _)) => {
+        Attempt::Served(Answer::Complete(Reply::Wire(body, _), ..)) => {
             Ok(serde_json::from_slice::<Value>(&body)
                 .map(|v| kind.search_hits(&v))
                 .unwrap_or_default())

@@ -83,6 +83,7 @@ impl Upstream for (Script, Arc<Core>) {
                     Wire::OpenAi,
                 ),
                 None,
+                None,
             )),
             Reply::Error(status, headers, body) => {
                 let mut h = http::HeaderMap::new();

@@ -271,7 +271,9 @@ pub enum Failure {
 
 /// What one attempt produced before the target and slot are attached.
 pub(crate) enum Answer {
-    Complete(Reply, Option<Usage>),
+    /// A whole answer, its usage, and (read with it for the JSON check, where the kind could)
+    /// its text and whether it stopped at its token limit.
+    Complete(Reply, Option<Usage>, Option<(String, bool)>),
     Stream {
         source: super::stream::source::Source,
         prelude: Vec<Held>,

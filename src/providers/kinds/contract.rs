@@ -163,6 +163,12 @@ pub trait UpstreamKind: Sync {
     fn answer_text<'a>(&self, _body: &'a [u8]) -> Option<(std::borrow::Cow<'a, str>, bool)> {
         None
     }
+    /// [`UpstreamKind::complete`] and [`UpstreamKind::answer_text`] at once, for an answer
+    /// the JSON check will read: a kind that can overrides it to read the body once.
+    fn complete_with_text(&self, body: &[u8]) -> (Complete, Option<(String, bool)>) {
+        let text = self.answer_text(body).map(|(t, cut)| (t.into_owned(), cut));
+        (self.complete(body), text)
+    }
     /// It signs its reasoning: thinking blocks go back only to the account that signed them,
     /// and a refused signature is worth one retry without them.
     fn signs_reasoning(&self) -> bool {

@@ -152,7 +152,7 @@ pub(super) fn answered<U>(
     );
     let target = sent.target;
     match answer {
-        Answer::Complete(reply, usage) => Served::Complete(Completed {
+        Answer::Complete(reply, usage, _) => Served::Complete(Completed {
             target,
             reply,
             usage,

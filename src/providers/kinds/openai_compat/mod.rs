@@ -421,6 +421,10 @@ impl UpstreamKind for OpenAiCompatible {
         answer_text(body)
     }
 
+    fn complete_with_text(&self, body: &[u8]) -> (Complete, Option<(String, bool)>) {
+        complete_with_text(body)
+    }
+
     fn decoder(&self) -> Box<dyn Decode> {
         Box::new(Chunks)
     }
@@ -446,35 +450,67 @@ impl Decode for Chunks {
 /// The one choice of a Chat Completions answer: its text (unescaped) and whether it stopped at
 /// its token limit; `None` when it calls a tool, has several choices or another shape.
 fn answer_text(body: &[u8]) -> Option<(std::borrow::Cow<'_, str>, bool)> {
-    use serde::de::IgnoredAny;
-    use std::borrow::Cow;
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         /// Exactly one: several choices take the canonical path (no vector allocated).
         #[serde(borrow)]
         choices: [Choice<'a>; 1],
     }
-    #[derive(serde::Deserialize)]
-    struct Choice<'a> {
-        #[serde(borrow)]
-        message: Message<'a>,
-        #[serde(default, borrow)]
-        finish_reason: Option<Cow<'a, str>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        #[serde(default, borrow)]
-        content: Option<Cow<'a, str>>,
-        #[serde(default)]
-        tool_calls: Option<Vec<IgnoredAny>>,
-    }
     let a: Answer<'_> = serde_json::from_slice(body).ok()?;
     let [c] = a.choices;
-    if c.message.tool_calls.is_some_and(|t| !t.is_empty()) {
-        return None;
+    c.text()
+}
+
+/// [`complete`] and [`answer_text`] in one pass over the body, for an answer the JSON check
+/// reads (it would otherwise read the body twice); a body of any other shape is read by them.
+fn complete_with_text(body: &[u8]) -> (Complete, Option<(String, bool)>) {
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        choices: [Choice<'a>; 1],
+        usage: Option<Value>,
     }
-    let cut = c.finish_reason.as_deref() == Some("length");
-    Some((c.message.content.unwrap_or_default(), cut))
+    match serde_json::from_slice::<Answer<'_>>(body) {
+        Ok(Answer {
+            choices: [c],
+            usage,
+        }) => (
+            Complete::Answer(usage.as_ref().and_then(usage_from_openai)),
+            c.text().map(|(t, cut)| (t.into_owned(), cut)),
+        ),
+        Err(_) => (
+            complete(body),
+            answer_text(body).map(|(t, cut)| (t.into_owned(), cut)),
+        ),
+    }
+}
+
+/// A choice of a Chat Completions answer, as far as the JSON check reads it.
+#[derive(serde::Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    message: Message<'a>,
+    #[serde(default, borrow)]
+    finish_reason: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Message<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<serde::de::IgnoredAny>>,
+}
+
+impl<'a> Choice<'a> {
+    /// Its text and whether it stopped at its token limit; `None` when it calls a tool.
+    fn text(self) -> Option<(std::borrow::Cow<'a, str>, bool)> {
+        if self.message.tool_calls.is_some_and(|t| !t.is_empty()) {
+            return None;
+        }
+        let cut = self.finish_reason.as_deref() == Some("length");
+        Some((self.message.content.unwrap_or_default(), cut))
+    }
 }
 
 #[cfg(test)]

@@ -88,3 +88,32 @@ fn complete_bodies_are_answers_errors_or_neither() {
     ));
     assert!(matches!(complete(b"<html>"), Complete::NotAnswer(_)));
 }
+
+#[test]
+fn one_pass_reads_what_the_two_readers_read() {
+    let bodies = [
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"a\": 1}"},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}),
+        json!({"choices": [{"message": {"content": "{\"a\": \"cut"}, "finish_reason": "length"}]}),
+        json!({"choices": [{"message": {"content": null, "tool_calls": [{"id": "c", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [{"message": {"content": "one"}}, {"message": {"content": "two"}}]}),
+        json!({"choices": [{"text": "a legacy completion"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+        json!({"choices": [], "usage": null}),
+        json!({"error": {"message": "overloaded", "code": 529}}),
+        json!({"id": "neither"}),
+    ];
+    for body in bodies {
+        let body = serde_json::to_vec(&body).expect("json");
+        let (complete_, text) = complete_with_text(&body);
+        assert_eq!(format!("{complete_:?}"), format!("{:?}", complete(&body)));
+        assert_eq!(
+            text,
+            answer_text(&body).map(|(t, cut)| (t.into_owned(), cut))
+        );
+    }
+    let (_, text) = complete_with_text(
+        br#"{"choices":[{"message":{"content":"x"},"finish_reason":"length"}]}"#,
+    );
+    assert_eq!(text, Some(("x".to_string(), true)));
+}
