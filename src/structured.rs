@@ -31,12 +31,10 @@ const MAX_KEPT_SCHEMA_BYTES: usize = 64 * 1024;
 type Compiled = Option<Arc<jsonschema::Validator<tape::Flat>>>;
 
 /// Compiled schemas by a keyed hash of their tree: compiling costs more than the rest of a
-/// request, and an application sends the same schema every time. The tree is spelt into a
-/// buffer the thread keeps (a byte per structure, strings length-prefixed: unambiguous) and
-/// the buffer hashed in one call, with aHash under keys random per process: without the keys
-/// nobody can make another schema land on one's entry, so the trees need not be kept and
-/// compared. (Hashing each node as it was walked took twice the instructions; std's SipHash,
-/// as keyed, cost a JSON-mode request 2 % more CPU.)
+/// request, and an application sends the same schema every time. The tree is hashed in place
+/// (no text written, nothing allocated) with aHash under keys random per process: without the
+/// keys nobody can make another schema land on one's entry, so the trees need not be kept and
+/// compared (std's SipHash, as keyed, cost a JSON-mode request 2 % more CPU).
 fn kept() -> &'static Mutex<lru::LruCache<u64, Compiled>> {
     static KEPT: OnceLock<Mutex<lru::LruCache<u64, Compiled>>> = OnceLock::new();
     KEPT.get_or_init(|| {
@@ -46,74 +44,65 @@ fn kept() -> &'static Mutex<lru::LruCache<u64, Compiled>> {
     })
 }
 
-/// A JSON tree spelt onto `out`, unambiguously (two trees spell alike only when equal, 1 and
-/// 1.0 apart): a byte per value's kind, strings ended by 0xff and containers by 0xfd (neither
-/// occurs in UTF-8, so no text is mistaken for either). Stops early once `out` passes
-/// [`MAX_SCHEMA_BYTES`]; its length is about the tree's size as text.
-fn spell(v: &Value, out: &mut Vec<u8>) {
-    const END_TEXT: u8 = 0xff;
-    const END_ALL: u8 = 0xfd;
-    if out.len() > MAX_SCHEMA_BYTES {
-        return;
-    }
+/// A hash of a JSON tree and its size in bytes as text (about: strings and numbers as they
+/// are, a few bytes per structure), in one walk.
+fn digest(v: &Value, h: &mut impl Hasher) -> usize {
     match v {
-        Value::Null => out.push(0),
-        Value::Bool(b) => out.push(1 + u8::from(*b)),
+        Value::Null => {
+            h.write_u8(0);
+            4
+        }
+        Value::Bool(b) => {
+            h.write_u8(1 + u8::from(*b));
+            5
+        }
         Value::Number(n) => {
+            // Its kind and bits: 1 and 1.0 are different schemas' text, and stay apart.
             let (kind, bits) = match (n.as_u64(), n.as_i64()) {
                 (Some(u), _) => (3, u),
                 (None, Some(i)) => (7, i as u64),
                 _ => (8, n.as_f64().map_or(0, f64::to_bits)),
             };
-            let mut word = [kind; 9];
-            word[1..].copy_from_slice(&bits.to_le_bytes());
-            out.extend_from_slice(&word);
+            h.write_u8(kind);
+            h.write_u64(bits);
+            8
         }
-        Value::String(x) => {
-            out.push(4);
-            out.extend_from_slice(x.as_bytes());
-            out.push(END_TEXT);
+        Value::String(s) => {
+            h.write_u8(4);
+            h.write(s.as_bytes());
+            h.write_u8(0xff);
+            s.len() + 2
         }
         Value::Array(a) => {
-            out.push(5);
-            a.iter().for_each(|x| spell(x, out));
-            out.push(END_ALL);
+            h.write_u8(5);
+            h.write_usize(a.len());
+            a.iter().map(|x| digest(x, h) + 1).sum::<usize>() + 2
         }
         Value::Object(o) => {
-            out.push(6);
-            for (k, x) in o {
-                out.extend_from_slice(k.as_bytes());
-                out.push(END_TEXT);
-                spell(x, out);
-            }
-            out.push(END_ALL);
+            h.write_u8(6);
+            h.write_usize(o.len());
+            o.iter()
+                .map(|(k, x)| {
+                    h.write(k.as_bytes());
+                    h.write_u8(0xff);
+                    k.len() + 4 + digest(x, h)
+                })
+                .sum::<usize>()
+                + 2
         }
     }
 }
 
 /// `schema` compiled (`None`: too large, or it does not compile).
 fn compiled(schema: &Value) -> Compiled {
-    use std::cell::RefCell;
     use std::hash::BuildHasher;
     static KEYS: OnceLock<ahash::RandomState> = OnceLock::new();
-    thread_local! {
-        static SPELT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-    let keys = KEYS.get_or_init(ahash::RandomState::new);
-    let (size, key) = SPELT.with_borrow_mut(|buf| {
-        buf.clear();
-        spell(schema, buf);
-        let mut h = keys.build_hasher();
-        h.write(buf);
-        let said = (buf.len(), h.finish());
-        if buf.capacity() > MAX_KEPT_SCHEMA_BYTES {
-            *buf = Vec::new();
-        }
-        said
-    });
+    let mut h = KEYS.get_or_init(ahash::RandomState::new).build_hasher();
+    let size = digest(schema, &mut h);
     if size > MAX_SCHEMA_BYTES {
         return None;
     }
+    let key = h.finish();
     if let Ok(mut k) = kept().lock() {
         if let Some(made) = k.get(&key) {
             return made.clone();
