@@ -179,24 +179,21 @@ pub(super) fn check(
     let Attempt::Served(Answer::Complete(reply, usage, read)) = outcome else {
         return (outcome, None);
     };
-    // An answer that came as asked is checked from its text alone (read with the body, or
-    // from it here), without building the canonical answer (the relay never needs it), where
-    // its kind can.
-    if let Reply::Wire(body, wire) = &reply {
-        let text = match &read {
-            Some((text, cut)) => Some((std::borrow::Cow::Borrowed(text.as_str()), *cut)),
-            None => crate::providers::kinds::of(*wire).answer_text(body),
-        };
-        match text.map(|(text, cut)| expect.check(&text, cut)) {
-            Some(Checked::Valid) => {
+    // An answer that came as asked is checked from its text alone, read with the body where
+    // its kind can (`complete_with_text`), without building the canonical answer (the relay
+    // never needs it).
+    if let (Reply::Wire(..), Some((text, cut))) = (&reply, &read) {
+        match expect.check(text, *cut) {
+            Checked::Valid => {
                 return (
                     Attempt::Served(Answer::Complete(reply, usage, None)),
                     Some(Checked::Valid),
                 )
             }
-            Some(Checked::Invalid(why)) => return (invalid(routing, why), None),
-            // A tool call (unchecked), or a repair to make: the whole answer is read below.
-            Some(Checked::Repaired { .. }) | None => {}
+            Checked::Invalid(why) => return (invalid(routing, why), None),
+            // A repair to make: the whole answer is read below. (A tool call, several
+            // answers or another shape come without text, and are read below too.)
+            Checked::Repaired { .. } => {}
         }
     }
     let (answer, named) = match &reply {

@@ -157,17 +157,12 @@ pub trait UpstreamKind: Sync {
     fn names_answers(&self) -> bool {
         true
     }
-    /// A whole answer's text and whether it stopped at its token limit, read without building
-    /// the canonical answer (the JSON check needs no more), when it has the plain shape: one
-    /// answer, no tool call. `None`: the check reads it through [`UpstreamKind::answer`].
-    fn answer_text<'a>(&self, _body: &'a [u8]) -> Option<(std::borrow::Cow<'a, str>, bool)> {
-        None
-    }
-    /// [`UpstreamKind::complete`] and [`UpstreamKind::answer_text`] at once, for an answer
-    /// the JSON check will read: a kind that can overrides it to read the body once.
+    /// [`UpstreamKind::complete`], and for an answer the JSON check will read, the answer's
+    /// text and whether it stopped at its token limit, read in the same pass without building
+    /// the canonical answer (the check needs no more) when it has the plain shape: one answer,
+    /// no tool call. No text: the check reads it through [`UpstreamKind::answer`].
     fn complete_with_text(&self, body: &[u8]) -> (Complete, Option<(String, bool)>) {
-        let text = self.answer_text(body).map(|(t, cut)| (t.into_owned(), cut));
-        (self.complete(body), text)
+        (self.complete(body), None)
     }
     /// It signs its reasoning: thinking blocks go back only to the account that signed them,
     /// and a refused signature is worth one retry without them.

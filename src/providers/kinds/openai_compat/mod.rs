@@ -417,10 +417,6 @@ impl UpstreamKind for OpenAiCompatible {
         crate::canonical::openai::response_from_openai(v)
     }
 
-    fn answer_text<'a>(&self, body: &'a [u8]) -> Option<(std::borrow::Cow<'a, str>, bool)> {
-        answer_text(body)
-    }
-
     fn complete_with_text(&self, body: &[u8]) -> (Complete, Option<(String, bool)>) {
         complete_with_text(body)
     }
