@@ -285,6 +285,12 @@ fn config_command(command: ConfigCommand) -> cli::commands::CmdResult {
     }
 }
 
+/// jemalloc: a plain request takes an eighth fewer instructions than with glibc's malloc, at
+/// the same memory (see Cargo.toml).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // Before anything else (no thread yet): keys kept in ~/.config/baton/env.
     let env_file = baton::config::env_file::load();

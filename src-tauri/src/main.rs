@@ -52,6 +52,12 @@ fn has_display() -> bool {
     }
 }
 
+/// jemalloc: a plain request takes an eighth fewer instructions than with glibc's malloc, at
+/// the same memory (see Cargo.toml).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     update::remember_exe();
     // Before anything else (no thread yet): keys kept in ~/.config/baton/env, which a start at
