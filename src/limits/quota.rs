@@ -3,6 +3,7 @@
 //! `auto` can move away from a nearly exhausted key before it ever answers 429.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use http::HeaderMap;
@@ -47,23 +48,31 @@ pub struct SharedCounts {
     pub day_requests: u64,
 }
 
-/// Quota state of one provider, by key id ("" for a keyless provider).
+/// Quota state of one provider, by key id ("" for a keyless provider), and whether anything
+/// was ever written there: `auto` asks every provider on every request, and 200 of them made a
+/// lock each a request's 3 % (entries are never removed, so once set it stays true).
 #[derive(Debug, Default)]
-pub struct Quota(Mutex<HashMap<String, KeyQuota>>);
+pub struct Quota(Mutex<HashMap<String, KeyQuota>>, AtomicBool);
 
 impl Quota {
+    /// The key's entry, noting that something is known.
+    fn entry<'m>(&self, m: &'m mut HashMap<String, KeyQuota>, key: &str) -> &'m mut KeyQuota {
+        self.1.store(true, Ordering::Release);
+        m.entry(key.to_string()).or_default()
+    }
+
     /// Reads remaining/limit headers from an answer.
     pub fn observe(&self, key: &str, headers: &HeaderMap, now: i64) {
         if let Some(score) = header_score(headers) {
             if let Ok(mut m) = self.0.lock() {
-                m.entry(key.to_string()).or_default().header_score = Some((score, now));
+                self.entry(&mut m, key).header_score = Some((score, now));
             }
         }
     }
 
     /// Whether nothing is known of any key: no limit headers read, nothing counted.
     pub fn is_empty(&self) -> bool {
-        self.0.lock().map_or(true, |m| m.is_empty())
+        !self.1.load(Ordering::Acquire)
     }
 
     /// Whether anything is declared to count.
@@ -77,7 +86,7 @@ impl Quota {
             return;
         }
         if let Ok(mut m) = self.0.lock() {
-            let q = m.entry(key.to_string()).or_default();
+            let q = self.entry(&mut m, key);
             q.sent.push_back(now);
             // A quota day lasts up to 25 hours (DST).
             while q.sent.front().is_some_and(|t| now - t > 26 * 3_600_000) {
@@ -92,7 +101,7 @@ impl Quota {
             return;
         }
         if let Ok(mut m) = self.0.lock() {
-            let q = m.entry(key.to_string()).or_default();
+            let q = self.entry(&mut m, key);
             q.tokens.push_back((now, n));
             while q.tokens.front().is_some_and(|(t, _)| now - t > 60_000) {
                 q.tokens.pop_front();
@@ -104,7 +113,7 @@ impl Quota {
     /// arriving out of order never lower a count within the same window.
     pub fn shared(&self, key: &str, c: SharedCounts) {
         if let Ok(mut m) = self.0.lock() {
-            let q = m.entry(key.to_string()).or_default();
+            let q = self.entry(&mut m, key);
             let mut next = c;
             if let Some(old) = q.shared {
                 if old.minute_start == c.minute_start {

@@ -169,7 +169,8 @@ pub(crate) async fn dispatch_via<U: Upstream>(
 /// Long because it is one pass over every candidate: each is checked for what the request
 /// needs, a conversation held upstream, the client's own credential and a CLI's one prompt
 /// (in that order), and the error told when none is left is that of the last check to empty the
-/// list — the checks were four passes, and 200 providers made them a tenth of a request.
+/// list — the checks were four passes, and 200 providers made them a tenth of a request; a
+/// glance (at all of `auto`'s candidates at once, then at each) spares most requests the rest.
 fn able(
     snap: &Snapshot,
     inbound: &Inbound,
@@ -188,6 +189,15 @@ fn able(
     let needs = !matches!(selection, Selection::Pinned | Selection::Provider);
     let mut counts = candidates::Counts::default();
     let stored = inbound.continues.as_ref().zip(inbound.original.as_ref());
+    // `auto`'s candidates (some of the snapshot's) all take what most requests need: nothing
+    // to check one by one, however many there are.
+    if matches!(selection, Selection::Auto)
+        && !targets.is_empty()
+        && stored.is_none()
+        && snap.auto_glance().takes(&inbound.needs)
+    {
+        return Ok(targets);
+    }
     let mut why = |t: &Target| -> Option<(Check, String)> {
         let p = &t.provider.config;
         if needs {
@@ -219,8 +229,24 @@ fn able(
             .flatten()
             .map(|r| (Check::Cli, r))
     };
+    // What passes every check at a glance (most candidates of most requests, and each of 200
+    // providers on every `auto` one): the same verdict as `why` without its calls and copies.
+    let quick = |t: &Target| {
+        let (p, m) = (&t.provider.config, &t.model);
+        let fits = m.context_window.is_none_or(|w| {
+            // Far inside the window: `needs_for` keeps the estimate as it is.
+            inbound.needs.estimated_tokens.saturating_mul(2) < w
+        });
+        (!needs || (fits && candidates::can_serve(m, &inbound.needs)))
+            && stored.is_none()
+            && p.credentials.is_baton()
+            && !p.kind.is_cli()
+    };
     let (mut last, mut first_cli) = (None, None);
     targets.retain(|t| {
+        if quick(t) {
+            return true;
+        }
         let Some((check, reason)) = why(t) else {
             return true;
         };

@@ -18,6 +18,57 @@ pub struct Snapshot {
     pub model_map: Vec<(String, String)>,
     /// The search service hosted web search runs through on translated routes.
     pub web_search: Arc<crate::search::Service>,
+    /// What `auto` resolves to (every enabled provider it may use, each of its models): made
+    /// once here, copied by each request, instead of walked through on every one. An `auto`
+    /// request's candidates are always some of these (policies and `*` models only remove).
+    auto: Vec<Target>,
+    /// What all of them have in common (`router::able`'s shortcut).
+    auto_glance: Glance,
+}
+
+/// What every candidate of a list has in common: whether a request passes all their checks
+/// can then be told at once, whatever their number (`router::able`).
+#[derive(Debug, Clone, Copy)]
+pub struct Glance {
+    /// Every one is called with Baton's own credentials, none is a CLI.
+    plain: bool,
+    tools: bool,
+    images: bool,
+    /// The smallest context window among those that state one.
+    window: Option<u64>,
+}
+
+impl Glance {
+    fn of(targets: &[Target]) -> Self {
+        let mut g = Glance {
+            plain: true,
+            tools: true,
+            images: true,
+            window: None,
+        };
+        for t in targets {
+            let p = &t.provider.config;
+            g.plain &= p.credentials.is_baton() && !p.kind.is_cli();
+            g.tools &= t.model.tools;
+            g.images &= t.model.images;
+            if let Some(w) = t.model.context_window {
+                g.window = Some(g.window.map_or(w, |v: u64| v.min(w)));
+            }
+        }
+        g
+    }
+
+    /// Whether every candidate takes a request with these needs, as the checks one by one
+    /// would find: its tools and images, and a prompt far inside every window (within half of
+    /// it the checks count the prompt as each model would; see `Counts::needs_for`).
+    pub fn takes(&self, needs: &crate::canonical::Needs) -> bool {
+        self.plain
+            && (!needs.tools || self.tools)
+            && (!needs.images || self.images)
+            && self
+                .window
+                .is_none_or(|w| needs.estimated_tokens.saturating_mul(2) < w)
+    }
 }
 
 /// One provider + model to try.
@@ -84,13 +135,27 @@ impl Snapshot {
         providers.sort_by(|a, b| (a.config.priority, a.id()).cmp(&(b.config.priority, b.id())));
         let live: Vec<&str> = providers.iter().map(|p| p.id()).collect();
         runtimes.retain(|id, _| live.contains(&id.as_str()));
+        let mut auto = Vec::new();
+        for p in providers
+            .iter()
+            .filter(|p| p.config.enabled && p.config.auto)
+        {
+            push_provider(p, &mut auto);
+        }
         Self {
             providers,
             routes,
             routing,
             model_map: Vec::new(),
             web_search: Arc::default(),
+            auto_glance: Glance::of(&auto),
+            auto,
         }
+    }
+
+    /// What every `auto` candidate has in common.
+    pub fn auto_glance(&self) -> Glance {
+        self.auto_glance
     }
 
     /// Orders `modelMap` so that the most specific pattern is tried first: exact names, then
@@ -339,10 +404,7 @@ impl Snapshot {
     }
 
     fn push_auto(&self, out: &mut Vec<Target>) {
-        out.reserve(self.providers.len());
-        for p in self.enabled().filter(|p| p.config.auto) {
-            push_provider(p, out);
-        }
+        out.extend_from_slice(&self.auto);
     }
 
     fn push_route(&self, name: &str, out: &mut Vec<Target>, depth: usize) {

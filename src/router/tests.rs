@@ -17,6 +17,8 @@ use crate::clock::{Clock, ManualClock};
 use crate::gateway::{Core, StartOptions};
 use crate::providers::sse::SseReader;
 
+mod able;
+
 const NOW: i64 = 1_780_000_000_000; // a fixed instant: nothing here depends on today's date
 
 /// One scripted answer.
@@ -517,55 +519,4 @@ async fn events_that_arrived_together_leave_in_one_write() {
             && rest.ends_with("data: [DONE]\n\n"),
         "{rest}"
     );
-}
-
-/// Every candidate is checked in one pass; when none is left, the error is that of the last
-/// check to empty the list, whatever order the providers are in, and Activity gives each one
-/// its own reason.
-#[tokio::test]
-async fn with_no_candidate_left_the_error_is_the_last_check_that_emptied_the_list() {
-    let no_tools = json!({"id": "plain", "kind": "openai-compatible",
-        "baseUrl": "http://127.0.0.1:9/v1", "models": [{"id": "m", "tools": false}]});
-    let login = json!({"id": "mine", "kind": "anthropic", "baseUrl": "http://127.0.0.1:9/v1",
-        "credentials": "client", "models": ["m"]});
-    for (name, providers) in [
-        ("able-ab", json!([no_tools, login])),
-        ("able-ba", json!([login, no_tools])),
-    ] {
-        let w = world(name, providers).await;
-        let snap = w.core.routing.snapshot.load_full();
-        let (targets, selection) = snap.resolve("auto").unwrap();
-        assert_eq!(targets.len(), 2);
-        // Tools asked for, and no login of the client's own to pass on.
-        let mut inbound = inbound(false);
-        inbound.needs.tools = true;
-        let mut rec = Record::new(
-            "req-able".into(),
-            NOW,
-            Arc::new(crate::clients::Client::unlimited("test")),
-            "auto".into(),
-            false,
-            &w.core.routing,
-        );
-        let e = able(&snap, &inbound, targets, selection, &mut rec).err();
-        assert!(
-            matches!(&e, Some(Failure::Unsupported(m)) if m.contains("your own subscription")),
-            "{name}: {e:?}"
-        );
-        let mut reasons: Vec<(String, String)> = rec
-            .attempts()
-            .iter()
-            .map(|a| (a.provider.clone(), a.reason.clone().unwrap_or_default()))
-            .collect();
-        reasons.sort();
-        assert_eq!(reasons.len(), 2, "{name}");
-        assert_eq!(reasons[0].0, "mine");
-        assert!(
-            reasons[0].1.ends_with(NO_CLIENT_CREDENTIAL),
-            "{:?}",
-            reasons[0]
-        );
-        assert_eq!(reasons[1].0, "plain");
-        assert!(reasons[1].1.contains("tool calls"), "{:?}", reasons[1]);
-    }
 }
