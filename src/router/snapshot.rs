@@ -20,7 +20,8 @@ pub struct Snapshot {
     pub web_search: Arc<crate::search::Service>,
     /// What `auto` resolves to (every enabled provider it may use, each of its models): made
     /// once here, copied by each request, instead of walked through on every one. An `auto`
-    /// request's candidates are always some of these (policies and `*` models only remove).
+    /// request's candidates are always some of these: a client's policy only removes, and a
+    /// `*` model is dropped or given the name the client sent, nothing `Glance` looks at.
     auto: Vec<Target>,
     /// What all of them have in common (`router::able`'s shortcut).
     auto_glance: Glance,
