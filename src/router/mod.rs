@@ -230,17 +230,16 @@ fn able(
             .map(|r| (Check::Cli, r))
     };
     // What passes every check at a glance (most candidates of most requests, and each of 200
-    // providers on every `auto` one): the same verdict as `why` without its calls and copies.
+    // providers on every `auto` one): the same verdict as `why` without its calls and copies,
+    // by the rule the shortcut above applies to all of `auto` at once.
     let quick = |t: &Target| {
-        let (p, m) = (&t.provider.config, &t.model);
-        let fits = m.context_window.is_none_or(|w| {
-            // Far inside the window: `needs_for` keeps the estimate as it is.
-            inbound.needs.estimated_tokens.saturating_mul(2) < w
-        });
-        (!needs || (fits && candidates::can_serve(m, &inbound.needs)))
-            && stored.is_none()
-            && p.credentials.is_baton()
-            && !p.kind.is_cli()
+        let g = snapshot::Glance::of_target(t);
+        stored.is_none()
+            && if needs {
+                g.takes(&inbound.needs)
+            } else {
+                g.plain()
+            }
     };
     let (mut last, mut first_cli) = (None, None);
     targets.retain(|t| {

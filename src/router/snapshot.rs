@@ -40,23 +40,43 @@ pub struct Glance {
 }
 
 impl Glance {
+    /// One candidate's.
+    pub fn of_target(t: &Target) -> Self {
+        let p = &t.provider.config;
+        Glance {
+            plain: p.credentials.is_baton() && !p.kind.is_cli(),
+            tools: t.model.tools,
+            images: t.model.images,
+            window: t.model.context_window,
+        }
+    }
+
+    /// What all of `targets` have in common.
     fn of(targets: &[Target]) -> Self {
-        let mut g = Glance {
+        let all = Glance {
             plain: true,
             tools: true,
             images: true,
             window: None,
         };
-        for t in targets {
-            let p = &t.provider.config;
-            g.plain &= p.credentials.is_baton() && !p.kind.is_cli();
-            g.tools &= t.model.tools;
-            g.images &= t.model.images;
-            if let Some(w) = t.model.context_window {
-                g.window = Some(g.window.map_or(w, |v: u64| v.min(w)));
-            }
-        }
-        g
+        targets
+            .iter()
+            .map(Self::of_target)
+            .fold(all, |g, t| Glance {
+                plain: g.plain && t.plain,
+                tools: g.tools && t.tools,
+                images: g.images && t.images,
+                window: match (g.window, t.window) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
+            })
+    }
+
+    /// Called with Baton's own credentials, and not a CLI: no credential or prompt-shape check
+    /// applies (what a request pinned to a candidate is held to).
+    pub fn plain(&self) -> bool {
+        self.plain
     }
 
     /// Whether every candidate takes a request with these needs, as the checks one by one
