@@ -373,10 +373,14 @@ fn timeout_header(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 /// error that says what is wrong with it.
 fn json_object(bytes: &[u8]) -> Result<Body, ApiError> {
     use serde::de::DeserializeSeed;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    if let Ok(top) = TopLevel(bytes).deserialize(&mut de) {
-        if de.end().is_ok() {
-            return Ok(top);
+    // JSON is UTF-8 (RFC 8259): checked once over the whole body, at SIMD speed, instead of
+    // by serde_json string by string (a tenth of a large body's parse).
+    if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
+        let mut de = serde_json::Deserializer::from_str(text);
+        if let Ok(top) = TopLevel(text.as_bytes()).deserialize(&mut de) {
+            if de.end().is_ok() {
+                return Ok(top);
+            }
         }
     }
     // Not an object, or not JSON: parsed again as any value for the error that says which.
@@ -485,5 +489,10 @@ mod tests {
         );
         let (code, _) = err(r#"{"model": "m"} x"#).unwrap_or_default();
         assert_eq!(code, "invalid_json", "trailing characters");
+        // Not UTF-8: the same error as before the whole body was checked at once.
+        let e = json_object(b"{\"model\": \"m\xff\"}").err();
+        let (code, message) = e.map(|e| (e.code, e.message)).unwrap_or_default();
+        assert_eq!(code, "invalid_json");
+        assert!(message.contains("invalid unicode code point"), "{message}");
     }
 }
