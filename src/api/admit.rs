@@ -120,6 +120,7 @@ pub(crate) async fn admit(
         &body,
         &mut charge,
     )
+    .await
     .map_err(refused)?;
     Ok(Admitted {
         client,
@@ -188,7 +189,7 @@ fn busy(state: &AppState) -> ApiError {
 impl Admitted {
     /// The body replaced by a larger one built from it (a WebSocket turn with the
     /// conversation it continues), under the same limits and charged likewise.
-    pub(crate) fn rebody(&mut self, state: &AppState, body: Bytes) -> Result<(), ApiError> {
+    pub(crate) async fn rebody(&mut self, state: &AppState, body: Bytes) -> Result<(), ApiError> {
         let server = &state.core.server;
         if body.len() > server.max_body_bytes {
             return Err(ApiError::new(
@@ -203,14 +204,16 @@ impl Admitted {
         }
         state
             .inbound
-            .charge(&mut self.charge, body.len())
+            .charge_soon(&mut self.charge, body.len())
+            .await
             .map_err(|r| r.error(server.memory_budget_bytes))?;
         budget::charge_parse(
             &state.inbound,
             server.memory_budget_bytes,
             &body,
             &mut self.charge,
-        )?;
+        )
+        .await?;
         self.body = body;
         Ok(())
     }

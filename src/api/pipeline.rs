@@ -216,9 +216,10 @@ async fn handle_client(
     seen: &mut Seen,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
+    let body_len = unit.body.len();
     // The charge is held until this request's parsed form is gone (the budget's estimate
     // covers it).
-    let (mut inbound, _charge) = parse(state, unit, dialect, seen, request_id)?;
+    let (mut inbound, charge) = parse(state, unit, dialect, seen, request_id)?;
     // Affinity is per client key: one member's session name cannot steer another's routing.
     inbound.conversation = inbound.conversation.map(|c| c.of_client(&client.id));
     let snap = core.routing.snapshot.load_full();
@@ -274,11 +275,14 @@ async fn handle_client(
         dialect,
         base,
     };
-    match result {
+    let answer = match result {
         Ok(Served::Complete(c)) => out.complete(c, &inbound, rec),
         Ok(Served::Stream(s)) => Ok(out.stream(s, &inbound, rec)),
         Err(f) => Err(out.failure(f, &inbound, rec)),
-    }
+    };
+    // A large request's parsed forms are freed once its answer is on its way.
+    state.inbound.free_later(inbound, charge, body_len);
+    answer
 }
 
 /// Parses an admitted request: the dialect's body to the canonical request, and the headers

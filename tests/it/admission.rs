@@ -2,7 +2,8 @@
 //! limited to some models counts and lists only those; a second gateway key sent where a login
 //! goes never reaches a `credentials: "client"` upstream; a CLI provider's secret variables are
 //! references like keys (never shown, exported or stored); and `baton config import` follows the
-//! admin API's import rules. (The WebSocket's admission: tests/e2e/test_ws_attacks.py.)
+//! admin API's import rules; large bodies one after another each find the budget their
+//! predecessor gave back. (The WebSocket's admission: tests/e2e/test_ws_attacks.py.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use reqwest::Method;
@@ -260,4 +261,50 @@ async fn config_import_follows_the_admin_imports_rules() {
     ])
     .await;
     assert_eq!(code, 0, "{err}");
+}
+
+/// A large request's parsed form is freed after its answer is out (`budget::free_later`), and
+/// its memory charge with it: a client sending its next large body at once, under a budget
+/// that holds one such body at a time, is served every time, never told the budget is busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_bodies_back_to_back_each_find_the_budget_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("up").await;
+    // ~1.1 MB, charged ~8.9 MB: the smallest budget allowed (16 MiB) holds one at a time.
+    let text = "All work and no play. ".repeat(50_000);
+    let baton = Baton::start(
+        dir.path(),
+        json!({"server": {"memoryBudgetBytes": 16 * 1024 * 1024},
+            "providers": [provider("up", &up.base_url(), 1)]}),
+    )
+    .await;
+    let body = json!({"model": "up-model", "messages": [{"role": "user", "content": text}]});
+    for i in 0..20 {
+        let r = baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(&baton.key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        assert_eq!(status, 200, "request {i}: {}", r.text().await.unwrap());
+    }
+    // Two at once do not fit: the budget still bounds what is held.
+    let send = || {
+        baton
+            .http
+            .post(format!("{}/v1/chat/completions", baton.url))
+            .bearer_auth(&baton.key)
+            .json(&body)
+            .send()
+    };
+    let (a, b) = tokio::join!(send(), send());
+    let mut statuses = [a.unwrap().status().as_u16(), b.unwrap().status().as_u16()];
+    statuses.sort();
+    assert!(
+        statuses == [200, 200] || statuses == [200, 503],
+        "{statuses:?}"
+    );
 }

@@ -205,7 +205,7 @@ async fn serve_message(
     let prewarm = body.remove("generate") == Some(Value::Bool(false));
     let model = body.get("model").cloned().unwrap_or(Value::Null);
     let (full, input) = continued(body, chain);
-    if let Err(e) = admitted.rebody(state, full) {
+    if let Err(e) = admitted.rebody(state, full).await {
         return send(socket, wrapped(&e)).await;
     }
     if prewarm {
