@@ -150,9 +150,10 @@ impl Breaker {
     }
 }
 
-/// A provider's breakers, one per scope: a model id, or `None` for the whole provider.
+/// A provider's breakers, one per scope: a model id, or `None` for the whole provider
+/// (looked up on every attempt: foldhash, not SipHash).
 #[derive(Debug, Default)]
-pub struct Breakers(Mutex<HashMap<Option<String>, Arc<Breaker>>>);
+pub struct Breakers(Mutex<HashMap<Option<String>, Arc<Breaker>, foldhash::fast::RandomState>>);
 
 impl Breakers {
     /// The breaker for this scope (created closed on first use).

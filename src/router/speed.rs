@@ -57,9 +57,12 @@ impl Entry {
 }
 
 /// Every provider and model's recent speed: provider -> model, nested so that a request's
-/// update looks up by `&str` and allocates nothing once the pair is known.
+/// update looks up by `&str` and allocates nothing once the pair is known (foldhash, not
+/// SipHash: two lookups a request).
 #[derive(Debug, Default)]
-pub struct Speeds(Mutex<HashMap<String, HashMap<String, Entry>>>);
+pub struct Speeds(Mutex<HashMap<String, Models, foldhash::fast::RandomState>>);
+
+type Models = HashMap<String, Entry, foldhash::fast::RandomState>;
 
 impl Speeds {
     /// Notes a finished request: its serving attempt's time to first token (its own, from
