@@ -19,6 +19,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::ApiError;
 use crate::config::ServerConfig;
 
+mod values;
+pub use values::json_values;
+
 /// Bytes a parsed, translated request holds per byte of its body. Measured by
 /// `BENCH_CROSS=1 scripts/bench-memory` for every inbound API to every upstream kind: up to
 /// 7.7 for one long string (a Messages or Responses body translated for Gemini or Responses).
@@ -213,41 +216,6 @@ impl http_body::Body for Held {
     }
 }
 
-/// How many JSON values a body holds, counted without parsing it: every `{`, `[`, `:` and `,`
-/// outside strings (a close upper bound of the nodes a parser builds). Stops counting past
-/// `limit`.
-pub fn json_values(body: &[u8], limit: usize) -> usize {
-    let mut n = 0usize;
-    let mut i = 0;
-    while i < body.len() {
-        match body[i] {
-            b'"' => {
-                // Skip the string: to the next quote not escaped.
-                i += 1;
-                while i < body.len() {
-                    match memchr::memchr2(b'"', b'\\', &body[i..]) {
-                        Some(j) if body[i + j] == b'\\' => i += j + 2,
-                        Some(j) => {
-                            i += j;
-                            break;
-                        }
-                        None => i = body.len(),
-                    }
-                }
-            }
-            b'{' | b'[' | b':' | b',' => {
-                n += 1;
-                if n > limit {
-                    return n;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    n + usize::from(!body.is_empty())
-}
-
 impl Refused {
     /// The answer to a request the budget cannot take: 413 when it could never fit, 503 with
     /// `Retry-After` when others hold the budget now.
@@ -400,20 +368,6 @@ const MIN_BODY_RATE: f64 = 16.0 * 1024.0;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_are_counted_outside_strings_only() {
-        assert_eq!(json_values(br#"{"a":1}"#, usize::MAX), 3);
-        assert_eq!(json_values(br#"{"a":"{[,:]}"}"#, usize::MAX), 3);
-        assert_eq!(json_values(br#"{"a":"x\"{,","b":[1,2]}"#, usize::MAX), 7);
-        assert_eq!(json_values(br#""\\""#, usize::MAX), 1);
-        assert_eq!(json_values(b"", usize::MAX), 0);
-        // An unterminated string ends the count without reading past the end.
-        assert_eq!(json_values(br#"{"a":"unterminated\"#, usize::MAX), 3);
-        // Counting stops past the limit.
-        let many = format!("[{}1]", "1,".repeat(10_000));
-        assert_eq!(json_values(many.as_bytes(), 100), 101);
-    }
 
     fn budget_of(units: usize) -> Inbound {
         Inbound::new(&ServerConfig {
