@@ -114,17 +114,24 @@ impl Inbound {
     /// Like `charge`, but a request the budget is busy for while other requests' parsed forms
     /// are being freed (`free_later`) waits for them instead of being refused: a client that
     /// sends its next large body as soon as it has an answer must not get the 503 its
-    /// previous request would cause.
+    /// previous request would cause. A charge that fits costs what `charge` does.
     pub async fn charge_soon(&self, charge: &mut Charge, bytes: usize) -> Result<(), Refused> {
+        let waits = |r: &Result<(), Refused>| {
+            matches!(r, Err(Refused::Busy)) && self.freeing.pending.load(Ordering::Acquire) > 0
+        };
+        let first = self.charge(charge, bytes);
+        if !waits(&first) {
+            return first;
+        }
         let until = tokio::time::Instant::now() + FREEING_WAIT;
         loop {
             // Registered before the check, so a free finishing in between is not missed.
             let freed = self.freeing.done.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            match self.charge(charge, bytes) {
-                Err(Refused::Busy) if self.freeing.pending.load(Ordering::Acquire) > 0 => {}
-                r => return r,
+            let again = self.charge(charge, bytes);
+            if !waits(&again) {
+                return again;
             }
             if tokio::time::timeout_at(until, freed).await.is_err() {
                 return Err(Refused::Busy);
