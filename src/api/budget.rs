@@ -54,7 +54,7 @@ struct Freeing {
 /// A body from this size on has its parsed form freed after the answer is on its way
 /// (`Inbound::free_later`): freeing a 500 KB Messages request's values, canonical form and
 /// copies took ~0.2 ms, which the client waited for.
-pub const FREE_LATER_FROM: usize = 64 * 1024;
+const FREE_LATER_FROM: usize = 64 * 1024;
 
 /// How long a charge refused while parsed forms are being freed waits for them (they take
 /// about a millisecond; this bounds a runtime that is starved).
