@@ -135,3 +135,53 @@ async fn what_baton_must_change_is_written_out_again() {
     assert!(got.body.get("stream_options").is_none(), "{}", got.body);
     baton.stop().await;
 }
+
+/// Claude Code with thinking on: every tool turn sends back the thinking the account signed.
+/// Nothing in it may not go there, so the client's bytes go as they came (they were once written
+/// out again whole, a 600 KB turn costing Baton twice what the rest of it did); a block nobody
+/// signed still cannot go, and then the body is written out again without it.
+#[tokio::test]
+async fn a_tool_turn_with_its_own_signed_thinking_goes_as_it_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = FakeUpstream::start("claude").await;
+    std::env::set_var("BT_VERBATIM_UP_KEY3", "sk-ant-verbatim-upstream-3");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "claude", "kind": "anthropic", "baseUrl": claude.base_url(),
+             "keys": [{"env": "BT_VERBATIM_UP_KEY3"}], "models": ["served-claude"]}]}),
+    )
+    .await;
+    let first = post(
+        &baton,
+        "/v1/messages",
+        r#"{"model":"claude/served-claude","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"read a.rs"}]}"#,
+    )
+    .await;
+    let sig = first["content"][0]["signature"].as_str().unwrap();
+    assert!(!sig.is_empty(), "{first}");
+    let turn = r#"{"model":"claude/served-claude", "max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[EARLIER{"role":"user","content":"read a.rs"},{"role":"assistant","content":[{"type":"thinking","thinking":"claude thinks.","signature":"SIG"},{"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a.rs"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"fn main() {}\n"}]}]}"#
+        .replace("SIG", sig);
+
+    let body = turn.replace("EARLIER", "");
+    post(&baton, "/v1/messages", &body).await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&got.raw).unwrap(),
+        with_model(&body, r#""claude/served-claude""#, r#""served-claude""#)
+    );
+
+    // An earlier turn's block that nobody signed goes nowhere: written out again without it.
+    let body = turn.replace(
+        "EARLIER",
+        r#"{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"?","signature":""},{"type":"text","text":"hello"}]},"#,
+    );
+    post(&baton, "/v1/messages", &body).await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(
+        got.body["messages"][1]["content"],
+        json!([{"type": "text", "text": "hello"}])
+    );
+    assert_eq!(got.body["messages"][3]["content"][0]["signature"], sig);
+    assert_eq!(got.body["model"], "served-claude");
+    baton.stop().await;
+}

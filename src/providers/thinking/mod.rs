@@ -28,19 +28,26 @@ const CAPACITY: usize = 50_000;
 #[derive(Default)]
 pub struct ThinkingBook {
     inner: Mutex<Book>,
+    /// Two independently seeded hashers: a signature's 128-bit digest (`digest`).
+    seeds: [foldhash::quality::RandomState; 2],
 }
 
 #[derive(Default)]
 struct Book {
-    origins: HashMap<[u8; 16], Arc<str>>,
-    order: VecDeque<[u8; 16]>,
+    origins: HashMap<u128, Arc<str>, foldhash::fast::RandomState>,
+    order: VecDeque<u128>,
 }
 
-fn digest(signature: &str) -> [u8; 16] {
-    let d = ring::digest::digest(&ring::digest::SHA256, signature.as_bytes());
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&d.as_ref()[..16]);
-    out
+impl ThinkingBook {
+    /// A signature's digest: 128 bits from two hashers seeded at random for this process, so
+    /// no client can make two signatures meet (the book lives in memory only). A signature
+    /// is ~400 characters and a long conversation has hundreds: SHA-256 made looking them up
+    /// a seventh of what a 600 KB Claude Code turn cost Baton.
+    fn digest(&self, signature: &str) -> u128 {
+        use std::hash::BuildHasher;
+        let [a, b] = &self.seeds;
+        (u128::from(a.hash_one(signature)) << 64) | u128::from(b.hash_one(signature))
+    }
 }
 
 impl ThinkingBook {
@@ -52,7 +59,7 @@ impl ThinkingBook {
         let Ok(mut b) = self.inner.lock() else {
             return;
         };
-        let d = digest(signature);
+        let d = self.digest(signature);
         if b.origins.insert(d, Arc::from(origin)).is_none() {
             b.order.push_back(d);
         }
@@ -66,7 +73,7 @@ impl ThinkingBook {
     /// Who produced the block with this signature, when Baton relayed it.
     pub fn origin(&self, signature: &str) -> Option<Arc<str>> {
         let b = self.inner.lock().ok()?;
-        b.origins.get(&digest(signature)).cloned()
+        b.origins.get(&self.digest(signature)).cloned()
     }
 
     /// Every signature in a complete Messages answer, noted as `origin`'s.
@@ -152,6 +159,29 @@ fn content(m: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
+/// Whether this block may not go where `keep` says.
+fn leaves(block: &Value, keep: Keep) -> bool {
+    if !is_thinking(block) {
+        return false;
+    }
+    match (keep, seal(block).filter(|s| !s.is_empty())) {
+        (Keep::None, _) | (Keep::Own(..), None) => true,
+        (Keep::Own(book, origin), Some(sig)) => book.origin(sig).is_some_and(|o| &*o != origin),
+    }
+}
+
+/// Whether [`strip`] would change this body. Most turns of a tool loop go back to the account
+/// that signed their thinking, and then nothing changes: the client's bytes can go as they
+/// came instead of a copy of the whole conversation written out again.
+pub fn changes(body: &Map<String, Value>, keep: Keep) -> bool {
+    let assistant = |m: &&Value| m.get("role").and_then(Value::as_str) == Some("assistant");
+    messages(body).filter(assistant).any(|m| {
+        m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|c| c.is_empty() || c.iter().any(|b| leaves(b, keep)))
+    }) || (thinking_on(body) && !last_turn_starts_thinking(body))
+}
+
 /// Removes from a client's Messages body the thinking blocks that may not go to this account.
 pub fn strip(body: &mut Map<String, Value>, keep: Keep) -> Stripped {
     let mut out = Stripped::default();
@@ -166,17 +196,7 @@ pub fn strip(body: &mut Map<String, Value>, keep: Keep) -> Stripped {
             continue;
         };
         let before = blocks.len();
-        blocks.retain(|b| {
-            if !is_thinking(b) {
-                return true;
-            }
-            match (keep, seal(b).filter(|s| !s.is_empty())) {
-                (Keep::None, _) | (Keep::Own(..), None) => false,
-                (Keep::Own(book, origin), Some(sig)) => {
-                    book.origin(sig).is_none_or(|o| &*o == origin)
-                }
-            }
-        });
+        blocks.retain(|b| !leaves(b, keep));
         out.blocks += before - blocks.len();
     }
     turns::drop_empty_turns(msgs);
@@ -310,6 +330,64 @@ mod tests {
         assert_eq!(kinds(&none), [vec!["text", "tool_use"], vec!["tool_use"]]);
         assert!(s.thinking_off && !none.contains_key("thinking"));
         assert!(has_thinking(&body()) && !has_thinking(&none));
+    }
+
+    /// `changes` is what lets a body go as it came: it must say yes whenever `strip` would
+    /// change the body, and no when it would not.
+    #[test]
+    fn changes_says_whether_strip_would_change_the_body() {
+        let book = ThinkingBook::default();
+        book.record("sig-a-1", "a/k1");
+        book.record("opaque-b", "b/k2");
+        let tool = json!({"type": "tool_use", "id": "t2", "name": "Read", "input": {}});
+        let variant = |last: Value, thinking: bool| {
+            let mut b = body();
+            b["messages"][1]["content"][0]["signature"] = json!("sig-a-1");
+            b["messages"][3]["content"] = last;
+            if !thinking {
+                b.remove("thinking");
+            }
+            b
+        };
+        let a_or_unknown =
+            json!([{"type": "thinking", "thinking": "t", "signature": "sig-old"}, tool]);
+        let clean = variant(a_or_unknown.clone(), true);
+        let bodies = [
+            body(),
+            clean.clone(),
+            variant(
+                json!([{"type": "redacted_thinking", "data": "opaque-b"}, tool]),
+                true,
+            ),
+            variant(json!([tool]), true),
+            variant(json!([tool]), false),
+            variant(json!([]), false),
+            variant(a_or_unknown, false),
+        ];
+        let mut seen = [0; 2];
+        for b in &bodies {
+            for keep in [
+                Keep::Own(&book, "a/k1"),
+                Keep::Own(&book, "b/k2"),
+                Keep::Own(&book, "c/k3"),
+                Keep::None,
+            ] {
+                let mut stripped = b.clone();
+                strip(&mut stripped, keep);
+                let changed = stripped != *b;
+                assert_eq!(changes(b, keep), changed, "{b:?}");
+                seen[usize::from(changed)] += 1;
+            }
+        }
+        assert!(
+            seen[0] >= 3 && seen[1] >= 3,
+            "both answers are tried: {seen:?}"
+        );
+        assert!(!changes(&clean, Keep::Own(&book, "a/k1")));
+        assert!(
+            changes(&clean, Keep::Own(&book, "b/k2")),
+            "a's block leaves"
+        );
     }
 
     #[test]

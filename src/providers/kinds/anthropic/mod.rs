@@ -39,8 +39,11 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
             };
             return body(&o, model);
         }
-        // Thinking blocks go back only to the account that signed them (`thinking`).
-        if crate::providers::thinking::to_check(b) {
+        // Thinking blocks go back only to the account that signed them (`thinking`); a body
+        // with nothing to take out goes as it came.
+        if crate::providers::thinking::to_check(b)
+            && crate::providers::thinking::changes(b, o.thinking)
+        {
             let mut own = b.clone();
             fit_thinking(&mut own, o);
             return openai_compat::same_body(&own, &model.id, cap, None);
