@@ -185,3 +185,74 @@ async fn a_tool_turn_with_its_own_signed_thinking_goes_as_it_came() {
     assert_eq!(got.body["model"], "served-claude");
     baton.stop().await;
 }
+
+/// A Responses client to an upstream of its API: Codex's turn (its real body, pretty-printed
+/// as the fixture keeps it) to the ChatGPT backend on its own login, and an SDK's turn to the
+/// public API, each get the client's bytes with only the model's value replaced. Codex's
+/// backend-only fields still leave for the public API, written out again.
+#[tokio::test]
+async fn responses_turns_go_as_they_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let login = "chatgpt-login-token-verbatim-01";
+    let backend = FakeUpstream::start("chatgpt").await;
+    backend.only_subscription(login);
+    let public = FakeUpstream::start("resp").await;
+    std::env::set_var("BT_VERBATIM_RESP_KEY", "sk-responses-verbatim");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [
+            {"id": "chatgpt", "kind": "chatgpt", "baseUrl": backend.base_url(),
+             "credentials": "client", "models": ["gpt-6.2-sol"]},
+            {"id": "resp", "kind": "openai-responses", "baseUrl": public.base_url(),
+             "keys": [{"env": "BT_VERBATIM_RESP_KEY"}], "models": ["gpt-real"]}]}),
+    )
+    .await;
+    let send = |body: String, login: Option<&str>| {
+        let mut r = baton
+            .http
+            .post(format!("{}/v1/responses", baton.url))
+            .header("content-type", "application/json")
+            .body(body);
+        r = match login {
+            Some(l) => r
+                .header("authorization", format!("Bearer {l}"))
+                .header("x-baton-key", &baton.key)
+                .header("chatgpt-account-id", "acct-1"),
+            None => r.bearer_auth(&baton.key),
+        };
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status();
+            let text = r.text().await.unwrap();
+            assert_eq!(status, 200, "{text}");
+        }
+    };
+
+    let codex = include_str!("../fixtures/codex/0.171-default-model-request.json").replacen(
+        r#""gpt-6.2-sol""#,
+        r#""chatgpt/gpt-6.2-sol""#,
+        1,
+    );
+    send(codex.clone(), Some(login)).await;
+    let got = backend.received().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&got.raw).unwrap(),
+        with_model(&codex, r#""chatgpt/gpt-6.2-sol""#, r#""gpt-6.2-sol""#)
+    );
+
+    let sdk = r#"{"input":[{"role":"user","content":"caf\u00e9 \/ hi"}], "model":"resp/gpt-real","max_output_tokens":64,  "store":false}"#;
+    send(sdk.to_string(), None).await;
+    let got = public.received().pop().unwrap();
+    assert_eq!(
+        std::str::from_utf8(&got.raw).unwrap(),
+        with_model(sdk, r#""resp/gpt-real""#, r#""gpt-real""#)
+    );
+
+    // Codex's turn to the public API: its backend's own fields cannot go there.
+    let to_public = codex.replacen(r#""chatgpt/gpt-6.2-sol""#, r#""resp/gpt-real""#, 1);
+    send(to_public, None).await;
+    let got = public.received().pop().unwrap();
+    assert!(got.body.get("client_metadata").is_none(), "{}", got.body);
+    assert_eq!(got.body["model"], "gpt-real");
+    baton.stop().await;
+}

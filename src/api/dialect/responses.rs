@@ -27,6 +27,10 @@ impl Dialect for Responses {
         Wire::Responses
     }
 
+    fn keeps_body_verbatim(&self) -> bool {
+        true
+    }
+
     fn vendor(&self) -> Vendor {
         Vendor::OpenAi
     }

@@ -124,7 +124,7 @@ fn over_cap(body: &Map<String, Value>, cap: Option<u64>) -> bool {
 
 /// The client's bytes with the top-level `model` value replaced by `model`: one copy, no
 /// parsing or writing out of the rest.
-fn splice(v: &Verbatim, model: &str) -> Vec<u8> {
+pub(super) fn splice(v: &Verbatim, model: &str) -> Vec<u8> {
     let (head, tail) = (&v.bytes[..v.model.start], &v.bytes[v.model.end..]);
     let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8);
     out.extend_from_slice(head);

@@ -33,6 +33,16 @@ const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
 /// else the client sent (`reasoning`, `include`, `prompt_cache_key`, its freeform tools as
 /// freeform tools) goes on as it came.
 pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
+    // Nothing to change but the model (Codex's turns on its own login, as a rule): the
+    // client's bytes go as they came.
+    if let Some(own) = o.original(Wire::Responses) {
+        if let Some(v) = o
+            .verbatim(Wire::Responses, own)
+            .filter(|_| fits(own, model, public))
+        {
+            return openai_compat::splice(v, &model.id);
+        }
+    }
     let mut b = match o.original(Wire::Responses) {
         Some(own) => own.clone(),
         None => request_to_responses(o.canonical),
@@ -48,12 +58,7 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     // Reasoning Baton gave the client from another provider has no encrypted content, and the
     // server has nothing stored under its id: it stays with the client.
     if let Some(Value::Array(items)) = b.get_mut("input") {
-        items.retain(|i| {
-            i.get("type").and_then(Value::as_str) != Some("reasoning")
-                || !i.get("id").and_then(Value::as_str).is_some_and(|id| {
-                    id.starts_with(crate::canonical::responses::REASONING_ID_PREFIX)
-                })
-        });
+        items.retain(|i| !batons_reasoning(i));
     }
     // The API refuses fewer than 16 output tokens (a probe or the UI's Test asks for 1 or 8).
     if b.get("max_output_tokens")
@@ -71,6 +76,30 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&b).unwrap_or_default()
+}
+
+/// Reasoning Baton wrote for the client from another provider's answer (see `body`).
+fn batons_reasoning(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("reasoning")
+        && item
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with(crate::canonical::responses::REASONING_ID_PREFIX))
+}
+
+/// Whether `body` would send the client's own body `b` unchanged but for its model.
+fn fits(b: &Map<String, Value>, model: &ModelInfo, public: bool) -> bool {
+    let input = b
+        .get("input")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let asked = b.get("max_output_tokens").and_then(Value::as_u64);
+    (!public || (!CHATGPT_ONLY.iter().any(|k| b.contains_key(*k)) && public::fits(input)))
+        && !input.iter().any(batons_reasoning)
+        && asked.is_none_or(|n| n >= MIN_OUTPUT_TOKENS)
+        && model
+            .max_output_tokens
+            .is_none_or(|cap| asked.is_some_and(|n| n <= cap))
 }
 
 pub fn request(

@@ -230,6 +230,25 @@ pub fn input(body: &mut Map<String, Value>) {
     }
 }
 
+/// Whether [`input`] and [`tools_declared_in_tools`] would leave these items as they are.
+pub fn fits(items: &[Value]) -> bool {
+    items.iter().all(|item| {
+        let Value::Object(m) = item else {
+            return true;
+        };
+        let kind = m.get("type").and_then(Value::as_str).unwrap_or("message");
+        let fields = INPUT_ITEM_FIELDS.iter().find(|(k, _)| *k == kind);
+        let keeps = |k: &String| match fields {
+            Some((_, fields)) => fields.contains(&k.as_str()),
+            None => !k.starts_with("internal_"),
+        };
+        let unwrapped = kind == "compaction"
+            && crate::canonical::responses::compaction::summary_of(item).is_some();
+        let loses_id = kind == "message" && !m.contains_key("status") && m.contains_key("id");
+        kind != "additional_tools" && !unwrapped && !loses_id && m.keys().all(keeps)
+    })
+}
+
 /// Codex's current models declare their tools in `additional_tools` input items (namespaces,
 /// the freeform `exec`), which the ChatGPT backend reads in place. Any other Responses server
 /// is given them where every one reads tools, in `tools`, each exactly as declared (a freeform

@@ -72,6 +72,10 @@ fn model(id: &str) -> ModelInfo {
 }
 
 fn built(own: &Map<String, Value>, public: bool) -> Value {
+    built_for(own, &model("gpt-real"), public)
+}
+
+fn built_for(own: &Map<String, Value>, model: &ModelInfo, public: bool) -> Value {
     let canonical = crate::canonical::ChatRequest::default();
     let openai = Map::new().into();
     let o = Outbound {
@@ -86,7 +90,7 @@ fn built(own: &Map<String, Value>, public: bool) -> Value {
         thinking: crate::providers::thinking::Keep::None,
         now_ms: 0,
     };
-    serde_json::from_slice(&body(&o, &model("gpt-real"), public)).expect("JSON")
+    serde_json::from_slice(&body(&o, model, public)).expect("JSON")
 }
 
 #[test]
@@ -168,5 +172,78 @@ fn tools_already_in_tools_are_not_declared_twice() {
     assert_eq!(
         sent["input"],
         json!([{"type": "message", "role": "user", "content": "hi"}])
+    );
+}
+
+/// `fits` is what lets a Responses body go as it came: it must say no whenever `body` would
+/// change more than the model, and yes when it would not.
+#[test]
+fn fits_says_whether_the_body_would_change_but_for_its_model() {
+    let codex = codex_default_body();
+    let with = |extra: Value| -> Map<String, Value> {
+        let mut b: Map<String, Value> = serde_json::from_value(
+            json!({"model": "m", "input": [{"type": "message", "role": "user", "content": "hi"}]}),
+        )
+        .unwrap();
+        for (k, v) in extra.as_object().unwrap() {
+            b.insert(k.clone(), v.clone());
+        }
+        b
+    };
+    let bodies = [
+        codex.clone(),
+        with(json!({})),
+        with(json!({"input": "hi", "max_output_tokens": 500})),
+        with(json!({"max_output_tokens": 8})),
+        with(json!({"max_output_tokens": 5000})),
+        with(json!({"client_metadata": {"x": 1}})),
+        with(
+            json!({"input": [{"type": "message", "role": "user", "content": "hi", "id": "msg_1"}]}),
+        ),
+        with(
+            json!({"input": [{"type": "message", "role": "assistant", "content": [], "id": "msg_1", "status": "completed"}]}),
+        ),
+        with(
+            json!({"input": [{"type": "function_call_output", "call_id": "c", "output": "x", "internal_note": 1}]}),
+        ),
+        with(json!({"input": [{"type": "some_future_item", "x": 1}]})),
+        with(json!({"input": [{"type": "some_future_item", "internal_x": 1}]})),
+        with(json!({"input": [crate::canonical::responses::compaction::item("r1", "did things")]})),
+        with(json!({"input": [{"type": "compaction", "encrypted_content": "gAAAA"}]})),
+        with(json!({"input": [{"type": "reasoning", "id": "rs_baton_x_0", "summary": []}]})),
+        with(
+            json!({"input": [{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}]}),
+        ),
+    ];
+    let mut capped = model("gpt-real");
+    capped.max_output_tokens = Some(1000);
+    let mut seen = [0; 2];
+    for b in &bodies {
+        for m in [&model("gpt-real"), &capped] {
+            for public in [false, true] {
+                let mut expected = b.clone();
+                expected.insert("model".into(), json!(m.id));
+                let same = built_for(b, m, public) == Value::Object(expected);
+                assert_eq!(
+                    fits(b, m, public),
+                    same,
+                    "{b:?} public {public} cap {:?}",
+                    m.max_output_tokens
+                );
+                seen[usize::from(same)] += 1;
+            }
+        }
+    }
+    assert!(
+        seen[0] >= 10 && seen[1] >= 10,
+        "both answers are tried: {seen:?}"
+    );
+    assert!(
+        fits(&codex, &model("gpt-real"), false),
+        "Codex's turn to its own backend"
+    );
+    assert!(
+        !fits(&codex, &model("gpt-real"), true),
+        "its tools move for a public API"
     );
 }
