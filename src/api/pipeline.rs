@@ -372,8 +372,8 @@ fn timeout_header(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     }
 }
 
-/// The body as a JSON object, and where its top-level `model` value lies in `bytes` when it
-/// names one once and writes no top-level key twice (`providers::outbound::Verbatim`); or the
+/// The body as a JSON object and, when it writes no top-level key twice, where its top-level
+/// `model` value lies in `bytes` if it names one (`providers::outbound::Verbatim`); or the
 /// error that says what is wrong with it.
 fn json_object(bytes: &[u8]) -> Result<Body, ApiError> {
     use serde::de::DeserializeSeed;
@@ -403,10 +403,11 @@ fn json_object(bytes: &[u8]) -> Result<Body, ApiError> {
     }
 }
 
-/// A body's members, and where its `model` value lies in its bytes (see `json_object`).
+/// A body's members and, unless a top-level key is written twice (such a body is never relayed
+/// as it came), where its `model` value lies in its bytes if it names one (see `json_object`).
 type Body = (
     serde_json::Map<String, Value>,
-    Option<std::ops::Range<usize>>,
+    Option<Option<std::ops::Range<usize>>>,
 );
 
 /// A request body's top level read once: its members, and the span of its `model` value.
@@ -445,8 +446,8 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'de> {
         }
         // A key written twice is read as its last by Baton and perhaps as its first upstream:
         // such a body is written out again, never relayed as it came.
-        let model = model.filter(|_| keys == map.len());
-        Ok((map, model))
+        let relay = (keys == map.len()).then_some(model);
+        Ok((map, relay))
     }
 }
 
@@ -456,7 +457,7 @@ mod tests {
 
     fn span(body: &str) -> Option<String> {
         let (_, at) = json_object(body.as_bytes()).unwrap_or_else(|e| panic!("{}", e.message));
-        at.map(|r| body[r].to_string())
+        at.flatten().map(|r| body[r].to_string())
     }
 
     #[test]
@@ -472,6 +473,10 @@ mod tests {
         assert_eq!(span(r#"{"model":"a","model":"b"}"#), None);
         assert_eq!(span(r#"{"model":"a","n":1,"n":2}"#), None);
         assert_eq!(span(r#"{"messages":[]}"#), None);
+        // Relayable without a model (Gemini's is in the URL), but not with a key written twice.
+        let relay = |b: &str| json_object(b.as_bytes()).ok().map(|(_, r)| r);
+        assert_eq!(relay(r#"{"contents":[]}"#), Some(Some(None)));
+        assert_eq!(relay(r#"{"contents":[],"contents":[]}"#), Some(None));
         let (map, _) = json_object(br#"{"model":"a","model":"b"}"#)
             .unwrap_or_else(|e| panic!("{}", e.message));
         assert_eq!(map["model"], "b", "read as serde_json reads it: the last");

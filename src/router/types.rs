@@ -370,7 +370,7 @@ mod tests {
         let own = ClientBytes(Some(Verbatim {
             wire: Wire::OpenAi,
             bytes: bytes::Bytes::from_static(br#"{"model":"m"}"#),
-            model: 9..12,
+            model: Some(9..12),
         }));
         assert!(own.0.is_some());
         assert!(own.clone().0.is_none());

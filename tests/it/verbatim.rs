@@ -256,3 +256,62 @@ async fn responses_turns_go_as_they_came() {
     assert_eq!(got.body["model"], "gpt-real");
     baton.stop().await;
 }
+
+/// A Gemini client (its model in the URL) to a Gemini upstream: its very bytes. A body that
+/// also names a model, or asks for more output than the model gives, is written out again.
+#[tokio::test]
+async fn gemini_turns_go_as_they_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = FakeUpstream::start("up").await;
+    std::env::set_var("BT_VERBATIM_GEMINI_KEY", "gemini-verbatim-upstream-key");
+    let baton = Baton::start(
+        dir.path(),
+        json!({"providers": [{"id": "up", "kind": "gemini", "baseUrl": up.base_url_for("gemini"),
+            "keys": [{"env": "BT_VERBATIM_GEMINI_KEY"}],
+            "models": [{"id": "up-model", "maxOutputTokens": 1000}]}],
+            "modelMap": {"gemini-*": "up"}}),
+    )
+    .await;
+    let send = |body: &str| {
+        let r = baton
+            .http
+            .post(format!(
+                "{}/v1beta/models/gemini-2.5-pro:generateContent",
+                baton.url
+            ))
+            .header("x-goog-api-key", &baton.key)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status();
+            let text = r.text().await.unwrap();
+            assert_eq!(status, 200, "{text}");
+        }
+    };
+    let body = r#"{ "contents": [{"role":"user","parts":[{"text":"caf\u00e9 \/ list"}]},
+  {"role":"model","parts":[{"functionCall":{"name":"ls","args":{}},"thoughtSignature":"c2ln"}]},
+  {"role":"user","parts":[{"functionResponse":{"name":"ls","response":{"output":"a.txt"}}}]}],
+ "generationConfig":{"temperature":1.0,"maxOutputTokens":500} }"#;
+    send(body).await;
+    let got = up.received().pop().unwrap();
+    assert_eq!(std::str::from_utf8(&got.raw).unwrap(), body);
+
+    let capped = body.replace("500", "5000");
+    send(&capped).await;
+    let got = up.received().pop().unwrap();
+    assert_eq!(
+        got.body["body"]["generationConfig"]["maxOutputTokens"],
+        1000
+    );
+
+    let named = body.replacen("{ ", r#"{"model":"gemini-2.5-pro", "#, 1);
+    send(&named).await;
+    let got = up.received().pop().unwrap();
+    assert!(got.body["body"].get("model").is_none(), "{}", got.body);
+    assert_eq!(
+        got.body["body"]["contents"][0]["parts"][0]["text"],
+        "café / list"
+    );
+    baton.stop().await;
+}

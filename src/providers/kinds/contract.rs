@@ -20,8 +20,9 @@ use crate::providers::{ApiKey, ClientCredential, ModelInfo, ProviderEntry};
 pub struct Verbatim {
     pub wire: Wire,
     pub bytes: bytes::Bytes,
-    /// Where the top-level `model` value (its JSON text, quotes included) lies in `bytes`.
-    pub model: std::ops::Range<usize>,
+    /// Where the top-level `model` value (its JSON text, quotes included) lies in `bytes`;
+    /// none when the client named no model in its body (Gemini's is in the URL).
+    pub model: Option<std::ops::Range<usize>>,
 }
 
 /// What the client asked for, in the forms an upstream may take it in.

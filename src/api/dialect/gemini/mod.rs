@@ -57,6 +57,11 @@ impl Dialect for Gemini {
         Wire::Gemini
     }
 
+    /// Its model is in the URL: its bytes go as they came (`kinds::gemini::as_it_came`).
+    fn keeps_body_verbatim(&self) -> bool {
+        true
+    }
+
     fn vendor(&self) -> Vendor {
         Vendor::Google
     }

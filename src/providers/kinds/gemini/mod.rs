@@ -25,7 +25,13 @@ pub fn request(
     o: &Outbound,
 ) -> Result<reqwest::RequestBuilder, Classified> {
     // A Gemini client's own body goes as it came (thought signatures, safety settings, Google's
-    // own tools); anything else is translated.
+    // own tools): its very bytes when it names no model and asks for no more output than the
+    // model gives (`as_it_came`); anything else is translated.
+    let url = url(base, model, o.stream)?;
+    if let Some(bytes) = as_it_came(o, model) {
+        let rb = post(client, url, o).body(bytes);
+        return Ok(authorize(rb, p, key));
+    }
     let own = o.original(Wire::Gemini).map(|b| {
         let mut b = b.clone();
         b.remove("model");
@@ -58,26 +64,45 @@ pub fn request(
             cfg["maxOutputTokens"] = c.into();
         }
     }
-    let action = if o.stream {
+    let rb = post(client, url, o).body(serde_json::to_vec(&body).unwrap_or_default());
+    Ok(authorize(rb, p, key))
+}
+
+/// The client's own Gemini body, when it can go as it came: it names no model (Gemini's is in
+/// the URL; one in the body is taken out) and asks for no more output than the model gives.
+fn as_it_came(o: &Outbound, model: &ModelInfo) -> Option<Vec<u8>> {
+    let own = o.original(Wire::Gemini)?;
+    let v = o.verbatim(Wire::Gemini, own)?;
+    let asked = own
+        .get("generationConfig")
+        .and_then(|c| c.get("maxOutputTokens"))
+        .and_then(Value::as_u64);
+    let fits = model
+        .max_output_tokens
+        .is_none_or(|cap| asked.is_none_or(|n| n <= cap));
+    (v.model.is_none() && fits).then(|| v.bytes.to_vec())
+}
+
+/// `{base}/{model}:generateContent`, or its stream.
+fn url(base: &reqwest::Url, model: &ModelInfo, stream: bool) -> Result<reqwest::Url, Classified> {
+    let action = if stream {
         ":streamGenerateContent?alt=sse"
     } else {
         ":generateContent"
     };
-    let Ok(url) = reqwest::Url::parse(&format!(
+    reqwest::Url::parse(&format!(
         "{}/{}{action}",
         base.as_str().trim_end_matches('/'),
         model.id
-    )) else {
-        return Err(limits::classify_transport(
-            "model name does not form a valid URL",
-        ));
-    };
-    let rb = client
+    ))
+    .map_err(|_| limits::classify_transport("model name does not form a valid URL"))
+}
+
+fn post(client: &reqwest::Client, url: reqwest::Url, o: &Outbound) -> reqwest::RequestBuilder {
+    client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header("x-request-id", o.request_id)
-        .body(serde_json::to_vec(&body).unwrap_or_default());
-    Ok(authorize(rb, p, key))
 }
 
 /// Gemini's authentication (`x-goog-api-key`) and the provider's configured headers.

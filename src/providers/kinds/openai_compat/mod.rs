@@ -98,8 +98,11 @@ fn written(
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             != Some(true);
-    if let Some(v) = verbatim.filter(|_| !adds_usage && !over_cap(body, max_tokens_cap)) {
-        return splice(v, model);
+    if let Some(out) = verbatim
+        .filter(|_| !adds_usage && !over_cap(body, max_tokens_cap))
+        .and_then(|v| splice(v, model))
+    {
+        return out;
     }
     serde_json::to_vec(&WithModel {
         body,
@@ -123,15 +126,16 @@ fn over_cap(body: &Map<String, Value>, cap: Option<u64>) -> bool {
 }
 
 /// The client's bytes with the top-level `model` value replaced by `model`: one copy, no
-/// parsing or writing out of the rest.
-pub(super) fn splice(v: &Verbatim, model: &str) -> Vec<u8> {
-    let (head, tail) = (&v.bytes[..v.model.start], &v.bytes[v.model.end..]);
+/// parsing or writing out of the rest. None when the client's body named no model.
+pub(super) fn splice(v: &Verbatim, model: &str) -> Option<Vec<u8>> {
+    let at = v.model.clone()?;
+    let (head, tail) = (&v.bytes[..at.start], &v.bytes[at.end..]);
     let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8);
     out.extend_from_slice(head);
     // A JSON string as serde writes it (quotes and escapes); writing to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, model);
     out.extend_from_slice(tail);
-    out
+    Some(out)
 }
 
 /// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the

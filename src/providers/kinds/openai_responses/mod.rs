@@ -36,11 +36,12 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     // Nothing to change but the model (Codex's turns on its own login, as a rule): the
     // client's bytes go as they came.
     if let Some(own) = o.original(Wire::Responses) {
-        if let Some(v) = o
+        if let Some(out) = o
             .verbatim(Wire::Responses, own)
             .filter(|_| fits(own, model, public))
+            .and_then(|v| openai_compat::splice(v, &model.id))
         {
-            return openai_compat::splice(v, &model.id);
+            return out;
         }
     }
     let mut b = match o.original(Wire::Responses) {
