@@ -70,8 +70,9 @@ pub(super) fn client() -> reqwest::Client {
 
 /// A Messages API body of about `size` bytes the way an agent's turn is one: a system prompt,
 /// tools, and a conversation of ~1 KB turns (text with quotes, newlines and non-ASCII), the
-/// last from the user.
-pub(super) fn messages_body(model: &str, size: usize) -> Vec<u8> {
+/// last from the user. `thinking`: as Claude Code sends it with thinking on, each assistant
+/// turn beginning with its signed thinking block.
+pub(super) fn messages_body(model: &str, size: usize, thinking: bool) -> Vec<u8> {
     let line = "Reading src/router/mod.rs: the \"dispatch\" loop tries each target in turn — \
                 see line 42.\n";
     let turn: String = line.repeat(1000 / line.len() + 1);
@@ -83,7 +84,15 @@ pub(super) fn messages_body(model: &str, size: usize) -> Vec<u8> {
         } else {
             "assistant"
         };
-        messages.push(json!({"role": role, "content": [{"type": "text", "text": turn}]}));
+        let mut content = vec![json!({"type": "text", "text": turn})];
+        if thinking && role == "assistant" {
+            // A signature is ~400 characters of base64.
+            let signature = format!("{:0>400}", messages.len());
+            content.insert(0, json!({"type": "thinking",
+                "thinking": "The dispatch loop decides the order; read it first.", "signature": signature}));
+            used += 500;
+        }
+        messages.push(json!({"role": role, "content": content}));
         used += turn.len() + 60;
     }
     let tools: Vec<_> = ["read_file", "write_file", "run_shell"]
@@ -91,11 +100,13 @@ pub(super) fn messages_body(model: &str, size: usize) -> Vec<u8> {
         .map(|n| json!({"name": n, "description": format!("{n}: a tool of the agent's."),
             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}))
         .collect();
-    serde_json::to_vec(
-        &json!({"model": model, "max_tokens": 64, "system": "You are a coding agent.",
-        "tools": tools, "messages": messages}),
-    )
-    .unwrap()
+    let mut body = json!({"model": model, "max_tokens": 64, "system": "You are a coding agent.",
+        "tools": tools, "messages": messages});
+    if thinking {
+        body["max_tokens"] = json!(2048);
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
+    }
+    serde_json::to_vec(&body).unwrap()
 }
 
 async fn post_messages(client: &reqwest::Client, url: &str, body: &[u8]) -> f64 {
@@ -153,17 +164,18 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
     println!("### Body size (Messages API, one request at a time; p50 of each path, alternating rounds)\n");
     println!("| body | direct p50 | passthrough p50 | added | translated p50 | added | CPU-ms per MB passthrough | translated |");
     println!("|---|---|---|---|---|---|---|---|");
-    for (label, size) in [
-        ("1 KB", 1_000),
-        ("100 KB", 100_000),
-        ("500 KB", 500_000),
-        ("2 MB", 2_000_000),
+    for (label, size, thinking) in [
+        ("1 KB", 1_000, false),
+        ("100 KB", 100_000, false),
+        ("500 KB", 500_000, false),
+        ("500 KB, thinking on", 500_000, true),
+        ("2 MB", 2_000_000, false),
     ] {
         let n = (40_000_000 / size).clamp(20, 300);
         let bodies = [
-            messages_body("m", size),
-            messages_body("pass/m", size),
-            messages_body("tr/m", size),
+            messages_body("m", size, thinking),
+            messages_body("pass/m", size, thinking),
+            messages_body("tr/m", size, thinking),
         ];
         let (mut lat, mut cpu) = ([vec![], vec![], vec![]], [0.0; 3]);
         for _round in 0..2 {
@@ -198,7 +210,7 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
             mb(2)
         );
     }
-    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms.\n");
+    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms. Thinking on: Claude Code's turns with thinking, each assistant turn beginning with its signed block.\n");
 }
 
 /// Closed loop of `n` plain Chat Completions requests at 32 connections; Baton's CPU seconds
