@@ -9,17 +9,26 @@ use serde_json::{json, Value};
 use testkit::FakeUpstream;
 
 async fn post(baton: &Baton, path: &str, body: &str) -> Value {
-    let r = baton
+    let bearer = format!("Bearer {}", baton.key);
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("x-api-key", baton.key.as_str()),
+        ("anthropic-version", "2023-06-01"),
+    ];
+    send(baton, path, body, &headers).await
+}
+
+/// `body` POSTed to `path` with `headers`, answered 200; the answer.
+async fn send(baton: &Baton, path: &str, body: &str, headers: &[(&str, &str)]) -> Value {
+    let mut r = baton
         .http
         .post(format!("{}{path}", baton.url))
-        .bearer_auth(&baton.key)
-        .header("x-api-key", &baton.key)
-        .header("anthropic-version", "2023-06-01")
         .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+        .body(body.to_string());
+    for (name, value) in headers {
+        r = r.header(*name, *value);
+    }
+    let r = r.send().await.unwrap();
     let status = r.status();
     let text = r.text().await.unwrap();
     assert_eq!(status, 200, "{text}");
@@ -207,33 +216,22 @@ async fn responses_turns_go_as_they_came() {
              "keys": [{"env": "BT_VERBATIM_RESP_KEY"}], "models": ["gpt-real"]}]}),
     )
     .await;
-    let send = |body: String, login: Option<&str>| {
-        let mut r = baton
-            .http
-            .post(format!("{}/v1/responses", baton.url))
-            .header("content-type", "application/json")
-            .body(body);
-        r = match login {
-            Some(l) => r
-                .header("authorization", format!("Bearer {l}"))
-                .header("x-baton-key", &baton.key)
-                .header("chatgpt-account-id", "acct-1"),
-            None => r.bearer_auth(&baton.key),
-        };
-        async move {
-            let r = r.send().await.unwrap();
-            let status = r.status();
-            let text = r.text().await.unwrap();
-            assert_eq!(status, 200, "{text}");
-        }
-    };
+    let bearer = format!("Bearer {}", baton.key);
+    let gateway = [("authorization", bearer.as_str())];
+    let login_bearer = format!("Bearer {login}");
+    let own_login = [
+        ("authorization", login_bearer.as_str()),
+        ("x-baton-key", baton.key.as_str()),
+        ("chatgpt-account-id", "acct-1"),
+    ];
+    let path = "/v1/responses";
 
     let codex = include_str!("../fixtures/codex/0.171-default-model-request.json").replacen(
         r#""gpt-6.2-sol""#,
         r#""chatgpt/gpt-6.2-sol""#,
         1,
     );
-    send(codex.clone(), Some(login)).await;
+    send(&baton, path, &codex, &own_login).await;
     let got = backend.received().pop().unwrap();
     assert_eq!(
         std::str::from_utf8(&got.raw).unwrap(),
@@ -241,7 +239,7 @@ async fn responses_turns_go_as_they_came() {
     );
 
     let sdk = r#"{"input":[{"role":"user","content":"caf\u00e9 \/ hi"}], "model":"resp/gpt-real","max_output_tokens":64,  "store":false}"#;
-    send(sdk.to_string(), None).await;
+    send(&baton, path, sdk, &gateway).await;
     let got = public.received().pop().unwrap();
     assert_eq!(
         std::str::from_utf8(&got.raw).unwrap(),
@@ -250,7 +248,7 @@ async fn responses_turns_go_as_they_came() {
 
     // Codex's turn to the public API: its backend's own fields cannot go there.
     let to_public = codex.replacen(r#""chatgpt/gpt-6.2-sol""#, r#""resp/gpt-real""#, 1);
-    send(to_public, None).await;
+    send(&baton, path, &to_public, &gateway).await;
     let got = public.received().pop().unwrap();
     assert!(got.body.get("client_metadata").is_none(), "{}", got.body);
     assert_eq!(got.body["model"], "gpt-real");
@@ -272,33 +270,18 @@ async fn gemini_turns_go_as_they_came() {
             "modelMap": {"gemini-*": "up"}}),
     )
     .await;
-    let send = |body: &str| {
-        let r = baton
-            .http
-            .post(format!(
-                "{}/v1beta/models/gemini-2.5-pro:generateContent",
-                baton.url
-            ))
-            .header("x-goog-api-key", &baton.key)
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        async move {
-            let r = r.send().await.unwrap();
-            let status = r.status();
-            let text = r.text().await.unwrap();
-            assert_eq!(status, 200, "{text}");
-        }
-    };
+    let path = "/v1beta/models/gemini-2.5-pro:generateContent";
+    let key = [("x-goog-api-key", baton.key.as_str())];
     let body = r#"{ "contents": [{"role":"user","parts":[{"text":"caf\u00e9 \/ list"}]},
   {"role":"model","parts":[{"functionCall":{"name":"ls","args":{}},"thoughtSignature":"c2ln"}]},
   {"role":"user","parts":[{"functionResponse":{"name":"ls","response":{"output":"a.txt"}}}]}],
  "generationConfig":{"temperature":1.0,"maxOutputTokens":500} }"#;
-    send(body).await;
+    send(&baton, path, body, &key).await;
     let got = up.received().pop().unwrap();
     assert_eq!(std::str::from_utf8(&got.raw).unwrap(), body);
 
     let capped = body.replace("500", "5000");
-    send(&capped).await;
+    send(&baton, path, &capped, &key).await;
     let got = up.received().pop().unwrap();
     assert_eq!(
         got.body["body"]["generationConfig"]["maxOutputTokens"],
@@ -306,7 +289,7 @@ async fn gemini_turns_go_as_they_came() {
     );
 
     let named = body.replacen("{ ", r#"{"model":"gemini-2.5-pro", "#, 1);
-    send(&named).await;
+    send(&baton, path, &named, &key).await;
     let got = up.received().pop().unwrap();
     assert!(got.body["body"].get("model").is_none(), "{}", got.body);
     assert_eq!(
