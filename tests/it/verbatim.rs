@@ -68,6 +68,31 @@ async fn same_api_upstreams_get_the_clients_bytes_but_for_the_model() {
         "the client's bytes, only the model's value replaced"
     );
 
+    // A stream that did not name `stream_options` (the SDKs' default) is asked for its usage
+    // (tokens and budgets count) with the member added at the end, the rest as it came.
+    let body = "{\"stream\":true, \"model\":\"chat/served-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\\u00e9\"}]} \n";
+    let r = baton
+        .http
+        .post(format!("{}/v1/chat/completions", baton.url))
+        .bearer_auth(&baton.key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(
+        !text.contains("\"usage\":{"),
+        "the client did not ask for it: {text}"
+    );
+    let got = chat.received().pop().unwrap();
+    let sent = with_model(body, r#""chat/served-chat""#, r#""served-chat""#).replace(
+        "}]} \n",
+        "}],\"stream_options\":{\"include_usage\":true}} \n",
+    );
+    assert_eq!(std::str::from_utf8(&got.raw).unwrap(), sent);
+
     // The Messages API to an Anthropic upstream, as a Claude Code turn sends it (model first).
     let body = r#"{"model":"claude/served-claude","max_tokens":1024,"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hello"}],"metadata":{"user_id":"u-1"}}"#;
     post(&baton, "/v1/messages", body).await;
@@ -113,19 +138,20 @@ async fn what_baton_must_change_is_written_out_again() {
     assert_eq!(got.body["max_tokens"], 100);
     assert_eq!(got.body["model"], "served-claude");
 
-    // A stream that did not ask for its usage is asked for it (tokens and budgets count).
+    // A stream that said no to its usage is asked for it (tokens and budgets count).
     let r = baton
         .http
         .post(format!("{}/v1/chat/completions", baton.url))
         .bearer_auth(&baton.key)
-        .json(&json!({"model": "chat/served-chat", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .json(&json!({"model": "chat/served-chat", "stream": true,
+            "stream_options": {"include_usage": false}, "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
     let _ = r.text().await.unwrap();
     let got = chat.received().pop().unwrap();
-    assert_eq!(got.body["stream_options"]["include_usage"], true);
+    assert_eq!(got.body["stream_options"], json!({"include_usage": true}));
 
     // A Chat Completions client to the Anthropic upstream: translated, not its bytes.
     post(

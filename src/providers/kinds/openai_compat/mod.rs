@@ -98,9 +98,13 @@ fn written(
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             != Some(true);
+    // A stream asked for its usage keeps the client's bytes too when it named no
+    // `stream_options` (the SDKs' default): the member goes in at the end.
+    let usage = adds_usage.then_some(USAGE_MEMBER);
     if let Some(out) = verbatim
-        .filter(|_| !adds_usage && !over_cap(body, max_tokens_cap))
-        .and_then(|v| splice(v, model))
+        .filter(|_| !over_cap(body, max_tokens_cap))
+        .filter(|_| !adds_usage || !body.contains_key("stream_options"))
+        .and_then(|v| splice(v, model, usage))
     {
         return out;
     }
@@ -125,16 +129,33 @@ fn over_cap(body: &Map<String, Value>, cap: Option<u64>) -> bool {
         .any(|v| v.as_u64().is_none_or(|asked| asked > cap))
 }
 
-/// The client's bytes with the top-level `model` value replaced by `model`: one copy, no
-/// parsing or writing out of the rest. None when the client's body named no model.
-pub(super) fn splice(v: &Verbatim, model: &str) -> Option<Vec<u8>> {
+/// What a stream that did not ask for its usage is sent (see [`WithModel`]).
+const USAGE_MEMBER: &str = r#""stream_options":{"include_usage":true}"#;
+
+/// The client's bytes with the top-level `model` value replaced by `model`, and `member` (a
+/// member's JSON text the body does not have) added last: one copy, no parsing or writing out
+/// of the rest. None when the client's body named no model.
+pub(super) fn splice(v: &Verbatim, model: &str, member: Option<&str>) -> Option<Vec<u8>> {
     let at = v.model.clone()?;
     let (head, tail) = (&v.bytes[..at.start], &v.bytes[at.end..]);
-    let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8);
+    let extra = member.map_or(0, |m| m.len() + 1);
+    let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8 + extra);
     out.extend_from_slice(head);
     // A JSON string as serde writes it (quotes and escapes); writing to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, model);
     out.extend_from_slice(tail);
+    if let Some(m) = member {
+        // Before the object's closing brace (only whitespace may follow it); the object has
+        // its model, so a comma goes first.
+        let end = out.iter().rposition(|b| !b.is_ascii_whitespace())?;
+        if out[end] != b'}' {
+            return None;
+        }
+        let close = out.split_off(end);
+        out.push(b',');
+        out.extend_from_slice(m.as_bytes());
+        out.extend_from_slice(&close);
+    }
     Some(out)
 }
 

@@ -39,7 +39,7 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
         if let Some(out) = o
             .verbatim(Wire::Responses, own)
             .filter(|_| fits(own, model, public))
-            .and_then(|v| openai_compat::splice(v, &model.id))
+            .and_then(|v| openai_compat::splice(v, &model.id, None))
         {
             return out;
         }
