@@ -15,11 +15,11 @@ async fn post(baton: &Baton, path: &str, body: &str) -> Value {
         ("x-api-key", baton.key.as_str()),
         ("anthropic-version", "2023-06-01"),
     ];
-    send(baton, path, body, &headers).await
+    serde_json::from_str(&send(baton, path, body, &headers).await).unwrap_or(Value::Null)
 }
 
-/// `body` POSTed to `path` with `headers`, answered 200; the answer.
-async fn send(baton: &Baton, path: &str, body: &str, headers: &[(&str, &str)]) -> Value {
+/// `body` POSTed to `path` with `headers`, answered 200; the answer's text.
+async fn send(baton: &Baton, path: &str, body: &str, headers: &[(&str, &str)]) -> String {
     let mut r = baton
         .http
         .post(format!("{}{path}", baton.url))
@@ -32,7 +32,7 @@ async fn send(baton: &Baton, path: &str, body: &str, headers: &[(&str, &str)]) -
     let status = r.status();
     let text = r.text().await.unwrap();
     assert_eq!(status, 200, "{text}");
-    serde_json::from_str(&text).unwrap_or(Value::Null)
+    text
 }
 
 /// What the upstream should get: the client's text with its model's value replaced.
@@ -71,17 +71,14 @@ async fn same_api_upstreams_get_the_clients_bytes_but_for_the_model() {
     // A stream that did not name `stream_options` (the SDKs' default) is asked for its usage
     // (tokens and budgets count) with the member added at the end, the rest as it came.
     let body = "{\"stream\":true, \"model\":\"chat/served-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\\u00e9\"}]} \n";
-    let r = baton
-        .http
-        .post(format!("{}/v1/chat/completions", baton.url))
-        .bearer_auth(&baton.key)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().await.unwrap();
+    let bearer = format!("Bearer {}", baton.key);
+    let text = send(
+        &baton,
+        "/v1/chat/completions",
+        body,
+        &[("authorization", &bearer)],
+    )
+    .await;
     assert!(
         !text.contains("\"usage\":{"),
         "the client did not ask for it: {text}"
