@@ -174,12 +174,10 @@ fn leaves(block: &Value, keep: Keep) -> bool {
 /// that signed their thinking, and then nothing changes: the client's bytes can go as they
 /// came instead of a copy of the whole conversation written out again.
 pub fn changes(body: &Map<String, Value>, keep: Keep) -> bool {
-    let assistant = |m: &&Value| m.get("role").and_then(Value::as_str) == Some("assistant");
-    messages(body).filter(assistant).any(|m| {
-        m.get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|c| c.is_empty() || c.iter().any(|b| leaves(b, keep)))
-    }) || (thinking_on(body) && !last_turn_starts_thinking(body))
+    let assistant = |m: &Value| m.get("role").and_then(Value::as_str) == Some("assistant");
+    messages(body)
+        .any(|m| turns::is_empty_turn(m) || (assistant(m) && content(m).any(|b| leaves(b, keep))))
+        || (thinking_on(body) && !last_turn_starts_thinking(body))
 }
 
 /// Removes from a client's Messages body the thinking blocks that may not go to this account.

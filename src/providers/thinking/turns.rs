@@ -17,11 +17,13 @@ pub(super) fn final_assistant_run(msgs: &[Value]) -> Option<std::ops::RangeInclu
 
 /// An assistant turn left empty (it held only thinking) would be refused: dropped.
 pub(super) fn drop_empty_turns(msgs: &mut Vec<Value>) {
-    msgs.retain(|m| {
-        m.get("role").and_then(Value::as_str) != Some("assistant")
-            || !m
-                .get("content")
-                .and_then(Value::as_array)
-                .is_some_and(Vec::is_empty)
-    });
+    msgs.retain(|m| !is_empty_turn(m));
+}
+
+/// An assistant message whose content is an empty list.
+pub(super) fn is_empty_turn(m: &Value) -> bool {
+    m.get("role").and_then(Value::as_str) == Some("assistant")
+        && m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
 }
