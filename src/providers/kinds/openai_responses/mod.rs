@@ -61,20 +61,8 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     if let Some(Value::Array(items)) = b.get_mut("input") {
         items.retain(|i| !batons_reasoning(i));
     }
-    // The API refuses fewer than 16 output tokens (a probe or the UI's Test asks for 1 or 8).
-    if b.get("max_output_tokens")
-        .and_then(Value::as_u64)
-        .is_some_and(|n| n < MIN_OUTPUT_TOKENS)
-    {
-        b.insert("max_output_tokens".into(), json!(MIN_OUTPUT_TOKENS));
-    }
-    if let Some(cap) = model.max_output_tokens {
-        if b.get("max_output_tokens")
-            .and_then(Value::as_u64)
-            .is_none_or(|n| n > cap)
-        {
-            b.insert("max_output_tokens".into(), json!(cap));
-        }
+    if let Some(n) = output_tokens(&b, model) {
+        b.insert("max_output_tokens".into(), json!(n));
     }
     serde_json::to_vec(&b).unwrap_or_default()
 }
@@ -94,13 +82,22 @@ fn fits(b: &Map<String, Value>, model: &ModelInfo, public: bool) -> bool {
         .get("input")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let asked = b.get("max_output_tokens").and_then(Value::as_u64);
     (!public || (!CHATGPT_ONLY.iter().any(|k| b.contains_key(*k)) && public::fits(input)))
         && !input.iter().any(batons_reasoning)
-        && asked.is_none_or(|n| n >= MIN_OUTPUT_TOKENS)
-        && model
-            .max_output_tokens
-            .is_none_or(|cap| asked.is_some_and(|n| n <= cap))
+        && output_tokens(b, model).is_none()
+}
+
+/// The `max_output_tokens` to write in place of the body's, if it must change: raised to the
+/// least the API accepts (a probe or the UI's Test asks for 1 or 8), then held to the model's
+/// cap (also when the body names none).
+fn output_tokens(b: &Map<String, Value>, model: &ModelInfo) -> Option<u64> {
+    let asked = b.get("max_output_tokens").and_then(Value::as_u64);
+    let floored = asked.map(|n| n.max(MIN_OUTPUT_TOKENS));
+    let limited = match model.max_output_tokens {
+        Some(cap) if floored.is_none_or(|n| n > cap) => Some(cap),
+        _ => floored,
+    };
+    limited.filter(|n| Some(*n) != asked)
 }
 
 pub fn request(

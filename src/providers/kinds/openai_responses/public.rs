@@ -218,15 +218,22 @@ pub fn input(body: &mut Map<String, Value>) {
             continue;
         };
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("message");
-        let fields = INPUT_ITEM_FIELDS.iter().find(|(k, _)| *k == kind);
         let message = kind == "message";
-        match fields {
-            Some((_, fields)) => m.retain(|k, _| fields.contains(&k.as_str())),
-            None => m.retain(|k, _| !k.starts_with("internal_")),
-        }
+        let public = public_field(kind);
+        m.retain(|k, _| public(k));
         if message && !m.contains_key("status") {
             m.remove("id");
         }
+    }
+}
+
+/// Whether an input item of type `kind` may carry a field in the public API: one of its
+/// type's (`INPUT_ITEM_FIELDS`), or, for a type not listed, any but the backend's `internal_*`.
+fn public_field(kind: &str) -> impl Fn(&String) -> bool {
+    let fields = INPUT_ITEM_FIELDS.iter().find(|(k, _)| *k == kind);
+    move |k| match fields {
+        Some((_, fields)) => fields.contains(&k.as_str()),
+        None => !k.starts_with("internal_"),
     }
 }
 
@@ -237,11 +244,7 @@ pub fn fits(items: &[Value]) -> bool {
             return true;
         };
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("message");
-        let fields = INPUT_ITEM_FIELDS.iter().find(|(k, _)| *k == kind);
-        let keeps = |k: &String| match fields {
-            Some((_, fields)) => fields.contains(&k.as_str()),
-            None => !k.starts_with("internal_"),
-        };
+        let keeps = public_field(kind);
         let unwrapped = kind == "compaction"
             && crate::canonical::responses::compaction::summary_of(item).is_some();
         let loses_id = kind == "message" && !m.contains_key("status") && m.contains_key("id");
