@@ -55,12 +55,8 @@ pub fn request(
             .or_insert_with(|| Value::Object(Default::default()));
         cfg["thinkingConfig"] = serde_json::json!({"thinkingBudget": b, "includeThoughts": b > 0});
     }
-    if let (Some(c), Some(cfg)) = (model.max_output_tokens, body.get_mut("generationConfig")) {
-        if cfg
-            .get("maxOutputTokens")
-            .and_then(Value::as_u64)
-            .is_some_and(|m| m > c)
-        {
+    if let Some(c) = model.max_output_tokens.filter(|_| over_cap(&body, model)) {
+        if let Some(cfg) = body.get_mut("generationConfig") {
             cfg["maxOutputTokens"] = c.into();
         }
     }
@@ -73,14 +69,19 @@ pub fn request(
 fn as_it_came(o: &Outbound, model: &ModelInfo) -> Option<Vec<u8>> {
     let own = o.original(Wire::Gemini)?;
     let v = o.verbatim(Wire::Gemini, own)?;
-    let asked = own
+    (v.model.is_none() && !over_cap(own, model)).then(|| v.bytes.to_vec())
+}
+
+/// Whether a body asks for more output (`generationConfig.maxOutputTokens`) than the model
+/// gives (then the model's cap is written in its place).
+fn over_cap(body: &Map<String, Value>, model: &ModelInfo) -> bool {
+    let asked = body
         .get("generationConfig")
         .and_then(|c| c.get("maxOutputTokens"))
         .and_then(Value::as_u64);
-    let fits = model
+    model
         .max_output_tokens
-        .is_none_or(|cap| asked.is_none_or(|n| n <= cap));
-    (v.model.is_none() && fits).then(|| v.bytes.to_vec())
+        .is_some_and(|cap| asked.is_some_and(|n| n > cap))
 }
 
 /// `{base}/{model}:generateContent`, or its stream.
