@@ -3,7 +3,8 @@
 //! - `RELAY_FLOOR=http`: the least an HTTP gateway on Baton's stack can do — axum's router on
 //!   hyper, reqwest to the upstream, a multi-threaded tokio runtime — with none of a gateway's
 //!   work: the body is parsed and written back as JSON, sent on, and the answer streamed back
-//!   as it comes.
+//!   as it comes. It serves Chat Completions and Messages (`bench --scale`'s body sizes), each
+//!   to the same path under the upstream's base URL, with the headers those APIs authenticate by.
 //! - `RELAY_FLOOR=raw`: a TCP relay (tokio's `copy_bidirectional`), no HTTP at all: the cost of
 //!   the extra hop itself (two more loopback sockets and the other core's wake-ups).
 //!
@@ -77,7 +78,9 @@ async fn tcp_relay(listener: tokio::net::TcpListener, base: &str) {
 #[derive(Clone)]
 struct Relay {
     client: reqwest::Client,
-    url: String,
+    /// `{base}/chat/completions` and `{base}/messages`, written once.
+    chat: String,
+    messages: String,
 }
 
 async fn http_relay(listener: tokio::net::TcpListener, base: String) {
@@ -87,10 +90,12 @@ async fn http_relay(listener: tokio::net::TcpListener, base: String) {
             .tcp_nodelay(true)
             .build()
             .unwrap(),
-        url: format!("{base}/chat/completions"),
+        chat: format!("{base}/chat/completions"),
+        messages: format!("{base}/messages"),
     };
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(forward))
+        .route("/v1/messages", axum::routing::post(forward))
         .with_state(relay);
     let listener = listener.tap_io(|t| {
         let _ = t.set_nodelay(true);
@@ -98,17 +103,29 @@ async fn http_relay(listener: tokio::net::TcpListener, base: String) {
     axum::serve(listener, app).await.unwrap();
 }
 
-async fn forward(State(relay): State<Relay>, headers: HeaderMap, body: Bytes) -> Response {
+async fn forward(
+    State(relay): State<Relay>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return bad_gateway();
     };
+    let url = if uri.path() == "/v1/messages" {
+        &relay.messages
+    } else {
+        &relay.chat
+    };
     let mut req = relay
         .client
-        .post(&relay.url)
+        .post(url)
         .header("content-type", "application/json")
         .body(serde_json::to_vec(&json).unwrap());
-    if let Some(auth) = headers.get("authorization") {
-        req = req.header("authorization", auth);
+    for name in ["authorization", "x-api-key", "anthropic-version"] {
+        if let Some(value) = headers.get(name) {
+            req = req.header(name, value);
+        }
     }
     let Ok(answer) = req.send().await else {
         return bad_gateway();

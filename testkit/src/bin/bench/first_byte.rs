@@ -109,7 +109,7 @@ fn report(
 }
 
 /// `relay-floor`, built beside this binary (scripts/bench builds both).
-fn floor_bin() -> Option<String> {
+pub(super) fn floor_bin() -> Option<String> {
     let exe = std::env::current_exe().ok()?;
     let floor = exe.with_file_name("relay-floor");
     floor

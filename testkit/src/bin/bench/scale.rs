@@ -142,8 +142,11 @@ pub(super) async fn post_json(
 }
 
 /// Body size: Messages bodies of 1 KB to 2 MB, one at a time, direct to the mock, through
-/// Baton to an Anthropic upstream (passthrough) and to a Chat Completions one (translated).
-/// Long because it is one table: three paths, four sizes, alternating rounds.
+/// Baton to an Anthropic upstream (passthrough) and to a Chat Completions one (translated), and,
+/// when `relay-floor` was built beside this binary, through the two floors: a TCP relay (the
+/// extra hop and the body's second trip over loopback, no HTTP) and the least HTTP gateway on
+/// Baton's stack (which parses the body and writes it out again).
+/// Long because it is one table: five paths, five sizes, alternating rounds.
 async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
     let d = dir.join("bodies");
     std::fs::create_dir_all(&d).unwrap();
@@ -152,18 +155,31 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
             {"id": "tr", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["m"]}],
         "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
         "log": {"retentionDays": 1}});
-    let (_baton, pid, url) = start_baton(
-        baton_bin,
-        &d,
-        &config,
-        &[("BENCH_KEY", KEY), ("BENCH_UP", "sk-ant-bench-upstream")],
-    );
-    let baton = url.replace("/chat/completions", "/messages");
-    let direct = format!("{mock}/v1/messages");
+    let envs = [("BENCH_KEY", KEY), ("BENCH_UP", "sk-ant-bench-upstream")];
+    let (_baton, pid, url) = start_baton(baton_bin, &d, &config, &envs);
+    let messages = |url: String| url.replace("/chat/completions", "/messages");
+    // (url, which body: 0 names the mock's model, 1 the passthrough route, 2 the translated one)
+    let mut paths = vec![
+        (format!("{mock}/v1/messages"), 0),
+        (messages(url.clone()), 1),
+        (messages(url), 2),
+    ];
+    let mut floors = Vec::new();
+    if let Some(floor) = super::first_byte::floor_bin() {
+        for mode in ["raw", "http"] {
+            let fd = d.join(format!("floor-{mode}"));
+            std::fs::create_dir_all(&fd).unwrap();
+            let mut envs = envs.to_vec();
+            envs.push(("RELAY_FLOOR", mode));
+            let (child, _, url) = start_baton(&floor, &fd, &config, &envs);
+            floors.push(child);
+            paths.push((messages(url), 0));
+        }
+    }
     let client = client();
     println!("### Body size (Messages API, one request at a time; p50 of each path, alternating rounds)\n");
-    println!("| body | direct p50 | passthrough p50 | added | translated p50 | added | CPU-ms per MB passthrough | translated |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| body | direct p50 | passthrough p50 | added | translated p50 | added | floor: TCP relay, added | floor: HTTP relay, added | CPU-ms per MB passthrough | translated |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (label, size, thinking) in [
         ("1 KB", 1_000, false),
         ("100 KB", 100_000, false),
@@ -177,10 +193,10 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
             messages_body("pass/m", size, thinking),
             messages_body("tr/m", size, thinking),
         ];
-        let (mut lat, mut cpu) = ([vec![], vec![], vec![]], [0.0; 3]);
+        let (mut lat, mut cpu) = (vec![vec![]; paths.len()], vec![0.0; paths.len()]);
         for _round in 0..2 {
-            for (i, body) in bodies.iter().enumerate() {
-                let url = if i == 0 { &direct } else { &baton };
+            for (i, (url, body)) in paths.iter().enumerate() {
+                let body = &bodies[*body];
                 for _ in 0..3 {
                     post_messages(&client, url, body).await;
                 }
@@ -199,18 +215,24 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
             })
             .collect();
         let mb = |i: usize| cpu[i] * 1000.0 / ((lat[i].len() * bodies[i].len()) as f64 / 1e6);
+        let floor = |i: usize| {
+            p50.get(i)
+                .map_or("—".to_string(), |p| format!("{:+.3} ms", p - p50[0]))
+        };
         println!(
-            "| {label} | {:.3} ms | {:.3} ms | {:+.3} ms | {:.3} ms | {:+.3} ms | {:.1} | {:.1} |",
+            "| {label} | {:.3} ms | {:.3} ms | {:+.3} ms | {:.3} ms | {:+.3} ms | {} | {} | {:.1} | {:.1} |",
             p50[0],
             p50[1],
             p50[1] - p50[0],
             p50[2],
             p50[2] - p50[0],
+            floor(3),
+            floor(4),
             mb(1),
             mb(2)
         );
     }
-    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms. Thinking on: Claude Code's turns with thinking, each assistant turn beginning with its signed block.\n");
+    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms. Thinking on: Claude Code's turns with thinking, each assistant turn beginning with its signed block. The floors are sent the mock's own body: the TCP relay is the extra hop alone (the body crosses loopback twice), the HTTP relay the least gateway on Baton's stack (axum, hyper, reqwest; it parses the body and writes it out again).\n");
 }
 
 /// Closed loop of `n` plain Chat Completions requests at 32 connections; Baton's CPU seconds
