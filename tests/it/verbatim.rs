@@ -98,6 +98,12 @@ async fn same_api_upstreams_get_the_clients_bytes_but_for_the_model() {
         std::str::from_utf8(&got.raw).unwrap(),
         with_model(body, r#""claude/served-claude""#, r#""served-claude""#)
     );
+    // Named by the model the upstream serves (Claude Code on its own account names the model
+    // it wants): the upstream gets the very bytes, nothing replaced.
+    let body = body.replace("claude/served-claude", "served-claude");
+    post(&baton, "/v1/messages", &body).await;
+    let got = claude.received().pop().unwrap();
+    assert_eq!(std::str::from_utf8(&got.raw).unwrap(), body);
     baton.stop().await;
 }
 

@@ -26,7 +26,7 @@ pub const VERSION: &str = "2023-06-01";
 
 /// The body: the client's own when it spoke Anthropic (model rewritten, so thinking signatures,
 /// cache control and betas survive), else translated from the canonical request.
-pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
+pub fn body(o: &Outbound, model: &ModelInfo) -> bytes::Bytes {
     let cap = model.max_output_tokens;
     if let Some(b) = o.original(Wire::Anthropic) {
         // Searches Baton ran on another upstream earlier in the conversation: as text.
@@ -66,7 +66,7 @@ pub fn body(o: &Outbound, model: &ModelInfo) -> Vec<u8> {
             b.insert("max_tokens".into(), c.into());
         }
     }
-    serde_json::to_vec(&b).unwrap_or_default()
+    serde_json::to_vec(&b).unwrap_or_default().into()
 }
 
 /// The thinking blocks this account may see, and thinking kept on where the API allows it.
@@ -89,7 +89,7 @@ pub fn request(
     url: reqwest::Url,
     p: &ProviderEntry,
     key: Option<&ApiKey>,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     o: &Outbound,
 ) -> reqwest::RequestBuilder {
     let mut rb = authorize(

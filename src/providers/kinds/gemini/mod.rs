@@ -66,10 +66,11 @@ pub fn request(
 
 /// The client's own Gemini body, when it can go as it came: it names no model (Gemini's is in
 /// the URL; one in the body is taken out) and asks for no more output than the model gives.
-fn as_it_came(o: &Outbound, model: &ModelInfo) -> Option<Vec<u8>> {
+fn as_it_came(o: &Outbound, model: &ModelInfo) -> Option<bytes::Bytes> {
     let own = o.original(Wire::Gemini)?;
     let v = o.verbatim(Wire::Gemini, own)?;
-    (v.model.is_none() && !over_cap(own, model)).then(|| v.bytes.to_vec())
+    // Shared, not copied.
+    (v.model.is_none() && !over_cap(own, model)).then(|| v.bytes.clone())
 }
 
 /// Whether a body asks for more output (`generationConfig.maxOutputTokens`) than the model

@@ -1,5 +1,6 @@
 //! The `openai-compatible` upstream kind: `POST {baseUrl}/chat/completions`.
 
+use bytes::Bytes;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -66,7 +67,7 @@ pub fn passthrough_body(
     model: &str,
     max_tokens_cap: Option<u64>,
     verbatim: Option<&Verbatim>,
-) -> Vec<u8> {
+) -> Bytes {
     written(body, model, max_tokens_cap, true, verbatim)
 }
 
@@ -77,7 +78,7 @@ pub fn same_body(
     model: &str,
     max_tokens_cap: Option<u64>,
     verbatim: Option<&Verbatim>,
-) -> Vec<u8> {
+) -> Bytes {
     written(body, model, max_tokens_cap, false, verbatim)
 }
 
@@ -90,7 +91,7 @@ fn written(
     max_tokens_cap: Option<u64>,
     ask_usage: bool,
     verbatim: Option<&Verbatim>,
-) -> Vec<u8> {
+) -> Bytes {
     let adds_usage = ask_usage
         && body.get("stream").and_then(Value::as_bool) == Some(true)
         && body
@@ -115,6 +116,7 @@ fn written(
         ask_usage,
     })
     .unwrap_or_default()
+    .into()
 }
 
 /// Whether the body asks for more output than `cap` allows (then it is written out again, the
@@ -134,9 +136,14 @@ const USAGE_MEMBER: &str = r#""stream_options":{"include_usage":true}"#;
 
 /// The client's bytes with the top-level `model` value replaced by `model`, and `member` (a
 /// member's JSON text the body does not have) added last: one copy, no parsing or writing out
-/// of the rest. None when the client's body named no model.
-pub(super) fn splice(v: &Verbatim, model: &str, member: Option<&str>) -> Option<Vec<u8>> {
+/// of the rest. None when the client's body named no model. The bytes themselves, shared and
+/// not copied, when they already name `model` and nothing is added (an agent's turn sent to
+/// the model it named: Claude Code's on its own account, Codex's on its own login).
+pub(super) fn splice(v: &Verbatim, model: &str, member: Option<&str>) -> Option<Bytes> {
     let at = v.model.clone()?;
+    if member.is_none() && names(&v.bytes[at.clone()], model) {
+        return Some(v.bytes.clone());
+    }
     let (head, tail) = (&v.bytes[..at.start], &v.bytes[at.end..]);
     let extra = member.map_or(0, |m| m.len() + 1);
     let mut out = Vec::with_capacity(v.bytes.len() + model.len() + 8 + extra);
@@ -156,7 +163,15 @@ pub(super) fn splice(v: &Verbatim, model: &str, member: Option<&str>) -> Option<
         out.extend_from_slice(m.as_bytes());
         out.extend_from_slice(&close);
     }
-    Some(out)
+    Some(out.into())
+}
+
+/// Whether `json` (a value's JSON text) is the string `model` as written without escapes.
+fn names(json: &[u8], model: &str) -> bool {
+    json.strip_prefix(b"\"")
+        .and_then(|j| j.strip_suffix(b"\""))
+        .is_some_and(|inner| inner == model.as_bytes())
+        && !model.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
 /// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the
@@ -187,7 +202,7 @@ pub fn build(
     url: reqwest::Url,
     entry: &ProviderEntry,
     key: Option<&ApiKey>,
-    body: Vec<u8>,
+    body: Bytes,
     stream: bool,
     request_id: &str,
 ) -> reqwest::RequestBuilder {

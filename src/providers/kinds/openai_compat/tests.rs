@@ -117,3 +117,43 @@ fn one_pass_reads_what_the_two_readers_read() {
     );
     assert_eq!(text, Some(("x".to_string(), true)));
 }
+
+/// A body that already names the model it goes to is sent as the very bytes it came in (shared,
+/// not copied); one naming another model, or the same one written with an escape, or one that
+/// gets a member added, is a copy with the model written in.
+#[test]
+fn a_body_naming_its_model_is_shared_not_copied() {
+    let verbatim = |text: &str| {
+        let start = text.find(r#""model":"#).unwrap() + r#""model":"#.len();
+        let end = start + text[start..].find(',').unwrap();
+        Verbatim {
+            wire: Wire::OpenAi,
+            bytes: Bytes::copy_from_slice(text.as_bytes()),
+            model: Some(start..end),
+        }
+    };
+    let same = verbatim(r#"{"model":"claude-sonnet-4-5","stream":true}"#);
+    let out = splice(&same, "claude-sonnet-4-5", None).unwrap();
+    assert_eq!(out.as_ptr(), same.bytes.as_ptr(), "shared");
+    assert_eq!(out, same.bytes);
+
+    let other = splice(&same, "m", None).unwrap();
+    assert_ne!(other.as_ptr(), same.bytes.as_ptr());
+    assert_eq!(&other[..], br#"{"model":"m","stream":true}"#);
+
+    let added = splice(&same, "claude-sonnet-4-5", Some(USAGE_MEMBER)).unwrap();
+    assert_eq!(
+        &added[..],
+        br#"{"model":"claude-sonnet-4-5","stream":true,"stream_options":{"include_usage":true}}"#
+    );
+
+    // The same name with an escape in it is the same string, but not the same bytes: written.
+    let escaped = verbatim(r#"{"model":"m\u0065","stream":true}"#);
+    let out = splice(&escaped, "me", None).unwrap();
+    assert_eq!(&out[..], br#"{"model":"me","stream":true}"#);
+    // A model whose name JSON must escape is written as serde writes it.
+    let quoted = verbatim(r#"{"model":"a\"b","stream":true}"#);
+    let out = splice(&quoted, "a\"b", None).unwrap();
+    assert_eq!(&out[..], br#"{"model":"a\"b","stream":true}"#);
+    assert_ne!(out.as_ptr(), quoted.bytes.as_ptr());
+}

@@ -32,7 +32,7 @@ const CHATGPT_ONLY: [&str; 2] = ["client_metadata", "generate"];
 /// API (not the ChatGPT backend), which takes none of that backend's own fields; everything
 /// else the client sent (`reasoning`, `include`, `prompt_cache_key`, its freeform tools as
 /// freeform tools) goes on as it came.
-pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
+pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> bytes::Bytes {
     // Nothing to change but the model (Codex's turns on its own login, as a rule): the
     // client's bytes go as they came.
     if let Some(own) = o.original(Wire::Responses) {
@@ -64,7 +64,7 @@ pub fn body(o: &Outbound, model: &ModelInfo, public: bool) -> Vec<u8> {
     if let Some(n) = output_tokens(&b, model) {
         b.insert("max_output_tokens".into(), json!(n));
     }
-    serde_json::to_vec(&b).unwrap_or_default()
+    serde_json::to_vec(&b).unwrap_or_default().into()
 }
 
 /// Reasoning Baton wrote for the client from another provider's answer (see `body`).
@@ -105,7 +105,7 @@ pub fn request(
     url: reqwest::Url,
     p: &ProviderEntry,
     key: Option<&ApiKey>,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     o: &Outbound,
 ) -> reqwest::RequestBuilder {
     openai_compat::authorize(
