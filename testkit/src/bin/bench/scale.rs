@@ -145,24 +145,28 @@ pub(super) async fn post_json(
 /// Baton to an Anthropic upstream (passthrough) and to a Chat Completions one (translated), and,
 /// when `relay-floor` was built beside this binary, through the two floors: a TCP relay (the
 /// extra hop and the body's second trip over loopback, no HTTP) and the least HTTP gateway on
-/// Baton's stack (which parses the body and writes it out again).
-/// Long because it is one table: five paths, five sizes, alternating rounds.
+/// Baton's stack (which parses the body and writes it out again). The passthrough body names
+/// the model as the upstream serves it, as Claude Code does: the mock's own body, the same bytes
+/// direct and through Baton. One request to each path in turn (the order rotating), so this
+/// machine's drift falls on every path alike.
+/// Long because it is one table: five paths, five sizes.
 async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
     let d = dir.join("bodies");
     std::fs::create_dir_all(&d).unwrap();
     let config = json!({"providers": [
             {"id": "pass", "kind": "anthropic", "baseUrl": format!("{mock}/v1"), "keys": [{"env": "BENCH_UP"}], "models": ["m"]},
-            {"id": "tr", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["m"]}],
+            {"id": "tr", "kind": "openai-compatible", "baseUrl": format!("{mock}/v1"), "models": ["t"]}],
         "gatewayKeys": [{"env": "BENCH_KEY", "label": "bench"}],
         "log": {"retentionDays": 1}});
     let envs = [("BENCH_KEY", KEY), ("BENCH_UP", "sk-ant-bench-upstream")];
     let (_baton, pid, url) = start_baton(baton_bin, &d, &config, &envs);
     let messages = |url: String| url.replace("/chat/completions", "/messages");
-    // (url, which body: 0 names the mock's model, 1 the passthrough route, 2 the translated one)
+    // (url, which body: 0 names the model the mock and the passthrough route serve, 1 the
+    // translated route's)
     let mut paths = vec![
         (format!("{mock}/v1/messages"), 0),
-        (messages(url.clone()), 1),
-        (messages(url), 2),
+        (messages(url.clone()), 0),
+        (messages(url), 1),
     ];
     let mut floors = Vec::new();
     if let Some(floor) = super::first_byte::floor_bin() {
@@ -177,7 +181,7 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
         }
     }
     let client = client();
-    println!("### Body size (Messages API, one request at a time; p50 of each path, alternating rounds)\n");
+    println!("### Body size (Messages API, one request at a time, to each path in turn; p50 of each path)\n");
     println!("| body | direct p50 | passthrough p50 | added | translated p50 | added | floor: TCP relay, added | floor: HTTP relay, added | CPU-ms per MB passthrough | translated |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (label, size, thinking) in [
@@ -190,21 +194,22 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
         let n = (40_000_000 / size).clamp(20, 300);
         let bodies = [
             messages_body("m", size, thinking),
-            messages_body("pass/m", size, thinking),
-            messages_body("tr/m", size, thinking),
+            messages_body("tr/t", size, thinking),
         ];
         let (mut lat, mut cpu) = (vec![vec![]; paths.len()], vec![0.0; paths.len()]);
-        for _round in 0..2 {
-            for (i, (url, body)) in paths.iter().enumerate() {
-                let body = &bodies[*body];
-                for _ in 0..3 {
-                    post_messages(&client, url, body).await;
-                }
+        for (url, body) in &paths {
+            for _ in 0..3 {
+                post_messages(&client, url, &bodies[*body]).await;
+            }
+        }
+        for i in 0..n {
+            for k in 0..paths.len() {
+                let at = (i + k) % paths.len();
+                let (url, body) = &paths[at];
+                // Baton's CPU, read around its own requests only (it idles during the others).
                 let c0 = proc_cpu_secs(pid);
-                for _ in 0..n / 2 {
-                    lat[i].push(post_messages(&client, url, body).await);
-                }
-                cpu[i] += proc_cpu_secs(pid) - c0;
+                lat[at].push(post_messages(&client, url, &bodies[*body]).await);
+                cpu[at] += proc_cpu_secs(pid) - c0;
             }
         }
         let p50: Vec<f64> = lat
@@ -214,7 +219,8 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
                 pct(l, 0.5)
             })
             .collect();
-        let mb = |i: usize| cpu[i] * 1000.0 / ((lat[i].len() * bodies[i].len()) as f64 / 1e6);
+        let mb =
+            |i: usize| cpu[i] * 1000.0 / ((lat[i].len() * bodies[paths[i].1].len()) as f64 / 1e6);
         let floor = |i: usize| {
             p50.get(i)
                 .map_or("—".to_string(), |p| format!("{:+.3} ms", p - p50[0]))
@@ -232,7 +238,7 @@ async fn bodies(baton_bin: &str, dir: &std::path::Path, mock: &str) {
             mb(2)
         );
     }
-    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms. Thinking on: Claude Code's turns with thinking, each assistant turn beginning with its signed block. The floors are sent the mock's own body: the TCP relay is the extra hop alone (the body crosses loopback twice), the HTTP relay the least gateway on Baton's stack (axum, hyper, reqwest; it parses the body and writes it out again).\n");
+    println!("\nTargets: 500 KB passthrough adds <= 1 ms p50, translated <= 3 ms. Thinking on: Claude Code's turns with thinking, each assistant turn beginning with its signed block. The passthrough body names the model as the upstream serves it (as Claude Code does), so it is the very body sent direct and to the floors. The TCP relay is the extra hop alone (the body crosses loopback twice), the HTTP relay the least gateway on Baton's stack (axum, hyper, reqwest; it parses the body and writes it out again).\n");
 }
 
 /// Closed loop of `n` plain Chat Completions requests at 32 connections; Baton's CPU seconds
