@@ -4,7 +4,7 @@
 
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::dialect::contract::{Cx, Dialect};
 use super::error::ApiError;
@@ -80,12 +80,15 @@ impl<'a> Out<'a> {
             }
             Reply::Canonical(answer) => self.render(answer, &target.model.id, inbound),
         };
-        let mut resp = (StatusCode::OK, body).into_response();
-        resp.headers_mut().insert(
+        // The answer's headers are the ones gathered for it: taken, not copied (nothing else
+        // reads them once there is an answer).
+        let mut headers = std::mem::take(self.base);
+        headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        resp.headers_mut().extend(self.base.clone());
+        let mut resp = Response::new(Body::from(body));
+        *resp.headers_mut() = headers;
         Ok(resp)
     }
 
@@ -149,12 +152,12 @@ impl<'a> Out<'a> {
             expect: inbound.expect().filter(|_| output.is_none()).cloned(),
         };
         let body = crate::router::stream::body(upstream, slot, target, rec, resume, out);
-        let mut resp = Response::new(Body::from_stream(body));
-        let h = resp.headers_mut();
+        let mut h = std::mem::take(self.base);
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        h.extend(self.base.clone());
+        let mut resp = Response::new(Body::from_stream(body));
+        *resp.headers_mut() = h;
         resp
     }
 
