@@ -244,7 +244,7 @@ pub fn presented_key(headers: &http::HeaderMap) -> Option<&str> {
         }
     }
     headers
-        .get("x-api-key")
+        .get(&crate::providers::client::X_API_KEY)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
 }

@@ -139,9 +139,9 @@ pub(crate) async fn admit(
 /// never forwarded: `ClientCredential` leaves it out.)
 fn scrub(core: &crate::gateway::Core, presented: &str, headers: &mut HeaderMap) {
     for name in [
-        header::AUTHORIZATION.as_str(),
-        "x-api-key",
-        "x-goog-api-key",
+        &header::AUTHORIZATION,
+        &crate::providers::client::X_API_KEY,
+        &crate::providers::client::X_GOOG_API_KEY,
     ] {
         let other_key = headers
             .get(name)

@@ -4,7 +4,7 @@
 //! `Dialect` it is handed (`api/dialect/`).
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 
@@ -13,7 +13,7 @@ use super::admit::{Admitted, Source};
 use super::dialect::contract::{Cx, Dialect, Parsed};
 use super::error::ApiError;
 use super::failure::resolve_error;
-use super::reply::{attempt_details, header_value, new_request_id};
+use super::reply::{attempt_headers, new_request_id};
 use super::state::AppState;
 use crate::router::record::Record;
 use crate::router::{self, Inbound, Served};
@@ -262,13 +262,7 @@ async fn handle_client(
     };
     let result =
         router::dispatch(&core.routing, &snap, &inbound, targets, selection, &mut rec).await;
-    base.insert("x-gateway-attempts", HeaderValue::from(rec.sent_count()));
-    if !rec.attempts().is_empty() {
-        base.insert(
-            "x-gateway-attempt-details",
-            header_value(&attempt_details(rec.attempts())),
-        );
-    }
+    attempt_headers(base, rec.sent_count(), rec.attempts());
     let out = super::render::Out {
         state,
         request_id,
@@ -294,9 +288,10 @@ fn parse(
     seen: &mut Seen,
     request_id: &str,
 ) -> Result<(Inbound, super::budget::Charge), ApiError> {
+    static ANTHROPIC_BETA: HeaderName = HeaderName::from_static("anthropic-beta");
     let headers = unit.headers;
     let anthropic_beta = headers
-        .get("anthropic-beta")
+        .get(&ANTHROPIC_BETA)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let deadline_ms = timeout_header(headers)?;
@@ -360,7 +355,8 @@ fn parse(
 
 /// `x-gateway-timeout-ms`: this request's deadline, overriding `routing.requestTimeoutMs`.
 fn timeout_header(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
-    let Some(v) = headers.get("x-gateway-timeout-ms") else {
+    static TIMEOUT: HeaderName = HeaderName::from_static("x-gateway-timeout-ms");
+    let Some(v) = headers.get(&TIMEOUT) else {
         return Ok(None);
     };
     match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {

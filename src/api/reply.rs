@@ -3,8 +3,22 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
+/// `x-gateway-attempts` (the requests sent upstream) and, when anything was tried,
+/// `x-gateway-attempt-details`.
+pub(super) fn attempt_headers(
+    h: &mut HeaderMap,
+    sent: usize,
+    attempts: &[crate::store::AttemptRecord],
+) {
+    h.insert(X_GATEWAY_ATTEMPTS.clone(), HeaderValue::from(sent));
+    if !attempts.is_empty() {
+        let details = header_value(&attempt_details(attempts));
+        h.insert(X_GATEWAY_ATTEMPT_DETAILS.clone(), details);
+    }
+}
+
 /// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
-pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
+fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
     let mut out = String::new();
     for a in attempts {
         if !out.is_empty() {
@@ -31,9 +45,17 @@ pub(super) fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> Strin
 pub(super) const OUTPUT_HEADER: &str = "x-baton-output";
 
 pub(super) fn gateway_headers(h: &mut HeaderMap, provider: &str, model: &str) {
-    h.insert("x-gateway-provider", header_value(provider));
-    h.insert("x-gateway-model", header_value(model));
+    h.insert(X_GATEWAY_PROVIDER.clone(), header_value(provider));
+    h.insert(X_GATEWAY_MODEL.clone(), header_value(model));
 }
+
+// The headers every answer carries, named once: a name written as text is parsed and checked
+// again each time it is inserted.
+pub(super) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub(super) static X_GATEWAY_PROVIDER: HeaderName = HeaderName::from_static("x-gateway-provider");
+pub(super) static X_GATEWAY_MODEL: HeaderName = HeaderName::from_static("x-gateway-model");
+static X_GATEWAY_ATTEMPTS: HeaderName = HeaderName::from_static("x-gateway-attempts");
+static X_GATEWAY_ATTEMPT_DETAILS: HeaderName = HeaderName::from_static("x-gateway-attempt-details");
 
 pub(super) fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))

@@ -63,6 +63,11 @@ pub fn vendor_of_provider(p: &crate::config::ProviderConfig) -> Vendor {
 /// subscription credential (for `credentials: "client"` providers).
 pub const BATON_KEY_HEADER: &str = "x-baton-key";
 
+/// The headers clients present keys in besides `Authorization`, named once: a name written
+/// as text is parsed and checked again on every lookup.
+pub static X_API_KEY: http::HeaderName = http::HeaderName::from_static("x-api-key");
+pub static X_GOOG_API_KEY: http::HeaderName = http::HeaderName::from_static("x-goog-api-key");
+
 /// Headers a client's own request carries that its subscription backend expects back.
 const CLIENT_HEADERS: &[&str] = &[
     "authorization",
@@ -81,26 +86,29 @@ impl ClientCredential {
     /// The client's credential, when it authenticated to Baton with `x-baton-key` and sent
     /// its own in Authorization, x-api-key or x-goog-api-key.
     pub fn from_headers(h: &http::HeaderMap) -> Option<Self> {
-        let baton_key = h.get(BATON_KEY_HEADER)?.to_str().ok()?.trim();
+        static BATON_KEY: http::HeaderName = http::HeaderName::from_static(BATON_KEY_HEADER);
+        static CHATGPT_ACCOUNT: http::HeaderName =
+            http::HeaderName::from_static("chatgpt-account-id");
+        let baton_key = h.get(&BATON_KEY)?.to_str().ok()?.trim();
         let secret = h
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .map(strip_scheme)
             .or_else(|| {
-                ["x-api-key", "x-goog-api-key"]
-                    .iter()
-                    .find_map(|n| h.get(*n).and_then(|v| v.to_str().ok()))
+                [&X_API_KEY, &X_GOOG_API_KEY]
+                    .into_iter()
+                    .find_map(|n| h.get(n).and_then(|v| v.to_str().ok()))
                     .map(str::trim)
             })
             // Baton's own key sent twice is not a login, and never leaves.
             .filter(|s| !s.is_empty() && *s != baton_key)?;
         // The account: ChatGPT names it (stable across token refreshes); otherwise the login.
         let account = h
-            .get("chatgpt-account-id")
+            .get(&CHATGPT_ACCOUNT)
             .and_then(|v| v.to_str().ok())
             .filter(|a| !a.is_empty())
             .unwrap_or(secret);
-        let chatgpt_account = h.contains_key("chatgpt-account-id");
+        let chatgpt_account = h.contains_key(&CHATGPT_ACCOUNT);
         let headers = h
             .iter()
             .filter(|(name, _)| {

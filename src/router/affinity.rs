@@ -66,9 +66,15 @@ impl Conversation {
 
     /// The session header a client names its conversation with (Codex's `session-id`).
     pub fn session_header(headers: &http::HeaderMap) -> Option<String> {
-        ["session-id", "session_id", "x-claude-code-session-id"]
+        // Named once: a name written as text is parsed and checked again on every lookup.
+        static SESSION: [http::HeaderName; 3] = [
+            http::HeaderName::from_static("session-id"),
+            http::HeaderName::from_static("session_id"),
+            http::HeaderName::from_static("x-claude-code-session-id"),
+        ];
+        SESSION
             .iter()
-            .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+            .find_map(|h| headers.get(h).and_then(|v| v.to_str().ok()))
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     }

@@ -114,8 +114,12 @@ impl Dialect for Anthropic {
     }
 
     fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
-        base.insert("x-request-id", header_value(request_id));
-        base.insert("request-id", header_value(request_id));
+        static REQUEST_ID: http::HeaderName = http::HeaderName::from_static("request-id");
+        base.insert(
+            crate::api::reply::X_REQUEST_ID.clone(),
+            header_value(request_id),
+        );
+        base.insert(REQUEST_ID.clone(), header_value(request_id));
     }
 
     /// Anthropic's own `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (the

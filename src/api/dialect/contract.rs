@@ -84,7 +84,10 @@ pub trait Dialect: Send + Sync {
     fn error(&self, e: ApiError) -> Response;
     /// The request-id headers every answer carries.
     fn id_headers(&self, request_id: &str, base: &mut HeaderMap) {
-        base.insert("x-request-id", header_value(request_id));
+        base.insert(
+            crate::api::reply::X_REQUEST_ID.clone(),
+            header_value(request_id),
+        );
     }
     /// The client key's own limits, in the headers its SDK reads (OpenAI's `x-ratelimit-*`
     /// unless this API has its own).
