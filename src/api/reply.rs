@@ -19,17 +19,19 @@ pub(super) fn attempt_headers(
 
 /// `a/m1=rate@2026-11-30T01:19:53Z, b/m2=ok`: every attempt, cooling skips included.
 fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
+    use std::fmt::Write;
     let mut out = String::new();
     for a in attempts {
         if !out.is_empty() {
             out.push_str(", ");
         }
-        out.push_str(&format!("{}/{}={}", a.provider, a.model, a.class));
+        // Written into `out` itself (a `String` cannot fail to take it).
+        let _ = write!(out, "{}/{}={}", a.provider, a.model, a.class);
         if let Some(at) = a
             .reset_at_ms
             .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
         {
-            out.push_str(&format!("@{}", at.round(jiff::Unit::Second).unwrap_or(at)));
+            let _ = write!(out, "@{}", at.round(jiff::Unit::Second).unwrap_or(at));
         }
         if out.len() > 2000 {
             out.push_str(", …");
@@ -61,8 +63,23 @@ pub(super) fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
 }
 
+/// `req_` and 16 lowercase hex digits, random.
 pub(super) fn new_request_id() -> String {
-    format!("req_{:016x}", rand::random::<u64>())
+    request_id_of(rand::random::<u64>())
+}
+
+/// `req_` and `n` in 16 lowercase hex digits.
+fn request_id_of(n: u64) -> String {
+    let mut id = String::with_capacity(20);
+    id.push_str("req_");
+    // Spelled out rather than `format!("req_{n:016x}")`: formatting machinery for one number
+    // was a thousand instructions of every request.
+    for shift in (0..16).rev() {
+        id.push(char::from(
+            b"0123456789abcdef"[((n >> (shift * 4)) & 0xf) as usize],
+        ));
+    }
+    id
 }
 
 /// OpenAI's rate-limit headers for a client key's own limits: `x-ratelimit-limit-requests`,
@@ -148,6 +165,23 @@ mod rate_limit_tests {
                 Some(ms),
                 "{text}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    #[test]
+    fn a_request_id_is_req_and_sixteen_hex_digits() {
+        assert_eq!(super::request_id_of(0), "req_0000000000000000");
+        assert_eq!(
+            super::request_id_of(0x0123_4567_89ab_cdef),
+            "req_0123456789abcdef"
+        );
+        assert_eq!(super::request_id_of(u64::MAX), "req_ffffffffffffffff");
+        for _ in 0..1000 {
+            let n = rand::random::<u64>();
+            assert_eq!(super::request_id_of(n), format!("req_{n:016x}"));
         }
     }
 }

@@ -76,11 +76,8 @@ pub(super) async fn attempt(
 
 /// The account an answer comes from, as the thinking book names it: `provider/key`.
 pub(super) fn origin(t: &Target, key: Option<&ApiKey>) -> String {
-    format!(
-        "{}/{}",
-        t.provider.id(),
-        key.map(|k| k.id.as_str()).unwrap_or_default()
-    )
+    let (provider, key) = (t.provider.id(), key.map_or("", |k| k.id.as_str()));
+    [provider, "/", key].concat()
 }
 
 /// Builds the request for the target's kind and sends it; the answer's status, headers and

@@ -216,7 +216,16 @@ pub fn authorize(
     key: Option<&ApiKey>,
 ) -> reqwest::RequestBuilder {
     if let Some(k) = key {
-        rb = rb.bearer_auth(k.secret.expose());
+        // As reqwest's `bearer_auth` makes it (sensitive: never logged, never indexed by
+        // HTTP/2's header compression), without its formatting machinery.
+        match http::HeaderValue::try_from(["Bearer ", k.secret.expose()].concat()) {
+            Ok(mut v) => {
+                v.set_sensitive(true);
+                rb = rb.header(http::header::AUTHORIZATION, v);
+            }
+            // A key no header can carry: reqwest's own error, as before.
+            Err(_) => rb = rb.bearer_auth(k.secret.expose()),
+        }
     }
     for (name, value) in &p.headers {
         rb = rb.header(name, value.clone());
