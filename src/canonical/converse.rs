@@ -193,7 +193,7 @@ pub fn usage_from_converse(u: &Value) -> Usage {
 
 /// A `ConverseResponse` -> canonical answer (it names neither an id nor the model).
 pub fn response_from_converse(v: &Value) -> Option<ChatResponse> {
-    let message = v.pointer("/output/message")?;
+    let message = super::at(v, &["output", "message"])?;
     let mut content = Vec::new();
     for b in message
         .get("content")
@@ -209,9 +209,8 @@ pub fn response_from_converse(v: &Value) -> Option<ChatResponse> {
                 name: super::str_at(u, "name"),
                 arguments: u.get("input").map_or_else(|| "{}".into(), Value::to_string),
             });
-        } else if let Some(t) = b
-            .pointer("/reasoningContent/reasoningText/text")
-            .and_then(Value::as_str)
+        } else if let Some(t) =
+            super::at(b, &["reasoningContent", "reasoningText", "text"]).and_then(Value::as_str)
         {
             content.push(Part::Reasoning(t.to_string()));
         }
@@ -245,7 +244,7 @@ impl StreamDecoder {
         let mut out = Vec::new();
         match kind.as_str() {
             "contentBlockStart" => {
-                if let (Some(u), Some(i)) = (e.pointer("/start/toolUse"), index) {
+                if let (Some(u), Some(i)) = (super::at(e, &["start", "toolUse"]), index) {
                     self.calls.push(i);
                     out.push(StreamEvent::ToolCallStart {
                         index: (self.calls.len() - 1) as u32,
@@ -258,14 +257,17 @@ impl StreamDecoder {
                 let d = &e["delta"];
                 if let Some(t) = d.get("text").and_then(Value::as_str) {
                     out.push(StreamEvent::TextDelta(t.to_string()));
-                } else if let Some(args) = d.pointer("/toolUse/input").and_then(Value::as_str) {
+                } else if let Some(args) =
+                    super::at(d, &["toolUse", "input"]).and_then(Value::as_str)
+                {
                     if let Some(call) = self.calls.iter().position(|c| Some(*c) == index) {
                         out.push(StreamEvent::ToolCallDelta {
                             index: call as u32,
                             arguments: args.to_string(),
                         });
                     }
-                } else if let Some(t) = d.pointer("/reasoningContent/text").and_then(Value::as_str)
+                } else if let Some(t) =
+                    super::at(d, &["reasoningContent", "text"]).and_then(Value::as_str)
                 {
                     out.push(StreamEvent::ReasoningDelta(t.to_string()));
                 }

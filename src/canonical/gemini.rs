@@ -211,8 +211,7 @@ pub fn usage_from_gemini(u: &Value) -> Usage {
 pub fn response_from_gemini(v: &Value) -> Option<ChatResponse> {
     let cand = v.get("candidates")?.get(0)?;
     let mut content = Vec::new();
-    for p in cand
-        .pointer("/content/parts")
+    for p in super::at(cand, &["content", "parts"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -14,7 +14,7 @@ pub mod responses;
 pub mod search;
 pub mod web;
 
-pub(crate) use json::str_at;
+pub(crate) use json::{at, str_at};
 pub use options::{OutputFormat, ToolChoice};
 
 use serde_json::{Map, Value};

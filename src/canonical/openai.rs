@@ -412,8 +412,7 @@ pub fn usage_from_openai(u: &Value) -> Option<Usage> {
             .get("completion_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(0),
-        cached_input_tokens: u
-            .pointer("/prompt_tokens_details/cached_tokens")
+        cached_input_tokens: super::at(u, &["prompt_tokens_details", "cached_tokens"])
             .and_then(Value::as_u64)
             .unwrap_or(0),
         cache_write_tokens: 0,

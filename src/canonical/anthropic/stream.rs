@@ -217,7 +217,7 @@ impl StreamDecoder {
         let mut out = Vec::new();
         match data.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
-                if let Some(u) = data.pointer("/message/usage") {
+                if let Some(u) = crate::canonical::at(data, &["message", "usage"]) {
                     self.input = usage_from_anthropic(u);
                 }
             }
@@ -290,7 +290,9 @@ impl StreamDecoder {
                 }
             }
             "message_delta" => {
-                if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                if let Some(r) =
+                    crate::canonical::at(data, &["delta", "stop_reason"]).and_then(Value::as_str)
+                {
                     out.push(StreamEvent::Finish(stop_from_anthropic(r)));
                 }
                 if let Some(u) = data.get("usage") {

@@ -246,9 +246,10 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8], events: bool) -> Result<Decode
 /// `redacted_thinking` block's data.
 fn seal(v: &Value) -> Option<String> {
     let s = match kind(v) {
-        "content_block_delta" => v.pointer("/delta/signature"),
-        "content_block_start" => v.pointer("/content_block/data").filter(|_| {
-            v.pointer("/content_block/type") == Some(&Value::from("redacted_thinking"))
+        "content_block_delta" => canonical::at(v, &["delta", "signature"]),
+        "content_block_start" => canonical::at(v, &["content_block", "data"]).filter(|_| {
+            canonical::at(v, &["content_block", "type"]).and_then(Value::as_str)
+                == Some("redacted_thinking")
         }),
         _ => None,
     };

@@ -315,9 +315,8 @@ pub fn decode(data: &[u8], events: bool) -> Result<Decoded, NotJson> {
             ..Decoded::default()
         });
     }
-    let finish = v
-        .pointer("/choices/0/finish_reason")
-        .is_some_and(|f| !f.is_null());
+    let finish =
+        crate::canonical::at(&v, &["choices", "0", "finish_reason"]).is_some_and(|f| !f.is_null());
     let usage = v.get("usage").and_then(usage_from_openai);
     Ok(Decoded {
         content: finish || text_bytes > 0 || has(data, token!(b"\"tool_calls\"")),

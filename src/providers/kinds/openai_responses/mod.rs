@@ -182,7 +182,7 @@ pub fn decode(d: &mut StreamDecoder, data: &[u8]) -> Result<Decoded, NotJson> {
     }
     let mut decoded = Decoded::from_events(d.push(&v));
     // A compaction (Codex's `compaction_trigger` answered) is the whole answer, opaque.
-    if v.pointer("/item/type").and_then(Value::as_str) == Some("compaction") {
+    if crate::canonical::at(&v, &["item", "type"]).and_then(Value::as_str) == Some("compaction") {
         decoded.content = true;
     }
     // A Responses stream has no terminator but its last event: the answer is complete here,
