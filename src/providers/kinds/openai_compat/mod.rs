@@ -166,12 +166,13 @@ pub(super) fn splice(v: &Verbatim, model: &str, member: Option<&str>) -> Option<
     Some(out.into())
 }
 
-/// Whether `json` (a value's JSON text) is the string `model` as written without escapes.
+/// Whether `json` (a value's JSON text, from a parsed body) is the string `model`: a JSON
+/// string written without escapes is its value byte for byte (a raw quote or control
+/// character cannot be in it).
 fn names(json: &[u8], model: &str) -> bool {
     json.strip_prefix(b"\"")
         .and_then(|j| j.strip_suffix(b"\""))
-        .is_some_and(|inner| inner == model.as_bytes())
-        && !model.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
+        .is_some_and(|inner| !inner.contains(&b'\\') && inner == model.as_bytes())
 }
 
 /// A JSON POST that accepts an event stream or a JSON answer, with Baton's request id: the
