@@ -19,6 +19,12 @@ use prometheus_client::registry::Registry;
 
 use crate::store::LogRow;
 
+mod kept;
+
+#[cfg(test)]
+use kept::MAX_KEPT;
+use kept::{kept_counter, ByClient, ByKey, Kept};
+
 /// Distinct values kept per label before the rest become `other`.
 pub const MAX_LABEL_VALUES: usize = 200;
 
@@ -90,6 +96,8 @@ impl Cap {
 
 pub struct Metrics {
     registry: Registry,
+    by_client: Kept<ByClient>,
+    by_key: Kept<ByKey>,
     requests: Family<L3, Counter>,
     attempts: Family<L3, Counter>,
     failovers: Family<L1, Counter>,
@@ -232,6 +240,8 @@ impl Default for Metrics {
             providers: Cap::default(),
             clients: Cap::default(),
             keys: Cap::default(),
+            by_client: Kept::default(),
+            by_key: Kept::default(),
         }
     }
 }
@@ -255,28 +265,36 @@ fn status_label(status: u16) -> Arc<str> {
 impl Metrics {
     /// Counts one finished request.
     pub fn observe(&self, row: &LogRow, total: Duration, upstream_us: u64) {
-        let provider = self
-            .providers
-            .get(row.provider.as_deref().unwrap_or("none"));
-        let client = self.clients.get(&row.client_key);
-        self.requests
-            .get_or_create(&Labels([
-                ("provider", provider.clone()),
-                ("client", client.clone()),
-                ("status", status_label(row.status)),
-            ]))
-            .inc();
+        let provider = row.provider.as_deref().unwrap_or("none");
+        let client = self.by_client.with(
+            provider,
+            &row.client_key,
+            || self.by_client_series(provider, &row.client_key),
+            |s| {
+                self.count_request(s, row, total);
+                s.client.clone()
+            },
+        );
         let sent: Vec<_> = row.attempts.iter().filter(|a| a.class.sent()).collect();
         for (i, a) in sent.iter().enumerate() {
-            let p = self.providers.get(&a.provider);
-            let key = self.keys.get(a.key.as_deref().unwrap_or("none"));
-            self.attempts
-                .get_or_create(&Labels([
-                    ("provider", p.clone()),
-                    ("key", key),
-                    ("class", Arc::from(a.class.as_str())),
-                ]))
+            let key = a.key.as_deref().unwrap_or("none");
+            let make = || ByKey {
+                provider: self.providers.get(&a.provider),
+                key: self.keys.get(key),
+                attempts: Vec::new(),
+            };
+            let p = self.by_key.with(&a.provider, key, make, |s| {
+                let class = a.class.as_str();
+                kept_counter(&mut s.attempts, class, || {
+                    self.attempts.get_or_create(&Labels([
+                        ("provider", s.provider.clone()),
+                        ("key", s.key.clone()),
+                        ("class", Arc::from(class)),
+                    ]))
+                })
                 .inc();
+                s.provider.clone()
+            });
             let moved_on = sent
                 .get(i + 1)
                 .is_some_and(|n| n.provider != a.provider || n.model != a.model);
@@ -287,30 +305,11 @@ impl Metrics {
                     .inc();
             }
         }
-        for (dir, n) in [
-            ("input", row.input_tokens),
-            ("output", row.output_tokens),
-            ("cache_read", row.cache_read_tokens),
-            ("cache_write", row.cache_write_tokens),
-        ] {
-            if let Some(n) = n.filter(|n| *n > 0) {
-                self.tokens
-                    .get_or_create(&Labels([
-                        ("provider", provider.clone()),
-                        ("client", client.clone()),
-                        ("direction", Arc::from(dir)),
-                    ]))
-                    .inc_by(n);
-            }
-        }
         if let Some(c) = row.cost_usd.filter(|c| *c > 0.0) {
             self.cost
                 .get_or_create(&Labels([("client", client)]))
                 .inc_by(c);
         }
-        self.duration
-            .get_or_create(&Labels([("provider", provider)]))
-            .observe(total.as_secs_f64());
         if !sent.is_empty() {
             let first_byte = row
                 .ttfb_ms
@@ -322,6 +321,55 @@ impl Metrics {
                 .min(total.as_micros());
             self.added.observe(own as f64 / 1_000_000.0);
         }
+    }
+
+    fn by_client_series(&self, provider: &str, client: &str) -> ByClient {
+        let provider = self.providers.get(provider);
+        ByClient {
+            duration: self
+                .duration
+                .get_or_create(&Labels([("provider", provider.clone())]))
+                .clone(),
+            provider,
+            client: self.clients.get(client),
+            requests: Vec::new(),
+            tokens: Default::default(),
+        }
+    }
+
+    /// The request by status, its tokens by direction and its duration.
+    fn count_request(&self, s: &mut ByClient, row: &LogRow, total: Duration) {
+        kept_counter(&mut s.requests, row.status, || {
+            self.requests.get_or_create(&Labels([
+                ("provider", s.provider.clone()),
+                ("client", s.client.clone()),
+                ("status", status_label(row.status)),
+            ]))
+        })
+        .inc();
+        let counts = [
+            row.input_tokens,
+            row.output_tokens,
+            row.cache_read_tokens,
+            row.cache_write_tokens,
+        ];
+        const DIRECTIONS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
+        for ((n, slot), dir) in counts.into_iter().zip(&mut s.tokens).zip(DIRECTIONS) {
+            let Some(n) = n.filter(|n| *n > 0) else {
+                continue;
+            };
+            slot.get_or_insert_with(|| {
+                self.tokens
+                    .get_or_create(&Labels([
+                        ("provider", s.provider.clone()),
+                        ("client", s.client.clone()),
+                        ("direction", Arc::from(dir)),
+                    ]))
+                    .clone()
+            })
+            .inc_by(n);
+        }
+        s.duration.observe(total.as_secs_f64());
     }
 
     /// Counts a request refused before routing.
@@ -419,38 +467,4 @@ pub struct Scrape<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_label_sets_are_one_series_however_their_values_were_made() {
-        let mut registry = Registry::default();
-        let family = Family::<L2, Counter>::default();
-        registry.register("hits", "Hits", family.clone());
-        let labels =
-            |p: &str, c: String| Labels([("provider", Arc::from(p)), ("client", c.into())]);
-        // Values equal by content but held in different allocations, as a label's value is
-        // when it is not interned (a window id, a status outside the common ones).
-        family.get_or_create(&labels("groq", "k_1".into())).inc();
-        family
-            .get_or_create(&labels("groq", format!("k_{}", 1)))
-            .inc();
-        family.get_or_create(&labels("groq", "k_2".into())).inc();
-        family.get_or_create(&labels("k_1", "groq".into())).inc();
-        let mut out = String::new();
-        encode(&mut out, &registry).unwrap_or_default();
-        assert!(
-            out.contains("hits_total{provider=\"groq\",client=\"k_1\"} 2"),
-            "{out}"
-        );
-        assert!(
-            out.contains("hits_total{provider=\"groq\",client=\"k_2\"} 1"),
-            "{out}"
-        );
-        assert!(
-            out.contains("hits_total{provider=\"k_1\",client=\"groq\"} 1"),
-            "{out}"
-        );
-        assert_eq!(out.matches("hits_total{").count(), 3, "{out}");
-    }
-}
+mod tests;
