@@ -25,12 +25,16 @@ fn attempt_details(attempts: &[crate::store::AttemptRecord]) -> String {
         if !out.is_empty() {
             out.push_str(", ");
         }
-        // Written into `out` itself (a `String` cannot fail to take it).
-        let _ = write!(out, "{}/{}={}", a.provider, a.model, a.class);
+        out.push_str(&a.provider);
+        out.push('/');
+        out.push_str(&a.model);
+        out.push('=');
+        out.push_str(a.class.as_str());
         if let Some(at) = a
             .reset_at_ms
             .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
         {
+            // Written into `out` itself (a `String` cannot fail to take it).
             let _ = write!(out, "@{}", at.round(jiff::Unit::Second).unwrap_or(at));
         }
         if out.len() > 2000 {

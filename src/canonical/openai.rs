@@ -138,7 +138,7 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
     let name = m.get("name").and_then(Value::as_str).map(str::to_string);
     match role {
         "system" | "developer" => {
-            req.system.push(text_of(content, &at("content"))?);
+            req.system.push(text_of(content, || at("content"))?);
             return Ok(());
         }
         "user" | "assistant" | "tool" | "function" => {}
@@ -159,7 +159,7 @@ fn parse_message(m: &Value, i: usize, req: &mut ChatRequest) -> Result<(), Inval
             .to_string();
         parts.push(Part::ToolResult {
             call_id,
-            content: text_of(content, &at("content"))?,
+            content: text_of(content, || at("content"))?,
         });
         req.messages.push(Message {
             role: Role::Tool,
@@ -262,7 +262,8 @@ fn tool_call_part(c: &Value) -> Part {
     }
 }
 
-fn text_of(content: &Value, param: &str) -> Result<String, InvalidRequest> {
+/// `param` names the field in an error; it is written only when there is one.
+fn text_of(content: &Value, param: impl FnOnce() -> String) -> Result<String, InvalidRequest> {
     match content {
         Value::Null => Ok(String::new()),
         Value::String(s) => Ok(s.clone()),
@@ -272,7 +273,7 @@ fn text_of(content: &Value, param: &str) -> Result<String, InvalidRequest> {
             .collect::<Vec<_>>()
             .join("\n")),
         _ => Err(invalid(
-            param,
+            param(),
             "content must be a string or an array of text parts",
         )),
     }
