@@ -44,7 +44,7 @@ pub struct ClientKey {
 pub struct Keys {
     gateway: Vec<ClientKey>,
     /// The configured and generated keys' clients by the SHA-256 of the key.
-    gateway_by_hash: HashMap<Digest, Arc<Client>>,
+    gateway_by_hash: ByDigest,
     /// Keys made in the UI or admin API: (client, SHA-256 of the key). Swapped whole on change.
     ui: std::sync::RwLock<UiKeys>,
     admin: Secret,
@@ -53,10 +53,14 @@ pub struct Keys {
 /// A SHA-256 digest: what a presented key is looked up by.
 type Digest = [u8; 32];
 
+/// Clients by their key's digest. Looked up on every request; a digest is already uniform and
+/// nobody can aim it, so foldhash (seeded per process) rather than SipHash.
+type ByDigest = HashMap<Digest, Arc<Client>, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default)]
 struct UiKeys {
     listed: Vec<Arc<Client>>,
-    by_hash: HashMap<Digest, Arc<Client>>,
+    by_hash: ByDigest,
 }
 
 /// The label (and client id) of the gateway key Baton generates when none is configured.
@@ -226,27 +230,31 @@ pub use crate::providers::BATON_KEY_HEADER;
 
 /// The credential a request presents: `Authorization: Bearer …` or `x-api-key`.
 pub fn presented_key(headers: &http::HeaderMap) -> Option<&str> {
+    // Named once: a name written as text is parsed and checked again on every lookup.
+    static BATON_KEY: http::HeaderName = http::HeaderName::from_static(BATON_KEY_HEADER);
+    // A header's text is visible ASCII, spaces and tabs (`to_str`): ASCII whitespace is all
+    // there is to trim.
     // A client that sends its own subscription credential in Authorization / x-api-key
     // presents Baton's key here.
-    if let Some(v) = headers.get(BATON_KEY_HEADER).and_then(|v| v.to_str().ok()) {
-        return Some(v.trim());
+    if let Some(v) = headers.get(&BATON_KEY).and_then(|v| v.to_str().ok()) {
+        return Some(v.trim_ascii());
     }
     if let Some(v) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
     {
-        let v = v.trim();
+        let v = v.trim_ascii();
         if let Some(t) = v
             .strip_prefix("Bearer ")
             .or_else(|| v.strip_prefix("bearer "))
         {
-            return Some(t.trim());
+            return Some(t.trim_ascii());
         }
     }
     headers
         .get(&crate::providers::client::X_API_KEY)
         .and_then(|v| v.to_str().ok())
-        .map(str::trim)
+        .map(str::trim_ascii)
 }
 
 #[cfg(test)]

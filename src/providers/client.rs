@@ -183,9 +183,11 @@ pub(crate) fn is_jwt(secret: &str) -> bool {
 
 /// An Authorization value without its scheme, whatever its case (`Bearer`, `bearer`, `BEARER`).
 pub(crate) fn strip_scheme(v: &str) -> &str {
-    let v = v.trim();
+    // A header's text is visible ASCII, spaces and tabs (`HeaderValue::to_str`), so ASCII
+    // whitespace is all there is to trim, without decoding characters.
+    let v = v.trim_ascii();
     match v.split_once(' ') {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim_ascii(),
         _ => v,
     }
 }

@@ -273,7 +273,8 @@ impl ProviderEntry {
 
 /// Shared HTTP clients: one connection pool per distinct connect timeout (usually one).
 pub struct HttpClients {
-    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    /// Looked up on every attempt: foldhash (seeded per process), not SipHash.
+    clients: Mutex<HashMap<ClientKey, reqwest::Client, foldhash::fast::RandomState>>,
 }
 
 /// What tells two clients apart: the connect timeout, the proxy, and a digest of the proxy's
@@ -283,7 +284,7 @@ type ClientKey = (u64, Option<String>, u64);
 impl Default for HttpClients {
     fn default() -> Self {
         Self {
-            clients: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::default()),
         }
     }
 }

@@ -50,8 +50,9 @@ struct Entry {
 
 #[derive(Default)]
 struct Table {
-    entries: HashMap<u64, Entry>,
-    per_peer: HashMap<IpAddr, usize>,
+    // Touched twice a request: foldhash (seeded per process), not SipHash.
+    entries: HashMap<u64, Entry, foldhash::fast::RandomState>,
+    per_peer: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
     next: u64,
 }
 
