@@ -230,13 +230,15 @@ pub use crate::providers::BATON_KEY_HEADER;
 
 /// The credential a request presents: `Authorization: Bearer …` or `x-api-key`.
 pub fn presented_key(headers: &http::HeaderMap) -> Option<&str> {
-    // Named once: a name written as text is parsed and checked again on every lookup.
-    static BATON_KEY: http::HeaderName = http::HeaderName::from_static(BATON_KEY_HEADER);
     // A header's text is visible ASCII, spaces and tabs (`to_str`): ASCII whitespace is all
     // there is to trim.
+    //
     // A client that sends its own subscription credential in Authorization / x-api-key
     // presents Baton's key here.
-    if let Some(v) = headers.get(&BATON_KEY).and_then(|v| v.to_str().ok()) {
+    if let Some(v) = headers
+        .get(&crate::providers::client::BATON_KEY)
+        .and_then(|v| v.to_str().ok())
+    {
         return Some(v.trim_ascii());
     }
     if let Some(v) = headers

@@ -65,6 +65,7 @@ pub const BATON_KEY_HEADER: &str = "x-baton-key";
 
 /// The headers clients present keys in besides `Authorization`, named once: a name written
 /// as text is parsed and checked again on every lookup.
+pub static BATON_KEY: http::HeaderName = http::HeaderName::from_static(BATON_KEY_HEADER);
 pub static X_API_KEY: http::HeaderName = http::HeaderName::from_static("x-api-key");
 pub static X_GOOG_API_KEY: http::HeaderName = http::HeaderName::from_static("x-goog-api-key");
 
@@ -86,7 +87,6 @@ impl ClientCredential {
     /// The client's credential, when it authenticated to Baton with `x-baton-key` and sent
     /// its own in Authorization, x-api-key or x-goog-api-key.
     pub fn from_headers(h: &http::HeaderMap) -> Option<Self> {
-        static BATON_KEY: http::HeaderName = http::HeaderName::from_static(BATON_KEY_HEADER);
         static CHATGPT_ACCOUNT: http::HeaderName =
             http::HeaderName::from_static("chatgpt-account-id");
         let baton_key = h.get(&BATON_KEY)?.to_str().ok()?.trim();
