@@ -21,8 +21,6 @@ use crate::store::LogRow;
 
 mod kept;
 
-#[cfg(test)]
-use kept::MAX_KEPT;
 use kept::{kept_counter, ByClient, ByKey, Kept};
 
 /// Distinct values kept per label before the rest become `other`.

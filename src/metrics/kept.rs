@@ -18,14 +18,22 @@ pub(super) const MAX_KEPT: usize = 4096;
 /// instructions) become one lookup here. A metric's handle is the series itself (an `Arc`
 /// inside), and the request families are never cleared, so a kept handle counts where
 /// `/metrics` reads.
-pub(super) struct Kept<T>(Mutex<KeptMap<T>>);
+pub(super) struct Kept<T>(Mutex<Pairs<T>>);
 
-type KeptMap<T> = HashMap<Arc<str>, HashMap<Arc<str>, T, FoldState>, FoldState>;
+/// The kept entries by their first value, then their second, and how many there are in all.
+struct Pairs<T> {
+    by: HashMap<Arc<str>, HashMap<Arc<str>, T, FoldState>, FoldState>,
+    len: usize,
+}
+
 type FoldState = foldhash::fast::RandomState;
 
 impl<T> Default for Kept<T> {
     fn default() -> Self {
-        Self(Mutex::new(HashMap::default()))
+        Self(Mutex::new(Pairs {
+            by: HashMap::default(),
+            len: 0,
+        }))
     }
 }
 
@@ -42,13 +50,15 @@ impl<T> Kept<T> {
         let Ok(mut kept) = self.0.lock() else {
             return f(&mut make());
         };
-        if let Some(t) = kept.get_mut(a).and_then(|m| m.get_mut(b)) {
+        let kept = &mut *kept;
+        if let Some(t) = kept.by.get_mut(a).and_then(|m| m.get_mut(b)) {
             return f(t);
         }
-        if kept.values().map(HashMap::len).sum::<usize>() >= MAX_KEPT {
+        if kept.len >= MAX_KEPT {
             return f(&mut make());
         }
-        let inner = kept.entry(Arc::from(a)).or_default();
+        kept.len += 1;
+        let inner = kept.by.entry(Arc::from(a)).or_default();
         f(inner.entry(Arc::from(b)).or_insert_with(make))
     }
 }

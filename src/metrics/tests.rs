@@ -1,5 +1,6 @@
 //! Unit tests of `metrics`: label sets, and the kept series counting where the scrape reads.
 
+use super::kept::MAX_KEPT;
 use super::*;
 
 #[test]
