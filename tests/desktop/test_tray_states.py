@@ -27,13 +27,14 @@ pytestmark = pytest.mark.skipif(not FAKE_UPSTREAM, reason="run through tests/des
 # height); the all-good icon has none, so the badge's blue shows there.
 DOT = {"ok": (52, 87, 213), "cooling": (240, 160, 20), "down": (178, 38, 30), "paused": (120, 126, 140)}
 
-# The menu line for each state of `/admin/state` (English; the clock varies).
+# The menu line for each state of `/admin/state` (English); `{when}` is the state's end as
+# `until()` writes it.
 LINE = {
     "ready": r"ready",
     "partial": r"ready \(a key or model cooling\)",
     "login-only": r"login-only",
-    "cooling": r"cooling until \d\d:\d\d",
-    "breaker-open": r"breaker open until \d\d:\d\d",
+    "cooling": r"cooling until {when}",
+    "breaker-open": r"breaker open until {when}",
     "logged-out": r"logged out",
     "unavailable": r"unavailable",
     "disabled": r"disabled",
@@ -66,6 +67,27 @@ def tray_shows(app):
     providers = re.search(r"providers=(.*)$", last).group(1)
     items = [p.split(":", 1) for p in providers.split(" | ") if ":" in p]
     return look, {k: v.strip() for k, v in items if k not in ("lang", "connected")}
+
+
+MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+
+
+def until(ms):
+    """A state's end as the tray writes it (`i18n::clock_time`, English, 24-hour clock): its
+    local clock time, with its date when that is another day ("Dec 8, 00:01"). Either form of
+    this very time: the day may turn between this read and the tray's."""
+    if ms is None:
+        return "(?!)"
+    t = time.localtime(ms / 1000)
+    clock = f"{t.tm_hour:02}:{t.tm_min:02}"
+    date = re.escape(f"{MONTHS[t.tm_mon - 1]} {t.tm_mday}, ")
+    return f"(?:{date})?{clock}"
+
+
+def untils(app):
+    """Each provider's `untilMs` in `/admin/state` (None when it has no end)."""
+    _, _, body = app.request("/admin/state", admin=True)
+    return {p["id"]: p["status"].get("untilMs") for p in json.loads(body)["providers"]}
 
 
 def gateway_view(app):
@@ -162,7 +184,9 @@ def agree(app, want, name):
         # The summary's own look is the tray's, and the one these states make.
         if shown != expected_look(paused, views) or shown != summary_view(app)["look"] or set(lines) != set(views):
             return None
-        if not all(re.fullmatch(LINE[views[pid][0]], lines[pid]) for pid in views):
+        ends = untils(app)
+        if not all(re.fullmatch(LINE[views[pid][0]].replace("{when}", until(ends.get(pid))), lines[pid])
+                   for pid in views):
             return None
         return shown
 
