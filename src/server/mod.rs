@@ -51,6 +51,8 @@ impl GatewayHandle {
         // A CLI still running belongs to a request that is gone now.
         self.core.routing.cli_procs.kill_all();
         self.core.save_usage();
+        // Spending gathered for Redis and not yet written goes now.
+        self.core.routing.shared.settle().await;
         // The spans held go to the collector before the process ends.
         let core = self.core.clone();
         let _ = tokio::task::spawn_blocking(move || core.routing.telemetry.shutdown()).await;

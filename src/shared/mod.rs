@@ -22,6 +22,7 @@ use crate::clients::{utc_day, utc_month, Client};
 use crate::config::RedisConfig;
 use crate::limits::{CooldownEntry, Scope};
 
+mod gather;
 mod migrate;
 mod msg;
 mod permits;
@@ -152,6 +153,7 @@ impl Shared {
             released: Mutex::new(Vec::new()),
             leases: AtomicU64::new(0),
             permits: Default::default(),
+            gathered: Default::default(),
             slots: Default::default(),
             admit: Script::new(ADMIT),
             spend: Script::new(SPEND),
@@ -246,17 +248,32 @@ impl Shared {
         })
     }
 
-    /// Adds a finished request's spending to the shared counters (in the background).
+    /// Adds a finished request's spending to the shared counters (in the background): at
+    /// once, or gathered for a moment while the client is far from its limits (`gather`).
     pub fn spend(&self, client: &Arc<Client>, spend: Spend, now: i64) {
-        if let Some(r) = &self.inner {
-            if client.policy.is_metered() {
-                r.clone().send_unordered(Op::Spend {
-                    client: client.clone(),
-                    spend,
-                    now,
-                    id: r.leases.fetch_add(1, Ordering::Relaxed),
-                });
+        let Some(r) = &self.inner else {
+            return;
+        };
+        if !client.policy.is_metered() {
+            return;
+        }
+        let gathering = r.up.load(Ordering::Relaxed) && r.permits.roomy(client, now);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if gathering => {
+                if r.gathered.add(client, spend, now) {
+                    let r = r.clone();
+                    rt.spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(gather::GATHER_MS)).await;
+                        r.write_gathered();
+                    });
+                }
             }
+            _ => r.clone().send_unordered(Op::Spend {
+                client: client.clone(),
+                spend,
+                now,
+                id: r.leases.fetch_add(1, Ordering::Relaxed),
+            }),
         }
     }
 
@@ -381,6 +398,30 @@ impl Shared {
             set.arg(key).arg(stick).arg("PX").arg(ttl_ms.max(1));
             let _ = tokio::time::timeout(OP_TIMEOUT, set.query_async::<()>(&mut conn)).await;
         });
+    }
+
+    /// Writes the spending still gathered and waits (briefly) for Redis to take it: the last
+    /// thing a stopping gateway asks of the shared state.
+    pub async fn settle(&self) {
+        let Some(r) = self.live() else {
+            return;
+        };
+        for p in r.gathered.take() {
+            let op = Op::Spend {
+                client: p.client,
+                spend: p.spend,
+                now: p.now,
+                id: r.leases.fetch_add(1, Ordering::Relaxed),
+            };
+            match tokio::time::timeout(OP_TIMEOUT, r.write(&op)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    r.down(&e.to_string());
+                    r.keep_unconfirmed(op);
+                }
+                Err(_) => r.keep_unconfirmed(op),
+            }
+        }
     }
 
     /// Waits (briefly) until everything published so far has reached Redis, so another

@@ -35,6 +35,9 @@ struct Batch {
     day: i64,
     /// What the next round trip asks for.
     ask: i64,
+    /// How many the script granted: more than one only while every budget and the token
+    /// bucket were less than half used.
+    granted: i64,
     /// The shared bucket's level after the grant (requests), and the token room then.
     level: f64,
     tokens: Option<Room>,
@@ -56,6 +59,22 @@ impl Permits {
         Some(Headroom {
             requests: c.policy.rpm.map(|rpm| Room::of(u64::from(rpm), b.level)),
             tokens: b.tokens,
+        })
+    }
+
+    /// Whether `c` holds a batch granted while it was far from its limits (more than one
+    /// request, under the policy it has now, within the batch's lifetime and UTC day): its
+    /// spending may be gathered for a moment (`gather`).
+    pub(super) fn roomy(&self, c: &Client, now: i64) -> bool {
+        let Ok(map) = self.by_client.lock() else {
+            return false;
+        };
+        map.get(&c.id).is_some_and(|b| {
+            b.granted > 1
+                && now - b.at_ms < LIFETIME_MS
+                && now >= b.at_ms
+                && utc_day(now).0 == b.day
+                && b.policy == c.policy
         })
     }
 
@@ -86,6 +105,7 @@ impl Permits {
                 at_ms: now,
                 day: utc_day(now).0,
                 ask: asked,
+                granted,
                 level,
                 tokens: room.tokens,
                 policy: c.policy.clone(),
@@ -164,6 +184,19 @@ mod tests {
         let midnight = utc_day(1_000).1;
         p.keep(&c, midnight - 10, 16, 16, &room(500));
         assert!(p.take(&c, midnight, &l).is_none());
+    }
+
+    #[test]
+    fn only_a_batch_granted_far_from_the_limits_is_roomy() {
+        let (p, c) = (Permits::default(), client(100_000));
+        assert!(!p.roomy(&c, 1_000), "no batch");
+        p.keep(&c, 1_000, 8, 8, &room(500));
+        assert!(p.roomy(&c, 1_000 + LIFETIME_MS - 1));
+        assert!(!p.roomy(&c, 1_000 + LIFETIME_MS), "expired");
+        assert!(!p.roomy(&client(1), 1_010), "a policy changed since");
+        // Near a limit the script grants one at a time: nothing is gathered then.
+        p.keep(&c, 2_000, 8, 1, &room(500));
+        assert!(!p.roomy(&c, 2_001));
     }
 
     #[test]

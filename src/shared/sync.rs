@@ -39,6 +39,18 @@ impl Redis {
         });
     }
 
+    /// Writes the spending gathered so far (`gather`), one operation per client and day.
+    pub(super) fn write_gathered(self: &Arc<Self>) {
+        for p in self.gathered.take() {
+            self.clone().send_unordered(Op::Spend {
+                client: p.client,
+                spend: p.spend,
+                now: p.now,
+                id: self.leases.fetch_add(1, Ordering::Relaxed),
+            });
+        }
+    }
+
     /// An operation Redis did not confirm: spending is kept for the reconnection to replay
     /// (under its own id); the rest is state the reconciliation rebuilds anyway.
     pub(super) fn keep_unconfirmed(&self, op: Op) {

@@ -115,6 +115,8 @@ pub struct Redis {
     pub(super) leases: AtomicU64,
     /// Requests taken from the shared rate bucket ahead, per client.
     pub(super) permits: super::permits::Permits,
+    /// Spending of clients far from their limits, written every `gather::GATHER_MS`.
+    pub(super) gathered: super::gather::Gathered,
     /// Concurrency slots leased ahead and not in use, per provider.
     pub(super) slots: super::slots::Slots,
     pub(super) admit: Script,

@@ -33,6 +33,30 @@ async fn scripts_run(redis: &RedisServer) -> i64 {
         .sum()
 }
 
+/// Spending writes Redis took under `prefix` (each leaves its once-only marker for a day).
+async fn spending_writes(redis: &RedisServer, prefix: &str) -> usize {
+    let mut conn = redis.conn().await;
+    let keys: Vec<String> = redis::AsyncCommands::keys(&mut conn, format!("{prefix}:spent:*"))
+        .await
+        .unwrap();
+    keys.len()
+}
+
+/// Tokens the shared day counters under `prefix` hold, every client's together.
+async fn day_tokens(redis: &RedisServer, prefix: &str) -> u64 {
+    let mut conn = redis.conn().await;
+    let keys: Vec<String> =
+        redis::AsyncCommands::keys(&mut conn, format!("{prefix}:budget:*:day:*"))
+            .await
+            .unwrap();
+    let mut sum = 0;
+    for k in keys {
+        let t: Option<u64> = redis::AsyncCommands::hget(&mut conn, k, "t").await.unwrap();
+        sum += t.unwrap_or(0);
+    }
+    sum
+}
+
 /// A key made on `a` with `rpm`, once `b` knows it too.
 async fn key_with_rpm(a: &Baton, b: &Baton, rpm: u32) -> String {
     let (st, made) = Admin(a)
@@ -60,6 +84,7 @@ async fn a_fast_client_asks_redis_once_a_batch_not_once_a_request() {
     let key = key_with_rpm(&a, &b, 100_000).await;
     let before = scripts_run(&redis).await;
     let mut remaining = Vec::new();
+    let mut tokens = 0;
     for _ in 0..200 {
         let r = a.chat_as(&key, "auto").await;
         assert_eq!(r.status(), 200);
@@ -67,9 +92,27 @@ async fn a_fast_client_asks_redis_once_a_batch_not_once_a_request() {
             .to_str()
             .unwrap();
         remaining.push(left.parse::<u64>().unwrap());
+        let answer: serde_json::Value = r.json().await.unwrap();
+        tokens += answer["usage"]["total_tokens"].as_u64().unwrap();
     }
-    a.handle.core.routing.shared.barrier().await;
-    let admissions = scripts_run(&redis).await - before - 200;
+    // Every request's tokens reach the shared counters, once: while its batches were granted
+    // far from the limits, the client's spending went in gathered writes (`shared/gather.rs`),
+    // not one script a request.
+    let mut counted = 0;
+    for _ in 0..100 {
+        counted = day_tokens(&redis, "p1").await;
+        if counted >= tokens {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(counted, tokens, "all of the spending, counted once");
+    let spendings = spending_writes(&redis, "p1").await;
+    assert!(
+        (1..100).contains(&spendings),
+        "{spendings} spending writes for 200 requests"
+    );
+    let admissions = scripts_run(&redis).await - before - spendings as i64;
     // 1, 2, 4 … 64 at a time (the pair's clock stands still, so each batch runs out within
     // its lifetime): 8 round trips for 200 requests, where there were 200.
     assert!(
@@ -80,6 +123,26 @@ async fn a_fast_client_asks_redis_once_a_batch_not_once_a_request() {
     assert!(remaining.windows(2).all(|w| w[1] <= w[0]), "{remaining:?}");
     assert!(*remaining.last().unwrap() < 100_000 - 199);
     a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn spending_still_gathered_is_written_before_the_gateway_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(tmp.path());
+    let up = FakeUpstream::start("up").await;
+    let (a, b, _dirs) = pair(&redis, "p5", json!([provider("up", &up.base_url(), 1)])).await;
+    let key = key_with_rpm(&a, &b, 100_000).await;
+    let mut tokens = 0;
+    for _ in 0..40 {
+        let r = a.chat_as(&key, "auto").await;
+        assert_eq!(r.status(), 200);
+        let answer: serde_json::Value = r.json().await.unwrap();
+        tokens += answer["usage"]["total_tokens"].as_u64().unwrap();
+    }
+    // The last requests' spending is still waiting for its write: stopping writes it.
+    a.stop().await;
+    assert_eq!(day_tokens(&redis, "p5").await, tokens);
     b.stop().await;
 }
 
