@@ -77,16 +77,22 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
     for (_, _, url) in &gateways {
         closed_loop(&client, url, key, 2_000, 16).await;
     }
-    // Per backend: each round's throughput and CPU seconds per 1,000 requests.
+    // Per backend: each round's throughput and CPU seconds per 1,000 requests; and Redis's own
+    // CPU in the Redis rounds (it shares the load generator's core here).
     let mut runs = [Vec::new(), Vec::new()];
+    let mut redis_cpu = Vec::new();
     for r in 0..rounds {
         for k in 0..2 {
             let b = (r + k) % 2;
             let (_, pid, url) = &gateways[b];
-            let cpu0 = proc_cpu_secs(*pid);
+            let (cpu0, server0) = (proc_cpu_secs(*pid), redis_server_cpu(port));
             let c = closed_loop(&client, url, key, n / rounds, 32).await;
             let cpu = (proc_cpu_secs(*pid) - cpu0) / c.count as f64 * 1000.0;
             runs[b].push((c.count as f64 / c.secs, cpu));
+            if b == 1 {
+                let server = redis_server_cpu(port) - server0;
+                redis_cpu.push((c.count as f64, server / c.count as f64 * 1000.0));
+            }
         }
     }
     let median = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
@@ -114,6 +120,12 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
         median(&runs[1], |x| x.1),
         "s",
     );
+    if redis_cpu.iter().all(|(_, s)| s.is_finite()) {
+        println!(
+            "| Redis server's CPU seconds per 1,000 requests | | {:.3} s | |",
+            median(&redis_cpu, |x| x.1)
+        );
+    }
     let ratios: Vec<String> = runs[0]
         .iter()
         .zip(&runs[1])
@@ -141,4 +153,24 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
         "Direct to the fake upstream: p50 {:.3} ms, p99 {:.3} ms.",
         d.p50, d.p99
     );
+}
+
+/// The Redis server's CPU seconds so far (`INFO cpu` through `redis-cli`, which Debian's
+/// redis-server brings); NaN when it cannot be read.
+fn redis_server_cpu(port: u16) -> f64 {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "INFO", "cpu"])
+        .output();
+    let Ok(out) = out else {
+        return f64::NAN;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+    };
+    match (field("used_cpu_user:"), field("used_cpu_sys:")) {
+        (Some(u), Some(s)) => u + s,
+        _ => f64::NAN,
+    }
 }
