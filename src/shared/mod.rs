@@ -268,12 +268,10 @@ impl Shared {
                     });
                 }
             }
-            _ => r.clone().send_unordered(Op::Spend {
-                client: client.clone(),
-                spend,
-                now,
-                id: r.leases.fetch_add(1, Ordering::Relaxed),
-            }),
+            _ => {
+                let op = r.spend_op(client.clone(), spend, now);
+                r.clone().send_unordered(op);
+            }
         }
     }
 
@@ -407,12 +405,7 @@ impl Shared {
             return;
         };
         for p in r.gathered.take() {
-            let op = Op::Spend {
-                client: p.client,
-                spend: p.spend,
-                now: p.now,
-                id: r.leases.fetch_add(1, Ordering::Relaxed),
-            };
+            let op = r.spend_op(p.client, p.spend, p.now);
             match tokio::time::timeout(OP_TIMEOUT, r.write(&op)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {

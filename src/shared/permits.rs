@@ -45,14 +45,24 @@ struct Batch {
     policy: ClientPolicy,
 }
 
+impl Batch {
+    /// Still usable for `c` at `now`: within its lifetime and UTC day, under the policy it was
+    /// granted under.
+    fn current(&self, c: &Client, now: i64) -> bool {
+        now - self.at_ms < LIFETIME_MS
+            && now >= self.at_ms
+            && utc_day(now).0 == self.day
+            && self.policy == c.policy
+    }
+}
+
 impl Permits {
     /// A request admitted from a batch taken earlier, with what its headers say is left; `None`
     /// when there is none to use (the caller asks Redis).
     pub(super) fn take(&self, c: &Client, now: i64, limiter: &Limiter) -> Option<Headroom> {
         let mut map = self.by_client.lock().ok()?;
         let b = map.get_mut(&c.id)?;
-        let fresh = now - b.at_ms < LIFETIME_MS && now >= b.at_ms && utc_day(now).0 == b.day;
-        if b.left <= 0 || !fresh || b.policy != c.policy || limiter.over_budget(c, now).is_some() {
+        if b.left <= 0 || !b.current(c, now) || limiter.over_budget(c, now).is_some() {
             return None;
         }
         b.left -= 1;
@@ -69,13 +79,8 @@ impl Permits {
         let Ok(map) = self.by_client.lock() else {
             return false;
         };
-        map.get(&c.id).is_some_and(|b| {
-            b.granted > 1
-                && now - b.at_ms < LIFETIME_MS
-                && now >= b.at_ms
-                && utc_day(now).0 == b.day
-                && b.policy == c.policy
-        })
+        map.get(&c.id)
+            .is_some_and(|b| b.granted > 1 && b.current(c, now))
     }
 
     /// How many requests to ask for now: double the last batch when it ran out within its

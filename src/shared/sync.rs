@@ -39,15 +39,21 @@ impl Redis {
         });
     }
 
+    /// A spending write, under an id of its own (Redis applies each id once).
+    pub(super) fn spend_op(&self, client: Arc<Client>, spend: Spend, now: i64) -> Op {
+        Op::Spend {
+            client,
+            spend,
+            now,
+            id: self.leases.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
     /// Writes the spending gathered so far (`gather`), one operation per client and day.
     pub(super) fn write_gathered(self: &Arc<Self>) {
         for p in self.gathered.take() {
-            self.clone().send_unordered(Op::Spend {
-                client: p.client,
-                spend: p.spend,
-                now: p.now,
-                id: self.leases.fetch_add(1, Ordering::Relaxed),
-            });
+            let op = self.spend_op(p.client, p.spend, p.now);
+            self.clone().send_unordered(op);
         }
     }
 

@@ -42,19 +42,20 @@ async fn spending_writes(redis: &RedisServer, prefix: &str) -> usize {
     keys.len()
 }
 
-/// Tokens the shared day counters under `prefix` hold, every client's together.
-async fn day_tokens(redis: &RedisServer, prefix: &str) -> u64 {
-    let mut conn = redis.conn().await;
-    let keys: Vec<String> =
-        redis::AsyncCommands::keys(&mut conn, format!("{prefix}:budget:*:day:*"))
-            .await
-            .unwrap();
-    let mut sum = 0;
-    for k in keys {
-        let t: Option<u64> = redis::AsyncCommands::hget(&mut conn, k, "t").await.unwrap();
-        sum += t.unwrap_or(0);
-    }
-    sum
+/// The shared counter of `key`'s spending on the pair's (pinned) day, under `prefix`.
+fn day_counter(inst: &Baton, prefix: &str, key: &str) -> String {
+    let id = inst.handle.core.keys.client(key).unwrap().id.clone();
+    let day = baton::clients::utc_day(at(PINNED)).0;
+    format!("{prefix}:budget:{id}:day:{day}")
+}
+
+/// One request as `key`: its answer's headers and the tokens it spent.
+async fn spent_once(inst: &Baton, key: &str) -> (reqwest::header::HeaderMap, i64) {
+    let r = inst.chat_as(key, "auto").await;
+    assert_eq!(r.status(), 200);
+    let headers = r.headers().clone();
+    let answer: serde_json::Value = r.json().await.unwrap();
+    (headers, answer["usage"]["total_tokens"].as_i64().unwrap())
 }
 
 /// A key made on `a` with `rpm`, once `b` knows it too.
@@ -86,26 +87,15 @@ async fn a_fast_client_asks_redis_once_a_batch_not_once_a_request() {
     let mut remaining = Vec::new();
     let mut tokens = 0;
     for _ in 0..200 {
-        let r = a.chat_as(&key, "auto").await;
-        assert_eq!(r.status(), 200);
-        let left = r.headers()["x-ratelimit-remaining-requests"]
-            .to_str()
-            .unwrap();
+        let (headers, spent) = spent_once(&a, &key).await;
+        let left = headers["x-ratelimit-remaining-requests"].to_str().unwrap();
         remaining.push(left.parse::<u64>().unwrap());
-        let answer: serde_json::Value = r.json().await.unwrap();
-        tokens += answer["usage"]["total_tokens"].as_u64().unwrap();
+        tokens += spent;
     }
     // Every request's tokens reach the shared counters, once: while its batches were granted
     // far from the limits, the client's spending went in gathered writes (`shared/gather.rs`),
     // not one script a request.
-    let mut counted = 0;
-    for _ in 0..100 {
-        counted = day_tokens(&redis, "p1").await;
-        if counted >= tokens {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let counted = field_becomes(&redis, &day_counter(&a, "p1", &key), "t", tokens).await;
     assert_eq!(counted, tokens, "all of the spending, counted once");
     let spendings = spending_writes(&redis, "p1").await;
     assert!(
@@ -135,14 +125,16 @@ async fn spending_still_gathered_is_written_before_the_gateway_stops() {
     let key = key_with_rpm(&a, &b, 100_000).await;
     let mut tokens = 0;
     for _ in 0..40 {
-        let r = a.chat_as(&key, "auto").await;
-        assert_eq!(r.status(), 200);
-        let answer: serde_json::Value = r.json().await.unwrap();
-        tokens += answer["usage"]["total_tokens"].as_u64().unwrap();
+        tokens += spent_once(&a, &key).await.1;
     }
+    let counter = day_counter(&a, "p5", &key);
     // The last requests' spending is still waiting for its write: stopping writes it.
     a.stop().await;
-    assert_eq!(day_tokens(&redis, "p5").await, tokens);
+    let mut conn = redis.conn().await;
+    let counted: Option<i64> = redis::AsyncCommands::hget(&mut conn, counter, "t")
+        .await
+        .unwrap();
+    assert_eq!(counted, Some(tokens), "read at once, without waiting");
     b.stop().await;
 }
 
