@@ -91,15 +91,11 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
             runs[b].push((c.count as f64 / c.secs, cpu));
             if b == 1 {
                 let server = redis_server_cpu(port) - server0;
-                redis_cpu.push((c.count as f64, server / c.count as f64 * 1000.0));
+                redis_cpu.push(server / c.count as f64 * 1000.0);
             }
         }
     }
-    let median = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
-        let mut x: Vec<f64> = v.iter().map(f).collect();
-        x.sort_by(|a, b| a.total_cmp(b));
-        pct(&x, 0.5)
-    };
+    let median = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| median_of(v.iter().map(f).collect());
     let mut latency = Vec::new();
     for (_, _, url) in &gateways {
         latency.push(fixed_rate(&client, url, key, 500, 5).await);
@@ -120,10 +116,10 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
         median(&runs[1], |x| x.1),
         "s",
     );
-    if redis_cpu.iter().all(|(_, s)| s.is_finite()) {
+    if redis_cpu.iter().all(|s| s.is_finite()) {
         println!(
             "| Redis server's CPU seconds per 1,000 requests | | {:.3} s | |",
-            median(&redis_cpu, |x| x.1)
+            median_of(redis_cpu)
         );
     }
     let ratios: Vec<String> = runs[0]
@@ -153,6 +149,11 @@ pub(super) async fn state_bench(baton_bin: &str, n: usize) {
         "Direct to the fake upstream: p50 {:.3} ms, p99 {:.3} ms.",
         d.p50, d.p99
     );
+}
+
+fn median_of(mut x: Vec<f64>) -> f64 {
+    x.sort_by(|a, b| a.total_cmp(b));
+    pct(&x, 0.5)
 }
 
 /// The Redis server's CPU seconds so far (`INFO cpu` through `redis-cli`, which Debian's
